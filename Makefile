@@ -1,0 +1,34 @@
+# Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
+JOBS ?= $(shell nproc)
+
+.PHONY: deps build demo test test-asan bench format tidy clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+
+demo: build
+	build/release/stepcast predict examples/resnet50-ps.yaml --workers 1,2,4,8,16,32
+
+test: build
+	ctest --preset release -j $(JOBS)
+
+test-asan: deps
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+bench: build
+	scripts/run-benchmarks.sh
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+tidy: build
+	clang-tidy -p build/release $$(git ls-files 'src/*.cpp')
+
+clean:
+	rm -rf build

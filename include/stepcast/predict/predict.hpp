@@ -1,0 +1,29 @@
+// The predictors: fine-grained discrete-event simulation, coarse-grained phases with
+// heuristics. Same inputs, same Result; none opens a file.
+//
+//   predict::Result r = predict::predict(w, spec, scheme, {.predictor = Predictor::Coarse});
+#pragma once
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/predict/result.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::predict {
+
+/// Dispatches on options.predictor. Borrows its inputs; deterministic for a given seed.
+[[nodiscard]] Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                             const scheme::SchemeConfig& scheme, const Options& options);
+
+[[nodiscard]] Result predict_fine(const workload::Workload& workload,
+                                  const cluster::ClusterSpec& cluster,
+                                  const scheme::SchemeConfig& scheme, const Options& options);
+[[nodiscard]] Result predict_coarse(const workload::Workload& workload,
+                                    const cluster::ClusterSpec& cluster,
+                                    const scheme::SchemeConfig& scheme, const Options& options);
+
+/// DESIGN.md 3.2 closed form: ring all-reduce of `bytes` over n workers on links of `bw`
+/// bytes/s and per-step latency `latency` s: 2(n-1)(latency + bytes/(n bw)); 0 for n = 1.
+[[nodiscard]] double ring_allreduce_time(double bytes, int n, double bw, double latency);
+
+}  // namespace stepcast::predict

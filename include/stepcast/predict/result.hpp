@@ -1,0 +1,66 @@
+// What every predictor returns, and the options they all take. Plain values: report/ formats
+// them without knowing how they were computed.
+//
+//   Result r = predict::predict(workload, cluster_spec, scheme, options);
+//   fmt::print("{} samples/s, bottleneck: {}\n", r.throughput, r.bottleneck);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/sim/trace.hpp"
+
+namespace stepcast::predict {
+
+enum class Predictor : uint8_t { Fine, Coarse };
+[[nodiscard]] const char* to_string(Predictor predictor);
+
+struct Options {
+  Predictor predictor = Predictor::Fine;
+  int warmup_steps = 2;    ///< simulated steps discarded before measuring
+  int measure_steps = 5;   ///< steps averaged
+  uint64_t seed = 1;       ///< every random choice derives from it
+  bool record_trace = false;  ///< fill Result::trace (fine predictor only)
+  bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
+  bool operator==(const Options&) const = default;
+};
+
+/// Where a worker's step time goes (seconds, mean over workers and measured steps); the three
+/// parts add up to the step time.
+struct Breakdown {
+  double compute = 0;                ///< ops running
+  double communication_exposed = 0;  ///< waiting for a transfer or collective, nothing running
+  double wait = 0;                   ///< waiting for other workers or a server (barrier, apply)
+  bool operator==(const Breakdown&) const = default;
+};
+
+/// Busy fraction of one resource (or group of like resources) over the measured window.
+struct Utilization {
+  std::string resource;  ///< e.g. "ps NIC out (max over shards)", "worker compute"
+  double busy = 0;       ///< 0..1
+  bool operator==(const Utilization&) const = default;
+};
+
+/// The synthetic execution trace (sim/trace.hpp), re-exported for report/.
+using TraceSpan = sim::TraceSpan;
+using Trace = sim::Trace;
+
+struct Result {
+  int workers = 0;
+  Predictor predictor = Predictor::Fine;
+  double step_time = 0;     ///< s, mean time between a worker's consecutive steps
+  double throughput = 0;    ///< samples/s summed over workers
+  double speedup = 0;       ///< throughput / single-worker throughput with no communication
+  double efficiency = 0;    ///< speedup / workers
+  std::string bottleneck;   ///< in words, e.g. "PS NIC out 97% busy"
+  Breakdown breakdown;
+  std::vector<Utilization> utilization;
+  double bytes_sent = 0;      ///< over the network during the measured steps
+  double bytes_received = 0;
+  uint64_t events = 0;        ///< discrete events processed (fine predictor)
+  Trace trace;
+  bool operator==(const Result&) const = default;
+};
+
+}  // namespace stepcast::predict

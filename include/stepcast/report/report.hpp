@@ -1,0 +1,45 @@
+// Reports: turn predictions into a table for people, JSON and CSV for programs, and the
+// synthetic execution trace into Chrome trace JSON (Perfetto opens it). Knows Results, never
+// the simulator.
+//
+//   report::Sweep sweep{.scenario = "resnet50-ps", .inputs = ..., .predictions = results};
+//   report::write_table(std::cout, sweep);
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepcast/predict/result.hpp"
+
+namespace stepcast::report {
+
+/// One resolved scenario input as text ("cluster.nic_bandwidth" -> "10 Gbps").
+struct Input {
+  std::string key;
+  std::string value;
+  bool is_number = false;  ///< written unquoted in JSON
+};
+
+struct Sweep {
+  std::string scenario;                     ///< name
+  std::vector<Input> inputs;
+  std::vector<predict::Result> predictions;  ///< one per worker count (and predictor)
+};
+
+/// Aligned text table: workers, predictor, step time, throughput (samples/s), speed-up,
+/// efficiency, bottleneck; units in the header.
+void write_table(std::ostream& out, const Sweep& sweep);
+/// {"scenario": {...inputs as nested objects by dotted key...}, "predictions": [...]}.
+void write_json(std::ostream& out, const Sweep& sweep);
+/// One row per prediction, header first; columns in SI units named in the header.
+void write_csv(std::ostream& out, const Sweep& sweep);
+/// Chrome trace event JSON: {"traceEvents": [...], "displayTimeUnit": "ms"}; one pid per
+/// process, one tid per thread, "M" metadata naming them, "X" events in microseconds.
+void write_chrome_trace(std::ostream& out, const predict::Trace& trace);
+
+/// JSON string escaping (quotes included), shared by the writers.
+[[nodiscard]] std::string json_quote(std::string_view text);
+
+}  // namespace stepcast::report

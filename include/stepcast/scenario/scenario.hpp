@@ -1,0 +1,79 @@
+// Scenario files: a YAML description of a training job and a cluster, `--set key=value`
+// overrides by dotted path, and the consistency checks that run before any predictor. Every
+// bad input throws stepcast::Error naming the file, the line and the dotted key.
+//
+//   Scenario s = load_scenario("examples/resnet50-ps.yaml", {"cluster.workers=16"});
+//   workload::Workload w = build_workload(s);
+//   auto r = predict::predict(w, s.cluster, s.scheme, s.options);
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/predict/result.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scenario {
+
+struct WorkloadSpec {
+  std::string model;              ///< zoo name
+  int batch_per_worker = 32;
+  double step_time = 0;           ///< s per step on one worker (from step_time or throughput)
+  workload::Precision precision = workload::Precision::FP32;
+  double backward_to_forward = 2.0;
+  bool operator==(const WorkloadSpec&) const = default;
+};
+
+/// One resolved input, rendered for people and for JSON: key "cluster.nic_bandwidth",
+/// value "10 Gbps" (text) or "8" (number).
+struct ResolvedKey {
+  std::string key;
+  std::string value;
+  bool is_number = false;
+  bool operator==(const ResolvedKey&) const = default;
+};
+
+struct Scenario {
+  std::string file;  ///< where it was read from ("" for text)
+  std::string name;  ///< `name:` key, else the file stem
+  std::string description;  ///< `description:` key, free text
+  WorkloadSpec workload;
+  cluster::ClusterSpec cluster;
+  scheme::SchemeConfig scheme;
+  predict::Options options;
+  bool operator==(const Scenario&) const = default;
+};
+
+/// Reads and checks a scenario file, applying `overrides` ("key=value", value parsed as YAML).
+/// Throws Error (file, line, key) on unreadable files, bad YAML, unknown keys, wrong types,
+/// impossible values and inconsistent combinations.
+[[nodiscard]] Scenario load_scenario(const std::string& path,
+                                     const std::vector<std::string>& overrides = {});
+/// Same from text; `file_name` is only used in messages.
+[[nodiscard]] Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
+                                      const std::vector<std::string>& overrides = {});
+
+/// Re-checks the cross-key rules (e.g. colocated servers need P <= nodes) after a sweep changed
+/// the worker count. Throws Error naming `key`.
+void check_consistency(const Scenario& scenario, const std::string& key = "cluster.workers");
+
+/// The zoo model of the scenario as a Workload. Throws Error on an unknown model.
+[[nodiscard]] workload::Workload build_workload(const Scenario& scenario);
+
+/// Every input after defaults and overrides, in key order, with units.
+[[nodiscard]] std::vector<ResolvedKey> resolved_keys(const Scenario& scenario);
+
+struct KeyInfo {
+  std::string key;
+  std::string type;         ///< "integer", "bandwidth", "duration", "size", "one of a|b", ...
+  std::string default_value;
+  std::string description;
+};
+/// The documented scenario keys, for `stepcast options` and the README.
+[[nodiscard]] const std::vector<KeyInfo>& known_keys();
+
+}  // namespace stepcast::scenario

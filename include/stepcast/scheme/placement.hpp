@@ -1,0 +1,30 @@
+// Where parameters live on parameter-server shards: each tensor whole on one shard (greedy by
+// bytes in creation order, as TensorFlow's GreedyLoadBalancingStrategy does) or split evenly.
+//
+//   auto pieces = place_parameters(workload, ps_config);   // one Piece per (tensor, shard)
+#pragma once
+
+#include <vector>
+
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+/// The part of a tensor stored on one shard.
+struct Piece {
+  int tensor = 0;
+  int shard = 0;
+  double bytes = 0;
+  bool operator==(const Piece&) const = default;
+};
+
+/// Pieces in tensor order. whole: one piece per tensor on the shard with the least bytes so far
+/// (ties to the lowest index); split: `count` pieces per tensor of bytes/count each.
+[[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload,
+                                                  const PsConfig& ps);
+
+/// Bytes stored on each shard.
+[[nodiscard]] std::vector<double> shard_bytes(const std::vector<Piece>& pieces, int shards);
+
+}  // namespace stepcast::scheme

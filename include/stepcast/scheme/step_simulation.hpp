@@ -1,0 +1,90 @@
+// The fine-grained model (DESIGN.md 3.1): a discrete-event simulation of every op of every
+// worker, every parameter transfer or all-reduce step on a flow-level network, and the parameter
+// servers' apply work. Owns nothing after it returns; borrows its inputs.
+//
+// Parameter server: at the start of a step a worker requests every parameter piece from its
+// shard; each (shard, worker) connection sends one piece at a time, in the order the policy
+// gives (random per step, or layer order); a forward op starts once its parameters arrived; a
+// backward op's gradients are pushed on the (worker, shard) connection; the shard applies each
+// gradient on its own lane. Sync: a piece's next version exists once all N gradients of the step
+// were applied, and a worker's pull waits for it. Async: no barrier. A step ends when the ops are
+// done and every transfer of the step was delivered.
+// All-reduce: gradients fill DDP buckets in production order; a bucket's collective starts when
+// every worker has filled it and the previous collective ended (one NCCL stream); a ring runs as
+// 2(N-1) steps of S/N bytes from each worker to the next, the N sends of a step as one flow group.
+//
+//   SimulationResult r = simulate_steps(workload, cluster_spec, scheme, {.measure_steps = 5});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/sim/trace.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+enum class NetworkKind : uint8_t { MaxMin, NoContention };
+
+struct SimulationOptions {
+  int warmup_steps = 2;
+  int measure_steps = 5;
+  uint64_t seed = 1;
+  bool record_trace = false;
+  NetworkKind network = NetworkKind::MaxMin;
+};
+
+/// Mean per measured step of one worker, seconds; compute + communication + wait = cycle.
+struct WorkerTimes {
+  double cycle = 0;          ///< time between consecutive step ends
+  double compute = 0;        ///< at least one lane busy
+  double communication = 0;  ///< idle, waiting for a transfer in progress
+  double wait = 0;           ///< idle, waiting for other workers or a server's update
+};
+
+/// Busy fraction of a group of like resources over the measured window.
+struct ResourceLoad {
+  std::string resource;  ///< "worker compute", "PS NIC out", ...
+  double busy = 0;       ///< 0..1; the max over the group's members unless the name says mean
+};
+
+struct SimulationResult {
+  std::vector<WorkerTimes> workers;
+  double window = 0;          ///< s, measured window (all workers past warm-up to the end)
+  std::vector<ResourceLoad> loads;  ///< sorted, busiest first
+  double bytes_sent = 0;      ///< bytes leaving devices (uplinks) during the window
+  double bytes_received = 0;  ///< bytes arriving at devices (downlinks) during the window
+  uint64_t events = 0;        ///< events dispatched plus flow completions
+  uint32_t max_link_flows = 0;
+  sim::Trace trace;
+};
+
+/// Runs warmup + measure steps on every worker. Asserts validated inputs (scenario/ checks them).
+[[nodiscard]] SimulationResult simulate_steps(const workload::Workload& workload,
+                                              const cluster::ClusterSpec& cluster,
+                                              const SchemeConfig& scheme,
+                                              const SimulationOptions& options);
+
+struct CollectiveResult {
+  double time = 0;             ///< s, from start to the last byte delivered
+  uint32_t max_link_flows = 0;
+  uint64_t events = 0;
+};
+
+/// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
+/// most shared link (bytes/s) and the slowest hop's latency (s).
+struct RingBottleneck {
+  double bw = 0;
+  double latency = 0;
+};
+[[nodiscard]] RingBottleneck ring_bottleneck(const cluster::Cluster& cluster);
+
+/// One all-reduce of `bytes` across all workers of `cluster`, nothing else on the network.
+[[nodiscard]] CollectiveResult simulate_allreduce(const cluster::ClusterSpec& cluster, double bytes,
+                                                  AllReduceAlgorithm algorithm,
+                                                  NetworkKind network = NetworkKind::MaxMin);
+
+}  // namespace stepcast::scheme

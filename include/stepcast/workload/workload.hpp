@@ -1,0 +1,78 @@
+// The Workload IR: what one worker does in one training step, independent of how many workers
+// there are and of where it came from (zoo model, profiler trace). Owns no behaviour beyond
+// queries and the bucketing transform.
+//
+// An Op runs on a lane (a GPU stream or CPU thread; a lane runs one op at a time, in list
+// order) after its explicit deps. A Tensor is a trainable parameter of `bytes` bytes: its
+// gradient is produced by the `producer` op (a backward op) and its value is read by the
+// `consumers` ops (forward ops), which cannot start before the parameter has arrived when
+// parameters live on a server. Units: seconds, bytes.
+//
+//   Workload w = zoo::to_workload(zoo::find_model("resnet50"), params);
+//   auto buckets = workload::make_buckets(w, 25e6);   // DDP-style, reverse layer order
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepcast::workload {
+
+enum class OpKind : uint8_t { Forward, Backward, Other };
+
+/// Numeric precision of parameters and gradients.
+enum class Precision : uint8_t { FP32, FP16, BF16 };
+[[nodiscard]] double bytes_per_element(Precision precision);
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::Other;
+  double duration = 0;      ///< seconds on its lane
+  int lane = 0;             ///< index into Workload::lanes
+  int layer = -1;           ///< model layer it belongs to, -1 if none
+  std::vector<int> deps;    ///< ops (indices) that must finish first, besides lane order
+
+  bool operator==(const Op&) const = default;
+};
+
+struct Tensor {
+  std::string name;
+  double bytes = 0;              ///< size of the parameter, and of its gradient
+  int producer = -1;             ///< backward op whose end makes the gradient available
+  std::vector<int> consumers;    ///< forward ops that read the parameter
+
+  bool operator==(const Tensor&) const = default;
+};
+
+struct Workload {
+  std::string name;
+  int batch_per_worker = 1;           ///< samples per step per worker
+  std::vector<std::string> lanes{"gpu"};
+  std::vector<Op> ops;                ///< one step, program order
+  std::vector<Tensor> tensors;        ///< parameters, in layer (forward) order
+
+  bool operator==(const Workload&) const = default;
+
+  /// Sum of op durations: the step time of one worker with no communication and one lane.
+  [[nodiscard]] double compute_time() const;
+  [[nodiscard]] double compute_time(OpKind kind) const;
+  [[nodiscard]] double parameter_bytes() const;
+};
+
+/// A group of gradients reduced together (PyTorch DDP buckets, Horovod fusion).
+struct Bucket {
+  std::vector<int> tensors;  ///< in the order their gradients are produced
+  double bytes = 0;
+  bool operator==(const Bucket&) const = default;
+};
+
+/// Groups gradients in the order they are produced (the order of their producer ops, i.e. reverse
+/// layer order for a backward pass) into buckets of at least `bucket_bytes` (the last may be
+/// smaller). `bucket_bytes` <= 0 puts every gradient in its own bucket.
+[[nodiscard]] std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes);
+
+/// Checks the IR's invariants (indices in range, deps acyclic and pointing backwards, durations
+/// finite and >= 0); returns a description of the first problem, or "" if none.
+[[nodiscard]] std::string validate(const Workload& workload);
+
+}  // namespace stepcast::workload

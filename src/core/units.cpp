@@ -1,0 +1,108 @@
+#include "stepcast/units.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace stepcast {
+namespace {
+
+struct Suffix {
+  std::string_view text;
+  double factor;
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits "25 Gbps" into 25 and "Gbps"; throws on a missing or malformed number.
+std::pair<double, std::string_view> split_number(std::string_view text, const SourceLocation& where,
+                                                 std::string_view what) {
+  std::string_view s = trim(text);
+  double value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || !std::isfinite(value)) {
+    throw Error(where, fmt::format("expected {}, got '{}'", what, text));
+  }
+  return {value, trim(std::string_view(end, static_cast<size_t>(s.data() + s.size() - end)))};
+}
+
+template <size_t N>
+double parse_with(std::string_view text, const SourceLocation& where, std::string_view what,
+                  const std::array<Suffix, N>& suffixes) {
+  auto [value, unit] = split_number(text, where, what);
+  for (const Suffix& suffix : suffixes) {
+    if (unit == suffix.text) {
+      if (value < 0) throw Error(where, fmt::format("expected {} >= 0, got '{}'", what, text));
+      return value * suffix.factor;
+    }
+  }
+  throw Error(where, fmt::format("expected {}, got '{}' (unknown unit '{}')", what, text, unit));
+}
+
+constexpr double kKi = 1024.0;
+}  // namespace
+
+double parse_bandwidth(std::string_view text, const SourceLocation& where) {
+  static constexpr std::array<Suffix, 22> kSuffixes{{
+      {"", 1},          {"B/s", 1},         {"Bps", 1},         {"bps", 0.125},
+      {"b/s", 0.125},   {"kbps", 125},      {"Kbps", 125},      {"Mbps", 125e3},
+      {"Gbps", 125e6},  {"Tbps", 125e9},    {"Gb/s", 125e6},    {"Mb/s", 125e3},
+      {"kB/s", 1e3},    {"KB/s", 1e3},      {"MB/s", 1e6},      {"GB/s", 1e9},
+      {"TB/s", 1e12},   {"KiB/s", kKi},     {"MiB/s", kKi* kKi}, {"GiB/s", kKi* kKi* kKi},
+      {"GBps", 1e9},    {"MBps", 1e6},
+  }};
+  double value = parse_with(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", kSuffixes);
+  if (value <= 0) throw Error(where, fmt::format("bandwidth must be > 0, got '{}'", text));
+  return value;
+}
+
+double parse_duration(std::string_view text, const SourceLocation& where) {
+  static constexpr std::array<Suffix, 9> kSuffixes{{
+      {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
+      {"min", 60}, {"h", 3600}, {"sec", 1},
+  }};
+  return parse_with(text, where, "a duration such as '5us' or '292ms'", kSuffixes);
+}
+
+double parse_bytes(std::string_view text, const SourceLocation& where) {
+  static constexpr std::array<Suffix, 11> kSuffixes{{
+      {"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+      {"KiB", kKi}, {"MiB", kKi * kKi}, {"GiB", kKi * kKi * kKi}, {"TiB", kKi * kKi * kKi * kKi},
+  }};
+  return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes);
+}
+
+std::string format_duration(double seconds) {
+  double a = std::fabs(seconds);
+  if (a == 0) return "0 s";
+  if (a < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
+  if (a < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+  if (a < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+  return fmt::format("{:.3g} s", seconds);
+}
+
+std::string format_bytes(double bytes) {
+  double a = std::fabs(bytes);
+  if (a < 1e3) return fmt::format("{:.0f} B", bytes);
+  if (a < 1e6) return fmt::format("{:.3g} kB", bytes / 1e3);
+  if (a < 1e9) return fmt::format("{:.3g} MB", bytes / 1e6);
+  if (a < 1e12) return fmt::format("{:.3g} GB", bytes / 1e9);
+  return fmt::format("{:.3g} TB", bytes / 1e12);
+}
+
+std::string format_bandwidth(double bytes_per_second) {
+  double bits = bytes_per_second * 8;
+  if (bits < 1e6) return fmt::format("{:.3g} kbps", bits / 1e3);
+  if (bits < 1e9) return fmt::format("{:.3g} Mbps", bits / 1e6);
+  if (bits < 1e12) return fmt::format("{:.3g} Gbps", bits / 1e9);
+  return fmt::format("{:.3g} Tbps", bits / 1e12);
+}
+
+}  // namespace stepcast

@@ -1,0 +1,120 @@
+// The coarse-grained predictor (DESIGN.md 3.2): a step is a few phases with closed-form times,
+// plus switchable heuristics. Each heuristic says which error of the plain phase model it removes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "predict/summary.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/placement.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+
+namespace stepcast::predict {
+namespace {
+
+using scheme::Mode;
+using scheme::PsPlacement;
+
+Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                      const scheme::SchemeConfig& scheme, const Options& options) {
+  Result r;
+  const double compute = w.compute_time();
+  const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const scheme::RingBottleneck ring = scheme::ring_bottleneck(c);
+  double comm = 0;
+  double last = 0;
+  for (const workload::Bucket& b : buckets) {
+    last = ring_allreduce_time(b.bytes, spec.workers, ring.bw, ring.latency);
+    comm += last;
+  }
+  // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
+  // bucket can hide behind backward compute. Without it the phase model over-predicts the step
+  // time of multi-bucket models by up to the backward time.
+  double hidden = 0;
+  if (options.overlap_heuristic) {
+    hidden = std::min(comm - last, w.compute_time(workload::OpKind::Backward));
+  }
+  r.step_time = compute + comm - hidden;
+  r.breakdown.compute = compute;
+  r.breakdown.communication_exposed = comm - hidden;
+  const double link_busy = spec.workers > 1 ? (comm - 2.0 * (spec.workers - 1) * ring.latency * buckets.size()) / r.step_time : 0;
+  r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
+  r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
+  r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});
+  const double per_worker = spec.workers > 1 ? 2.0 * (spec.workers - 1) / spec.workers * w.parameter_bytes() : 0;
+  r.bytes_sent = r.bytes_received = per_worker * spec.workers * options.measure_steps;
+  return r;
+}
+
+Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
+               const scheme::SchemeConfig& scheme, const Options& options) {
+  Result r;
+  const int n = spec.workers;
+  const auto pieces = scheme::place_parameters(w, scheme.ps);
+  const std::vector<double> per_shard = scheme::shard_bytes(pieces, scheme.ps.count);
+  const double largest_shard = *std::max_element(per_shard.begin(), per_shard.end());
+  const double model = w.parameter_bytes();
+  const bool dedicated = scheme.ps.placement == PsPlacement::Dedicated;
+  const double server_bw = dedicated && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+  // A worker's NIC is shared by the workers of its node.
+  const double worker_bw = spec.nic_bw / std::min(spec.workers_per_node, n);
+  const double latency = spec.latency;
+  // Apply work per shard and step: one apply per received gradient piece.
+  std::vector<double> apply(scheme.ps.count, 0.0);
+  for (const scheme::Piece& p : pieces) {
+    apply[p.shard] += scheme.ps.apply_time + (scheme.ps.apply_bw > 0 ? p.bytes / scheme.ps.apply_bw : 0.0);
+  }
+  const double apply_per_step = *std::max_element(apply.begin(), apply.end());
+  const double compute = w.compute_time();
+  // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
+  const double alone = model / worker_bw + latency;
+  if (scheme.mode == Mode::Sync) {
+    // Contention heuristic: every worker moves its share of each shard through that shard's NIC
+    // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
+    const double phase = std::max(alone, n * largest_shard / server_bw + latency);
+    const double server_apply = n * apply_per_step;
+    r.step_time = compute + 2 * phase + server_apply;
+    r.breakdown.compute = compute;
+    r.breakdown.communication_exposed = 2 * alone;
+    r.breakdown.wait = r.step_time - compute - 2 * alone;
+    r.utilization.push_back({"PS NIC out", n * largest_shard / server_bw / r.step_time});
+    r.utilization.push_back({"PS NIC in", n * largest_shard / server_bw / r.step_time});
+    if (server_apply > 0) r.utilization.push_back({"PS apply", server_apply / r.step_time});
+  } else {
+    // Async: each worker cycles on its own; the servers cap the total rate at the busiest shard's
+    // NIC (S_s bytes per worker step each way) or its apply lane.
+    const double cycle = compute + 2 * alone;
+    double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
+    if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
+    const double steps_per_second = std::min(n / cycle, cap);
+    r.step_time = n / steps_per_second;
+    r.breakdown.compute = compute;
+    r.breakdown.communication_exposed = 2 * alone;
+    r.breakdown.wait = r.step_time - cycle;
+    r.utilization.push_back({"PS NIC out", steps_per_second * largest_shard / server_bw});
+    r.utilization.push_back({"PS NIC in", steps_per_second * largest_shard / server_bw});
+    if (apply_per_step > 0) r.utilization.push_back({"PS apply", steps_per_second * apply_per_step});
+  }
+  r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
+  r.utilization.push_back({"worker NIC in", model / worker_bw / r.step_time});
+  r.utilization.push_back({"worker NIC out", model / worker_bw / r.step_time});
+  r.bytes_sent = r.bytes_received = 2 * model * n * options.measure_steps;
+  return r;
+}
+
+}  // namespace
+
+Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                      const scheme::SchemeConfig& scheme, const Options& options) {
+  Result r = scheme.scheme == scheme::Scheme::AllReduce ? allreduce_step(workload, cluster, scheme, options)
+                                                        : ps_step(workload, cluster, scheme, options);
+  r.workers = cluster.workers;
+  r.predictor = Predictor::Coarse;
+  r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;
+  finish_result(r, workload);
+  return r;
+}
+
+}  // namespace stepcast::predict

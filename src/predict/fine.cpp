@@ -1,0 +1,53 @@
+// The fine-grained predictor: runs the step simulation and summarizes it as a Result.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "predict/summary.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+
+namespace stepcast::predict {
+
+Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                    const scheme::SchemeConfig& scheme, const Options& options) {
+  scheme::SimulationOptions sim_options;
+  sim_options.warmup_steps = options.warmup_steps;
+  sim_options.measure_steps = options.measure_steps;
+  sim_options.seed = options.seed;
+  sim_options.record_trace = options.record_trace;
+  scheme::SimulationResult sim = scheme::simulate_steps(workload, cluster, scheme, sim_options);
+
+  Result r;
+  r.workers = cluster.workers;
+  r.predictor = Predictor::Fine;
+  double steps_per_second = 0;
+  for (const scheme::WorkerTimes& t : sim.workers) {
+    steps_per_second += 1.0 / t.cycle;
+    r.step_time += t.cycle;
+    r.breakdown.compute += t.compute;
+    r.breakdown.communication_exposed += t.communication;
+    r.breakdown.wait += t.wait;
+  }
+  const double n = static_cast<double>(sim.workers.size());
+  r.step_time /= n;
+  r.breakdown.compute /= n;
+  r.breakdown.communication_exposed /= n;
+  r.breakdown.wait /= n;
+  r.throughput = steps_per_second * workload.batch_per_worker;
+  for (const scheme::ResourceLoad& load : sim.loads) r.utilization.push_back({load.resource, load.busy});
+  r.bytes_sent = sim.bytes_sent;
+  r.bytes_received = sim.bytes_received;
+  r.events = sim.events;
+  r.trace = std::move(sim.trace);
+  finish_result(r, workload);
+  return r;
+}
+
+Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+               const scheme::SchemeConfig& scheme, const Options& options) {
+  return options.predictor == Predictor::Fine ? predict_fine(workload, cluster, scheme, options)
+                                              : predict_coarse(workload, cluster, scheme, options);
+}
+
+}  // namespace stepcast::predict

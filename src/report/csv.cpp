@@ -1,0 +1,49 @@
+// write_csv: one row per prediction for spreadsheets and pandas; SI units named in the header.
+#include <iterator>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "report/json_text.hpp"
+#include "stepcast/report/report.hpp"
+
+namespace stepcast::report {
+namespace {
+
+/// RFC 4180 field: always quoted, embedded quotes doubled. Commas, quotes and newlines in
+/// the bottleneck text ("PS NIC out 97% busy, \"shard 0\"") then survive a round trip.
+void append_csv_quoted(fmt::memory_buffer& buf, std::string_view text) {
+  buf.push_back('"');
+  for (char c : text) {
+    if (c == '"') buf.push_back('"');
+    buf.push_back(c);
+  }
+  buf.push_back('"');
+}
+
+}  // namespace
+
+void write_csv(std::ostream& out, const Sweep& sweep) {
+  fmt::memory_buffer buf;
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it,
+                 "workers,predictor,step_time_s,throughput_samples_per_s,speedup,efficiency,"
+                 "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
+                 "bottleneck\n");
+  for (const auto& r : sweep.predictions) {
+    // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
+    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers,
+                   predict::to_string(r.predictor), r.step_time, r.throughput, r.speedup,
+                   r.efficiency, r.breakdown.compute, r.breakdown.communication_exposed,
+                   r.breakdown.wait, r.bytes_sent, r.bytes_received);
+    append_csv_quoted(buf, r.bottleneck);
+    buf.push_back('\n');
+    if (buf.size() >= detail::kFlushBytes) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+}  // namespace stepcast::report

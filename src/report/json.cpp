@@ -1,0 +1,218 @@
+// write_json: the sweep as one JSON object for programs (plots, regression checks).
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "report/json_text.hpp"
+#include "stepcast/report/report.hpp"
+
+namespace stepcast::report {
+namespace {
+
+using detail::append_json_number;
+using detail::append_json_string;
+
+/// Pretty-printing JSON emitter over an fmt buffer: tracks commas and indentation so the
+/// writer below reads like the document it produces. Flushes to `out` as the buffer fills.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::ostream& out) : out_(out) {}
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+  ~JsonWriter() { flush(); }
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+
+  void key(std::string_view name) {
+    separate();
+    append_json_string(buf_, name);
+    buf_.append(std::string_view(": "));
+    after_key_ = true;
+  }
+  void number(double value) {
+    separate();
+    append_json_number(buf_, value);
+  }
+  template <typename Integer>
+  void integer(Integer value) {
+    separate();
+    fmt::format_to(std::back_inserter(buf_), "{}", value);
+  }
+  void string(std::string_view text) {
+    separate();
+    append_json_string(buf_, text);
+  }
+  /// Text already known to be a valid JSON value (checked by the caller).
+  void raw(std::string_view json) {
+    separate();
+    buf_.append(json);
+  }
+
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  // Before any value or key: a comma after the previous sibling, then a newline and indent.
+  // A value right after its key goes on the key's line.
+  void separate() {
+    if (buf_.size() >= detail::kFlushBytes) flush();
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (empty_.empty()) return;
+    if (!empty_.back()) buf_.push_back(',');
+    empty_.back() = false;
+    newline(empty_.size());
+  }
+  void open(char bracket) {
+    separate();
+    buf_.push_back(bracket);
+    empty_.push_back(true);
+  }
+  void close(char bracket) {
+    bool was_empty = empty_.back();
+    empty_.pop_back();
+    if (!was_empty) newline(empty_.size());
+    buf_.push_back(bracket);
+    if (empty_.empty()) buf_.push_back('\n');
+  }
+  void newline(std::size_t depth) {
+    buf_.push_back('\n');
+    for (std::size_t i = 0; i < depth; ++i) buf_.append(std::string_view("  "));
+  }
+
+  std::ostream& out_;
+  fmt::memory_buffer buf_;
+  std::vector<bool> empty_;  ///< per open container: nothing written in it yet
+  bool after_key_ = false;
+};
+
+/// The scenario inputs regrouped by dotted key: "cluster.nic_bandwidth" becomes
+/// {"cluster": {"nic_bandwidth": ...}}. Children keep first-appearance order so the JSON
+/// reads in the order the scenario was written.
+struct KeyNode {
+  std::string name;
+  const Input* leaf = nullptr;  ///< set for a value; a later input with the same key wins
+  std::vector<std::unique_ptr<KeyNode>> children;
+
+  KeyNode& child(std::string_view part) {
+    for (auto& c : children)
+      if (c->name == part) return *c;
+    children.push_back(std::make_unique<KeyNode>());
+    children.back()->name = std::string(part);
+    return *children.back();
+  }
+};
+
+void insert(KeyNode& root, const Input& input) {
+  KeyNode* node = &root;
+  std::string_view rest = input.key;
+  for (std::size_t dot; (dot = rest.find('.')) != std::string_view::npos;) {
+    node = &node->child(rest.substr(0, dot));
+    rest.remove_prefix(dot + 1);
+  }
+  node->child(rest).leaf = &input;
+}
+
+void write_value(JsonWriter& json, const Input& input) {
+  // is_number is the scenario's claim; a value that is not JSON number text ("1e", "10 Gbps")
+  // is quoted anyway so that one mislabelled input cannot break the file.
+  if (input.is_number && detail::is_json_number(input.value)) {
+    json.raw(input.value);
+  } else {
+    json.string(input.value);
+  }
+}
+
+void write_node(JsonWriter& json, const KeyNode& node) {
+  if (node.children.empty()) {
+    write_value(json, *node.leaf);
+    return;
+  }
+  json.begin_object();
+  // A key that is both a value and a prefix ("a" and "a.b") keeps both: the value goes
+  // under "" inside the object, since JSON cannot give one key two values.
+  if (node.leaf != nullptr) {
+    json.key("");
+    write_value(json, *node.leaf);
+  }
+  for (const auto& c : node.children) {
+    json.key(c->name);
+    write_node(json, *c);
+  }
+  json.end_object();
+}
+
+void write_prediction(JsonWriter& json, const predict::Result& r) {
+  json.begin_object();
+  json.key("workers");
+  json.integer(r.workers);
+  json.key("predictor");
+  json.string(predict::to_string(r.predictor));
+  json.key("step_time_s");
+  json.number(r.step_time);
+  json.key("throughput_samples_per_s");
+  json.number(r.throughput);
+  json.key("speedup");
+  json.number(r.speedup);
+  json.key("efficiency");
+  json.number(r.efficiency);
+  json.key("bottleneck");
+  json.string(r.bottleneck);
+  json.key("breakdown_s");
+  json.begin_object();
+  json.key("compute");
+  json.number(r.breakdown.compute);
+  json.key("communication_exposed");
+  json.number(r.breakdown.communication_exposed);
+  json.key("wait");
+  json.number(r.breakdown.wait);
+  json.end_object();
+  json.key("utilization");
+  json.begin_object();
+  for (const auto& u : r.utilization) {
+    json.key(u.resource);
+    json.number(u.busy);
+  }
+  json.end_object();
+  json.key("bytes_sent");
+  json.number(r.bytes_sent);
+  json.key("bytes_received");
+  json.number(r.bytes_received);
+  json.key("events");
+  json.integer(r.events);
+  json.end_object();
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const Sweep& sweep) {
+  // "name" first and always sweep.scenario: an input literally keyed "name" keeps its place
+  // in the tree but cannot rename the scenario.
+  const Input name{.key = "name", .value = sweep.scenario, .is_number = false};
+  KeyNode scenario;
+  scenario.child("name");
+  for (const auto& input : sweep.inputs) insert(scenario, input);
+  scenario.child("name").leaf = &name;
+
+  JsonWriter json(out);
+  json.begin_object();
+  json.key("scenario");
+  write_node(json, scenario);
+  json.key("predictions");
+  json.begin_array();
+  for (const auto& r : sweep.predictions) write_prediction(json, r);
+  json.end_array();
+  json.end_object();
+}
+
+}  // namespace stepcast::report

@@ -1,0 +1,118 @@
+// write_table: the sweep as an aligned text table for people, then where the time of the
+// last prediction goes.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stepcast/report/report.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::report {
+namespace {
+
+constexpr std::size_t kColumns = 7;
+using Row = std::array<std::string, kColumns>;
+
+constexpr std::array<std::string_view, kColumns> kHeader{
+    "workers", "predictor", "step time", "throughput (samples/s)", "speed-up", "efficiency",
+    "bottleneck"};
+// Numbers line up on the right so their magnitudes compare at a glance; words on the left.
+constexpr std::array<bool, kColumns> kRightAligned{true, false, true, true, true, true, false};
+
+Row cells(const predict::Result& r) {
+  return {fmt::format("{}", r.workers),
+          predict::to_string(r.predictor),
+          format_duration(r.step_time),
+          fmt::format("{:.1f}", r.throughput),
+          fmt::format("{:.2f}x", r.speedup),
+          fmt::format("{:.1f}%", r.efficiency * 100),
+          r.bottleneck};
+}
+
+template <typename Cells>
+void append_row(fmt::memory_buffer& buf, const Cells& row,
+                const std::array<std::size_t, kColumns>& width) {
+  auto it = std::back_inserter(buf);
+  for (std::size_t c = 0; c < kColumns; ++c) {
+    if (c > 0) buf.append(std::string_view("  "));
+    if (c + 1 == kColumns) {
+      // Last column unpadded: no trailing blanks, and a long bottleneck does not widen the table.
+      buf.append(row[c]);
+    } else if (kRightAligned[c]) {
+      fmt::format_to(it, "{:>{}}", row[c], width[c]);
+    } else {
+      fmt::format_to(it, "{:<{}}", row[c], width[c]);
+    }
+  }
+  buf.push_back('\n');
+}
+
+std::string percent_of(double part, double whole) {
+  if (!(whole > 0) || !std::isfinite(whole)) return "-";
+  return fmt::format("{:.1f}%", part / whole * 100);
+}
+
+/// Two lines on the last prediction (usually the largest worker count, the one a reader is
+/// deciding about): the step-time breakdown, then the busiest resources.
+void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
+  auto it = std::back_inserter(buf);
+  const auto& b = r.breakdown;
+  fmt::format_to(it,
+                 "\nwhere the time goes ({} workers, {}): compute {:.2f} ms ({}), exposed "
+                 "communication {:.2f} ms ({}), wait {:.2f} ms ({})\n",
+                 r.workers, predict::to_string(r.predictor), b.compute * 1e3,
+                 percent_of(b.compute, r.step_time), b.communication_exposed * 1e3,
+                 percent_of(b.communication_exposed, r.step_time), b.wait * 1e3,
+                 percent_of(b.wait, r.step_time));
+  if (r.utilization.empty()) return;
+
+  std::vector<const predict::Utilization*> busiest;
+  for (const auto& u : r.utilization) busiest.push_back(&u);
+  // NaN ranks last: comparing NaN directly would break the strict weak order sort needs.
+  auto key = [](const predict::Utilization* u) {
+    return std::isnan(u->busy) ? -std::numeric_limits<double>::infinity() : u->busy;
+  };
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [&](auto* a, auto* b) { return key(a) > key(b); });
+  busiest.resize(std::min<std::size_t>(busiest.size(), 4));
+  buf.append(std::string_view("busiest:"));
+  for (std::size_t i = 0; i < busiest.size(); ++i) {
+    fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", busiest[i]->resource,
+                   busiest[i]->busy * 100);
+  }
+  buf.push_back('\n');
+}
+
+}  // namespace
+
+void write_table(std::ostream& out, const Sweep& sweep) {
+  std::vector<Row> rows;
+  rows.reserve(sweep.predictions.size());
+  for (const auto& r : sweep.predictions) rows.push_back(cells(r));
+
+  std::array<std::size_t, kColumns> width{};
+  for (std::size_t c = 0; c < kColumns; ++c) {
+    width[c] = kHeader[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+
+  fmt::memory_buffer buf;
+  fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
+  append_row(buf, kHeader, width);
+  if (rows.empty()) {
+    buf.append(std::string_view("(no predictions)\n"));
+  } else {
+    for (const auto& row : rows) append_row(buf, row, width);
+    append_where_time_goes(buf, sweep.predictions.back());
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+}  // namespace stepcast::report

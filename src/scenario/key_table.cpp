@@ -1,0 +1,436 @@
+#include "key_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "stepcast/units.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::scenario::detail {
+namespace {
+
+using predict::Predictor;
+using scheme::AllReduceAlgorithm;
+using scheme::Mode;
+using scheme::PsOrder;
+using scheme::PsPartition;
+using scheme::PsPlacement;
+using scheme::Scheme;
+using workload::Precision;
+
+[[noreturn]] void fail(const RawValue& value, std::string_view expected) {
+  throw Error(value.where, fmt::format("expected {}, got '{}'", expected, value.text));
+}
+
+// YAML allows "+8"; std::from_chars does not.
+std::string_view number_text(const RawValue& value) {
+  std::string_view s = value.text;
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  return s;
+}
+
+template <class T>
+T parse_integer(const RawValue& value, T min, T max, std::string_view expected) {
+  std::string_view s = number_text(value);
+  T result{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
+  // The whole text must be the number: "8 workers" and "2.5" are not integers.
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || result < min ||
+      result > max) {
+    fail(value, expected);
+  }
+  return result;
+}
+
+double parse_number(const RawValue& value, double min, bool min_allowed, std::string_view expected) {
+  std::string_view s = number_text(value);
+  double result = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(result) ||
+      result < min || (!min_allowed && result == min)) {
+    fail(value, expected);
+  }
+  return result;
+}
+
+// Plain numbers render without trailing zeros ("2", "0.5", "219.178").
+std::string format_number(double value) { return fmt::format("{:.6g}", value); }
+
+template <class E>
+using Choices = std::vector<std::pair<std::string_view, E>>;
+
+template <class E>
+std::string choice_list(const Choices<E>& choices) {
+  std::string out;
+  for (const auto& [name, value] : choices) {
+    if (!out.empty()) out += '|';
+    out += name;
+  }
+  return out;
+}
+
+const Choices<Precision>& precisions() {
+  static const Choices<Precision> c{
+      {"fp32", Precision::FP32}, {"fp16", Precision::FP16}, {"bf16", Precision::BF16}};
+  return c;
+}
+const Choices<Scheme>& schemes() {
+  static const Choices<Scheme> c{{"ps", Scheme::ParameterServer}, {"allreduce", Scheme::AllReduce}};
+  return c;
+}
+const Choices<Mode>& modes() {
+  static const Choices<Mode> c{{"sync", Mode::Sync}, {"async", Mode::Async}};
+  return c;
+}
+const Choices<PsPartition>& partitions() {
+  static const Choices<PsPartition> c{{"whole", PsPartition::Whole}, {"split", PsPartition::Split}};
+  return c;
+}
+const Choices<PsPlacement>& placements() {
+  static const Choices<PsPlacement> c{{"dedicated", PsPlacement::Dedicated},
+                                      {"colocated", PsPlacement::Colocated}};
+  return c;
+}
+const Choices<PsOrder>& orders() {
+  static const Choices<PsOrder> c{{"random", PsOrder::Random}, {"fifo", PsOrder::Fifo}};
+  return c;
+}
+const Choices<AllReduceAlgorithm>& algorithms() {
+  static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring}};
+  return c;
+}
+const Choices<Predictor>& predictors() {
+  static const Choices<Predictor> c{{"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}};
+  return c;
+}
+
+// Row builders. `field` is a generic lambda returning a reference into a Scenario, so the same
+// accessor serves parsing (Scenario&) and rendering (const Scenario&).
+
+template <class F>
+KeyDef integer_key(std::string key, std::string def, int min, std::string description, F field) {
+  std::string expected = fmt::format("an integer >= {}", min);
+  return {{std::move(key), fmt::format("integer >= {}", min), std::move(def), std::move(description)},
+          true,
+          [field, min, expected](const RawValue& v, Draft& d) {
+            field(d.scenario) = parse_integer<int>(v, min, std::numeric_limits<int>::max(), expected);
+          },
+          [field](const Scenario& s) { return Rendered{fmt::format("{}", field(s)), true}; }};
+}
+
+template <class F>
+KeyDef number_key(std::string key, std::string def, double min, bool min_allowed,
+                  std::string description, F field) {
+  std::string bound = fmt::format("{} {}", min_allowed ? ">=" : ">", min);
+  std::string expected = "a number " + bound;
+  return {{std::move(key), "number " + bound, std::move(def), std::move(description)},
+          true,
+          [field, min, min_allowed, expected](const RawValue& v, Draft& d) {
+            field(d.scenario) = parse_number(v, min, min_allowed, expected);
+          },
+          [field](const Scenario& s) { return Rendered{format_number(field(s)), true}; }};
+}
+
+template <class E, class F>
+KeyDef choice_key(std::string key, std::string def, const Choices<E>& choices,
+                  std::string description, F field) {
+  std::string list = choice_list(choices);
+  return {{std::move(key), "one of " + list, std::move(def), std::move(description)},
+          true,
+          [field, &choices, list](const RawValue& v, Draft& d) {
+            for (const auto& [name, value] : choices) {
+              if (v.text == name) {
+                field(d.scenario) = value;
+                return;
+              }
+            }
+            fail(v, "one of " + list);
+          },
+          [field, &choices](const Scenario& s) {
+            for (const auto& [name, value] : choices) {
+              if (field(s) == value) return Rendered{std::string(name), false};
+            }
+            return Rendered{"?", false};
+          }};
+}
+
+template <class F>
+KeyDef bandwidth_key(std::string key, std::string def, std::string description, F field) {
+  return {{std::move(key), "bandwidth", std::move(def), std::move(description)},
+          true,
+          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth(v.text, v.where); },
+          [field](const Scenario& s) { return Rendered{format_bandwidth(field(s)), false}; }};
+}
+
+template <class F>
+KeyDef duration_key(std::string key, std::string def, std::string description, F field) {
+  return {{std::move(key), "duration", std::move(def), std::move(description)},
+          true,
+          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_duration(v.text, v.where); },
+          [field](const Scenario& s) { return Rendered{format_duration(field(s)), false}; }};
+}
+
+std::vector<KeyDef> make_table() {
+  std::vector<KeyDef> t;
+  t.push_back({{"name", "string", "file stem", "name shown in reports"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.name = v.text;
+                 d.name_given = true;
+               },
+               [](const Scenario& s) { return Rendered{s.name, false}; }});
+  t.push_back({{"description", "string", "", "free text shown in reports"},
+               true,
+               [](const RawValue& v, Draft& d) { d.scenario.description = v.text; },
+               [](const Scenario& s) { return Rendered{s.description, false}; }});
+
+  // --- workload
+  t.push_back({{"workload.model", "zoo model name", "(required)",
+                "model from the built-in zoo (`stepcast models`)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 // Checked here, not only in build_workload, so the error carries the line.
+                 if (zoo::find_model(v.text) == nullptr) {
+                   throw Error(v.where, unknown_model_message(v.text));
+                 }
+                 d.scenario.workload.model = v.text;
+                 d.model_given = true;
+               },
+               [](const Scenario& s) { return Rendered{s.workload.model, false}; }});
+  t.push_back(integer_key("workload.batch_per_worker", "32", 1, "samples per step per worker",
+                          [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
+  t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
+                "measured samples/s of one worker alone"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.throughput = parse_number(v, 0, false, "a number of samples/s > 0");
+               },
+               [](const Scenario& s) {
+                 // Derived from the step time whichever way it was given, so both keys agree.
+                 double step = s.workload.step_time;
+                 return Rendered{format_number(step > 0 ? s.workload.batch_per_worker / step : 0),
+                                 true};
+               }});
+  t.push_back({{std::string(kStepTimeKey), "duration", "(this or workload.single_worker_throughput)",
+                "measured time of one training step of one worker alone"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 double seconds = parse_duration(v.text, v.where);
+                 if (seconds <= 0) fail(v, "a duration > 0");
+                 d.step_time = seconds;
+               },
+               [](const Scenario& s) { return Rendered{format_duration(s.workload.step_time), false}; }});
+  t.push_back(choice_key("workload.precision", "fp32", precisions(),
+                         "precision of parameters and gradients (sets bytes per element)",
+                         [](auto& s) -> auto& { return s.workload.precision; }));
+  t.push_back(number_key("workload.backward_ratio", "2", 0, true,
+                         "backward time / forward time of each layer",
+                         [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
+
+  // --- cluster
+  t.push_back(integer_key("cluster.workers", "1", 1, "total workers (GPUs) N",
+                          [](auto& s) -> auto& { return s.cluster.workers; }));
+  t.push_back(integer_key("cluster.workers_per_node", "1", 1, "workers sharing one node and its NIC",
+                          [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
+  t.push_back({{"cluster.topology", "one of switch", "switch",
+                "network between nodes: one non-blocking switch"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 if (v.text != "switch") {
+                   throw Error(v.where, fmt::format("topology '{}' is not supported yet (only "
+                                                    "'switch')",
+                                                    v.text));
+                 }
+                 d.scenario.cluster.topology = cluster::Topology::Switch;
+               },
+               [](const Scenario&) { return Rendered{"switch", false}; }});
+  t.push_back(bandwidth_key("cluster.nic_bandwidth", "10Gbps", "NIC bandwidth of a node, each way",
+                            [](auto& s) -> auto& { return s.cluster.nic_bw; }));
+  t.push_back(duration_key("cluster.link_latency", "5us", "end-to-end latency between two nodes",
+                           [](auto& s) -> auto& { return s.cluster.latency; }));
+  t.push_back({{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
+                "NIC bandwidth of a dedicated parameter-server node, each way"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.cluster.ps_nic_bw = parse_bandwidth(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
+                 return Rendered{format_bandwidth(bw), false};
+               }});
+  t.push_back(bandwidth_key("cluster.intra_node.bandwidth", "12GB/s",
+                            "bandwidth of each device's link inside a node, each way",
+                            [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
+  t.push_back(duration_key("cluster.intra_node.latency", "1us", "latency inside a node",
+                           [](auto& s) -> auto& { return s.cluster.intra_node_latency; }));
+
+  // --- training
+  t.push_back(choice_key("training.scheme", "allreduce", schemes(),
+                         "parameter server or all-reduce",
+                         [](auto& s) -> auto& { return s.scheme.scheme; }));
+  t.push_back(choice_key("training.mode", "sync", modes(),
+                         "synchronous steps, or asynchronous (parameter server only)",
+                         [](auto& s) -> auto& { return s.scheme.mode; }));
+  t.push_back(integer_key("training.ps.count", "1", 1, "parameter-server shards P",
+                          [](auto& s) -> auto& { return s.scheme.ps.count; }));
+  t.push_back(choice_key("training.ps.partition", "whole", partitions(),
+                         "whole tensors per shard (greedy by bytes) or every tensor split evenly",
+                         [](auto& s) -> auto& { return s.scheme.ps.partition; }));
+  t.push_back(choice_key("training.ps.placement", "dedicated", placements(),
+                         "a node per shard, or shard s on worker node s",
+                         [](auto& s) -> auto& { return s.scheme.ps.placement; }));
+  t.push_back(choice_key("training.ps.order", "random", orders(),
+                         "order a worker sends parameters: random each step (TensorFlow) or layer order",
+                         [](auto& s) -> auto& { return s.scheme.ps.order; }));
+  t.push_back(duration_key("training.ps.apply_time", "0",
+                           "time to apply one gradient tensor at a shard, serialized per shard",
+                           [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
+  t.push_back({{"training.ps.apply_bandwidth", "bandwidth", "unset (free)",
+                "bytes/s a shard applies gradients at"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.scheme.ps.apply_bw = parse_bandwidth(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 double bw = s.scheme.ps.apply_bw;
+                 return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
+               }});
+  t.push_back(choice_key("training.allreduce.algorithm", "ring", algorithms(),
+                         "collective algorithm",
+                         [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
+  t.push_back({{"training.allreduce.bucket_size", "size", "25MB",
+                "gradient bucket size (PyTorch DDP); 0 = one bucket per gradient"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.scheme.allreduce.bucket_bytes = parse_bytes(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 return Rendered{format_bytes(s.scheme.allreduce.bucket_bytes), false};
+               }});
+
+  // --- prediction
+  t.push_back(choice_key("predictor", "fine", predictors(),
+                         "discrete-event simulation (fine) or closed form (coarse)",
+                         [](auto& s) -> auto& { return s.options.predictor; }));
+  t.push_back(integer_key("steps.warmup", "2", 0, "simulated steps discarded before measuring",
+                          [](auto& s) -> auto& { return s.options.warmup_steps; }));
+  t.push_back(integer_key("steps.measure", "5", 1, "simulated steps averaged",
+                          [](auto& s) -> auto& { return s.options.measure_steps; }));
+  t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.seed = parse_integer<uint64_t>(
+                     v, 0, std::numeric_limits<uint64_t>::max(), "an unsigned integer");
+               },
+               [](const Scenario& s) { return Rendered{fmt::format("{}", s.options.seed), true}; }});
+  return t;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view last_component(std::string_view key) {
+  size_t dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+std::vector<std::string> sections() {
+  std::vector<std::string> out;
+  for (const KeyDef& def : key_table()) {
+    std::string_view key = def.info.key;
+    for (size_t dot = key.find('.'); dot != std::string_view::npos; dot = key.find('.', dot + 1)) {
+      std::string prefix(key.substr(0, dot));
+      if (std::find(out.begin(), out.end(), prefix) == out.end()) out.push_back(prefix);
+    }
+  }
+  return out;
+}
+
+// The closest known key or section, or "" when none is close enough to be a likely typo.
+std::string suggest(std::string_view unknown) {
+  std::vector<std::string> candidates = sections();
+  for (const KeyDef& def : key_table()) candidates.push_back(def.info.key);
+  std::string best;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const std::string& candidate : candidates) {
+    size_t d = edit_distance(unknown, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  // A third of the length catches "nic_bw" for "nic_bandwidth" without proposing unrelated keys.
+  if (best_distance <= std::max<size_t>(2, unknown.size() / 3)) return best;
+  // Right name, wrong section ("workers" at the top level, "training.workers").
+  for (const KeyDef& def : key_table()) {
+    if (last_component(def.info.key) == last_component(unknown)) return def.info.key;
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<KeyDef>& key_table() {
+  static const std::vector<KeyDef> table = make_table();
+  return table;
+}
+
+const KeyDef* find_key(std::string_view key) {
+  for (const KeyDef& def : key_table()) {
+    if (def.info.key == key) return &def;
+  }
+  return nullptr;
+}
+
+bool is_section(std::string_view key) {
+  static const std::vector<std::string> all = sections();
+  return std::find(all.begin(), all.end(), key) != all.end();
+}
+
+std::string unknown_key_message(std::string_view key) {
+  std::string suggestion = suggest(key);
+  if (suggestion.empty()) return "unknown key (`stepcast options` lists the known keys)";
+  return fmt::format("unknown key; did you mean '{}'?", suggestion);
+}
+
+std::string unknown_model_message(std::string_view name) {
+  std::string known;
+  for (const zoo::ModelSpec& model : zoo::all_models()) {
+    if (!known.empty()) known += ", ";
+    known += model.name;
+  }
+  return fmt::format("unknown model '{}'; known models: {}", name, known.empty() ? "(none)" : known);
+}
+
+}  // namespace stepcast::scenario::detail
+
+namespace stepcast::scenario {
+
+const std::vector<KeyInfo>& known_keys() {
+  static const std::vector<KeyInfo> keys = [] {
+    std::vector<KeyInfo> out;
+    for (const detail::KeyDef& def : detail::key_table()) out.push_back(def.info);
+    return out;
+  }();
+  return keys;
+}
+
+}  // namespace stepcast::scenario

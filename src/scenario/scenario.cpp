@@ -1,0 +1,296 @@
+#include "stepcast/scenario/scenario.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "key_table.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::scenario {
+namespace {
+
+using detail::Draft;
+using detail::KeyDef;
+using detail::RawValue;
+
+constexpr const char* kOverrideFile = "--set";
+
+// Every given leaf value by dotted key. Parsing works on this flat map so that file values and
+// --set overrides go through exactly the same path.
+using Entries = std::map<std::string, RawValue, std::less<>>;
+
+const char* describe(const YAML::Node& node) {
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  if (node.IsNull()) return "nothing";
+  return "a value";
+}
+
+// "an integer >= 1", "a bandwidth", "one of ps|allreduce": a key's type after "expected".
+std::string expected_phrase(std::string_view type) {
+  if (type.starts_with("one of")) return std::string(type);
+  bool vowel = !type.empty() && std::string_view("aeiou").find(type.front()) != std::string_view::npos;
+  return fmt::format("{} {}", vowel ? "an" : "a", type);
+}
+
+// yaml-cpp marks are 0-based; a node without a position has line -1, which becomes 0 (unknown).
+int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file,
+             Entries& out) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    // Copies: `it->` yields a temporary proxy, so references into it would dangle. A Node is a
+    // handle, so copying is cheap.
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    int line = line_of(key_node);
+    if (!key_node.IsScalar()) {
+      throw Error({file, line, prefix}, "expected a plain key name, got " +
+                                            std::string(describe(key_node)));
+    }
+    std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
+    SourceLocation where{file, line, key};
+    if (detail::is_section(key)) {
+      // "cluster:" with nothing under it is an empty section: every key takes its default.
+      if (value.IsNull()) continue;
+      if (!value.IsMap()) {
+        throw Error(where, fmt::format("expected a section (a map of keys), got {}",
+                                       value.IsScalar() ? "'" + value.Scalar() + "'"
+                                                        : std::string(describe(value))));
+      }
+      flatten(value, key, file, out);
+    } else if (const KeyDef* def = detail::find_key(key)) {
+      if (!value.IsScalar()) {
+        throw Error(where, fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(value)));
+      }
+      // yaml-cpp keeps duplicate keys; silently taking one would hide a mistake.
+      if (auto previous = out.find(key); previous != out.end()) {
+        throw Error(where, fmt::format("duplicate key (first given on line {})",
+                                       previous->second.where.line));
+      }
+      out.emplace(key, RawValue{value.Scalar(), where});
+    } else {
+      throw Error(where, detail::unknown_key_message(key));
+    }
+  }
+}
+
+Entries read_entries(std::string_view yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw Error({file, e.mark.line + 1, ""}, "invalid YAML: " + e.msg);
+  }
+  // An empty file, or one with only comments, loads as null.
+  if (!root.IsDefined() || root.IsNull()) throw Error({file, 0, ""}, "empty scenario");
+  if (!root.IsMap()) {
+    throw Error({file, line_of(root), ""},
+                fmt::format("expected a map of sections (workload, cluster, training, steps), "
+                            "got {}",
+                            root.IsScalar() ? "'" + root.Scalar() + "'" : describe(root)));
+  }
+  Entries entries;
+  flatten(root, "", file, entries);
+  return entries;
+}
+
+std::string_view partner_of(std::string_view key) {
+  if (key == detail::kThroughputKey) return detail::kStepTimeKey;
+  if (key == detail::kStepTimeKey) return detail::kThroughputKey;
+  return {};
+}
+
+void apply_override(const std::string& text, Entries& entries) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw Error({kOverrideFile, 0, text}, fmt::format("expected key=value, got '{}'", text));
+  }
+  std::string key(trim(std::string_view(text).substr(0, eq)));
+  std::string value_text = text.substr(eq + 1);
+  SourceLocation where{kOverrideFile, 0, key};
+  const KeyDef* def = detail::find_key(key);
+  if (def == nullptr) throw Error(where, detail::unknown_key_message(key));
+  // Parsed as YAML so that quoting works as in a file ("name='a: b'").
+  YAML::Node node;
+  try {
+    node = YAML::Load(value_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(where, fmt::format("invalid value '{}': {}", value_text, e.msg));
+  }
+  if (!node.IsScalar()) {
+    throw Error(where, fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(node)));
+  }
+  entries.insert_or_assign(key, RawValue{node.Scalar(), where});
+  // The step time can be given either way; the override replaces whichever the file used.
+  if (std::string_view partner = partner_of(key); !partner.empty()) {
+    if (auto it = entries.find(partner); it != entries.end()) entries.erase(it);
+  }
+}
+
+SourceLocation location_of(const Entries& entries, std::string_view key, const std::string& file) {
+  if (auto it = entries.find(key); it != entries.end()) return it->second.where;
+  return {file, 0, std::string(key)};
+}
+
+std::string model_list() {
+  std::string out;
+  for (const zoo::ModelSpec& model : zoo::all_models()) {
+    if (!out.empty()) out += ", ";
+    out += model.name;
+  }
+  return out;
+}
+
+// The cross-key rules, with the place each error should point at.
+void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
+                 const SourceLocation& mode_where) {
+  const cluster::ClusterSpec& c = s.cluster;
+  const scheme::SchemeConfig& sc = s.scheme;
+  if (sc.scheme == scheme::Scheme::ParameterServer &&
+      sc.ps.placement == scheme::PsPlacement::Colocated && sc.ps.count > c.num_worker_nodes()) {
+    // Shard s runs on the host of worker node s, so there must be a node per shard.
+    throw Error(ps_count_where,
+                fmt::format("colocated parameter servers need one worker node each, but "
+                            "training.ps.count = {} and cluster.workers = {} with "
+                            "cluster.workers_per_node = {} gives {} node{} (P > N colocated)",
+                            sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
+                            c.num_worker_nodes() == 1 ? "" : "s"));
+  }
+  if (sc.mode == scheme::Mode::Async && sc.scheme == scheme::Scheme::AllReduce) {
+    // A collective is a barrier by construction; asynchrony needs a parameter server.
+    throw Error(mode_where,
+                "async training needs training.scheme = ps (all-reduce is synchronous)");
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
+                        const std::vector<std::string>& overrides) {
+  Entries entries = read_entries(yaml_text, file_name);
+  for (const std::string& text : overrides) apply_override(text, entries);
+
+  auto throughput = entries.find(detail::kThroughputKey);
+  auto step_time = entries.find(detail::kStepTimeKey);
+  if (throughput != entries.end() && step_time != entries.end()) {
+    // Name the one given second: the first reads as the intended value.
+    const RawValue& first =
+        throughput->second.where.line <= step_time->second.where.line ? throughput->second
+                                                                      : step_time->second;
+    const RawValue& second = &first == &throughput->second ? step_time->second
+                                                            : throughput->second;
+    throw Error(second.where,
+                fmt::format("give either workload.step_time or "
+                            "workload.single_worker_throughput, not both ({} is on line {})",
+                            first.where.key, first.where.line));
+  }
+
+  Draft draft;
+  for (const KeyDef& def : detail::key_table()) {
+    if (auto it = entries.find(def.info.key); it != entries.end()) {
+      def.apply(it->second, draft);
+    } else if (def.apply_default) {
+      def.apply(RawValue{def.info.default_value, {file_name, 0, def.info.key}}, draft);
+    }
+  }
+
+  Scenario& s = draft.scenario;
+  if (!draft.name_given) {
+    s.name = std::filesystem::path(file_name).stem().string();
+    if (s.name.empty()) s.name = "scenario";
+  }
+  if (!draft.model_given) {
+    throw Error({file_name, 0, "workload.model"},
+                fmt::format("required: a model from the zoo ({})", model_list()));
+  }
+  if (draft.step_time) {
+    s.workload.step_time = *draft.step_time;
+  } else if (draft.throughput) {
+    s.workload.step_time = s.workload.batch_per_worker / *draft.throughput;
+  } else {
+    throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
+                "required: workload.step_time (e.g. '292ms') or "
+                "workload.single_worker_throughput (samples/s), measured on one worker");
+  }
+
+  check_rules(s, location_of(entries, "training.ps.count", file_name),
+              location_of(entries, "training.mode", file_name));
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error({path, 0, ""}, "cannot read scenario file: it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error({path, 0, ""}, fmt::format("cannot read scenario file: {}", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error({path, 0, ""}, "cannot read scenario file: read error");
+  Scenario s = parse_scenario(text.str(), path, overrides);
+  s.file = path;
+  return s;
+}
+
+void check_consistency(const Scenario& scenario, const std::string& key) {
+  const cluster::ClusterSpec& c = scenario.cluster;
+  // Sweeps set these directly, bypassing the key table's range checks.
+  if (c.workers < 1) {
+    throw Error({scenario.file, 0, key},
+                fmt::format("expected cluster.workers >= 1, got {}", c.workers));
+  }
+  if (c.workers_per_node < 1) {
+    throw Error({scenario.file, 0, key},
+                fmt::format("expected cluster.workers_per_node >= 1, got {}", c.workers_per_node));
+  }
+  if (scenario.scheme.ps.count < 1) {
+    throw Error({scenario.file, 0, key},
+                fmt::format("expected training.ps.count >= 1, got {}", scenario.scheme.ps.count));
+  }
+  check_rules(scenario, {scenario.file, 0, key}, {scenario.file, 0, "training.mode"});
+}
+
+workload::Workload build_workload(const Scenario& scenario) {
+  const zoo::ModelSpec* model = zoo::find_model(scenario.workload.model);
+  if (model == nullptr) {
+    throw Error({scenario.file, 0, "workload.model"},
+                detail::unknown_model_message(scenario.workload.model));
+  }
+  const WorkloadSpec& w = scenario.workload;
+  return zoo::to_workload(*model, {.batch_per_worker = w.batch_per_worker,
+                                   .step_time = w.step_time,
+                                   .precision = w.precision,
+                                   .backward_to_forward = w.backward_to_forward});
+}
+
+std::vector<ResolvedKey> resolved_keys(const Scenario& scenario) {
+  std::vector<ResolvedKey> out;
+  for (const KeyDef& def : detail::key_table()) {
+    detail::Rendered r = def.render(scenario);
+    out.push_back({def.info.key, std::move(r.value), r.is_number});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ResolvedKey& a, const ResolvedKey& b) { return a.key < b.key; });
+  return out;
+}
+
+}  // namespace stepcast::scenario

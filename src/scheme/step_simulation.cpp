@@ -1,0 +1,770 @@
+#include "stepcast/scheme/step_simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+#include <variant>
+
+#include "stepcast/error.hpp"
+#include "stepcast/net/network_model.hpp"
+#include "stepcast/scheme/placement.hpp"
+#include "stepcast/sim/event_queue.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using cluster::Cluster;
+using cluster::Endpoint;
+using workload::Workload;
+
+std::unique_ptr<net::NetworkModel> make_network(const Cluster& c, NetworkKind kind) {
+  std::vector<double> capacities;
+  capacities.reserve(c.links.size());
+  for (const cluster::Link& l : c.links) capacities.push_back(l.bw);
+  return kind == NetworkKind::MaxMin ? net::make_maxmin_network(std::move(capacities))
+                                     : net::make_no_contention_network(std::move(capacities));
+}
+
+std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
+  std::vector<net::LinkUse> uses;
+  uses.reserve(path.links.size());
+  for (uint32_t l : path.links) uses.push_back({l, 1});
+  return uses;
+}
+
+/// The ring over workers 0..n-1 in rank order: one flow group with each worker sending to the
+/// next; the step latency is the slowest member's path latency, since members move in lock step.
+struct RingGroup {
+  std::vector<net::LinkUse> path;
+  double latency = 0;
+  int members = 0;
+};
+
+RingGroup make_ring(const Cluster& c) {
+  RingGroup ring;
+  const int n = c.spec.workers;
+  ring.members = n;
+  for (int i = 0; i < n; ++i) {
+    cluster::Path p = c.path(c.worker_endpoint(i), c.worker_endpoint((i + 1) % n));
+    for (uint32_t l : p.links) ring.path.push_back({l, 1});
+    ring.latency = std::max(ring.latency, p.latency);
+  }
+  return ring;
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a seeded, order-independent random key
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Events. Flow completions come from the network model, not the queue.
+struct OpDone {
+  int worker;
+  int op;
+};
+struct Delivered {
+  int connection;
+  int piece;
+};
+struct ApplyDone {
+  int shard;
+};
+struct RingStepDone {};
+using Event = std::variant<OpDone, Delivered, ApplyDone, RingStepDone>;
+
+constexpr int kNone = -1;
+
+class StepSimulation {
+ public:
+  StepSimulation(const Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme,
+                 const SimulationOptions& options);
+  SimulationResult run();
+
+ private:
+  // --- setup ---
+  void setup_parameter_server();
+  void setup_allreduce();
+  void setup_trace();
+
+  // --- workers ---
+  void start_step(int w);
+  void try_start_ops(int w);
+  void on_op_done(int w, int op);
+  void maybe_finish_step(int w);
+  void close_idle(int w);
+
+  // --- parameter server ---
+  void request_pull(int w, int piece);
+  void enqueue(int connection, int piece, uint64_t priority);
+  void send_next(int connection, bool reuse_flow);
+  void on_message_sent(int connection);
+  void on_delivered(int connection, int piece);
+  void on_apply_done(int shard);
+  void start_apply(int shard);
+  void on_piece_applied(int piece);
+
+  // --- all-reduce ---
+  void join_collective(int w, int bucket);
+  void maybe_start_collective();
+  void start_ring_step();
+  void on_ring_step_done();
+
+  void handle_flow_done(net::FlowId id);
+  void set_owner(net::FlowId id, int owner);
+  void dispatch(const Event& e);
+  [[nodiscard]] bool all_workers_done() const;
+  SimulationResult collect();
+  void span(int process, int thread, std::string name, const char* category, double start);
+
+  const Workload& w_;
+  const SchemeConfig& scheme_;
+  const SimulationOptions& options_;
+  const bool is_ps_;
+  const bool sync_;
+  const int n_;
+  const int num_ops_;
+  const int target_steps_;
+  Cluster cluster_;
+  std::unique_ptr<net::NetworkModel> net_;
+  sim::EventQueue<Event> queue_;
+  double now_ = 0;
+  uint64_t events_ = 0;
+
+  // Static structure of one step.
+  std::vector<std::vector<int>> dependents_;   // op -> ops that list it in deps
+  std::vector<std::vector<int>> lane_ops_;     // lane -> ops in program order
+  std::vector<std::vector<int>> produced_;     // op -> tensors whose gradient it produces
+
+  // Per worker.
+  struct Worker {
+    int step = 0;
+    std::vector<int> unmet;      // op -> deps and parameter pieces still missing
+    std::vector<int> lane_next;  // lane -> position in lane_ops_
+    std::vector<uint8_t> lane_busy;
+    int busy_lanes = 0;
+    int ops_done = 0;
+    int outstanding = 0;         // transfers or collectives of this step not finished
+    double step_start = 0;
+    double idle_since = 0;
+    double release = 0;          // latest time a barrier this worker waited on was released
+    double compute = 0, communication = 0, wait = 0;  // of the current step
+    std::vector<double> step_ends;
+    double measured_compute = 0, measured_communication = 0, measured_wait = 0;
+    std::vector<int> bucket_missing;  // all-reduce: bucket -> gradients not yet produced
+  };
+  std::vector<Worker> workers_;
+
+  // Parameter server.
+  std::vector<Piece> pieces_;
+  std::vector<std::vector<int>> pieces_of_tensor_;
+  std::vector<int> pieces_needed_;  // op -> pieces it waits for
+  struct Connection {
+    std::vector<net::LinkUse> path;
+    double latency = 0;
+    int worker = 0, shard = 0;
+    bool pull = true;
+    std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>> pending;
+    int in_flight = kNone;  // piece being sent
+    double send_start = 0;
+    net::FlowId flow{};
+    bool has_flow = false;
+  };
+  std::vector<Connection> connections_;
+  uint64_t push_sequence_ = 0;
+  std::vector<int> version_;       // piece -> updates completed (sync: steps aggregated)
+  std::vector<int> aggregated_;    // piece -> gradients applied towards the next version
+  std::vector<double> version_time_;
+  std::vector<std::vector<int>> waiting_;  // piece -> workers waiting for its next version
+  struct Shard {
+    std::queue<int> applies;  // pieces
+    bool busy = false;
+    double busy_time_in_window = 0;
+    double apply_start = 0;
+  };
+  std::vector<Shard> shards_;
+
+  // All-reduce.
+  std::vector<workload::Bucket> buckets_;
+  std::vector<int> bucket_of_tensor_;
+  RingGroup ring_;
+  std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
+  int64_t next_collective_ = 0;
+  bool collective_running_ = false;
+  int ring_steps_left_ = 0;
+  double collective_start_ = 0;
+
+  // Flow index -> connection sending on it, or kRingOwner.
+  std::vector<int> flow_owner_;
+  static constexpr int kRingOwner = -2;
+
+  // Measurement.
+  double window_start_ = -1;
+  std::vector<double> link_bytes_at_window_;
+  sim::Trace trace_;
+  int thread_pull_ = 0, thread_push_ = 0, thread_allreduce_ = 0, thread_apply_ = 0;
+  int first_ps_process_ = 0;
+};
+
+StepSimulation::StepSimulation(const Workload& w, const cluster::ClusterSpec& spec,
+                               const SchemeConfig& scheme, const SimulationOptions& options)
+    : w_(w),
+      scheme_(scheme),
+      options_(options),
+      is_ps_(scheme.scheme == Scheme::ParameterServer),
+      sync_(scheme.mode == Mode::Sync),
+      n_(spec.workers),
+      num_ops_(static_cast<int>(w.ops.size())),
+      target_steps_(options.warmup_steps + options.measure_steps) {
+  STEPCAST_ASSERT(workload::validate(w).empty());
+  STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
+  const bool dedicated = is_ps_ && scheme.ps.placement == PsPlacement::Dedicated;
+  cluster_ = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
+  net_ = make_network(cluster_, options.network);
+
+  dependents_.resize(num_ops_);
+  lane_ops_.resize(w.lanes.size());
+  produced_.resize(num_ops_);
+  for (int op = 0; op < num_ops_; ++op) {
+    for (int d : w.ops[op].deps) dependents_[d].push_back(op);
+    lane_ops_[w.ops[op].lane].push_back(op);
+  }
+  for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
+    if (w.tensors[t].producer >= 0) produced_[w.tensors[t].producer].push_back(t);
+  }
+  workers_.resize(n_);
+  for (Worker& worker : workers_) {
+    worker.unmet.resize(num_ops_);
+    worker.lane_next.resize(w.lanes.size());
+    worker.lane_busy.resize(w.lanes.size());
+  }
+  if (options_.record_trace) setup_trace();
+  if (is_ps_) {
+    setup_parameter_server();
+  } else {
+    setup_allreduce();
+  }
+}
+
+void StepSimulation::setup_trace() {
+  for (int i = 0; i < n_; ++i) trace_.add_process(fmt::format("worker {}", i));
+  first_ps_process_ = n_;
+  if (is_ps_) {
+    for (int s = 0; s < scheme_.ps.count; ++s) trace_.add_process(fmt::format("ps {}", s));
+  }
+  for (const std::string& lane : w_.lanes) trace_.add_thread(lane);
+  thread_pull_ = trace_.add_thread("pull");
+  thread_push_ = trace_.add_thread("push");
+  thread_allreduce_ = trace_.add_thread("allreduce");
+  thread_apply_ = trace_.add_thread("apply");
+}
+
+void StepSimulation::setup_parameter_server() {
+  const int p = scheme_.ps.count;
+  pieces_ = place_parameters(w_, scheme_.ps);
+  pieces_of_tensor_.resize(w_.tensors.size());
+  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i) pieces_of_tensor_[pieces_[i].tensor].push_back(i);
+  pieces_needed_.assign(num_ops_, 0);
+  for (size_t t = 0; t < w_.tensors.size(); ++t) {
+    for (int consumer : w_.tensors[t].consumers) {
+      pieces_needed_[consumer] += static_cast<int>(pieces_of_tensor_[t].size());
+    }
+  }
+  version_.assign(pieces_.size(), 0);
+  aggregated_.assign(pieces_.size(), 0);
+  version_time_.assign(pieces_.size(), 0.0);
+  waiting_.resize(pieces_.size());
+  shards_.resize(p);
+  const int worker_nodes = cluster_.spec.num_worker_nodes();
+  auto shard_endpoint = [&](int s) {
+    const bool dedicated = scheme_.ps.placement == PsPlacement::Dedicated;
+    return Endpoint{dedicated ? worker_nodes + s : s, cluster::kHostDevice};
+  };
+  // Connections: pulls (shard -> worker) first, then pushes (worker -> shard).
+  connections_.resize(static_cast<size_t>(2) * n_ * p);
+  for (int pull = 1; pull >= 0; --pull) {
+    for (int wk = 0; wk < n_; ++wk) {
+      for (int s = 0; s < p; ++s) {
+        Connection& c = connections_[(pull ? 0 : n_ * p) + wk * p + s];
+        cluster::Path path = pull ? cluster_.path(shard_endpoint(s), cluster_.worker_endpoint(wk))
+                                  : cluster_.path(cluster_.worker_endpoint(wk), shard_endpoint(s));
+        c.path = to_link_uses(path);
+        c.latency = path.latency;
+        c.worker = wk;
+        c.shard = s;
+        c.pull = pull;
+      }
+    }
+  }
+}
+
+void StepSimulation::setup_allreduce() {
+  buckets_ = workload::make_buckets(w_, scheme_.allreduce.bucket_bytes);
+  bucket_of_tensor_.assign(w_.tensors.size(), kNone);
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    for (int t : buckets_[b].tensors) bucket_of_tensor_[t] = b;
+  }
+  for (Worker& worker : workers_) worker.bucket_missing.resize(buckets_.size());
+  ring_ = make_ring(cluster_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+void StepSimulation::start_step(int w) {
+  Worker& worker = workers_[w];
+  worker.step_start = now_;
+  worker.idle_since = now_;
+  worker.release = now_;
+  worker.compute = worker.communication = worker.wait = 0;
+  worker.ops_done = 0;
+  std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
+  for (int op = 0; op < num_ops_; ++op) {
+    worker.unmet[op] = static_cast<int>(w_.ops[op].deps.size()) + (is_ps_ ? pieces_needed_[op] : 0);
+  }
+  if (is_ps_) {
+    worker.outstanding = 2 * static_cast<int>(pieces_.size());  // every piece pulled and pushed
+    for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(w, piece);
+  } else {
+    worker.outstanding = n_ > 1 ? static_cast<int>(buckets_.size()) : 0;
+    for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+      worker.bucket_missing[b] = static_cast<int>(buckets_[b].tensors.size());
+    }
+  }
+  try_start_ops(w);
+}
+
+void StepSimulation::close_idle(int w) {
+  // Split the idle interval that ends now into waiting for others (until the last barrier this
+  // worker depended on was released) and waiting for the network (the rest).
+  Worker& worker = workers_[w];
+  const double idle = now_ - worker.idle_since;
+  if (idle <= 0) return;
+  const double wait = std::clamp(worker.release - worker.idle_since, 0.0, idle);
+  worker.wait += wait;
+  worker.communication += idle - wait;
+}
+
+void StepSimulation::try_start_ops(int w) {
+  Worker& worker = workers_[w];
+  for (size_t lane = 0; lane < lane_ops_.size(); ++lane) {
+    if (worker.lane_busy[lane] || worker.lane_next[lane] >= static_cast<int>(lane_ops_[lane].size())) continue;
+    const int op = lane_ops_[lane][worker.lane_next[lane]];
+    if (worker.unmet[op] > 0) continue;
+    if (worker.busy_lanes == 0) close_idle(w);
+    worker.lane_busy[lane] = 1;
+    worker.busy_lanes++;
+    worker.lane_next[lane]++;
+    const double duration = w_.ops[op].duration;
+    if (options_.record_trace) {
+      trace_.spans.push_back({w, static_cast<int>(lane), w_.ops[op].name, "compute", now_, duration});
+    }
+    // Busy time is credited when the op starts: a step ends only once all its ops ended.
+    worker.compute += duration;
+    queue_.push(now_ + duration, OpDone{w, op});
+  }
+}
+
+void StepSimulation::on_op_done(int w, int op) {
+  Worker& worker = workers_[w];
+  const int lane = w_.ops[op].lane;
+  worker.lane_busy[lane] = 0;
+  worker.busy_lanes--;
+  if (worker.busy_lanes == 0) worker.idle_since = now_;
+  worker.ops_done++;
+  for (int d : dependents_[op]) worker.unmet[d]--;
+  for (int t : produced_[op]) {
+    if (is_ps_) {
+      for (int piece : pieces_of_tensor_[t]) {
+        const Piece& p = pieces_[piece];
+        enqueue(n_ * scheme_.ps.count + w * scheme_.ps.count + p.shard, piece, push_sequence_++);
+      }
+    } else if (n_ > 1) {
+      const int b = bucket_of_tensor_[t];
+      if (--worker.bucket_missing[b] == 0) join_collective(w, b);
+    }
+  }
+  try_start_ops(w);
+  maybe_finish_step(w);
+}
+
+void StepSimulation::maybe_finish_step(int w) {
+  Worker& worker = workers_[w];
+  if (worker.ops_done < num_ops_ || worker.outstanding > 0) return;
+  close_idle(w);
+  // compute was credited per op; with several lanes it may exceed wall time, so cap it.
+  const double cycle = now_ - worker.step_start;
+  const double compute = std::min(worker.compute, cycle);
+  worker.step_ends.push_back(now_);
+  worker.step++;
+  if (worker.step > options_.warmup_steps && worker.step <= target_steps_) {
+    worker.measured_compute += compute;
+    worker.measured_communication += worker.communication;
+    worker.measured_wait += worker.wait;
+  }
+  if (worker.step == options_.warmup_steps && window_start_ < 0 &&
+      std::all_of(workers_.begin(), workers_.end(),
+                  [&](const Worker& x) { return x.step >= options_.warmup_steps; })) {
+    window_start_ = now_;
+    link_bytes_at_window_ = net_->link_bytes();
+  }
+  start_step(w);
+}
+
+bool StepSimulation::all_workers_done() const {
+  return std::all_of(workers_.begin(), workers_.end(),
+                     [&](const Worker& x) { return x.step >= target_steps_; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameter server
+
+void StepSimulation::request_pull(int w, int piece) {
+  const Worker& worker = workers_[w];
+  // Sync: step k needs the parameters after k aggregated updates. Async: whatever is there.
+  if (sync_ && version_[piece] < worker.step) {
+    waiting_[piece].push_back(w);
+    return;
+  }
+  const Piece& p = pieces_[piece];
+  uint64_t priority = static_cast<uint64_t>(piece);
+  if (scheme_.ps.order == PsOrder::Random) {
+    priority = mix(options_.seed ^ mix(static_cast<uint64_t>(w) * 0x100000001ULL + worker.step) ^
+                   mix(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
+  }
+  enqueue(w * scheme_.ps.count + p.shard, piece, priority);
+}
+
+void StepSimulation::enqueue(int connection, int piece, uint64_t priority) {
+  Connection& c = connections_[connection];
+  c.pending.push({priority, piece});
+  if (c.in_flight == kNone) send_next(connection, false);
+}
+
+void StepSimulation::send_next(int connection, bool reuse_flow) {
+  Connection& c = connections_[connection];
+  if (c.pending.empty()) {
+    c.in_flight = kNone;
+    c.has_flow = false;
+    return;
+  }
+  const int piece = c.pending.top().second;
+  c.pending.pop();
+  c.in_flight = piece;
+  c.send_start = now_;
+  const double bytes = pieces_[piece].bytes;
+  if (reuse_flow) {
+    net_->restart_flow(c.flow, bytes);
+  } else {
+    c.flow = net_->start_flow({c.path, bytes}, now_);
+    c.has_flow = true;
+  }
+  set_owner(c.flow, connection);
+}
+
+void StepSimulation::set_owner(net::FlowId id, int owner) {
+  const uint32_t i = net::index(id);
+  if (i >= flow_owner_.size()) flow_owner_.resize(i + 1, kNone);
+  flow_owner_[i] = owner;
+}
+
+void StepSimulation::on_message_sent(int connection) {
+  Connection& c = connections_[connection];
+  const int piece = c.in_flight;
+  if (options_.record_trace) {
+    const int process = c.pull ? c.worker : first_ps_process_ + c.shard;
+    const int thread = c.pull ? thread_pull_ : thread_push_;
+    span(process, thread, w_.tensors[pieces_[piece].tensor].name, c.pull ? "pull" : "push", c.send_start);
+    trace_.spans.back().duration = now_ + c.latency - c.send_start;
+    if (!c.pull) {  // the push as the worker sees it
+      trace_.spans.push_back(trace_.spans.back());
+      trace_.spans.back().process = c.worker;
+    }
+  }
+  queue_.push(now_ + c.latency, Delivered{connection, piece});
+  // Keep the connection's flow for the next message: its share of the links does not change.
+  send_next(connection, true);
+}
+
+void StepSimulation::on_delivered(int connection, int piece) {
+  const Connection& c = connections_[connection];
+  Worker& worker = workers_[c.worker];
+  if (c.pull) {
+    for (int consumer : w_.tensors[pieces_[piece].tensor].consumers) worker.unmet[consumer]--;
+    worker.outstanding--;
+    try_start_ops(c.worker);
+  } else {
+    worker.outstanding--;
+    Shard& shard = shards_[c.shard];
+    shard.applies.push(piece);
+    if (!shard.busy) start_apply(c.shard);
+  }
+  maybe_finish_step(c.worker);
+}
+
+void StepSimulation::start_apply(int s) {
+  Shard& shard = shards_[s];
+  while (!shard.applies.empty()) {
+    const int piece = shard.applies.front();
+    const double bytes = pieces_[piece].bytes;
+    const double duration = scheme_.ps.apply_time + (scheme_.ps.apply_bw > 0 ? bytes / scheme_.ps.apply_bw : 0.0);
+    if (duration <= 0) {  // free updates need no event
+      shard.applies.pop();
+      on_piece_applied(piece);
+      continue;
+    }
+    shard.busy = true;
+    shard.apply_start = now_;
+    if (options_.record_trace) {
+      span(first_ps_process_ + s, thread_apply_, w_.tensors[pieces_[piece].tensor].name, "apply", now_);
+      trace_.spans.back().duration = duration;
+    }
+    queue_.push(now_ + duration, ApplyDone{s});
+    return;
+  }
+}
+
+void StepSimulation::on_apply_done(int s) {
+  Shard& shard = shards_[s];
+  shard.busy = false;
+  if (window_start_ >= 0) shard.busy_time_in_window += now_ - std::max(shard.apply_start, window_start_);
+  const int piece = shard.applies.front();
+  shard.applies.pop();
+  on_piece_applied(piece);
+  start_apply(s);
+}
+
+void StepSimulation::on_piece_applied(int piece) {
+  if (!sync_) {
+    version_[piece]++;
+    return;
+  }
+  if (++aggregated_[piece] < n_) return;
+  aggregated_[piece] = 0;
+  version_[piece]++;
+  version_time_[piece] = now_;
+  std::vector<int> waiting;
+  waiting.swap(waiting_[piece]);
+  for (int w : waiting) {
+    workers_[w].release = std::max(workers_[w].release, now_);
+    request_pull(w, piece);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// All-reduce
+
+void StepSimulation::join_collective(int w, int bucket) {
+  const int64_t id = static_cast<int64_t>(workers_[w].step) * static_cast<int64_t>(buckets_.size()) + bucket;
+  joined_[id]++;
+  maybe_start_collective();
+}
+
+void StepSimulation::maybe_start_collective() {
+  if (collective_running_) return;
+  auto it = joined_.find(next_collective_);
+  if (it == joined_.end() || it->second < n_) return;
+  joined_.erase(it);
+  collective_running_ = true;
+  collective_start_ = now_;
+  // Everyone who joined earlier was waiting for the last worker to get here.
+  for (Worker& worker : workers_) worker.release = std::max(worker.release, now_);
+  ring_steps_left_ = 2 * (n_ - 1);
+  start_ring_step();
+}
+
+void StepSimulation::start_ring_step() {
+  const workload::Bucket& bucket = buckets_[next_collective_ % static_cast<int64_t>(buckets_.size())];
+  net::FlowId id = net_->start_flow({ring_.path, bucket.bytes / n_}, now_);
+  set_owner(id, kRingOwner);
+}
+
+void StepSimulation::on_ring_step_done() {
+  if (--ring_steps_left_ > 0) {
+    start_ring_step();
+    return;
+  }
+  const int bucket = static_cast<int>(next_collective_ % static_cast<int64_t>(buckets_.size()));
+  if (options_.record_trace) {
+    for (int w = 0; w < n_; ++w) {
+      span(w, thread_allreduce_, fmt::format("allreduce bucket {}", bucket), "allreduce", collective_start_);
+      trace_.spans.back().duration = now_ - collective_start_;
+    }
+  }
+  collective_running_ = false;
+  next_collective_++;
+  for (int w = 0; w < n_; ++w) {
+    workers_[w].outstanding--;
+    maybe_finish_step(w);
+  }
+  maybe_start_collective();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loop
+
+void StepSimulation::span(int process, int thread, std::string name, const char* category, double start) {
+  trace_.spans.push_back({process, thread, std::move(name), category, start, 0});
+}
+
+void StepSimulation::handle_flow_done(net::FlowId id) {
+  const int owner = flow_owner_[net::index(id)];
+  if (owner == kRingOwner) {
+    queue_.push(now_ + ring_.latency, RingStepDone{});
+  } else {
+    on_message_sent(owner);
+  }
+}
+
+void StepSimulation::dispatch(const Event& e) {
+  std::visit(
+      [this](const auto& ev) {
+        using T = std::decay_t<decltype(ev)>;
+        if constexpr (std::is_same_v<T, OpDone>) {
+          on_op_done(ev.worker, ev.op);
+        } else if constexpr (std::is_same_v<T, Delivered>) {
+          on_delivered(ev.connection, ev.piece);
+        } else if constexpr (std::is_same_v<T, ApplyDone>) {
+          on_apply_done(ev.shard);
+        } else {
+          on_ring_step_done();
+        }
+      },
+      e);
+}
+
+SimulationResult StepSimulation::run() {
+  for (int w = 0; w < n_; ++w) start_step(w);
+  while (!all_workers_done()) {
+    const double t = std::min(queue_.next_time(), net_->next_completion());
+    if (std::isinf(t)) {
+      throw std::logic_error("stepcast: simulation stalled with work left (a dependency never resolves)");
+    }
+    now_ = t;
+    for (net::FlowId id : net_->advance_to(t)) {
+      ++events_;
+      handle_flow_done(id);
+    }
+    while (queue_.next_time() <= now_) {
+      ++events_;
+      dispatch(queue_.pop().event);
+    }
+  }
+  return collect();
+}
+
+SimulationResult StepSimulation::collect() {
+  SimulationResult r;
+  r.events = events_;
+  r.max_link_flows = net_->max_link_flows();
+  const double window_start = window_start_ >= 0 ? window_start_ : 0.0;
+  r.window = now_ - window_start;
+  const int m = options_.measure_steps;
+  double compute_busy = 0;
+  for (const Worker& worker : workers_) {
+    WorkerTimes times;
+    const int w0 = options_.warmup_steps;
+    const double begin = w0 == 0 ? 0.0 : worker.step_ends[w0 - 1];
+    times.cycle = (worker.step_ends[w0 + m - 1] - begin) / m;
+    times.compute = worker.measured_compute / m;
+    times.communication = worker.measured_communication / m;
+    times.wait = worker.measured_wait / m;
+    compute_busy += times.cycle > 0 ? times.compute / times.cycle : 1.0;
+    r.workers.push_back(times);
+  }
+  r.loads.push_back({"worker compute (mean)", compute_busy / n_});
+
+  // Link loads over the window, grouped by role.
+  std::vector<double> bytes = net_->link_bytes();
+  if (!link_bytes_at_window_.empty()) {
+    for (size_t l = 0; l < bytes.size(); ++l) bytes[l] -= link_bytes_at_window_[l];
+  }
+  auto busy = [&](uint32_t l) { return r.window > 0 ? bytes[l] / (cluster_.links[l].bw * r.window) : 0.0; };
+  const int worker_nodes = cluster_.spec.num_worker_nodes();
+  double worker_out = 0, worker_in = 0, server_out = 0, server_in = 0, bus = 0;
+  for (int node = 0; node < cluster_.num_nodes; ++node) {
+    const double out = busy(cluster_.nic_up[node]);
+    const double in = busy(cluster_.nic_down[node]);
+    if (node < worker_nodes) {
+      worker_out = std::max(worker_out, out);
+      worker_in = std::max(worker_in, in);
+    } else {
+      server_out = std::max(server_out, out);
+      server_in = std::max(server_in, in);
+    }
+    r.bytes_sent += bytes[cluster_.nic_up[node]];
+    r.bytes_received += bytes[cluster_.nic_down[node]];
+  }
+  for (size_t i = 0; i < cluster_.bus_up.size(); ++i) {
+    bus = std::max({bus, busy(cluster_.bus_up[i]), busy(cluster_.bus_down[i])});
+    r.bytes_sent += bytes[cluster_.bus_up[i]];
+    r.bytes_received += bytes[cluster_.bus_down[i]];
+  }
+  const bool colocated = is_ps_ && scheme_.ps.placement == PsPlacement::Colocated;
+  const char* node_nic = colocated ? "node NIC" : "worker NIC";
+  r.loads.push_back({fmt::format("{} out", node_nic), worker_out});
+  r.loads.push_back({fmt::format("{} in", node_nic), worker_in});
+  if (cluster_.num_nodes > worker_nodes) {
+    r.loads.push_back({"PS NIC out", server_out});
+    r.loads.push_back({"PS NIC in", server_in});
+  }
+  if (bus > 0) r.loads.push_back({"intra-node link", bus});
+  if (is_ps_) {
+    double apply = 0;
+    for (const Shard& shard : shards_) {
+      double t = shard.busy_time_in_window;
+      if (shard.busy) t += now_ - std::max(shard.apply_start, window_start);
+      apply = std::max(apply, r.window > 0 ? t / r.window : 0.0);
+    }
+    if (scheme_.ps.apply_time > 0 || scheme_.ps.apply_bw > 0) r.loads.push_back({"PS apply", apply});
+  }
+  std::stable_sort(r.loads.begin(), r.loads.end(),
+                   [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
+  r.trace = std::move(trace_);
+  return r;
+}
+
+}  // namespace
+
+SimulationResult simulate_steps(const Workload& workload, const cluster::ClusterSpec& cluster,
+                                const SchemeConfig& scheme, const SimulationOptions& options) {
+  StepSimulation simulation(workload, cluster, scheme, options);
+  return simulation.run();
+}
+
+RingBottleneck ring_bottleneck(const cluster::Cluster& cluster) {
+  const RingGroup ring = make_ring(cluster);
+  std::map<uint32_t, uint32_t> uses;
+  for (const net::LinkUse& u : ring.path) uses[u.link] += u.count;
+  RingBottleneck r{net::kInfinity, ring.latency};
+  for (auto [link, count] : uses) r.bw = std::min(r.bw, cluster.links[link].bw / count);
+  return r;
+}
+
+CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes,
+                                    AllReduceAlgorithm algorithm, NetworkKind network) {
+  STEPCAST_ASSERT(algorithm == AllReduceAlgorithm::Ring);
+  CollectiveResult r;
+  if (spec.workers <= 1) return r;
+  const Cluster c = cluster::build_cluster(spec);
+  auto net = make_network(c, network);
+  const RingGroup ring = make_ring(c);
+  double now = 0;
+  for (int step = 0; step < 2 * (spec.workers - 1); ++step) {
+    net->start_flow({ring.path, bytes / spec.workers}, now);
+    now = net->next_completion();
+    r.events += net->advance_to(now).size();
+    now += ring.latency;
+  }
+  r.time = now;
+  r.max_link_flows = net->max_link_flows();
+  return r;
+}
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,87 @@
+#include "stepcast/workload/workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace stepcast::workload {
+
+double bytes_per_element(Precision precision) {
+  switch (precision) {
+    case Precision::FP32: return 4;
+    case Precision::FP16:
+    case Precision::BF16: return 2;
+  }
+  return 4;
+}
+
+double Workload::compute_time() const {
+  double total = 0;
+  for (const Op& op : ops) total += op.duration;
+  return total;
+}
+
+double Workload::compute_time(OpKind kind) const {
+  double total = 0;
+  for (const Op& op : ops) {
+    if (op.kind == kind) total += op.duration;
+  }
+  return total;
+}
+
+double Workload::parameter_bytes() const {
+  double total = 0;
+  for (const Tensor& t : tensors) total += t.bytes;
+  return total;
+}
+
+std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) {
+  // Gradients become available in the order their producers run; program order is the op index.
+  std::vector<int> order(workload.tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return workload.tensors[a].producer < workload.tensors[b].producer;
+  });
+  std::vector<Bucket> buckets;
+  Bucket current;
+  for (int t : order) {
+    current.tensors.push_back(t);
+    current.bytes += workload.tensors[t].bytes;
+    if (current.bytes >= bucket_bytes) {
+      buckets.push_back(std::move(current));
+      current = Bucket{};
+    }
+  }
+  if (!current.tensors.empty()) buckets.push_back(std::move(current));
+  return buckets;
+}
+
+std::string validate(const Workload& workload) {
+  const int num_ops = static_cast<int>(workload.ops.size());
+  if (workload.ops.empty()) return "workload has no ops";
+  if (workload.batch_per_worker < 1) return "batch_per_worker must be >= 1";
+  for (int i = 0; i < num_ops; ++i) {
+    const Op& op = workload.ops[i];
+    if (!std::isfinite(op.duration) || op.duration < 0) {
+      return "op '" + op.name + "' has a negative or non-finite duration";
+    }
+    if (op.lane < 0 || op.lane >= static_cast<int>(workload.lanes.size())) {
+      return "op '" + op.name + "' is on an unknown lane";
+    }
+    for (int dep : op.deps) {
+      // Deps pointing backwards make program order a topological order: no cycles possible.
+      if (dep < 0 || dep >= i) return "op '" + op.name + "' depends on a later or unknown op";
+    }
+  }
+  for (const Tensor& t : workload.tensors) {
+    if (!std::isfinite(t.bytes) || t.bytes < 0) return "tensor '" + t.name + "' has bad size";
+    if (t.producer < -1 || t.producer >= num_ops) return "tensor '" + t.name + "' bad producer";
+    for (int c : t.consumers) {
+      if (c < 0 || c >= num_ops) return "tensor '" + t.name + "' has an unknown consumer";
+    }
+  }
+  return "";
+}
+
+}  // namespace stepcast::workload

@@ -1,0 +1,471 @@
+// Scenario parsing: defaults, units, overrides, and every class of bad input naming file, line
+// and key. Scenarios are parsed from strings; one test writes a file for load_scenario.
+#include "stepcast/scenario/scenario.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::scenario {
+namespace {
+
+constexpr const char* kMinimal =
+    "workload:\n"
+    "  model: resnet50\n"
+    "  step_time: 292ms\n";
+
+// Runs `f`, expects an Error, returns it (a default Error when none was thrown).
+Error expect_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no stepcast::Error thrown";
+  return Error({}, "");
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Scenario, DefaultsApplied) {
+  Scenario s = parse_scenario(kMinimal, "dir/resnet.yaml");
+  EXPECT_EQ(s.name, "resnet");  // file stem
+  EXPECT_EQ(s.file, "");        // parsed from text
+  EXPECT_EQ(s.description, "");
+  EXPECT_EQ(s.workload.model, "resnet50");
+  EXPECT_EQ(s.workload.batch_per_worker, 32);
+  EXPECT_DOUBLE_EQ(s.workload.step_time, 0.292);
+  EXPECT_EQ(s.workload.precision, workload::Precision::FP32);
+  EXPECT_DOUBLE_EQ(s.workload.backward_to_forward, 2.0);
+  EXPECT_EQ(s.cluster.workers, 1);
+  EXPECT_EQ(s.cluster.workers_per_node, 1);
+  EXPECT_EQ(s.cluster.topology, cluster::Topology::Switch);
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bw, 1.25e9);  // 10 Gbps = 1.25e9 bytes/s
+  EXPECT_DOUBLE_EQ(s.cluster.latency, 5e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_bw, 12e9);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_latency, 1e-6);
+  EXPECT_EQ(s.cluster.ps_nic_bw, 0);  // unset: same as the workers' NIC
+  EXPECT_EQ(s.scheme.scheme, scheme::Scheme::AllReduce);
+  EXPECT_EQ(s.scheme.mode, scheme::Mode::Sync);
+  EXPECT_EQ(s.scheme.ps, scheme::PsConfig{});
+  EXPECT_EQ(s.scheme.allreduce.algorithm, scheme::AllReduceAlgorithm::Ring);
+  EXPECT_DOUBLE_EQ(s.scheme.allreduce.bucket_bytes, 25e6);
+  EXPECT_EQ(s.options.predictor, predict::Predictor::Fine);
+  EXPECT_EQ(s.options.warmup_steps, 2);
+  EXPECT_EQ(s.options.measure_steps, 5);
+  EXPECT_EQ(s.options.seed, 1u);
+}
+
+TEST(Scenario, EveryKeyParsedWithUnits) {
+  Scenario s = parse_scenario(
+      "name: big job\n"
+      "description: ps on 8 nodes\n"
+      "predictor: coarse\n"
+      "seed: 42\n"
+      "workload:\n"
+      "  model: vgg16\n"
+      "  batch_per_worker: 64\n"
+      "  single_worker_throughput: 200\n"
+      "  precision: fp16\n"
+      "  backward_ratio: 1.5\n"
+      "cluster:\n"
+      "  workers: 16\n"
+      "  workers_per_node: 2\n"
+      "  topology: switch\n"
+      "  nic_bandwidth: 25Gbps\n"
+      "  link_latency: 10us\n"
+      "  ps_nic_bandwidth: 1.25GB/s\n"
+      "  intra_node:\n"
+      "    bandwidth: 1GiB/s\n"
+      "    latency: 2us\n"
+      "training:\n"
+      "  scheme: ps\n"
+      "  mode: async\n"
+      "  ps:\n"
+      "    count: 4\n"
+      "    partition: split\n"
+      "    placement: colocated\n"
+      "    order: fifo\n"
+      "    apply_time: 20us\n"
+      "    apply_bandwidth: 100Gbps\n"
+      "  allreduce:\n"
+      "    bucket_size: 1MiB\n"
+      "steps:\n"
+      "  warmup: 0\n"
+      "  measure: 3\n",
+      "x.yaml");
+  EXPECT_EQ(s.name, "big job");
+  EXPECT_EQ(s.description, "ps on 8 nodes");
+  EXPECT_EQ(s.options.predictor, predict::Predictor::Coarse);
+  EXPECT_EQ(s.options.seed, 42u);
+  EXPECT_EQ(s.workload.model, "vgg16");
+  EXPECT_EQ(s.workload.batch_per_worker, 64);
+  EXPECT_DOUBLE_EQ(s.workload.step_time, 64.0 / 200.0);  // batch / throughput
+  EXPECT_EQ(s.workload.precision, workload::Precision::FP16);
+  EXPECT_DOUBLE_EQ(s.workload.backward_to_forward, 1.5);
+  EXPECT_EQ(s.cluster.workers, 16);
+  EXPECT_EQ(s.cluster.workers_per_node, 2);
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bw, 25e9 / 8);
+  EXPECT_DOUBLE_EQ(s.cluster.latency, 10e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.ps_nic_bw, 1.25e9);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_bw, 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_latency, 2e-6);
+  EXPECT_EQ(s.scheme.scheme, scheme::Scheme::ParameterServer);
+  EXPECT_EQ(s.scheme.mode, scheme::Mode::Async);
+  EXPECT_EQ(s.scheme.ps.count, 4);
+  EXPECT_EQ(s.scheme.ps.partition, scheme::PsPartition::Split);
+  EXPECT_EQ(s.scheme.ps.placement, scheme::PsPlacement::Colocated);
+  EXPECT_EQ(s.scheme.ps.order, scheme::PsOrder::Fifo);
+  EXPECT_DOUBLE_EQ(s.scheme.ps.apply_time, 20e-6);
+  EXPECT_DOUBLE_EQ(s.scheme.ps.apply_bw, 12.5e9);
+  EXPECT_DOUBLE_EQ(s.scheme.allreduce.bucket_bytes, 1024.0 * 1024);
+  EXPECT_EQ(s.options.warmup_steps, 0);
+  EXPECT_EQ(s.options.measure_steps, 3);
+}
+
+TEST(Scenario, UnitsAndBareNumbers) {
+  Scenario s = parse_scenario(std::string(kMinimal) +
+                                  "cluster:\n"
+                                  "  nic_bandwidth: 1.25GB/s\n"
+                                  "  link_latency: 5us\n"
+                                  "  intra_node:\n"
+                                  "    bandwidth: 3e9\n"  // bare: bytes/s
+                                  "    latency: 0.001\n"  // bare: seconds
+                                  "training:\n"
+                                  "  allreduce:\n"
+                                  "    bucket_size: 25MB\n",
+                              "t.yaml");
+  EXPECT_DOUBLE_EQ(s.cluster.nic_bw, 1.25e9);
+  EXPECT_DOUBLE_EQ(s.cluster.latency, 5e-6);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_bw, 3e9);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node_latency, 1e-3);
+  EXPECT_DOUBLE_EQ(s.scheme.allreduce.bucket_bytes, 25e6);
+  // "10Gbps" is bits: 10e9 / 8 bytes/s.
+  Scenario g = parse_scenario(kMinimal, "t.yaml", {"cluster.nic_bandwidth=10Gbps"});
+  EXPECT_DOUBLE_EQ(g.cluster.nic_bw, 1.25e9);
+}
+
+TEST(Scenario, ThroughputBecomesStepTime) {
+  // 32 samples per step at 128 samples/s: 0.25 s per step.
+  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 128}\n",
+                              "t.yaml");
+  EXPECT_DOUBLE_EQ(s.workload.step_time, 0.25);
+}
+
+TEST(Scenario, OverrideReplacesValue) {
+  Scenario s = parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 4\n", "t.yaml",
+                              {"cluster.workers=16", "training.scheme=ps", "name='a: b'"});
+  EXPECT_EQ(s.cluster.workers, 16);
+  EXPECT_EQ(s.scheme.scheme, scheme::Scheme::ParameterServer);
+  EXPECT_EQ(s.name, "a: b");  // the value is a YAML scalar, so quoting works
+}
+
+TEST(Scenario, OverrideOfStepTimeReplacesFileThroughput) {
+  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 100}\n",
+                              "t.yaml", {"workload.step_time=0.5s"});
+  EXPECT_DOUBLE_EQ(s.workload.step_time, 0.5);
+  // Both given on the command line: the later one wins.
+  Scenario t = parse_scenario(kMinimal, "t.yaml",
+                              {"workload.step_time=1s", "workload.single_worker_throughput=64"});
+  EXPECT_DOUBLE_EQ(t.workload.step_time, 0.5);  // 32 / 64
+}
+
+TEST(Scenario, UnknownKeyNamesLineAndSuggests) {
+  Error e = expect_error([] {
+    (void)parse_scenario(
+        "workload:\n"
+        "  model: resnet50\n"
+        "  step_time: 292ms\n"
+        "cluster:\n"
+        "  workers: 4\n"
+        "  nic_bandwith: 10Gbps\n",
+        "job.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"job.yaml", 6, "cluster.nic_bandwith"}));
+  EXPECT_TRUE(contains(e.what(), "job.yaml:6:")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "cluster.nic_bandwith")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "did you mean 'cluster.nic_bandwidth'?")) << e.what();
+}
+
+TEST(Scenario, UnknownKeyInWrongSectionSuggestsTheRightOne) {
+  Error e = expect_error([] { (void)parse_scenario(std::string(kMinimal) + "workers: 4\n", "j.yaml"); });
+  EXPECT_EQ(e.where().line, 4);
+  EXPECT_EQ(e.where().key, "workers");
+  EXPECT_TRUE(contains(e.message(), "'cluster.workers'")) << e.what();
+  // Nothing close: no suggestion, still an error.
+  Error f = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "zzzzzzzzzzzz: 4\n", "j.yaml"); });
+  EXPECT_TRUE(contains(f.message(), "unknown key")) << f.what();
+  EXPECT_FALSE(contains(f.message(), "did you mean")) << f.what();
+}
+
+TEST(Scenario, UnknownOverrideKey) {
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.worker=4"}); });
+  EXPECT_EQ(e.where(), (SourceLocation{"--set", 0, "cluster.worker"}));
+  EXPECT_TRUE(contains(e.message(), "'cluster.workers'")) << e.what();
+}
+
+TEST(Scenario, OverrideWithoutEquals) {
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.workers"}); });
+  EXPECT_EQ(e.where().file, "--set");
+  EXPECT_TRUE(contains(e.message(), "key=value")) << e.what();
+}
+
+TEST(Scenario, OverrideNotAScalar) {
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.workers=[1, 2]"}); });
+  EXPECT_EQ(e.where().key, "cluster.workers");
+  EXPECT_TRUE(contains(e.message(), "got a list")) << e.what();
+}
+
+TEST(Scenario, WrongType) {
+  Error e = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: abc\n", "t.yaml"); });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
+  EXPECT_EQ(e.message(), "expected an integer >= 1, got 'abc'");
+  Error f = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 2.5\n", "t.yaml"); });
+  EXPECT_EQ(f.message(), "expected an integer >= 1, got '2.5'");
+  Error g = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "training:\n  scheme: mpi\n", "t.yaml"); });
+  EXPECT_EQ(g.where().key, "training.scheme");
+  EXPECT_EQ(g.message(), "expected one of ps|allreduce, got 'mpi'");
+}
+
+TEST(Scenario, ZeroWorkers) {
+  Error e = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 0\n", "t.yaml"); });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
+  EXPECT_EQ(e.message(), "expected an integer >= 1, got '0'");
+}
+
+TEST(Scenario, NegativeOrZeroBandwidth) {
+  Error e = expect_error([] {
+    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: -10Gbps\n", "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.nic_bandwidth"}));
+  Error z = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.nic_bandwidth=0"}); });
+  EXPECT_EQ(z.where(), (SourceLocation{"--set", 0, "cluster.nic_bandwidth"}));
+}
+
+TEST(Scenario, MapOrListWhereScalarExpected) {
+  Error e = expect_error([] {
+    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers:\n    - 1\n    - 2\n", "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
+  EXPECT_EQ(e.message(), "expected an integer >= 1, got a list");
+  Error m = expect_error([] {
+    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: {a: 1}\n", "t.yaml");
+  });
+  EXPECT_EQ(m.message(), "expected a bandwidth, got a map");
+}
+
+TEST(Scenario, SectionNotAMap) {
+  Error e = expect_error([] { (void)parse_scenario(std::string(kMinimal) + "cluster: 8\n", "t.yaml"); });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 4, "cluster"}));
+  EXPECT_TRUE(contains(e.message(), "expected a section")) << e.what();
+}
+
+TEST(Scenario, DuplicateKey) {
+  Error e = expect_error([] {
+    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 2\n  workers: 4\n", "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 6, "cluster.workers"}));
+  EXPECT_TRUE(contains(e.message(), "line 5")) << e.what();
+}
+
+TEST(Scenario, ColocatedNeedsANodePerServer) {
+  // 4 workers, 2 per node: 2 nodes, so at most 2 colocated shards.
+  const std::string text = std::string(kMinimal) +
+                           "cluster: {workers: 4, workers_per_node: 2}\n"
+                           "training:\n"
+                           "  scheme: ps\n"
+                           "  ps:\n"
+                           "    placement: colocated\n"
+                           "    count: 3\n";
+  Error e = expect_error([&] { (void)parse_scenario(text, "t.yaml"); });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 9, "training.ps.count"}));
+  EXPECT_TRUE(contains(e.message(), "P > N")) << e.what();
+  EXPECT_TRUE(contains(e.message(), "cluster.workers")) << e.what();
+  EXPECT_NO_THROW((void)parse_scenario(text, "t.yaml", {"training.ps.count=2"}));
+  // Dedicated servers need no worker node.
+  EXPECT_NO_THROW((void)parse_scenario(text, "t.yaml", {"training.ps.placement=dedicated"}));
+  // A partly filled node counts: 5 workers at 2 per node are 3 nodes. And more per node than
+  // workers is one partly filled node, not an error.
+  EXPECT_NO_THROW((void)parse_scenario(text, "t.yaml", {"cluster.workers=5"}));
+  EXPECT_NO_THROW((void)parse_scenario(kMinimal, "t.yaml", {"cluster.workers_per_node=8"}));
+}
+
+TEST(Scenario, CheckConsistencyAfterASweepNamesTheSweptKey) {
+  Scenario s = parse_scenario(std::string(kMinimal) +
+                                  "cluster: {workers: 4}\n"
+                                  "training: {scheme: ps, ps: {placement: colocated, count: 4}}\n",
+                              "t.yaml");
+  EXPECT_NO_THROW(check_consistency(s));
+  s.cluster.workers = 2;
+  Error e = expect_error([&] { check_consistency(s); });
+  EXPECT_EQ(e.where().key, "cluster.workers");
+  EXPECT_TRUE(contains(e.message(), "training.ps.count")) << e.what();
+  s.cluster.workers = 0;
+  Error z = expect_error([&] { check_consistency(s, "sweep"); });
+  EXPECT_EQ(z.where().key, "sweep");
+}
+
+TEST(Scenario, StepTimeAndThroughputAreExclusive) {
+  Error e = expect_error([] {
+    (void)parse_scenario(
+        "workload:\n"
+        "  model: resnet50\n"
+        "  step_time: 292ms\n"
+        "  single_worker_throughput: 100\n",
+        "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 4, "workload.single_worker_throughput"}));
+  EXPECT_TRUE(contains(e.message(), "line 3")) << e.what();
+}
+
+TEST(Scenario, StepTimeOrThroughputRequired) {
+  Error e = expect_error([] { (void)parse_scenario("workload:\n  model: resnet50\n", "t.yaml"); });
+  EXPECT_TRUE(contains(e.what(), "workload.step_time")) << e.what();
+  EXPECT_TRUE(contains(e.what(), "workload.single_worker_throughput")) << e.what();
+  Error z = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"workload.step_time=0"}); });
+  EXPECT_EQ(z.where().key, "workload.step_time");
+}
+
+TEST(Scenario, ModelRequired) {
+  Error e = expect_error([] { (void)parse_scenario("workload:\n  step_time: 1s\n", "t.yaml"); });
+  EXPECT_EQ(e.where().key, "workload.model");
+}
+
+TEST(Scenario, BadYamlSyntaxNamesTheLine) {
+  Error e = expect_error([] {
+    (void)parse_scenario(
+        "workload:\n"
+        "  model: resnet50\n"
+        "  step_time: [292ms\n"
+        "cluster:\n",
+        "bad.yaml");
+  });
+  EXPECT_EQ(e.where().file, "bad.yaml");
+  EXPECT_GE(e.where().line, 3);  // yaml-cpp reports where it noticed the unclosed list
+  EXPECT_TRUE(contains(e.message(), "invalid YAML")) << e.what();
+}
+
+TEST(Scenario, EmptyScenario) {
+  for (const char* text : {"", "# only a comment\n"}) {
+    Error e = expect_error([&] { (void)parse_scenario(text, "e.yaml"); });
+    EXPECT_EQ(e.where().file, "e.yaml");
+    EXPECT_EQ(e.message(), "empty scenario");
+  }
+  Error l = expect_error([] { (void)parse_scenario("- 1\n- 2\n", "e.yaml"); });
+  EXPECT_TRUE(contains(l.message(), "got a list")) << l.what();
+}
+
+TEST(Scenario, UnknownModelListsKnownModels) {
+  Error e = expect_error([] {
+    (void)parse_scenario("workload:\n  model: resnet51\n  step_time: 1s\n", "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 2, "workload.model"}));
+  EXPECT_TRUE(contains(e.message(), "resnet51")) << e.what();
+  EXPECT_TRUE(contains(e.message(), "resnet50")) << e.what();
+  EXPECT_TRUE(contains(e.message(), "vgg16")) << e.what();
+}
+
+TEST(Scenario, AsyncAllReduceIsAnError) {
+  Error e = expect_error([] {
+    (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n", "t.yaml");
+  });
+  EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "training.mode"}));
+  EXPECT_NO_THROW(
+      (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n  scheme: ps\n", "t.yaml"));
+}
+
+TEST(Scenario, UnsupportedTopology) {
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.topology=fat-tree"}); });
+  EXPECT_EQ(e.where().key, "cluster.topology");
+  EXPECT_TRUE(contains(e.message(), "not supported yet")) << e.what();
+}
+
+TEST(Scenario, ResolvedKeysCoverEveryKnownKeySorted) {
+  Scenario s = parse_scenario(kMinimal, "t.yaml", {"cluster.workers=8"});
+  std::vector<ResolvedKey> keys = resolved_keys(s);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    return a.key < b.key;
+  }));
+  ASSERT_EQ(keys.size(), known_keys().size());
+  auto find = [&](const std::string& key) {
+    auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return k.key == key; });
+    EXPECT_NE(it, keys.end()) << key;
+    return it == keys.end() ? ResolvedKey{} : *it;
+  };
+  // Values with units come from the units.hpp formatters ("10 Gbps", "292 ms", "25 MB").
+  EXPECT_EQ(find("cluster.nic_bandwidth"),
+            (ResolvedKey{"cluster.nic_bandwidth", format_bandwidth(1.25e9), false}));
+  EXPECT_TRUE(contains(find("cluster.nic_bandwidth").value, "Gbps"));
+  // Same as the NIC when unset.
+  EXPECT_EQ(find("cluster.ps_nic_bandwidth").value, format_bandwidth(1.25e9));
+  EXPECT_EQ(find("cluster.workers"), (ResolvedKey{"cluster.workers", "8", true}));
+  EXPECT_EQ(find("workload.step_time").value, format_duration(0.292));
+  // 32 samples / 0.292 s.
+  EXPECT_EQ(find("workload.single_worker_throughput"),
+            (ResolvedKey{"workload.single_worker_throughput", "109.589", true}));
+  EXPECT_EQ(find("training.allreduce.bucket_size").value, format_bytes(25e6));
+  EXPECT_EQ(find("training.ps.apply_bandwidth").value, "free");
+  EXPECT_EQ(find("training.scheme").value, "allreduce");
+  EXPECT_EQ(find("seed"), (ResolvedKey{"seed", "1", true}));
+}
+
+TEST(Scenario, KnownKeysAreDocumentedAndParseable) {
+  for (const KeyInfo& info : known_keys()) {
+    EXPECT_FALSE(info.type.empty()) << info.key;
+    EXPECT_FALSE(info.description.empty()) << info.key;
+    // Every documented key is accepted as an override with a value of its type, or rejected
+    // for its value, never as an unknown key.
+    try {
+      (void)parse_scenario(kMinimal, "t.yaml", {info.key + "=" + info.default_value});
+    } catch (const Error& e) {
+      EXPECT_FALSE(contains(e.message(), "unknown key")) << e.what();
+    }
+  }
+}
+
+TEST(Scenario, BuildWorkloadUsesTheZoo) {
+  Scenario s = parse_scenario(kMinimal, "t.yaml", {"workload.batch_per_worker=64"});
+  workload::Workload w = build_workload(s);
+  EXPECT_EQ(w.batch_per_worker, 64);
+  EXPECT_NEAR(w.compute_time(), 0.292, 1e-9);
+  s.workload.model = "nope";
+  Error e = expect_error([&] { (void)build_workload(s); });
+  EXPECT_EQ(e.where().key, "workload.model");
+}
+
+TEST(Scenario, LoadScenarioFromFile) {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("stepcast_scenario_test_" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(path);
+    out << kMinimal << "cluster:\n  workers: 4\n";
+  }
+  Scenario s = load_scenario(path.string(), {"cluster.workers=6"});
+  EXPECT_EQ(s.file, path.string());
+  EXPECT_EQ(s.name, path.stem().string());
+  EXPECT_EQ(s.cluster.workers, 6);
+  std::filesystem::remove(path);
+  Error e = expect_error([&] { (void)load_scenario(path.string()); });
+  EXPECT_EQ(e.where().file, path.string());
+  EXPECT_TRUE(contains(e.message(), "cannot read")) << e.what();
+}
+
+}  // namespace
+}  // namespace stepcast::scenario
