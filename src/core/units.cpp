@@ -39,7 +39,7 @@ double parse_with(std::string_view text, const SourceLocation& where, std::strin
   auto [value, unit] = split_number(text, where, what);
   for (const Suffix& suffix : suffixes) {
     if (unit == suffix.text) {
-      if (value < 0) throw Error(where, fmt::format("expected {} >= 0, got '{}'", what, text));
+      if (value < 0) throw Error(where, fmt::format("must not be negative, got '{}'", text));
       return value * suffix.factor;
     }
   }

@@ -42,9 +42,13 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     flows_.emplace_back();
   }
   Flow& flow = flows_[f];
-  // Merge repeated links so each link appears once with the total member count.
+  // Merge repeated links so each link appears once with the total member count. Callers that
+  // reuse one path (a ring's group) pass it sorted and merged, which skips the sort.
   flow.path = spec.path;
-  std::sort(flow.path.begin(), flow.path.end(),
+  const bool merged = std::adjacent_find(flow.path.begin(), flow.path.end(), [](const LinkUse& a, const LinkUse& b) {
+                        return a.link >= b.link;
+                      }) == flow.path.end();
+  if (!merged) std::sort(flow.path.begin(), flow.path.end(),
             [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
   size_t out = 0;
   for (size_t i = 0; i < flow.path.size(); ++i) {
@@ -164,6 +168,21 @@ void FlowNetwork::reshare() const {
     Flow& flow = flows_[f];
     if (!std::isinf(flow.rate)) flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
     flow.updated = now_;
+  }
+  if (active_.size() == 1) {
+    // A flow alone (a ring step, a single transfer) runs at its narrowest link: no need to touch
+    // every link of the network.
+    Flow& flow = flows_[active_.front()];
+    if (!flow.path.empty()) {
+      flow.rate = kInfinity;
+      for (const LinkUse& use : flow.path) {
+        flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
+        max_link_flows_ = std::max(max_link_flows_, use.count);
+      }
+    }
+    completions_ = {};
+    schedule(active_.front());
+    return;
   }
   const size_t num_links = capacity_.size();
   remaining_capacity_.assign(capacity_.begin(), capacity_.end());

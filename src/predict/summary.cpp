@@ -8,6 +8,8 @@ namespace stepcast::predict {
 namespace {
 // Below this, no single resource explains the step time: latency and dependencies do.
 constexpr double kSaturatedBusy = 0.5;
+// Exposed communication or waiting above this share of the step is worth naming.
+constexpr double kNoticeableLoss = 0.05;
 }  // namespace
 
 void finish_result(Result& r, const workload::Workload& workload) {
@@ -21,6 +23,15 @@ void finish_result(Result& r, const workload::Workload& workload) {
   if (!r.utilization.empty() && r.utilization.front().busy >= kSaturatedBusy) {
     const Utilization& top = r.utilization.front();
     r.bottleneck = fmt::format("{} {:.0f}% busy", top.resource, 100 * std::min(top.busy, 1.0));
+    // Compute-bound but still losing time: name what the lost time waits on, since that is what
+    // limits scaling.
+    const double lost = (r.breakdown.communication_exposed + r.breakdown.wait) / std::max(r.step_time, 1e-300);
+    if (top.resource.find("compute") != std::string::npos && lost >= kNoticeableLoss && r.utilization.size() > 1) {
+      const Utilization& next = r.utilization[1];
+      r.bottleneck += fmt::format("; {:.0f}% of step lost to {} ({} {:.0f}% busy)", 100 * lost,
+                                  r.breakdown.wait > r.breakdown.communication_exposed ? "waiting" : "communication",
+                                  next.resource, 100 * std::min(next.busy, 1.0));
+    }
     return;
   }
   const double step = std::max(r.step_time, 1e-300);

@@ -352,6 +352,14 @@ std::string_view last_component(std::string_view key) {
   return dot == std::string_view::npos ? key : key.substr(dot + 1);
 }
 
+bool is_subsequence(std::string_view part, std::string_view whole) {
+  size_t i = 0;
+  for (char c : whole) {
+    if (i < part.size() && part[i] == c) ++i;
+  }
+  return i == part.size();
+}
+
 std::vector<std::string> sections() {
   std::vector<std::string> out;
   for (const KeyDef& def : key_table()) {
@@ -382,6 +390,18 @@ std::string suggest(std::string_view unknown) {
   // Right name, wrong section ("workers" at the top level, "training.workers").
   for (const KeyDef& def : key_table()) {
     if (last_component(def.info.key) == last_component(unknown)) return def.info.key;
+  }
+  // An abbreviation in the right section: "cluster.nic_bw" for "cluster.nic_bandwidth" is too
+  // many edits away but keeps the letters in order.
+  std::string_view leaf = last_component(unknown);
+  std::string_view section = unknown.substr(0, unknown.size() - leaf.size());
+  for (const KeyDef& def : key_table()) {
+    std::string_view key = def.info.key;
+    std::string_view known_leaf = last_component(key);
+    if (leaf.size() >= 2 && key.substr(0, key.size() - known_leaf.size()) == section &&
+        known_leaf.front() == leaf.front() && is_subsequence(leaf, known_leaf)) {
+      return def.info.key;
+    }
   }
   return "";
 }

@@ -54,6 +54,18 @@ RingGroup make_ring(const Cluster& c) {
     for (uint32_t l : p.links) ring.path.push_back({l, 1});
     ring.latency = std::max(ring.latency, p.latency);
   }
+  // Sorted and merged once, so each of the 2(N-1) steps starts its flow without re-sorting.
+  std::sort(ring.path.begin(), ring.path.end(),
+            [](const net::LinkUse& a, const net::LinkUse& b) { return a.link < b.link; });
+  std::vector<net::LinkUse> merged;
+  for (const net::LinkUse& u : ring.path) {
+    if (!merged.empty() && merged.back().link == u.link) {
+      merged.back().count += u.count;
+    } else {
+      merged.push_back(u);
+    }
+  }
+  ring.path = std::move(merged);
   return ring;
 }
 
@@ -562,7 +574,11 @@ void StepSimulation::on_piece_applied(int piece) {
 
 void StepSimulation::join_collective(int w, int bucket) {
   const int64_t id = static_cast<int64_t>(workers_[w].step) * static_cast<int64_t>(buckets_.size()) + bucket;
-  joined_[id]++;
+  if (++joined_[id] == n_) {
+    // The last worker to get here releases the others: until now they waited for it (wait);
+    // after now they wait for earlier collectives and this one (communication).
+    for (Worker& worker : workers_) worker.release = std::max(worker.release, now_);
+  }
   maybe_start_collective();
 }
 
@@ -573,8 +589,6 @@ void StepSimulation::maybe_start_collective() {
   joined_.erase(it);
   collective_running_ = true;
   collective_start_ = now_;
-  // Everyone who joined earlier was waiting for the last worker to get here.
-  for (Worker& worker : workers_) worker.release = std::max(worker.release, now_);
   ring_steps_left_ = 2 * (n_ - 1);
   start_ring_step();
 }

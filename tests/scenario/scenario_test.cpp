@@ -204,6 +204,15 @@ TEST(Scenario, UnknownKeyInWrongSectionSuggestsTheRightOne) {
   EXPECT_EQ(e.where().line, 4);
   EXPECT_EQ(e.where().key, "workers");
   EXPECT_TRUE(contains(e.message(), "'cluster.workers'")) << e.what();
+  // An abbreviation in the right section.
+  Error a = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bw: 1Gbps\n", "j.yaml"); });
+  EXPECT_TRUE(contains(a.message(), "did you mean 'cluster.nic_bandwidth'?")) << a.what();
+  // A misspelled section.
+  Error b = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "clster:\n  workers: 2\n", "j.yaml"); });
+  EXPECT_EQ(b.where(), (SourceLocation{"j.yaml", 4, "clster"}));
+  EXPECT_TRUE(contains(b.message(), "did you mean 'cluster'?")) << b.what();
   // Nothing close: no suggestion, still an error.
   Error f = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "zzzzzzzzzzzz: 4\n", "j.yaml"); });

@@ -1,0 +1,100 @@
+// Benchmarks of the predictors at the sizes the foundation issue names. Run one benchmark per
+// process (scripts/run-benchmarks.sh) so that peak_rss_MB belongs to that benchmark alone.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace {
+
+using namespace stepcast;
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+workload::Workload resnet50() {
+  return zoo::to_workload(*zoo::find_model("resnet50"), {.batch_per_worker = 64, .step_time = 0.174});
+}
+
+cluster::ClusterSpec cluster_of(int workers, double nic_bw) {
+  cluster::ClusterSpec spec;
+  spec.workers = workers;
+  spec.nic_bw = nic_bw;
+  spec.latency = 5e-6;
+  return spec;
+}
+
+// One synchronous step of ResNet-50 with DDP ring all-reduce (25 MB buckets), every op of every
+// worker and every ring step simulated.
+void BM_FineRingAllReduceStep(benchmark::State& state) {
+  const auto w = resnet50();
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 12.5e9);
+  scheme::SchemeConfig scheme;
+  scheme.scheme = scheme::Scheme::AllReduce;
+  predict::Options options{.warmup_steps = 0, .measure_steps = 1};
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto r = predict::predict_fine(w, spec, scheme, options);
+    events += r.events;
+    benchmark::DoNotOptimize(r.step_time);
+  }
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+}
+BENCHMARK(BM_FineRingAllReduceStep)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// One synchronous parameter-server step of ResNet-50: N workers, P shards, random order.
+void BM_FinePsStep(benchmark::State& state) {
+  const auto w = resnet50();
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 3.125e9);
+  scheme::SchemeConfig scheme;
+  scheme.scheme = scheme::Scheme::ParameterServer;
+  scheme.ps.count = static_cast<int>(state.range(1));
+  predict::Options options{.warmup_steps = 0, .measure_steps = 1};
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto r = predict::predict_fine(w, spec, scheme, options);
+    events += r.events;
+    benchmark::DoNotOptimize(r.step_time);
+  }
+  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+}
+BENCHMARK(BM_FinePsStep)->Args({16, 2})->Args({256, 16})->Unit(benchmark::kMillisecond);
+
+// A 10-point sweep (1..512 workers) of the coarse predictor.
+void BM_CoarseSweep10(benchmark::State& state) {
+  const auto w = resnet50();
+  scheme::SchemeConfig scheme;
+  scheme.scheme = state.range(0) == 0 ? scheme::Scheme::AllReduce : scheme::Scheme::ParameterServer;
+  scheme.ps.count = 4;
+  predict::Options options{.predictor = predict::Predictor::Coarse};
+  for (auto _ : state) {
+    for (int n = 1; n <= 512; n *= 2) {
+      auto r = predict::predict_coarse(w, cluster_of(n, 12.5e9), scheme, options);
+      benchmark::DoNotOptimize(r.throughput);
+    }
+  }
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+}
+BENCHMARK(BM_CoarseSweep10)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// One 100 MiB ring all-reduce alone (the ASTRA-sim / SimGrid comparison point).
+void BM_RingAllReduceCollective(benchmark::State& state) {
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 12.5e9);
+  for (auto _ : state) {
+    auto r = scheme::simulate_allreduce(spec, 100.0 * 1024 * 1024, scheme::AllReduceAlgorithm::Ring);
+    benchmark::DoNotOptimize(r.time);
+  }
+  state.counters["peak_rss_MB"] = peak_rss_mb();
+}
+BENCHMARK(BM_RingAllReduceCollective)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
