@@ -24,6 +24,8 @@ using stepcast::Error;
 using stepcast::SourceLocation;
 
 constexpr int kBadInput = 2;
+// Same bound as the cluster.workers key: the fine simulator's supported scale.
+constexpr int kMaxWorkers = 16384;
 
 std::vector<int> parse_worker_list(const std::string& text) {
   std::vector<int> out;
@@ -34,9 +36,10 @@ std::vector<int> parse_worker_list(const std::string& text) {
     const std::string item = text.substr(pos, comma - pos);
     int value = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1) {
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1 ||
+        value > kMaxWorkers) {
       throw Error({"", 0, "--workers"},
-                  fmt::format("expected a comma-separated list of integers >= 1, got '{}'", text));
+                  fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
     }
     out.push_back(value);
     pos = comma + 1;
@@ -58,16 +61,24 @@ struct PredictArgs {
   bool json = false;
   std::string csv;
   std::string trace_out;
-  int64_t seed = -1;
+  std::string seed;  // checked as the `seed` key: an unsigned 64-bit integer
+  bool workers_given = false;
 };
 
 int run_predict(const PredictArgs& args) {
   std::vector<std::string> overrides = args.sets;
   if (!args.predictor.empty()) overrides.push_back("predictor=" + args.predictor);
-  if (args.seed >= 0) overrides.push_back(fmt::format("seed={}", args.seed));
+  if (!args.seed.empty()) {
+    uint64_t seed = 0;
+    auto [end, ec] = std::from_chars(args.seed.data(), args.seed.data() + args.seed.size(), seed);
+    if (ec != std::errc() || end != args.seed.data() + args.seed.size()) {
+      throw Error({"", 0, "--seed"}, fmt::format("expected an unsigned 64-bit integer, got '{}'", args.seed));
+    }
+    overrides.push_back(fmt::format("seed={}", seed));
+  }
   stepcast::scenario::Scenario scenario = stepcast::scenario::load_scenario(args.scenario, overrides);
-  std::vector<int> counts = args.workers.empty() ? std::vector<int>{scenario.cluster.workers}
-                                                 : parse_worker_list(args.workers);
+  std::vector<int> counts = args.workers_given ? parse_worker_list(args.workers)
+                                               : std::vector<int>{scenario.cluster.workers};
   const stepcast::workload::Workload workload = stepcast::scenario::build_workload(scenario);
 
   stepcast::report::Sweep sweep;
@@ -78,7 +89,7 @@ int run_predict(const PredictArgs& args) {
   for (size_t i = 0; i < counts.size(); ++i) {
     stepcast::scenario::Scenario at = scenario;
     at.cluster.workers = counts[i];
-    stepcast::scenario::check_consistency(at, args.workers.empty() ? "cluster.workers" : "--workers");
+    stepcast::scenario::check_consistency(at, args.workers_given ? "--workers" : "cluster.workers");
     stepcast::predict::Options options = at.options;
     // The trace shows the largest configuration of the sweep (the last one given).
     options.record_trace = !args.trace_out.empty() && i + 1 == counts.size();
@@ -128,8 +139,12 @@ int run_collective(const CollectiveArgs& args) {
     throw Error({"", 0, "--algorithm"},
                 fmt::format("unsupported algorithm '{}' (supported: ring)", args.algorithm));
   }
-  if (args.workers < 1) throw Error({"", 0, "--workers"}, "expected an integer >= 1");
-  if (args.workers_per_node < 1) throw Error({"", 0, "--workers-per-node"}, "expected an integer >= 1");
+  if (args.workers < 1 || args.workers > kMaxWorkers) {
+    throw Error({"", 0, "--workers"}, fmt::format("expected an integer in [1, {}]", kMaxWorkers));
+  }
+  if (args.workers_per_node < 1 || args.workers_per_node > kMaxWorkers) {
+    throw Error({"", 0, "--workers-per-node"}, fmt::format("expected an integer in [1, {}]", kMaxWorkers));
+  }
   const double bytes = stepcast::parse_bytes(args.size, {"", 0, "--size"});
   if (bytes <= 0) throw Error({"", 0, "--size"}, "expected a size > 0");
   stepcast::cluster::ClusterSpec spec;
@@ -213,8 +228,7 @@ int main(int argc, char** argv) {
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
-  predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)")
-      ->check(CLI::NonNegativeNumber);
+  predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
 
   CollectiveArgs coll;
   CLI::App* collective = app.add_subcommand("collective", "Time one collective alone on the network");
@@ -245,6 +259,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kBadInput;
   }
   try {
+    predict_args.workers_given = predict->count("--workers") > 0;
     if (predict->parsed()) return run_predict(predict_args);
     if (collective->parsed()) return run_collective(coll);
     if (zoo_list->parsed()) return run_zoo_list();

@@ -113,13 +113,20 @@ const Choices<Predictor>& predictors() {
 // Row builders. `field` is a generic lambda returning a reference into a Scenario, so the same
 // accessor serves parsing (Scenario&) and rendering (const Scenario&).
 
+// Upper bounds keep every integer far from overflow and the simulation within seconds to
+// minutes; they are well above any cluster or run length the models are meant for.
+constexpr int kMaxWorkers = 16384;
+constexpr int kMaxServers = 4096;
+constexpr int kMaxSteps = 1000;
+constexpr int kMaxBatch = 1 << 24;
+
 template <class F>
-KeyDef integer_key(std::string key, std::string def, int min, std::string description, F field) {
-  std::string expected = fmt::format("an integer >= {}", min);
-  return {{std::move(key), fmt::format("integer >= {}", min), std::move(def), std::move(description)},
+KeyDef integer_key(std::string key, std::string def, int min, int max, std::string description, F field) {
+  std::string expected = fmt::format("an integer in [{}, {}]", min, max);
+  return {{std::move(key), fmt::format("integer in [{}, {}]", min, max), std::move(def), std::move(description)},
           true,
-          [field, min, expected](const RawValue& v, Draft& d) {
-            field(d.scenario) = parse_integer<int>(v, min, std::numeric_limits<int>::max(), expected);
+          [field, min, max, expected](const RawValue& v, Draft& d) {
+            field(d.scenario) = parse_integer<int>(v, min, max, expected);
           },
           [field](const Scenario& s) { return Rendered{fmt::format("{}", field(s)), true}; }};
 }
@@ -192,7 +199,7 @@ std::vector<KeyDef> make_table() {
 
   // --- workload
   t.push_back({{"workload.model", "zoo model name", "(required)",
-                "model from the built-in zoo (`stepcast models`)"},
+                "model from the built-in zoo (`stepcast zoo list`)"},
                false,
                [](const RawValue& v, Draft& d) {
                  // Checked here, not only in build_workload, so the error carries the line.
@@ -203,7 +210,7 @@ std::vector<KeyDef> make_table() {
                  d.model_given = true;
                },
                [](const Scenario& s) { return Rendered{s.workload.model, false}; }});
-  t.push_back(integer_key("workload.batch_per_worker", "32", 1, "samples per step per worker",
+  t.push_back(integer_key("workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
                           [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
@@ -234,9 +241,9 @@ std::vector<KeyDef> make_table() {
                          [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
 
   // --- cluster
-  t.push_back(integer_key("cluster.workers", "1", 1, "total workers (GPUs) N",
+  t.push_back(integer_key("cluster.workers", "1", 1, kMaxWorkers, "total workers (GPUs) N",
                           [](auto& s) -> auto& { return s.cluster.workers; }));
-  t.push_back(integer_key("cluster.workers_per_node", "1", 1, "workers sharing one node and its NIC",
+  t.push_back(integer_key("cluster.workers_per_node", "1", 1, kMaxWorkers, "workers sharing one node and its NIC",
                           [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
   t.push_back({{"cluster.topology", "one of switch", "switch",
                 "network between nodes: one non-blocking switch"},
@@ -277,7 +284,7 @@ std::vector<KeyDef> make_table() {
   t.push_back(choice_key("training.mode", "sync", modes(),
                          "synchronous steps, or asynchronous (parameter server only)",
                          [](auto& s) -> auto& { return s.scheme.mode; }));
-  t.push_back(integer_key("training.ps.count", "1", 1, "parameter-server shards P",
+  t.push_back(integer_key("training.ps.count", "1", 1, kMaxServers, "parameter-server shards P",
                           [](auto& s) -> auto& { return s.scheme.ps.count; }));
   t.push_back(choice_key("training.ps.partition", "whole", partitions(),
                          "whole tensors per shard (greedy by bytes) or every tensor split evenly",
@@ -318,9 +325,9 @@ std::vector<KeyDef> make_table() {
   t.push_back(choice_key("predictor", "fine", predictors(),
                          "discrete-event simulation (fine) or closed form (coarse)",
                          [](auto& s) -> auto& { return s.options.predictor; }));
-  t.push_back(integer_key("steps.warmup", "2", 0, "simulated steps discarded before measuring",
+  t.push_back(integer_key("steps.warmup", "2", 0, kMaxSteps, "simulated steps discarded before measuring",
                           [](auto& s) -> auto& { return s.options.warmup_steps; }));
-  t.push_back(integer_key("steps.measure", "5", 1, "simulated steps averaged",
+  t.push_back(integer_key("steps.measure", "5", 1, kMaxSteps, "simulated steps averaged",
                           [](auto& s) -> auto& { return s.options.measure_steps; }));
   t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},
                true,
@@ -379,6 +386,7 @@ std::string suggest(std::string_view unknown) {
   std::string best;
   size_t best_distance = std::numeric_limits<size_t>::max();
   for (const std::string& candidate : candidates) {
+    if (candidate == unknown) continue;  // a section given a value is not its own typo
     size_t d = edit_distance(unknown, candidate);
     if (d < best_distance) {
       best_distance = d;
@@ -426,6 +434,13 @@ bool is_section(std::string_view key) {
 }
 
 std::string unknown_key_message(std::string_view key) {
+  if (is_section(key)) {
+    std::string keys;
+    for (const KeyDef& def : key_table()) {
+      if (def.info.key.rfind(std::string(key) + ".", 0) == 0) keys += (keys.empty() ? "" : ", ") + def.info.key;
+    }
+    return fmt::format("'{}' is a section, not a key; set one of its keys: {}", key, keys);
+  }
   std::string suggestion = suggest(key);
   if (suggestion.empty()) return "unknown key (`stepcast options` lists the known keys)";
   return fmt::format("unknown key; did you mean '{}'?", suggestion);

@@ -172,6 +172,15 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
                             sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
                             c.num_worker_nodes() == 1 ? "" : "s"));
   }
+  // The fine simulator keeps a connection per (worker, shard) and direction; beyond this the
+  // memory and time grow past what a prediction should cost.
+  constexpr int64_t kMaxConnections = int64_t{1} << 20;
+  if (sc.scheme == scheme::Scheme::ParameterServer &&
+      int64_t{sc.ps.count} * c.workers > kMaxConnections) {
+    throw Error(ps_count_where,
+                fmt::format("training.ps.count x cluster.workers = {} x {} exceeds {} worker-server "
+                            "connections", sc.ps.count, c.workers, kMaxConnections));
+  }
   if (sc.mode == scheme::Mode::Async && sc.scheme == scheme::Scheme::AllReduce) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
     throw Error(mode_where,

@@ -89,7 +89,10 @@ struct ApplyDone {
   int shard;
 };
 struct RingStepDone {};
-using Event = std::variant<OpDone, Delivered, ApplyDone, RingStepDone>;
+struct StartStep {
+  int worker;
+};
+using Event = std::variant<OpDone, Delivered, ApplyDone, RingStepDone, StartStep>;
 
 constexpr int kNone = -1;
 
@@ -646,6 +649,8 @@ void StepSimulation::dispatch(const Event& e) {
           on_delivered(ev.connection, ev.piece);
         } else if constexpr (std::is_same_v<T, ApplyDone>) {
           on_apply_done(ev.shard);
+        } else if constexpr (std::is_same_v<T, StartStep>) {
+          start_step(ev.worker);
         } else {
           on_ring_step_done();
         }
@@ -654,7 +659,18 @@ void StepSimulation::dispatch(const Event& e) {
 }
 
 SimulationResult StepSimulation::run() {
-  for (int w = 0; w < n_; ++w) start_step(w);
+  if (is_ps_ && !sync_) {
+    // Asynchronous workers have no reason to start in step: identical workers started together
+    // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
+    // half the time. Start each at a seeded offset within one compute time instead.
+    const double spread = w_.compute_time();
+    for (int w = 0; w < n_; ++w) {
+      const double offset = n_ > 1 ? spread * static_cast<double>(mix(options_.seed ^ mix(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
+      queue_.push(offset, StartStep{w});
+    }
+  } else {
+    for (int w = 0; w < n_; ++w) start_step(w);
+  }
   while (!all_workers_done()) {
     const double t = std::min(queue_.next_time(), net_->next_completion());
     if (std::isinf(t)) {

@@ -1,0 +1,120 @@
+// End-to-end tests of --version, --help, `collective`, `zoo` and `options`.
+#include <cmath>
+#include <regex>
+
+#include "cli/cli_support.hpp"
+
+namespace stepcast_cli_test {
+namespace {
+
+using CommandsCli = CliTest;
+
+TEST_F(CommandsCli, VersionPrintsAVersion) {
+  RunResult r = run({"--version"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(stepcast \d+\.\d+\.\d+)"))) << r.out;
+}
+
+TEST_F(CommandsCli, HelpOnEverySubcommandExitsZero) {
+  const std::vector<std::vector<std::string>> commands = {
+      {"--help"},          {"predict", "--help"}, {"collective", "--help"}, {"zoo", "--help"},
+      {"zoo", "list", "--help"}, {"zoo", "show", "--help"}, {"options", "--help"}};
+  for (const auto& args : commands) {
+    RunResult r = run(args);
+    EXPECT_EQ(r.code, 0) << r.describe();
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.describe();
+  }
+}
+
+TEST_F(CommandsCli, NoSubcommandOrUnknownSubcommandIsBadInput) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{}, {"bogus"}, {"zoo"}, {"predict"}}) {
+    RunResult r = run(args);
+    EXPECT_EQ(r.code, 2) << r.describe();
+  }
+}
+
+TEST_F(CommandsCli, CollectiveRingAllReduceMatchesTheFormula) {
+  RunResult r = run({"collective", "--op", "allreduce", "--algorithm", "ring", "--size", "100MB", "--workers",
+                     "64", "--nic-bandwidth", "100Gbps", "--latency", "2us", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  ASSERT_TRUE(doc["time_s"].is_number()) << r.out;
+  const double n = 64, size = 100e6;
+  const double expected = 2 * (n - 1) * (2e-6 + size / (n * 12.5e9));
+  const double time = doc["time_s"].number;
+  EXPECT_NEAR(time, expected, 0.01 * expected);
+  const double algbw = doc["algbw_GBps"].number;
+  const double busbw = doc["busbw_GBps"].number;
+  EXPECT_NEAR(algbw, size / time / 1e9, 1e-6 * algbw);
+  EXPECT_NEAR(busbw, algbw * 2 * (n - 1) / n, 1e-6 * busbw);
+  EXPECT_EQ(doc["workers"].number, 64);
+  EXPECT_EQ(doc["size_bytes"].number, size);
+  EXPECT_EQ(doc["op"].string, "allreduce");
+  EXPECT_EQ(doc["algorithm"].string, "ring");
+}
+
+TEST_F(CommandsCli, CollectiveTableOutput) {
+  RunResult r = run({"collective", "--size", "100MB", "--workers", "8"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("algbw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
+}
+
+TEST_F(CommandsCli, ZooListHasTheEightModels) {
+  RunResult r = run({"zoo", "list"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const std::vector<std::string> lines = split_lines(r.out);
+  ASSERT_EQ(lines.size(), 9u) << r.out;  // header + 8 models
+  for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
+                            "bert-base", "bert-large"}) {
+    bool found = false;
+    for (size_t i = 1; i < lines.size(); ++i) found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
+    EXPECT_TRUE(found) << model;
+  }
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)resnet50\s+25557032\s)"))) << r.out;
+}
+
+TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {
+  RunResult r = run({"zoo", "show", "vgg16"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("138357544"), std::string::npos) << r.out;
+}
+
+TEST_F(CommandsCli, ZooShowUnknownModelIsBadInput) {
+  RunResult r = run({"zoo", "show", "nope"});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(CommandsCli, OptionsListsTheScenarioKeys) {
+  RunResult r = run({"options"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  for (const char* key : {"cluster.nic_bandwidth", "training.ps.count", "cluster.workers", "workload.model",
+                          "workload.step_time", "training.allreduce.bucket_size", "predictor", "seed"}) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("(^|\n)") + key + " "))) << key;
+  }
+}
+
+TEST_F(CommandsCli, OptionsPointsAtCommandsThatExist) {
+  // Descriptions that name a stepcast subcommand (`stepcast X ...`) must name one that --help lists.
+  RunResult help = run({"--help"});
+  ASSERT_EQ(help.code, 0) << help.describe();
+  const size_t listed_at = help.out.find("Subcommands:");
+  ASSERT_NE(listed_at, std::string::npos) << help.out;
+  const std::string listed = help.out.substr(listed_at);
+  RunResult r = run({"options"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  std::smatch m;
+  std::string rest = r.out;
+  const std::regex mention(R"(`stepcast ([a-z]+)[^`]*`)");
+  while (std::regex_search(rest, m, mention)) {
+    EXPECT_TRUE(std::regex_search(listed, std::regex("\\n  " + m[1].str() + " ")))
+        << "`stepcast options` mentions `stepcast " << m[1].str() << "`, which is not a subcommand:\n"
+        << help.out;
+    rest = m.suffix();
+  }
+}
+
+}  // namespace
+}  // namespace stepcast_cli_test

@@ -1,0 +1,276 @@
+// End-to-end tests of `stepcast predict`: table, JSON, CSV and trace output of the built binary.
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "cli/cli_support.hpp"
+
+namespace stepcast_cli_test {
+namespace {
+
+using PredictCli = CliTest;
+
+// resnet50-ps.yaml: batch_per_worker 64, 367 samples/s on one worker, synchronous PS.
+constexpr double kBatch = 64;
+constexpr double kSingleWorkerThroughput = 367;
+
+TEST_F(PredictCli, TableHasOneRowPerWorkerCountWithThroughputAndBottleneck) {
+  RunResult r = run({"predict", kExample, "--workers", "1,2,4"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bottleneck"), std::string::npos) << r.out;
+  // Rows start with the worker count, then the predictor; the last column (bottleneck) is text.
+  const std::regex row(R"(^\s*(\d+)\s+(fine|coarse)\s+.*\S\s+([0-9.]+)\s+([0-9.]+)x\s+([0-9.]+)%\s+(\S.*)$)");
+  std::vector<int> seen;
+  for (const std::string& line : split_lines(r.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) {
+      seen.push_back(std::stoi(m[1].str()));
+      EXPECT_GT(std::stod(m[3].str()), 0) << line;
+      EXPECT_FALSE(m[6].str().empty()) << line;
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 4})) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(PredictCli, JsonOutputIsStrictJsonWithEveryField) {
+  RunResult r = run({"predict", kExample, "--workers", "1,2,4", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  ASSERT_TRUE(doc["scenario"].is_object());
+  EXPECT_EQ(doc.at_path("scenario.name")->string, "resnet50-ps-sync");
+  ASSERT_TRUE(doc["predictions"].is_array());
+  const auto& predictions = doc["predictions"].array;
+  ASSERT_EQ(predictions.size(), 3u);
+  const int counts[] = {1, 2, 4};
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    const Json& p = predictions[i];
+    SCOPED_TRACE("prediction " + std::to_string(i));
+    for (const char* key : {"step_time_s", "throughput_samples_per_s", "speedup", "efficiency"}) {
+      ASSERT_TRUE(p[key].is_number()) << key;
+      EXPECT_TRUE(std::isfinite(p[key].number) && p[key].number > 0) << key << " = " << p[key].number_text;
+    }
+    EXPECT_EQ(p["workers"].number, counts[i]);
+    EXPECT_EQ(p["predictor"].string, "fine");
+    ASSERT_TRUE(p["bottleneck"].is_string());
+    EXPECT_FALSE(p["bottleneck"].string.empty());
+    ASSERT_TRUE(p["breakdown_s"].is_object());
+    for (const char* key : {"compute", "communication_exposed", "wait"}) {
+      ASSERT_TRUE(p["breakdown_s"][key].is_number()) << key;
+      EXPECT_GE(p["breakdown_s"][key].number, 0) << key;
+    }
+    ASSERT_TRUE(p["utilization"].is_object());
+    EXPECT_FALSE(p["utilization"].object.empty());
+    for (const auto& [name, value] : p["utilization"].object) {
+      ASSERT_TRUE(value.is_number()) << name;
+      EXPECT_GE(value.number, 0) << name;
+      EXPECT_LE(value.number, 1 + 1e-9) << name;
+    }
+    // Consistency of the numbers (result.hpp): step_time_s is the mean cycle of the workers and
+    // throughput sums batch / cycle over them, so throughput >= N * batch / step_time_s, and
+    // close to it in synchronous training where all workers run at the same pace.
+    const double n = counts[i];
+    const double step = p["step_time_s"].number;
+    const double tput = p["throughput_samples_per_s"].number;
+    EXPECT_GE(tput, n * kBatch / step * (1 - 1e-12));
+    EXPECT_NEAR(tput, n * kBatch / step, 0.01 * tput);
+    EXPECT_NEAR(p["speedup"].number, tput / kSingleWorkerThroughput, 1e-9 * tput);
+    EXPECT_NEAR(p["efficiency"].number, p["speedup"].number / n, 1e-9);
+  }
+}
+
+TEST_F(PredictCli, JsonScenarioResolvesEveryKeyListedByOptions) {
+  RunResult opts = run({"options"});
+  ASSERT_EQ(opts.code, 0) << opts.describe();
+  RunResult r = run({"predict", kExample, "--workers", "1", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  const std::vector<std::string> lines = split_lines(opts.out);
+  ASSERT_GT(lines.size(), 1u);
+  int keys = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::istringstream in(lines[i]);
+    std::string key;
+    if (!(in >> key)) continue;
+    ++keys;
+    EXPECT_NE(doc["scenario"].at_path(key), nullptr) << "key " << key << " missing from JSON scenario";
+  }
+  EXPECT_GE(keys, 20);
+}
+
+double throughput_at(const Json& doc, size_t i) {
+  const auto& p = doc["predictions"].array;
+  if (i >= p.size()) return -1;
+  return p[i]["throughput_samples_per_s"].number;
+}
+
+TEST_F(PredictCli, FasterNicGivesHigherThroughput) {
+  RunResult slow = run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=10Gbps"});
+  RunResult fast = run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=100Gbps"});
+  ASSERT_EQ(slow.code, 0) << slow.describe();
+  ASSERT_EQ(fast.code, 0) << fast.describe();
+  const Json s = parse_json_or_fail(slow.out);
+  const Json f = parse_json_or_fail(fast.out);
+  EXPECT_EQ(s.at_path("scenario.cluster.nic_bandwidth")->string, "10 Gbps");
+  EXPECT_EQ(f.at_path("scenario.cluster.nic_bandwidth")->string, "100 Gbps");
+  EXPECT_GT(throughput_at(f, 0), throughput_at(s, 0) * 1.05)
+      << "10Gbps: " << throughput_at(s, 0) << ", 100Gbps: " << throughput_at(f, 0);
+}
+
+TEST_F(PredictCli, CoarsePredictorIsNamedInJson) {
+  RunResult r = run({"predict", kExample, "--workers", "1,2", "--predictor", "coarse", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  EXPECT_EQ(doc.at_path("scenario.predictor")->string, "coarse");
+  ASSERT_EQ(doc["predictions"].array.size(), 2u);
+  for (const Json& p : doc["predictions"].array) {
+    EXPECT_EQ(p["predictor"].string, "coarse");
+    EXPECT_GT(p["throughput_samples_per_s"].number, 0);
+  }
+}
+
+TEST_F(PredictCli, SeedIsAcceptedAndRecorded) {
+  RunResult r = run({"predict", kExample, "--workers", "2", "--seed", "7", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  ASSERT_NE(doc.at_path("scenario.seed"), nullptr);
+  EXPECT_EQ(doc.at_path("scenario.seed")->number_text, "7");
+  // Same seed, same prediction.
+  RunResult again = run({"predict", kExample, "--workers", "2", "--seed", "7", "--json"});
+  ASSERT_EQ(again.code, 0) << again.describe();
+  EXPECT_EQ(r.out, again.out);
+}
+
+TEST_F(PredictCli, SeedAboveInt64IsHonouredOrRejectedNotClamped) {
+  // `seed` is an unsigned 64-bit key; --seed must not silently turn 2^64-1 into 2^63-1.
+  RunResult r = run({"predict", kExample, "--workers", "1", "--seed", "18446744073709551615", "--json"});
+  if (r.code == 0) {
+    const Json doc = parse_json_or_fail(r.out);
+    ASSERT_NE(doc.at_path("scenario.seed"), nullptr);
+    EXPECT_EQ(doc.at_path("scenario.seed")->number_text, "18446744073709551615") << "seed was changed";
+  } else {
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find("--seed"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(PredictCli, CsvHasHeaderAndOneRowPerWorkerCount) {
+  const std::string csv = path("out.csv").string();
+  RunResult r = run({"predict", kExample, "--workers", "1,2,4", "--csv", csv});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(fs::exists(csv));
+  const std::vector<std::string> lines = split_lines(read_text(csv));
+  ASSERT_EQ(lines.size(), 4u) << read_text(csv);
+  EXPECT_EQ(lines[0].rfind("workers,", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("throughput_samples_per_s"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("bottleneck"), std::string::npos) << lines[0];
+  const size_t columns = std::count(lines[0].begin(), lines[0].end(), ',');
+  const char* counts[] = {"1,", "2,", "4,"};
+  for (size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].rfind(counts[i - 1], 0), 0u) << lines[i];
+    // The bottleneck is quoted and contains no comma here; every row has the header's columns.
+    EXPECT_EQ(static_cast<size_t>(std::count(lines[i].begin(), lines[i].end(), ',')), columns) << lines[i];
+  }
+  // The table is still printed.
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos);
+}
+
+TEST_F(PredictCli, TraceIsChromeJsonWithAProcessPerWorkerAndCompleteEvents) {
+  const std::string trace = path("trace.json").string();
+  RunResult r = run({"predict", kExample, "--workers", "1,2", "--trace-out", trace});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  ASSERT_TRUE(fs::exists(trace));
+  const Json doc = parse_json_or_fail(read_text(trace));
+  ASSERT_TRUE(doc.is_object());
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  std::set<std::string> process_names;
+  std::set<double> named_pids;
+  int complete = 0;
+  for (const Json& e : doc["traceEvents"].array) {
+    ASSERT_TRUE(e.is_object());
+    ASSERT_TRUE(e["ph"].is_string());
+    if (e["ph"].string == "M" && e["name"].string == "process_name") {
+      process_names.insert(e["args"]["name"].string);
+      named_pids.insert(e["pid"].number);
+    } else if (e["ph"].string == "X") {
+      ++complete;
+      ASSERT_TRUE(e["ts"].is_number());
+      ASSERT_TRUE(e["dur"].is_number());
+      EXPECT_GE(e["ts"].number, 0);
+      EXPECT_GE(e["dur"].number, 0);
+      ASSERT_TRUE(e["pid"].is_number());
+    }
+  }
+  // The trace is of the last worker count (2): one process per worker.
+  EXPECT_TRUE(process_names.count("worker 0")) << "process names seen: " << process_names.size();
+  EXPECT_TRUE(process_names.count("worker 1"));
+  EXPECT_FALSE(process_names.count("worker 2"));
+  EXPECT_GT(complete, 0);
+  // Every X event belongs to a named process.
+  int unnamed = 0;
+  for (const Json& e : doc["traceEvents"].array) {
+    if (e["ph"].string == "X" && !named_pids.count(e["pid"].number)) ++unnamed;
+  }
+  EXPECT_EQ(unnamed, 0);
+  EXPECT_NE(r.out.find(trace), std::string::npos) << "table output should name the trace file";
+}
+
+TEST_F(PredictCli, CsvTraceAndJsonTogether) {
+  const std::string csv = path("a.csv").string();
+  const std::string trace = path("t.json").string();
+  RunResult r = run({"predict", kExample, "--workers", "2", "--csv", csv, "--trace-out", trace, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  parse_json_or_fail(r.out);
+  parse_json_or_fail(read_text(trace));
+  EXPECT_EQ(split_lines(read_text(csv)).size(), 2u);
+}
+
+TEST_F(PredictCli, EveryExampleRuns) {
+  int examples = 0;
+  for (const auto& entry : fs::directory_iterator(kSourceDir / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    SCOPED_TRACE(entry.path().string());
+    RunResult table = run({"predict", entry.path().string(), "--workers", "1,2"});
+    EXPECT_EQ(table.code, 0) << table.describe();
+    EXPECT_NE(table.out.find("samples/s"), std::string::npos);
+    RunResult json = run({"predict", entry.path().string(), "--workers", "1,2", "--json"});
+    ASSERT_EQ(json.code, 0) << json.describe();
+    const Json doc = parse_json_or_fail(json.out);
+    EXPECT_EQ(doc["predictions"].array.size(), 2u);
+  }
+  EXPECT_GE(examples, 1);
+}
+
+TEST_F(PredictCli, ScenarioWrittenByTheTestRunsWithDefaults) {
+  const std::string yaml = file("minimal.yaml",
+                                "workload:\n"
+                                "  model: resnet50\n"
+                                "  step_time: 100ms\n");
+  RunResult r = run({"predict", yaml, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  EXPECT_EQ(doc.at_path("scenario.name")->string, "minimal");
+  ASSERT_EQ(doc["predictions"].array.size(), 1u);
+  EXPECT_EQ(doc["predictions"].array[0]["workers"].number, 1);
+}
+
+TEST_F(PredictCli, JsonEscapesNamesAndDescriptions) {
+  const std::string yaml = file("esc.yaml",
+                                "name: \"a\\\"b\\\\c\\td\\x01\"\n"
+                                "description: \"line1\\nline2\"\n"
+                                "workload:\n"
+                                "  model: resnet50\n"
+                                "  step_time: 100ms\n");
+  RunResult r = run({"predict", yaml, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  EXPECT_EQ(doc.at_path("scenario.name")->string, "a\"b\\c\td\x01");
+  EXPECT_EQ(doc.at_path("scenario.description")->string, "line1\nline2");
+}
+
+}  // namespace
+}  // namespace stepcast_cli_test

@@ -1,0 +1,206 @@
+// Fine (discrete-event) and coarse (phases + heuristics) predictors on scenarios where there is
+// nothing to overlap and nothing contends, so both must reduce to the same closed form (DESIGN.md
+// 3.2); and the coarse PS model against the PS NIC bounds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/placement.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::predict {
+namespace {
+
+using scheme::Mode;
+using scheme::PsPartition;
+using scheme::Scheme;
+using scheme::SchemeConfig;
+using workload::OpKind;
+using workload::Workload;
+
+const Options kFine{.predictor = Predictor::Fine, .warmup_steps = 1, .measure_steps = 3};
+const Options kCoarse{.predictor = Predictor::Coarse, .warmup_steps = 1, .measure_steps = 3};
+
+cluster::ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
+  cluster::ClusterSpec spec;
+  spec.workers = workers;
+  spec.nic_bw = nic_bw;
+  spec.latency = latency;
+  return spec;
+}
+
+/// L layers, one tensor each (forward op l reads tensor l, backward op of layer l produces it).
+Workload layered(int layers, double total_bytes, double forward_time, double backward_time) {
+  Workload w;
+  w.name = "layered";
+  w.batch_per_worker = 32;
+  for (int l = 0; l < layers; ++l) {
+    workload::Op op{.name = "fwd" + std::to_string(l),
+                    .kind = OpKind::Forward,
+                    .duration = forward_time,
+                    .lane = 0,
+                    .layer = l,
+                    .deps = {}};
+    if (l > 0) op.deps = {l - 1};
+    w.ops.push_back(op);
+  }
+  for (int l = layers - 1; l >= 0; --l) {
+    const int index = static_cast<int>(w.ops.size());
+    w.ops.push_back({.name = "bwd" + std::to_string(l),
+                     .kind = OpKind::Backward,
+                     .duration = backward_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {index - 1}});
+  }
+  for (int l = 0; l < layers; ++l) {
+    w.tensors.push_back({.name = "w" + std::to_string(l),
+                         .bytes = total_bytes / layers,
+                         .producer = 2 * layers - 1 - l,
+                         .consumers = {l}});
+  }
+  EXPECT_EQ(workload::validate(w), "");
+  return w;
+}
+
+SchemeConfig ps(Mode mode, int shards, PsPartition partition) {
+  SchemeConfig s;
+  s.scheme = Scheme::ParameterServer;
+  s.mode = mode;
+  s.ps.count = shards;
+  s.ps.partition = partition;
+  return s;
+}
+
+TEST(FineVsCoarse, AllReduceWithOneBucketAgrees) {
+  // One bucket holding every gradient: its collective starts only when the backward pass ended on
+  // every worker (all identical), and nothing else runs meanwhile, so both models give T = compute
+  // + 2(N-1)(a + S/(N B)). The overlap heuristic has nothing to hide (all but the last bucket:
+  // none), so it must not matter.
+  const Workload w =
+      zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 64, .step_time = 0.29});
+  const double bytes = w.parameter_bytes();
+  SchemeConfig scheme;  // ring all-reduce
+  scheme.allreduce.bucket_bytes = 2 * bytes;
+  const double bw = 1.25e9;
+  const double latency = 5e-6;
+  for (int n : {2, 3, 4, 8, 16}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const cluster::ClusterSpec spec = cluster_of(n, bw, latency);
+    const double expected = w.compute_time() + 2.0 * (n - 1) * (latency + bytes / (n * bw));
+    const Result fine = predict(w, spec, scheme, kFine);
+    EXPECT_NEAR(fine.step_time, expected, 0.01 * expected);
+    for (bool overlap : {true, false}) {
+      SCOPED_TRACE(overlap ? "overlap heuristic on" : "overlap heuristic off");
+      Options options = kCoarse;
+      options.overlap_heuristic = overlap;
+      const Result coarse = predict(w, spec, scheme, options);
+      EXPECT_NEAR(coarse.step_time, expected, 1e-9 * expected);
+      EXPECT_NEAR(coarse.step_time, fine.step_time, 0.05 * fine.step_time);
+      EXPECT_NEAR(coarse.throughput, fine.throughput, 0.05 * fine.throughput);
+      // Same bytes per measured step: each worker sends 2(N-1)/N S.
+      EXPECT_NEAR(coarse.bytes_sent, fine.bytes_sent, 0.05 * fine.bytes_sent);
+    }
+  }
+}
+
+TEST(FineVsCoarse, OneWorkerOneShardOneTensorAgrees) {
+  // One worker, one shard, one 10 MB tensor on a 1.25 GB/s NIC, 10 + 20 ms of compute: pull (S/B +
+  // a), forward, backward, push (S/B + a); the update is free and nobody else takes part, so T =
+  // compute + 2 (S/B + a) = 0.03 + 2 (0.008 + 5e-6) = 0.04601 s in both models.
+  const Workload w = layered(1, 10e6, 10e-3, 20e-3);
+  const cluster::ClusterSpec spec = cluster_of(1, 1.25e9, 5e-6);
+  const double expected = 0.03 + 2 * (10e6 / 1.25e9 + 5e-6);
+  for (PsPartition partition : {PsPartition::Whole, PsPartition::Split}) {
+    const SchemeConfig scheme = ps(Mode::Sync, 1, partition);
+    const Result fine = predict(w, spec, scheme, kFine);
+    const Result coarse = predict(w, spec, scheme, kCoarse);
+    EXPECT_NEAR(fine.step_time, expected, 0.01 * expected);
+    EXPECT_NEAR(coarse.step_time, expected, 0.01 * expected);
+    EXPECT_NEAR(coarse.step_time, fine.step_time, 0.05 * fine.step_time);
+    EXPECT_NEAR(coarse.throughput, fine.throughput, 0.05 * fine.throughput);
+  }
+}
+
+TEST(FineVsCoarse, SyncPsAtTheNicBoundAgrees) {
+  // Negligible compute (16 ns), fifo order, split: in the fine model the symmetric workers pull N
+  // S/P through each shard NIC, then push as much (scheme/parameter_server_test.cpp); the coarse
+  // model's two contended phases are N S/(P B) + a each. Both: T = 2 N S/(P B).
+  const Workload w = layered(8, 8e6, 1e-9, 1e-9);
+  for (auto [n, p] : std::vector<std::pair<int, int>>{{2, 1}, {4, 1}, {8, 2}, {16, 4}}) {
+    SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p));
+    SchemeConfig scheme = ps(Mode::Sync, p, PsPartition::Split);
+    scheme.ps.order = scheme::PsOrder::Fifo;
+    const cluster::ClusterSpec spec = cluster_of(n, 1e9, 1e-9);
+    const double expected = 2.0 * n * 8e6 / (p * 1e9);
+    const Result fine = predict(w, spec, scheme, kFine);
+    const Result coarse = predict(w, spec, scheme, kCoarse);
+    EXPECT_NEAR(fine.step_time, expected, 0.01 * expected);
+    EXPECT_NEAR(coarse.step_time, expected, 0.01 * expected);
+    EXPECT_NEAR(coarse.step_time, fine.step_time, 0.05 * fine.step_time);
+  }
+}
+
+TEST(CoarseParameterServer, SyncStepRespectsThePsNicBound) {
+  // DESIGN.md 3.2: each sync step moves N S_s bytes into and out of a shard holding S_s bytes; the
+  // coarse model does the two phases one after the other, so T >= compute + 2 N S_max/B. With split
+  // S_max = S/P: T >= compute + 2 N S/(P B).
+  const Workload w = layered(8, 8e6, 1e-3, 2e-3);
+  const double bw = 1e9;
+  for (PsPartition partition : {PsPartition::Split, PsPartition::Whole}) {
+    for (int n : {1, 2, 4, 8, 16}) {
+      for (int p : {1, 2, 3, 4}) {
+        SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p) +
+                     (partition == PsPartition::Split ? " split" : " whole"));
+        const SchemeConfig scheme = ps(Mode::Sync, p, partition);
+        const auto shards = scheme::shard_bytes(scheme::place_parameters(w, scheme.ps), p);
+        const double largest = *std::max_element(shards.begin(), shards.end());
+        if (partition == PsPartition::Split) {
+          EXPECT_DOUBLE_EQ(largest, 8e6 / p);
+        }
+        const Result r = predict(w, cluster_of(n, bw, 1e-9), scheme, kCoarse);
+        const double bound = 2.0 * n * largest / bw;
+        EXPECT_GE(r.step_time, (w.compute_time() + bound) * (1 - 1e-12));
+        EXPECT_GE(r.step_time, 2.0 * n * 8e6 / (p * bw) * (1 - 1e-12));
+      }
+    }
+  }
+}
+
+TEST(CoarseParameterServer, AsyncThroughputRespectsThePsNicBound) {
+  // Async: every worker step moves S_s bytes each way through a shard's NIC, so the servers allow
+  // at most B/S_max steps/s (P B/S with split), i.e. batch B/S_max samples/s; and no more than N
+  // times the rate of one worker alone.
+  const Workload w = layered(8, 8e6, 4e-3, 8.5e-3);
+  const double bw = 1e9;
+  for (PsPartition partition : {PsPartition::Split, PsPartition::Whole}) {
+    for (int n : {1, 2, 8, 16, 64, 256}) {
+      for (int p : {1, 2, 4}) {
+        SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p) +
+                     (partition == PsPartition::Split ? " split" : " whole"));
+        const SchemeConfig scheme = ps(Mode::Async, p, partition);
+        const auto shards = scheme::shard_bytes(scheme::place_parameters(w, scheme.ps), p);
+        const double largest = *std::max_element(shards.begin(), shards.end());
+        const Result r = predict(w, cluster_of(n, bw, 5e-6), scheme, kCoarse);
+        const double cap = bw / largest * w.batch_per_worker;
+        EXPECT_LE(r.throughput, cap * (1 + 1e-9));
+        if (partition == PsPartition::Split) {
+          EXPECT_LE(r.throughput, p * bw / 8e6 * w.batch_per_worker * (1 + 1e-9));
+        }
+        const Result one = predict(w, cluster_of(1, bw, 5e-6), scheme, kCoarse);
+        EXPECT_LE(r.throughput, n * one.throughput * (1 + 1e-9));
+        // The bound is reached: min(N x single, cap).
+        const double expected = std::min(n * one.throughput, cap);
+        EXPECT_NEAR(r.throughput, expected, 1e-9 * expected);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepcast::predict

@@ -1,0 +1,202 @@
+// Properties every prediction must have, over seeded random scenarios (zoo model, scheme, N, P,
+// bandwidth); the seed is printed on failure. STYLE.md "Testing": same seed same result, bytes
+// conserved, all-reduce at N = 1 equals the compute-only rate; plus monotonicity in bandwidth and a
+// breakdown that adds up to the step time.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::predict {
+namespace {
+
+using scheme::Mode;
+using scheme::PsOrder;
+using scheme::PsPartition;
+using scheme::PsPlacement;
+using scheme::Scheme;
+using scheme::SchemeConfig;
+
+struct Scenario {
+  workload::Workload workload;
+  cluster::ClusterSpec cluster;
+  SchemeConfig scheme;
+  std::string description;
+};
+
+/// A scenario drawn from `seed`: one of the smaller zoo models with a plausible single-worker step
+/// time, PS (sync or async, 1..4 shards, any partition/order, co-located when it fits) or ring
+/// all-reduce (DDP 25 MB buckets or one per gradient), N in 1..16, 1..100 Gbps.
+Scenario random_scenario(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  struct ModelChoice {
+    const char* name;
+    int batch;
+    double step_time;
+  };
+  const ModelChoice models[] = {{"alexnet", 128, 0.12}, {"resnet50", 64, 0.29}, {"bert-base", 32, 0.35}};
+  const ModelChoice& m = models[pick(0, 2)];
+  Scenario s;
+  s.workload =
+      zoo::to_workload(zoo::get_model(m.name), {.batch_per_worker = m.batch, .step_time = m.step_time});
+  s.cluster.workers = pick(1, 16);
+  s.cluster.workers_per_node = pick(1, 2);
+  const double gbps = std::uniform_real_distribution<double>(1, 100)(rng);
+  s.cluster.nic_bw = gbps * 1e9 / 8;
+  s.cluster.latency = 5e-6;
+  const int kind = pick(0, 2);
+  if (kind == 2) {
+    s.scheme.scheme = Scheme::AllReduce;
+    s.scheme.allreduce.bucket_bytes = pick(0, 1) ? 25e6 : 0;
+  } else {
+    s.scheme.scheme = Scheme::ParameterServer;
+    s.scheme.mode = kind == 0 ? Mode::Sync : Mode::Async;
+    s.scheme.ps.count = pick(1, 4);
+    s.scheme.ps.partition = pick(0, 1) ? PsPartition::Split : PsPartition::Whole;
+    s.scheme.ps.order = pick(0, 1) ? PsOrder::Fifo : PsOrder::Random;
+    const bool fits = s.scheme.ps.count <= s.cluster.num_worker_nodes();
+    s.scheme.ps.placement = fits && pick(0, 3) == 0 ? PsPlacement::Colocated : PsPlacement::Dedicated;
+    if (s.scheme.ps.placement == PsPlacement::Dedicated && pick(0, 1))
+      s.cluster.ps_nic_bw = 2 * s.cluster.nic_bw;
+  }
+  s.description = fmt::format(
+      "seed {}: {} N={} per_node={} {:.1f} Gbps ps_nic_bw={} {}", seed, m.name, s.cluster.workers,
+      s.cluster.workers_per_node, gbps, s.cluster.ps_nic_bw,
+      s.scheme.scheme == Scheme::AllReduce
+          ? fmt::format("allreduce bucket={}", s.scheme.allreduce.bucket_bytes)
+          : fmt::format("ps {} P={} {} {} {}", s.scheme.mode == Mode::Sync ? "sync" : "async",
+                        s.scheme.ps.count, s.scheme.ps.partition == PsPartition::Split ? "split" : "whole",
+                        s.scheme.ps.order == PsOrder::Fifo ? "fifo" : "random",
+                        s.scheme.ps.placement == PsPlacement::Colocated ? "colocated" : "dedicated"));
+  return s;
+}
+
+/// 30 by default (~0.3 s in Release); STEPCAST_PROPERTY_SCENARIOS=N explores more.
+int scenario_count() {
+  const char* env = std::getenv("STEPCAST_PROPERTY_SCENARIOS");
+  return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 30;
+}
+const Options kFine{.predictor = Predictor::Fine, .warmup_steps = 1, .measure_steps = 2};
+const Options kCoarse{.predictor = Predictor::Coarse, .warmup_steps = 1, .measure_steps = 2};
+
+double relative(double a, double b) { return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-300}); }
+
+TEST(PredictProperties, RandomScenarios) {
+  const auto scenarios = static_cast<uint64_t>(scenario_count());
+  for (uint64_t seed = 1; seed <= scenarios; ++seed) {
+    const Scenario s = random_scenario(seed);
+    SCOPED_TRACE(s.description);
+    const Result fine = predict(s.workload, s.cluster, s.scheme, kFine);
+    ASSERT_GT(fine.step_time, 0);
+    ASSERT_GT(fine.throughput, 0);
+
+    // (a) More bandwidth never hurts: doubling every NIC (worker and server) leaves each transfer
+    // at most as long, so the step can only shorten. 1e-6 relative slack for rounding.
+    cluster::ClusterSpec fast = s.cluster;
+    fast.nic_bw *= 2;
+    fast.ps_nic_bw *= 2;
+    const Result fine_fast = predict(s.workload, fast, s.scheme, kFine);
+    EXPECT_GE(fine_fast.throughput, fine.throughput * (1 - 1e-6));
+    const Result coarse = predict(s.workload, s.cluster, s.scheme, kCoarse);
+    const Result coarse_fast = predict(s.workload, fast, s.scheme, kCoarse);
+    EXPECT_GE(coarse_fast.throughput, coarse.throughput * (1 - 1e-6));
+
+    // (b) Every byte that leaves a device over a link arrives at one: a path is up links then the
+    // same number of down links (a ring member too), so totals match.
+    EXPECT_LE(relative(fine.bytes_sent, fine.bytes_received), 1e-9)
+        << fine.bytes_sent << " sent vs " << fine.bytes_received << " received";
+    EXPECT_EQ(coarse.bytes_sent, coarse.bytes_received);
+    if (s.cluster.workers > 1) {
+      EXPECT_GT(fine.bytes_sent, 0);
+    }
+
+    // (c) Deterministic for a seed.
+    EXPECT_TRUE(predict(s.workload, s.cluster, s.scheme, kFine) == fine);
+    EXPECT_TRUE(predict(s.workload, s.cluster, s.scheme, kCoarse) == coarse);
+
+    // (d) compute + exposed communication + wait = step time (each worker's cycle splits that way,
+    // and both sides are means over the same workers and steps).
+    const Breakdown& b = fine.breakdown;
+    EXPECT_LE(relative(b.compute + b.communication_exposed + b.wait, fine.step_time), 1e-6);
+    EXPECT_GE(b.compute, 0);
+    EXPECT_GE(b.communication_exposed, 0);
+    EXPECT_GE(b.wait, 0);
+    // One lane: a worker computes exactly the workload's op time per step.
+    EXPECT_LE(relative(b.compute, s.workload.compute_time()), 1e-9);
+
+    // Derived fields agree with each other; no resource busier than 100%.
+    EXPECT_LE(relative(fine.efficiency * fine.workers, fine.speedup), 1e-12);
+    EXPECT_LE(
+        relative(fine.speedup, fine.throughput * s.workload.compute_time() / s.workload.batch_per_worker),
+        1e-9);
+    for (const Utilization& u : fine.utilization) EXPECT_LE(u.busy, 1 + 1e-6) << u.resource;
+    // Nobody beats training alone without communication.
+    EXPECT_LE(fine.efficiency, 1 + 1e-9);
+  }
+}
+
+TEST(PredictProperties, SlowingTimeByKScalesTheStepByK) {
+  // Units check: multiply every duration (ops, latencies) by k and divide every bandwidth by k;
+  // each event happens k times later, so the step time scales by k and the bytes stay the same. Any
+  // hidden absolute time or rate constant in a model would break this. k is a power of two so that
+  // the scaling is exact in floating point: with k = 3, rounding can reorder near-ties and a
+  // random-order sync PS schedule then drifts (seen: 0.08% on 2 of 200 scenarios).
+  for (const double k : {2.0, 0.5}) {
+    for (uint64_t seed = 1; seed <= static_cast<uint64_t>(scenario_count()); ++seed) {
+      const Scenario s = random_scenario(seed);
+      SCOPED_TRACE(s.description + ", k = " + std::to_string(k));
+      Scenario slow = s;
+      for (workload::Op& op : slow.workload.ops) op.duration *= k;
+      slow.cluster.nic_bw /= k;
+      slow.cluster.ps_nic_bw /= k;
+      slow.cluster.intra_node_bw /= k;
+      slow.cluster.latency *= k;
+      slow.cluster.intra_node_latency *= k;
+      for (const Options& options : {kFine, kCoarse}) {
+        SCOPED_TRACE(to_string(options.predictor));
+        const Result a = predict(s.workload, s.cluster, s.scheme, options);
+        const Result b = predict(slow.workload, slow.cluster, slow.scheme, options);
+        EXPECT_LE(relative(b.step_time, k * a.step_time), 1e-6);
+        EXPECT_LE(relative(b.throughput, a.throughput / k), 1e-6);
+        EXPECT_LE(relative(b.speedup, a.speedup), 1e-6);
+        EXPECT_LE(relative(b.bytes_sent, a.bytes_sent), 1e-6);
+      }
+    }
+  }
+}
+
+TEST(PredictProperties, AllReduceOnOneWorkerIsTheComputeRate) {
+  // (e) N = 1: nothing to reduce, so the step is the compute time and the rate batch/compute, for
+  // every model, bucket size and bandwidth; speed-up exactly 1.
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    Scenario s = random_scenario(seed);
+    s.cluster.workers = 1;
+    s.cluster.workers_per_node = 1;
+    s.scheme = SchemeConfig{};
+    s.scheme.allreduce.bucket_bytes = seed % 2 ? 25e6 : 0;
+    SCOPED_TRACE(s.description);
+    const double rate = s.workload.batch_per_worker / s.workload.compute_time();
+    for (const Options& options : {kFine, kCoarse}) {
+      SCOPED_TRACE(to_string(options.predictor));
+      const Result r = predict(s.workload, s.cluster, s.scheme, options);
+      EXPECT_NEAR(r.throughput, rate, 1e-9 * rate);
+      EXPECT_NEAR(r.step_time, s.workload.compute_time(), 1e-9 * s.workload.compute_time());
+      EXPECT_NEAR(r.speedup, 1.0, 1e-9);
+      EXPECT_NEAR(r.breakdown.communication_exposed + r.breakdown.wait, 0.0, 1e-12);
+      EXPECT_EQ(r.bytes_sent, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepcast::predict
