@@ -29,13 +29,9 @@ cluster::ClusterSpec cluster_of(int workers, double nic_bw) {
   return spec;
 }
 
-// One synchronous step of ResNet-50 with DDP ring all-reduce (25 MB buckets), every op of every
-// worker and every ring step simulated.
-void BM_FineRingAllReduceStep(benchmark::State& state) {
-  const auto w = resnet50();
-  const auto spec = cluster_of(static_cast<int>(state.range(0)), 12.5e9);
-  scheme::SchemeConfig scheme;
-  scheme.scheme = scheme::Scheme::AllReduce;
+// Times one simulated step (no warm-up) and reports simulated events per second.
+void run_one_fine_step(benchmark::State& state, const workload::Workload& w,
+                       const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme) {
   predict::Options options{.warmup_steps = 0, .measure_steps = 1};
   uint64_t events = 0;
   for (auto _ : state) {
@@ -46,6 +42,16 @@ void BM_FineRingAllReduceStep(benchmark::State& state) {
   state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["peak_rss_MB"] = peak_rss_mb();
 }
+
+// One synchronous step of ResNet-50 with DDP ring all-reduce (25 MB buckets), every op of every
+// worker and every ring step simulated.
+void BM_FineRingAllReduceStep(benchmark::State& state) {
+  const auto w = resnet50();
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 12.5e9);
+  scheme::SchemeConfig scheme;
+  scheme.scheme = scheme::Scheme::AllReduce;
+  run_one_fine_step(state, w, spec, scheme);
+}
 BENCHMARK(BM_FineRingAllReduceStep)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 // One synchronous parameter-server step of ResNet-50: N workers, P shards, random order.
@@ -55,15 +61,7 @@ void BM_FinePsStep(benchmark::State& state) {
   scheme::SchemeConfig scheme;
   scheme.scheme = scheme::Scheme::ParameterServer;
   scheme.ps.count = static_cast<int>(state.range(1));
-  predict::Options options{.warmup_steps = 0, .measure_steps = 1};
-  uint64_t events = 0;
-  for (auto _ : state) {
-    auto r = predict::predict_fine(w, spec, scheme, options);
-    events += r.events;
-    benchmark::DoNotOptimize(r.step_time);
-  }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
-  state.counters["peak_rss_MB"] = peak_rss_mb();
+  run_one_fine_step(state, w, spec, scheme);
 }
 BENCHMARK(BM_FinePsStep)->Args({16, 2})->Args({256, 16})->Unit(benchmark::kMillisecond);
 

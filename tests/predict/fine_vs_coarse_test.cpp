@@ -40,7 +40,7 @@ Workload layered(int layers, double total_bytes, double forward_time, double bac
   w.name = "layered";
   w.batch_per_worker = 32;
   for (int l = 0; l < layers; ++l) {
-    workload::Op op{.name = "fwd" + std::to_string(l),
+    workload::Op op{.name = std::string("fwd") + std::to_string(l),
                     .kind = OpKind::Forward,
                     .duration = forward_time,
                     .lane = 0,
@@ -51,7 +51,7 @@ Workload layered(int layers, double total_bytes, double forward_time, double bac
   }
   for (int l = layers - 1; l >= 0; --l) {
     const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = "bwd" + std::to_string(l),
+    w.ops.push_back({.name = std::string("bwd") + std::to_string(l),
                      .kind = OpKind::Backward,
                      .duration = backward_time,
                      .lane = 0,
@@ -59,7 +59,7 @@ Workload layered(int layers, double total_bytes, double forward_time, double bac
                      .deps = {index - 1}});
   }
   for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = "w" + std::to_string(l),
+    w.tensors.push_back({.name = std::string("w") + std::to_string(l),
                          .bytes = total_bytes / layers,
                          .producer = 2 * layers - 1 - l,
                          .consumers = {l}});
@@ -90,7 +90,7 @@ TEST(FineVsCoarse, AllReduceWithOneBucketAgrees) {
   const double bw = 1.25e9;
   const double latency = 5e-6;
   for (int n : {2, 3, 4, 8, 16}) {
-    SCOPED_TRACE("N = " + std::to_string(n));
+    SCOPED_TRACE(std::string("N = ") + std::to_string(n));
     const cluster::ClusterSpec spec = cluster_of(n, bw, latency);
     const double expected = w.compute_time() + 2.0 * (n - 1) * (latency + bytes / (n * bw));
     const Result fine = predict(w, spec, scheme, kFine);
@@ -133,7 +133,7 @@ TEST(FineVsCoarse, SyncPsAtTheNicBoundAgrees) {
   // model's two contended phases are N S/(P B) + a each. Both: T = 2 N S/(P B).
   const Workload w = layered(8, 8e6, 1e-9, 1e-9);
   for (auto [n, p] : std::vector<std::pair<int, int>>{{2, 1}, {4, 1}, {8, 2}, {16, 4}}) {
-    SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p));
+    SCOPED_TRACE(std::string("N = ") + std::to_string(n) + std::string(", P = ") + std::to_string(p));
     SchemeConfig scheme = ps(Mode::Sync, p, PsPartition::Split);
     scheme.ps.order = scheme::PsOrder::Fifo;
     const cluster::ClusterSpec spec = cluster_of(n, 1e9, 1e-9);
@@ -155,7 +155,7 @@ TEST(CoarseParameterServer, SyncStepRespectsThePsNicBound) {
   for (PsPartition partition : {PsPartition::Split, PsPartition::Whole}) {
     for (int n : {1, 2, 4, 8, 16}) {
       for (int p : {1, 2, 3, 4}) {
-        SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p) +
+        SCOPED_TRACE(std::string("N = ") + std::to_string(n) + std::string(", P = ") + std::to_string(p) +
                      (partition == PsPartition::Split ? " split" : " whole"));
         const SchemeConfig scheme = ps(Mode::Sync, p, partition);
         const auto shards = scheme::shard_bytes(scheme::place_parameters(w, scheme.ps), p);
@@ -181,7 +181,7 @@ TEST(CoarseParameterServer, AsyncThroughputRespectsThePsNicBound) {
   for (PsPartition partition : {PsPartition::Split, PsPartition::Whole}) {
     for (int n : {1, 2, 8, 16, 64, 256}) {
       for (int p : {1, 2, 4}) {
-        SCOPED_TRACE("N = " + std::to_string(n) + ", P = " + std::to_string(p) +
+        SCOPED_TRACE(std::string("N = ") + std::to_string(n) + std::string(", P = ") + std::to_string(p) +
                      (partition == PsPartition::Split ? " split" : " whole"));
         const SchemeConfig scheme = ps(Mode::Async, p, partition);
         const auto shards = scheme::shard_bytes(scheme::place_parameters(w, scheme.ps), p);
