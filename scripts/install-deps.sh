@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages stepcast needs, only those that are missing.
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libfmt-dev libyaml-cpp-dev libcli11-dev
-          libsimdjson-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libsimdjson-dev zlib1g-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
+          libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

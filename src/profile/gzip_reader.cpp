@@ -1,0 +1,2 @@
+// Placeholder until the profile readers land: keeps the module's library target non-empty.
+namespace stepcast::profile {}
