@@ -2,22 +2,218 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <deque>
+#include <numeric>
+
 #include "stepcast/error.hpp"
 
 namespace stepcast::cluster {
+namespace {
 
-Endpoint Cluster::worker_endpoint(int worker) const {
-  return {worker / spec.workers_per_node, worker % spec.workers_per_node};
+uint64_t mix(uint64_t x) {  // splitmix64 finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
-namespace {
 // Bus links per node: one per GPU plus one for the host CPU (a co-located server).
 int bus_index(const ClusterSpec& spec, Endpoint e) {
   const int slots = spec.workers_per_node + 1;
   const int device = e.device == kHostDevice ? spec.workers_per_node : e.device;
   return e.node * slots + device;
 }
+
+class Builder {
+ public:
+  explicit Builder(Cluster& c) : c_(c) {}
+
+  uint32_t add_link(std::string name, double bw, double latency, int from, int to) {
+    c_.links.push_back({std::move(name), bw, latency, from, to});
+    const auto id = static_cast<uint32_t>(c_.links.size() - 1);
+    const int switch_from = from - c_.num_nodes;
+    if (from >= c_.num_nodes && to >= c_.num_nodes) c_.switch_out[switch_from].push_back(id);
+    return id;
+  }
+  /// Both directions between switches a and b.
+  void connect_switches(int a, int b, double bw, const std::string& name_a, const std::string& name_b) {
+    add_link(name_a + "->" + name_b, bw, 0, c_.num_nodes + a, c_.num_nodes + b);
+    add_link(name_b + "->" + name_a, bw, 0, c_.num_nodes + b, c_.num_nodes + a);
+  }
+  void set_switches(int count) {
+    c_.num_switches = count;
+    c_.switch_out.assign(count, {});
+  }
+
+ private:
+  Cluster& c_;
+};
+
+// Switch names for link labels.
+std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
+  const ClusterSpec& spec = c.spec;
+  const int nodes = c.num_nodes;
+  std::vector<std::string> names;
+  c.node_switch.assign(nodes, 0);
+  switch (spec.topology) {
+    case Topology::Switch: {
+      b.set_switches(1);
+      names = {"switch"};
+      break;
+    }
+    case Topology::FatTree: {
+      const int k = spec.fat_tree.radix;
+      const int half = std::max(1, k / 2);
+      const double up_bw = spec.nic_bw / spec.fat_tree.oversubscription;
+      if (spec.fat_tree.levels == 2) {
+        // Leaf-spine: k/2 hosts per leaf, k/2 spines, one link from every leaf to every spine.
+        const int leaves = (nodes + half - 1) / half;
+        b.set_switches(leaves + half);
+        for (int l = 0; l < leaves; ++l) names.push_back(fmt::format("leaf{}", l));
+        for (int s = 0; s < half; ++s) names.push_back(fmt::format("spine{}", s));
+        for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
+        for (int l = 0; l < leaves; ++l) {
+          for (int s = 0; s < half; ++s) b.connect_switches(l, leaves + s, up_bw, names[l], names[leaves + s]);
+        }
+      } else {
+        // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches,
+        // (k/2)^2 core switches; core switch j of group g links aggregation switch g of each pod.
+        const int pods = k;
+        const int edges = pods * half, aggs = pods * half, cores = half * half;
+        b.set_switches(edges + aggs + cores);
+        for (int e = 0; e < edges; ++e) names.push_back(fmt::format("edge{}", e));
+        for (int a = 0; a < aggs; ++a) names.push_back(fmt::format("agg{}", a));
+        for (int x = 0; x < cores; ++x) names.push_back(fmt::format("core{}", x));
+        for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
+        for (int p = 0; p < pods; ++p) {
+          for (int e = 0; e < half; ++e) {
+            for (int a = 0; a < half; ++a) {
+              const int edge = p * half + e, agg = edges + p * half + a;
+              b.connect_switches(edge, agg, up_bw, names[edge], names[agg]);
+            }
+          }
+          for (int a = 0; a < half; ++a) {
+            for (int j = 0; j < half; ++j) {
+              const int agg = edges + p * half + a, core = edges + aggs + a * half + j;
+              b.connect_switches(agg, core, up_bw, names[agg], names[core]);
+            }
+          }
+        }
+      }
+      break;
+    }
+    case Topology::BiGraph: {
+      // Hosts fill half A's switches, then half B's; every A switch links every B switch.
+      const int s = spec.bigraph.switches_per_half, h = spec.bigraph.hosts_per_switch;
+      b.set_switches(2 * s);
+      for (int i = 0; i < s; ++i) names.push_back(fmt::format("A{}", i));
+      for (int i = 0; i < s; ++i) names.push_back(fmt::format("B{}", i));
+      for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / h;
+      for (int i = 0; i < s; ++i) {
+        for (int j = 0; j < s; ++j) b.connect_switches(i, s + j, spec.nic_bw, names[i], names[s + j]);
+      }
+      break;
+    }
+    case Topology::Torus: {
+      // A router per position; node n sits at position n; neighbours in each dimension.
+      const std::vector<int>& dims = spec.torus.dims;
+      const int positions = std::accumulate(dims.begin(), dims.end(), 1, std::multiplies<>());
+      b.set_switches(positions);
+      for (int r = 0; r < positions; ++r) names.push_back(fmt::format("router{}", r));
+      for (int n = 0; n < nodes; ++n) c.node_switch[n] = n;
+      int stride = 1;
+      for (int d : dims) {
+        for (int r = 0; r < positions; ++r) {
+          const int coordinate = (r / stride) % d;
+          const int next = r + (((coordinate + 1) % d) - coordinate) * stride;
+          // A dimension of 2 has one neighbour, not two links to the same one.
+          if (d > 2 || coordinate == 0) {
+            if (d > 1) b.connect_switches(r, next, spec.nic_bw, names[r], names[next]);
+          }
+        }
+        stride *= d;
+      }
+      break;
+    }
+  }
+  return names;
+}
+
 }  // namespace
+
+const char* to_string(Topology topology) {
+  switch (topology) {
+    case Topology::Switch: return "switch";
+    case Topology::FatTree: return "fat_tree";
+    case Topology::BiGraph: return "bigraph";
+    case Topology::Torus: return "torus";
+  }
+  return "?";
+}
+
+int topology_capacity(const ClusterSpec& spec) {
+  switch (spec.topology) {
+    case Topology::Switch: return 0;
+    case Topology::FatTree: {
+      if (spec.fat_tree.levels == 2) return 0;
+      const int k = spec.fat_tree.radix;
+      return k * (k / 2) * (k / 2);
+    }
+    case Topology::BiGraph: return 2 * spec.bigraph.switches_per_half * spec.bigraph.hosts_per_switch;
+    case Topology::Torus: {
+      int n = 1;
+      for (int d : spec.torus.dims) n *= d;
+      return n;
+    }
+  }
+  return 0;
+}
+
+Endpoint Cluster::worker_endpoint(int worker) const {
+  return {worker / spec.workers_per_node, worker % spec.workers_per_node};
+}
+
+std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
+  std::vector<uint32_t> route;
+  if (a == b) return route;
+  if (distance_to_.empty()) distance_to_.resize(num_switches);
+  std::vector<int>& dist = distance_to_[b];
+  if (dist.empty()) {
+    // Breadth-first search backwards from b over switch-to-switch links.
+    dist.assign(num_switches, -1);
+    std::vector<std::vector<int>> incoming(num_switches);
+    for (int s = 0; s < num_switches; ++s) {
+      for (uint32_t l : switch_out[s]) incoming[links[l].to - num_nodes].push_back(s);
+    }
+    std::deque<int> queue{b};
+    dist[b] = 0;
+    while (!queue.empty()) {
+      const int v = queue.front();
+      queue.pop_front();
+      for (int u : incoming[v]) {
+        if (dist[u] < 0) {
+          dist[u] = dist[v] + 1;
+          queue.push_back(u);
+        }
+      }
+    }
+  }
+  STEPCAST_ASSERT(dist[a] >= 0);
+  int v = a;
+  std::vector<uint32_t> candidates;
+  while (v != b) {
+    candidates.clear();
+    for (uint32_t l : switch_out[v]) {
+      if (dist[links[l].to - num_nodes] == dist[v] - 1) candidates.push_back(l);
+    }
+    hash = mix(hash);
+    const uint32_t chosen = candidates[hash % candidates.size()];
+    route.push_back(chosen);
+    v = links[chosen].to - num_nodes;
+  }
+  return route;
+}
 
 Path Cluster::path(Endpoint from, Endpoint to) const {
   Path p;
@@ -27,8 +223,11 @@ Path Cluster::path(Endpoint from, Endpoint to) const {
     p.links = {bus_up[bus_index(spec, from)], bus_down[bus_index(spec, to)]};
   } else {
     // Between nodes a GPU reaches the NIC directly (GPUDirect-style); the devices of a node share
-    // its NIC. PCIe switches shared by GPU pairs are a refinement for later topologies.
-    p.links = {nic_up[from.node], nic_down[to.node]};
+    // its NIC. PCIe switches shared by GPU pairs are a refinement for later.
+    p.links.push_back(nic_up[from.node]);
+    const uint64_t hash = mix(spec.routing_seed ^ mix((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
+    for (uint32_t l : switch_route(node_switch[from.node], node_switch[to.node], hash)) p.links.push_back(l);
+    p.links.push_back(nic_down[to.node]);
   }
   for (uint32_t l : p.links) p.latency += links[l].latency;
   return p;
@@ -41,26 +240,27 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   c.spec = spec;
   const int worker_nodes = spec.num_worker_nodes();
   c.num_nodes = worker_nodes + extra_nodes;
-  auto add = [&c](std::string name, double bw, double latency) {
-    c.links.push_back({std::move(name), bw, latency});
-    return static_cast<uint32_t>(c.links.size() - 1);
-  };
+  const int capacity = topology_capacity(spec);
+  STEPCAST_ASSERT(capacity == 0 || c.num_nodes <= capacity);
+  Builder builder(c);
+  const std::vector<std::string> switch_names = build_fabric(c, builder);
   // Half the end-to-end latency on each NIC hop so a node-to-node path pays exactly `latency`.
   const double hop = spec.latency / 2;
   for (int n = 0; n < c.num_nodes; ++n) {
     const bool server = n >= worker_nodes;
     const double bw = server && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
     const std::string node = server ? fmt::format("server{}", n - worker_nodes) : fmt::format("node{}", n);
-    c.nic_up.push_back(add(node + ".nic.up", bw, hop));
-    c.nic_down.push_back(add(node + ".nic.down", bw, hop));
+    const int sw = c.num_nodes + c.node_switch[n];
+    c.nic_up.push_back(builder.add_link(node + ".nic.up", bw, hop, n, sw));
+    c.nic_down.push_back(builder.add_link(node + ".nic.down", bw, hop, sw, n));
   }
   // The bus hop inside a node: half the intra-node latency each way, so GPU-to-GPU pays it once.
   const double bus_hop = spec.intra_node_latency / 2;
   for (int n = 0; n < worker_nodes; ++n) {
     for (int d = 0; d <= spec.workers_per_node; ++d) {
       const std::string dev = d == spec.workers_per_node ? "host" : fmt::format("gpu{}", d);
-      c.bus_up.push_back(add(fmt::format("node{}.{}.bus.up", n, dev), spec.intra_node_bw, bus_hop));
-      c.bus_down.push_back(add(fmt::format("node{}.{}.bus.down", n, dev), spec.intra_node_bw, bus_hop));
+      c.bus_up.push_back(builder.add_link(fmt::format("node{}.{}.bus.up", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
+      c.bus_down.push_back(builder.add_link(fmt::format("node{}.{}.bus.down", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
     }
   }
   return c;

@@ -102,7 +102,17 @@ const Choices<PsOrder>& orders() {
   return c;
 }
 const Choices<AllReduceAlgorithm>& algorithms() {
-  static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring}};
+  static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring},
+                                             {"halving_doubling", AllReduceAlgorithm::HalvingDoubling},
+                                             {"hierarchical", AllReduceAlgorithm::Hierarchical},
+                                             {"hdrm", AllReduceAlgorithm::Hdrm}};
+  return c;
+}
+const Choices<cluster::Topology>& topologies() {
+  static const Choices<cluster::Topology> c{{"switch", cluster::Topology::Switch},
+                                            {"fat_tree", cluster::Topology::FatTree},
+                                            {"bigraph", cluster::Topology::BiGraph},
+                                            {"torus", cluster::Topology::Torus}};
   return c;
 }
 const Choices<Predictor>& predictors() {
@@ -245,18 +255,58 @@ std::vector<KeyDef> make_table() {
                           [](auto& s) -> auto& { return s.cluster.workers; }));
   t.push_back(integer_key("cluster.workers_per_node", "1", 1, kMaxWorkers, "workers sharing one node and its NIC",
                           [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
-  t.push_back({{"cluster.topology", "one of switch", "switch",
-                "network between nodes: one non-blocking switch"},
+  t.push_back(choice_key("cluster.topology", "switch", topologies(),
+                         "network between nodes: one switch, fat-tree, BiGraph or torus",
+                         [](auto& s) -> auto& { return s.cluster.topology; }));
+  t.push_back(integer_key("cluster.fat_tree.levels", "2", 2, 3,
+                          "2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)",
+                          [](auto& s) -> auto& { return s.cluster.fat_tree.levels; }));
+  t.push_back(integer_key("cluster.fat_tree.radix", "16", 2, 256,
+                          "switch ports k: k/2 hosts per leaf and k/2 uplinks",
+                          [](auto& s) -> auto& { return s.cluster.fat_tree.radix; }));
+  t.push_back(number_key("cluster.fat_tree.oversubscription", "1", 1, true,
+                         "host bandwidth below a switch / bandwidth above it",
+                         [](auto& s) -> auto& { return s.cluster.fat_tree.oversubscription; }));
+  t.push_back(integer_key("cluster.bigraph.switches_per_half", "4", 1, 1024,
+                          "switches in each half; every switch links every switch of the other half",
+                          [](auto& s) -> auto& { return s.cluster.bigraph.switches_per_half; }));
+  t.push_back(integer_key("cluster.bigraph.hosts_per_switch", "4", 1, 1024,
+                          "nodes attached to each BiGraph switch",
+                          [](auto& s) -> auto& { return s.cluster.bigraph.hosts_per_switch; }));
+  t.push_back({{"cluster.torus.dims", "sizes like 8x8 or [8, 8]", "4",
+                "torus dimensions (1D ring or 2D), a router per node"},
                true,
                [](const RawValue& v, Draft& d) {
-                 if (v.text != "switch") {
-                   throw Error(v.where, fmt::format("topology '{}' is not supported yet (only "
-                                                    "'switch')",
-                                                    v.text));
+                 std::vector<int> dims;
+                 std::string_view text = v.text;
+                 // A YAML list [8, 8] arrives as its flow text; accept "8x8" and "8,8" too.
+                 std::string cleaned;
+                 for (char ch : text) {
+                   if (ch == '[' || ch == ']' || ch == ' ') continue;
+                   cleaned += (ch == 'x' || ch == ',') ? ' ' : ch;
                  }
-                 d.scenario.cluster.topology = cluster::Topology::Switch;
+                 size_t pos = 0;
+                 while (pos < cleaned.size()) {
+                   size_t end = cleaned.find(' ', pos);
+                   if (end == std::string::npos) end = cleaned.size();
+                   const std::string item = cleaned.substr(pos, end - pos);
+                   int value = 0;
+                   auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+                   if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 1 ||
+                       value > 4096) {
+                     fail(v, "dimensions like '8x8' (each 1..4096)");
+                   }
+                   dims.push_back(value);
+                   pos = end + 1;
+                 }
+                 if (dims.empty() || dims.size() > 3) fail(v, "one to three dimensions like '8x8'");
+                 d.scenario.cluster.torus.dims = dims;
                },
-               [](const Scenario&) { return Rendered{"switch", false}; }});
+               [](const Scenario& s) {
+                 std::string out;
+                 for (int d : s.cluster.torus.dims) out += (out.empty() ? "" : "x") + std::to_string(d);
+                 return Rendered{out, false};
+               }});
   t.push_back(bandwidth_key("cluster.nic_bandwidth", "10Gbps", "NIC bandwidth of a node, each way",
                             [](auto& s) -> auto& { return s.cluster.nic_bw; }));
   t.push_back(duration_key("cluster.link_latency", "5us", "end-to-end latency between two nodes",

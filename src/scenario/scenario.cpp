@@ -1,4 +1,5 @@
 #include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -181,6 +182,35 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
                 fmt::format("training.ps.count x cluster.workers = {} x {} exceeds {} worker-server "
                             "connections", sc.ps.count, c.workers, kMaxConnections));
   }
+  const bool dedicated = sc.scheme == scheme::Scheme::ParameterServer &&
+                         sc.ps.placement == scheme::PsPlacement::Dedicated;
+  const int nodes = c.num_worker_nodes() + (dedicated ? sc.ps.count : 0);
+  const int capacity = cluster::topology_capacity(c);
+  if (capacity > 0 && nodes > capacity) {
+    throw Error(ps_count_where.key == "training.ps.count" ? SourceLocation{s.file, 0, "cluster.topology"} : ps_count_where,
+                fmt::format("the {} topology holds {} nodes, but the job needs {} ({} worker nodes{})",
+                            cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
+                            dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
+  }
+  if (c.topology == cluster::Topology::FatTree && c.fat_tree.radix % 2 != 0) {
+    throw Error({s.file, 0, "cluster.fat_tree.radix"}, fmt::format("expected an even radix, got {}", c.fat_tree.radix));
+  }
+  if (sc.scheme == scheme::Scheme::AllReduce) {
+    const auto algorithm = sc.allreduce.algorithm;
+    const SourceLocation where{s.file, 0, "training.allreduce.algorithm"};
+    if (scheme::needs_power_of_two(algorithm) && (c.workers & (c.workers - 1)) != 0) {
+      throw Error(where, fmt::format("{} needs a power-of-two number of workers, got {}",
+                                     scheme::to_string(algorithm), c.workers));
+    }
+    if (algorithm == scheme::AllReduceAlgorithm::Hdrm) {
+      const int full = 2 * c.bigraph.switches_per_half * c.bigraph.hosts_per_switch;
+      if (c.topology != cluster::Topology::BiGraph || c.workers_per_node != 1 || c.workers != full) {
+        throw Error(where, fmt::format("hdrm maps ranks onto a full BiGraph: it needs cluster.topology = "
+                                       "bigraph, workers_per_node = 1 and workers = 2 x switches_per_half "
+                                       "x hosts_per_switch = {} (got {} workers)", full, c.workers));
+      }
+    }
+  }
   if (sc.mode == scheme::Mode::Async && sc.scheme == scheme::Scheme::AllReduce) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
     throw Error(mode_where,
@@ -191,7 +221,7 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
 }  // namespace
 
 Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
-                        const std::vector<std::string>& overrides) {
+                        const std::vector<std::string>& overrides, Needs needs) {
   Entries entries = read_entries(yaml_text, file_name);
   for (const std::string& text : overrides) apply_override(text, entries);
 
@@ -224,7 +254,7 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     s.name = std::filesystem::path(file_name).stem().string();
     if (s.name.empty()) s.name = "scenario";
   }
-  if (!draft.model_given) {
+  if (!draft.model_given && needs == Needs::Workload) {
     throw Error({file_name, 0, "workload.model"},
                 fmt::format("required: a model from the zoo ({})", model_list()));
   }
@@ -232,7 +262,7 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     s.workload.step_time = *draft.step_time;
   } else if (draft.throughput) {
     s.workload.step_time = s.workload.batch_per_worker / *draft.throughput;
-  } else {
+  } else if (needs == Needs::Workload) {
     throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
                 "required: workload.step_time (e.g. '292ms') or "
                 "workload.single_worker_throughput (samples/s), measured on one worker");
@@ -243,7 +273,7 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
   return s;
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, Needs needs) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw Error({path, 0, ""}, "cannot read scenario file: it is a directory");
@@ -255,7 +285,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error({path, 0, ""}, "cannot read scenario file: read error");
-  Scenario s = parse_scenario(text.str(), path, overrides);
+  Scenario s = parse_scenario(text.str(), path, overrides, needs);
   s.file = path;
   return s;
 }

@@ -12,6 +12,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/net/network_model.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/placement.hpp"
 #include "stepcast/sim/event_queue.hpp"
 
@@ -37,38 +38,6 @@ std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
   return uses;
 }
 
-/// The ring over workers 0..n-1 in rank order: one flow group with each worker sending to the
-/// next; the step latency is the slowest member's path latency, since members move in lock step.
-struct RingGroup {
-  std::vector<net::LinkUse> path;
-  double latency = 0;
-  int members = 0;
-};
-
-RingGroup make_ring(const Cluster& c) {
-  RingGroup ring;
-  const int n = c.spec.workers;
-  ring.members = n;
-  for (int i = 0; i < n; ++i) {
-    cluster::Path p = c.path(c.worker_endpoint(i), c.worker_endpoint((i + 1) % n));
-    for (uint32_t l : p.links) ring.path.push_back({l, 1});
-    ring.latency = std::max(ring.latency, p.latency);
-  }
-  // Sorted and merged once, so each of the 2(N-1) steps starts its flow without re-sorting.
-  std::sort(ring.path.begin(), ring.path.end(),
-            [](const net::LinkUse& a, const net::LinkUse& b) { return a.link < b.link; });
-  std::vector<net::LinkUse> merged;
-  for (const net::LinkUse& u : ring.path) {
-    if (!merged.empty() && merged.back().link == u.link) {
-      merged.back().count += u.count;
-    } else {
-      merged.push_back(u);
-    }
-  }
-  ring.path = std::move(merged);
-  return ring;
-}
-
 uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a seeded, order-independent random key
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -88,11 +57,11 @@ struct Delivered {
 struct ApplyDone {
   int shard;
 };
-struct RingStepDone {};
+struct StageDone {};
 struct StartStep {
   int worker;
 };
-using Event = std::variant<OpDone, Delivered, ApplyDone, RingStepDone, StartStep>;
+using Event = std::variant<OpDone, Delivered, ApplyDone, StageDone, StartStep>;
 
 constexpr int kNone = -1;
 
@@ -128,8 +97,9 @@ class StepSimulation {
   // --- all-reduce ---
   void join_collective(int w, int bucket);
   void maybe_start_collective();
-  void start_ring_step();
-  void on_ring_step_done();
+  void start_stage();
+  void on_stage_flow_done();
+  void on_stage_done();
 
   void handle_flow_done(net::FlowId id);
   void set_owner(net::FlowId id, int owner);
@@ -208,16 +178,17 @@ class StepSimulation {
   // All-reduce.
   std::vector<workload::Bucket> buckets_;
   std::vector<int> bucket_of_tensor_;
-  RingGroup ring_;
+  CollectivePlan plan_;
   std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
   int64_t next_collective_ = 0;
   bool collective_running_ = false;
-  int ring_steps_left_ = 0;
+  size_t stage_ = 0;            // of the running collective
+  int stage_flows_left_ = 0;
   double collective_start_ = 0;
 
-  // Flow index -> connection sending on it, or kRingOwner.
+  // Flow index -> connection sending on it, or kCollectiveOwner.
   std::vector<int> flow_owner_;
-  static constexpr int kRingOwner = -2;
+  static constexpr int kCollectiveOwner = -2;
 
   // Measurement.
   double window_start_ = -1;
@@ -326,7 +297,7 @@ void StepSimulation::setup_allreduce() {
     for (int t : buckets_[b].tensors) bucket_of_tensor_[t] = b;
   }
   for (Worker& worker : workers_) worker.bucket_missing.resize(buckets_.size());
-  ring_ = make_ring(cluster_);
+  plan_ = plan_collective(cluster_, CollectiveOp::AllReduce, scheme_.allreduce.algorithm);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -592,19 +563,33 @@ void StepSimulation::maybe_start_collective() {
   joined_.erase(it);
   collective_running_ = true;
   collective_start_ = now_;
-  ring_steps_left_ = 2 * (n_ - 1);
-  start_ring_step();
+  stage_ = 0;
+  start_stage();
 }
 
-void StepSimulation::start_ring_step() {
+void StepSimulation::start_stage() {
+  if (stage_ == plan_.stages.size()) {
+    on_stage_done();
+    return;
+  }
   const workload::Bucket& bucket = buckets_[next_collective_ % static_cast<int64_t>(buckets_.size())];
-  net::FlowId id = net_->start_flow({ring_.path, bucket.bytes / n_}, now_);
-  set_owner(id, kRingOwner);
+  const Stage& stage = plan_.stages[stage_];
+  const Pattern& pattern = plan_.patterns[stage.pattern];
+  stage_flows_left_ = static_cast<int>(pattern.groups.size());
+  for (const FlowGroup& group : pattern.groups) {
+    net::FlowId id = net_->start_flow({group.path, bucket.bytes * stage.fraction * group.size_factor}, now_);
+    set_owner(id, kCollectiveOwner);
+  }
 }
 
-void StepSimulation::on_ring_step_done() {
-  if (--ring_steps_left_ > 0) {
-    start_ring_step();
+void StepSimulation::on_stage_flow_done() {
+  if (--stage_flows_left_ > 0) return;
+  queue_.push(now_ + plan_.patterns[plan_.stages[stage_].pattern].latency, StageDone{});
+}
+
+void StepSimulation::on_stage_done() {
+  if (stage_ < plan_.stages.size() && ++stage_ < plan_.stages.size()) {
+    start_stage();
     return;
   }
   const int bucket = static_cast<int>(next_collective_ % static_cast<int64_t>(buckets_.size()));
@@ -632,8 +617,8 @@ void StepSimulation::span(int process, int thread, std::string name, const char*
 
 void StepSimulation::handle_flow_done(net::FlowId id) {
   const int owner = flow_owner_[net::index(id)];
-  if (owner == kRingOwner) {
-    queue_.push(now_ + ring_.latency, RingStepDone{});
+  if (owner == kCollectiveOwner) {
+    on_stage_flow_done();
   } else {
     on_message_sent(owner);
   }
@@ -651,8 +636,8 @@ void StepSimulation::dispatch(const Event& e) {
           on_apply_done(ev.shard);
         } else if constexpr (std::is_same_v<T, StartStep>) {
           start_step(ev.worker);
-        } else {
-          on_ring_step_done();
+        } else if constexpr (std::is_same_v<T, StageDone>) {
+          on_stage_done();
         }
       },
       e);
@@ -769,32 +754,53 @@ SimulationResult simulate_steps(const Workload& workload, const cluster::Cluster
 }
 
 RingBottleneck ring_bottleneck(const cluster::Cluster& cluster) {
-  const RingGroup ring = make_ring(cluster);
-  std::map<uint32_t, uint32_t> uses;
-  for (const net::LinkUse& u : ring.path) uses[u.link] += u.count;
+  const CollectivePlan plan = plan_collective(cluster, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  if (plan.patterns.empty()) return {net::kInfinity, 0};
+  const Pattern& ring = plan.patterns.front();
   RingBottleneck r{net::kInfinity, ring.latency};
-  for (auto [link, count] : uses) r.bw = std::min(r.bw, cluster.links[link].bw / count);
+  for (const FlowGroup& g : ring.groups) {
+    for (const net::LinkUse& u : g.path) r.bw = std::min(r.bw, cluster.links[u.link].bw / u.count);
+  }
   return r;
 }
 
-CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes,
-                                    AllReduceAlgorithm algorithm, NetworkKind network) {
-  STEPCAST_ASSERT(algorithm == AllReduceAlgorithm::Ring);
+CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double bytes, CollectiveOp op,
+                                     AllReduceAlgorithm algorithm, NetworkKind network) {
   CollectiveResult r;
   if (spec.workers <= 1) return r;
   const Cluster c = cluster::build_cluster(spec);
   auto net = make_network(c, network);
-  const RingGroup ring = make_ring(c);
+  const CollectivePlan plan = plan_collective(c, op, algorithm);
   double now = 0;
-  for (int step = 0; step < 2 * (spec.workers - 1); ++step) {
-    net->start_flow({ring.path, bytes / spec.workers}, now);
-    now = net->next_completion();
-    r.events += net->advance_to(now).size();
-    now += ring.latency;
+  for (const Stage& stage : plan.stages) {
+    const Pattern& pattern = plan.patterns[stage.pattern];
+    for (const FlowGroup& g : pattern.groups) net->start_flow({g.path, bytes * stage.fraction * g.size_factor}, now);
+    size_t left = pattern.groups.size();
+    while (left > 0) {
+      now = net->next_completion();
+      const size_t done = net->advance_to(now).size();
+      r.events += done;
+      left -= done;
+    }
+    now += pattern.latency;
+    r.max_link_flows = std::max(r.max_link_flows, pattern.max_link_members);
+    r.stages++;
   }
   r.time = now;
-  r.max_link_flows = net->max_link_flows();
+  // Busiest links over the whole collective.
+  const std::vector<double>& bytes_on = net->link_bytes();
+  for (size_t l = 0; l < bytes_on.size(); ++l) {
+    if (bytes_on[l] > 0 && r.time > 0) r.links.push_back({c.links[l].name, bytes_on[l] / (c.links[l].bw * r.time), bytes_on[l]});
+  }
+  std::sort(r.links.begin(), r.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.busy != b.busy ? a.busy > b.busy : a.name < b.name;
+  });
   return r;
+}
+
+CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes, AllReduceAlgorithm algorithm,
+                                    NetworkKind network) {
+  return simulate_collective(spec, bytes, CollectiveOp::AllReduce, algorithm, network);
 }
 
 }  // namespace stepcast::scheme

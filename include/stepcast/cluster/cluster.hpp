@@ -1,12 +1,16 @@
-// Hardware and topology: nodes, their NICs and intra-node bus, the links between them, and the
-// path a transfer takes. Owns link capacities and latencies; knows nothing of flows or time.
+// Hardware and topology: nodes, their NICs and intra-node links, the switches and links between
+// them, and the path a transfer takes (shortest paths, equal-cost paths chosen by a seeded hash
+// of the endpoints, as ECMP does). Owns link capacities and latencies; knows nothing of flows
+// or time.
 //
-// Topology "switch": one non-blocking switch; each node has a full-duplex NIC, modelled as an
-// uplink (node -> switch) and a downlink (switch -> node) of `nic_bw` each way. Workers on the
-// same node share its NIC; transfers between devices of one node cross the node's intra-node
-// links (one per device and direction, `intra_node_bw` each); a GPU reaches the NIC directly.
-// The end-to-end latency between two
-// nodes is `latency` (split evenly over the two hops).
+// Every node has a full-duplex NIC: an uplink (node -> its switch or router) and a downlink, of
+// `nic_bw` each way. Workers on a node share its NIC; transfers between devices of one node
+// cross the node's intra-node links (one per device and direction); a GPU reaches the NIC
+// directly. Topologies: `switch` (one non-blocking switch), `fat_tree` (leaf-spine or 3-level
+// k-ary, links above the leaves at nic_bw / oversubscription), `bigraph` (two halves of
+// switches, each switch of one half linked to each of the other), `torus` (a router per node,
+// links to the neighbours in each dimension). The end-to-end latency between two nodes is
+// `latency`, split over the two NIC hops; switch-to-switch hops add none.
 //
 //   ClusterSpec spec{.workers = 8, .nic_bw = 12.5e9, .latency = 5e-6};
 //   Cluster c = build_cluster(spec, /*extra_nodes=*/2);           // e.g. two dedicated PS nodes
@@ -19,7 +23,25 @@
 
 namespace stepcast::cluster {
 
-enum class Topology : uint8_t { Switch };
+enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus };
+
+struct FatTreeSpec {
+  int levels = 2;              ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
+  int radix = 16;              ///< switch ports k: k/2 hosts per leaf (edge), k/2 uplinks
+  double oversubscription = 1;  ///< host bandwidth below a switch / bandwidth above it
+  bool operator==(const FatTreeSpec&) const = default;
+};
+
+struct BiGraphSpec {
+  int switches_per_half = 4;
+  int hosts_per_switch = 4;
+  bool operator==(const BiGraphSpec&) const = default;
+};
+
+struct TorusSpec {
+  std::vector<int> dims{4};  ///< ring of 4 (1D) or e.g. {8, 8} (2D)
+  bool operator==(const TorusSpec&) const = default;
+};
 
 struct ClusterSpec {
   int workers = 1;               ///< total workers N
@@ -30,16 +52,26 @@ struct ClusterSpec {
   double intra_node_bw = 12e9;   ///< bytes/s each way per device link inside a node (PCIe 3 x16)
   double intra_node_latency = 1e-6;  ///< s
   double ps_nic_bw = 0;          ///< bytes/s of a dedicated server node's NIC; 0 = nic_bw
+  FatTreeSpec fat_tree;
+  BiGraphSpec bigraph;
+  TorusSpec torus;
+  uint64_t routing_seed = 1;     ///< picks among equal-cost paths
 
   bool operator==(const ClusterSpec&) const = default;
   [[nodiscard]] int num_worker_nodes() const { return (workers + workers_per_node - 1) / workers_per_node; }
 };
 
 struct Link {
-  std::string name;   ///< e.g. "node3.nic.up", "ps1.nic.down", "node0.gpu2.bus.up"
+  std::string name;   ///< e.g. "node3.nic.up", "server1.nic.down", "leaf0->spine2"
   double bw = 0;      ///< bytes/s
   double latency = 0;  ///< s
+  int from = -1;      ///< vertex (node index, or num_nodes + switch index); -1 for bus links
+  int to = -1;
 };
+
+/// How many nodes a topology holds (0 = unbounded: the topology grows with the nodes).
+[[nodiscard]] int topology_capacity(const ClusterSpec& spec);
+[[nodiscard]] const char* to_string(Topology topology);
 
 /// The host CPU of a node (where a co-located parameter server runs), as opposed to its GPUs.
 inline constexpr int kHostDevice = -1;
@@ -61,15 +93,27 @@ struct Cluster {
   std::vector<Link> links;
   std::vector<uint32_t> nic_up, nic_down;  ///< per node
   std::vector<uint32_t> bus_up, bus_down;  ///< per node * (workers_per_node + 1), host last
+  int num_switches = 0;                     ///< switches or torus routers
+  std::vector<int> node_switch;             ///< per node: the switch its NIC attaches to
+  std::vector<std::vector<uint32_t>> switch_out;  ///< per switch: links to other switches
 
   [[nodiscard]] Endpoint worker_endpoint(int worker) const;
-  /// Empty path (zero latency) when both ends are the same device.
+  /// Empty path (zero latency) when both ends are the same device. Between nodes: a shortest
+  /// path; among equal-cost ones, the choice is a hash of (routing_seed, from, to), so a given
+  /// pair always takes the same path, as ECMP does for one flow.
   [[nodiscard]] Path path(Endpoint from, Endpoint to) const;
+  /// Switch-level shortest path from switch a to switch b, picking equal-cost hops by `hash`.
+  [[nodiscard]] std::vector<uint32_t> switch_route(int a, int b, uint64_t hash) const;
   [[nodiscard]] bool is_server_node(int node) const { return node >= spec.num_worker_nodes(); }
+
+ private:
+  // distance_to_[b][s] = hops from switch s to switch b; filled on first use of destination b.
+  mutable std::vector<std::vector<int>> distance_to_;
 };
 
 /// Builds the links of `spec` plus `extra_nodes` single-purpose nodes (dedicated parameter
-/// servers) whose NIC runs at spec.ps_nic_bw (or nic_bw). Asserts the spec was validated.
+/// servers, attached after the worker nodes) whose NIC runs at spec.ps_nic_bw (or nic_bw).
+/// Asserts the spec was validated (enough room in the topology for all nodes).
 [[nodiscard]] Cluster build_cluster(const ClusterSpec& spec, int extra_nodes = 0);
 
 }  // namespace stepcast::cluster

@@ -7,6 +7,7 @@
 //   auto r = predict::predict(w, s.cluster, s.scheme, s.options);
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,14 +49,20 @@ struct Scenario {
   bool operator==(const Scenario&) const = default;
 };
 
+/// What the caller will use: a whole scenario (the default; workload.model and a measured step
+/// time are required) or only its cluster and scheme (`stepcast collective --scenario`).
+enum class Needs : uint8_t { Workload, ClusterOnly };
+
 /// Reads and checks a scenario file, applying `overrides` ("key=value", value parsed as YAML).
 /// Throws Error (file, line, key) on unreadable files, bad YAML, unknown keys, wrong types,
 /// impossible values and inconsistent combinations.
 [[nodiscard]] Scenario load_scenario(const std::string& path,
-                                     const std::vector<std::string>& overrides = {});
+                                     const std::vector<std::string>& overrides = {},
+                                     Needs needs = Needs::Workload);
 /// Same from text; `file_name` is only used in messages.
 [[nodiscard]] Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
-                                      const std::vector<std::string>& overrides = {});
+                                      const std::vector<std::string>& overrides = {},
+                                      Needs needs = Needs::Workload);
 
 /// Re-checks the cross-key rules (e.g. colocated servers need P <= nodes) after a sweep changed
 /// the worker count. Throws Error naming `key`.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/sim/trace.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -68,10 +69,19 @@ struct SimulationResult {
                                               const SchemeConfig& scheme,
                                               const SimulationOptions& options);
 
+/// Load of one link over a run.
+struct LinkLoad {
+  std::string name;
+  double busy = 0;   ///< bytes carried / (capacity x duration)
+  double bytes = 0;
+};
+
 struct CollectiveResult {
   double time = 0;             ///< s, from start to the last byte delivered
-  uint32_t max_link_flows = 0;
+  uint32_t max_link_flows = 0;  ///< most transfers that shared one link direction in one step
   uint64_t events = 0;
+  int stages = 0;
+  std::vector<LinkLoad> links;  ///< links that carried bytes, busiest first
 };
 
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
@@ -81,6 +91,12 @@ struct RingBottleneck {
   double latency = 0;
 };
 [[nodiscard]] RingBottleneck ring_bottleneck(const cluster::Cluster& cluster);
+
+/// One collective of `bytes` (per worker: the buffer all-reduced, the output gathered, the input
+/// scattered, the message broadcast) across all workers of `cluster`, alone on the network.
+[[nodiscard]] CollectiveResult simulate_collective(const cluster::ClusterSpec& cluster, double bytes,
+                                                   CollectiveOp op, AllReduceAlgorithm algorithm,
+                                                   NetworkKind network = NetworkKind::MaxMin);
 
 /// One all-reduce of `bytes` across all workers of `cluster`, nothing else on the network.
 [[nodiscard]] CollectiveResult simulate_allreduce(const cluster::ClusterSpec& cluster, double bytes,

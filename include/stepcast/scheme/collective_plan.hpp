@@ -1,0 +1,60 @@
+// Collective algorithms as plans of point-to-point steps on a cluster: which worker sends how
+// many bytes to which, step after step, with the path each transfer takes. The transfers of one
+// step start together and the step ends when the last one ends (then the next starts after the
+// step's latency), so the transfers of a step with equal sizes move as one flow group.
+//
+//   CollectivePlan plan = plan_collective(cluster, CollectiveOp::AllReduce,
+//                                         AllReduceAlgorithm::Ring);
+//   // plan.stages.size() == 2 (N - 1); each stage sends bytes * fraction per member
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/net/network_model.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+
+namespace stepcast::scheme {
+
+enum class CollectiveOp : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast };
+[[nodiscard]] const char* to_string(CollectiveOp op);
+[[nodiscard]] const char* to_string(AllReduceAlgorithm algorithm);
+
+/// Transfers of one step that share a size: their links, merged (a link crossed by k of them has
+/// count k), and how many transfers there are.
+struct FlowGroup {
+  std::vector<net::LinkUse> path;  ///< sorted by link, merged
+  double size_factor = 1;          ///< bytes per transfer = stage fraction x collective bytes x this
+  int members = 0;
+};
+
+/// The communication pattern of a step (reused by every step with the same partners).
+struct Pattern {
+  std::vector<FlowGroup> groups;
+  double latency = 0;          ///< s, slowest transfer's path latency
+  uint32_t max_link_members = 0;  ///< most transfers sharing one link direction
+};
+
+struct Stage {
+  int pattern = 0;
+  double fraction = 0;  ///< bytes per transfer / collective bytes (before size_factor)
+};
+
+struct CollectivePlan {
+  std::vector<Pattern> patterns;
+  std::vector<Stage> stages;
+};
+
+/// Plans `op` over all workers of `cluster` (ranks = worker indices, except where the algorithm
+/// maps ranks to workers itself). All-gather, reduce-scatter and broadcast use the ring (the
+/// broadcast as a pipeline of 64 chunks along the ring). Asserts a power-of-two worker count for
+/// halving_doubling and hdrm (scenario/ and the CLI check it first).
+[[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
+                                             AllReduceAlgorithm algorithm);
+
+/// Which algorithms need a power-of-two number of workers.
+[[nodiscard]] bool needs_power_of_two(AllReduceAlgorithm algorithm);
+
+}  // namespace stepcast::scheme

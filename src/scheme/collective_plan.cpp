@@ -1,0 +1,238 @@
+#include "stepcast/scheme/collective_plan.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using cluster::Cluster;
+
+struct Transfer {
+  int from = 0;  ///< worker
+  int to = 0;
+  double size_factor = 1;
+};
+
+std::vector<net::LinkUse> merge(std::vector<net::LinkUse> uses) {
+  std::sort(uses.begin(), uses.end(), [](const net::LinkUse& a, const net::LinkUse& b) { return a.link < b.link; });
+  std::vector<net::LinkUse> merged;
+  for (const net::LinkUse& u : uses) {
+    if (!merged.empty() && merged.back().link == u.link) {
+      merged.back().count += u.count;
+    } else {
+      merged.push_back(u);
+    }
+  }
+  return merged;
+}
+
+/// Groups transfers by size and routes them; `route` gives the links of one transfer.
+template <class Route>
+Pattern make_pattern(const Cluster& c, const std::vector<Transfer>& transfers, Route route) {
+  std::map<double, std::vector<net::LinkUse>> by_size;
+  std::map<double, int> members;
+  Pattern pattern;
+  for (const Transfer& t : transfers) {
+    cluster::Path p = route(t);
+    pattern.latency = std::max(pattern.latency, p.latency);
+    auto& uses = by_size[t.size_factor];
+    for (uint32_t l : p.links) uses.push_back({l, 1});
+    members[t.size_factor]++;
+  }
+  std::map<uint32_t, uint32_t> per_link;
+  for (auto& [factor, uses] : by_size) {
+    FlowGroup g{merge(std::move(uses)), factor, members[factor]};
+    for (const net::LinkUse& u : g.path) per_link[u.link] += u.count;
+    pattern.groups.push_back(std::move(g));
+  }
+  (void)c;
+  for (auto [link, count] : per_link) pattern.max_link_members = std::max(pattern.max_link_members, count);
+  return pattern;
+}
+
+Pattern make_pattern(const Cluster& c, const std::vector<Transfer>& transfers) {
+  return make_pattern(c, transfers, [&c](const Transfer& t) {
+    return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
+  });
+}
+
+/// Ring over `ranks` (worker indices in ring order): each sends to the next.
+std::vector<Transfer> ring_shift(const std::vector<int>& ranks) {
+  std::vector<Transfer> t;
+  const size_t n = ranks.size();
+  if (n < 2) return t;
+  for (size_t i = 0; i < n; ++i) t.push_back({ranks[i], ranks[(i + 1) % n], 1});
+  return t;
+}
+
+void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
+  for (int i = 0; i < count; ++i) plan.stages.push_back({pattern, fraction});
+}
+
+int add_pattern(CollectivePlan& plan, Pattern p) {
+  plan.patterns.push_back(std::move(p));
+  return static_cast<int>(plan.patterns.size()) - 1;
+}
+
+std::vector<int> identity(int n) {
+  std::vector<int> r(n);
+  for (int i = 0; i < n; ++i) r[i] = i;
+  return r;
+}
+
+CollectivePlan ring_plan(const Cluster& c, CollectiveOp op) {
+  CollectivePlan plan;
+  const int n = c.spec.workers;
+  if (n < 2) return plan;
+  const int shift = add_pattern(plan, make_pattern(c, ring_shift(identity(n))));
+  switch (op) {
+    case CollectiveOp::AllReduce: add_stages(plan, shift, 2 * (n - 1), 1.0 / n); break;
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter: add_stages(plan, shift, n - 1, 1.0 / n); break;
+    case CollectiveOp::Broadcast: {
+      // Pipelined along the ring from rank 0: C chunks take N - 2 + C steps; every hop of the
+      // chain is counted busy in each step (an upper bound during fill and drain).
+      constexpr int kChunks = 64;
+      std::vector<Transfer> chain;
+      for (int i = 0; i + 1 < n; ++i) chain.push_back({i, i + 1, 1});
+      plan.patterns[shift] = make_pattern(c, chain);
+      add_stages(plan, shift, n - 2 + kChunks, 1.0 / kChunks);
+      break;
+    }
+  }
+  return plan;
+}
+
+/// Recursive halving (reduce-scatter) then recursive doubling (all-gather) over ranks mapped to
+/// workers by `worker_of_rank`; `route` routes one transfer.
+template <class Route>
+CollectivePlan halving_doubling_plan(const Cluster& c, const std::vector<int>& worker_of_rank, Route route) {
+  CollectivePlan plan;
+  const int n = static_cast<int>(worker_of_rank.size());
+  if (n < 2) return plan;
+  STEPCAST_ASSERT(std::has_single_bit(static_cast<unsigned>(n)));
+  std::vector<int> pattern_of_distance;
+  for (int d = n / 2; d >= 1; d /= 2) {
+    std::vector<Transfer> t;
+    for (int r = 0; r < n; ++r) t.push_back({worker_of_rank[r], worker_of_rank[r ^ d], 1});
+    pattern_of_distance.push_back(add_pattern(plan, make_pattern(c, t, route)));
+  }
+  // Reduce-scatter: step k exchanges half of what is left: S/2, S/4, ..., S/N.
+  double fraction = 0.5;
+  for (int p : pattern_of_distance) {
+    plan.stages.push_back({p, fraction});
+    fraction /= 2;
+  }
+  // All-gather mirrors it: S/N, ..., S/2.
+  for (size_t i = pattern_of_distance.size(); i-- > 0;) {
+    const Stage stage = plan.stages[i];
+    plan.stages.push_back(stage);
+  }
+  return plan;
+}
+
+CollectivePlan hierarchical_plan(const Cluster& c) {
+  CollectivePlan plan;
+  const int n = c.spec.workers, g = std::min(c.spec.workers_per_node, n);
+  const int nodes = (n + g - 1) / g;
+  // Inside each node: a ring over its GPUs (all nodes at once). Across nodes: G rings, ring j
+  // over GPU j of every node, each reducing 1/G of the data (they share the NICs).
+  std::vector<Transfer> intra, inter;
+  for (int node = 0; node < nodes; ++node) {
+    std::vector<int> local;
+    for (int j = 0; j < g && node * g + j < n; ++j) local.push_back(node * g + j);
+    for (const Transfer& t : ring_shift(local)) intra.push_back(t);
+  }
+  for (int j = 0; j < g; ++j) {
+    std::vector<int> across;
+    for (int node = 0; node < nodes; ++node) {
+      if (node * g + j < n) across.push_back(node * g + j);
+    }
+    for (const Transfer& t : ring_shift(across)) inter.push_back(t);
+  }
+  const int local_steps = g - 1, remote_steps = nodes - 1;
+  if (local_steps > 0) {
+    const int p = add_pattern(plan, make_pattern(c, intra));
+    add_stages(plan, p, local_steps, 1.0 / g);  // reduce-scatter inside the node
+  }
+  if (remote_steps > 0) {
+    const int p = add_pattern(plan, make_pattern(c, inter));
+    add_stages(plan, p, 2 * remote_steps, 1.0 / (g * nodes));  // ring all-reduce of S/G
+  }
+  if (local_steps > 0) add_stages(plan, plan.stages.front().pattern, local_steps, 1.0 / g);  // all-gather
+  return plan;
+}
+
+/// EFLOPS-style rank mapping for BiGraph: the low rank bits pick the host under a switch, the
+/// next bits the switch index, the top bit a half, and a switch's half is the parity of its
+/// rank bits above the host bits. Flipping any non-host bit then flips the half, so every
+/// halving-doubling step is either inside one switch or between the halves, and two switches
+/// of one half never talk (which would need two hops through the other half). With one host per
+/// switch every link carries at most one flow per direction per step.
+std::vector<int> hdrm_mapping(const Cluster& c) {
+  const int n = c.spec.workers;
+  const int h = c.spec.bigraph.hosts_per_switch, s = c.spec.bigraph.switches_per_half;
+  std::vector<int> worker_of_rank(n);
+  const int host_bits = std::countr_zero(static_cast<unsigned>(std::max(1, h)));
+  for (int r = 0; r < n; ++r) {
+    const int host = r & ((1 << host_bits) - 1);
+    const int above = r >> host_bits;  // switch bits and the half bit
+    const int switch_index = above % s;
+    const int half = std::popcount(static_cast<unsigned>(above)) & 1;
+    const int node = (half * s + switch_index) * h + host;
+    worker_of_rank[r] = node * c.spec.workers_per_node;  // first GPU of the node
+  }
+  return worker_of_rank;
+}
+
+}  // namespace
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "allreduce";
+    case CollectiveOp::AllGather: return "allgather";
+    case CollectiveOp::ReduceScatter: return "reducescatter";
+    case CollectiveOp::Broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+const char* to_string(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::Ring: return "ring";
+    case AllReduceAlgorithm::HalvingDoubling: return "halving_doubling";
+    case AllReduceAlgorithm::Hierarchical: return "hierarchical";
+    case AllReduceAlgorithm::Hdrm: return "hdrm";
+  }
+  return "?";
+}
+
+bool needs_power_of_two(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::HalvingDoubling || algorithm == AllReduceAlgorithm::Hdrm;
+}
+
+CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgorithm algorithm) {
+  if (op != CollectiveOp::AllReduce || algorithm == AllReduceAlgorithm::Ring) return ring_plan(c, op);
+  const int n = c.spec.workers;
+  switch (algorithm) {
+    case AllReduceAlgorithm::HalvingDoubling:
+      return halving_doubling_plan(c, identity(n), [&c](const Transfer& t) {
+        return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
+      });
+    case AllReduceAlgorithm::Hierarchical: return hierarchical_plan(c);
+    case AllReduceAlgorithm::Hdrm: {
+      STEPCAST_ASSERT(c.spec.topology == cluster::Topology::BiGraph && c.spec.workers_per_node == 1);
+      return halving_doubling_plan(c, hdrm_mapping(c), [&c](const Transfer& t) {
+        return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
+      });
+    }
+    case AllReduceAlgorithm::Ring: break;
+  }
+  return ring_plan(c, op);
+}
+
+}  // namespace stepcast::scheme

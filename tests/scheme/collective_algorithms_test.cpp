@@ -1,0 +1,185 @@
+// Collective algorithms and topologies (issue 4): closed forms on a non-blocking switch, the cost
+// of oversubscription, and link conflicts on BiGraph. Expected values derived in comments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using cluster::ClusterSpec;
+using cluster::Topology;
+
+constexpr double kBw = 12.5e9;     // 100 Gbps
+constexpr double kLatency = 2e-6;  // s between nodes
+constexpr double kBytes = 100e6;
+
+ClusterSpec switch_of(int n) {
+  ClusterSpec spec;
+  spec.workers = n;
+  spec.nic_bw = kBw;
+  spec.latency = kLatency;
+  return spec;
+}
+
+double time_of(const ClusterSpec& spec, CollectiveOp op, AllReduceAlgorithm algorithm) {
+  return simulate_collective(spec, kBytes, op, algorithm).time;
+}
+
+TEST(HalvingDoubling, MatchesClosedFormOnASwitch) {
+  // Recursive halving then doubling: log2 N steps each way; step k moves S/2^(k+1) per worker,
+  // each NIC direction used by one transfer: 2 log2(N) a + 2 (N-1)/N S/B.
+  for (int n = 2; n <= 1024; n *= 2) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const double expected = 2 * std::log2(n) * kLatency + 2.0 * (n - 1) / n * kBytes / kBw;
+    EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling), expected,
+                0.01 * expected);
+  }
+}
+
+TEST(RingCollectives, AllGatherAndReduceScatterMatchClosedForm) {
+  // Half a ring all-reduce: (N-1)(a + S/(N B)) each.
+  for (int n : {2, 3, 8, 64}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const double expected = (n - 1) * (kLatency + kBytes / (n * kBw));
+    EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::AllGather, AllReduceAlgorithm::Ring), expected, 0.01 * expected);
+    EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::ReduceScatter, AllReduceAlgorithm::Ring), expected,
+                0.01 * expected);
+  }
+}
+
+TEST(RingCollectives, PipelinedBroadcastApproachesOneTransfer) {
+  // 64 chunks pipelined along N-1 hops: (N - 2 + 64)(a + S/(64 B)); for large S about S/B.
+  const int n = 8;
+  const double expected = (n - 2 + 64) * (kLatency + kBytes / (64 * kBw));
+  EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::Broadcast, AllReduceAlgorithm::Ring), expected, 0.01 * expected);
+}
+
+TEST(Hierarchical, MatchesClosedFormWithSharedNic) {
+  // G GPUs per node, M nodes. Inside: ring reduce-scatter and all-gather over G GPUs, S/G per
+  // step on the GPU links: 2 (G-1)(a_i + S/(G B_i)). Across: G rings of 1/G of the data share
+  // the node NIC (B/G each): 2 (M-1)(a + (S/(G M)) / (B/G)) = 2 (M-1)(a + S/(M B)).
+  for (auto [g, m] : {std::pair{8, 4}, std::pair{4, 2}, std::pair{2, 8}}) {
+    SCOPED_TRACE("G = " + std::to_string(g) + ", M = " + std::to_string(m));
+    ClusterSpec spec = switch_of(g * m);
+    spec.workers_per_node = g;
+    spec.intra_node_bw = 150e9;
+    spec.intra_node_latency = 1e-6;
+    const double expected = 2 * (g - 1) * (spec.intra_node_latency + kBytes / (g * spec.intra_node_bw)) +
+                            2 * (m - 1) * (kLatency + kBytes / (m * kBw));
+    EXPECT_NEAR(time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Hierarchical), expected,
+                0.01 * expected);
+  }
+}
+
+TEST(Hierarchical, BeatsTheFlatRingWhenGpusShareANic) {
+  ClusterSpec spec = switch_of(32);
+  spec.workers_per_node = 8;
+  spec.intra_node_bw = 150e9;
+  EXPECT_LT(time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Hierarchical),
+            time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring));
+}
+
+TEST(FatTree, OversubscriptionSlowsACoreCrossingRingByItsRatio) {
+  // Leaf-spine with radix 16: 8 hosts per leaf. A ring over 64 hosts crosses each leaf's uplinks
+  // once per step, at B/r; every other hop is host-leaf-host at B. The step runs at B/r.
+  ClusterSpec spec = switch_of(64);
+  spec.topology = Topology::FatTree;
+  spec.fat_tree.radix = 16;
+  spec.fat_tree.oversubscription = 1;
+  const double full = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  EXPECT_NEAR(full, time_of(switch_of(64), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), 0.01 * full);
+  for (double r : {2.0, 4.0}) {
+    spec.fat_tree.oversubscription = r;
+    const double slow = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+    EXPECT_NEAR(slow / full, r, 0.05 * r) << "oversubscription " << r;
+  }
+  // A ring inside one leaf never touches the uplinks.
+  ClusterSpec one_leaf = spec;
+  one_leaf.workers = 8;
+  EXPECT_NEAR(time_of(one_leaf, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring),
+              time_of(switch_of(8), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), 1e-9);
+}
+
+TEST(FatTree, ThreeLevelsRouteEveryPair) {
+  ClusterSpec spec = switch_of(16);
+  spec.topology = Topology::FatTree;
+  spec.fat_tree.levels = 3;
+  spec.fat_tree.radix = 4;  // k = 4: 16 hosts, 20 switches
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  for (int a = 0; a < 16; ++a) {
+    for (int b = 0; b < 16; ++b) {
+      if (a == b) continue;
+      const cluster::Path p = c.path({a, 0}, {b, 0});
+      // host-edge (+ edge-agg + agg-core + core-agg + agg-edge) + edge-host: 2, 4 or 6 links.
+      const size_t expected = a / 2 == b / 2 ? 2 : (a / 4 == b / 4 ? 4 : 6);
+      EXPECT_EQ(p.links.size(), expected) << a << " -> " << b;
+      EXPECT_NEAR(p.latency, kLatency, 1e-15);
+    }
+  }
+}
+
+TEST(BiGraph, HdrmNeverSharesALinkWhileNaiveHalvingDoublingDoes) {
+  // 4 switches per half, one host each: 8 workers. Naive halving-doubling pairs hosts of one half
+  // at some step, routed through the other half over ECMP-hashed switches, so two transfers meet
+  // on a link; hdrm makes every step cross between the halves on distinct links.
+  for (uint64_t seed : {1, 2, 3, 7, 42}) {
+    SCOPED_TRACE("routing seed " + std::to_string(seed));
+    ClusterSpec spec = switch_of(8);
+    spec.topology = Topology::BiGraph;
+    spec.bigraph.switches_per_half = 4;
+    spec.bigraph.hosts_per_switch = 1;
+    spec.routing_seed = seed;
+    const CollectiveResult hdrm = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm);
+    const CollectiveResult naive =
+        simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+    EXPECT_EQ(hdrm.max_link_flows, 1u);
+    EXPECT_GE(naive.max_link_flows, 2u);
+    EXPECT_LT(hdrm.time, naive.time);
+    // Without conflicts hdrm runs at the halving-doubling closed form.
+    const double closed = 2 * 3 * kLatency + 2.0 * 7 / 8 * kBytes / kBw;
+    EXPECT_NEAR(hdrm.time, closed, 0.01 * closed);
+  }
+}
+
+TEST(Torus, RingOnAOneDimensionalTorusUsesNeighbourLinksOnly) {
+  // Ranks in order on a ring-shaped torus: every transfer is one hop on its own link.
+  ClusterSpec spec = switch_of(16);
+  spec.topology = Topology::Torus;
+  spec.torus.dims = {16};
+  const CollectiveResult r = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  EXPECT_EQ(r.max_link_flows, 1u);
+  EXPECT_NEAR(r.time, time_of(switch_of(16), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), 0.01 * r.time);
+}
+
+TEST(Torus, TwoDimensionalRingSharesWrapLinks) {
+  // Rank order on a 4x4 torus: row ends jump to the next row (two hops), so some link carries two
+  // transfers and the ring runs at B/2.
+  ClusterSpec spec = switch_of(16);
+  spec.topology = Topology::Torus;
+  spec.torus.dims = {4, 4};
+  const CollectiveResult r = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  EXPECT_EQ(r.max_link_flows, 2u);
+  EXPECT_GT(r.time, 1.9 * time_of(switch_of(16), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring));
+}
+
+TEST(Routing, SameSeedSamePathsAndEveryLinkBelowCapacity) {
+  ClusterSpec spec = switch_of(64);
+  spec.topology = Topology::FatTree;
+  spec.fat_tree.radix = 8;
+  const auto a = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+  const auto b = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+  EXPECT_EQ(a.time, b.time);
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t i = 0; i < a.links.size(); ++i) {
+    EXPECT_EQ(a.links[i].name, b.links[i].name);
+    EXPECT_LE(a.links[i].busy, 1.0 + 1e-9) << a.links[i].name;
+  }
+}
+
+}  // namespace
+}  // namespace stepcast::scheme
