@@ -7,6 +7,7 @@
 
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/placement.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
@@ -22,11 +23,14 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   const double compute = w.compute_time();
   const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
   const cluster::Cluster c = cluster::build_cluster(spec);
-  const scheme::RingBottleneck ring = scheme::ring_bottleneck(c);
+  // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
+  // (for the ring on a switch, exactly 2(N-1)(a + S/(N B))).
+  const scheme::CollectiveCost cost = scheme::collective_cost(
+      c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm));
   double comm = 0;
   double last = 0;
   for (const workload::Bucket& b : buckets) {
-    last = ring_allreduce_time(b.bytes, spec.workers, ring.bw, ring.latency);
+    last = cost.time(b.bytes);
     comm += last;
   }
   // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
@@ -39,7 +43,7 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   r.step_time = compute + comm - hidden;
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = comm - hidden;
-  const double link_busy = spec.workers > 1 ? (comm - 2.0 * (spec.workers - 1) * ring.latency * buckets.size()) / r.step_time : 0;
+  const double link_busy = spec.workers > 1 ? (comm - cost.latency * buckets.size()) / r.step_time : 0;
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
   r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});

@@ -211,6 +211,23 @@ const char* to_string(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
+CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan) {
+  std::vector<double> per_byte(plan.patterns.size(), 0.0);  // of a stage with fraction 1
+  for (size_t p = 0; p < plan.patterns.size(); ++p) {
+    for (const FlowGroup& g : plan.patterns[p].groups) {
+      double rate = net::kInfinity;
+      for (const net::LinkUse& u : g.path) rate = std::min(rate, c.links[u.link].bw / u.count);
+      if (!g.path.empty()) per_byte[p] = std::max(per_byte[p], g.size_factor / rate);
+    }
+  }
+  CollectiveCost cost;
+  for (const Stage& stage : plan.stages) {
+    cost.latency += plan.patterns[stage.pattern].latency;
+    cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern];
+  }
+  return cost;
+}
+
 bool needs_power_of_two(AllReduceAlgorithm algorithm) {
   return algorithm == AllReduceAlgorithm::HalvingDoubling || algorithm == AllReduceAlgorithm::Hdrm;
 }

@@ -181,5 +181,32 @@ TEST(Routing, SameSeedSamePathsAndEveryLinkBelowCapacity) {
   }
 }
 
+TEST(CollectiveCost, ClosedFormEqualsTheSimulationWhenStepsDoNotInteract) {
+  // On a switch no two groups of a step meet, so the per-group narrowest-link cost is exact.
+  for (auto algorithm : {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling, AllReduceAlgorithm::Hierarchical}) {
+    SCOPED_TRACE(to_string(algorithm));
+    ClusterSpec spec = switch_of(32);
+    spec.workers_per_node = 4;
+    const cluster::Cluster c = cluster::build_cluster(spec);
+    const CollectiveCost cost = collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, algorithm));
+    const double simulated = time_of(spec, CollectiveOp::AllReduce, algorithm);
+    EXPECT_NEAR(cost.time(kBytes), simulated, 1e-6 * simulated);
+  }
+}
+
+TEST(CollectiveCost, SeesLinksSharedWithinAStep) {
+  // Naive halving-doubling on BiGraph: equal-size transfers of one step form one group, so two of
+  // them on one link halve the group's rate in the cost as in the simulation.
+  ClusterSpec spec = switch_of(8);
+  spec.topology = Topology::BiGraph;
+  spec.bigraph.switches_per_half = 4;
+  spec.bigraph.hosts_per_switch = 1;
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const CollectiveCost cost =
+      collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling));
+  const double simulated = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+  EXPECT_NEAR(cost.time(kBytes), simulated, 1e-6 * simulated);
+}
+
 }  // namespace
 }  // namespace stepcast::scheme

@@ -54,6 +54,17 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
                                              AllReduceAlgorithm algorithm);
 
+/// The plan's time as a closed form t(S) = latency + S x seconds_per_byte, taking each flow
+/// group alone at its narrowest link (shared only among its own members): exact on a network
+/// where the groups of a step do not meet, a lower bound otherwise. The coarse predictor's
+/// collective model.
+struct CollectiveCost {
+  double latency = 0;           ///< s
+  double seconds_per_byte = 0;  ///< s per byte of the collective's buffer
+  [[nodiscard]] double time(double bytes) const { return latency + bytes * seconds_per_byte; }
+};
+[[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan);
+
 /// Which algorithms need a power-of-two number of workers.
 [[nodiscard]] bool needs_power_of_two(AllReduceAlgorithm algorithm);
 
