@@ -215,19 +215,45 @@ std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
   return route;
 }
 
+int Cluster::nic_of(Endpoint e) const {
+  const int nics = first_nic[e.node + 1] - first_nic[e.node];
+  const int device = e.device == kHostDevice ? 0 : e.device;
+  return first_nic[e.node] + std::min(nics - 1, device * nics / std::max(1, spec.workers_per_node));
+}
+
+namespace {
+int pcie_switch_index(const ClusterSpec& spec, Endpoint e) {
+  const int per_node = (spec.workers_per_node + spec.gpus_per_pcie_switch - 1) / spec.gpus_per_pcie_switch;
+  return e.node * per_node + e.device / spec.gpus_per_pcie_switch;
+}
+}  // namespace
+
 Path Cluster::path(Endpoint from, Endpoint to) const {
   Path p;
   if (from == to) return p;
+  const bool pcie = spec.intra_node_link == IntraNodeLink::Pcie;
+  // On PCIe a GPU leaves its PCIe switch through the shared uplink unless the other end sits
+  // under the same switch.
+  auto leaves_switch = [&](Endpoint gpu, Endpoint other) {
+    return pcie && gpu.device != kHostDevice && !is_server_node(gpu.node) &&
+           !(other.node == gpu.node && other.device != kHostDevice &&
+             pcie_switch_index(spec, other) == pcie_switch_index(spec, gpu));
+  };
   if (from.node == to.node) {
-    // Device to device inside a node: up the sender's bus link, down the receiver's.
-    p.links = {bus_up[bus_index(spec, from)], bus_down[bus_index(spec, to)]};
+    // Device to device inside a node: up the sender's link, down the receiver's.
+    p.links.push_back(bus_up[bus_index(spec, from)]);
+    if (leaves_switch(from, to)) p.links.push_back(pcie_up[pcie_switch_index(spec, from)]);
+    if (leaves_switch(to, from)) p.links.push_back(pcie_down[pcie_switch_index(spec, to)]);
+    p.links.push_back(bus_down[bus_index(spec, to)]);
   } else {
-    // Between nodes a GPU reaches the NIC directly (GPUDirect-style); the devices of a node share
-    // its NIC. PCIe switches shared by GPU pairs are a refinement for later.
-    p.links.push_back(nic_up[from.node]);
+    // Between nodes a GPU reaches its NIC directly (GPUDirect) on NVLink machines, through its
+    // PCIe switch uplink on PCIe machines.
+    if (leaves_switch(from, to)) p.links.push_back(pcie_up[pcie_switch_index(spec, from)]);
+    p.links.push_back(nic_up[nic_of(from)]);
     const uint64_t hash = mix(spec.routing_seed ^ mix((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
     for (uint32_t l : switch_route(node_switch[from.node], node_switch[to.node], hash)) p.links.push_back(l);
-    p.links.push_back(nic_down[to.node]);
+    p.links.push_back(nic_down[nic_of(to)]);
+    if (leaves_switch(to, from)) p.links.push_back(pcie_down[pcie_switch_index(spec, to)]);
   }
   for (uint32_t l : p.links) p.latency += links[l].latency;
   return p;
@@ -251,8 +277,23 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
     const double bw = server && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
     const std::string node = server ? fmt::format("server{}", n - worker_nodes) : fmt::format("node{}", n);
     const int sw = c.num_nodes + c.node_switch[n];
-    c.nic_up.push_back(builder.add_link(node + ".nic.up", bw, hop, n, sw));
-    c.nic_down.push_back(builder.add_link(node + ".nic.down", bw, hop, sw, n));
+    const int nics = server ? 1 : spec.nics_per_node;
+    c.first_nic.push_back(static_cast<int>(c.nic_up.size()));
+    for (int k = 0; k < nics; ++k) {
+      const std::string nic = nics == 1 ? node + ".nic" : fmt::format("{}.nic{}", node, k);
+      c.nic_up.push_back(builder.add_link(nic + ".up", bw, hop, n, sw));
+      c.nic_down.push_back(builder.add_link(nic + ".down", bw, hop, sw, n));
+    }
+  }
+  c.first_nic.push_back(static_cast<int>(c.nic_up.size()));
+  if (spec.intra_node_link == IntraNodeLink::Pcie) {
+    const int per_node = (spec.workers_per_node + spec.gpus_per_pcie_switch - 1) / spec.gpus_per_pcie_switch;
+    for (int n = 0; n < worker_nodes; ++n) {
+      for (int k = 0; k < per_node; ++k) {
+        c.pcie_up.push_back(builder.add_link(fmt::format("node{}.pcie{}.up", n, k), spec.intra_node_bw, 0, -1, -1));
+        c.pcie_down.push_back(builder.add_link(fmt::format("node{}.pcie{}.down", n, k), spec.intra_node_bw, 0, -1, -1));
+      }
+    }
   }
   // The bus hop inside a node: half the intra-node latency each way, so GPU-to-GPU pays it once.
   const double bus_hop = spec.intra_node_latency / 2;

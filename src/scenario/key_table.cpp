@@ -115,6 +115,11 @@ const Choices<cluster::Topology>& topologies() {
                                             {"torus", cluster::Topology::Torus}};
   return c;
 }
+const Choices<cluster::IntraNodeLink>& intra_links() {
+  static const Choices<cluster::IntraNodeLink> c{{"nvlink", cluster::IntraNodeLink::NvLink},
+                                                 {"pcie", cluster::IntraNodeLink::Pcie}};
+  return c;
+}
 const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{{"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}};
   return c;
@@ -273,7 +278,7 @@ std::vector<KeyDef> make_table() {
   t.push_back(integer_key("cluster.bigraph.hosts_per_switch", "4", 1, 1024,
                           "nodes attached to each BiGraph switch",
                           [](auto& s) -> auto& { return s.cluster.bigraph.hosts_per_switch; }));
-  t.push_back({{"cluster.torus.dims", "sizes like 8x8 or [8, 8]", "4",
+  t.push_back({{"cluster.torus.dims", "dimensions like 8x8 or [8, 8]", "4",
                 "torus dimensions (1D ring or 2D), a router per node"},
                true,
                [](const RawValue& v, Draft& d) {
@@ -306,7 +311,8 @@ std::vector<KeyDef> make_table() {
                  std::string out;
                  for (int d : s.cluster.torus.dims) out += (out.empty() ? "" : "x") + std::to_string(d);
                  return Rendered{out, false};
-               }});
+               },
+               true});
   t.push_back(bandwidth_key("cluster.nic_bandwidth", "10Gbps", "NIC bandwidth of a node, each way",
                             [](auto& s) -> auto& { return s.cluster.nic_bw; }));
   t.push_back(duration_key("cluster.link_latency", "5us", "end-to-end latency between two nodes",
@@ -326,6 +332,15 @@ std::vector<KeyDef> make_table() {
                             [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
   t.push_back(duration_key("cluster.intra_node.latency", "1us", "latency inside a node",
                            [](auto& s) -> auto& { return s.cluster.intra_node_latency; }));
+  t.push_back(choice_key("cluster.intra_node.link", "nvlink", intra_links(),
+                         "nvlink: a link per GPU; pcie: GPUs share PCIe switch uplinks",
+                         [](auto& s) -> auto& { return s.cluster.intra_node_link; }));
+  t.push_back(integer_key("cluster.intra_node.gpus_per_pcie_switch", "2", 1, kMaxWorkers,
+                          "pcie: GPUs under one PCIe switch, sharing its uplink",
+                          [](auto& s) -> auto& { return s.cluster.gpus_per_pcie_switch; }));
+  t.push_back(integer_key("cluster.nics_per_node", "1", 1, kMaxWorkers,
+                          "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
+                          [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
 
   // --- training
   t.push_back(choice_key("training.scheme", "allreduce", schemes(),

@@ -45,6 +45,8 @@ struct KeyDef {
   bool apply_default = true;
   std::function<void(const RawValue&, Draft&)> apply;
   std::function<Rendered(const Scenario&)> render;
+  /// true: a YAML list of scalars is accepted too, passed to `apply` joined by commas.
+  bool accepts_list = false;
 };
 
 inline constexpr std::string_view kThroughputKey = "workload.single_worker_throughput";

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "key_table.hpp"
@@ -34,6 +35,19 @@ const char* describe(const YAML::Node& node) {
   if (node.IsSequence()) return "a list";
   if (node.IsNull()) return "nothing";
   return "a value";
+}
+
+// The text of a value: a scalar as written; a list of scalars, for the keys whose type says they
+// take one ("[8, 8]"), joined by commas. Anything else has no text.
+std::optional<std::string> text_of(const YAML::Node& node, const KeyDef& def) {
+  if (node.IsScalar()) return node.Scalar();
+  if (!node.IsSequence() || !def.accepts_list) return std::nullopt;
+  std::string text;
+  for (const YAML::Node& item : node) {
+    if (!item.IsScalar()) return std::nullopt;
+    text += (text.empty() ? "" : ",") + item.Scalar();
+  }
+  return text;
 }
 
 // "an integer >= 1", "a bandwidth", "one of ps|allreduce": a key's type after "expected".
@@ -76,7 +90,8 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
       }
       flatten(value, key, file, out);
     } else if (const KeyDef* def = detail::find_key(key)) {
-      if (!value.IsScalar()) {
+      const std::optional<std::string> text = text_of(value, *def);
+      if (!text) {
         throw Error(where, fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(value)));
       }
       // yaml-cpp keeps duplicate keys; silently taking one would hide a mistake.
@@ -84,7 +99,7 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
         throw Error(where, fmt::format("duplicate key (first given on line {})",
                                        previous->second.where.line));
       }
-      out.emplace(key, RawValue{value.Scalar(), where});
+      out.emplace(key, RawValue{*text, where});
     } else {
       throw Error(where, detail::unknown_key_message(key));
     }
@@ -134,10 +149,11 @@ void apply_override(const std::string& text, Entries& entries) {
   } catch (const YAML::Exception& e) {
     throw Error(where, fmt::format("invalid value '{}': {}", value_text, e.msg));
   }
-  if (!node.IsScalar()) {
+  const std::optional<std::string> parsed = text_of(node, *def);
+  if (!parsed) {
     throw Error(where, fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(node)));
   }
-  entries.insert_or_assign(key, RawValue{node.Scalar(), where});
+  entries.insert_or_assign(key, RawValue{*parsed, where});
   // The step time can be given either way; the override replaces whichever the file used.
   if (std::string_view partner = partner_of(key); !partner.empty()) {
     if (auto it = entries.find(partner); it != entries.end()) entries.erase(it);
@@ -191,6 +207,11 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
                 fmt::format("the {} topology holds {} nodes, but the job needs {} ({} worker nodes{})",
                             cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
                             dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
+  }
+  if (c.nics_per_node > c.workers_per_node) {
+    throw Error({s.file, 0, "cluster.nics_per_node"},
+                fmt::format("a node has {} NICs but only {} workers (cluster.workers_per_node)",
+                            c.nics_per_node, c.workers_per_node));
   }
   if (c.topology == cluster::Topology::FatTree && c.fat_tree.radix % 2 != 0) {
     throw Error({s.file, 0, "cluster.fat_tree.radix"}, fmt::format("expected an even radix, got {}", c.fat_tree.radix));

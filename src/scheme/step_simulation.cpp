@@ -703,9 +703,10 @@ SimulationResult StepSimulation::collect() {
   auto busy = [&](uint32_t l) { return r.window > 0 ? bytes[l] / (cluster_.links[l].bw * r.window) : 0.0; };
   const int worker_nodes = cluster_.spec.num_worker_nodes();
   double worker_out = 0, worker_in = 0, server_out = 0, server_in = 0, bus = 0;
-  for (int node = 0; node < cluster_.num_nodes; ++node) {
-    const double out = busy(cluster_.nic_up[node]);
-    const double in = busy(cluster_.nic_down[node]);
+  for (size_t nic = 0; nic < cluster_.nic_up.size(); ++nic) {
+    const int node = cluster_.links[cluster_.nic_up[nic]].from;
+    const double out = busy(cluster_.nic_up[nic]);
+    const double in = busy(cluster_.nic_down[nic]);
     if (node < worker_nodes) {
       worker_out = std::max(worker_out, out);
       worker_in = std::max(worker_in, in);
@@ -713,13 +714,16 @@ SimulationResult StepSimulation::collect() {
       server_out = std::max(server_out, out);
       server_in = std::max(server_in, in);
     }
-    r.bytes_sent += bytes[cluster_.nic_up[node]];
-    r.bytes_received += bytes[cluster_.nic_down[node]];
+    r.bytes_sent += bytes[cluster_.nic_up[nic]];
+    r.bytes_received += bytes[cluster_.nic_down[nic]];
   }
   for (size_t i = 0; i < cluster_.bus_up.size(); ++i) {
     bus = std::max({bus, busy(cluster_.bus_up[i]), busy(cluster_.bus_down[i])});
     r.bytes_sent += bytes[cluster_.bus_up[i]];
     r.bytes_received += bytes[cluster_.bus_down[i]];
+  }
+  for (size_t i = 0; i < cluster_.pcie_up.size(); ++i) {
+    bus = std::max({bus, busy(cluster_.pcie_up[i]), busy(cluster_.pcie_down[i])});
   }
   const bool colocated = is_ps_ && scheme_.ps.placement == PsPlacement::Colocated;
   const char* node_nic = colocated ? "node NIC" : "worker NIC";

@@ -400,10 +400,46 @@ TEST(Scenario, AsyncAllReduceIsAnError) {
       (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n  scheme: ps\n", "t.yaml"));
 }
 
-TEST(Scenario, UnsupportedTopology) {
+TEST(Scenario, UnknownTopologyListsTheKnownOnes) {
   Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.topology=fat-tree"}); });
   EXPECT_EQ(e.where().key, "cluster.topology");
-  EXPECT_TRUE(contains(e.message(), "not supported yet")) << e.what();
+  EXPECT_TRUE(contains(e.message(), "switch|fat_tree|bigraph|torus")) << e.what();
+}
+
+TEST(Scenario, TopologyKeysAndTheirChecks) {
+  Scenario s = parse_scenario(kMinimal, "t.yaml",
+                              {"cluster.topology=torus", "cluster.torus.dims=[4, 8]", "cluster.workers=32"});
+  EXPECT_EQ(s.cluster.topology, cluster::Topology::Torus);
+  EXPECT_EQ(s.cluster.torus.dims, (std::vector<int>{4, 8}));
+  s = parse_scenario(kMinimal, "t.yaml", {"cluster.torus.dims=2x3x4"});
+  EXPECT_EQ(s.cluster.torus.dims, (std::vector<int>{2, 3, 4}));
+  // More nodes than the torus holds.
+  Error e = expect_error([] {
+    (void)parse_scenario(kMinimal, "t.yaml", {"cluster.topology=torus", "cluster.torus.dims=4x4", "cluster.workers=17"});
+  });
+  EXPECT_EQ(e.where().key, "cluster.topology");
+  EXPECT_TRUE(contains(e.message(), "holds 16 nodes")) << e.what();
+  e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.torus.dims=4xx"}); });
+  EXPECT_EQ(e.where().key, "cluster.torus.dims");
+  // hdrm needs a full BiGraph with one worker per node and a power-of-two count.
+  e = expect_error([] {
+    (void)parse_scenario(kMinimal, "t.yaml", {"training.allreduce.algorithm=hdrm", "cluster.workers=8"});
+  });
+  EXPECT_EQ(e.where().key, "training.allreduce.algorithm");
+  EXPECT_NO_THROW((void)parse_scenario(kMinimal, "t.yaml",
+                                       {"training.allreduce.algorithm=hdrm", "cluster.workers=8",
+                                        "cluster.topology=bigraph", "cluster.bigraph.switches_per_half=4",
+                                        "cluster.bigraph.hosts_per_switch=1"}));
+  e = expect_error([] {
+    (void)parse_scenario(kMinimal, "t.yaml", {"training.allreduce.algorithm=halving_doubling", "cluster.workers=6"});
+  });
+  EXPECT_TRUE(contains(e.message(), "power-of-two")) << e.what();
+  e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.nics_per_node=2"}); });
+  EXPECT_EQ(e.where().key, "cluster.nics_per_node");
+  e = expect_error([] {
+    (void)parse_scenario(kMinimal, "t.yaml", {"cluster.topology=fat_tree", "cluster.fat_tree.radix=7"});
+  });
+  EXPECT_EQ(e.where().key, "cluster.fat_tree.radix");
 }
 
 TEST(Scenario, ResolvedKeysCoverEveryKnownKeySorted) {

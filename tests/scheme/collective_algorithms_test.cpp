@@ -6,6 +6,7 @@
 #include <string>
 
 #include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/net/network_model.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
@@ -206,6 +207,61 @@ TEST(CollectiveCost, SeesLinksSharedWithinAStep) {
       collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling));
   const double simulated = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
   EXPECT_NEAR(cost.time(kBytes), simulated, 1e-6 * simulated);
+}
+
+}  // namespace
+}  // namespace stepcast::scheme
+
+namespace stepcast::scheme {
+namespace {
+
+// The EFLOPS motivation: every GPU of node 0 sends to its peer on node 1 at once.
+double per_gpu_rate(const cluster::ClusterSpec& spec) {
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  std::vector<double> capacities;
+  for (const auto& l : c.links) capacities.push_back(l.bw);
+  auto network = net::make_maxmin_network(capacities);
+  std::vector<net::FlowId> flows;
+  for (int d = 0; d < spec.workers_per_node; ++d) {
+    const cluster::Path p = c.path({0, d}, {1, d});
+    std::vector<net::LinkUse> uses;
+    for (uint32_t l : p.links) uses.push_back({l, 1});
+    flows.push_back(network->start_flow({uses, 1e9}, 0));
+  }
+  double slowest = net::kInfinity;
+  for (net::FlowId f : flows) slowest = std::min(slowest, network->rate(f));
+  return slowest;
+}
+
+TEST(IntraNode, GpusSharingOneNicGetItsBandwidthSplitAndANicEachGetsAll) {
+  // g GPUs behind one NIC of bandwidth B: B/g each; one NIC per GPU: B each.
+  for (int g : {2, 4, 8}) {
+    SCOPED_TRACE("g = " + std::to_string(g));
+    cluster::ClusterSpec spec;
+    spec.workers = 2 * g;
+    spec.workers_per_node = g;
+    spec.nic_bw = kBw;
+    spec.intra_node_bw = 150e9;
+    EXPECT_NEAR(per_gpu_rate(spec), kBw / g, 1e-6 * kBw);
+    spec.nics_per_node = g;
+    EXPECT_NEAR(per_gpu_rate(spec), kBw, 1e-6 * kBw);
+  }
+}
+
+TEST(IntraNode, PcieSwitchUplinkIsSharedByItsGpus) {
+  // Two GPUs per PCIe switch with an uplink of 16 GB/s and a NIC per GPU of 25 GB/s: the uplink
+  // limits each GPU to 8 GB/s.
+  cluster::ClusterSpec spec;
+  spec.workers = 8;
+  spec.workers_per_node = 4;
+  spec.nics_per_node = 4;
+  spec.nic_bw = 25e9;
+  spec.intra_node_link = cluster::IntraNodeLink::Pcie;
+  spec.intra_node_bw = 16e9;
+  spec.gpus_per_pcie_switch = 2;
+  EXPECT_NEAR(per_gpu_rate(spec), 8e9, 1e3);
+  spec.gpus_per_pcie_switch = 1;
+  EXPECT_NEAR(per_gpu_rate(spec), 16e9, 1e3);
 }
 
 }  // namespace

@@ -24,6 +24,10 @@
 namespace stepcast::cluster {
 
 enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus };
+/// nvlink: each GPU has its own link into the node fabric and reaches the NIC directly;
+/// pcie: GPUs sit in groups under PCIe switches whose uplink (intra_node_bw) they share for
+/// traffic to the NIC, the host, or GPUs under another switch.
+enum class IntraNodeLink : uint8_t { NvLink, Pcie };
 
 struct FatTreeSpec {
   int levels = 2;              ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
@@ -51,6 +55,9 @@ struct ClusterSpec {
   double latency = 5e-6;         ///< s, end to end between two nodes
   double intra_node_bw = 12e9;   ///< bytes/s each way per device link inside a node (PCIe 3 x16)
   double intra_node_latency = 1e-6;  ///< s
+  IntraNodeLink intra_node_link = IntraNodeLink::NvLink;
+  int gpus_per_pcie_switch = 2;  ///< pcie only: GPUs sharing one PCIe switch uplink
+  int nics_per_node = 1;         ///< 1 .. workers_per_node; GPU d uses NIC d * nics / workers_per_node
   double ps_nic_bw = 0;          ///< bytes/s of a dedicated server node's NIC; 0 = nic_bw
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
@@ -91,7 +98,9 @@ struct Cluster {
   ClusterSpec spec;
   int num_nodes = 0;              ///< worker nodes first, then extra (server) nodes
   std::vector<Link> links;
-  std::vector<uint32_t> nic_up, nic_down;  ///< per node
+  std::vector<uint32_t> nic_up, nic_down;  ///< all NICs, node by node (first_nic[node] + k)
+  std::vector<int> first_nic;               ///< per node, plus one past the last
+  std::vector<uint32_t> pcie_up, pcie_down;  ///< pcie: per node * switches_per_node
   std::vector<uint32_t> bus_up, bus_down;  ///< per node * (workers_per_node + 1), host last
   int num_switches = 0;                     ///< switches or torus routers
   std::vector<int> node_switch;             ///< per node: the switch its NIC attaches to
@@ -105,6 +114,8 @@ struct Cluster {
   /// Switch-level shortest path from switch a to switch b, picking equal-cost hops by `hash`.
   [[nodiscard]] std::vector<uint32_t> switch_route(int a, int b, uint64_t hash) const;
   [[nodiscard]] bool is_server_node(int node) const { return node >= spec.num_worker_nodes(); }
+  /// The NIC link index (into nic_up/nic_down) an endpoint's traffic uses.
+  [[nodiscard]] int nic_of(Endpoint e) const;
 
  private:
   // distance_to_[b][s] = hops from switch s to switch b; filled on first use of destination b.
