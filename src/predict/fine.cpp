@@ -39,6 +39,8 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
   r.bytes_sent = sim.bytes_sent;
   r.bytes_received = sim.bytes_received;
   r.events = sim.events;
+  r.max_link_flows = sim.max_link_flows;
+  for (const scheme::LinkLoad& link : sim.links) r.links.push_back({link.name, link.busy});
   r.trace = std::move(sim.trace);
   finish_result(r, workload);
   return r;

@@ -190,6 +190,15 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
   json.number(r.bytes_received);
   json.key("events");
   json.integer(r.events);
+  json.key("max_link_flows");
+  json.integer(r.max_link_flows);
+  json.key("links");
+  json.begin_object();
+  for (const auto& link : r.links) {
+    json.key(link.resource);
+    json.number(link.busy);
+  }
+  json.end_object();
   json.end_object();
 }
 

@@ -743,6 +743,13 @@ SimulationResult StepSimulation::collect() {
     }
     if (scheme_.ps.apply_time > 0 || scheme_.ps.apply_bw > 0) r.loads.push_back({"PS apply", apply});
   }
+  for (size_t l = 0; l < bytes.size(); ++l) {
+    if (bytes[l] > 0) r.links.push_back({cluster_.links[l].name, busy(static_cast<uint32_t>(l)), bytes[l]});
+  }
+  std::sort(r.links.begin(), r.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.busy != b.busy ? a.busy > b.busy : a.name < b.name;
+  });
+  if (r.links.size() > 10) r.links.resize(10);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
   r.trace = std::move(trace_);

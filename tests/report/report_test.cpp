@@ -253,7 +253,7 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
             std::string::npos)
       << compact;
   EXPECT_NE(compact.find("\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
-                         "\"events\":123456}"),
+                         "\"events\":123456,\"max_link_flows\":0,\"links\":{}}"),
             std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"
                          "\"ps NIC out (max over shards)\":0.97,"),

@@ -59,6 +59,8 @@ struct Result {
   double bytes_sent = 0;      ///< over the network during the measured steps
   double bytes_received = 0;
   uint64_t events = 0;        ///< discrete events processed (fine predictor)
+  uint32_t max_link_flows = 0;       ///< most flows sharing one link direction at once (fine)
+  std::vector<Utilization> links;    ///< busiest individual links (fine), busiest first
   Trace trace;
   bool operator==(const Result&) const = default;
 };

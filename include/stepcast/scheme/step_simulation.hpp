@@ -52,6 +52,13 @@ struct ResourceLoad {
   double busy = 0;       ///< 0..1; the max over the group's members unless the name says mean
 };
 
+/// Load of one link over a run.
+struct LinkLoad {
+  std::string name;
+  double busy = 0;   ///< bytes carried / (capacity x duration)
+  double bytes = 0;
+};
+
 struct SimulationResult {
   std::vector<WorkerTimes> workers;
   double window = 0;          ///< s, measured window (all workers past warm-up to the end)
@@ -60,6 +67,7 @@ struct SimulationResult {
   double bytes_received = 0;  ///< bytes arriving at devices (downlinks) during the window
   uint64_t events = 0;        ///< events dispatched plus flow completions
   uint32_t max_link_flows = 0;
+  std::vector<LinkLoad> links;  ///< the busiest links over the window, busiest first (at most 10)
   sim::Trace trace;
 };
 
@@ -68,13 +76,6 @@ struct SimulationResult {
                                               const cluster::ClusterSpec& cluster,
                                               const SchemeConfig& scheme,
                                               const SimulationOptions& options);
-
-/// Load of one link over a run.
-struct LinkLoad {
-  std::string name;
-  double busy = 0;   ///< bytes carried / (capacity x duration)
-  double bytes = 0;
-};
 
 struct CollectiveResult {
   double time = 0;             ///< s, from start to the last byte delivered
