@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cli/calibrate_command.hpp"
+#include "cli/export_command.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/report.hpp"
@@ -124,49 +129,95 @@ struct CollectiveArgs {
   std::string op = "allreduce";
   std::string algorithm = "ring";
   std::string size = "100MB";
-  int workers = 8;
-  int workers_per_node = 1;
-  std::string nic_bandwidth = "100Gbps";
-  std::string latency = "2us";
+  std::string scenario;
+  std::vector<std::string> sets;
+  // Flags given on the command line, as scenario overrides (they win over --scenario and --set),
+  // with the option each came from so that errors name it.
+  std::vector<std::string> flags;
+  std::vector<std::pair<std::string, std::string>> flag_of_key;
   bool json = false;
 };
 
+struct OpInfo {
+  const char* name;
+  stepcast::scheme::CollectiveOp op;
+  double busbw_factor_numerator_offset;  // busbw = algbw * (n - offset) / n, or 1 for broadcast
+};
+
 int run_collective(const CollectiveArgs& args) {
-  if (args.op != "allreduce") {
-    throw Error({"", 0, "--op"}, fmt::format("unsupported collective '{}' (supported: allreduce)", args.op));
+  using stepcast::scheme::CollectiveOp;
+  static const std::vector<std::pair<std::string, CollectiveOp>> ops{
+      {"allreduce", CollectiveOp::AllReduce}, {"allgather", CollectiveOp::AllGather},
+      {"reducescatter", CollectiveOp::ReduceScatter}, {"broadcast", CollectiveOp::Broadcast}};
+  auto op_it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == args.op; });
+  if (op_it == ops.end()) {
+    throw Error({"", 0, "--op"}, fmt::format("unsupported collective '{}' (supported: allreduce, allgather, "
+                                             "reducescatter, broadcast)", args.op));
   }
-  if (args.algorithm != "ring") {
-    throw Error({"", 0, "--algorithm"},
-                fmt::format("unsupported algorithm '{}' (supported: ring)", args.algorithm));
-  }
-  if (args.workers < 1 || args.workers > kMaxWorkers) {
-    throw Error({"", 0, "--workers"}, fmt::format("expected an integer in [1, {}]", kMaxWorkers));
-  }
-  if (args.workers_per_node < 1 || args.workers_per_node > kMaxWorkers) {
-    throw Error({"", 0, "--workers-per-node"}, fmt::format("expected an integer in [1, {}]", kMaxWorkers));
-  }
+  const CollectiveOp op = op_it->second;
   const double bytes = stepcast::parse_bytes(args.size, {"", 0, "--size"});
   if (bytes <= 0) throw Error({"", 0, "--size"}, "expected a size > 0");
-  stepcast::cluster::ClusterSpec spec;
-  spec.workers = args.workers;
-  spec.workers_per_node = args.workers_per_node;
-  spec.nic_bw = stepcast::parse_bandwidth(args.nic_bandwidth, {"", 0, "--nic-bandwidth"});
-  spec.latency = stepcast::parse_duration(args.latency, {"", 0, "--latency"});
-  const auto r = stepcast::scheme::simulate_allreduce(spec, bytes, stepcast::scheme::AllReduceAlgorithm::Ring);
-  // nccl-tests definitions: algbw = size / time; busbw = algbw * 2(n-1)/n for all-reduce.
-  const double n = args.workers;
+
+  // The cluster comes from the same keys as `predict`: the collective's own defaults, then the
+  // scenario file, then --set, then explicit flags.
+  std::vector<std::string> overrides;
+  if (args.scenario.empty()) {
+    overrides = {"cluster.workers=8", "cluster.nic_bandwidth=100Gbps", "cluster.link_latency=2us"};
+  }
+  overrides.push_back("training.scheme=allreduce");
+  overrides.insert(overrides.end(), args.sets.begin(), args.sets.end());
+  overrides.insert(overrides.end(), args.flags.begin(), args.flags.end());
+  const auto needs = stepcast::scenario::Needs::ClusterOnly;
+  stepcast::scenario::Scenario scenario;
+  try {
+    scenario = args.scenario.empty() ? stepcast::scenario::parse_scenario("{}", "collective", overrides, needs)
+                                     : stepcast::scenario::load_scenario(args.scenario, overrides, needs);
+  } catch (const Error& e) {
+    for (const auto& [key, flag] : args.flag_of_key) {
+      if (e.where().key == key) throw Error({"", 0, flag}, e.message());
+    }
+    throw;
+  }
+  const auto algorithm = scenario.scheme.allreduce.algorithm;
+  if (op != CollectiveOp::AllReduce && algorithm != stepcast::scheme::AllReduceAlgorithm::Ring) {
+    throw Error({"", 0, "--algorithm"}, fmt::format("{} is only modelled with the ring", args.op));
+  }
+  const stepcast::cluster::ClusterSpec& spec = scenario.cluster;
+  const auto r = stepcast::scheme::simulate_collective(spec, bytes, op, algorithm);
+  // nccl-tests definitions: algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce),
+  // x (n-1)/n (all-gather, reduce-scatter), x 1 (broadcast).
+  const double n = spec.workers;
   const double algbw = r.time > 0 ? bytes / r.time : 0;
-  const double busbw = algbw * 2 * (n - 1) / n;
+  const double factor = op == CollectiveOp::AllReduce ? 2 * (n - 1) / n
+                        : op == CollectiveOp::Broadcast ? 1.0
+                                                        : (n - 1) / n;
+  const double busbw = algbw * factor;
+  const size_t shown = std::min<size_t>(r.links.size(), 10);
   if (args.json) {
-    fmt::print("{{\"op\": \"allreduce\", \"algorithm\": \"ring\", \"workers\": {}, \"size_bytes\": {}, "
-               "\"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, \"max_link_flows\": {}}}\n",
-               args.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.max_link_flows);
+    std::string links;
+    for (size_t i = 0; i < shown; ++i) {
+      links += fmt::format("{}{{\"name\": {}, \"busy\": {}, \"bytes\": {}}}", i ? ", " : "",
+                           stepcast::report::json_quote(r.links[i].name), r.links[i].busy, r.links[i].bytes);
+    }
+    fmt::print("{{\"op\": \"{}\", \"algorithm\": \"{}\", \"topology\": \"{}\", \"workers\": {}, "
+               "\"size_bytes\": {}, \"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, "
+               "\"steps\": {}, \"max_link_flows\": {}, \"links\": [{}]}}\n",
+               args.op, stepcast::scheme::to_string(algorithm), stepcast::cluster::to_string(spec.topology),
+               spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows, links);
   } else {
-    fmt::print("ring all-reduce of {} over {} workers ({} per node), NIC {}, latency {}\n",
-               stepcast::format_bytes(bytes), args.workers, args.workers_per_node,
+    fmt::print("{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n",
+               args.op, stepcast::scheme::to_string(algorithm), stepcast::format_bytes(bytes), spec.workers,
+               spec.workers_per_node, stepcast::cluster::to_string(spec.topology),
                stepcast::format_bandwidth(spec.nic_bw), stepcast::format_duration(spec.latency));
-    fmt::print("  time    {}\n  algbw   {:.3f} GB/s\n  busbw   {:.3f} GB/s\n",
+    fmt::print("  time             {}\n  algbw            {:.3f} GB/s\n  busbw            {:.3f} GB/s\n",
                stepcast::format_duration(r.time), algbw / 1e9, busbw / 1e9);
+    fmt::print("  steps            {}\n  max flows/link   {} (in one step, one direction)\n", r.stages,
+               r.max_link_flows);
+    if (shown > 0) fmt::print("  busiest links:\n");
+    for (size_t i = 0; i < shown; ++i) {
+      fmt::print("    {:<28} {:5.1f}% busy, {}\n", r.links[i].name, 100 * r.links[i].busy,
+                 stepcast::format_bytes(r.links[i].bytes));
+    }
   }
   return 0;
 }
@@ -212,6 +263,11 @@ int run_options() {
 
 }  // namespace
 
+namespace stepcast::cli {
+// src/cli/inspect_command.cpp: registers `inspect`; the function runs it once parsed.
+std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app);
+}  // namespace stepcast::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"stepcast: predict the throughput of distributed deep-learning training"};
   app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION);
@@ -231,16 +287,19 @@ int main(int argc, char** argv) {
   predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
 
   CollectiveArgs coll;
+  std::string coll_workers, coll_workers_per_node, coll_nic, coll_latency;
   CLI::App* collective = app.add_subcommand("collective", "Time one collective alone on the network");
-  collective->add_option("--op", coll.op, "Collective: allreduce")->capture_default_str();
-  collective->add_option("--algorithm", coll.algorithm, "Algorithm: ring")->capture_default_str();
+  collective->add_option("--op", coll.op, "allreduce, allgather, reducescatter or broadcast")->capture_default_str();
+  collective->add_option("--algorithm", coll.algorithm,
+                         "All-reduce algorithm: ring, halving_doubling, hierarchical, hdrm")
+      ->capture_default_str();
   collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB")->capture_default_str();
-  collective->add_option("--workers", coll.workers, "Number of workers")->capture_default_str();
-  collective->add_option("--workers-per-node", coll.workers_per_node, "Workers sharing one NIC")
-      ->capture_default_str();
-  collective->add_option("--nic-bandwidth", coll.nic_bandwidth, "NIC bandwidth each way, e.g. 100Gbps")
-      ->capture_default_str();
-  collective->add_option("--latency", coll.latency, "Latency between two nodes, e.g. 2us")->capture_default_str();
+  collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");
+  collective->add_option("--set", coll.sets, "Override a scenario key: KEY=VALUE (repeatable)");
+  collective->add_option("--workers", coll_workers, "Number of workers (default 8)");
+  collective->add_option("--workers-per-node", coll_workers_per_node, "Workers sharing one node and NIC");
+  collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
+  collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
   collective->add_flag("--json", coll.json, "Print JSON");
 
   CLI::App* zoo = app.add_subcommand("zoo", "Built-in models");
@@ -251,6 +310,9 @@ int main(int argc, char** argv) {
   zoo_show->add_option("name", zoo_name, "Model name")->required();
 
   CLI::App* options = app.add_subcommand("options", "List every scenario key with type and default");
+  const auto [inspect, run_inspect] = stepcast::cli::add_inspect_command(app);
+  const auto run_export = stepcast::cli::add_export_command(app);
+  stepcast::cli::CalibrateCommand calibrate(app);
 
   try {
     app.parse(argc, argv);
@@ -261,10 +323,29 @@ int main(int argc, char** argv) {
   try {
     predict_args.workers_given = predict->count("--workers") > 0;
     if (predict->parsed()) return run_predict(predict_args);
-    if (collective->parsed()) return run_collective(coll);
+    if (collective->parsed()) {
+      const std::pair<const char*, std::string*> flag_keys[] = {
+          {"cluster.workers", &coll_workers}, {"cluster.workers_per_node", &coll_workers_per_node},
+          {"cluster.nic_bandwidth", &coll_nic}, {"cluster.link_latency", &coll_latency}};
+      const char* flag_names[] = {"--workers", "--workers-per-node", "--nic-bandwidth", "--latency"};
+      for (size_t i = 0; i < std::size(flag_keys); ++i) {
+        const auto& [key, value] = flag_keys[i];
+        if (value->empty()) continue;
+        coll.flags.push_back(fmt::format("{}={}", key, *value));
+        coll.flag_of_key.emplace_back(key, flag_names[i]);
+      }
+      if (collective->count("--algorithm") > 0 || coll.scenario.empty()) {
+        coll.flags.push_back("training.allreduce.algorithm=" + coll.algorithm);
+        coll.flag_of_key.emplace_back("training.allreduce.algorithm", "--algorithm");
+      }
+      return run_collective(coll);
+    }
     if (zoo_list->parsed()) return run_zoo_list();
     if (zoo_show->parsed()) return run_zoo_show(zoo_name);
     if (options->parsed()) return run_options();
+    if (inspect->parsed()) return run_inspect();
+    if (app.got_subcommand("export")) return run_export();
+    if (calibrate.parsed()) return calibrate.run();
   } catch (const Error& e) {
     fmt::print(stderr, "stepcast: error: {}\n", e.what());
     return kBadInput;

@@ -120,6 +120,10 @@ const Choices<cluster::IntraNodeLink>& intra_links() {
                                                  {"pcie", cluster::IntraNodeLink::Pcie}};
   return c;
 }
+const Choices<bool>& booleans() {
+  static const Choices<bool> c{{"false", false}, {"true", true}};
+  return c;
+}
 const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{{"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}};
   return c;
@@ -363,6 +367,9 @@ std::vector<KeyDef> make_table() {
   t.push_back(duration_key("training.ps.apply_time", "0",
                            "time to apply one gradient tensor at a shard, serialized per shard",
                            [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
+  t.push_back(choice_key("training.ps.local_aggregation", "false", booleans(),
+                         "GPUs of a node sum gradients first; one copy per node to and from the servers",
+                         [](auto& s) -> auto& { return s.scheme.ps.local_aggregation; }));
   t.push_back({{"training.ps.apply_bandwidth", "bandwidth", "unset (free)",
                 "bytes/s a shard applies gradients at"},
                false,

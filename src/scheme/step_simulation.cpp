@@ -85,7 +85,8 @@ class StepSimulation {
   void close_idle(int w);
 
   // --- parameter server ---
-  void request_pull(int w, int piece);
+  void request_pull(int client, int piece);
+  void gradient_gathered(int node, int piece);
   void enqueue(int connection, int piece, uint64_t priority);
   void send_next(int connection, bool reuse_flow);
   void on_message_sent(int connection);
@@ -150,11 +151,15 @@ class StepSimulation {
   std::vector<Piece> pieces_;
   std::vector<std::vector<int>> pieces_of_tensor_;
   std::vector<int> pieces_needed_;  // op -> pieces it waits for
+  // Pull: shard -> client; Push: client -> shard; with local aggregation, Broadcast: node leader
+  // -> another GPU of the node, Gather: a GPU -> its node leader.
+  enum class Kind : uint8_t { Pull, Push, Broadcast, Gather };
   struct Connection {
     std::vector<net::LinkUse> path;
     double latency = 0;
-    int worker = 0, shard = 0;
-    bool pull = true;
+    int worker = 0;  ///< the worker end: the client's leader (pull, push) or the GPU (broadcast, gather)
+    int shard = 0;
+    Kind kind = Kind::Pull;
     std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>> pending;
     int in_flight = kNone;  // piece being sent
     double send_start = 0;
@@ -163,10 +168,29 @@ class StepSimulation {
   };
   std::vector<Connection> connections_;
   uint64_t push_sequence_ = 0;
+  // Clients of the servers: every worker, or with local aggregation every node (its first GPU
+  // talks to the servers for the node).
+  bool local_aggregation_ = false;
+  int clients_ = 0;
+  std::vector<int> gathered_;  // node * pieces + piece -> local gradients collected by the leader
+  [[nodiscard]] int client_of(int w) const { return local_aggregation_ ? w / cluster_.spec.workers_per_node : w; }
+  [[nodiscard]] int leader_of(int w) const {
+    return local_aggregation_ ? client_of(w) * cluster_.spec.workers_per_node : w;
+  }
+  [[nodiscard]] int workers_on_node(int node) const {
+    const int g = cluster_.spec.workers_per_node;
+    return std::min(g, n_ - node * g);
+  }
+  [[nodiscard]] int pull_connection(int client, int shard) const { return client * scheme_.ps.count + shard; }
+  [[nodiscard]] int push_connection(int client, int shard) const {
+    return (clients_ + client) * scheme_.ps.count + shard;
+  }
+  [[nodiscard]] int broadcast_connection(int w) const { return 2 * clients_ * scheme_.ps.count + w; }
+  [[nodiscard]] int gather_connection(int w) const { return 2 * clients_ * scheme_.ps.count + n_ + w; }
   std::vector<int> version_;       // piece -> updates completed (sync: steps aggregated)
   std::vector<int> aggregated_;    // piece -> gradients applied towards the next version
   std::vector<double> version_time_;
-  std::vector<std::vector<int>> waiting_;  // piece -> workers waiting for its next version
+  std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   struct Shard {
     std::queue<int> applies;  // pieces
     bool busy = false;
@@ -272,20 +296,32 @@ void StepSimulation::setup_parameter_server() {
     const bool dedicated = scheme_.ps.placement == PsPlacement::Dedicated;
     return Endpoint{dedicated ? worker_nodes + s : s, cluster::kHostDevice};
   };
-  // Connections: pulls (shard -> worker) first, then pushes (worker -> shard).
-  connections_.resize(static_cast<size_t>(2) * n_ * p);
-  for (int pull = 1; pull >= 0; --pull) {
-    for (int wk = 0; wk < n_; ++wk) {
-      for (int s = 0; s < p; ++s) {
-        Connection& c = connections_[(pull ? 0 : n_ * p) + wk * p + s];
-        cluster::Path path = pull ? cluster_.path(shard_endpoint(s), cluster_.worker_endpoint(wk))
-                                  : cluster_.path(cluster_.worker_endpoint(wk), shard_endpoint(s));
-        c.path = to_link_uses(path);
-        c.latency = path.latency;
-        c.worker = wk;
-        c.shard = s;
-        c.pull = pull;
-      }
+  local_aggregation_ = scheme_.ps.local_aggregation && cluster_.spec.workers_per_node > 1;
+  clients_ = local_aggregation_ ? worker_nodes : n_;
+  if (local_aggregation_) gathered_.assign(static_cast<size_t>(worker_nodes) * pieces_.size(), 0);
+  connections_.resize(static_cast<size_t>(2) * clients_ * p + (local_aggregation_ ? 2 * n_ : 0));
+  auto connect = [&](int index, Kind kind, int worker, int shard, Endpoint from, Endpoint to) {
+    Connection& c = connections_[index];
+    const cluster::Path path = cluster_.path(from, to);
+    c.path = to_link_uses(path);
+    c.latency = path.latency;
+    c.worker = worker;
+    c.shard = shard;
+    c.kind = kind;
+  };
+  for (int client = 0; client < clients_; ++client) {
+    const int leader = local_aggregation_ ? client * cluster_.spec.workers_per_node : client;
+    const Endpoint at = cluster_.worker_endpoint(leader);
+    for (int s = 0; s < p; ++s) {
+      connect(pull_connection(client, s), Kind::Pull, leader, s, shard_endpoint(s), at);
+      connect(push_connection(client, s), Kind::Push, leader, s, at, shard_endpoint(s));
+    }
+  }
+  if (local_aggregation_) {
+    for (int w = 0; w < n_; ++w) {
+      const Endpoint leader = cluster_.worker_endpoint(leader_of(w));
+      connect(broadcast_connection(w), Kind::Broadcast, w, 0, leader, cluster_.worker_endpoint(w));
+      connect(gather_connection(w), Kind::Gather, w, 0, cluster_.worker_endpoint(w), leader);
     }
   }
 }
@@ -315,8 +351,12 @@ void StepSimulation::start_step(int w) {
     worker.unmet[op] = static_cast<int>(w_.ops[op].deps.size()) + (is_ps_ ? pieces_needed_[op] : 0);
   }
   if (is_ps_) {
-    worker.outstanding = 2 * static_cast<int>(pieces_.size());  // every piece pulled and pushed
-    for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(w, piece);
+    // Every piece received (pulled, or broadcast by the node leader) and every gradient sent
+    // (pushed, or gathered by the leader).
+    worker.outstanding = 2 * static_cast<int>(pieces_.size());
+    if (leader_of(w) == w) {
+      for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client_of(w), piece);
+    }
   } else {
     worker.outstanding = n_ > 1 ? static_cast<int>(buckets_.size()) : 0;
     for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
@@ -368,8 +408,13 @@ void StepSimulation::on_op_done(int w, int op) {
   for (int t : produced_[op]) {
     if (is_ps_) {
       for (int piece : pieces_of_tensor_[t]) {
-        const Piece& p = pieces_[piece];
-        enqueue(n_ * scheme_.ps.count + w * scheme_.ps.count + p.shard, piece, push_sequence_++);
+        if (!local_aggregation_) {
+          enqueue(push_connection(w, pieces_[piece].shard), piece, push_sequence_++);
+        } else if (leader_of(w) == w) {
+          gradient_gathered(client_of(w), piece);
+        } else {
+          enqueue(gather_connection(w), piece, push_sequence_++);
+        }
       }
     } else if (n_ > 1) {
       const int b = bucket_of_tensor_[t];
@@ -411,20 +456,28 @@ bool StepSimulation::all_workers_done() const {
 // ---------------------------------------------------------------------------------------------
 // Parameter server
 
-void StepSimulation::request_pull(int w, int piece) {
-  const Worker& worker = workers_[w];
+void StepSimulation::request_pull(int client, int piece) {
+  const int step = workers_[local_aggregation_ ? client * cluster_.spec.workers_per_node : client].step;
   // Sync: step k needs the parameters after k aggregated updates. Async: whatever is there.
-  if (sync_ && version_[piece] < worker.step) {
-    waiting_[piece].push_back(w);
+  if (sync_ && version_[piece] < step) {
+    waiting_[piece].push_back(client);
     return;
   }
   const Piece& p = pieces_[piece];
   uint64_t priority = static_cast<uint64_t>(piece);
   if (scheme_.ps.order == PsOrder::Random) {
-    priority = mix(options_.seed ^ mix(static_cast<uint64_t>(w) * 0x100000001ULL + worker.step) ^
+    priority = mix(options_.seed ^ mix(static_cast<uint64_t>(client) * 0x100000001ULL + step) ^
                    mix(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
   }
-  enqueue(w * scheme_.ps.count + p.shard, piece, priority);
+  enqueue(pull_connection(client, p.shard), piece, priority);
+}
+
+void StepSimulation::gradient_gathered(int node, int piece) {
+  // The leader sums the node's gradients of a piece and pushes the sum once all are in.
+  int& count = gathered_[static_cast<size_t>(node) * pieces_.size() + piece];
+  if (++count < workers_on_node(node)) return;
+  count = 0;
+  enqueue(push_connection(node, pieces_[piece].shard), piece, push_sequence_++);
 }
 
 void StepSimulation::enqueue(int connection, int piece, uint64_t priority) {
@@ -464,11 +517,13 @@ void StepSimulation::on_message_sent(int connection) {
   Connection& c = connections_[connection];
   const int piece = c.in_flight;
   if (options_.record_trace) {
-    const int process = c.pull ? c.worker : first_ps_process_ + c.shard;
-    const int thread = c.pull ? thread_pull_ : thread_push_;
-    span(process, thread, w_.tensors[pieces_[piece].tensor].name, c.pull ? "pull" : "push", c.send_start);
+    const bool inbound = c.kind == Kind::Pull || c.kind == Kind::Broadcast;
+    const char* category = inbound ? "pull" : "push";
+    const int process = c.kind == Kind::Push ? first_ps_process_ + c.shard : c.worker;
+    span(process, inbound ? thread_pull_ : thread_push_, w_.tensors[pieces_[piece].tensor].name, category,
+         c.send_start);
     trace_.spans.back().duration = now_ + c.latency - c.send_start;
-    if (!c.pull) {  // the push as the worker sees it
+    if (c.kind == Kind::Push) {  // the push as the worker sees it
       trace_.spans.push_back(trace_.spans.back());
       trace_.spans.back().process = c.worker;
     }
@@ -481,15 +536,29 @@ void StepSimulation::on_message_sent(int connection) {
 void StepSimulation::on_delivered(int connection, int piece) {
   const Connection& c = connections_[connection];
   Worker& worker = workers_[c.worker];
-  if (c.pull) {
-    for (int consumer : w_.tensors[pieces_[piece].tensor].consumers) worker.unmet[consumer]--;
-    worker.outstanding--;
-    try_start_ops(c.worker);
-  } else {
-    worker.outstanding--;
-    Shard& shard = shards_[c.shard];
-    shard.applies.push(piece);
-    if (!shard.busy) start_apply(c.shard);
+  worker.outstanding--;
+  switch (c.kind) {
+    case Kind::Pull:
+      if (local_aggregation_) {
+        const int node = client_of(c.worker);
+        for (int v = c.worker + 1; v < c.worker + workers_on_node(node); ++v) {
+          enqueue(broadcast_connection(v), piece, push_sequence_++);
+        }
+      }
+      [[fallthrough]];
+    case Kind::Broadcast:
+      for (int consumer : w_.tensors[pieces_[piece].tensor].consumers) worker.unmet[consumer]--;
+      try_start_ops(c.worker);
+      break;
+    case Kind::Gather:
+      gradient_gathered(client_of(c.worker), piece);
+      break;
+    case Kind::Push: {
+      Shard& shard = shards_[c.shard];
+      shard.applies.push(piece);
+      if (!shard.busy) start_apply(c.shard);
+      break;
+    }
   }
   maybe_finish_step(c.worker);
 }
@@ -531,15 +600,18 @@ void StepSimulation::on_piece_applied(int piece) {
     version_[piece]++;
     return;
   }
-  if (++aggregated_[piece] < n_) return;
+  if (++aggregated_[piece] < clients_) return;
   aggregated_[piece] = 0;
   version_[piece]++;
   version_time_[piece] = now_;
   std::vector<int> waiting;
   waiting.swap(waiting_[piece]);
-  for (int w : waiting) {
-    workers_[w].release = std::max(workers_[w].release, now_);
-    request_pull(w, piece);
+  for (int client : waiting) {
+    const int leader = local_aggregation_ ? client * cluster_.spec.workers_per_node : client;
+    for (int w = leader; w < leader + (local_aggregation_ ? workers_on_node(client) : 1); ++w) {
+      workers_[w].release = std::max(workers_[w].release, now_);
+    }
+    request_pull(client, piece);
   }
 }
 

@@ -158,7 +158,7 @@ TEST_F(BadInputCli, Collective) {
   expect_bad_input(run({"collective", "--size", "0"}), {"--size"});
   expect_bad_input(run({"collective", "--size", "5XB"}), {"--size"});
   expect_bad_input(run({"collective", "--algorithm", "tree"}), {"--algorithm", "tree"});
-  expect_bad_input(run({"collective", "--op", "broadcast"}), {"--op", "broadcast"});
+  expect_bad_input(run({"collective", "--op", "alltoall"}), {"--op", "alltoall"});
   expect_bad_input(run({"collective", "--workers", "0"}), {"--workers"});
   expect_bad_input(run({"collective", "--workers", "x"}), {"--workers"});
   expect_bad_input(run({"collective", "--workers-per-node", "0"}), {"--workers-per-node"});

@@ -1,0 +1,87 @@
+#include "cli/calibrate_command.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "stepcast/calibrate/collective_log.hpp"
+#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::cli {
+
+namespace {
+// Same bound as the cluster.workers key.
+constexpr int kMaxWorkers = 16384;
+}  // namespace
+
+CalibrateCommand::CalibrateCommand(CLI::App& app) {
+  CLI::App* calibrate = app.add_subcommand("calibrate", "Fit network parameters to a measured collective sweep");
+  calibrate->require_subcommand(1);
+  nccl_tests_ = calibrate->add_subcommand(
+      "nccl-tests", "Fit the ring all-reduce's latency and bandwidth to an all_reduce_perf log (or XLA table)");
+  nccl_tests_->add_option("log", log_, "all_reduce_perf output, or an XLA collective perf table (CSV)")
+      ->required();
+  nccl_tests_->add_option("--workers", workers_, "Ranks in the measured all-reduce (N)")->required();
+  nccl_tests_->add_option("--workers-per-node", workers_per_node_, "Ranks (GPUs) per node (G)")
+      ->capture_default_str();
+  nccl_tests_->add_option("--format", format_, "Input format: auto, nccl-tests or xla")
+      ->check(CLI::IsMember({"auto", "nccl-tests", "xla"}))
+      ->capture_default_str();
+  nccl_tests_->add_flag("--in-place", in_place_, "Use nccl-tests' in-place times (default: out-of-place)");
+  nccl_tests_->add_option("--fit", fit_,
+                          "endpoints (smallest and largest size) or least-squares (all sizes, relative error)")
+      ->check(CLI::IsMember({"endpoints", "least-squares"}))
+      ->capture_default_str();
+  nccl_tests_->add_option("--min-size", min_size_, "Ignore sizes below this for the fit, e.g. 1MiB")
+      ->capture_default_str();
+  nccl_tests_->add_option("--max-size", max_size_, "Ignore sizes above this for the fit, e.g. 16MiB");
+  nccl_tests_->add_option("-o,--output", output_, "Write the fitted cluster keys as a YAML scenario fragment");
+}
+
+bool CalibrateCommand::parsed() const { return nccl_tests_->parsed(); }
+
+int CalibrateCommand::run() const {
+  using calibrate::FitMethod;
+  using calibrate::LogFormat;
+  using calibrate::Placement;
+  if (workers_ < 2 || workers_ > kMaxWorkers) {
+    throw Error({"", 0, "--workers"}, fmt::format("expected an integer in [2, {}], got {}", kMaxWorkers, workers_));
+  }
+  if (workers_per_node_ < 1 || workers_per_node_ > workers_) {
+    throw Error({"", 0, "--workers-per-node"},
+                fmt::format("expected an integer in [1, --workers = {}], got {}", workers_, workers_per_node_));
+  }
+  const LogFormat format = format_ == "xla"          ? LogFormat::XlaTable
+                           : format_ == "nccl-tests" ? LogFormat::NcclTests
+                                                     : LogFormat::Auto;
+  const Placement placement = in_place_ ? Placement::InPlace : Placement::OutOfPlace;
+  const calibrate::CollectiveLog log = calibrate::read_collective_log(log_, format, placement);
+  if (in_place_ && log.format != LogFormat::NcclTests) {
+    throw Error({log_, 0, "--in-place"}, "only nccl-tests logs have in-place times");
+  }
+  if (log.group_size != 0 && log.group_size != workers_) {
+    throw Error({log_, log.points.front().line, "--workers"},
+                fmt::format("the table measured {} ranks, --workers says {}", log.group_size, workers_));
+  }
+  calibrate::FitOptions options;
+  options.method = fit_ == "least-squares" ? FitMethod::LeastSquares : FitMethod::Endpoints;
+  options.min_bytes = parse_bytes(min_size_, {"", 0, "--min-size"});
+  if (!max_size_.empty()) options.max_bytes = parse_bytes(max_size_, {"", 0, "--max-size"});
+  const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers_, options);
+  const calibrate::CalibrationSource source{log.file, log.format, placement, workers_per_node_};
+
+  // Write first: a bad output path fails before anything is printed.
+  if (!output_.empty()) {
+    std::ofstream out(output_);
+    if (!out) throw Error({output_, 0, "--output"}, "cannot open file for writing");
+    out << calibrate::calibration_yaml(result, source);
+    if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
+  }
+  fmt::print("ring all-reduce calibration\n{}", calibrate::calibration_header(result, source));
+  if (!output_.empty()) fmt::print("wrote the cluster keys to {}\n", output_);
+  return 0;
+}
+
+}  // namespace stepcast::cli

@@ -1,0 +1,40 @@
+// `stepcast calibrate nccl-tests LOG --workers N [--workers-per-node G] [-o calib.yaml]`: fits the
+// ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), prints the error at
+// every size and writes the fitted cluster keys as a scenario fragment.
+//
+//   stepcast::cli::CalibrateCommand calibrate(app);      // before app.parse
+//   if (calibrate.parsed()) return calibrate.run();      // throws stepcast::Error on bad input
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace stepcast::cli {
+
+class CalibrateCommand {
+ public:
+  /// Registers the `calibrate` subcommand (and its `nccl-tests` source) on `app`, which must
+  /// outlive this object.
+  explicit CalibrateCommand(CLI::App& app);
+  CalibrateCommand(const CalibrateCommand&) = delete;
+  CalibrateCommand& operator=(const CalibrateCommand&) = delete;
+
+  [[nodiscard]] bool parsed() const;
+  /// Runs the parsed command; returns the exit code. Throws stepcast::Error on bad input.
+  int run() const;
+
+ private:
+  CLI::App* nccl_tests_ = nullptr;
+  std::string log_;
+  int workers_ = 0;
+  int workers_per_node_ = 1;
+  std::string format_ = "auto";
+  bool in_place_ = false;
+  std::string fit_ = "endpoints";
+  std::string min_size_ = "0";
+  std::string max_size_;  // empty: no upper bound
+  std::string output_;
+};
+
+}  // namespace stepcast::cli

@@ -1,0 +1,82 @@
+// `stepcast inspect` end to end: text and --json on a real trace, exit code 2 and the file name
+// on bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "cli/cli_support.hpp"
+#include "profile/kineto_fixtures.hpp"
+
+namespace stepcast_cli_test {
+namespace {
+
+const fs::path kTrace =
+    fs::path(STEPCAST_SHARED_DATA) / "traces" / "resnet50_ddp_2xA100_rank0_nccl_data.json.gz";
+
+using InspectCli = CliTest;
+
+TEST_F(InspectCli, JsonHasEveryKeyOnARealTrace) {
+  if (!fs::exists(kTrace)) GTEST_SKIP() << "skipped: shared trace data not found at " << kTrace.string();
+  const RunResult r = run({"inspect", kTrace.string(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json j = parse_json_or_fail(r.out);
+  for (const char* key : {"file", "framework", "devices", "devices_used", "rank", "world_size", "backend",
+                          "num_events", "steps_found", "steady_steps", "step_time_s", "not_steady", "per_step_s",
+                          "steps", "collectives_by_type", "collectives", "warnings"}) {
+    EXPECT_TRUE(j.has(key)) << key;
+  }
+  EXPECT_EQ(j["framework"].string, "pytorch");
+  EXPECT_EQ(j["world_size"].number, 2);
+  EXPECT_EQ(j["rank"].number, 0);
+  EXPECT_EQ(j["steps_found"].number, 3);
+  EXPECT_NEAR(j.at_path("step_time_s.mean")->number, 0.222368, 1e-5);
+  for (const char* key : {"p50", "p95", "count"}) EXPECT_NE(j["step_time_s"].find(key), nullptr) << key;
+  for (const char* key : {"gpu_busy", "compute", "communication", "overlap", "idle"}) {
+    EXPECT_NE(j["per_step_s"].find(key), nullptr) << key;
+  }
+  ASSERT_EQ(j["collectives"].array.size(), 21u);
+  const Json& c = j["collectives"].array[2];
+  EXPECT_EQ(c["collective"].string, "allreduce");
+  EXPECT_EQ(c["bytes"].number, 8196000);
+  EXPECT_EQ(j["collectives_by_type"].array.size(), 7u);
+}
+
+TEST_F(InspectCli, TextNamesEverythingWithUnits) {
+  if (!fs::exists(kTrace)) GTEST_SKIP() << "skipped: shared trace data not found at " << kTrace.string();
+  const RunResult r = run({"inspect", kTrace.string()});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  for (const char* part : {"framework   pytorch", "NVIDIA A100-PG509-200", "rank 0 of world size 2",
+                           "3 found", "mean 222.368 ms", "p95", "GPU busy", "overlapped", "idle", "allreduce",
+                           "31.5 MB"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
+}
+
+TEST_F(InspectCli, BadFileExitsWith2AndNamesIt) {
+  const std::string bad = file("broken.json", R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": )");
+  RunResult r = run({"inspect", bad});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+  const std::string missing = path("nope.json.gz").string();
+  r = run({"inspect", missing});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+  const std::string nosteps = file("nosteps.json", R"({"traceEvents": []})");
+  r = run({"inspect", nosteps, "--json"});
+  EXPECT_EQ(r.code, 2) << r.describe();
+  EXPECT_NE(r.err.find("no steps"), std::string::npos) << r.err;
+}
+
+TEST_F(InspectCli, SmallGeneratedTraceWorksWithoutSharedData) {
+  const std::string t = file("t.json", stepcast_profile_test::small_trace());
+  const RunResult r = run({"inspect", t, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json j = parse_json_or_fail(r.out);
+  EXPECT_EQ(j["steps_found"].number, 2);
+  EXPECT_NEAR(j.at_path("per_step_s.overlap")->number, 0.0005, 1e-12);  // 1 ms and 0 ms
+  EXPECT_EQ(j["devices"].array[0]["name"].string, "Test GPU \"X\"");
+}
+
+}  // namespace
+}  // namespace stepcast_cli_test
