@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan bench format tidy clean
+.PHONY: deps build demo test test-asan test-simgrid bench format tidy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,3 +32,10 @@ tidy: build
 
 clean:
 	rm -rf build
+
+# Cross-check of the flow model against SimGrid's max-min model (README, Development).
+test-simgrid:
+	@STEPCAST_WITH_SIMGRID=1 scripts/install-deps.sh
+	cmake --preset simgrid >/dev/null
+	cmake --build --preset simgrid -j $(JOBS) --target net_tests simgrid_flows
+	ctest --preset simgrid -R SimGrid
