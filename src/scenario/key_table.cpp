@@ -313,7 +313,7 @@ std::vector<KeyDef> make_table() {
                },
                [](const Scenario& s) {
                  std::string out;
-                 for (int d : s.cluster.torus.dims) out += (out.empty() ? "" : "x") + std::to_string(d);
+                 for (int d : s.cluster.torus.dims) out += fmt::format("{}{}", out.empty() ? "" : "x", d);
                  return Rendered{out, false};
                },
                true});
