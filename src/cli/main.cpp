@@ -84,6 +84,9 @@ int run_predict(const PredictArgs& args) {
   stepcast::scenario::Scenario scenario = stepcast::scenario::load_scenario(args.scenario, overrides);
   std::vector<int> counts = args.workers_given ? parse_worker_list(args.workers)
                                                : std::vector<int>{scenario.cluster.workers};
+  if (!args.trace_out.empty() && scenario.options.predictor != stepcast::predict::Predictor::Fine) {
+    throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
+  }
   const stepcast::workload::Workload workload = stepcast::scenario::build_workload(scenario);
 
   stepcast::report::Sweep sweep;
@@ -101,9 +104,6 @@ int run_predict(const PredictArgs& args) {
     sweep.predictions.push_back(stepcast::predict::predict(workload, at.cluster, at.scheme, options));
   }
   if (!args.trace_out.empty()) {
-    if (scenario.options.predictor != stepcast::predict::Predictor::Fine) {
-      throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
-    }
     std::ofstream out = open_output(args.trace_out, "--trace-out");
     stepcast::report::write_chrome_trace(out, sweep.predictions.back().trace);
     for (auto& p : sweep.predictions) p.trace = {};
