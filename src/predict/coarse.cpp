@@ -20,7 +20,7 @@ using scheme::PsPlacement;
 Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                       const scheme::SchemeConfig& scheme, const Options& options) {
   Result r;
-  const double compute = w.compute_time();
+  const double compute = w.step_time_alone();
   const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
   const cluster::Cluster c = cluster::build_cluster(spec);
   // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
@@ -71,7 +71,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     apply[p.shard] += scheme.ps.apply_time + (scheme.ps.apply_bw > 0 ? p.bytes / scheme.ps.apply_bw : 0.0);
   }
   const double apply_per_step = *std::max_element(apply.begin(), apply.end());
-  const double compute = w.compute_time();
+  const double compute = w.step_time_alone();
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency;
   if (scheme.mode == Mode::Sync) {

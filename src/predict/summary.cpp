@@ -15,7 +15,7 @@ constexpr double kNoticeableLoss = 0.05;
 void finish_result(Result& r, const workload::Workload& workload) {
   // Speed-up against one worker training alone at its measured rate: the number users compare
   // with ("one GPU does X samples/s"), not against a one-worker run of the distributed setup.
-  const double alone = workload.batch_per_worker / workload.compute_time();
+  const double alone = workload.batch_per_worker / workload.step_time_alone();
   r.speedup = r.throughput / alone;
   r.efficiency = r.workers > 0 ? r.speedup / r.workers : 0;
   std::stable_sort(r.utilization.begin(), r.utilization.end(),

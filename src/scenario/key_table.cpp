@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -217,8 +218,9 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) { return Rendered{s.description, false}; }});
 
   // --- workload
-  t.push_back({{"workload.model", "zoo model name", "(required)",
-                "model from the built-in zoo (`stepcast zoo list`)"},
+  t.push_back({{"workload.model", "zoo model name", "(required unless workload.profile)",
+                "model from the built-in zoo (`stepcast zoo list`); with workload.profile it only "
+                "sizes the gradients when the trace has no all-reduce kernels"},
                false,
                [](const RawValue& v, Draft& d) {
                  // Checked here, not only in build_workload, so the error carries the line.
@@ -229,6 +231,20 @@ std::vector<KeyDef> make_table() {
                  d.model_given = true;
                },
                [](const Scenario& s) { return Rendered{s.workload.model, false}; }});
+  t.push_back({{"workload.profile", "path", "(none)",
+                "PyTorch profiler (Kineto) trace of the job, .json or .json.gz, relative to the "
+                "scenario file; replaces the zoo model's compute and the measured step time"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 std::filesystem::path path(v.text);
+                 if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
+                 std::error_code ec;
+                 if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
+                   throw Error(v.where, fmt::format("no trace file at '{}'", path.string()));
+                 }
+                 d.scenario.workload.profile = path.string();
+               },
+               [](const Scenario& s) { return Rendered{s.workload.profile, false}; }});
   t.push_back(integer_key("workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
                           [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",

@@ -15,6 +15,7 @@
 
 #include "key_table.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/profile/kineto_workload.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
@@ -275,7 +276,13 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     s.name = std::filesystem::path(file_name).stem().string();
     if (s.name.empty()) s.name = "scenario";
   }
-  if (!draft.model_given && needs == Needs::Workload) {
+  const bool profiled = !s.workload.profile.empty();
+  if (profiled && (draft.step_time || draft.throughput)) {
+    const auto& key = draft.step_time ? detail::kStepTimeKey : detail::kThroughputKey;
+    throw Error(location_of(entries, std::string(key), file_name),
+                "workload.profile gives the measured step time; remove this key");
+  }
+  if (!draft.model_given && !profiled && needs == Needs::Workload) {
     throw Error({file_name, 0, "workload.model"},
                 fmt::format("required: a model from the zoo ({})", model_list()));
   }
@@ -283,7 +290,7 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     s.workload.step_time = *draft.step_time;
   } else if (draft.throughput) {
     s.workload.step_time = s.workload.batch_per_worker / *draft.throughput;
-  } else if (needs == Needs::Workload) {
+  } else if (needs == Needs::Workload && !profiled) {
     throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
                 "required: workload.step_time (e.g. '292ms') or "
                 "workload.single_worker_throughput (samples/s), measured on one worker");
@@ -329,7 +336,57 @@ void check_consistency(const Scenario& scenario, const std::string& key) {
   check_rules(scenario, {scenario.file, 0, key}, {scenario.file, 0, "training.mode"});
 }
 
+namespace {
+
+workload::Workload build_profiled_workload(const Scenario& scenario) {
+  const SourceLocation where{scenario.file, 0, "workload.profile"};
+  const WorkloadSpec& w = scenario.workload;
+  profile::KinetoTrace trace;
+  try {
+    trace = profile::read_kineto_trace(w.profile);
+  } catch (const Error& e) {
+    throw Error(where, e.what());
+  }
+  const int traced_workers = trace.metadata.world_size.value_or(1);
+  const bool replay = scenario.cluster.workers == traced_workers;
+  profile::KinetoWorkloadOptions options;
+  options.batch_per_worker = w.batch_per_worker;
+  options.collectives = replay ? profile::KinetoWorkloadOptions::Collectives::Measured
+                               : profile::KinetoWorkloadOptions::Collectives::Simulated;
+  profile::KinetoWorkload converted;
+  try {
+    converted = profile::convert_kineto(trace, options);
+  } catch (const Error& e) {
+    throw Error(where, e.what());
+  }
+  if (replay) {
+    // The measured collectives already hold the communication: simulate none on top.
+    converted.workload.tensors.clear();
+    return std::move(converted.workload);
+  }
+  if (converted.gradient_tensors == 0) {
+    if (w.model.empty()) {
+      throw Error(where, fmt::format("the trace has no all-reduce kernels to size the gradients of {} "
+                                     "workers; name a zoo model in workload.model", scenario.cluster.workers));
+    }
+    const zoo::ModelSpec* model = zoo::find_model(w.model);
+    if (model == nullptr) {
+      throw Error({scenario.file, 0, "workload.model"}, detail::unknown_model_message(w.model));
+    }
+    const double element = workload::bytes_per_element(w.precision);
+    std::vector<std::pair<std::string, double>> parameters;
+    for (const zoo::Layer& layer : model->layers) {
+      for (const zoo::ParamTensor& p : layer.params) parameters.emplace_back(p.name, static_cast<double>(p.elements) * element);
+    }
+    profile::attach_gradients(converted, parameters);
+  }
+  return std::move(converted.workload);
+}
+
+}  // namespace
+
 workload::Workload build_workload(const Scenario& scenario) {
+  if (!scenario.workload.profile.empty()) return build_profiled_workload(scenario);
   const zoo::ModelSpec* model = zoo::find_model(scenario.workload.model);
   if (model == nullptr) {
     throw Error({scenario.file, 0, "workload.model"},

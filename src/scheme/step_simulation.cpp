@@ -720,7 +720,7 @@ SimulationResult StepSimulation::run() {
     // Asynchronous workers have no reason to start in step: identical workers started together
     // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
     // half the time. Start each at a seeded offset within one compute time instead.
-    const double spread = w_.compute_time();
+    const double spread = w_.step_time_alone();
     for (int w = 0; w < n_; ++w) {
       const double offset = n_ > 1 ? spread * static_cast<double>(mix(options_.seed ^ mix(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
       queue_.push(offset, StartStep{w});

@@ -36,6 +36,25 @@ double Workload::parameter_bytes() const {
   return total;
 }
 
+double Workload::step_time_alone() const {
+  // Deps point backwards and each lane runs its ops in index order, so one pass in index order
+  // is a valid schedule.
+  std::vector<double> lane_free(lanes.size(), 0.0);
+  std::vector<double> end(ops.size(), 0.0);
+  double last = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    double start = op.lane >= 0 && op.lane < static_cast<int>(lane_free.size()) ? lane_free[op.lane] : 0.0;
+    for (int d : op.deps) {
+      if (d >= 0 && static_cast<size_t>(d) < i) start = std::max(start, end[d]);
+    }
+    end[i] = start + op.duration;
+    if (op.lane >= 0 && op.lane < static_cast<int>(lane_free.size())) lane_free[op.lane] = end[i];
+    last = std::max(last, end[i]);
+  }
+  return last;
+}
+
 std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) {
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());

@@ -21,7 +21,10 @@
 namespace stepcast::scenario {
 
 struct WorkloadSpec {
-  std::string model;              ///< zoo name
+  std::string model;              ///< zoo name ("" when a profile alone describes the job)
+  /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
+  /// scenario file's directory); "" when none.
+  std::string profile;
   int batch_per_worker = 32;
   double step_time = 0;           ///< s per step on one worker (from step_time or throughput)
   workload::Precision precision = workload::Precision::FP32;
@@ -68,7 +71,12 @@ enum class Needs : uint8_t { Workload, ClusterOnly };
 /// the worker count. Throws Error naming `key`.
 void check_consistency(const Scenario& scenario, const std::string& key = "cluster.workers");
 
-/// The zoo model of the scenario as a Workload. Throws Error on an unknown model.
+/// The scenario's workload: the zoo model, or with workload.profile the traced step
+/// (profile/kineto_workload.hpp). At the trace's own worker count the NCCL kernels keep their
+/// measured durations and no gradient is simulated (replay); at another count they are replaced
+/// by simulated collectives of the trace's all-reduce sizes, or, when the trace has none, of the
+/// parameters of workload.model. Throws Error on an unknown model, an unreadable trace, or a
+/// multi-worker prediction from a trace without gradient sizes and no model.
 [[nodiscard]] workload::Workload build_workload(const Scenario& scenario);
 
 /// Every input after defaults and overrides, in key order, with units.

@@ -57,6 +57,9 @@ struct Workload {
   [[nodiscard]] double compute_time() const;
   [[nodiscard]] double compute_time(OpKind kind) const;
   [[nodiscard]] double parameter_bytes() const;
+  /// Step time of one worker alone, with no communication: ops start as soon as their lane is
+  /// free and their deps are done (lanes overlap). Equals compute_time() with one lane.
+  [[nodiscard]] double step_time_alone() const;
 };
 
 /// A group of gradients reduced together (PyTorch DDP buckets, Horovod fusion).
