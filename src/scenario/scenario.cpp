@@ -15,7 +15,11 @@
 
 #include "key_table.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/profile/astrasim_workload.hpp"
+#include "stepcast/profile/chakra_trace.hpp"
 #include "stepcast/profile/kineto_workload.hpp"
+#include "stepcast/profile/layer_table.hpp"
+#include "stepcast/profile/tf_timeline.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
@@ -338,9 +342,31 @@ void check_consistency(const Scenario& scenario, const std::string& key) {
 
 namespace {
 
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+/// Profiles other than PyTorch traces: picked by extension (Chakra .et, layer table .csv,
+/// ASTRA-sim .txt) or, for JSON, by content (TensorFlow timeline). Empty when none applies.
+std::optional<workload::Workload> read_other_profile(const std::string& path) {
+  if (ends_with(path, ".et")) return profile::read_chakra_trace(path);
+  if (ends_with(path, ".csv")) return profile::read_layer_table(path);
+  if (ends_with(path, ".txt")) return profile::read_astrasim_workload(path);
+  if (profile::looks_like_tf_timeline(path)) return profile::read_tf_timeline(path);
+  return std::nullopt;
+}
+
 workload::Workload build_profiled_workload(const Scenario& scenario) {
   const SourceLocation where{scenario.file, 0, "workload.profile"};
   const WorkloadSpec& w = scenario.workload;
+  try {
+    if (std::optional<workload::Workload> other = read_other_profile(w.profile)) {
+      other->batch_per_worker = w.batch_per_worker;
+      return std::move(*other);
+    }
+  } catch (const Error& e) {
+    throw Error(where, e.what());
+  }
   profile::KinetoTrace trace;
   try {
     trace = profile::read_kineto_trace(w.profile);
