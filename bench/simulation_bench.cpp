@@ -30,8 +30,8 @@ cluster::ClusterSpec cluster_of(int workers, double nic_bw) {
 }
 
 // Times one simulated step (no warm-up) and reports simulated events per second.
-void run_one_fine_step(benchmark::State& state, const workload::Workload& w,
-                       const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme) {
+void run_one_fine_step(benchmark::State& state, const workload::Workload& w, const cluster::ClusterSpec& spec,
+                       const scheme::SchemeConfig& scheme) {
   predict::Options options{.warmup_steps = 0, .measure_steps = 1};
   uint64_t events = 0;
   for (auto _ : state) {
@@ -39,7 +39,8 @@ void run_one_fine_step(benchmark::State& state, const workload::Workload& w,
     events += r.events;
     benchmark::DoNotOptimize(r.step_time);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["peak_rss_MB"] = peak_rss_mb();
 }
 
@@ -105,7 +106,8 @@ void BM_RingAllReduceFatTree(benchmark::State& state) {
     events += r.events;
     benchmark::DoNotOptimize(r.time);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["peak_rss_MB"] = peak_rss_mb();
 }
 BENCHMARK(BM_RingAllReduceFatTree)->Arg(4096)->Unit(benchmark::kMillisecond);

@@ -26,7 +26,8 @@ struct BenchFile {
       path = env;
       return;
     }
-    path = (fs::temp_directory_path() / ("stepcast_trace_bench_" + std::to_string(::getpid()) + ".json")).string();
+    path = (fs::temp_directory_path() / ("stepcast_trace_bench_" + std::to_string(::getpid()) + ".json"))
+               .string();
     owned = true;
     std::ofstream out(path);
     out << "{\"schemaVersion\": 1, \"traceEvents\": [\n";
@@ -35,18 +36,28 @@ struct BenchFile {
       // One step annotation per 1000 kernels, each kernel with its launch: a Kineto-like mix.
       std::string e;
       if (i % 1000 == 0) {
-        e += "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" + std::to_string(i / 1000) +
-             "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(1000000 + 10 * i) + ", \"dur\": 10000},\n";
+        e += "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#" +
+             std::to_string(i / 1000) +
+             "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(1000000 + 10 * i) +
+             ", \"dur\": 10000},\n";
       }
-      e += "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, "
-           "\"ts\": " + std::to_string(1000000 + 10 * i) + ", \"dur\": 3.5, \"args\": {\"External id\": " +
-           std::to_string(i) + ", \"cbid\": 211, \"correlation\": " + std::to_string(i) + "}},\n";
-      e += "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void at::native::vectorized_elementwise_kernel<4, "
-           "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
-           "at::detail::Array<char*, 3>)\", \"pid\": 0, \"tid\": 7, \"ts\": " + std::to_string(1000004 + 10 * i) +
+      e += "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+           "\"tid\": 1, "
+           "\"ts\": " +
+           std::to_string(1000000 + 10 * i) +
+           ", \"dur\": 3.5, \"args\": {\"External id\": " + std::to_string(i) +
+           ", \"cbid\": 211, \"correlation\": " + std::to_string(i) + "}},\n";
+      e += "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void "
+           "at::native::vectorized_elementwise_kernel<4, "
+           "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, "
+           "at::native::CUDAFunctor_add<float>, "
+           "at::detail::Array<char*, 3>)\", \"pid\": 0, \"tid\": 7, \"ts\": " +
+           std::to_string(1000004 + 10 * i) +
            ", \"dur\": 5.2, \"args\": {\"External id\": " + std::to_string(i) +
-           ", \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": " + std::to_string(i) +
-           ", \"registers per thread\": 20, \"shared memory\": 0, \"grid\": [110, 1, 1], \"block\": [128, 1, 1]}}";
+           ", \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": " +
+           std::to_string(i) +
+           ", \"registers per thread\": 20, \"shared memory\": 0, \"grid\": [110, 1, 1], \"block\": [128, 1, "
+           "1]}}";
       out << (i ? ",\n" : "") << e;
       bytes += e.size();
     }
@@ -69,7 +80,8 @@ void BM_ReadKinetoEvents(benchmark::State& state) {
   size_t buffered = 0;
   for (auto _ : state) {
     size_t n = 0;
-    const auto r = stepcast::profile::read_kineto_events(path, [&](const stepcast::profile::EventView&) { ++n; });
+    const auto r =
+        stepcast::profile::read_kineto_events(path, [&](const stepcast::profile::EventView&) { ++n; });
     benchmark::DoNotOptimize(n);
     events = n;
     buffered = r.stats.max_buffered_bytes;

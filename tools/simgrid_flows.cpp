@@ -18,13 +18,12 @@
 // latency factors 1, weight-S 0, so every flow has the same sharing weight), cross-traffic off
 // (no 5% reverse flow), TCP-gamma 0 (no window bound), latency 0 on every link, every link
 // SHARED. Each flow gets its own pair of hosts with a route over exactly its links.
-#include <simgrid/s4u.hpp>
-
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 
@@ -69,7 +68,8 @@ int main(int argc, char** argv) {
       fail("expected '<start> <bytes> <n>' with start >= 0, bytes >= 0, n >= 1");
     }
     // SimGrid simulates whole bytes.
-    if (flow.bytes != std::floor(flow.bytes) || flow.bytes > 9e15) fail("bytes must be a whole number below 9e15");
+    if (flow.bytes != std::floor(flow.bytes) || flow.bytes > 9e15)
+      fail("bytes must be a whole number below 9e15");
     flow.links.resize(n);
     for (unsigned& l : flow.links) {
       if (!(std::cin >> l) || l >= capacities.size()) fail("link index out of range");
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     destinations.push_back(zone->create_host("dst" + std::to_string(f), 1e9));
     std::vector<sg4::LinkInRoute> route;
     for (unsigned l : flows[f].links) route.emplace_back(links[l]);
-    zone->add_route(sources[f]->get_netpoint(), destinations[f]->get_netpoint(), nullptr, nullptr, route, false);
+    zone->add_route(sources[f]->get_netpoint(), destinations[f]->get_netpoint(), nullptr, nullptr, route,
+                    false);
   }
   zone->seal();
 

@@ -109,7 +109,8 @@ double RingFit::time(double bytes) const {
 
 Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, const FitOptions& options) {
   if (workers < 2) {
-    throw Error({"", 0, "--workers"}, fmt::format("expected at least 2 workers for an all-reduce, got {}", workers));
+    throw Error({"", 0, "--workers"},
+                fmt::format("expected at least 2 workers for an all-reduce, got {}", workers));
   }
   std::vector<Measurement> eligible;
   for (const Measurement& m : points) {
@@ -118,9 +119,10 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
   std::sort(eligible.begin(), eligible.end(),
             [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
   if (eligible.size() < 2 || eligible.front().bytes == eligible.back().bytes) {
-    throw Error({"", 0, "--min-size"},
-                fmt::format("expected at least two distinct sizes in [{}, {}] B to fit latency and bandwidth, got {}",
-                            options.min_bytes, options.max_bytes, eligible.size()));
+    throw Error(
+        {"", 0, "--min-size"},
+        fmt::format("expected at least two distinct sizes in [{}, {}] B to fit latency and bandwidth, got {}",
+                    options.min_bytes, options.max_bytes, eligible.size()));
   }
   std::vector<Measurement> used;
   if (options.method == FitMethod::Endpoints) {
@@ -144,9 +146,10 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
     s = {0, inverse_bw_without_latency(rows)};
   }
   if (!(s.inverse_bw > 0) || !std::isfinite(s.inverse_bw)) {
-    throw Error({"", 0, ""}, fmt::format("the measured time does not grow with the size between {} B and {} B; "
-                                         "no positive bandwidth fits",
-                                         used.front().bytes, used.back().bytes));
+    throw Error({"", 0, ""},
+                fmt::format("the measured time does not grow with the size between {} B and {} B; "
+                            "no positive bandwidth fits",
+                            used.front().bytes, used.back().bytes));
   }
   c.fit.step_latency = s.a;
   c.fit.bw = 1 / s.inverse_bw;
@@ -163,7 +166,8 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
     if (m.bytes >= options.report_min_bytes) (e.used ? in_sample : held_out).push_back(std::abs(e.error));
     c.sizes.push_back(e);
   }
-  std::sort(c.sizes.begin(), c.sizes.end(), [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
+  std::sort(c.sizes.begin(), c.sizes.end(),
+            [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
   const std::vector<double>& summary = held_out.empty() ? in_sample : held_out;
   c.summary_in_sample = held_out.empty();
   c.summary_count = static_cast<int>(summary.size());
@@ -208,15 +212,16 @@ std::string error_table(const Calibration& c, const std::string& prefix) {
   if (c.summary_count > 0) {
     out += fmt::format("{}sizes >= {:.0f} B {}: median |error| {:.1f}%, max {:.1f}% over {} sizes\n", prefix,
                        c.options.report_min_bytes,
-                       c.summary_in_sample ? "(all used in the fit)" : "not used in the fit", c.median_error * 100,
-                       c.max_error * 100, c.summary_count);
+                       c.summary_in_sample ? "(all used in the fit)" : "not used in the fit",
+                       c.median_error * 100, c.max_error * 100, c.summary_count);
   } else {
     out += fmt::format("{}no size >= {:.0f} B to score\n", prefix, c.options.report_min_bytes);
   }
   return strip_trailing_spaces(out);
 }
 
-std::string calibration_header(const Calibration& c, const CalibrationSource& source, const std::string& prefix) {
+std::string calibration_header(const Calibration& c, const CalibrationSource& source,
+                               const std::string& prefix) {
   const RingFit& fit = c.fit;
   const cluster::ClusterSpec spec = apply_fit(fit, source.workers_per_node);
 
@@ -231,21 +236,20 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
     ++count;
   }
   if (c.options.method == FitMethod::LeastSquares) {
-    used = fmt::format("{} sizes from {:.0f} B to {:.0f} B, relative error", count, c.sizes.empty() ? 0.0 : first_used,
-                       last_used);
+    used = fmt::format("{} sizes from {:.0f} B to {:.0f} B, relative error", count,
+                       c.sizes.empty() ? 0.0 : first_used, last_used);
   }
   std::string out;
-  const std::string_view placement =
-      source.format != LogFormat::NcclTests         ? ""
-      : source.placement == Placement::OutOfPlace ? ", out-of-place times"
-                                                  : ", in-place times";
-  out += fmt::format("{}source: {} ({}{}), {} workers, {} per node\n", prefix, source.file, to_string(source.format),
-                     placement, fit.workers, spec.workers_per_node);
+  const std::string_view placement = source.format != LogFormat::NcclTests       ? ""
+                                     : source.placement == Placement::OutOfPlace ? ", out-of-place times"
+                                                                                 : ", in-place times";
+  out += fmt::format("{}source: {} ({}{}), {} workers, {} per node\n", prefix, source.file,
+                     to_string(source.format), placement, fit.workers, spec.workers_per_node);
   out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
   out += fmt::format("{}fit: {} ({}){}\n", prefix, method_name(c.options.method), used,
                      c.latency_clamped ? "; a < 0 clamped to 0" : "");
-  out += fmt::format("{}a = {:.6g} us per ring step, B = {:.6g} GB/s per ring step (bus bandwidth)\n",
-                     prefix, fit.step_latency * 1e6, fit.bw / 1e9);
+  out += fmt::format("{}a = {:.6g} us per ring step, B = {:.6g} GB/s per ring step (bus bandwidth)\n", prefix,
+                     fit.step_latency * 1e6, fit.bw / 1e9);
   out += prefix + "\n";
   out += error_table(c, prefix);
   return strip_trailing_spaces(out);
@@ -262,8 +266,10 @@ std::string calibration_yaml(const Calibration& c, const CalibrationSource& sour
   out += fmt::format("  workers_per_node: {}\n", spec.workers_per_node);
   if (one_node) {
     out += "  intra_node:\n";
-    out += fmt::format("    bandwidth: {}  # B: all ring hops are inside the node\n", bandwidth_value(spec.intra_node_bw));
-    out += fmt::format("    latency: {}  # a: charged once per ring step\n", duration_value(spec.intra_node_latency));
+    out += fmt::format("    bandwidth: {}  # B: all ring hops are inside the node\n",
+                       bandwidth_value(spec.intra_node_bw));
+    out += fmt::format("    latency: {}  # a: charged once per ring step\n",
+                       duration_value(spec.intra_node_latency));
     return out;
   }
   out += fmt::format("  nic_bandwidth: {}  # B: the ring step's bottleneck, put on the node-to-node hop\n",
@@ -275,9 +281,10 @@ std::string calibration_yaml(const Calibration& c, const CalibrationSource& sour
   if (raise_bw || lower_latency) {
     out += "  intra_node:\n";
     if (raise_bw) {
-      out += fmt::format("    bandwidth: {}  # at least B so the NIC hop stays the bottleneck; "
-                         "raise to the real link figure\n",
-                         bandwidth_value(spec.intra_node_bw));
+      out += fmt::format(
+          "    bandwidth: {}  # at least B so the NIC hop stays the bottleneck; "
+          "raise to the real link figure\n",
+          bandwidth_value(spec.intra_node_bw));
     }
     if (lower_latency) {
       out += fmt::format("    latency: {}  # at most a so the NIC hop's latency is the slowest\n",

@@ -39,7 +39,8 @@ std::vector<std::string_view> split_commas(std::string_view line) {
   size_t pos = 0;
   for (;;) {
     const size_t comma = line.find(',', pos);
-    out.push_back(trim(line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
+    out.push_back(
+        trim(line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
     if (comma == std::string_view::npos) return out;
     pos = comma + 1;
   }
@@ -90,9 +91,12 @@ void finish(CollectiveLog& log, const std::string& what) {
 
 std::string_view to_string(LogFormat format) {
   switch (format) {
-    case LogFormat::Auto: return "auto";
-    case LogFormat::NcclTests: return "nccl-tests";
-    case LogFormat::XlaTable: return "xla";
+    case LogFormat::Auto:
+      return "auto";
+    case LogFormat::NcclTests:
+      return "nccl-tests";
+    case LogFormat::XlaTable:
+      return "xla";
   }
   return "?";
 }
@@ -115,13 +119,15 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& fil
     const size_t n = f.size();
     const bool has_root = n == 13 || n == 9;
     if (!(n == 12 || n == 13 || n == 8 || n == 9)) {
-      throw Error(where, fmt::format("expected an all_reduce_perf row (size count type redop [root] time algbw "
-                                     "busbw #wrong time algbw busbw #wrong), got {} fields",
-                                     n));
+      throw Error(where,
+                  fmt::format("expected an all_reduce_perf row (size count type redop [root] time algbw "
+                              "busbw #wrong time algbw busbw #wrong), got {} fields",
+                              n));
     }
     if (to_number(f[2]) || to_number(f[3])) {
-      throw Error({file_name, number, "type"},
-                  fmt::format("expected a data type and a reduction (e.g. 'float sum'), got '{} {}'", f[2], f[3]));
+      throw Error(
+          {file_name, number, "type"},
+          fmt::format("expected a data type and a reduction (e.g. 'float sum'), got '{} {}'", f[2], f[3]));
     }
     const size_t first = has_root ? 5 : 4;
     const size_t half = placement == Placement::OutOfPlace ? first : first + 4;
@@ -131,7 +137,8 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& fil
     const auto bytes = to_number(f[0]);
     const auto time_us = to_number(f[half]);
     if (!bytes || !time_us) {
-      throw Error({file_name, number, "time"}, fmt::format("expected a time in microseconds, got '{}'", f[half]));
+      throw Error({file_name, number, "time"},
+                  fmt::format("expected a time in microseconds, got '{}'", f[half]));
     }
     if (*time_us <= 0) {
       throw Error({file_name, number, "time"}, fmt::format("expected a time > 0 us, got '{}'", f[half]));
@@ -196,8 +203,8 @@ CollectiveLog parse_xla_table(std::string_view text, const std::string& file_nam
       const int group = static_cast<int>(number_at("group_size"));
       if (log.group_size != 0 && group != log.group_size) {
         throw Error({file_name, number, "group_size"},
-                    fmt::format("all-reduce rows of group sizes {} and {} in one table; keep one", log.group_size,
-                                group));
+                    fmt::format("all-reduce rows of group sizes {} and {} in one table; keep one",
+                                log.group_size, group));
       }
       log.group_size = group;
     }
@@ -228,7 +235,8 @@ CollectiveLog read_collective_log(const std::string& path, LogFormat format, Pla
       }
     });
   }
-  return format == LogFormat::XlaTable ? parse_xla_table(text, path) : parse_nccl_tests_log(text, path, placement);
+  return format == LogFormat::XlaTable ? parse_xla_table(text, path)
+                                       : parse_nccl_tests_log(text, path, placement);
 }
 
 }  // namespace stepcast::calibrate

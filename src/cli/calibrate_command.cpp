@@ -17,10 +17,12 @@ constexpr int kMaxWorkers = 16384;
 }  // namespace
 
 CalibrateCommand::CalibrateCommand(CLI::App& app) {
-  CLI::App* calibrate = app.add_subcommand("calibrate", "Fit network parameters to a measured collective sweep");
+  CLI::App* calibrate =
+      app.add_subcommand("calibrate", "Fit network parameters to a measured collective sweep");
   calibrate->require_subcommand(1);
   nccl_tests_ = calibrate->add_subcommand(
-      "nccl-tests", "Fit the ring all-reduce's latency and bandwidth to an all_reduce_perf log (or XLA table)");
+      "nccl-tests",
+      "Fit the ring all-reduce's latency and bandwidth to an all_reduce_perf log (or XLA table)");
   nccl_tests_->add_option("log", log_, "all_reduce_perf output, or an XLA collective perf table (CSV)")
       ->required();
   nccl_tests_->add_option("--workers", workers_, "Ranks in the measured all-reduce (N)")->required();
@@ -30,14 +32,16 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "nccl-tests", "xla"}))
       ->capture_default_str();
   nccl_tests_->add_flag("--in-place", in_place_, "Use nccl-tests' in-place times (default: out-of-place)");
-  nccl_tests_->add_option("--fit", fit_,
-                          "endpoints (smallest and largest size) or least-squares (all sizes, relative error)")
+  nccl_tests_
+      ->add_option("--fit", fit_,
+                   "endpoints (smallest and largest size) or least-squares (all sizes, relative error)")
       ->check(CLI::IsMember({"endpoints", "least-squares"}))
       ->capture_default_str();
   nccl_tests_->add_option("--min-size", min_size_, "Ignore sizes below this for the fit, e.g. 1MiB")
       ->capture_default_str();
   nccl_tests_->add_option("--max-size", max_size_, "Ignore sizes above this for the fit, e.g. 16MiB");
-  nccl_tests_->add_option("-o,--output", output_, "Write the fitted cluster keys as a YAML scenario fragment");
+  nccl_tests_->add_option("-o,--output", output_,
+                          "Write the fitted cluster keys as a YAML scenario fragment");
 }
 
 bool CalibrateCommand::parsed() const { return nccl_tests_->parsed(); }
@@ -47,11 +51,13 @@ int CalibrateCommand::run() const {
   using calibrate::LogFormat;
   using calibrate::Placement;
   if (workers_ < 2 || workers_ > kMaxWorkers) {
-    throw Error({"", 0, "--workers"}, fmt::format("expected an integer in [2, {}], got {}", kMaxWorkers, workers_));
+    throw Error({"", 0, "--workers"},
+                fmt::format("expected an integer in [2, {}], got {}", kMaxWorkers, workers_));
   }
   if (workers_per_node_ < 1 || workers_per_node_ > workers_) {
-    throw Error({"", 0, "--workers-per-node"},
-                fmt::format("expected an integer in [1, --workers = {}], got {}", workers_, workers_per_node_));
+    throw Error(
+        {"", 0, "--workers-per-node"},
+        fmt::format("expected an integer in [1, --workers = {}], got {}", workers_, workers_per_node_));
   }
   const LogFormat format = format_ == "xla"          ? LogFormat::XlaTable
                            : format_ == "nccl-tests" ? LogFormat::NcclTests

@@ -27,7 +27,8 @@ struct ExportArgs {
 };
 
 int run_export(const ExportArgs& args) {
-  if (args.chakra.empty()) throw Error({"", 0, "--chakra"}, "expected an output prefix, e.g. --chakra out/job");
+  if (args.chakra.empty())
+    throw Error({"", 0, "--chakra"}, "expected an output prefix, e.g. --chakra out/job");
   std::vector<std::string> overrides = args.sets;
   if (args.workers > 0) overrides.push_back(fmt::format("cluster.workers={}", args.workers));
   const scenario::Scenario s = scenario::load_scenario(args.scenario, overrides);
@@ -45,9 +46,8 @@ int run_export(const ExportArgs& args) {
     for (const scheme::Piece& p : scheme::place_parameters(w, s.scheme.ps)) {
       how.pieces.push_back({.tensor = p.tensor, .shard = p.shard, .bytes = p.bytes});
     }
-    summary = fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors",
-                          how.ps_count, how.workers, how.workers + how.ps_count - 1, how.pieces.size(),
-                          w.tensors.size());
+    summary = fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
+                          how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
   } else {
     how.buckets = workload::make_buckets(w, s.scheme.allreduce.bucket_bytes);
     summary = fmt::format("all-reduce, {} buckets of {} gradients ({} per step)", how.buckets.size(),
@@ -61,10 +61,12 @@ int run_export(const ExportArgs& args) {
   }
   const auto files = profile::write_chakra_traces(args.chakra, w, how);
   fmt::print("scenario {}: {} ops per step, {} workers, {}\n", s.name, w.ops.size(), how.workers, summary);
-  fmt::print("wrote {} Chakra execution traces (ASTRA-sim workload input, prefix {}):\n", files.size(), args.chakra);
+  fmt::print("wrote {} Chakra execution traces (ASTRA-sim workload input, prefix {}):\n", files.size(),
+             args.chakra);
   fmt::print("  {:<6} {:<7} {:>7} {:>14}  {}\n", "rank", "role", "nodes", "sent/step", "file");
   for (const auto& f : files) {
-    fmt::print("  {:<6} {:<7} {:>7} {:>14}  {}\n", f.rank, f.role, f.nodes, format_bytes(f.bytes_sent), f.path);
+    fmt::print("  {:<6} {:<7} {:>7} {:>14}  {}\n", f.rank, f.role, f.nodes, format_bytes(f.bytes_sent),
+               f.path);
   }
   return 0;
 }
@@ -74,8 +76,9 @@ int run_export(const ExportArgs& args) {
 std::function<int()> add_export_command(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand("export", "Write a scenario's multi-worker workload for another tool");
-  cmd->add_option("--chakra", args->chakra,
-                  "Write Chakra execution traces PREFIX.<rank>.et, one per worker (and PS) rank, for ASTRA-sim")
+  cmd->add_option(
+         "--chakra", args->chakra,
+         "Write Chakra execution traces PREFIX.<rank>.et, one per worker (and PS) rank, for ASTRA-sim")
       ->required();
   cmd->add_option("scenario", args->scenario, "Scenario YAML file")->required();
   cmd->add_option("--set", args->sets, "Override a scenario key: KEY=VALUE (repeatable)");

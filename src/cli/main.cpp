@@ -1,9 +1,9 @@
 // The stepcast command: predict, collective, zoo, options. Parses arguments, calls scenario/,
 // predict/ and report/, and turns stepcast::Error into a message and exit code 2.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <fstream>
@@ -43,8 +43,9 @@ std::vector<int> parse_worker_list(const std::string& text) {
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1 ||
         value > kMaxWorkers) {
-      throw Error({"", 0, "--workers"},
-                  fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
+      throw Error(
+          {"", 0, "--workers"},
+          fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
     }
     out.push_back(value);
     pos = comma + 1;
@@ -82,8 +83,8 @@ int run_predict(const PredictArgs& args) {
     overrides.push_back(fmt::format("seed={}", seed));
   }
   stepcast::scenario::Scenario scenario = stepcast::scenario::load_scenario(args.scenario, overrides);
-  std::vector<int> counts = args.workers_given ? parse_worker_list(args.workers)
-                                               : std::vector<int>{scenario.cluster.workers};
+  std::vector<int> counts =
+      args.workers_given ? parse_worker_list(args.workers) : std::vector<int>{scenario.cluster.workers};
   if (!args.trace_out.empty() && scenario.options.predictor != stepcast::predict::Predictor::Fine) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
   }
@@ -118,8 +119,8 @@ int run_predict(const PredictArgs& args) {
   } else {
     stepcast::report::write_table(std::cout, sweep);
     if (!args.trace_out.empty()) {
-      fmt::print("trace of {} workers written to {} (open it in https://ui.perfetto.dev)\n",
-                 counts.back(), args.trace_out);
+      fmt::print("trace of {} workers written to {} (open it in https://ui.perfetto.dev)\n", counts.back(),
+                 args.trace_out);
     }
   }
   return 0;
@@ -147,12 +148,15 @@ struct OpInfo {
 int run_collective(const CollectiveArgs& args) {
   using stepcast::scheme::CollectiveOp;
   static const std::vector<std::pair<std::string, CollectiveOp>> ops{
-      {"allreduce", CollectiveOp::AllReduce}, {"allgather", CollectiveOp::AllGather},
-      {"reducescatter", CollectiveOp::ReduceScatter}, {"broadcast", CollectiveOp::Broadcast}};
+      {"allreduce", CollectiveOp::AllReduce},
+      {"allgather", CollectiveOp::AllGather},
+      {"reducescatter", CollectiveOp::ReduceScatter},
+      {"broadcast", CollectiveOp::Broadcast}};
   auto op_it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == args.op; });
   if (op_it == ops.end()) {
     throw Error({"", 0, "--op"}, fmt::format("unsupported collective '{}' (supported: allreduce, allgather, "
-                                             "reducescatter, broadcast)", args.op));
+                                             "reducescatter, broadcast)",
+                                             args.op));
   }
   const CollectiveOp op = op_it->second;
   const double bytes = stepcast::parse_bytes(args.size, {"", 0, "--size"});
@@ -170,8 +174,9 @@ int run_collective(const CollectiveArgs& args) {
   const auto needs = stepcast::scenario::Needs::ClusterOnly;
   stepcast::scenario::Scenario scenario;
   try {
-    scenario = args.scenario.empty() ? stepcast::scenario::parse_scenario("{}", "collective", overrides, needs)
-                                     : stepcast::scenario::load_scenario(args.scenario, overrides, needs);
+    scenario = args.scenario.empty()
+                   ? stepcast::scenario::parse_scenario("{}", "collective", overrides, needs)
+                   : stepcast::scenario::load_scenario(args.scenario, overrides, needs);
   } catch (const Error& e) {
     for (const auto& [key, flag] : args.flag_of_key) {
       if (e.where().key == key) throw Error({"", 0, flag}, e.message());
@@ -188,7 +193,7 @@ int run_collective(const CollectiveArgs& args) {
   // x (n-1)/n (all-gather, reduce-scatter), x 1 (broadcast).
   const double n = spec.workers;
   const double algbw = r.time > 0 ? bytes / r.time : 0;
-  const double factor = op == CollectiveOp::AllReduce ? 2 * (n - 1) / n
+  const double factor = op == CollectiveOp::AllReduce   ? 2 * (n - 1) / n
                         : op == CollectiveOp::Broadcast ? 1.0
                                                         : (n - 1) / n;
   const double busbw = algbw * factor;
@@ -199,14 +204,15 @@ int run_collective(const CollectiveArgs& args) {
       links += fmt::format("{}{{\"name\": {}, \"busy\": {}, \"bytes\": {}}}", i ? ", " : "",
                            stepcast::report::json_quote(r.links[i].name), r.links[i].busy, r.links[i].bytes);
     }
-    fmt::print("{{\"op\": \"{}\", \"algorithm\": \"{}\", \"topology\": \"{}\", \"workers\": {}, "
-               "\"size_bytes\": {}, \"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, "
-               "\"steps\": {}, \"max_link_flows\": {}, \"links\": [{}]}}\n",
-               args.op, stepcast::scheme::to_string(algorithm), stepcast::cluster::to_string(spec.topology),
-               spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows, links);
+    fmt::print(
+        "{{\"op\": \"{}\", \"algorithm\": \"{}\", \"topology\": \"{}\", \"workers\": {}, "
+        "\"size_bytes\": {}, \"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, "
+        "\"steps\": {}, \"max_link_flows\": {}, \"links\": [{}]}}\n",
+        args.op, stepcast::scheme::to_string(algorithm), stepcast::cluster::to_string(spec.topology),
+        spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows, links);
   } else {
-    fmt::print("{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n",
-               args.op, stepcast::scheme::to_string(algorithm), stepcast::format_bytes(bytes), spec.workers,
+    fmt::print("{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n", args.op,
+               stepcast::scheme::to_string(algorithm), stepcast::format_bytes(bytes), spec.workers,
                spec.workers_per_node, stepcast::cluster::to_string(spec.topology),
                stepcast::format_bandwidth(spec.nic_bw), stepcast::format_duration(spec.latency));
     fmt::print("  time             {}\n  algbw            {:.3f} GB/s\n  busbw            {:.3f} GB/s\n",
@@ -240,9 +246,8 @@ int run_zoo_show(const std::string& name) {
     throw Error({"", 0, "zoo show"}, fmt::format("unknown model '{}' (known: {})", name, known));
   }
   fmt::print("{}: {}\n", m->name, m->description);
-  fmt::print("parameters {} ({} fp32), {} tensors, forward {:.3f} GFLOP per sample\n\n",
-             m->num_parameters(), stepcast::format_bytes(4.0 * m->num_parameters()), m->num_tensors(),
-             m->forward_flops() / 1e9);
+  fmt::print("parameters {} ({} fp32), {} tensors, forward {:.3f} GFLOP per sample\n\n", m->num_parameters(),
+             stepcast::format_bytes(4.0 * m->num_parameters()), m->num_tensors(), m->forward_flops() / 1e9);
   fmt::print("{:<40} {:>12} {:>8} {:>14}\n", "layer", "parameters", "tensors", "fwd MFLOP/sample");
   for (const auto& layer : m->layers) {
     int64_t params = 0;
@@ -274,7 +279,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   PredictArgs predict_args;
-  CLI::App* predict = app.add_subcommand("predict", "Predict step time, throughput and bottleneck of a scenario");
+  CLI::App* predict =
+      app.add_subcommand("predict", "Predict step time, throughput and bottleneck of a scenario");
   predict->add_option("scenario", predict_args.scenario, "Scenario YAML file")->required();
   predict->add_option("--set", predict_args.sets, "Override a scenario key: KEY=VALUE (repeatable)");
   predict->add_option("--workers", predict_args.workers, "Sweep over total worker counts, e.g. 1,2,4,8");
@@ -289,9 +295,11 @@ int main(int argc, char** argv) {
   CollectiveArgs coll;
   std::string coll_workers, coll_workers_per_node, coll_nic, coll_latency;
   CLI::App* collective = app.add_subcommand("collective", "Time one collective alone on the network");
-  collective->add_option("--op", coll.op, "allreduce, allgather, reducescatter or broadcast")->capture_default_str();
-  collective->add_option("--algorithm", coll.algorithm,
-                         "All-reduce algorithm: ring, halving_doubling, hierarchical, hdrm")
+  collective->add_option("--op", coll.op, "allreduce, allgather, reducescatter or broadcast")
+      ->capture_default_str();
+  collective
+      ->add_option("--algorithm", coll.algorithm,
+                   "All-reduce algorithm: ring, halving_doubling, hierarchical, hdrm")
       ->capture_default_str();
   collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB")->capture_default_str();
   collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");
@@ -325,8 +333,10 @@ int main(int argc, char** argv) {
     if (predict->parsed()) return run_predict(predict_args);
     if (collective->parsed()) {
       const std::pair<const char*, std::string*> flag_keys[] = {
-          {"cluster.workers", &coll_workers}, {"cluster.workers_per_node", &coll_workers_per_node},
-          {"cluster.nic_bandwidth", &coll_nic}, {"cluster.link_latency", &coll_latency}};
+          {"cluster.workers", &coll_workers},
+          {"cluster.workers_per_node", &coll_workers_per_node},
+          {"cluster.nic_bandwidth", &coll_nic},
+          {"cluster.link_latency", &coll_latency}};
       const char* flag_names[] = {"--workers", "--workers-per-node", "--nic-bandwidth", "--latency"};
       for (size_t i = 0; i < std::size(flag_keys); ++i) {
         const auto& [key, value] = flag_keys[i];

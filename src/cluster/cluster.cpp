@@ -74,7 +74,8 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
         for (int s = 0; s < half; ++s) names.push_back(fmt::format("spine{}", s));
         for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
         for (int l = 0; l < leaves; ++l) {
-          for (int s = 0; s < half; ++s) b.connect_switches(l, leaves + s, up_bw, names[l], names[leaves + s]);
+          for (int s = 0; s < half; ++s)
+            b.connect_switches(l, leaves + s, up_bw, names[l], names[leaves + s]);
         }
       } else {
         // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches,
@@ -144,23 +145,29 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
 
 const char* to_string(Topology topology) {
   switch (topology) {
-    case Topology::Switch: return "switch";
-    case Topology::FatTree: return "fat_tree";
-    case Topology::BiGraph: return "bigraph";
-    case Topology::Torus: return "torus";
+    case Topology::Switch:
+      return "switch";
+    case Topology::FatTree:
+      return "fat_tree";
+    case Topology::BiGraph:
+      return "bigraph";
+    case Topology::Torus:
+      return "torus";
   }
   return "?";
 }
 
 int topology_capacity(const ClusterSpec& spec) {
   switch (spec.topology) {
-    case Topology::Switch: return 0;
+    case Topology::Switch:
+      return 0;
     case Topology::FatTree: {
       if (spec.fat_tree.levels == 2) return 0;
       const int k = spec.fat_tree.radix;
       return k * (k / 2) * (k / 2);
     }
-    case Topology::BiGraph: return 2 * spec.bigraph.switches_per_half * spec.bigraph.hosts_per_switch;
+    case Topology::BiGraph:
+      return 2 * spec.bigraph.switches_per_half * spec.bigraph.hosts_per_switch;
     case Topology::Torus: {
       int n = 1;
       for (int d : spec.torus.dims) n *= d;
@@ -250,7 +257,8 @@ Path Cluster::path(Endpoint from, Endpoint to) const {
     // PCIe switch uplink on PCIe machines.
     if (leaves_switch(from, to)) p.links.push_back(pcie_up[pcie_switch_index(spec, from)]);
     p.links.push_back(nic_up[nic_of(from)]);
-    const uint64_t hash = mix(spec.routing_seed ^ mix((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
+    const uint64_t hash = mix(spec.routing_seed ^
+                              mix((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
     for (uint32_t l : switch_route(node_switch[from.node], node_switch[to.node], hash)) p.links.push_back(l);
     p.links.push_back(nic_down[nic_of(to)]);
     if (leaves_switch(to, from)) p.links.push_back(pcie_down[pcie_switch_index(spec, to)]);
@@ -290,8 +298,10 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
     const int per_node = (spec.workers_per_node + spec.gpus_per_pcie_switch - 1) / spec.gpus_per_pcie_switch;
     for (int n = 0; n < worker_nodes; ++n) {
       for (int k = 0; k < per_node; ++k) {
-        c.pcie_up.push_back(builder.add_link(fmt::format("node{}.pcie{}.up", n, k), spec.intra_node_bw, 0, -1, -1));
-        c.pcie_down.push_back(builder.add_link(fmt::format("node{}.pcie{}.down", n, k), spec.intra_node_bw, 0, -1, -1));
+        c.pcie_up.push_back(
+            builder.add_link(fmt::format("node{}.pcie{}.up", n, k), spec.intra_node_bw, 0, -1, -1));
+        c.pcie_down.push_back(
+            builder.add_link(fmt::format("node{}.pcie{}.down", n, k), spec.intra_node_bw, 0, -1, -1));
       }
     }
   }
@@ -300,8 +310,10 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   for (int n = 0; n < worker_nodes; ++n) {
     for (int d = 0; d <= spec.workers_per_node; ++d) {
       const std::string dev = d == spec.workers_per_node ? "host" : fmt::format("gpu{}", d);
-      c.bus_up.push_back(builder.add_link(fmt::format("node{}.{}.bus.up", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
-      c.bus_down.push_back(builder.add_link(fmt::format("node{}.{}.bus.down", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
+      c.bus_up.push_back(
+          builder.add_link(fmt::format("node{}.{}.bus.up", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
+      c.bus_down.push_back(
+          builder.add_link(fmt::format("node{}.{}.bus.down", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
     }
   }
   return c;

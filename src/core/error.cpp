@@ -23,8 +23,7 @@ Error::Error(SourceLocation where, const std::string& message)
     : std::runtime_error(compose(where, message)), where_(std::move(where)), message_(message) {}
 
 void assertion_failed(const char* condition, const char* file, int line) {
-  std::fprintf(stderr, "stepcast: internal error: assertion '%s' failed at %s:%d\n", condition,
-               file, line);
+  std::fprintf(stderr, "stepcast: internal error: assertion '%s' failed at %s:%d\n", condition, file, line);
   std::abort();
 }
 

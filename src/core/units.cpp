@@ -51,12 +51,11 @@ constexpr double kKi = 1024.0;
 
 double parse_bandwidth(std::string_view text, const SourceLocation& where) {
   static constexpr std::array<Suffix, 22> kSuffixes{{
-      {"", 1},          {"B/s", 1},         {"Bps", 1},         {"bps", 0.125},
-      {"b/s", 0.125},   {"kbps", 125},      {"Kbps", 125},      {"Mbps", 125e3},
-      {"Gbps", 125e6},  {"Tbps", 125e9},    {"Gb/s", 125e6},    {"Mb/s", 125e3},
-      {"kB/s", 1e3},    {"KB/s", 1e3},      {"MB/s", 1e6},      {"GB/s", 1e9},
-      {"TB/s", 1e12},   {"KiB/s", kKi},     {"MiB/s", kKi* kKi}, {"GiB/s", kKi* kKi* kKi},
-      {"GBps", 1e9},    {"MBps", 1e6},
+      {"", 1},         {"B/s", 1},      {"Bps", 1},      {"bps", 0.125},       {"b/s", 0.125},
+      {"kbps", 125},   {"Kbps", 125},   {"Mbps", 125e3}, {"Gbps", 125e6},      {"Tbps", 125e9},
+      {"Gb/s", 125e6}, {"Mb/s", 125e3}, {"kB/s", 1e3},   {"KB/s", 1e3},        {"MB/s", 1e6},
+      {"GB/s", 1e9},   {"TB/s", 1e12},  {"KiB/s", kKi},  {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
+      {"GBps", 1e9},   {"MBps", 1e6},
   }};
   double value = parse_with(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", kSuffixes);
   if (value <= 0) throw Error(where, fmt::format("bandwidth must be > 0, got '{}'", text));
@@ -65,16 +64,32 @@ double parse_bandwidth(std::string_view text, const SourceLocation& where) {
 
 double parse_duration(std::string_view text, const SourceLocation& where) {
   static constexpr std::array<Suffix, 9> kSuffixes{{
-      {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"µs", 1e-6}, {"ns", 1e-9},
-      {"min", 60}, {"h", 3600}, {"sec", 1},
+      {"", 1},
+      {"s", 1},
+      {"ms", 1e-3},
+      {"us", 1e-6},
+      {"µs", 1e-6},
+      {"ns", 1e-9},
+      {"min", 60},
+      {"h", 3600},
+      {"sec", 1},
   }};
   return parse_with(text, where, "a duration such as '5us' or '292ms'", kSuffixes);
 }
 
 double parse_bytes(std::string_view text, const SourceLocation& where) {
   static constexpr std::array<Suffix, 11> kSuffixes{{
-      {"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-      {"KiB", kKi}, {"MiB", kKi * kKi}, {"GiB", kKi * kKi * kKi}, {"TiB", kKi * kKi * kKi * kKi},
+      {"", 1},
+      {"B", 1},
+      {"kB", 1e3},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", kKi},
+      {"MiB", kKi * kKi},
+      {"GiB", kKi * kKi * kKi},
+      {"TiB", kKi * kKi * kKi * kKi},
   }};
   return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes);
 }

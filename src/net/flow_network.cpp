@@ -45,11 +45,13 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   // Merge repeated links so each link appears once with the total member count. Callers that
   // reuse one path (a ring's group) pass it sorted and merged, which skips the sort.
   flow.path = spec.path;
-  const bool merged = std::adjacent_find(flow.path.begin(), flow.path.end(), [](const LinkUse& a, const LinkUse& b) {
-                        return a.link >= b.link;
-                      }) == flow.path.end();
-  if (!merged) std::sort(flow.path.begin(), flow.path.end(),
-            [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
+  const bool merged =
+      std::adjacent_find(flow.path.begin(), flow.path.end(), [](const LinkUse& a, const LinkUse& b) {
+        return a.link >= b.link;
+      }) == flow.path.end();
+  if (!merged)
+    std::sort(flow.path.begin(), flow.path.end(),
+              [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
   size_t out = 0;
   for (size_t i = 0; i < flow.path.size(); ++i) {
     STEPCAST_ASSERT(flow.path[i].link < capacity_.size() && flow.path[i].count > 0);
@@ -166,7 +168,8 @@ void FlowNetwork::reshare() const {
   // Bring every flow to now_ at its old rate before the rates change.
   for (uint32_t f : active_) {
     Flow& flow = flows_[f];
-    if (!std::isinf(flow.rate)) flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
+    if (!std::isinf(flow.rate))
+      flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
     flow.updated = now_;
   }
   if (active_.size() == 1) {
@@ -221,7 +224,8 @@ void FlowNetwork::reshare() const {
     fixed_.assign(flows_.size(), 0);
     std::priority_queue<LinkShare, std::vector<LinkShare>, std::greater<>> heap;
     for (size_t l = 0; l < num_links; ++l) {
-      if (unfixed_weight_[l] > 0) heap.push({remaining_capacity_[l] / unfixed_weight_[l], static_cast<uint32_t>(l)});
+      if (unfixed_weight_[l] > 0)
+        heap.push({remaining_capacity_[l] / unfixed_weight_[l], static_cast<uint32_t>(l)});
     }
     while (!heap.empty()) {
       const LinkShare top = heap.top();
@@ -235,7 +239,8 @@ void FlowNetwork::reshare() const {
         Flow& flow = flows_[f];
         flow.rate = top.share;
         for (const LinkUse& use : flow.path) {
-          remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - top.share * use.count);
+          remaining_capacity_[use.link] =
+              std::max(0.0, remaining_capacity_[use.link] - top.share * use.count);
           unfixed_weight_[use.link] -= use.count;
           if (unfixed_weight_[use.link] > 0 && use.link != l) {
             heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});

@@ -31,10 +31,10 @@ class FlowNetwork final : public NetworkModel {
   enum class State : uint8_t { Free, Active, Finished };
   struct Flow {
     std::vector<LinkUse> path;
-    double bytes = 0;        ///< of the current transfer, per member
-    double remaining = 0;    ///< bytes per member left at `updated`
-    double updated = 0;      ///< time `remaining` refers to
-    double rate = 0;         ///< bytes/s per member
+    double bytes = 0;      ///< of the current transfer, per member
+    double remaining = 0;  ///< bytes per member left at `updated`
+    double updated = 0;    ///< time `remaining` refers to
+    double rate = 0;       ///< bytes/s per member
     double finish = kInfinity;
     uint32_t active_slot = 0;
     uint32_t generation = 0;  ///< invalidates stale completion-heap entries
@@ -44,9 +44,7 @@ class FlowNetwork final : public NetworkModel {
     double time;
     uint32_t flow;
     uint32_t generation;
-    bool operator>(const Completion& o) const {
-      return time != o.time ? time > o.time : flow > o.flow;
-    }
+    bool operator>(const Completion& o) const { return time != o.time ? time > o.time : flow > o.flow; }
   };
 
   void reap_finished();

@@ -4,8 +4,10 @@ namespace stepcast::predict {
 
 const char* to_string(Predictor predictor) {
   switch (predictor) {
-    case Predictor::Fine: return "fine";
-    case Predictor::Coarse: return "coarse";
+    case Predictor::Fine:
+      return "fine";
+    case Predictor::Coarse:
+      return "coarse";
   }
   return "?";
 }

@@ -47,7 +47,8 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
   r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});
-  const double per_worker = spec.workers > 1 ? 2.0 * (spec.workers - 1) / spec.workers * w.parameter_bytes() : 0;
+  const double per_worker =
+      spec.workers > 1 ? 2.0 * (spec.workers - 1) / spec.workers * w.parameter_bytes() : 0;
   r.bytes_sent = r.bytes_received = per_worker * spec.workers * options.measure_steps;
   return r;
 }

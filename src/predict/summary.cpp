@@ -25,19 +25,22 @@ void finish_result(Result& r, const workload::Workload& workload) {
     r.bottleneck = fmt::format("{} {:.0f}% busy", top.resource, 100 * std::min(top.busy, 1.0));
     // Compute-bound but still losing time: name what the lost time waits on, since that is what
     // limits scaling.
-    const double lost = (r.breakdown.communication_exposed + r.breakdown.wait) / std::max(r.step_time, 1e-300);
-    if (top.resource.find("compute") != std::string::npos && lost >= kNoticeableLoss && r.utilization.size() > 1) {
+    const double lost =
+        (r.breakdown.communication_exposed + r.breakdown.wait) / std::max(r.step_time, 1e-300);
+    if (top.resource.find("compute") != std::string::npos && lost >= kNoticeableLoss &&
+        r.utilization.size() > 1) {
       const Utilization& next = r.utilization[1];
-      r.bottleneck += fmt::format("; {:.0f}% of step lost to {} ({} {:.0f}% busy)", 100 * lost,
-                                  r.breakdown.wait > r.breakdown.communication_exposed ? "waiting" : "communication",
-                                  next.resource, 100 * std::min(next.busy, 1.0));
+      r.bottleneck +=
+          fmt::format("; {:.0f}% of step lost to {} ({} {:.0f}% busy)", 100 * lost,
+                      r.breakdown.wait > r.breakdown.communication_exposed ? "waiting" : "communication",
+                      next.resource, 100 * std::min(next.busy, 1.0));
     }
     return;
   }
   const double step = std::max(r.step_time, 1e-300);
   if (r.breakdown.wait >= r.breakdown.communication_exposed) {
-    r.bottleneck = fmt::format("waiting for other workers or servers ({:.0f}% of step)",
-                               100 * r.breakdown.wait / step);
+    r.bottleneck =
+        fmt::format("waiting for other workers or servers ({:.0f}% of step)", 100 * r.breakdown.wait / step);
   } else {
     r.bottleneck = fmt::format("network latency, no link saturated ({:.0f}% of step exposed)",
                                100 * r.breakdown.communication_exposed / step);

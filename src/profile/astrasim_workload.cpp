@@ -49,18 +49,21 @@ Comm comm_type(std::string_view token, const SourceLocation& where) {
     return Comm::Other;
   }
   throw Error(where, fmt::format("unknown communication type '{}' (expected NONE, ALLREDUCE, ALLGATHER, "
-                                 "REDUCESCATTER or ALLTOALL)", token));
+                                 "REDUCESCATTER or ALLTOALL)",
+                                 token));
 }
 
 }  // namespace
 
 workload::Workload parse_astrasim_workload(std::string_view text, const std::string& file_name,
-                                           const AstraSimOptions& options, std::vector<std::string>* warnings) {
+                                           const AstraSimOptions& options,
+                                           std::vector<std::string>* warnings) {
   auto warn = [&](int line, const std::string& message) {
     if (warnings != nullptr) warnings->push_back(fmt::format("{}:{}: {}", file_name, line, message));
   };
   if (!(options.seconds_per_tick > 0) || !std::isfinite(options.seconds_per_tick)) {
-    throw Error({file_name, 0, "seconds_per_tick"}, fmt::format("expected a time unit > 0, got {}", options.seconds_per_tick));
+    throw Error({file_name, 0, "seconds_per_tick"},
+                fmt::format("expected a time unit > 0, got {}", options.seconds_per_tick));
   }
   // Non-empty lines with their numbers.
   std::vector<std::pair<int, std::vector<std::string_view>>> lines;
@@ -74,21 +77,26 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     pos = end + 1;
     if (!tokens.empty()) lines.emplace_back(line_number, std::move(tokens));
   }
-  if (lines.empty()) throw Error({file_name, 0, "parallelism"}, "empty workload: expected the parallelism (e.g. DATA)");
+  if (lines.empty())
+    throw Error({file_name, 0, "parallelism"}, "empty workload: expected the parallelism (e.g. DATA)");
   const std::string parallelism(lines[0].second[0]);
   if (parallelism != "DATA") {
-    warn(lines[0].first, fmt::format("parallelism {}: only the weight-gradient all-reduces are represented", parallelism));
+    warn(lines[0].first,
+         fmt::format("parallelism {}: only the weight-gradient all-reduces are represented", parallelism));
   }
-  if (lines.size() < 2) throw Error({file_name, lines[0].first + 1, "layers"}, "expected the number of layers");
+  if (lines.size() < 2)
+    throw Error({file_name, lines[0].first + 1, "layers"}, "expected the number of layers");
   const auto& [count_line, count_tokens] = lines[1];
   const double count = number(count_tokens[0], {file_name, count_line, "layers"});
   if (count_tokens.size() != 1 || count < 1 || count != std::floor(count)) {
-    throw Error({file_name, count_line, "layers"}, "expected the number of layers, an integer >= 1, alone on the line");
+    throw Error({file_name, count_line, "layers"},
+                "expected the number of layers, an integer >= 1, alone on the line");
   }
   const size_t num_layers = static_cast<size_t>(count);
   if (lines.size() - 2 != num_layers) {
-    throw Error({file_name, lines.back().first, "layers"},
-                fmt::format("line {} announces {} layers but {} follow", count_line, num_layers, lines.size() - 2));
+    throw Error(
+        {file_name, lines.back().first, "layers"},
+        fmt::format("line {} announces {} layers but {} follow", count_line, num_layers, lines.size() - 2));
   }
 
   struct Layer {
@@ -102,10 +110,11 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     const auto& [line, t] = lines[l + 2];
     // Classic rows have 12 fields; 21 when a GEMM shape (3 numbers) follows each compute time.
     if (t.size() != 12 && t.size() != 21) {
-      throw Error({file_name, line, ""},
-                  fmt::format("expected 12 fields (name, reserved, then compute time, comm type and comm size "
-                              "for forward, input gradient and weight gradient, then update time), got {}",
-                              t.size()));
+      throw Error(
+          {file_name, line, ""},
+          fmt::format("expected 12 fields (name, reserved, then compute time, comm type and comm size "
+                      "for forward, input gradient and weight gradient, then update time), got {}",
+                      t.size()));
     }
     const size_t shape = t.size() == 21 ? 3 : 0;
     auto field = [&](size_t pass, size_t k) { return t[2 + pass * (3 + shape) + (k == 0 ? 0 : shape + k)]; };
@@ -122,8 +131,8 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
         layer.wg_allreduce = bytes > 0;
         layer.wg_bytes = bytes;
       } else if (type != Comm::None && bytes > 0) {
-        warn(line, fmt::format("layer {}: {} communication {} of {} bytes is not represented", layer.name, base,
-                               field(p, 1), bytes));
+        warn(line, fmt::format("layer {}: {} communication {} of {} bytes is not represented", layer.name,
+                               base, field(p, 1), bytes));
       }
     }
     layer.fwd = times[0];
@@ -137,7 +146,8 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
   w.name = std::filesystem::path(file_name).stem().string();
   w.lanes = {"gpu"};
   auto add = [&](std::string name, workload::OpKind kind, double duration, int layer) {
-    workload::Op op{.name = std::move(name), .kind = kind, .duration = duration, .lane = 0, .layer = layer, .deps = {}};
+    workload::Op op{
+        .name = std::move(name), .kind = kind, .duration = duration, .lane = 0, .layer = layer, .deps = {}};
     if (!w.ops.empty()) op.deps.push_back(static_cast<int>(w.ops.size()) - 1);
     w.ops.push_back(std::move(op));
     return static_cast<int>(w.ops.size()) - 1;
@@ -154,7 +164,8 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
   if (update > 0) add("update", workload::OpKind::Other, update, -1);
   for (int l = 0; l < n; ++l) {
     if (!layers[l].wg_allreduce) continue;
-    w.tensors.push_back({.name = layers[l].name, .bytes = layers[l].wg_bytes, .producer = wg_op[l], .consumers = {l}});
+    w.tensors.push_back(
+        {.name = layers[l].name, .bytes = layers[l].wg_bytes, .producer = wg_op[l], .consumers = {l}});
   }
   return w;
 }

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -150,9 +150,8 @@ bool is_cpu_lane(const std::string& lane) { return lane.rfind("cpu", 0) == 0; }
 /// COMP nodes for every op in program order; returns op index -> node id. Program order per
 /// lane goes to ctrl_deps; data_deps holds it too plus the op's explicit deps.
 void write_ops(RankWriter& writer, const workload::Workload& w,
-                                const std::vector<std::vector<uint64_t>>& extra_deps,
-                                const std::vector<std::vector<int>>& after_op,
-                                const std::function<void(int)>& emit_after) {
+               const std::vector<std::vector<uint64_t>>& extra_deps,
+               const std::vector<std::vector<int>>& after_op, const std::function<void(int)>& emit_after) {
   std::vector<uint64_t> node_of(w.ops.size());
   std::vector<int> last_on_lane(w.lanes.size(), -1);
   for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -188,14 +187,16 @@ void check_export(const workload::Workload& w, const ChakraExport& how, const st
   const int num_tensors = static_cast<int>(w.tensors.size());
   for (const auto& b : how.buckets) {
     for (int t : b.tensors) {
-      if (t < 0 || t >= num_tensors) throw Error({prefix, 0, "--chakra"}, fmt::format("bucket names unknown tensor {}", t));
+      if (t < 0 || t >= num_tensors)
+        throw Error({prefix, 0, "--chakra"}, fmt::format("bucket names unknown tensor {}", t));
     }
   }
   if (how.parameter_server) {
     if (how.ps_count < 1) throw Error({prefix, 0, "--chakra"}, "a parameter server needs at least one shard");
     for (const auto& p : how.pieces) {
       if (p.tensor < 0 || p.tensor >= num_tensors || p.shard < 0 || p.shard >= how.ps_count) {
-        throw Error({prefix, 0, "--chakra"}, fmt::format("piece of tensor {} on shard {} is out of range", p.tensor, p.shard));
+        throw Error({prefix, 0, "--chakra"},
+                    fmt::format("piece of tensor {} on shard {} is out of range", p.tensor, p.shard));
       }
     }
   }
@@ -236,7 +237,8 @@ ChakraFile write_allreduce_worker(const std::string& prefix, int rank, const wor
   return {rank_path(prefix, rank), rank, "worker", writer.size(), bytes};
 }
 
-ChakraFile write_ps_worker(const std::string& prefix, int rank, const workload::Workload& w, const ChakraExport& how) {
+ChakraFile write_ps_worker(const std::string& prefix, int rank, const workload::Workload& w,
+                           const ChakraExport& how) {
   RankWriter writer(rank_path(prefix, rank), rank);
   writer.write_metadata(w, how, "worker");
   // Pulls first: they start with the step, and the consumers wait for them.
@@ -260,8 +262,9 @@ ChakraFile write_ps_worker(const std::string& prefix, int rank, const workload::
     const uint64_t op_node = static_cast<uint64_t>(writer.size() - 1);
     for (int i : after_op[static_cast<size_t>(op)]) {
       const ChakraPiece& p = how.pieces[static_cast<size_t>(i)];
-      pb::Node& n = writer.new_comm(pb::COMM_SEND_NODE, kPushPrefix + w.tensors[static_cast<size_t>(p.tensor)].name,
-                                    p.bytes, how.network_dims);
+      pb::Node& n =
+          writer.new_comm(pb::COMM_SEND_NODE, kPushPrefix + w.tensors[static_cast<size_t>(p.tensor)].name,
+                          p.bytes, how.network_dims);
       add_attr_i32(n, "comm_src", rank);
       add_attr_i32(n, "comm_dst", how.workers + p.shard);
       add_attr_i32(n, "comm_tag", p.tensor);
@@ -274,7 +277,8 @@ ChakraFile write_ps_worker(const std::string& prefix, int rank, const workload::
   return {rank_path(prefix, rank), rank, "worker", writer.size(), bytes};
 }
 
-ChakraFile write_ps_server(const std::string& prefix, int shard, const workload::Workload& w, const ChakraExport& how) {
+ChakraFile write_ps_server(const std::string& prefix, int shard, const workload::Workload& w,
+                           const ChakraExport& how) {
   const int rank = how.workers + shard;
   RankWriter writer(rank_path(prefix, rank), rank);
   writer.write_metadata(w, how, "ps");
@@ -282,8 +286,9 @@ ChakraFile write_ps_server(const std::string& prefix, int shard, const workload:
   for (int wk = 0; wk < how.workers; ++wk) {
     for (const ChakraPiece& p : how.pieces) {
       if (p.shard != shard) continue;
-      pb::Node& n = writer.new_comm(pb::COMM_SEND_NODE, kPullPrefix + w.tensors[static_cast<size_t>(p.tensor)].name,
-                                    p.bytes, how.network_dims);
+      pb::Node& n =
+          writer.new_comm(pb::COMM_SEND_NODE, kPullPrefix + w.tensors[static_cast<size_t>(p.tensor)].name,
+                          p.bytes, how.network_dims);
       add_attr_i32(n, "comm_src", rank);
       add_attr_i32(n, "comm_dst", wk);
       add_attr_i32(n, "comm_tag", p.tensor);
@@ -321,14 +326,22 @@ ChakraFile write_ps_server(const std::string& prefix, int shard, const workload:
 
 std::optional<int64_t> int_attr(const pb::AttributeProto& a) {
   switch (a.value_case()) {
-    case pb::AttributeProto::kInt64Val: return a.int64_val();
-    case pb::AttributeProto::kInt32Val: return a.int32_val();
-    case pb::AttributeProto::kUint64Val: return static_cast<int64_t>(a.uint64_val());
-    case pb::AttributeProto::kUint32Val: return a.uint32_val();
-    case pb::AttributeProto::kSint64Val: return a.sint64_val();
-    case pb::AttributeProto::kSint32Val: return a.sint32_val();
-    case pb::AttributeProto::kDoubleVal: return static_cast<int64_t>(a.double_val());
-    default: return std::nullopt;
+    case pb::AttributeProto::kInt64Val:
+      return a.int64_val();
+    case pb::AttributeProto::kInt32Val:
+      return a.int32_val();
+    case pb::AttributeProto::kUint64Val:
+      return static_cast<int64_t>(a.uint64_val());
+    case pb::AttributeProto::kUint32Val:
+      return a.uint32_val();
+    case pb::AttributeProto::kSint64Val:
+      return a.sint64_val();
+    case pb::AttributeProto::kSint32Val:
+      return a.sint32_val();
+    case pb::AttributeProto::kDoubleVal:
+      return static_cast<int64_t>(a.double_val());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -382,7 +395,8 @@ class MessageReader {
     }
     if (length > static_cast<uint32_t>(std::numeric_limits<int>::max()) ||
         !coded.ReadString(&bytes, static_cast<int>(length))) {
-      throw Error({path_, 0, where()}, fmt::format("truncated message at byte {} (length {})", start, length));
+      throw Error({path_, 0, where()},
+                  fmt::format("truncated message at byte {} (length {})", start, length));
     }
     offset_ = start + header + length;
     return true;
@@ -392,8 +406,9 @@ class MessageReader {
   template <typename Message>
   void parse(const std::string& bytes, Message& m) const {
     if (!m.ParseFromString(bytes)) {
-      throw Error({path_, 0, where()}, fmt::format("message ({} bytes, ending at byte {}) is not a valid Chakra {}",
-                                                   bytes.size(), offset_, m.GetDescriptor()->name()));
+      throw Error({path_, 0, where()},
+                  fmt::format("message ({} bytes, ending at byte {}) is not a valid Chakra {}", bytes.size(),
+                              offset_, m.GetDescriptor()->name()));
     }
   }
 
@@ -420,7 +435,8 @@ std::string file_stem(const std::string& path) {
   if (stem.size() > 3 && stem.ends_with(".et")) stem.resize(stem.size() - 3);
   const auto dot = stem.rfind('.');
   if (dot != std::string::npos && dot + 1 < stem.size() &&
-      std::all_of(stem.begin() + static_cast<long>(dot) + 1, stem.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      std::all_of(stem.begin() + static_cast<long>(dot) + 1, stem.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
     stem.resize(dot);
   }
   return stem;
@@ -485,10 +501,12 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
     const std::string where = fmt::format("node {}", n.id());
     const int type = static_cast<int>(n.type());
     if (type < pb::METADATA_NODE || type > pb::CHECKPOINT_NODE) {
-      throw Error({path, 0, where}, fmt::format("unknown node type {} (node '{}', index {} among the nodes)", type, n.name(), i));
+      throw Error({path, 0, where}, fmt::format("unknown node type {} (node '{}', index {} among the nodes)",
+                                                type, n.name(), i));
     }
     if (!index_of.emplace(n.id(), i).second) {
-      throw Error({path, 0, where}, fmt::format("duplicate node id (node indices {} and {})", index_of[n.id()], i));
+      throw Error({path, 0, where},
+                  fmt::format("duplicate node id (node indices {} and {})", index_of[n.id()], i));
     }
   }
 
@@ -502,7 +520,8 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
     auto add = [&](uint64_t id) {
       auto it = index_of.find(id);
       if (it == index_of.end()) {
-        throw Error({path, 0, fmt::format("node {}", n.id())}, fmt::format("depends on unknown node id {}", id));
+        throw Error({path, 0, fmt::format("node {}", n.id())},
+                    fmt::format("depends on unknown node id {}", id));
       }
       if (it->second == i) throw Error({path, 0, fmt::format("node {}", n.id())}, "depends on itself");
       ps.insert(it->second);
@@ -517,7 +536,8 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
   std::vector<int> missing(static_cast<size_t>(num_nodes));
   for (int i = 0; i < num_nodes; ++i) {
     missing[static_cast<size_t>(i)] = static_cast<int>(parents[static_cast<size_t>(i)].size());
-    if (missing[static_cast<size_t>(i)] == 0) ready.emplace(nodes[static_cast<size_t>(i)].start_time_micros(), i);
+    if (missing[static_cast<size_t>(i)] == 0)
+      ready.emplace(nodes[static_cast<size_t>(i)].start_time_micros(), i);
   }
   std::vector<int> order;
   order.reserve(static_cast<size_t>(num_nodes));
@@ -526,7 +546,8 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
     ready.pop();
     order.push_back(i);
     for (int c : children[static_cast<size_t>(i)]) {
-      if (--missing[static_cast<size_t>(c)] == 0) ready.emplace(nodes[static_cast<size_t>(c)].start_time_micros(), c);
+      if (--missing[static_cast<size_t>(c)] == 0)
+        ready.emplace(nodes[static_cast<size_t>(c)].start_time_micros(), c);
     }
   }
   if (static_cast<int>(order.size()) != num_nodes) {
@@ -568,8 +589,10 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
       if (op_of[static_cast<size_t>(p)] >= 0) {
         comp.insert(op_of[static_cast<size_t>(p)]);
       } else {
-        comp.insert(comp_ancestors[static_cast<size_t>(p)].begin(), comp_ancestors[static_cast<size_t>(p)].end());
-        comm.insert(comm_ancestors[static_cast<size_t>(p)].begin(), comm_ancestors[static_cast<size_t>(p)].end());
+        comp.insert(comp_ancestors[static_cast<size_t>(p)].begin(),
+                    comp_ancestors[static_cast<size_t>(p)].end());
+        comm.insert(comm_ancestors[static_cast<size_t>(p)].begin(),
+                    comm_ancestors[static_cast<size_t>(p)].end());
       }
     }
     const int type = static_cast<int>(n.type());
@@ -607,11 +630,13 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
     std::string key;
     if (type == pb::COMM_COLL_NODE) {
       const auto comm_type = node_int(n, "comm_type");
-      if (!comm_type) throw Error({path, 0, fmt::format("node {}", n.id())}, "collective without a comm_type attribute");
+      if (!comm_type)
+        throw Error({path, 0, fmt::format("node {}", n.id())}, "collective without a comm_type attribute");
       if (*comm_type == pb::ALL_REDUCE) {
         const auto size = node_int(n, "comm_size");
         if (!size || *size < 0) {
-          throw Error({path, 0, fmt::format("node {}", n.id())}, "all-reduce without a comm_size >= 0 attribute");
+          throw Error({path, 0, fmt::format("node {}", n.id())},
+                      "all-reduce without a comm_size >= 0 attribute");
         }
         key = fmt::format("coll:{}", n.id());
         TensorDraft& d = drafts[key];
@@ -625,7 +650,8 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
     } else if (type == pb::COMM_SEND_NODE || type == pb::COMM_RECV_NODE) {
       const auto size = node_int(n, "comm_size");
       if (!size || *size < 0) {
-        throw Error({path, 0, fmt::format("node {}", n.id())}, "send/recv without a comm_size >= 0 attribute");
+        throw Error({path, 0, fmt::format("node {}", n.id())},
+                    "send/recv without a comm_size >= 0 attribute");
       }
       const bool pull = type == pb::COMM_RECV_NODE;
       const std::string name = strip_prefix(n.name(), pull ? kPullPrefix : kPushPrefix);
@@ -655,7 +681,8 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
   if (other_collectives > 0) {
     warn(fmt::format("{} collectives other than all-reduce are not represented", other_collectives));
   }
-  const char* type_names[] = {"", "METADATA", "MEM_LOAD", "MEM_STORE", "", "", "", "", "STORAGE", "BATCH", "CHECKPOINT"};
+  const char* type_names[] = {"", "METADATA", "MEM_LOAD", "MEM_STORE", "",          "",
+                              "", "",         "STORAGE",  "BATCH",     "CHECKPOINT"};
   for (size_t t = 0; t < skipped_types.size(); ++t) {
     if (skipped_types[t] > 0) warn(fmt::format("{} {} nodes skipped", skipped_types[t], type_names[t]));
   }

@@ -57,8 +57,8 @@ size_t InputFile::read(char* dst, size_t n) {
   int errnum = Z_OK;
   const char* message = gzerror(gz, &errnum);
   if (got < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
-    throw Error({path_, 0, ""}, fmt::format("corrupt gzip data after {} decompressed bytes: {}",
-                                            bytes_read_, message != nullptr ? message : "?"));
+    throw Error({path_, 0, ""}, fmt::format("corrupt gzip data after {} decompressed bytes: {}", bytes_read_,
+                                            message != nullptr ? message : "?"));
   }
   // zlib reports a stream that ends before its trailer as Z_BUF_ERROR ("unexpected end of
   // file"), possibly after returning the bytes it could still inflate.

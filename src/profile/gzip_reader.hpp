@@ -29,7 +29,7 @@ class InputFile {
 
  private:
   std::string path_;
-  void* gz_ = nullptr;        // gzFile, kept opaque so that zlib.h stays in the .cpp
+  void* gz_ = nullptr;  // gzFile, kept opaque so that zlib.h stays in the .cpp
   std::FILE* plain_ = nullptr;
   uint64_t bytes_read_ = 0;
 };

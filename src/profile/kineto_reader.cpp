@@ -21,17 +21,28 @@ namespace stepcast::profile {
 
 std::string_view to_string(Category cat) {
   switch (cat) {
-    case Category::CpuOp: return "cpu_op";
-    case Category::UserAnnotation: return "user_annotation";
-    case Category::GpuUserAnnotation: return "gpu_user_annotation";
-    case Category::CudaRuntime: return "cuda_runtime";
-    case Category::CudaDriver: return "cuda_driver";
-    case Category::Kernel: return "kernel";
-    case Category::GpuMemcpy: return "gpu_memcpy";
-    case Category::GpuMemset: return "gpu_memset";
-    case Category::PythonFunction: return "python_function";
-    case Category::Flow: return "flow";
-    case Category::Other: return "other";
+    case Category::CpuOp:
+      return "cpu_op";
+    case Category::UserAnnotation:
+      return "user_annotation";
+    case Category::GpuUserAnnotation:
+      return "gpu_user_annotation";
+    case Category::CudaRuntime:
+      return "cuda_runtime";
+    case Category::CudaDriver:
+      return "cuda_driver";
+    case Category::Kernel:
+      return "kernel";
+    case Category::GpuMemcpy:
+      return "gpu_memcpy";
+    case Category::GpuMemset:
+      return "gpu_memset";
+    case Category::PythonFunction:
+      return "python_function";
+    case Category::Flow:
+      return "flow";
+    case Category::Other:
+      return "other";
   }
   return "other";
 }
@@ -78,7 +89,8 @@ Category parse_category(std::string_view cat, char ph) {
     case 19:
       if (cat == "gpu_user_annotation") return Category::GpuUserAnnotation;
       break;
-    default: break;
+    default:
+      break;
   }
   return Category::Other;
 }
@@ -92,8 +104,8 @@ int dtype_size(std::string_view dtype) {
       dtype == "Float16" || dtype == "UInt16") {
     return 2;
   }
-  if (dtype == "Long" || dtype == "Double" || dtype == "ComplexFloat" || dtype == "long" || dtype == "double" ||
-      dtype == "Int64" || dtype == "UInt64" || dtype == "Float64") {
+  if (dtype == "Long" || dtype == "Double" || dtype == "ComplexFloat" || dtype == "long" ||
+      dtype == "double" || dtype == "Int64" || dtype == "UInt64" || dtype == "Float64") {
     return 8;
   }
   if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype == "bool" || dtype == "Float8_e4m3fn" ||
@@ -342,9 +354,14 @@ class KinetoReader {
           continue;
         }
         switch (kClasses[static_cast<unsigned char>(p[i++])]) {
-          case kPlain: break;
-          case kQuote: in_string = true; break;
-          case kOpen: ++depth; break;
+          case kPlain:
+            break;
+          case kQuote:
+            in_string = true;
+            break;
+          case kOpen:
+            ++depth;
+            break;
           default:
             if (--depth == 0) {
               pos_ = i;
@@ -658,7 +675,8 @@ class KinetoReader {
 
 }  // namespace
 
-ReadResult read_kineto_events(const std::string& path, const EventVisitor& visit, const ReadOptions& options) {
+ReadResult read_kineto_events(const std::string& path, const EventVisitor& visit,
+                              const ReadOptions& options) {
   KinetoReader reader(path, visit, options);
   return reader.run();
 }
@@ -691,8 +709,8 @@ KinetoTrace read_kineto_trace(const std::string& path, const ReadOptions& option
         if (e.has_nccl) {
           k.nccl = static_cast<int32_t>(trace.nccl.size());
           trace.nccl.push_back({std::string(e.nccl.collective), std::string(e.nccl.dtype),
-                                std::string(e.nccl.process_group_ranks), e.nccl.in_nelems,
-                                e.nccl.out_nelems, e.nccl.group_size});
+                                std::string(e.nccl.process_group_ranks), e.nccl.in_nelems, e.nccl.out_nelems,
+                                e.nccl.group_size});
         }
         trace.events.push_back(k);
       },

@@ -22,7 +22,9 @@ constexpr double kEps = 1e-6;  // s: slack for "ends inside the call" (trace tim
 bool is_cpu(Category c) {
   return c == Category::CpuOp || c == Category::UserAnnotation || c == Category::CudaRuntime;
 }
-bool is_gpu(Category c) { return c == Category::Kernel || c == Category::GpuMemcpy || c == Category::GpuMemset; }
+bool is_gpu(Category c) {
+  return c == Category::Kernel || c == Category::GpuMemcpy || c == Category::GpuMemset;
+}
 
 bool is_sync_name(std::string_view name) { return name.find("Synchronize") != std::string_view::npos; }
 bool is_memcpy_name(std::string_view name) { return name.starts_with("cudaMemcpy"); }
@@ -203,7 +205,8 @@ class Converter {
     for (size_t ti : top) {
       const KinetoEvent& ev = t_.events[ti];
       const std::string& name = t_.name(ev);
-      const OpKind kind = name.starts_with("autograd::engine::evaluate_function") ? OpKind::Backward : OpKind::Other;
+      const OpKind kind =
+          name.starts_with("autograd::engine::evaluate_function") ? OpKind::Backward : OpKind::Other;
       const double ev_end = ev.ts + ev.dur;  // the last op may run past the window
       if (ev.ts > pos) last = add("cpu gap", OpKind::Other, lane, pos, ev.ts);
       pos = std::max(pos, ev.ts);
@@ -229,7 +232,8 @@ class Converter {
               pos = cut.time;
             }
             const double call_end = call.ts + call.dur;
-            last = add(name + " (after sync)", kind, lane, 0, std::max(0.0, call_end - std::max(pos, backlog_end_)));
+            last = add(name + " (after sync)", kind, lane, 0,
+                       std::max(0.0, call_end - std::max(pos, backlog_end_)));
             protos_.back().start = pos;
             pos = std::max(pos, call_end);
             continue;
@@ -240,7 +244,8 @@ class Converter {
             pos = cut.time;
           }
           const double call_end = call.ts + call.dur;
-          const double resumed = std::clamp(gpu_[static_cast<size_t>(target)].end, pos, std::max(pos, call_end));
+          const double resumed =
+              std::clamp(gpu_[static_cast<size_t>(target)].end, pos, std::max(pos, call_end));
           last = add(name + " (after sync)", kind, lane, resumed, std::max(resumed, call_end));
           sync_deps_.emplace_back(last, static_cast<size_t>(target));
           pos = std::max(pos, call_end);
@@ -257,20 +262,23 @@ class Converter {
   void build_gpu_ops() {
     std::vector<size_t> order(gpu_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return t_.events[gpu_[a].event].ts < t_.events[gpu_[b].event].ts; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return t_.events[gpu_[a].event].ts < t_.events[gpu_[b].event].ts;
+    });
     std::map<std::pair<int64_t, int64_t>, int> lanes;
     const bool simulated = opt_.collectives == KinetoWorkloadOptions::Collectives::Simulated;
     for (size_t g : order) {
       GpuOp& op = gpu_[g];
       const KinetoEvent& e = t_.events[op.event];
-      auto [it, inserted] = lanes.try_emplace({e.device, e.stream}, static_cast<int>(out_.workload.lanes.size()));
+      auto [it, inserted] =
+          lanes.try_emplace({e.device, e.stream}, static_cast<int>(out_.workload.lanes.size()));
       if (inserted) out_.workload.lanes.push_back(fmt::format("gpu {} stream {}", e.device, e.stream));
       std::vector<int> deps;
       // A kernel that waited in the stream's queue long after its launch was bound by the GPU,
       // not by the CPU: typically the CPU runs a step ahead, and its launch belongs to the
       // previous step's timeline. Keeping that dep would serialize the two in one step.
-      if (op.launch_proto != kNone && e.ts - op.launch_end <= opt_.queued_launch_lag) deps.push_back(op.launch_proto);
+      if (op.launch_proto != kNone && e.ts - op.launch_end <= opt_.queued_launch_lag)
+        deps.push_back(op.launch_proto);
       const OpKind kind = op.nccl ? OpKind::Other : op.backward ? OpKind::Backward : OpKind::Forward;
       const double duration = op.nccl && simulated ? 0.0 : e.dur;
       op.proto = add(t_.name(e), kind, it->second, e.ts, e.ts + duration, std::move(deps));
@@ -286,22 +294,25 @@ class Converter {
         const GpuOp& o = gpu_[other];
         if (o.launch_time > op.launch_time) break;
         if (o.nccl || t_.events[o.event].stream == e.stream) continue;
-        if (o.proto != kNone && protos_[static_cast<size_t>(o.proto)].start < protos_[static_cast<size_t>(op.proto)].start) {
+        if (o.proto != kNone &&
+            protos_[static_cast<size_t>(o.proto)].start < protos_[static_cast<size_t>(op.proto)].start) {
           producer = o.proto;
         }
       }
       if (producer != kNone) protos_[static_cast<size_t>(op.proto)].deps.push_back(producer);
       const NcclArgs* args = t_.nccl_args(e);
-      std::string collective = args != nullptr && !args->collective.empty() ? args->collective
-                                                                           : collective_from_kernel_name(t_.name(e));
+      std::string collective = args != nullptr && !args->collective.empty()
+                                   ? args->collective
+                                   : collective_from_kernel_name(t_.name(e));
       std::transform(collective.begin(), collective.end(), collective.begin(),
                      [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-      if (collective.find("allreduce") == std::string::npos || args == nullptr || args->in_nelems <= 0) continue;
+      if (collective.find("allreduce") == std::string::npos || args == nullptr || args->in_nelems <= 0)
+        continue;
       const int size = dtype_size(args->dtype);
       if (size <= 0) continue;
-      grad_.push_back({fmt::format("allreduce {} ({} x {})", out_.gradient_tensors, args->in_nelems, args->dtype),
-                       static_cast<double>(args->in_nelems) * size,
-                       producer != kNone ? producer : op.launch_proto});
+      grad_.push_back(
+          {fmt::format("allreduce {} ({} x {})", out_.gradient_tensors, args->in_nelems, args->dtype),
+           static_cast<double>(args->in_nelems) * size, producer != kNone ? producer : op.launch_proto});
       out_.gradient_tensors++;
     }
     for (auto [cpu, g] : sync_deps_) {
@@ -355,7 +366,8 @@ class Converter {
     out_.workload.name = fmt::format("{} {}", t_.path, out_.step);
     out_.workload.batch_per_worker = opt_.batch_per_worker;
     for (const Grad& g : grad_) {
-      out_.workload.tensors.push_back({g.name, g.bytes, g.producer == kNone ? -1 : index[static_cast<size_t>(g.producer)], {}});
+      out_.workload.tensors.push_back(
+          {g.name, g.bytes, g.producer == kNone ? -1 : index[static_cast<size_t>(g.producer)], {}});
     }
     double last_end = -1;
     for (GpuOp& g : gpu_) {
@@ -388,7 +400,7 @@ class Converter {
   std::vector<std::pair<int, size_t>> sync_deps_;  // CPU proto -> GPU op it waits for
   std::vector<Grad> grad_;
   std::vector<std::pair<double, double>> earlier_;  // GPU work launched before the window: launch, end
-  mutable double backlog_end_ = -1;                  // set by sync_target
+  mutable double backlog_end_ = -1;                 // set by sync_target
 };
 
 }  // namespace
@@ -409,7 +421,8 @@ workload::Workload kineto_to_workload(const std::string& path, const KinetoWorkl
   return convert_kineto_file(path, options).workload;
 }
 
-void attach_gradients(KinetoWorkload& converted, const std::vector<std::pair<std::string, double>>& parameters) {
+void attach_gradients(KinetoWorkload& converted,
+                      const std::vector<std::pair<std::string, double>>& parameters) {
   const auto& backward = converted.backward_gpu_ops;
   const size_t n = parameters.size();
   int fallback = converted.last_gpu_op;

@@ -18,7 +18,8 @@
 namespace stepcast::profile {
 namespace {
 
-constexpr std::array<std::string_view, 4> kColumns = {"layer", "forward_time", "backward_time", "parameter_bytes"};
+constexpr std::array<std::string_view, 4> kColumns = {"layer", "forward_time", "backward_time",
+                                                      "parameter_bytes"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -129,24 +130,34 @@ workload::Workload parse_layer_table(std::string_view text, const std::string& f
     row.bytes = parse_bytes(cell(3), at(3));
     rows.push_back(std::move(row));
   }
-  if (!column_of) throw Error({file_name, 0, ""}, "empty layer table: expected a header and one row per layer");
+  if (!column_of)
+    throw Error({file_name, 0, ""}, "empty layer table: expected a header and one row per layer");
   if (rows.empty()) throw Error({file_name, line_number, ""}, "layer table has a header but no layers");
 
   const int n = static_cast<int>(rows.size());
   for (int l = 0; l < n; ++l) {
-    workload::Op op{.name = "fwd:" + rows[l].layer, .kind = workload::OpKind::Forward,
-                    .duration = rows[l].forward, .lane = 0, .layer = l, .deps = {}};
+    workload::Op op{.name = "fwd:" + rows[l].layer,
+                    .kind = workload::OpKind::Forward,
+                    .duration = rows[l].forward,
+                    .lane = 0,
+                    .layer = l,
+                    .deps = {}};
     if (l > 0) op.deps.push_back(l - 1);
     w.ops.push_back(std::move(op));
   }
   for (int l = n - 1; l >= 0; --l) {
     const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = "bwd:" + rows[l].layer, .kind = workload::OpKind::Backward,
-                     .duration = rows[l].backward, .lane = 0, .layer = l, .deps = {index - 1}});
+    w.ops.push_back({.name = "bwd:" + rows[l].layer,
+                     .kind = workload::OpKind::Backward,
+                     .duration = rows[l].backward,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {index - 1}});
   }
   for (int l = 0; l < n; ++l) {
     if (rows[l].bytes <= 0) continue;  // a layer without parameters has no gradient to exchange
-    w.tensors.push_back({.name = rows[l].layer, .bytes = rows[l].bytes, .producer = 2 * n - 1 - l, .consumers = {l}});
+    w.tensors.push_back(
+        {.name = rows[l].layer, .bytes = rows[l].bytes, .producer = 2 * n - 1 - l, .consumers = {l}});
   }
   return w;
 }

@@ -24,8 +24,8 @@ using simdjson::dom::element;
 struct Event {
   size_t index = 0;  // in traceEvents
   int64_t pid = 0;
-  double ts = 0;   // s
-  double dur = 0;  // s
+  double ts = 0;     // s
+  double dur = 0;    // s
   std::string node;  // args.name, else the event name
   std::string op;    // args.op, else the event name
   std::vector<std::string> inputs;
@@ -81,7 +81,8 @@ std::string variable_of(std::string name) {
     if (slash != std::string::npos && slash + 1 < name.size()) {
       const std::string last = name.substr(slash + 1);
       const bool numbered = last.size() > 1 && last[0] == '_' &&
-                            std::all_of(last.begin() + 1, last.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+                            std::all_of(last.begin() + 1, last.end(),
+                                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
       if (numbered || last == "read") {
         name.resize(slash);
         changed = true;
@@ -96,7 +97,8 @@ std::string input_node(std::string name) {
   if (!name.empty() && name[0] == '^') name.erase(0, 1);
   const size_t colon = name.rfind(':');
   if (colon != std::string::npos && colon + 1 < name.size() &&
-      std::all_of(name.begin() + static_cast<long>(colon) + 1, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      std::all_of(name.begin() + static_cast<long>(colon) + 1, name.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     name.resize(colon);
   }
   return name;
@@ -104,8 +106,10 @@ std::string input_node(std::string name) {
 
 workload::OpKind kind_of(const Event& e) {
   const std::string& n = e.node;
-  if (n.starts_with("gradients/") || n.find("/gradients/") != std::string::npos) return workload::OpKind::Backward;
-  if (e.op.starts_with("Apply") || e.op.starts_with("ResourceApply") || n.find("update_") != std::string::npos) {
+  if (n.starts_with("gradients/") || n.find("/gradients/") != std::string::npos)
+    return workload::OpKind::Backward;
+  if (e.op.starts_with("Apply") || e.op.starts_with("ResourceApply") ||
+      n.find("update_") != std::string::npos) {
     return workload::OpKind::Other;
   }
   return workload::OpKind::Forward;
@@ -134,7 +138,8 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
   if (doc.is_array()) {
     events = doc.get_array().value_unsafe();
   } else if (doc["traceEvents"].get_array().get(events) != simdjson::SUCCESS) {
-    throw Error({path, 0, "traceEvents"}, "expected a Chrome trace: an array of events or an object with traceEvents");
+    throw Error({path, 0, "traceEvents"},
+                "expected a Chrome trace: an array of events or an object with traceEvents");
   }
 
   std::map<int64_t, std::string> process_name;
@@ -144,7 +149,8 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     const std::string key = fmt::format("traceEvents[{}]", index);
     const size_t i = index++;
     simdjson::dom::object object;
-    if (e.get_object().get(object) != simdjson::SUCCESS) throw Error({path, 0, key}, "expected an event object");
+    if (e.get_object().get(object) != simdjson::SUCCESS)
+      throw Error({path, 0, key}, "expected an event object");
     auto text = [&](std::string_view k) {
       auto m = member(e, k);
       return m ? string_of(*m) : std::string();
@@ -216,9 +222,10 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     }
     if (chosen < 0) {
       std::string known;
-      for (const auto& [pid, name] : process_name) known += (known.empty() ? "" : ", ") + fmt::format("'{}'", name);
-      throw Error({path, 0, "device"}, fmt::format("no process with ops matches '{}' (processes: {})", options.device,
-                                                   known.empty() ? "none named" : known));
+      for (const auto& [pid, name] : process_name)
+        known += (known.empty() ? "" : ", ") + fmt::format("'{}'", name);
+      throw Error({path, 0, "device"}, fmt::format("no process with ops matches '{}' (processes: {})",
+                                                   options.device, known.empty() ? "none named" : known));
     }
   } else {
     // GPU executor ops ("... device:GPU:0 Compute") first, then the stream:all view of the same
@@ -262,7 +269,8 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
   std::stable_sort(compute.begin(), compute.end(), by_time);
   std::stable_sort(recvs.begin(), recvs.end(), by_time);
   std::stable_sort(sends.begin(), sends.end(), by_time);
-  if (compute.empty()) throw Error({path, 0, "traceEvents"}, fmt::format("no compute ops on device '{}'", device));
+  if (compute.empty())
+    throw Error({path, 0, "traceEvents"}, fmt::format("no compute ops on device '{}'", device));
 
   workload::Workload w;
   w.name = std::filesystem::path(path).stem().string();
@@ -271,7 +279,8 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
   w.lanes = {gpu ? "gpu" : "cpu"};
   std::map<std::string, int> op_by_node;
   for (const Event* e : compute) {
-    workload::Op op{.name = e->node, .kind = kind_of(*e), .duration = e->dur, .lane = 0, .layer = -1, .deps = {}};
+    workload::Op op{
+        .name = e->node, .kind = kind_of(*e), .duration = e->dur, .lane = 0, .layer = -1, .deps = {}};
     if (!w.ops.empty()) op.deps.push_back(static_cast<int>(w.ops.size()) - 1);
     op_by_node.emplace(e->node, static_cast<int>(w.ops.size()));
     w.ops.push_back(std::move(op));

@@ -155,8 +155,11 @@ class SummaryBuilder {
         break;
       }
       case Category::GpuMemcpy:
-      case Category::GpuMemset: gpu_.push_back({e.ts, e.ts + e.dur, false, false, -1}); break;
-      default: break;
+      case Category::GpuMemset:
+        gpu_.push_back({e.ts, e.ts + e.dur, false, false, -1});
+        break;
+      default:
+        break;
     }
   }
 
@@ -176,7 +179,8 @@ class SummaryBuilder {
     std::sort(steps_.begin(), steps_.end(), [](const StepWindow& a, const StepWindow& b) {
       return std::tie(a.start, a.number) < std::tie(b.start, b.number);
     });
-    std::sort(gpu_.begin(), gpu_.end(), [](const GpuActivity& a, const GpuActivity& b) { return a.start < b.start; });
+    std::sort(gpu_.begin(), gpu_.end(),
+              [](const GpuActivity& a, const GpuActivity& b) { return a.start < b.start; });
 
     // Kernels by start time with prefix sums of their durations, split NCCL / other.
     std::vector<double> kernel_start;
@@ -248,7 +252,8 @@ class SummaryBuilder {
       if (median_kernels > 0 && s.num_kernels < f * median_kernels && s.gpu_busy < f * median_busy) {
         s.steady = false;
         s.note = fmt::format(
-            "{} kernels and {:.3f} ms of GPU work in the window, fewer than {:.0f}% of the medians ({:g} kernels, "
+            "{} kernels and {:.3f} ms of GPU work in the window, fewer than {:.0f}% of the medians ({:g} "
+            "kernels, "
             "{:.3f} ms): cut short by the profiler window",
             s.num_kernels, s.gpu_busy * 1e3, f * 100, median_kernels, median_busy * 1e3);
       }
@@ -333,7 +338,8 @@ class SummaryBuilder {
 
   void add_collective(const EventView& e) {
     CollectiveRecord c;
-    c.collective = !e.nccl.collective.empty() ? std::string(e.nccl.collective) : collective_from_kernel_name(e.name);
+    c.collective =
+        !e.nccl.collective.empty() ? std::string(e.nccl.collective) : collective_from_kernel_name(e.name);
     c.dtype = std::string(e.nccl.dtype);
     c.nelems = e.nccl.in_nelems;
     c.out_nelems = e.nccl.out_nelems;
@@ -365,7 +371,8 @@ class SummaryBuilder {
 TraceSummary summarize_kineto_file(const std::string& path, const SummaryOptions& options,
                                    const ReadOptions& read_options) {
   SummaryBuilder builder(options);
-  ReadResult r = read_kineto_events(path, [&](const EventView& e) { builder.add(e); }, read_options);
+  ReadResult r = read_kineto_events(
+      path, [&](const EventView& e) { builder.add(e); }, read_options);
   return builder.finish(path, std::move(r.metadata), r.stats);
 }
 

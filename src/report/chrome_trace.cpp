@@ -1,6 +1,8 @@
 // write_chrome_trace: the synthetic execution trace as Chrome trace event JSON, which
 // chrome://tracing and Perfetto open. A fine prediction of a large cluster has millions of
 // spans, so events go straight through one small buffer to the stream.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <iterator>
 #include <set>
@@ -8,8 +10,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "report/json_text.hpp"
 #include "stepcast/report/report.hpp"
@@ -38,9 +38,7 @@ std::string_view name_or(const std::vector<std::string>& names, int index, std::
 
 class EventStream {
  public:
-  explicit EventStream(std::ostream& out) : out_(out) {
-    buf_.append(std::string_view("{\"traceEvents\":["));
-  }
+  explicit EventStream(std::ostream& out) : out_(out) { buf_.append(std::string_view("{\"traceEvents\":[")); }
   EventStream(const EventStream&) = delete;
   EventStream& operator=(const EventStream&) = delete;
 
@@ -92,9 +90,9 @@ void write_chrome_trace(std::ostream& out, const predict::Trace& trace) {
   std::string scratch;
   auto process_name = [&](int process) {
     auto& buf = events.next();
-    fmt::format_to(std::back_inserter(buf),
-                   "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":",
-                   pid_of(process));
+    fmt::format_to(
+        std::back_inserter(buf),
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":", pid_of(process));
     append_json_string(buf, name_or(trace.processes, process, scratch, "process"));
     buf.append(std::string_view("}}"));
   };

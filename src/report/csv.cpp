@@ -1,8 +1,8 @@
 // write_csv: one row per prediction for spreadsheets and pandas; SI units named in the header.
+#include <fmt/format.h>
+
 #include <iterator>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "report/json_text.hpp"
 #include "stepcast/report/report.hpp"
@@ -32,10 +32,9 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "bottleneck\n");
   for (const auto& r : sweep.predictions) {
     // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
-    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers,
-                   predict::to_string(r.predictor), r.step_time, r.throughput, r.speedup,
-                   r.efficiency, r.breakdown.compute, r.breakdown.communication_exposed,
-                   r.breakdown.wait, r.bytes_sent, r.bytes_received);
+    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers, predict::to_string(r.predictor),
+                   r.step_time, r.throughput, r.speedup, r.efficiency, r.breakdown.compute,
+                   r.breakdown.communication_exposed, r.breakdown.wait, r.bytes_sent, r.bytes_received);
     append_csv_quoted(buf, r.bottleneck);
     buf.push_back('\n');
     if (buf.size() >= detail::kFlushBytes) {

@@ -1,10 +1,10 @@
 // write_json: the sweep as one JSON object for programs (plots, regression checks).
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "report/json_text.hpp"
 #include "stepcast/report/report.hpp"

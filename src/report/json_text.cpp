@@ -21,14 +21,30 @@ void append_json_string(fmt::memory_buffer& buf, std::string_view text) {
     buf.append(text.data() + run, text.data() + i);
     run = i + 1;
     switch (c) {
-      case '"': buf.append(std::string_view("\\\"")); break;
-      case '\\': buf.append(std::string_view("\\\\")); break;
-      case '\b': buf.append(std::string_view("\\b")); break;
-      case '\f': buf.append(std::string_view("\\f")); break;
-      case '\n': buf.append(std::string_view("\\n")); break;
-      case '\r': buf.append(std::string_view("\\r")); break;
-      case '\t': buf.append(std::string_view("\\t")); break;
-      default: fmt::format_to(out, "\\u{:04x}", static_cast<unsigned>(c)); break;
+      case '"':
+        buf.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        buf.append(std::string_view("\\\\"));
+        break;
+      case '\b':
+        buf.append(std::string_view("\\b"));
+        break;
+      case '\f':
+        buf.append(std::string_view("\\f"));
+        break;
+      case '\n':
+        buf.append(std::string_view("\\n"));
+        break;
+      case '\r':
+        buf.append(std::string_view("\\r"));
+        break;
+      case '\t':
+        buf.append(std::string_view("\\t"));
+        break;
+      default:
+        fmt::format_to(out, "\\u{:04x}", static_cast<unsigned>(c));
+        break;
     }
   }
   buf.append(text.data() + run, text.data() + text.size());

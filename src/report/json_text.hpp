@@ -2,9 +2,9 @@
 // that writers stream through one small buffer instead of building a string per value.
 #pragma once
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 namespace stepcast::report::detail {
 

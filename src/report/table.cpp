@@ -1,5 +1,7 @@
 // write_table: the sweep as an aligned text table for people, then where the time of the
 // last prediction goes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "stepcast/report/report.hpp"
 #include "stepcast/units.hpp"
@@ -21,8 +21,7 @@ constexpr std::size_t kColumns = 7;
 using Row = std::array<std::string, kColumns>;
 
 constexpr std::array<std::string_view, kColumns> kHeader{
-    "workers", "predictor", "step time", "throughput (samples/s)", "speed-up", "efficiency",
-    "bottleneck"};
+    "workers", "predictor", "step time", "throughput (samples/s)", "speed-up", "efficiency", "bottleneck"};
 // Numbers line up on the right so their magnitudes compare at a glance; words on the left.
 constexpr std::array<bool, kColumns> kRightAligned{true, false, true, true, true, true, false};
 
@@ -37,8 +36,7 @@ Row cells(const predict::Result& r) {
 }
 
 template <typename Cells>
-void append_row(fmt::memory_buffer& buf, const Cells& row,
-                const std::array<std::size_t, kColumns>& width) {
+void append_row(fmt::memory_buffer& buf, const Cells& row, const std::array<std::size_t, kColumns>& width) {
   auto it = std::back_inserter(buf);
   for (std::size_t c = 0; c < kColumns; ++c) {
     if (c > 0) buf.append(std::string_view("  "));
@@ -79,13 +77,11 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
   auto key = [](const predict::Utilization* u) {
     return std::isnan(u->busy) ? -std::numeric_limits<double>::infinity() : u->busy;
   };
-  std::stable_sort(busiest.begin(), busiest.end(),
-                   [&](auto* a, auto* b) { return key(a) > key(b); });
+  std::stable_sort(busiest.begin(), busiest.end(), [&](auto* a, auto* b) { return key(a) > key(b); });
   busiest.resize(std::min<std::size_t>(busiest.size(), 4));
   buf.append(std::string_view("busiest:"));
   for (std::size_t i = 0; i < busiest.size(); ++i) {
-    fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", busiest[i]->resource,
-                   busiest[i]->busy * 100);
+    fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", busiest[i]->resource, busiest[i]->busy * 100);
   }
   buf.push_back('\n');
   if (!r.links.empty()) {

@@ -42,8 +42,7 @@ T parse_integer(const RawValue& value, T min, T max, std::string_view expected) 
   T result{};
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), result);
   // The whole text must be the number: "8 workers" and "2.5" are not integers.
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || result < min ||
-      result > max) {
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || result < min || result > max) {
     fail(value, expected);
   }
   return result;
@@ -143,17 +142,20 @@ constexpr int kMaxBatch = 1 << 24;
 template <class F>
 KeyDef integer_key(std::string key, std::string def, int min, int max, std::string description, F field) {
   std::string expected = fmt::format("an integer in [{}, {}]", min, max);
-  return {{std::move(key), fmt::format("integer in [{}, {}]", min, max), std::move(def), std::move(description)},
-          true,
-          [field, min, max, expected](const RawValue& v, Draft& d) {
-            field(d.scenario) = parse_integer<int>(v, min, max, expected);
-          },
-          [field](const Scenario& s) { return Rendered{fmt::format("{}", field(s)), true}; }};
+  return {
+      {std::move(key), fmt::format("integer in [{}, {}]", min, max), std::move(def), std::move(description)},
+      true,
+      [field, min, max, expected](const RawValue& v, Draft& d) {
+        field(d.scenario) = parse_integer<int>(v, min, max, expected);
+      },
+      [field](const Scenario& s) {
+        return Rendered{fmt::format("{}", field(s)), true};
+      }};
 }
 
 template <class F>
-KeyDef number_key(std::string key, std::string def, double min, bool min_allowed,
-                  std::string description, F field) {
+KeyDef number_key(std::string key, std::string def, double min, bool min_allowed, std::string description,
+                  F field) {
   std::string bound = fmt::format("{} {}", min_allowed ? ">=" : ">", min);
   std::string expected = "a number " + bound;
   return {{std::move(key), "number " + bound, std::move(def), std::move(description)},
@@ -161,12 +163,14 @@ KeyDef number_key(std::string key, std::string def, double min, bool min_allowed
           [field, min, min_allowed, expected](const RawValue& v, Draft& d) {
             field(d.scenario) = parse_number(v, min, min_allowed, expected);
           },
-          [field](const Scenario& s) { return Rendered{format_number(field(s)), true}; }};
+          [field](const Scenario& s) {
+            return Rendered{format_number(field(s)), true};
+          }};
 }
 
 template <class E, class F>
-KeyDef choice_key(std::string key, std::string def, const Choices<E>& choices,
-                  std::string description, F field) {
+KeyDef choice_key(std::string key, std::string def, const Choices<E>& choices, std::string description,
+                  F field) {
   std::string list = choice_list(choices);
   return {{std::move(key), "one of " + list, std::move(def), std::move(description)},
           true,
@@ -192,7 +196,9 @@ KeyDef bandwidth_key(std::string key, std::string def, std::string description, 
   return {{std::move(key), "bandwidth", std::move(def), std::move(description)},
           true,
           [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth(v.text, v.where); },
-          [field](const Scenario& s) { return Rendered{format_bandwidth(field(s)), false}; }};
+          [field](const Scenario& s) {
+            return Rendered{format_bandwidth(field(s)), false};
+          }};
 }
 
 template <class F>
@@ -200,7 +206,9 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
   return {{std::move(key), "duration", std::move(def), std::move(description)},
           true,
           [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_duration(v.text, v.where); },
-          [field](const Scenario& s) { return Rendered{format_duration(field(s)), false}; }};
+          [field](const Scenario& s) {
+            return Rendered{format_duration(field(s)), false};
+          }};
 }
 
 std::vector<KeyDef> make_table() {
@@ -211,11 +219,15 @@ std::vector<KeyDef> make_table() {
                  d.scenario.name = v.text;
                  d.name_given = true;
                },
-               [](const Scenario& s) { return Rendered{s.name, false}; }});
+               [](const Scenario& s) {
+                 return Rendered{s.name, false};
+               }});
   t.push_back({{"description", "string", "", "free text shown in reports"},
                true,
                [](const RawValue& v, Draft& d) { d.scenario.description = v.text; },
-               [](const Scenario& s) { return Rendered{s.description, false}; }});
+               [](const Scenario& s) {
+                 return Rendered{s.description, false};
+               }});
 
   // --- workload
   t.push_back({{"workload.model", "zoo model name", "(required unless workload.profile)",
@@ -230,7 +242,9 @@ std::vector<KeyDef> make_table() {
                  d.scenario.workload.model = v.text;
                  d.model_given = true;
                },
-               [](const Scenario& s) { return Rendered{s.workload.model, false}; }});
+               [](const Scenario& s) {
+                 return Rendered{s.workload.model, false};
+               }});
   t.push_back({{"workload.profile", "path", "(none)",
                 "PyTorch profiler (Kineto) trace of the job, .json or .json.gz, relative to the "
                 "scenario file; replaces the zoo model's compute and the measured step time"},
@@ -244,9 +258,12 @@ std::vector<KeyDef> make_table() {
                  }
                  d.scenario.workload.profile = path.string();
                },
-               [](const Scenario& s) { return Rendered{s.workload.profile, false}; }});
-  t.push_back(integer_key("workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
-                          [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
+               [](const Scenario& s) {
+                 return Rendered{s.workload.profile, false};
+               }});
+  t.push_back(integer_key(
+      "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
+      [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
                false,
@@ -256,8 +273,7 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  // Derived from the step time whichever way it was given, so both keys agree.
                  double step = s.workload.step_time;
-                 return Rendered{format_number(step > 0 ? s.workload.batch_per_worker / step : 0),
-                                 true};
+                 return Rendered{format_number(step > 0 ? s.workload.batch_per_worker / step : 0), true};
                }});
   t.push_back({{std::string(kStepTimeKey), "duration", "(this or workload.single_worker_throughput)",
                 "measured time of one training step of one worker alone"},
@@ -267,37 +283,44 @@ std::vector<KeyDef> make_table() {
                  if (seconds <= 0) fail(v, "a duration > 0");
                  d.step_time = seconds;
                },
-               [](const Scenario& s) { return Rendered{format_duration(s.workload.step_time), false}; }});
-  t.push_back(choice_key("workload.precision", "fp32", precisions(),
-                         "precision of parameters and gradients (sets bytes per element)",
-                         [](auto& s) -> auto& { return s.workload.precision; }));
-  t.push_back(number_key("workload.backward_ratio", "2", 0, true,
-                         "backward time / forward time of each layer",
-                         [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
+               [](const Scenario& s) {
+                 return Rendered{format_duration(s.workload.step_time), false};
+               }});
+  t.push_back(choice_key(
+      "workload.precision", "fp32", precisions(),
+      "precision of parameters and gradients (sets bytes per element)",
+      [](auto& s) -> auto& { return s.workload.precision; }));
+  t.push_back(number_key(
+      "workload.backward_ratio", "2", 0, true, "backward time / forward time of each layer",
+      [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
 
   // --- cluster
-  t.push_back(integer_key("cluster.workers", "1", 1, kMaxWorkers, "total workers (GPUs) N",
-                          [](auto& s) -> auto& { return s.cluster.workers; }));
-  t.push_back(integer_key("cluster.workers_per_node", "1", 1, kMaxWorkers, "workers sharing one node and its NIC",
-                          [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
-  t.push_back(choice_key("cluster.topology", "switch", topologies(),
-                         "network between nodes: one switch, fat-tree, BiGraph or torus",
-                         [](auto& s) -> auto& { return s.cluster.topology; }));
-  t.push_back(integer_key("cluster.fat_tree.levels", "2", 2, 3,
-                          "2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)",
-                          [](auto& s) -> auto& { return s.cluster.fat_tree.levels; }));
-  t.push_back(integer_key("cluster.fat_tree.radix", "16", 2, 256,
-                          "switch ports k: k/2 hosts per leaf and k/2 uplinks",
-                          [](auto& s) -> auto& { return s.cluster.fat_tree.radix; }));
-  t.push_back(number_key("cluster.fat_tree.oversubscription", "1", 1, true,
-                         "host bandwidth below a switch / bandwidth above it",
-                         [](auto& s) -> auto& { return s.cluster.fat_tree.oversubscription; }));
-  t.push_back(integer_key("cluster.bigraph.switches_per_half", "4", 1, 1024,
-                          "switches in each half; every switch links every switch of the other half",
-                          [](auto& s) -> auto& { return s.cluster.bigraph.switches_per_half; }));
-  t.push_back(integer_key("cluster.bigraph.hosts_per_switch", "4", 1, 1024,
-                          "nodes attached to each BiGraph switch",
-                          [](auto& s) -> auto& { return s.cluster.bigraph.hosts_per_switch; }));
+  t.push_back(integer_key(
+      "cluster.workers", "1", 1, kMaxWorkers, "total workers (GPUs) N",
+      [](auto& s) -> auto& { return s.cluster.workers; }));
+  t.push_back(integer_key(
+      "cluster.workers_per_node", "1", 1, kMaxWorkers, "workers sharing one node and its NIC",
+      [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
+  t.push_back(choice_key(
+      "cluster.topology", "switch", topologies(),
+      "network between nodes: one switch, fat-tree, BiGraph or torus",
+      [](auto& s) -> auto& { return s.cluster.topology; }));
+  t.push_back(integer_key(
+      "cluster.fat_tree.levels", "2", 2, 3, "2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)",
+      [](auto& s) -> auto& { return s.cluster.fat_tree.levels; }));
+  t.push_back(integer_key(
+      "cluster.fat_tree.radix", "16", 2, 256, "switch ports k: k/2 hosts per leaf and k/2 uplinks",
+      [](auto& s) -> auto& { return s.cluster.fat_tree.radix; }));
+  t.push_back(number_key(
+      "cluster.fat_tree.oversubscription", "1", 1, true, "host bandwidth below a switch / bandwidth above it",
+      [](auto& s) -> auto& { return s.cluster.fat_tree.oversubscription; }));
+  t.push_back(integer_key(
+      "cluster.bigraph.switches_per_half", "4", 1, 1024,
+      "switches in each half; every switch links every switch of the other half",
+      [](auto& s) -> auto& { return s.cluster.bigraph.switches_per_half; }));
+  t.push_back(integer_key(
+      "cluster.bigraph.hosts_per_switch", "4", 1, 1024, "nodes attached to each BiGraph switch",
+      [](auto& s) -> auto& { return s.cluster.bigraph.hosts_per_switch; }));
   t.push_back({{"cluster.torus.dims", "dimensions like 8x8 or [8, 8]", "4",
                 "torus dimensions (1D ring or 2D), a router per node"},
                true,
@@ -333,72 +356,79 @@ std::vector<KeyDef> make_table() {
                  return Rendered{out, false};
                },
                true});
-  t.push_back(bandwidth_key("cluster.nic_bandwidth", "10Gbps", "NIC bandwidth of a node, each way",
-                            [](auto& s) -> auto& { return s.cluster.nic_bw; }));
-  t.push_back(duration_key("cluster.link_latency", "5us", "end-to-end latency between two nodes",
-                           [](auto& s) -> auto& { return s.cluster.latency; }));
-  t.push_back({{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
-                "NIC bandwidth of a dedicated parameter-server node, each way"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 d.scenario.cluster.ps_nic_bw = parse_bandwidth(v.text, v.where);
-               },
-               [](const Scenario& s) {
-                 double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
-                 return Rendered{format_bandwidth(bw), false};
-               }});
-  t.push_back(bandwidth_key("cluster.intra_node.bandwidth", "12GB/s",
-                            "bandwidth of each device's link inside a node, each way",
-                            [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
-  t.push_back(duration_key("cluster.intra_node.latency", "1us", "latency inside a node",
-                           [](auto& s) -> auto& { return s.cluster.intra_node_latency; }));
-  t.push_back(choice_key("cluster.intra_node.link", "nvlink", intra_links(),
-                         "nvlink: a link per GPU; pcie: GPUs share PCIe switch uplinks",
-                         [](auto& s) -> auto& { return s.cluster.intra_node_link; }));
-  t.push_back(integer_key("cluster.intra_node.gpus_per_pcie_switch", "2", 1, kMaxWorkers,
-                          "pcie: GPUs under one PCIe switch, sharing its uplink",
-                          [](auto& s) -> auto& { return s.cluster.gpus_per_pcie_switch; }));
-  t.push_back(integer_key("cluster.nics_per_node", "1", 1, kMaxWorkers,
-                          "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
-                          [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
+  t.push_back(bandwidth_key(
+      "cluster.nic_bandwidth", "10Gbps", "NIC bandwidth of a node, each way",
+      [](auto& s) -> auto& { return s.cluster.nic_bw; }));
+  t.push_back(duration_key(
+      "cluster.link_latency", "5us", "end-to-end latency between two nodes",
+      [](auto& s) -> auto& { return s.cluster.latency; }));
+  t.push_back(
+      {{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
+        "NIC bandwidth of a dedicated parameter-server node, each way"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.ps_nic_bw = parse_bandwidth(v.text, v.where); },
+       [](const Scenario& s) {
+         double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
+         return Rendered{format_bandwidth(bw), false};
+       }});
+  t.push_back(bandwidth_key(
+      "cluster.intra_node.bandwidth", "12GB/s", "bandwidth of each device's link inside a node, each way",
+      [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
+  t.push_back(duration_key(
+      "cluster.intra_node.latency", "1us", "latency inside a node",
+      [](auto& s) -> auto& { return s.cluster.intra_node_latency; }));
+  t.push_back(choice_key(
+      "cluster.intra_node.link", "nvlink", intra_links(),
+      "nvlink: a link per GPU; pcie: GPUs share PCIe switch uplinks",
+      [](auto& s) -> auto& { return s.cluster.intra_node_link; }));
+  t.push_back(integer_key(
+      "cluster.intra_node.gpus_per_pcie_switch", "2", 1, kMaxWorkers,
+      "pcie: GPUs under one PCIe switch, sharing its uplink",
+      [](auto& s) -> auto& { return s.cluster.gpus_per_pcie_switch; }));
+  t.push_back(integer_key(
+      "cluster.nics_per_node", "1", 1, kMaxWorkers,
+      "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
+      [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
 
   // --- training
-  t.push_back(choice_key("training.scheme", "allreduce", schemes(),
-                         "parameter server or all-reduce",
-                         [](auto& s) -> auto& { return s.scheme.scheme; }));
-  t.push_back(choice_key("training.mode", "sync", modes(),
-                         "synchronous steps, or asynchronous (parameter server only)",
-                         [](auto& s) -> auto& { return s.scheme.mode; }));
-  t.push_back(integer_key("training.ps.count", "1", 1, kMaxServers, "parameter-server shards P",
-                          [](auto& s) -> auto& { return s.scheme.ps.count; }));
-  t.push_back(choice_key("training.ps.partition", "whole", partitions(),
-                         "whole tensors per shard (greedy by bytes) or every tensor split evenly",
-                         [](auto& s) -> auto& { return s.scheme.ps.partition; }));
-  t.push_back(choice_key("training.ps.placement", "dedicated", placements(),
-                         "a node per shard, or shard s on worker node s",
-                         [](auto& s) -> auto& { return s.scheme.ps.placement; }));
-  t.push_back(choice_key("training.ps.order", "random", orders(),
-                         "order a worker sends parameters: random each step (TensorFlow) or layer order",
-                         [](auto& s) -> auto& { return s.scheme.ps.order; }));
-  t.push_back(duration_key("training.ps.apply_time", "0",
-                           "time to apply one gradient tensor at a shard, serialized per shard",
-                           [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
-  t.push_back(choice_key("training.ps.local_aggregation", "false", booleans(),
-                         "GPUs of a node sum gradients first; one copy per node to and from the servers",
-                         [](auto& s) -> auto& { return s.scheme.ps.local_aggregation; }));
-  t.push_back({{"training.ps.apply_bandwidth", "bandwidth", "unset (free)",
-                "bytes/s a shard applies gradients at"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 d.scenario.scheme.ps.apply_bw = parse_bandwidth(v.text, v.where);
-               },
-               [](const Scenario& s) {
-                 double bw = s.scheme.ps.apply_bw;
-                 return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
-               }});
-  t.push_back(choice_key("training.allreduce.algorithm", "ring", algorithms(),
-                         "collective algorithm",
-                         [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
+  t.push_back(choice_key(
+      "training.scheme", "allreduce", schemes(), "parameter server or all-reduce",
+      [](auto& s) -> auto& { return s.scheme.scheme; }));
+  t.push_back(choice_key(
+      "training.mode", "sync", modes(), "synchronous steps, or asynchronous (parameter server only)",
+      [](auto& s) -> auto& { return s.scheme.mode; }));
+  t.push_back(integer_key(
+      "training.ps.count", "1", 1, kMaxServers, "parameter-server shards P",
+      [](auto& s) -> auto& { return s.scheme.ps.count; }));
+  t.push_back(choice_key(
+      "training.ps.partition", "whole", partitions(),
+      "whole tensors per shard (greedy by bytes) or every tensor split evenly",
+      [](auto& s) -> auto& { return s.scheme.ps.partition; }));
+  t.push_back(choice_key(
+      "training.ps.placement", "dedicated", placements(), "a node per shard, or shard s on worker node s",
+      [](auto& s) -> auto& { return s.scheme.ps.placement; }));
+  t.push_back(choice_key(
+      "training.ps.order", "random", orders(),
+      "order a worker sends parameters: random each step (TensorFlow) or layer order",
+      [](auto& s) -> auto& { return s.scheme.ps.order; }));
+  t.push_back(duration_key(
+      "training.ps.apply_time", "0", "time to apply one gradient tensor at a shard, serialized per shard",
+      [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
+  t.push_back(choice_key(
+      "training.ps.local_aggregation", "false", booleans(),
+      "GPUs of a node sum gradients first; one copy per node to and from the servers",
+      [](auto& s) -> auto& { return s.scheme.ps.local_aggregation; }));
+  t.push_back(
+      {{"training.ps.apply_bandwidth", "bandwidth", "unset (free)", "bytes/s a shard applies gradients at"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.scheme.ps.apply_bw = parse_bandwidth(v.text, v.where); },
+       [](const Scenario& s) {
+         double bw = s.scheme.ps.apply_bw;
+         return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
+       }});
+  t.push_back(choice_key(
+      "training.allreduce.algorithm", "ring", algorithms(), "collective algorithm",
+      [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
   t.push_back({{"training.allreduce.bucket_size", "size", "25MB",
                 "gradient bucket size (PyTorch DDP); 0 = one bucket per gradient"},
                true,
@@ -410,20 +440,24 @@ std::vector<KeyDef> make_table() {
                }});
 
   // --- prediction
-  t.push_back(choice_key("predictor", "fine", predictors(),
-                         "discrete-event simulation (fine) or closed form (coarse)",
-                         [](auto& s) -> auto& { return s.options.predictor; }));
-  t.push_back(integer_key("steps.warmup", "2", 0, kMaxSteps, "simulated steps discarded before measuring",
-                          [](auto& s) -> auto& { return s.options.warmup_steps; }));
-  t.push_back(integer_key("steps.measure", "5", 1, kMaxSteps, "simulated steps averaged",
-                          [](auto& s) -> auto& { return s.options.measure_steps; }));
+  t.push_back(choice_key(
+      "predictor", "fine", predictors(), "discrete-event simulation (fine) or closed form (coarse)",
+      [](auto& s) -> auto& { return s.options.predictor; }));
+  t.push_back(integer_key(
+      "steps.warmup", "2", 0, kMaxSteps, "simulated steps discarded before measuring",
+      [](auto& s) -> auto& { return s.options.warmup_steps; }));
+  t.push_back(integer_key(
+      "steps.measure", "5", 1, kMaxSteps, "simulated steps averaged",
+      [](auto& s) -> auto& { return s.options.measure_steps; }));
   t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},
                true,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.options.seed = parse_integer<uint64_t>(
-                     v, 0, std::numeric_limits<uint64_t>::max(), "an unsigned integer");
+                 d.scenario.options.seed = parse_integer<uint64_t>(v, 0, std::numeric_limits<uint64_t>::max(),
+                                                                   "an unsigned integer");
                },
-               [](const Scenario& s) { return Rendered{fmt::format("{}", s.options.seed), true}; }});
+               [](const Scenario& s) {
+                 return Rendered{fmt::format("{}", s.options.seed), true};
+               }});
   return t;
 }
 
@@ -525,7 +559,8 @@ std::string unknown_key_message(std::string_view key) {
   if (is_section(key)) {
     std::string keys;
     for (const KeyDef& def : key_table()) {
-      if (def.info.key.rfind(std::string(key) + ".", 0) == 0) keys += (keys.empty() ? "" : ", ") + def.info.key;
+      if (def.info.key.rfind(std::string(key) + ".", 0) == 0)
+        keys += (keys.empty() ? "" : ", ") + def.info.key;
     }
     return fmt::format("'{}' is a section, not a key; set one of its keys: {}", key, keys);
   }

@@ -1,5 +1,4 @@
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -20,6 +19,7 @@
 #include "stepcast/profile/kineto_workload.hpp"
 #include "stepcast/profile/layer_table.hpp"
 #include "stepcast/profile/tf_timeline.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
@@ -71,8 +71,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file,
-             Entries& out) {
+void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, Entries& out) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     // Copies: `it->` yields a temporary proxy, so references into it would dangle. A Node is a
     // handle, so copying is cheap.
@@ -80,8 +79,7 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
     const YAML::Node value = it->second;
     int line = line_of(key_node);
     if (!key_node.IsScalar()) {
-      throw Error({file, line, prefix}, "expected a plain key name, got " +
-                                            std::string(describe(key_node)));
+      throw Error({file, line, prefix}, "expected a plain key name, got " + std::string(describe(key_node)));
     }
     std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
     SourceLocation where{file, line, key};
@@ -89,20 +87,21 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
       // "cluster:" with nothing under it is an empty section: every key takes its default.
       if (value.IsNull()) continue;
       if (!value.IsMap()) {
-        throw Error(where, fmt::format("expected a section (a map of keys), got {}",
-                                       value.IsScalar() ? "'" + value.Scalar() + "'"
-                                                        : std::string(describe(value))));
+        throw Error(
+            where, fmt::format("expected a section (a map of keys), got {}",
+                               value.IsScalar() ? "'" + value.Scalar() + "'" : std::string(describe(value))));
       }
       flatten(value, key, file, out);
     } else if (const KeyDef* def = detail::find_key(key)) {
       const std::optional<std::string> text = text_of(value, *def);
       if (!text) {
-        throw Error(where, fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(value)));
+        throw Error(where,
+                    fmt::format("expected {}, got {}", expected_phrase(def->info.type), describe(value)));
       }
       // yaml-cpp keeps duplicate keys; silently taking one would hide a mistake.
       if (auto previous = out.find(key); previous != out.end()) {
-        throw Error(where, fmt::format("duplicate key (first given on line {})",
-                                       previous->second.where.line));
+        throw Error(where,
+                    fmt::format("duplicate key (first given on line {})", previous->second.where.line));
       }
       out.emplace(key, RawValue{*text, where});
     } else {
@@ -180,35 +179,34 @@ std::string model_list() {
 }
 
 // The cross-key rules, with the place each error should point at.
-void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
-                 const SourceLocation& mode_where) {
+void check_rules(const Scenario& s, const SourceLocation& ps_count_where, const SourceLocation& mode_where) {
   const cluster::ClusterSpec& c = s.cluster;
   const scheme::SchemeConfig& sc = s.scheme;
-  if (sc.scheme == scheme::Scheme::ParameterServer &&
-      sc.ps.placement == scheme::PsPlacement::Colocated && sc.ps.count > c.num_worker_nodes()) {
+  if (sc.scheme == scheme::Scheme::ParameterServer && sc.ps.placement == scheme::PsPlacement::Colocated &&
+      sc.ps.count > c.num_worker_nodes()) {
     // Shard s runs on the host of worker node s, so there must be a node per shard.
-    throw Error(ps_count_where,
-                fmt::format("colocated parameter servers need one worker node each, but "
-                            "training.ps.count = {} and cluster.workers = {} with "
-                            "cluster.workers_per_node = {} gives {} node{} (P > N colocated)",
-                            sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
-                            c.num_worker_nodes() == 1 ? "" : "s"));
+    throw Error(ps_count_where, fmt::format("colocated parameter servers need one worker node each, but "
+                                            "training.ps.count = {} and cluster.workers = {} with "
+                                            "cluster.workers_per_node = {} gives {} node{} (P > N colocated)",
+                                            sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
+                                            c.num_worker_nodes() == 1 ? "" : "s"));
   }
   // The fine simulator keeps a connection per (worker, shard) and direction; beyond this the
   // memory and time grow past what a prediction should cost.
   constexpr int64_t kMaxConnections = int64_t{1} << 20;
-  if (sc.scheme == scheme::Scheme::ParameterServer &&
-      int64_t{sc.ps.count} * c.workers > kMaxConnections) {
+  if (sc.scheme == scheme::Scheme::ParameterServer && int64_t{sc.ps.count} * c.workers > kMaxConnections) {
     throw Error(ps_count_where,
                 fmt::format("training.ps.count x cluster.workers = {} x {} exceeds {} worker-server "
-                            "connections", sc.ps.count, c.workers, kMaxConnections));
+                            "connections",
+                            sc.ps.count, c.workers, kMaxConnections));
   }
-  const bool dedicated = sc.scheme == scheme::Scheme::ParameterServer &&
-                         sc.ps.placement == scheme::PsPlacement::Dedicated;
+  const bool dedicated =
+      sc.scheme == scheme::Scheme::ParameterServer && sc.ps.placement == scheme::PsPlacement::Dedicated;
   const int nodes = c.num_worker_nodes() + (dedicated ? sc.ps.count : 0);
   const int capacity = cluster::topology_capacity(c);
   if (capacity > 0 && nodes > capacity) {
-    throw Error(ps_count_where.key == "training.ps.count" ? SourceLocation{s.file, 0, "cluster.topology"} : ps_count_where,
+    throw Error(ps_count_where.key == "training.ps.count" ? SourceLocation{s.file, 0, "cluster.topology"}
+                                                          : ps_count_where,
                 fmt::format("the {} topology holds {} nodes, but the job needs {} ({} worker nodes{})",
                             cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
                             dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
@@ -219,7 +217,8 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
                             c.nics_per_node, c.workers_per_node));
   }
   if (c.topology == cluster::Topology::FatTree && c.fat_tree.radix % 2 != 0) {
-    throw Error({s.file, 0, "cluster.fat_tree.radix"}, fmt::format("expected an even radix, got {}", c.fat_tree.radix));
+    throw Error({s.file, 0, "cluster.fat_tree.radix"},
+                fmt::format("expected an even radix, got {}", c.fat_tree.radix));
   }
   if (sc.scheme == scheme::Scheme::AllReduce) {
     const auto algorithm = sc.allreduce.algorithm;
@@ -233,14 +232,14 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where,
       if (c.topology != cluster::Topology::BiGraph || c.workers_per_node != 1 || c.workers != full) {
         throw Error(where, fmt::format("hdrm maps ranks onto a full BiGraph: it needs cluster.topology = "
                                        "bigraph, workers_per_node = 1 and workers = 2 x switches_per_half "
-                                       "x hosts_per_switch = {} (got {} workers)", full, c.workers));
+                                       "x hosts_per_switch = {} (got {} workers)",
+                                       full, c.workers));
       }
     }
   }
   if (sc.mode == scheme::Mode::Async && sc.scheme == scheme::Scheme::AllReduce) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
-    throw Error(mode_where,
-                "async training needs training.scheme = ps (all-reduce is synchronous)");
+    throw Error(mode_where, "async training needs training.scheme = ps (all-reduce is synchronous)");
   }
 }
 
@@ -255,15 +254,12 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
   auto step_time = entries.find(detail::kStepTimeKey);
   if (throughput != entries.end() && step_time != entries.end()) {
     // Name the one given second: the first reads as the intended value.
-    const RawValue& first =
-        throughput->second.where.line <= step_time->second.where.line ? throughput->second
-                                                                      : step_time->second;
-    const RawValue& second = &first == &throughput->second ? step_time->second
-                                                            : throughput->second;
-    throw Error(second.where,
-                fmt::format("give either workload.step_time or "
-                            "workload.single_worker_throughput, not both ({} is on line {})",
-                            first.where.key, first.where.line));
+    const RawValue& first = throughput->second.where.line <= step_time->second.where.line ? throughput->second
+                                                                                          : step_time->second;
+    const RawValue& second = &first == &throughput->second ? step_time->second : throughput->second;
+    throw Error(second.where, fmt::format("give either workload.step_time or "
+                                          "workload.single_worker_throughput, not both ({} is on line {})",
+                                          first.where.key, first.where.line));
   }
 
   Draft draft;
@@ -326,8 +322,7 @@ void check_consistency(const Scenario& scenario, const std::string& key) {
   const cluster::ClusterSpec& c = scenario.cluster;
   // Sweeps set these directly, bypassing the key table's range checks.
   if (c.workers < 1) {
-    throw Error({scenario.file, 0, key},
-                fmt::format("expected cluster.workers >= 1, got {}", c.workers));
+    throw Error({scenario.file, 0, key}, fmt::format("expected cluster.workers >= 1, got {}", c.workers));
   }
   if (c.workers_per_node < 1) {
     throw Error({scenario.file, 0, key},
@@ -393,7 +388,8 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
   if (converted.gradient_tensors == 0) {
     if (w.model.empty()) {
       throw Error(where, fmt::format("the trace has no all-reduce kernels to size the gradients of {} "
-                                     "workers; name a zoo model in workload.model", scenario.cluster.workers));
+                                     "workers; name a zoo model in workload.model",
+                                     scenario.cluster.workers));
     }
     const zoo::ModelSpec* model = zoo::find_model(w.model);
     if (model == nullptr) {
@@ -402,7 +398,8 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
     const double element = workload::bytes_per_element(w.precision);
     std::vector<std::pair<std::string, double>> parameters;
     for (const zoo::Layer& layer : model->layers) {
-      for (const zoo::ParamTensor& p : layer.params) parameters.emplace_back(p.name, static_cast<double>(p.elements) * element);
+      for (const zoo::ParamTensor& p : layer.params)
+        parameters.emplace_back(p.name, static_cast<double>(p.elements) * element);
     }
     profile::attach_gradients(converted, parameters);
   }
@@ -415,8 +412,7 @@ workload::Workload build_workload(const Scenario& scenario) {
   if (!scenario.workload.profile.empty()) return build_profiled_workload(scenario);
   const zoo::ModelSpec* model = zoo::find_model(scenario.workload.model);
   if (model == nullptr) {
-    throw Error({scenario.file, 0, "workload.model"},
-                detail::unknown_model_message(scenario.workload.model));
+    throw Error({scenario.file, 0, "workload.model"}, detail::unknown_model_message(scenario.workload.model));
   }
   const WorkloadSpec& w = scenario.workload;
   return zoo::to_workload(*model, {.batch_per_worker = w.batch_per_worker,
@@ -431,8 +427,7 @@ std::vector<ResolvedKey> resolved_keys(const Scenario& scenario) {
     detail::Rendered r = def.render(scenario);
     out.push_back({def.info.key, std::move(r.value), r.is_number});
   }
-  std::sort(out.begin(), out.end(),
-            [](const ResolvedKey& a, const ResolvedKey& b) { return a.key < b.key; });
+  std::sort(out.begin(), out.end(), [](const ResolvedKey& a, const ResolvedKey& b) { return a.key < b.key; });
   return out;
 }
 

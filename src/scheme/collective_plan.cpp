@@ -18,7 +18,8 @@ struct Transfer {
 };
 
 std::vector<net::LinkUse> merge(std::vector<net::LinkUse> uses) {
-  std::sort(uses.begin(), uses.end(), [](const net::LinkUse& a, const net::LinkUse& b) { return a.link < b.link; });
+  std::sort(uses.begin(), uses.end(),
+            [](const net::LinkUse& a, const net::LinkUse& b) { return a.link < b.link; });
   std::vector<net::LinkUse> merged;
   for (const net::LinkUse& u : uses) {
     if (!merged.empty() && merged.back().link == u.link) {
@@ -90,9 +91,13 @@ CollectivePlan ring_plan(const Cluster& c, CollectiveOp op) {
   if (n < 2) return plan;
   const int shift = add_pattern(plan, make_pattern(c, ring_shift(identity(n))));
   switch (op) {
-    case CollectiveOp::AllReduce: add_stages(plan, shift, 2 * (n - 1), 1.0 / n); break;
+    case CollectiveOp::AllReduce:
+      add_stages(plan, shift, 2 * (n - 1), 1.0 / n);
+      break;
     case CollectiveOp::AllGather:
-    case CollectiveOp::ReduceScatter: add_stages(plan, shift, n - 1, 1.0 / n); break;
+    case CollectiveOp::ReduceScatter:
+      add_stages(plan, shift, n - 1, 1.0 / n);
+      break;
     case CollectiveOp::Broadcast: {
       // Pipelined along the ring from rank 0: C chunks take N - 2 + C steps; every hop of the
       // chain is counted busy in each step (an upper bound during fill and drain).
@@ -193,20 +198,28 @@ std::vector<int> hdrm_mapping(const Cluster& c) {
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::AllGather: return "allgather";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::Broadcast:
+      return "broadcast";
   }
   return "?";
 }
 
 const char* to_string(AllReduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllReduceAlgorithm::Ring: return "ring";
-    case AllReduceAlgorithm::HalvingDoubling: return "halving_doubling";
-    case AllReduceAlgorithm::Hierarchical: return "hierarchical";
-    case AllReduceAlgorithm::Hdrm: return "hdrm";
+    case AllReduceAlgorithm::Ring:
+      return "ring";
+    case AllReduceAlgorithm::HalvingDoubling:
+      return "halving_doubling";
+    case AllReduceAlgorithm::Hierarchical:
+      return "hierarchical";
+    case AllReduceAlgorithm::Hdrm:
+      return "hdrm";
   }
   return "?";
 }
@@ -240,14 +253,16 @@ CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgor
       return halving_doubling_plan(c, identity(n), [&c](const Transfer& t) {
         return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
       });
-    case AllReduceAlgorithm::Hierarchical: return hierarchical_plan(c);
+    case AllReduceAlgorithm::Hierarchical:
+      return hierarchical_plan(c);
     case AllReduceAlgorithm::Hdrm: {
       STEPCAST_ASSERT(c.spec.topology == cluster::Topology::BiGraph && c.spec.workers_per_node == 1);
       return halving_doubling_plan(c, hdrm_mapping(c), [&c](const Transfer& t) {
         return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
       });
     }
-    case AllReduceAlgorithm::Ring: break;
+    case AllReduceAlgorithm::Ring:
+      break;
   }
   return ring_plan(c, op);
 }

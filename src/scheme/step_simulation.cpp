@@ -124,9 +124,9 @@ class StepSimulation {
   uint64_t events_ = 0;
 
   // Static structure of one step.
-  std::vector<std::vector<int>> dependents_;   // op -> ops that list it in deps
-  std::vector<std::vector<int>> lane_ops_;     // lane -> ops in program order
-  std::vector<std::vector<int>> produced_;     // op -> tensors whose gradient it produces
+  std::vector<std::vector<int>> dependents_;  // op -> ops that list it in deps
+  std::vector<std::vector<int>> lane_ops_;    // lane -> ops in program order
+  std::vector<std::vector<int>> produced_;    // op -> tensors whose gradient it produces
 
   // Per worker.
   struct Worker {
@@ -136,10 +136,10 @@ class StepSimulation {
     std::vector<uint8_t> lane_busy;
     int busy_lanes = 0;
     int ops_done = 0;
-    int outstanding = 0;         // transfers or collectives of this step not finished
+    int outstanding = 0;  // transfers or collectives of this step not finished
     double step_start = 0;
     double idle_since = 0;
-    double release = 0;          // latest time a barrier this worker waited on was released
+    double release = 0;  // latest time a barrier this worker waited on was released
     double compute = 0, communication = 0, wait = 0;  // of the current step
     std::vector<double> step_ends;
     double measured_compute = 0, measured_communication = 0, measured_wait = 0;
@@ -160,7 +160,8 @@ class StepSimulation {
     int worker = 0;  ///< the worker end: the client's leader (pull, push) or the GPU (broadcast, gather)
     int shard = 0;
     Kind kind = Kind::Pull;
-    std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>> pending;
+    std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>>
+        pending;
     int in_flight = kNone;  // piece being sent
     double send_start = 0;
     net::FlowId flow{};
@@ -173,7 +174,9 @@ class StepSimulation {
   bool local_aggregation_ = false;
   int clients_ = 0;
   std::vector<int> gathered_;  // node * pieces + piece -> local gradients collected by the leader
-  [[nodiscard]] int client_of(int w) const { return local_aggregation_ ? w / cluster_.spec.workers_per_node : w; }
+  [[nodiscard]] int client_of(int w) const {
+    return local_aggregation_ ? w / cluster_.spec.workers_per_node : w;
+  }
   [[nodiscard]] int leader_of(int w) const {
     return local_aggregation_ ? client_of(w) * cluster_.spec.workers_per_node : w;
   }
@@ -187,8 +190,8 @@ class StepSimulation {
   }
   [[nodiscard]] int broadcast_connection(int w) const { return 2 * clients_ * scheme_.ps.count + w; }
   [[nodiscard]] int gather_connection(int w) const { return 2 * clients_ * scheme_.ps.count + n_ + w; }
-  std::vector<int> version_;       // piece -> updates completed (sync: steps aggregated)
-  std::vector<int> aggregated_;    // piece -> gradients applied towards the next version
+  std::vector<int> version_;     // piece -> updates completed (sync: steps aggregated)
+  std::vector<int> aggregated_;  // piece -> gradients applied towards the next version
   std::vector<double> version_time_;
   std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   struct Shard {
@@ -206,7 +209,7 @@ class StepSimulation {
   std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
   int64_t next_collective_ = 0;
   bool collective_running_ = false;
-  size_t stage_ = 0;            // of the running collective
+  size_t stage_ = 0;  // of the running collective
   int stage_flows_left_ = 0;
   double collective_start_ = 0;
 
@@ -279,7 +282,8 @@ void StepSimulation::setup_parameter_server() {
   const int p = scheme_.ps.count;
   pieces_ = place_parameters(w_, scheme_.ps);
   pieces_of_tensor_.resize(w_.tensors.size());
-  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i) pieces_of_tensor_[pieces_[i].tensor].push_back(i);
+  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i)
+    pieces_of_tensor_[pieces_[i].tensor].push_back(i);
   pieces_needed_.assign(num_ops_, 0);
   for (size_t t = 0; t < w_.tensors.size(); ++t) {
     for (int consumer : w_.tensors[t].consumers) {
@@ -355,7 +359,8 @@ void StepSimulation::start_step(int w) {
     // (pushed, or gathered by the leader).
     worker.outstanding = 2 * static_cast<int>(pieces_.size());
     if (leader_of(w) == w) {
-      for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client_of(w), piece);
+      for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece)
+        request_pull(client_of(w), piece);
     }
   } else {
     worker.outstanding = n_ > 1 ? static_cast<int>(buckets_.size()) : 0;
@@ -380,7 +385,8 @@ void StepSimulation::close_idle(int w) {
 void StepSimulation::try_start_ops(int w) {
   Worker& worker = workers_[w];
   for (size_t lane = 0; lane < lane_ops_.size(); ++lane) {
-    if (worker.lane_busy[lane] || worker.lane_next[lane] >= static_cast<int>(lane_ops_[lane].size())) continue;
+    if (worker.lane_busy[lane] || worker.lane_next[lane] >= static_cast<int>(lane_ops_[lane].size()))
+      continue;
     const int op = lane_ops_[lane][worker.lane_next[lane]];
     if (worker.unmet[op] > 0) continue;
     if (worker.busy_lanes == 0) close_idle(w);
@@ -568,7 +574,8 @@ void StepSimulation::start_apply(int s) {
   while (!shard.applies.empty()) {
     const int piece = shard.applies.front();
     const double bytes = pieces_[piece].bytes;
-    const double duration = scheme_.ps.apply_time + (scheme_.ps.apply_bw > 0 ? bytes / scheme_.ps.apply_bw : 0.0);
+    const double duration =
+        scheme_.ps.apply_time + (scheme_.ps.apply_bw > 0 ? bytes / scheme_.ps.apply_bw : 0.0);
     if (duration <= 0) {  // free updates need no event
       shard.applies.pop();
       on_piece_applied(piece);
@@ -722,7 +729,8 @@ SimulationResult StepSimulation::run() {
     // half the time. Start each at a seeded offset within one compute time instead.
     const double spread = w_.step_time_alone();
     for (int w = 0; w < n_; ++w) {
-      const double offset = n_ > 1 ? spread * static_cast<double>(mix(options_.seed ^ mix(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
+      const double offset =
+          n_ > 1 ? spread * static_cast<double>(mix(options_.seed ^ mix(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
       queue_.push(offset, StartStep{w});
     }
   } else {
@@ -857,7 +865,8 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   double now = 0;
   for (const Stage& stage : plan.stages) {
     const Pattern& pattern = plan.patterns[stage.pattern];
-    for (const FlowGroup& g : pattern.groups) net->start_flow({g.path, bytes * stage.fraction * g.size_factor}, now);
+    for (const FlowGroup& g : pattern.groups)
+      net->start_flow({g.path, bytes * stage.fraction * g.size_factor}, now);
     size_t left = pattern.groups.size();
     while (left > 0) {
       now = net->next_completion();
@@ -873,7 +882,8 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   // Busiest links over the whole collective.
   const std::vector<double>& bytes_on = net->link_bytes();
   for (size_t l = 0; l < bytes_on.size(); ++l) {
-    if (bytes_on[l] > 0 && r.time > 0) r.links.push_back({c.links[l].name, bytes_on[l] / (c.links[l].bw * r.time), bytes_on[l]});
+    if (bytes_on[l] > 0 && r.time > 0)
+      r.links.push_back({c.links[l].name, bytes_on[l] / (c.links[l].bw * r.time), bytes_on[l]});
   }
   std::sort(r.links.begin(), r.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
     return a.busy != b.busy ? a.busy > b.busy : a.name < b.name;
@@ -881,8 +891,8 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   return r;
 }
 
-CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes, AllReduceAlgorithm algorithm,
-                                    NetworkKind network) {
+CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes,
+                                    AllReduceAlgorithm algorithm, NetworkKind network) {
   return simulate_collective(spec, bytes, CollectiveOp::AllReduce, algorithm, network);
 }
 

@@ -9,9 +9,11 @@ namespace stepcast::workload {
 
 double bytes_per_element(Precision precision) {
   switch (precision) {
-    case Precision::FP32: return 4;
+    case Precision::FP32:
+      return 4;
     case Precision::FP16:
-    case Precision::BF16: return 2;
+    case Precision::BF16:
+      return 2;
   }
   return 4;
 }
@@ -59,9 +61,8 @@ std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) 
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return workload.tensors[a].producer < workload.tensors[b].producer;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return workload.tensors[a].producer < workload.tensors[b].producer; });
   std::vector<Bucket> buckets;
   Bucket current;
   for (int t : order) {

@@ -31,8 +31,9 @@ void add_classifier(ModelSpec& model, int64_t in_features, const std::vector<int
 
 ModelSpec make_alexnet() {
   ModelSpec model{.name = "alexnet",
-                  .description = "AlexNet as torchvision.models.alexnet (one-GPU variant, "
-                                 "1000 classes), input 3x224x224",
+                  .description =
+                      "AlexNet as torchvision.models.alexnet (one-GPU variant, "
+                      "1000 classes), input 3x224x224",
                   .layers = {}};
   FeatureMap x{3, 224, 224};
   struct Stage {
@@ -63,12 +64,13 @@ ModelSpec make_alexnet() {
 
 ModelSpec make_vgg16() {
   ModelSpec model{.name = "vgg16",
-                  .description = "VGG-16 without batch norm as torchvision.models.vgg16 "
-                                 "(configuration D, 1000 classes), input 3x224x224",
+                  .description =
+                      "VGG-16 without batch norm as torchvision.models.vgg16 "
+                      "(configuration D, 1000 classes), input 3x224x224",
                   .layers = {}};
   // torchvision's cfgs["D"]; 0 marks a 2x2 max pool.
-  const std::vector<int64_t> config{64,  64,  0,   128, 128, 0,   256, 256, 256, 0,
-                                    512, 512, 512, 0,   512, 512, 512, 0};
+  const std::vector<int64_t> config{64, 64,  0,   128, 128, 0,   256, 256, 256,
+                                    0,  512, 512, 512, 0,   512, 512, 512, 0};
   FeatureMap x{3, 224, 224};
   int index = 0;  // position in `features`: each conv is followed by a ReLU module
   for (int64_t channels : config) {

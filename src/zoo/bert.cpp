@@ -11,8 +11,7 @@
 
 namespace stepcast::zoo::detail {
 
-ModelSpec make_bert(const std::string& name, const std::string& description,
-                    const BertConfig& config) {
+ModelSpec make_bert(const std::string& name, const std::string& description, const BertConfig& config) {
   ModelSpec model{.name = name, .description = description, .layers = {}};
   const int64_t seq = config.sequence_length;
   const int64_t hidden = config.hidden;
@@ -35,8 +34,7 @@ ModelSpec make_bert(const std::string& name, const std::string& description,
     }
     // Q K^T and probabilities x V: each seq x seq x head_dim per head, summed over heads.
     attention.forward_flops += 2.0 * 2.0 * static_cast<double>(seq * seq * hidden);
-    elementwise(attention, static_cast<double>(config.num_heads * seq * seq),
-                kSoftmaxFlopsPerElement);
+    elementwise(attention, static_cast<double>(config.num_heads * seq * seq), kSoftmaxFlopsPerElement);
     linear(attention, prefix + ".attention.output.dense", hidden, hidden, seq);
     elementwise(attention, tokens, kSimpleFlopsPerElement);  // residual
     layer_norm(attention, prefix + ".attention.output.LayerNorm", hidden, seq);

@@ -35,8 +35,7 @@ class InceptionBuilder {
     return x;
   }
 
-  FeatureMap pool(const std::string& name, FeatureMap in, bool max, int kernel, int stride,
-                  int pad = 0) {
+  FeatureMap pool(const std::string& name, FeatureMap in, bool max, int kernel, int stride, int pad = 0) {
     Layer layer = make_layer(name);
     const FeatureMap out =
         max ? max_pool(layer, in, kernel, stride, pad) : avg_pool(layer, in, kernel, stride, pad);
@@ -140,9 +139,10 @@ class InceptionBuilder {
 
 ModelSpec make_inception3() {
   ModelSpec model{.name = "inception3",
-                  .description = "Inception v3 as torchvision.models.inception_v3 with the "
-                                 "default aux_logits=True (27,161,264 parameters; 23,834,568 "
-                                 "without AuxLogits), input 3x299x299",
+                  .description =
+                      "Inception v3 as torchvision.models.inception_v3 with the "
+                      "default aux_logits=True (27,161,264 parameters; 23,834,568 "
+                      "without AuxLogits), input 3x299x299",
                   .layers = {}};
   InceptionBuilder net(model);
   FeatureMap x{3, 299, 299};

@@ -89,8 +89,7 @@ FeatureMap global_avg_pool(Layer& layer, FeatureMap in) {
   return {in.channels, 1, 1};
 }
 
-void linear(Layer& layer, const std::string& prefix, int64_t in, int64_t out, int64_t rows,
-            bool bias) {
+void linear(Layer& layer, const std::string& prefix, int64_t in, int64_t out, int64_t rows, bool bias) {
   add_param(layer, prefix + ".weight", in * out);
   layer.forward_flops += 2.0 * static_cast<double>(rows) * static_cast<double>(in * out);
   if (bias) {

@@ -47,8 +47,7 @@ struct Conv {
 };
 
 /// Square kernel with the same padding on every side, the common case.
-[[nodiscard]] Conv square_conv(int64_t out, int kernel, int stride = 1, int pad = 0,
-                               bool bias = false);
+[[nodiscard]] Conv square_conv(int64_t out, int kernel, int stride = 1, int pad = 0, bool bias = false);
 
 /// An empty layer named `name`, to which the builders below add tensors and FLOPs.
 [[nodiscard]] Layer make_layer(std::string name);

@@ -1,7 +1,8 @@
 #include "stepcast/zoo/model_zoo.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "layer_builders.hpp"
 #include "stepcast/error.hpp"
@@ -42,13 +43,11 @@ const std::vector<ModelSpec>& all_models() {
                                   "BERT-base uncased as Hugging Face BertModel (embeddings, 12 "
                                   "layers, hidden 768, pooler), sequence length 128",
                                   detail::BertConfig{}));
-    m.push_back(detail::make_bert("bert-large",
-                                  "BERT-large uncased as Hugging Face BertModel (embeddings, 24 "
-                                  "layers, hidden 1024, pooler), sequence length 128",
-                                  detail::BertConfig{.hidden = 1024,
-                                                     .intermediate = 4096,
-                                                     .num_layers = 24,
-                                                     .num_heads = 16}));
+    m.push_back(detail::make_bert(
+        "bert-large",
+        "BERT-large uncased as Hugging Face BertModel (embeddings, 24 "
+        "layers, hidden 1024, pooler), sequence length 128",
+        detail::BertConfig{.hidden = 1024, .intermediate = 4096, .num_layers = 24, .num_heads = 16}));
     return m;
   }();
   return models;
@@ -65,8 +64,7 @@ const ModelSpec& get_model(std::string_view name) {
   if (const ModelSpec* model = find_model(name)) return *model;
   std::string known;
   for (const ModelSpec& model : all_models()) known += (known.empty() ? "" : ", ") + model.name;
-  throw Error({"", 0, "workload.model"},
-              fmt::format("expected one of {}, got \"{}\"", known, name));
+  throw Error({"", 0, "workload.model"}, fmt::format("expected one of {}, got \"{}\"", known, name));
 }
 
 workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& params) {

@@ -14,8 +14,8 @@ constexpr int64_t kExpansion = 4;  // torchvision Bottleneck.expansion
 
 // One conv + batch norm (+ ReLU) layer: "<block>.convN" holds "<block>.convN.weight",
 // "<block>.bnN.weight", "<block>.bnN.bias".
-FeatureMap conv_bn(ModelSpec& model, const std::string& block, int index, FeatureMap x,
-                   const Conv& conv, bool with_relu) {
+FeatureMap conv_bn(ModelSpec& model, const std::string& block, int index, FeatureMap x, const Conv& conv,
+                   bool with_relu) {
   const std::string n = std::to_string(index);
   Layer layer = make_layer(block + ".conv" + n);
   x = batch_norm(layer, block + ".bn" + n, conv2d(layer, block + ".conv" + n, x, conv));
@@ -24,8 +24,7 @@ FeatureMap conv_bn(ModelSpec& model, const std::string& block, int index, Featur
   return x;
 }
 
-FeatureMap bottleneck(ModelSpec& model, const std::string& block, FeatureMap in, int64_t width,
-                      int stride) {
+FeatureMap bottleneck(ModelSpec& model, const std::string& block, FeatureMap in, int64_t width, int stride) {
   FeatureMap x = conv_bn(model, block, 1, in, square_conv(width, 1), true);
   x = conv_bn(model, block, 2, x, square_conv(width, 3, stride, 1), true);
   const bool project = stride != 1 || in.channels != width * kExpansion;
@@ -34,8 +33,7 @@ FeatureMap bottleneck(ModelSpec& model, const std::string& block, FeatureMap in,
     // torchvision computes the projection after conv3/bn3, then adds and applies ReLU.
     Layer layer = make_layer(block + ".downsample");
     const Conv projection = square_conv(width * kExpansion, 1, stride);
-    batch_norm(layer, block + ".downsample.1",
-               conv2d(layer, block + ".downsample.0", in, projection));
+    batch_norm(layer, block + ".downsample.1", conv2d(layer, block + ".downsample.0", in, projection));
     model.layers.push_back(std::move(layer));
   }
   // The residual addition and the block's final ReLU go to the block's last layer.
@@ -47,9 +45,8 @@ FeatureMap bottleneck(ModelSpec& model, const std::string& block, FeatureMap in,
 
 ModelSpec make_resnet(const std::string& name, std::array<int, 4> blocks) {
   ModelSpec model{.name = name,
-                  .description = "ResNet (" + std::to_string(blocks[0]) + ", " +
-                                 std::to_string(blocks[1]) + ", " + std::to_string(blocks[2]) +
-                                 ", " + std::to_string(blocks[3]) +
+                  .description = "ResNet (" + std::to_string(blocks[0]) + ", " + std::to_string(blocks[1]) +
+                                 ", " + std::to_string(blocks[2]) + ", " + std::to_string(blocks[3]) +
                                  " bottleneck blocks, v1.5) as torchvision.models." + name +
                                  ", input 3x224x224",
                   .layers = {}};

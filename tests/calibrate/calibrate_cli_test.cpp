@@ -16,17 +16,23 @@ using stepcast_cli_test::read_text;
 // t = 6 * 5 us + 1.5 * S / 1e10 s -> 30.0012 us at 8 B, 30 + 1.5 * 1048576 / 1e4 us at 1 MiB, ...
 constexpr const char* kLog =
     "# Avg bus bandwidth line and comments are skipped\n"
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-    "           8             2     float     sum      -1   30.0012    0.00    0.00      0   30.0012    0.00    0.00      0\n"
-    "     1048576        262144     float     sum      -1   187.2864   5.60    8.40      0  187.2864   5.60    8.40      0\n"
-    "    16777216       4194304     float     sum      -1   2546.5824  6.59    9.88      0 2546.5824   6.59    9.88      0\n"
-    "  1073741824     268435456     float     sum      -1 161091.2736 6.67   10.00      0 161091.27   6.67   10.00      0\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+    "busbw #wrong\n"
+    "           8             2     float     sum      -1   30.0012    0.00    0.00      0   30.0012    0.00 "
+    "   0.00      0\n"
+    "     1048576        262144     float     sum      -1   187.2864   5.60    8.40      0  187.2864   5.60  "
+    "  8.40      0\n"
+    "    16777216       4194304     float     sum      -1   2546.5824  6.59    9.88      0 2546.5824   6.59  "
+    "  9.88      0\n"
+    "  1073741824     268435456     float     sum      -1 161091.2736 6.67   10.00      0 161091.27   6.67   "
+    "10.00      0\n"
     "# Avg bus bandwidth    : 7.07\n";
 
 TEST_F(CliTest, CalibrateWritesClusterKeysAndPrintsEverySize) {
   const std::string log = file("ar.log", kLog);
   const std::string out = path("calib.yaml").string();
-  const auto r = run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "2", "-o", out});
+  const auto r =
+      run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "2", "-o", out});
   ASSERT_EQ(r.code, 0) << r.describe();
   for (const char* size : {"8 ", "1048576", "16777216", "1073741824"}) {
     EXPECT_NE(r.out.find(size), std::string::npos) << size << "\n" << r.out;
@@ -35,12 +41,13 @@ TEST_F(CliTest, CalibrateWritesClusterKeysAndPrintsEverySize) {
   EXPECT_NE(r.out.find("not used in the fit: median |error| 0.0%"), std::string::npos) << r.out;
 
   const std::string yaml = read_text(out);
-  for (const char* key : {"workers: 4", "workers_per_node: 2", "nic_bandwidth: 10GB/s", "link_latency: 5us"}) {
+  for (const char* key :
+       {"workers: 4", "workers_per_node: 2", "nic_bandwidth: 10GB/s", "link_latency: 5us"}) {
     EXPECT_NE(yaml.find(key), std::string::npos) << key << "\n" << yaml;
   }
   EXPECT_NE(yaml.find("# source: " + log), std::string::npos) << yaml;
-  const auto s = stepcast::scenario::parse_scenario(yaml + "workload:\n  model: resnet50\n  step_time: 100ms\n",
-                                                    out);
+  const auto s =
+      stepcast::scenario::parse_scenario(yaml + "workload:\n  model: resnet50\n  step_time: 100ms\n", out);
   EXPECT_DOUBLE_EQ(s.cluster.nic_bw, 10e9);
   EXPECT_DOUBLE_EQ(s.cluster.latency, 5e-6);
   EXPECT_EQ(s.cluster.workers, 4);
@@ -49,7 +56,8 @@ TEST_F(CliTest, CalibrateWritesClusterKeysAndPrintsEverySize) {
 TEST_F(CliTest, CalibrateOneNodeWritesIntraNodeKeys) {
   const std::string log = file("ar.log", kLog);
   const std::string out = path("calib.yaml").string();
-  const auto r = run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "4", "-o", out});
+  const auto r =
+      run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "4", "-o", out});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::string yaml = read_text(out);
   EXPECT_NE(yaml.find("intra_node:\n    bandwidth: 10GB/s"), std::string::npos) << yaml;

@@ -1,12 +1,13 @@
 // Readers of measured all-reduce sweeps: tiny fixtures written here, broken ones included, and
 // every error must name the file and the line.
+#include "stepcast/calibrate/collective_log.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "stepcast/calibrate/collective_log.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::calibrate {
@@ -19,12 +20,18 @@ constexpr const char* kNcclLog =
     "#  Rank  0 Group  0 Pid   4242 on     host-a device  0 [0x04] NVIDIA H100 80GB HBM3\n"
     "host-a:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
     "#\n"
-    "#                                                              out-of-place                       in-place\n"
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-    "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0\n"
-    "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0\n"
-    "        4096          1024     float     sum      -1    126.9    0.03    0.06    N/A    125.6    0.03    0.06    N/A\n"
+    "#                                                              out-of-place                       "
+    "in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+    "busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+    "(GB/s)\n"
+    "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00   "
+    " 0.00      0\n"
+    "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06   "
+    " 9.49      0\n"
+    "        4096          1024     float     sum      -1    126.9    0.03    0.06    N/A    125.6    0.03   "
+    " 0.06    N/A\n"
     "# Out of bounds values : 0 OK\n"
     "# Avg bus bandwidth    : 70.742\n"
     "#\n";
@@ -53,7 +60,8 @@ TEST(NcclTestsLog, InPlaceTimesOnRequest) {
 TEST(NcclTestsLog, OlderRowsWithoutRootColumn) {
   // nccl-tests before 2.10 printed no `root` column for all_reduce_perf: 12 fields.
   const CollectiveLog log = parse_nccl_tests_log(
-      "        1024           256     float     sum    147.1    0.01    0.01  0e+00    123.1    0.01    0.02  0e+00\n",
+      "        1024           256     float     sum    147.1    0.01    0.01  0e+00    123.1    0.01    0.02 "
+      " 0e+00\n",
       "old.log", Placement::InPlace);
   ASSERT_EQ(log.points.size(), 1u);
   EXPECT_DOUBLE_EQ(log.points[0].bytes, 1024);
@@ -96,18 +104,18 @@ TEST(NcclTestsLog, ZeroTimeIsRejected) {
 }
 
 TEST(NcclTestsLog, NoDataRowsIsAnError) {
-  const Error e = error_of([] {
-    static_cast<void>(parse_nccl_tests_log("# only comments\nNCCL INFO something\n", "empty.log"));
-  });
+  const Error e = error_of(
+      [] { static_cast<void>(parse_nccl_tests_log("# only comments\nNCCL INFO something\n", "empty.log")); });
   EXPECT_EQ(e.where().file, "empty.log");
   EXPECT_NE(std::string(e.what()).find("no all_reduce_perf data rows"), std::string::npos) << e.what();
 }
 
 TEST(NcclTestsLog, DuplicateSizeNamesBothLines) {
   const Error e = error_of([] {
-    static_cast<void>(parse_nccl_tests_log("  8  2  float  sum  -1  135.8  0  0  0  123.5  0  0  0\n"
-                                           "  8  2  float  sum  -1  130.0  0  0  0  123.5  0  0  0\n",
-                                           "twice.log"));
+    static_cast<void>(
+        parse_nccl_tests_log("  8  2  float  sum  -1  135.8  0  0  0  123.5  0  0  0\n"
+                             "  8  2  float  sum  -1  130.0  0  0  0  123.5  0  0  0\n",
+                             "twice.log"));
   });
   EXPECT_EQ(e.where().line, 2);
   EXPECT_NE(std::string(e.what()).find("line 1"), std::string::npos) << e.what();
@@ -140,16 +148,16 @@ TEST(XlaTable, TimeColumnWhenThroughputIsAbsent) {
 TEST(XlaTable, ErrorsNameFileLineAndColumn) {
   Error e = error_of([] { static_cast<void>(parse_xla_table("bytes,time_us\n1,2\n", "h.csv")); });
   EXPECT_EQ(e.where(), (SourceLocation{"h.csv", 1, "collective"}));
-  e = error_of([] {
-    static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-reduce,2048\n", "f.csv"));
-  });
+  e = error_of(
+      [] { static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-reduce,2048\n", "f.csv")); });
   EXPECT_EQ(e.where().file, "f.csv");
   EXPECT_EQ(e.where().line, 2);
   e = error_of([] {
     static_cast<void>(parse_xla_table("#\ncollective,bytes,time_us\nall-reduce,2048,-1\n", "n.csv"));
   });
   EXPECT_EQ(e.where(), (SourceLocation{"n.csv", 3, "time_us"}));
-  e = error_of([] { static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-gather,1,2\n", "g.csv")); });
+  e = error_of(
+      [] { static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-gather,1,2\n", "g.csv")); });
   EXPECT_NE(std::string(e.what()).find("no all-reduce data rows"), std::string::npos) << e.what();
 }
 

@@ -1,6 +1,8 @@
 // The alpha-beta ring fit: exact recovery on closed-form data, the scenario keys reproducing the
 // fit in the fine simulator, and the acceptance runs on the two measured sweeps in
 // ../shared/data/tables (skipped, saying so, when that folder is absent).
+#include "stepcast/calibrate/ring_calibration.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "stepcast/calibrate/collective_log.hpp"
-#include "stepcast/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
@@ -55,9 +56,9 @@ TEST(CalibrateRing, EndpointsUseSmallestAndLargestEligibleSize) {
     if (e.used) used.push_back(e.bytes);
   }
   ASSERT_EQ(used.size(), 2u);
-  EXPECT_DOUBLE_EQ(used[0], 2048);         // first power-of-4 multiple of 8 >= 1000
+  EXPECT_DOUBLE_EQ(used[0], 2048);                   // first power-of-4 multiple of 8 >= 1000
   EXPECT_DOUBLE_EQ(used[1], 8 * std::pow(4.0, 13));  // 536870912, the last <= 1e9
-  EXPECT_EQ(c.sizes.size(), sweep.size());  // every size is still reported
+  EXPECT_EQ(c.sizes.size(), sweep.size());           // every size is still reported
 }
 
 TEST(CalibrateRing, SummaryIsMedianAndMaxOverHeldOutSizesFromOneMebibyte) {
@@ -91,14 +92,14 @@ TEST(CalibrateRing, BadInputsThrow) {
   EXPECT_THROW(static_cast<void>(calibrate_ring({{8, 1e-5, 1}}, 4, {})), Error);
   // Time falls with size: no positive bandwidth.
   EXPECT_THROW(static_cast<void>(calibrate_ring({{8, 1e-3, 1}, {1e9, 1e-4, 2}}, 4, {})), Error);
-  EXPECT_THROW(static_cast<void>(calibrate_ring(closed_form_sweep(4, 1e-6, 1e10), 4, {.min_bytes = 1e12})), Error);
+  EXPECT_THROW(static_cast<void>(calibrate_ring(closed_form_sweep(4, 1e-6, 1e10), 4, {.min_bytes = 1e12})),
+               Error);
 }
 
 // The simulated ring with the fitted cluster must give RingFit::time at every size.
 void expect_simulator_reproduces(const cluster::ClusterSpec& spec, const RingFit& fit, double tolerance) {
   for (double bytes : {8.0, 65536.0, 1048576.0, 33554432.0, 8589934592.0}) {
-    const double simulated =
-        scheme::simulate_allreduce(spec, bytes, scheme::AllReduceAlgorithm::Ring).time;
+    const double simulated = scheme::simulate_allreduce(spec, bytes, scheme::AllReduceAlgorithm::Ring).time;
     EXPECT_NEAR(simulated, fit.time(bytes), fit.time(bytes) * tolerance)
         << bytes << " B on " << spec.workers << " workers, " << spec.workers_per_node << " per node";
   }
@@ -146,7 +147,8 @@ const std::filesystem::path kTables = std::filesystem::path(STEPCAST_SHARED_DATA
 Calibration acceptance_run(const std::string& file, int workers, int per_node) {
   const CollectiveLog log = read_collective_log((kTables / file).string());
   const Calibration c = calibrate_ring(log.points, workers, {});
-  std::cout << calibration_header(c, {.file = file, .format = log.format, .workers_per_node = per_node}, "  ");
+  std::cout << calibration_header(c, {.file = file, .format = log.format, .workers_per_node = per_node},
+                                  "  ");
   // The scenario keys reproduce the predicted column in the simulator, so the errors above are
   // the simulator's errors too.
   expect_simulator_reproduces(apply_fit(c.fit, per_node), c.fit, 1e-9);

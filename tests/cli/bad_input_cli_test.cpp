@@ -8,11 +8,11 @@ namespace {
 using BadInputCli = CliTest;
 
 constexpr const char* kHead =
-    "name: t\n"                // 1
-    "workload:\n"              // 2
-    "  model: resnet50\n"      // 3
-    "  step_time: 100ms\n"     // 4
-    "cluster:\n";              // 5
+    "name: t\n"             // 1
+    "workload:\n"           // 2
+    "  model: resnet50\n"   // 3
+    "  step_time: 100ms\n"  // 4
+    "cluster:\n";           // 5
 
 /// Runs and checks: exit 2, nothing useful on stdout, stderr has every one of `needles`.
 void expect_bad_input(const RunResult& r, const std::vector<std::string>& needles) {
@@ -33,24 +33,36 @@ struct FileCase {
 
 TEST_F(BadInputCli, ScenarioFilesNameFileLineAndKey) {
   const std::vector<FileCase> cases = {
-      {"unknown_key", std::string(kHead) + "  workers: 4\ntraining:\n  scheme: ps\n  bogus_key: 1\n",
+      {"unknown_key",
+       std::string(kHead) + "  workers: 4\ntraining:\n  scheme: ps\n  bogus_key: 1\n",
        {"@:9:", "training.bogus_key", "unknown key"}},
-      {"typo_key", std::string(kHead) + "  nic_bandwdth: 10Gbps\n", {"@:6:", "cluster.nic_bandwdth",
-                                                                     "cluster.nic_bandwidth"}},
+      {"typo_key",
+       std::string(kHead) + "  nic_bandwdth: 10Gbps\n",
+       {"@:6:", "cluster.nic_bandwdth", "cluster.nic_bandwidth"}},
       {"wrong_type", std::string(kHead) + "  workers: abc\n", {"@:6:", "cluster.workers", "abc"}},
       {"zero_workers", std::string(kHead) + "  workers: 0\n", {"@:6:", "cluster.workers"}},
       {"negative_workers", std::string(kHead) + "  workers: -3\n", {"@:6:", "cluster.workers"}},
       {"fractional_workers", std::string(kHead) + "  workers: 2.5\n", {"@:6:", "cluster.workers"}},
-      {"negative_bandwidth", std::string(kHead) + "  nic_bandwidth: -10Gbps\n", {"@:6:", "cluster.nic_bandwidth"}},
+      {"negative_bandwidth",
+       std::string(kHead) + "  nic_bandwidth: -10Gbps\n",
+       {"@:6:", "cluster.nic_bandwidth"}},
       {"zero_bandwidth", std::string(kHead) + "  nic_bandwidth: 0Gbps\n", {"@:6:", "cluster.nic_bandwidth"}},
-      {"unknown_unit", std::string(kHead) + "  nic_bandwidth: 10Gbs\n", {"@:6:", "cluster.nic_bandwidth", "Gbs"}},
+      {"unknown_unit",
+       std::string(kHead) + "  nic_bandwidth: 10Gbs\n",
+       {"@:6:", "cluster.nic_bandwidth", "Gbs"}},
       {"map_for_value", std::string(kHead) + "  workers: {a: 1}\n", {"@:6:", "cluster.workers"}},
-      {"scalar_for_section", "workload:\n  model: resnet50\n  step_time: 100ms\ncluster: 5\n", {"@:4:", "cluster"}},
-      {"duplicate_key", std::string(kHead) + "  workers: 2\n  workers: 3\n", {"@:7:", "cluster.workers", "duplicate"}},
+      {"scalar_for_section",
+       "workload:\n  model: resnet50\n  step_time: 100ms\ncluster: 5\n",
+       {"@:4:", "cluster"}},
+      {"duplicate_key",
+       std::string(kHead) + "  workers: 2\n  workers: 3\n",
+       {"@:7:", "cluster.workers", "duplicate"}},
       {"colocated_ps_count_above_nodes",
-       std::string(kHead) + "  workers: 2\ntraining:\n  scheme: ps\n  ps:\n    count: 4\n    placement: colocated\n",
+       std::string(kHead) +
+           "  workers: 2\ntraining:\n  scheme: ps\n  ps:\n    count: 4\n    placement: colocated\n",
        {"@:10:", "training.ps.count"}},
-      {"async_allreduce", std::string(kHead) + "  workers: 2\ntraining:\n  scheme: allreduce\n  mode: async\n",
+      {"async_allreduce",
+       std::string(kHead) + "  workers: 2\ntraining:\n  scheme: allreduce\n  mode: async\n",
        {"@:9:", "training.mode"}},
       {"both_step_time_and_throughput",
        "workload:\n  model: resnet50\n  step_time: 100ms\n  single_worker_throughput: 300\n",
@@ -58,16 +70,20 @@ TEST_F(BadInputCli, ScenarioFilesNameFileLineAndKey) {
       {"no_step_time", "workload:\n  model: resnet50\n", {"@", "workload.step_time"}},
       {"no_model", "workload:\n  step_time: 100ms\n", {"@", "workload.model"}},
       {"unknown_model", "workload:\n  model: nope\n  step_time: 100ms\n", {"@:2:", "workload.model", "nope"}},
-      {"bad_choice", std::string(kHead) + "training:\n  scheme: gossip\n", {"@:7:", "training.scheme", "gossip"}},
+      {"bad_choice",
+       std::string(kHead) + "training:\n  scheme: gossip\n",
+       {"@:7:", "training.scheme", "gossip"}},
       {"empty_file", "", {"@", "empty"}},
       {"only_comments", "# nothing here\n", {"@", "empty"}},
       {"top_level_list", "- a\n- b\n", {"@:1:"}},
       {"invalid_yaml", "workload: [\n  model: x\n", {"@:", "invalid YAML"}},
       {"bad_indentation", "workload:\n  model: resnet50\n   step_time: 100ms\n", {"@:", "invalid YAML"}},
       {"truncated_in_key", "workload:\n  model: resnet50\n  step_ti", {"@:3:", "workload.step_ti"}},
-      {"truncated_in_flow_map", "workload:\n  model: resnet50\n  step_time: 100ms\ncluster: {workers: 2\n",
+      {"truncated_in_flow_map",
+       "workload:\n  model: resnet50\n  step_time: 100ms\ncluster: {workers: 2\n",
        {"@:", "invalid YAML"}},
-      {"truncated_in_quoted_value_at_eof", "workload:\n  model: resnet50\n  step_time: \"100ms",
+      {"truncated_in_quoted_value_at_eof",
+       "workload:\n  model: resnet50\n  step_time: \"100ms",
        {"@:3:", "invalid YAML"}},
       {"binary_garbage", std::string("\x00\x01\xff\xfe", 4), {"@"}},
   };
@@ -102,7 +118,8 @@ TEST_F(BadInputCli, Overrides) {
   expect_bad_input(run({"predict", kExample, "--set", "cluster.nic_bandwidth"}),
                    {"--set", "cluster.nic_bandwidth", "key=value"});
   expect_bad_input(run({"predict", kExample, "--set", "cluster.workers=abc"}), {"--set", "cluster.workers"});
-  expect_bad_input(run({"predict", kExample, "--set", "cluster.workers=[1,2]"}), {"--set", "cluster.workers"});
+  expect_bad_input(run({"predict", kExample, "--set", "cluster.workers=[1,2]"}),
+                   {"--set", "cluster.workers"});
   expect_bad_input(run({"predict", kExample, "--set", "cluster.workers={"}), {"--set", "cluster.workers"});
   expect_bad_input(run({"predict", kExample, "--set", "cluster.nic_bandwidth=10Gbs"}),
                    {"--set", "cluster.nic_bandwidth", "Gbs"});
@@ -140,8 +157,9 @@ TEST_F(BadInputCli, PredictorAndSeedOptions) {
   expect_bad_input(run({"predict", kExample, "--predictor", "exact"}), {"--predictor"});
   expect_bad_input(run({"predict", kExample, "--seed", "-1"}), {"--seed"});
   expect_bad_input(run({"predict", kExample, "--seed", "x"}), {"--seed"});
-  expect_bad_input(run({"predict", kExample, "--predictor", "coarse", "--trace-out", path("t.json").string()}),
-                   {"--trace-out"});
+  expect_bad_input(
+      run({"predict", kExample, "--predictor", "coarse", "--trace-out", path("t.json").string()}),
+      {"--trace-out"});
 }
 
 TEST_F(BadInputCli, UnwritableOutputs) {
@@ -177,8 +195,9 @@ TEST_F(BadInputCli, ExtremeStepCountsDoNotCrash) {
 }
 
 TEST_F(BadInputCli, ExtremeWorkersPerNodeDoesNotCrash) {
-  expect_bad_input(run({"predict", kExample, "--workers", "2", "--set", "cluster.workers_per_node=2147483647"}, 10),
-                   {"cluster.workers_per_node"});
+  expect_bad_input(
+      run({"predict", kExample, "--workers", "2", "--set", "cluster.workers_per_node=2147483647"}, 10),
+      {"cluster.workers_per_node"});
   expect_bad_input(run({"collective", "--workers", "64", "--workers-per-node", "2147483647"}, 10),
                    {"--workers-per-node"});
 }

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 
 inline const std::string kBinary = STEPCAST_BINARY;
 inline const fs::path kSourceDir = STEPCAST_SOURCE_DIR;
-inline const std::string kExample = (fs::path(STEPCAST_SOURCE_DIR) / "examples" / "resnet50-ps.yaml").string();
+inline const std::string kExample =
+    (fs::path(STEPCAST_SOURCE_DIR) / "examples" / "resnet50-ps.yaml").string();
 
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -80,8 +81,7 @@ class CliTest : public ::testing::Test {
     for (char& c : name) {
       if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
     }
-    dir_ = fs::path(::testing::TempDir()) /
-           ("stepcast_cli_" + std::to_string(::getpid()) + "_" + name);
+    dir_ = fs::path(::testing::TempDir()) / ("stepcast_cli_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -220,12 +220,30 @@ class JsonParser {
     if (depth > 200) fail("nesting too deep");
     Json v;
     switch (peek()) {
-      case '{': v.type = Json::Type::Object; object(v, depth); break;
-      case '[': v.type = Json::Type::Array; array(v, depth); break;
-      case '"': v.type = Json::Type::String; v.string = string(); break;
-      case 't': literal("true"); v.type = Json::Type::Bool; v.boolean = true; break;
-      case 'f': literal("false"); v.type = Json::Type::Bool; break;
-      case 'n': literal("null"); break;
+      case '{':
+        v.type = Json::Type::Object;
+        object(v, depth);
+        break;
+      case '[':
+        v.type = Json::Type::Array;
+        array(v, depth);
+        break;
+      case '"':
+        v.type = Json::Type::String;
+        v.string = string();
+        break;
+      case 't':
+        literal("true");
+        v.type = Json::Type::Bool;
+        v.boolean = true;
+        break;
+      case 'f':
+        literal("false");
+        v.type = Json::Type::Bool;
+        break;
+      case 'n':
+        literal("null");
+        break;
       default:
         if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
           v.type = Json::Type::Number;
@@ -303,14 +321,30 @@ class JsonParser {
       if (i_ >= s_.size()) fail("unterminated escape");
       const char e = s_[i_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) fail("short \\u escape");
           unsigned code = 0;
@@ -323,7 +357,8 @@ class JsonParser {
           out += code < 0x80 ? static_cast<char>(code) : '?';
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }

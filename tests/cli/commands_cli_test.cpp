@@ -17,8 +17,9 @@ TEST_F(CommandsCli, VersionPrintsAVersion) {
 
 TEST_F(CommandsCli, HelpOnEverySubcommandExitsZero) {
   const std::vector<std::vector<std::string>> commands = {
-      {"--help"},          {"predict", "--help"}, {"collective", "--help"}, {"zoo", "--help"},
-      {"zoo", "list", "--help"}, {"zoo", "show", "--help"}, {"options", "--help"}};
+      {"--help"},           {"predict", "--help"},     {"collective", "--help"},
+      {"zoo", "--help"},    {"zoo", "list", "--help"}, {"zoo", "show", "--help"},
+      {"options", "--help"}};
   for (const auto& args : commands) {
     RunResult r = run(args);
     EXPECT_EQ(r.code, 0) << r.describe();
@@ -65,10 +66,11 @@ TEST_F(CommandsCli, ZooListHasTheEightModels) {
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
   ASSERT_EQ(lines.size(), 9u) << r.out;  // header + 8 models
-  for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
-                            "bert-base", "bert-large"}) {
+  for (const char* model :
+       {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3", "bert-base", "bert-large"}) {
     bool found = false;
-    for (size_t i = 1; i < lines.size(); ++i) found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
+    for (size_t i = 1; i < lines.size(); ++i)
+      found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
     EXPECT_TRUE(found) << model;
   }
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)resnet50\s+25557032\s)"))) << r.out;

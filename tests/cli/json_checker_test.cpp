@@ -13,7 +13,8 @@ bool valid(const std::string& text) {
 TEST(JsonChecker, AcceptsValidDocuments) {
   EXPECT_TRUE(valid("{}"));
   EXPECT_TRUE(valid("[]"));
-  EXPECT_TRUE(valid(" {\"a\": [1, -2.5, 3e-7, 0, 0.25E+3], \"b\": {\"c\": null}, \"d\": true, \"e\": false} \n"));
+  EXPECT_TRUE(
+      valid(" {\"a\": [1, -2.5, 3e-7, 0, 0.25E+3], \"b\": {\"c\": null}, \"d\": true, \"e\": false} \n"));
   EXPECT_TRUE(valid(R"({"s": "q\" b\\ s\/ \b\f\n\r\t \u00e9 \u0001"})"));
   Json v;
   ASSERT_TRUE(JsonParser(R"({"x": {"y": [1, 2]}, "n": 12.5})").parse(v));
@@ -24,9 +25,28 @@ TEST(JsonChecker, AcceptsValidDocuments) {
 }
 
 TEST(JsonChecker, RejectsInvalidDocuments) {
-  for (const char* bad : {"", "{", "[1,]", "{\"a\":1,}", "{a: 1}", "[01]", "[1.]", "[.5]", "[1e]", "[NaN]",
-                          "[Infinity]", "[-]", "\"a\nb\"", "\"\\x\"", "\"\\u12\"", "{} {}", "[1 2]",
-                          "{\"a\" 1}", "{\"a\":1, \"a\":2}", "'a'", "[tru]", "nul"}) {
+  for (const char* bad : {"",
+                          "{",
+                          "[1,]",
+                          "{\"a\":1,}",
+                          "{a: 1}",
+                          "[01]",
+                          "[1.]",
+                          "[.5]",
+                          "[1e]",
+                          "[NaN]",
+                          "[Infinity]",
+                          "[-]",
+                          "\"a\nb\"",
+                          "\"\\x\"",
+                          "\"\\u12\"",
+                          "{} {}",
+                          "[1 2]",
+                          "{\"a\" 1}",
+                          "{\"a\":1, \"a\":2}",
+                          "'a'",
+                          "[tru]",
+                          "nul"}) {
     EXPECT_FALSE(valid(bad)) << bad;
   }
 }

@@ -108,8 +108,10 @@ double throughput_at(const Json& doc, size_t i) {
 }
 
 TEST_F(PredictCli, FasterNicGivesHigherThroughput) {
-  RunResult slow = run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=10Gbps"});
-  RunResult fast = run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=100Gbps"});
+  RunResult slow =
+      run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=10Gbps"});
+  RunResult fast =
+      run({"predict", kExample, "--workers", "4", "--json", "--set", "cluster.nic_bandwidth=100Gbps"});
   ASSERT_EQ(slow.code, 0) << slow.describe();
   ASSERT_EQ(fast.code, 0) << fast.describe();
   const Json s = parse_json_or_fail(slow.out);

@@ -1,5 +1,7 @@
 // Max-min flow network: hand-solved sharing cases with the expected rates derived in comments,
 // flow groups, restart and release, and property tests over seeded random instances.
+#include "net/flow_network.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "net/flow_network.hpp"
 #include "stepcast/net/network_model.hpp"
 
 namespace stepcast::net {
@@ -22,7 +23,7 @@ constexpr double kRel = 1e-9;
 
 // Relative EXPECT_NEAR for values that may be large or small.
 #define EXPECT_REL(actual, expected) \
-  EXPECT_NEAR((actual), (expected), kRel * std::max(1.0, std::fabs(expected)))
+  EXPECT_NEAR((actual), (expected), kRel* std::max(1.0, std::fabs(expected)))
 
 FlowSpec on(std::vector<uint32_t> links, double bytes) {
   FlowSpec spec;

@@ -47,7 +47,8 @@ struct Instance {
     std::shuffle(links.begin(), links.end(), rng);
     FlowSpec spec;
     const int hops = integer(1, 3);
-    for (int h = 0; h < hops; ++h) spec.path.push_back({links[static_cast<size_t>(h)], integer(0, 5) == 0 ? 2u : 1u});
+    for (int h = 0; h < hops; ++h)
+      spec.path.push_back({links[static_cast<size_t>(h)], integer(0, 5) == 0 ? 2u : 1u});
     spec.bytes = std::round(std::pow(10.0, uniform(6, 9)));
     // Some flows start together, as a collective's do.
     inst.starts.push_back(integer(0, 2) == 0 ? 0.0 : uniform(0, 0.05));
@@ -61,7 +62,8 @@ struct Instance {
   auto net = make_maxmin_network(inst.capacities);
   std::vector<size_t> order(inst.flows.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return inst.starts[a] < inst.starts[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return inst.starts[a] < inst.starts[b]; });
   std::vector<double> done(inst.flows.size(), -1);
   std::map<uint32_t, size_t> flow_of;  // active FlowId -> instance flow (ids are reused)
   size_t next = 0;
@@ -136,19 +138,22 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
     for (size_t f = 0; f < ours.size(); ++f) {
       ASSERT_GT(ours[f], 0);
       double alone = kInfinity;
-      for (const LinkUse& use : inst.flows[f].path) alone = std::min(alone, inst.capacities[use.link] / use.count);
+      for (const LinkUse& use : inst.flows[f].path)
+        alone = std::min(alone, inst.capacities[use.link] / use.count);
       ++flows;
       if (ours[f] - inst.starts[f] > 1.01 * inst.flows[f].bytes / alone) ++slowed;
       const double difference = std::fabs(theirs[f] - ours[f]) / ours[f];
       max_difference = std::max(max_difference, difference);
       EXPECT_LE(difference, kRelativeTolerance)
-          << "flow " << f << ": stepcast " << ours[f] << " s, SimGrid " << theirs[f] << " s\n" << to_text(inst);
+          << "flow " << f << ": stepcast " << ours[f] << " s, SimGrid " << theirs[f] << " s\n"
+          << to_text(inst);
     }
   }
   std::remove(input_path.c_str());
   // The instances must exercise sharing, or agreement says little.
   EXPECT_GE(slowed * 4, flows) << slowed << " of " << flows << " flows shared a link";
-  std::printf("%zu flows (%zu slowed by sharing), max relative difference %.3g\n", flows, slowed, max_difference);
+  std::printf("%zu flows (%zu slowed by sharing), max relative difference %.3g\n", flows, slowed,
+              max_difference);
 #endif
 }
 

@@ -44,8 +44,10 @@ std::vector<Row> read_dgx1_rows(const std::string& path) {
 }
 
 TEST(Validation, Dgx1ParameterServerOnTheHostFromOneGpu) {
-  const std::string path = std::string(STEPCAST_SHARED_DATA) + "/tables/tf_cnn_benchmarks_2017_single_node.csv";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
+  const std::string path =
+      std::string(STEPCAST_SHARED_DATA) + "/tables/tf_cnn_benchmarks_2017_single_node.csv";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<Row> rows = read_dgx1_rows(path);
   ASSERT_GE(rows.size(), 16u);
   std::map<std::pair<std::string, int>, double> one_gpu;
@@ -69,7 +71,8 @@ training:
     const scenario::Scenario s = scenario::parse_scenario(
         yaml, "dgx1.yaml",
         {"workload.model=" + r.model, "workload.batch_per_worker=" + std::to_string(r.batch),
-         "workload.single_worker_throughput=" + std::to_string(base), "cluster.workers=" + std::to_string(r.gpus)});
+         "workload.single_worker_throughput=" + std::to_string(base),
+         "cluster.workers=" + std::to_string(r.gpus)});
     const predict::Result p = predict::predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
     const double error = (p.throughput - r.images_per_s) / r.images_per_s;
     errors.push_back(std::fabs(error));

@@ -48,7 +48,8 @@ TEST(AstraSimWorkload, TickUnitIsAParameter) {
 TEST(AstraSimWorkload, RowsWithGemmShapesAreRead) {
   // The 21-field rows of some ASTRA-sim forks: M N K after each compute time.
   const auto w = parse_astrasim_workload(
-      "DATA\n1\nconv1\t-1\t13003\t12544\t147\t64\tNONE\t0\t12864\t12544\t147\t64\tNONE\t0\t32291\t12544\t147\t64\t"
+      "DATA\n1\nconv1\t-"
+      "1\t13003\t12544\t147\t64\tNONE\t0\t12864\t12544\t147\t64\tNONE\t0\t32291\t12544\t147\t64\t"
       "ALLREDUCE\t37632\t3229\n",
       "r.txt");
   ASSERT_EQ(w.tensors.size(), 1u);
@@ -60,9 +61,10 @@ TEST(AstraSimWorkload, RowsWithGemmShapesAreRead) {
 
 TEST(AstraSimWorkload, ModelParallelCommunicationIsWarnedAbout) {
   std::vector<std::string> warnings;
-  const auto w = parse_astrasim_workload("HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n"
-                                         "attn -1 100 ALLGATHER 4096 100 REDUCESCATTER 4096 100 ALLREDUCE 1024 5\n",
-                                         "h.txt", {}, &warnings);
+  const auto w = parse_astrasim_workload(
+      "HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n"
+      "attn -1 100 ALLGATHER 4096 100 REDUCESCATTER 4096 100 ALLREDUCE 1024 5\n",
+      "h.txt", {}, &warnings);
   EXPECT_EQ(w.tensors.size(), 1u);
   ASSERT_EQ(warnings.size(), 3u);
   EXPECT_NE(warnings[0].find("h.txt:1: parallelism HYBRID_TRANSFORMER"), std::string::npos);
@@ -79,14 +81,19 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(AstraSimWorkload, BrokenFilesNameLineAndField) {
-  EXPECT_EQ(error_of("DATA\n2\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 10 1\n").rfind("b.txt:3: layers:", 0), 0u)
+  EXPECT_EQ(error_of("DATA\n2\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 10 1\n").rfind("b.txt:3: layers:", 0),
+            0u)
       << error_of("DATA\n2\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 10 1\n");
-  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLRED 10 1\n").rfind("b.txt:3: wg_comm_type:", 0), 0u);
-  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 -5 NONE 0 5 NONE 0 5 ALLREDUCE 10 1\n").rfind("b.txt:3: fwd_compute_time:", 0),
+  EXPECT_EQ(
+      error_of("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLRED 10 1\n").rfind("b.txt:3: wg_comm_type:", 0), 0u);
+  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 -5 NONE 0 5 NONE 0 5 ALLREDUCE 10 1\n")
+                .rfind("b.txt:3: fwd_compute_time:", 0),
             0u);
-  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 5 NONE 0 x NONE 0 5 ALLREDUCE 10 1\n").rfind("b.txt:3: ig_compute_time:", 0),
+  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 5 NONE 0 x NONE 0 5 ALLREDUCE 10 1\n")
+                .rfind("b.txt:3: ig_compute_time:", 0),
             0u);
-  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 10\n").rfind("b.txt:3: expected 12 fields", 0),
+  EXPECT_EQ(error_of("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 10\n")
+                .rfind("b.txt:3: expected 12 fields", 0),
             0u);
   EXPECT_EQ(error_of("DATA\nmany\n").rfind("b.txt:2: layers:", 0), 0u);
   EXPECT_EQ(error_of("DATA\n").rfind("b.txt:2: layers:", 0), 0u);

@@ -130,8 +130,9 @@ TEST(ChakraTrace, ParameterServerRoundTripKeepsTensorsProducersAndConsumers) {
 TEST(ChakraTrace, ExportCommandWritesOneFilePerRank) {
   const fs::path dir = temp_dir("cli");
   const std::string prefix = (dir / "sub" / "vgg").string();
-  const std::string cmd = std::string(STEPCAST_BINARY) + " export --chakra " + prefix + " " + STEPCAST_SOURCE_DIR +
-                          "/examples/vgg16-allreduce.yaml --workers 2 > " + (dir / "out.txt").string() + " 2>&1";
+  const std::string cmd = std::string(STEPCAST_BINARY) + " export --chakra " + prefix + " " +
+                          STEPCAST_SOURCE_DIR + "/examples/vgg16-allreduce.yaml --workers 2 > " +
+                          (dir / "out.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_bytes(dir / "out.txt");
   EXPECT_NE(read_bytes(dir / "out.txt").find(prefix + ".1.et"), std::string::npos);
   const workload::Workload back = read_chakra_trace(prefix + ".1.et");

@@ -22,8 +22,8 @@ TEST_F(InspectCli, JsonHasEveryKeyOnARealTrace) {
   ASSERT_EQ(r.code, 0) << r.describe();
   const Json j = parse_json_or_fail(r.out);
   for (const char* key : {"file", "framework", "devices", "devices_used", "rank", "world_size", "backend",
-                          "num_events", "steps_found", "steady_steps", "step_time_s", "not_steady", "per_step_s",
-                          "steps", "collectives_by_type", "collectives", "warnings"}) {
+                          "num_events", "steps_found", "steady_steps", "step_time_s", "not_steady",
+                          "per_step_s", "steps", "collectives_by_type", "collectives", "warnings"}) {
     EXPECT_TRUE(j.has(key)) << key;
   }
   EXPECT_EQ(j["framework"].string, "pytorch");
@@ -46,9 +46,9 @@ TEST_F(InspectCli, TextNamesEverythingWithUnits) {
   if (!fs::exists(kTrace)) GTEST_SKIP() << "skipped: shared trace data not found at " << kTrace.string();
   const RunResult r = run({"inspect", kTrace.string()});
   ASSERT_EQ(r.code, 0) << r.describe();
-  for (const char* part : {"framework   pytorch", "NVIDIA A100-PG509-200", "rank 0 of world size 2",
-                           "3 found", "mean 222.368 ms", "p95", "GPU busy", "overlapped", "idle", "allreduce",
-                           "31.5 MB"}) {
+  for (const char* part :
+       {"framework   pytorch", "NVIDIA A100-PG509-200", "rank 0 of world size 2", "3 found",
+        "mean 222.368 ms", "p95", "GPU busy", "overlapped", "idle", "allreduce", "31.5 MB"}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
   }
 }

@@ -21,10 +21,10 @@ using stepcast::profile::TraceSummary;
 
 const fs::path kTraces = fs::path(STEPCAST_SHARED_DATA) / "traces";
 
-#define SKIP_WITHOUT_SHARED_DATA()                                                                 \
-  if (!fs::is_directory(kTraces)) {                                                                \
-    GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()                \
-                 << " (it lives next to the project as ../shared/data; CI has it)";                \
+#define SKIP_WITHOUT_SHARED_DATA()                                                  \
+  if (!fs::is_directory(kTraces)) {                                                 \
+    GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()  \
+                 << " (it lives next to the project as ../shared/data; CI has it)"; \
   }
 
 /// Rows of a CSV with a header, '#' comment lines skipped; fields may be double-quoted.

@@ -17,9 +17,9 @@ namespace {
 using stepcast::Error;
 using stepcast::profile::Category;
 using stepcast::profile::KinetoTrace;
-using stepcast::profile::ReadOptions;
 using stepcast::profile::read_kineto_events;
 using stepcast::profile::read_kineto_trace;
+using stepcast::profile::ReadOptions;
 
 /// Runs `f`, expecting a stepcast::Error whose message contains every one of `parts`.
 template <class F>
@@ -29,7 +29,8 @@ void expect_error(F&& f, std::initializer_list<std::string> parts) {
     ADD_FAILURE() << "expected stepcast::Error";
   } catch (const Error& e) {
     const std::string what = e.what();
-    for (const auto& p : parts) EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
+    for (const auto& p : parts)
+      EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
   }
 }
 
@@ -125,8 +126,8 @@ TEST_F(KinetoReader, TinyChunksGiveTheSameTrace) {
 }
 
 TEST_F(KinetoReader, BareEventArrayIsAChromeTrace) {
-  const auto t = read_kineto_trace(
-      plain("a.json", R"([{"ph": "X", "name": "op", "cat": "misc", "ts": 5, "dur": 2, "pid": 1, "tid": 1}])"));
+  const auto t = read_kineto_trace(plain(
+      "a.json", R"([{"ph": "X", "name": "op", "cat": "misc", "ts": 5, "dur": 2, "pid": 1, "tid": 1}])"));
   ASSERT_EQ(t.events.size(), 1u);
   EXPECT_EQ(t.metadata.framework, "chrome-trace");
   EXPECT_DOUBLE_EQ(t.events[0].dur, 2e-6);
@@ -167,7 +168,8 @@ TEST_F(KinetoReader, InvalidJsonNamesTheEventAndByte) {
  {"ph": "X", "name": , "ts": 2, "dur": 1}]})";
   const std::string path = plain("bad.json", text);
   expect_error([&] { (void)read_kineto_trace(path); }, {path, "traceEvents[1]", "byte 63", "invalid JSON"});
-  const std::string path2 = plain("bad2.json", R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1} {"ph": "i"}]})");
+  const std::string path2 =
+      plain("bad2.json", R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 1} {"ph": "i"}]})");
   expect_error([&] { (void)read_kineto_trace(path2); }, {path2, "traceEvents[1]", "expected ',' or ']'"});
   const std::string path3 = plain("bad3.json", R"({"traceEvents": [1, 2]})");
   expect_error([&] { (void)read_kineto_trace(path3); }, {path3, "expected an event object"});
@@ -246,7 +248,8 @@ TEST(KinetoHelpers, DtypeSizesAndCollectiveNames) {
   EXPECT_EQ(dtype_size("Mystery"), 0);
   EXPECT_EQ(collective_from_kernel_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)"), "allreduce");
   EXPECT_EQ(collective_from_kernel_name("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)"), "allgather");
-  EXPECT_EQ(collective_from_kernel_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)"), "sendrecv");
+  EXPECT_EQ(collective_from_kernel_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)"),
+            "sendrecv");
   EXPECT_EQ(collective_from_kernel_name("void gemm<float>()"), "");
   EXPECT_TRUE(is_nccl_kernel_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t"));
   EXPECT_FALSE(is_nccl_kernel_name("volta_sgemm_128x64_nn"));
@@ -262,7 +265,8 @@ TEST_F(KinetoReader, StreamsA50MBTraceInABoundedBuffer) {
   text.reserve(52u << 20);
   while (text.size() < (50u << 20)) {
     if (n) text += ",\n";
-    text += R"JSON(  {"ph": "X", "cat": "kernel", "name": "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 32, true, 1>(float, cudnnTensorStruct)", "pid": 0, "tid": 7, "ts": )JSON";
+    text +=
+        R"JSON(  {"ph": "X", "cat": "kernel", "name": "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 32, true, 1>(float, cudnnTensorStruct)", "pid": 0, "tid": 7, "ts": )JSON";
     text += std::to_string(4458676983543 + 10 * n);
     text += ".183, \"dur\": 4.5";
     text += args;
@@ -288,7 +292,8 @@ TEST_F(KinetoReader, StreamsA50MBTraceInABoundedBuffer) {
   EXPECT_EQ(r.stats.events, n);
   EXPECT_NEAR(total_dur, static_cast<double>(n) * 4.5e-6, 1e-9 * static_cast<double>(n));
   EXPECT_GE(r.stats.bytes, 50u << 20);
-  EXPECT_LT(r.stats.max_buffered_bytes, 256u << 10) << "the reader buffered " << r.stats.max_buffered_bytes << " bytes";
+  EXPECT_LT(r.stats.max_buffered_bytes, 256u << 10)
+      << "the reader buffered " << r.stats.max_buffered_bytes << " bytes";
 }
 
 TEST_F(KinetoReader, SummaryOfTheSmallTraceMatchesHandComputedTimes) {
@@ -339,7 +344,8 @@ TEST_F(KinetoReader, TraceWithoutStepsIsAnErrorForTheSummary) {
   const std::string path = plain("nosteps.json", R"({"traceEvents": [
     {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 1}]})");
   EXPECT_EQ(read_kineto_trace(path).events.size(), 1u);  // reading alone is fine
-  expect_error([&] { (void)stepcast::profile::summarize_kineto_file(path); }, {path, "no steps", "ProfilerStep#N"});
+  expect_error([&] { (void)stepcast::profile::summarize_kineto_file(path); },
+               {path, "no steps", "ProfilerStep#N"});
 }
 
 TEST_F(KinetoReader, CutShortStepIsNotSteady) {

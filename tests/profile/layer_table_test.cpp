@@ -41,7 +41,8 @@ TEST(LayerTable, RowsBecomeForwardThenReverseBackwardOpsAndTensors) {
 }
 
 TEST(LayerTable, ColumnsInAnyOrder) {
-  const auto w = parse_layer_table("parameter_bytes,layer,backward_time,forward_time\n1MiB,a,2ms,1ms\n", "t.csv");
+  const auto w =
+      parse_layer_table("parameter_bytes,layer,backward_time,forward_time\n1MiB,a,2ms,1ms\n", "t.csv");
   ASSERT_EQ(w.ops.size(), 2u);
   EXPECT_DOUBLE_EQ(w.ops[0].duration, 1e-3);
   EXPECT_DOUBLE_EQ(w.tensors[0].bytes, 1048576);
@@ -63,9 +64,13 @@ TEST(LayerTable, ErrorsNameFileLineAndColumn) {
   EXPECT_EQ(error_of(header + "a,fast,2ms,10\n").rfind("t.csv:2: forward_time:", 0), 0u);
   EXPECT_EQ(error_of(header + "a,1ms,2ms,lots\n").rfind("t.csv:2: parameter_bytes:", 0), 0u);
   EXPECT_EQ(error_of(header + "a,1ms,2ms\n").rfind("t.csv:2: expected 4 cells", 0), 0u);
-  EXPECT_EQ(error_of(header + "a,1ms,2ms,1\na,1ms,2ms,1\n").rfind("t.csv:3: layer: duplicate layer 'a'", 0), 0u);
-  EXPECT_EQ(error_of("layer,forward_time,backward_time\n").rfind("t.csv:1: parameter_bytes: missing column", 0), 0u);
-  EXPECT_EQ(error_of("layer,fwd,backward_time,parameter_bytes\n").rfind("t.csv:1: fwd: unknown column", 0), 0u);
+  EXPECT_EQ(error_of(header + "a,1ms,2ms,1\na,1ms,2ms,1\n").rfind("t.csv:3: layer: duplicate layer 'a'", 0),
+            0u);
+  EXPECT_EQ(
+      error_of("layer,forward_time,backward_time\n").rfind("t.csv:1: parameter_bytes: missing column", 0),
+      0u);
+  EXPECT_EQ(error_of("layer,fwd,backward_time,parameter_bytes\n").rfind("t.csv:1: fwd: unknown column", 0),
+            0u);
   EXPECT_NE(error_of(header).find("no layers"), std::string::npos);
   EXPECT_NE(error_of("# nothing\n").find("empty layer table"), std::string::npos);
   EXPECT_NE(error_of(header + "\"a,1ms,2ms,1\n").find("unterminated"), std::string::npos);

@@ -3,9 +3,8 @@
 // reproduces the measured mean step time of the steady steps within 5%. Needs the shared traces;
 // skipped, saying so, when they are absent (CI has them). Small generated traces check the
 // conversion rules without real data.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +13,8 @@
 #include <iostream>
 #include <string>
 
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
 #include "stepcast/profile/kineto_workload.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -28,10 +27,10 @@ using stepcast::profile::KinetoWorkload;
 
 const fs::path kTraces = fs::path(STEPCAST_SHARED_DATA) / "traces";
 
-#define SKIP_WITHOUT_SHARED_DATA()                                                                 \
-  if (!fs::is_directory(kTraces)) {                                                                \
-    GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()                \
-                 << " (it lives next to the project as ../shared/data; CI has it)";                \
+#define SKIP_WITHOUT_SHARED_DATA()                                                  \
+  if (!fs::is_directory(kTraces)) {                                                 \
+    GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()  \
+                 << " (it lives next to the project as ../shared/data; CI has it)"; \
   }
 
 double replay_step_time(const stepcast::workload::Workload& w) {
@@ -83,7 +82,8 @@ class ProfiledScenario : public ::testing::Test {
       GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()
                    << " (it lives next to the project as ../shared/data; CI has it)";
     }
-    dir_ = fs::temp_directory_path() / fmt::format("stepcast_replay_{}", ::testing::UnitTest::GetInstance()->random_seed());
+    dir_ = fs::temp_directory_path() /
+           fmt::format("stepcast_replay_{}", ::testing::UnitTest::GetInstance()->random_seed());
     fs::create_directories(dir_);
     // A relative workload.profile resolves against the scenario file's directory.
     fs::remove(dir_ / "trace.json.gz");
@@ -122,18 +122,22 @@ TEST_F(ProfiledScenario, OneWorkerTraceExtrapolatesToEightWorkers) {
   const workload::Workload eight = scenario::build_workload(s);
   ASSERT_EQ(workload::validate(eight), "");
   EXPECT_EQ(eight.tensors.size(), zoo::get_model("resnet50").num_tensors());
-  EXPECT_NEAR(eight.parameter_bytes(), 4.0 * static_cast<double>(zoo::get_model("resnet50").num_parameters()), 1);
+  EXPECT_NEAR(eight.parameter_bytes(), 4.0 * static_cast<double>(zoo::get_model("resnet50").num_parameters()),
+              1);
   const predict::Result r8 = predict::predict(eight, s.cluster, s.scheme, s.options);
 
   scenario::Scenario one = scenario::load_scenario(path.string(), {"cluster.workers=1"});
   one.options = s.options;
   const workload::Workload w1 = scenario::build_workload(one);
   const predict::Result r1 = predict::predict(w1, one.cluster, one.scheme, one.options);
-  const double replay = replay_step_time(profile::convert_kineto_file((kTraces / "resnet50_ddp_1xV100_worldsize1_rank0.json.gz").string()).workload);
-  const std::string report = fmt::format("1 worker: {:.3f} ms, {:.1f} samples/s; 8 workers on 25 Gbps: {:.3f} ms, "
-                                         "{:.1f} samples/s, efficiency vs 1 worker {:.3f}",
-                                         r1.step_time * 1e3, r1.throughput, r8.step_time * 1e3, r8.throughput,
-                                         r8.throughput / (8 * r1.throughput));
+  const double replay = replay_step_time(
+      profile::convert_kineto_file((kTraces / "resnet50_ddp_1xV100_worldsize1_rank0.json.gz").string())
+          .workload);
+  const std::string report = fmt::format(
+      "1 worker: {:.3f} ms, {:.1f} samples/s; 8 workers on 25 Gbps: {:.3f} ms, "
+      "{:.1f} samples/s, efficiency vs 1 worker {:.3f}",
+      r1.step_time * 1e3, r1.throughput, r8.step_time * 1e3, r8.throughput,
+      r8.throughput / (8 * r1.throughput));
   SCOPED_TRACE(report);
   std::cout << report << '\n';
   EXPECT_NEAR(r1.step_time, replay, 1e-9);

@@ -132,10 +132,12 @@ TEST(TfTimeline, BrokenTimelines) {
   EXPECT_NE(error_of("[{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"ts\": 5, \"dur\": -3}]")
                 .find("traceEvents[0]: negative duration"),
             std::string::npos);
-  EXPECT_NE(error_of("[{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"GPU:0 Compute\"}},"
-                     " {\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"ts\": 5}]")
-                .find("traceEvents[1]: complete event without 'dur'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          "[{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"GPU:0 Compute\"}},"
+          " {\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"ts\": 5}]")
+          .find("traceEvents[1]: complete event without 'dur'"),
+      std::string::npos);
   EXPECT_NE(error_of("[{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"args\": {\"name\": \"x\"}}]")
                 .find("no compute ops"),
             std::string::npos);
@@ -150,9 +152,10 @@ TEST(TfTimeline, BrokenTimelines) {
 }
 
 TEST(TfTimeline, KinetoTraceIsNotATfTimeline) {
-  const fs::path p = write_temp("kineto.json",
-                                R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,)"
-                                R"( "ts": 1, "dur": 2, "args": {"op": "x"}}]})");
+  const fs::path p =
+      write_temp("kineto.json",
+                 R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,)"
+                 R"( "ts": 1, "dur": 2, "args": {"op": "x"}}]})");
   EXPECT_FALSE(looks_like_tf_timeline(p.string()));
 }
 

@@ -32,8 +32,7 @@ class JsonChecker {
 
  private:
   std::string at(const std::string& what) {
-    message_ = what + " at offset " + std::to_string(i_) + ": '" +
-               std::string(s_.substr(i_, 40)) + "'";
+    message_ = what + " at offset " + std::to_string(i_) + ": '" + std::string(s_.substr(i_, 40)) + "'";
     return message_;
   }
   bool fail(const std::string& what) {
@@ -41,8 +40,7 @@ class JsonChecker {
     return false;
   }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
-      ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
   }
   bool literal(std::string_view word) {
     if (s_.substr(i_, word.size()) != word) return fail("bad literal");
@@ -54,13 +52,27 @@ class JsonChecker {
     bool ok = false;
     if (i_ >= s_.size()) return fail("unexpected end");
     switch (s_[i_]) {
-      case '{': ok = object(); break;
-      case '[': ok = array(); break;
-      case '"': ok = string(); break;
-      case 't': ok = literal("true"); break;
-      case 'f': ok = literal("false"); break;
-      case 'n': ok = literal("null"); break;
-      default: ok = number(); break;
+      case '{':
+        ok = object();
+        break;
+      case '[':
+        ok = array();
+        break;
+      case '"':
+        ok = string();
+        break;
+      case 't':
+        ok = literal("true");
+        break;
+      case 'f':
+        ok = literal("false");
+        break;
+      case 'n':
+        ok = literal("null");
+        break;
+      default:
+        ok = number();
+        break;
     }
     --depth_;
     return ok;
@@ -192,8 +204,11 @@ Result make_result(int workers, Predictor predictor, double step_time) {
   r.efficiency = r.speedup / workers;
   r.bottleneck = "PS NIC out 97% busy";
   r.breakdown = {.compute = 0.1, .communication_exposed = step_time - 0.1 - 0.005, .wait = 0.005};
-  r.utilization = {{"worker compute", 0.8}, {"ps NIC out (max over shards)", 0.97},
-                   {"ps NIC in", 0.5}, {"worker NIC out", 0.25}, {"ps apply", 0.1}};
+  r.utilization = {{"worker compute", 0.8},
+                   {"ps NIC out (max over shards)", 0.97},
+                   {"ps NIC in", 0.5},
+                   {"worker NIC out", 0.25},
+                   {"ps apply", 0.1}};
   r.bytes_sent = 1.5e9;
   r.bytes_received = 2.5e9;
   r.events = 123456;
@@ -242,15 +257,14 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
   ASSERT_EQ(json_error(json), "") << json;
   for (std::string_view key :
        {"\"scenario\"", "\"predictions\"", "\"workers\"", "\"predictor\"", "\"step_time_s\"",
-        "\"throughput_samples_per_s\"", "\"speedup\"", "\"efficiency\"", "\"bottleneck\"",
-        "\"breakdown_s\"", "\"compute\"", "\"communication_exposed\"", "\"wait\"",
-        "\"utilization\"", "\"bytes_sent\"", "\"bytes_received\"", "\"events\""})
+        "\"throughput_samples_per_s\"", "\"speedup\"", "\"efficiency\"", "\"bottleneck\"", "\"breakdown_s\"",
+        "\"compute\"", "\"communication_exposed\"", "\"wait\"", "\"utilization\"", "\"bytes_sent\"",
+        "\"bytes_received\"", "\"events\""})
     EXPECT_NE(json.find(key), std::string::npos) << key;
   std::string compact = without_whitespace(json);
   EXPECT_EQ(compact.rfind("{\"scenario\":{\"name\":\"resnet50-ps\"", 0), 0u) << compact;
   EXPECT_EQ(count(compact, "{\"workers\":"), 3u);  // one per prediction object
-  EXPECT_NE(compact.find("\"workers\":8,\"predictor\":\"fine\",\"step_time_s\":0.25,"),
-            std::string::npos)
+  EXPECT_NE(compact.find("\"workers\":8,\"predictor\":\"fine\",\"step_time_s\":0.25,"), std::string::npos)
       << compact;
   EXPECT_NE(compact.find("\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
                          "\"events\":123456,\"max_link_flows\":0,\"links\":{}}"),
@@ -275,9 +289,8 @@ TEST(WriteJson, DottedKeysBecomeNestedObjectsInFirstAppearanceOrder) {
 TEST(WriteJson, NumbersUnquotedOnlyWhenTheyAreJsonNumbers) {
   Sweep sweep;
   sweep.scenario = "n";
-  sweep.inputs = {{"a.int", "8", true},         {"a.real", "-1.25e3", true},
-                  {"a.text", "8", false},       {"a.bad", "10 Gbps", true},
-                  {"a.inf", "inf", true},       {"a.lead", ".5", true}};
+  sweep.inputs = {{"a.int", "8", true},       {"a.real", "-1.25e3", true}, {"a.text", "8", false},
+                  {"a.bad", "10 Gbps", true}, {"a.inf", "inf", true},      {"a.lead", ".5", true}};
   std::string json = render(write_json, sweep);
   ASSERT_EQ(json_error(json), "") << json;
   std::string compact = without_whitespace(json);
@@ -296,8 +309,7 @@ TEST(WriteJson, KeyThatIsAlsoAPrefixKeepsBothValues) {
   sweep.inputs = {{"net", "maxmin", false}, {"net.tolerance", "1e-9", true}};
   std::string json = render(write_json, sweep);
   ASSERT_EQ(json_error(json), "") << json;
-  EXPECT_NE(without_whitespace(json).find("\"net\":{\"\":\"maxmin\",\"tolerance\":1e-9}"),
-            std::string::npos)
+  EXPECT_NE(without_whitespace(json).find("\"net\":{\"\":\"maxmin\",\"tolerance\":1e-9}"), std::string::npos)
       << json;
 }
 
@@ -382,13 +394,13 @@ TEST(WriteCsv, EmptySweepIsHeaderOnly) {
 TEST(WriteTable, NamesScenarioAndListsEveryWorkerCountWithUnits) {
   std::string table = render(write_table, make_sweep());
   EXPECT_EQ(table.rfind("scenario: resnet50-ps\n", 0), 0u) << table;
-  for (std::string_view heading : {"workers", "predictor", "step time", "throughput (samples/s)",
-                                   "speed-up", "efficiency", "bottleneck"})
+  for (std::string_view heading : {"workers", "predictor", "step time", "throughput (samples/s)", "speed-up",
+                                   "efficiency", "bottleneck"})
     EXPECT_NE(table.find(heading), std::string::npos) << heading;
   // Rows: 1 worker 320 samples/s 1.00x 100%; 2 workers 0.125 s: 512, 1.60x, 80%;
   // 8 workers 0.25 s: 1024, 3.20x, 40%.
-  for (std::string_view cell : {"100 ms", "125 ms", "250 ms", "320.0", "512.0", "1024.0",
-                                "1.00x", "1.60x", "3.20x", "100.0%", "80.0%", "40.0%"})
+  for (std::string_view cell : {"100 ms", "125 ms", "250 ms", "320.0", "512.0", "1024.0", "1.00x", "1.60x",
+                                "3.20x", "100.0%", "80.0%", "40.0%"})
     EXPECT_NE(table.find(cell), std::string::npos) << cell << "\n" << table;
   std::istringstream lines(table);
   std::string line;
@@ -398,8 +410,7 @@ TEST(WriteTable, NamesScenarioAndListsEveryWorkerCountWithUnits) {
   std::getline(lines, line);  // first row
   for (std::string_view workers : {"1", "2", "8"}) {
     // Right-aligned workers column, and every row starts its bottleneck where the header does.
-    EXPECT_EQ(line.substr(0, 7), std::string(7 - workers.size(), ' ') + std::string(workers))
-        << line;
+    EXPECT_EQ(line.substr(0, 7), std::string(7 - workers.size(), ' ') + std::string(workers)) << line;
     EXPECT_EQ(line.find("PS NIC"), header_size) << line;
     std::getline(lines, line);
   }
@@ -437,14 +448,20 @@ predict::Trace make_trace() {
   trace.processes = {"worker 0", "worker 1", "ps 0"};
   trace.threads = {"compute", "network in", "network out"};
   trace.spans = {
-      {.process = 0, .thread = 0, .name = "conv1 fwd", .category = "compute", .start = 1.5,
+      {.process = 0,
+       .thread = 0,
+       .name = "conv1 fwd",
+       .category = "compute",
+       .start = 1.5,
        .duration = 0.002},
-      {.process = 0, .thread = 0, .name = "conv1 bwd", .category = "compute", .start = 1.502,
+      {.process = 0,
+       .thread = 0,
+       .name = "conv1 bwd",
+       .category = "compute",
+       .start = 1.502,
        .duration = 0.004},
-      {.process = 1, .thread = 2, .name = "push \"w\"", .category = "push", .start = 0.1,
-       .duration = 0.3},
-      {.process = 2, .thread = 1, .name = "recv", .category = "push", .start = 0.1,
-       .duration = 0.3},
+      {.process = 1, .thread = 2, .name = "push \"w\"", .category = "push", .start = 0.1, .duration = 0.3},
+      {.process = 2, .thread = 1, .name = "recv", .category = "push", .start = 0.1, .duration = 0.3},
   };
   return trace;
 }
@@ -456,15 +473,12 @@ TEST(WriteChromeTrace, IsValidJsonWithMetadataPerProcessAndThread) {
   EXPECT_NE(json.find("\"displayTimeUnit\":\"ms\"}"), std::string::npos);
   EXPECT_EQ(count(json, "\"process_name\""), 3u);
   for (int pid = 1; pid <= 3; ++pid)
-    EXPECT_EQ(count(json, "\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
-                              ","),
-              1u)
+    EXPECT_EQ(count(json, "\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) + ","), 1u)
         << pid;
   EXPECT_NE(json.find("\"pid\":1,\"args\":{\"name\":\"worker 0\"}"), std::string::npos);
   // Threads are named per (pid, tid) in use: (1,1), (2,3), (3,2).
   EXPECT_EQ(count(json, "\"thread_name\""), 3u);
-  EXPECT_NE(json.find("\"pid\":2,\"tid\":3,\"args\":{\"name\":\"network out\"}"),
-            std::string::npos);
+  EXPECT_NE(json.find("\"pid\":2,\"tid\":3,\"args\":{\"name\":\"network out\"}"), std::string::npos);
   EXPECT_EQ(count(json, "\"ph\":\"X\""), 4u);
 }
 
@@ -486,8 +500,8 @@ TEST(WriteChromeTrace, TimesInMicroseconds) {
 TEST(WriteChromeTrace, UnlistedIndicesStillGetNamedTracks) {
   predict::Trace trace;
   trace.processes = {"worker 0"};
-  trace.spans = {{.process = 4, .thread = 7, .name = "x", .category = "compute", .start = 0,
-                  .duration = 1e-9}};
+  trace.spans = {
+      {.process = 4, .thread = 7, .name = "x", .category = "compute", .start = 0, .duration = 1e-9}};
   std::string json = render(write_chrome_trace, trace);
   ASSERT_EQ(json_error(json), "") << json;
   EXPECT_EQ(count(json, "\"process_name\""), 2u);
@@ -501,8 +515,12 @@ TEST(WriteChromeTrace, EmptyTraceAndLargeTraceAreValid) {
   // Enough spans to cross the flush threshold several times.
   predict::Trace trace = make_trace();
   for (int i = 0; i < 20000; ++i)
-    trace.spans.push_back({.process = i % 3, .thread = i % 2, .name = "op " + std::to_string(i),
-                           .category = "compute", .start = i * 1e-3, .duration = 1e-3});
+    trace.spans.push_back({.process = i % 3,
+                           .thread = i % 2,
+                           .name = "op " + std::to_string(i),
+                           .category = "compute",
+                           .start = i * 1e-3,
+                           .duration = 1e-3});
   std::string json = render(write_chrome_trace, trace);
   ASSERT_EQ(json_error(json), "");
   EXPECT_EQ(count(json, "\"ph\":\"X\""), trace.spans.size());

@@ -53,7 +53,8 @@ steps: {warmup: 1, measure: 2}
                                          "traced.yaml");
   const predict::Result a =
       predict::predict(zoo_workload, zoo_scenario.cluster, zoo_scenario.scheme, zoo_scenario.options);
-  const predict::Result b = predict::predict(build_workload(traced), traced.cluster, traced.scheme, traced.options);
+  const predict::Result b =
+      predict::predict(build_workload(traced), traced.cluster, traced.scheme, traced.options);
   // Chakra keeps whole microseconds: the step times agree to well under 1%.
   EXPECT_NEAR(b.step_time, a.step_time, 0.01 * a.step_time);
   EXPECT_NEAR(b.throughput, a.throughput, 0.01 * a.throughput);

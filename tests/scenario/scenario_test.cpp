@@ -159,8 +159,7 @@ TEST(Scenario, UnitsAndBareNumbers) {
 
 TEST(Scenario, ThroughputBecomesStepTime) {
   // 32 samples per step at 128 samples/s: 0.25 s per step.
-  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 128}\n",
-                              "t.yaml");
+  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 128}\n", "t.yaml");
   EXPECT_DOUBLE_EQ(s.workload.step_time, 0.25);
 }
 
@@ -173,12 +172,12 @@ TEST(Scenario, OverrideReplacesValue) {
 }
 
 TEST(Scenario, OverrideOfStepTimeReplacesFileThroughput) {
-  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 100}\n",
-                              "t.yaml", {"workload.step_time=0.5s"});
+  Scenario s = parse_scenario("workload: {model: resnet50, single_worker_throughput: 100}\n", "t.yaml",
+                              {"workload.step_time=0.5s"});
   EXPECT_DOUBLE_EQ(s.workload.step_time, 0.5);
   // Both given on the command line: the later one wins.
-  Scenario t = parse_scenario(kMinimal, "t.yaml",
-                              {"workload.step_time=1s", "workload.single_worker_throughput=64"});
+  Scenario t =
+      parse_scenario(kMinimal, "t.yaml", {"workload.step_time=1s", "workload.single_worker_throughput=64"});
   EXPECT_DOUBLE_EQ(t.workload.step_time, 0.5);  // 32 / 64
 }
 
@@ -209,13 +208,12 @@ TEST(Scenario, UnknownKeyInWrongSectionSuggestsTheRightOne) {
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bw: 1Gbps\n", "j.yaml"); });
   EXPECT_TRUE(contains(a.message(), "did you mean 'cluster.nic_bandwidth'?")) << a.what();
   // A misspelled section.
-  Error b = expect_error(
-      [] { (void)parse_scenario(std::string(kMinimal) + "clster:\n  workers: 2\n", "j.yaml"); });
+  Error b =
+      expect_error([] { (void)parse_scenario(std::string(kMinimal) + "clster:\n  workers: 2\n", "j.yaml"); });
   EXPECT_EQ(b.where(), (SourceLocation{"j.yaml", 4, "clster"}));
   EXPECT_TRUE(contains(b.message(), "did you mean 'cluster'?")) << b.what();
   // Nothing close: no suggestion, still an error.
-  Error f = expect_error(
-      [] { (void)parse_scenario(std::string(kMinimal) + "zzzzzzzzzzzz: 4\n", "j.yaml"); });
+  Error f = expect_error([] { (void)parse_scenario(std::string(kMinimal) + "zzzzzzzzzzzz: 4\n", "j.yaml"); });
   EXPECT_TRUE(contains(f.message(), "unknown key")) << f.what();
   EXPECT_FALSE(contains(f.message(), "did you mean")) << f.what();
 }
@@ -260,9 +258,8 @@ TEST(Scenario, ZeroWorkers) {
 }
 
 TEST(Scenario, NegativeOrZeroBandwidth) {
-  Error e = expect_error([] {
-    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: -10Gbps\n", "t.yaml");
-  });
+  Error e = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: -10Gbps\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.nic_bandwidth"}));
   Error z = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.nic_bandwidth=0"}); });
   EXPECT_EQ(z.where(), (SourceLocation{"--set", 0, "cluster.nic_bandwidth"}));
@@ -274,9 +271,8 @@ TEST(Scenario, MapOrListWhereScalarExpected) {
   });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
   EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got a list");
-  Error m = expect_error([] {
-    (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: {a: 1}\n", "t.yaml");
-  });
+  Error m = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: {a: 1}\n", "t.yaml"); });
   EXPECT_EQ(m.message(), "expected a bandwidth, got a map");
 }
 
@@ -382,9 +378,8 @@ TEST(Scenario, EmptyScenario) {
 }
 
 TEST(Scenario, UnknownModelListsKnownModels) {
-  Error e = expect_error([] {
-    (void)parse_scenario("workload:\n  model: resnet51\n  step_time: 1s\n", "t.yaml");
-  });
+  Error e =
+      expect_error([] { (void)parse_scenario("workload:\n  model: resnet51\n  step_time: 1s\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 2, "workload.model"}));
   EXPECT_TRUE(contains(e.message(), "resnet51")) << e.what();
   EXPECT_TRUE(contains(e.message(), "resnet50")) << e.what();
@@ -392,9 +387,8 @@ TEST(Scenario, UnknownModelListsKnownModels) {
 }
 
 TEST(Scenario, AsyncAllReduceIsAnError) {
-  Error e = expect_error([] {
-    (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n", "t.yaml");
-  });
+  Error e = expect_error(
+      [] { (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "training.mode"}));
   EXPECT_NO_THROW(
       (void)parse_scenario(std::string(kMinimal) + "training:\n  mode: async\n  scheme: ps\n", "t.yaml"));
@@ -415,7 +409,8 @@ TEST(Scenario, TopologyKeysAndTheirChecks) {
   EXPECT_EQ(s.cluster.torus.dims, (std::vector<int>{2, 3, 4}));
   // More nodes than the torus holds.
   Error e = expect_error([] {
-    (void)parse_scenario(kMinimal, "t.yaml", {"cluster.topology=torus", "cluster.torus.dims=4x4", "cluster.workers=17"});
+    (void)parse_scenario(kMinimal, "t.yaml",
+                         {"cluster.topology=torus", "cluster.torus.dims=4x4", "cluster.workers=17"});
   });
   EXPECT_EQ(e.where().key, "cluster.topology");
   EXPECT_TRUE(contains(e.message(), "holds 16 nodes")) << e.what();
@@ -426,12 +421,13 @@ TEST(Scenario, TopologyKeysAndTheirChecks) {
     (void)parse_scenario(kMinimal, "t.yaml", {"training.allreduce.algorithm=hdrm", "cluster.workers=8"});
   });
   EXPECT_EQ(e.where().key, "training.allreduce.algorithm");
-  EXPECT_NO_THROW((void)parse_scenario(kMinimal, "t.yaml",
-                                       {"training.allreduce.algorithm=hdrm", "cluster.workers=8",
-                                        "cluster.topology=bigraph", "cluster.bigraph.switches_per_half=4",
-                                        "cluster.bigraph.hosts_per_switch=1"}));
+  EXPECT_NO_THROW((void)parse_scenario(
+      kMinimal, "t.yaml",
+      {"training.allreduce.algorithm=hdrm", "cluster.workers=8", "cluster.topology=bigraph",
+       "cluster.bigraph.switches_per_half=4", "cluster.bigraph.hosts_per_switch=1"}));
   e = expect_error([] {
-    (void)parse_scenario(kMinimal, "t.yaml", {"training.allreduce.algorithm=halving_doubling", "cluster.workers=6"});
+    (void)parse_scenario(kMinimal, "t.yaml",
+                         {"training.allreduce.algorithm=halving_doubling", "cluster.workers=6"});
   });
   EXPECT_TRUE(contains(e.message(), "power-of-two")) << e.what();
   e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"cluster.nics_per_node=2"}); });
@@ -445,9 +441,8 @@ TEST(Scenario, TopologyKeysAndTheirChecks) {
 TEST(Scenario, ResolvedKeysCoverEveryKnownKeySorted) {
   Scenario s = parse_scenario(kMinimal, "t.yaml", {"cluster.workers=8"});
   std::vector<ResolvedKey> keys = resolved_keys(s);
-  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
-    return a.key < b.key;
-  }));
+  EXPECT_TRUE(
+      std::is_sorted(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.key < b.key; }));
   ASSERT_EQ(keys.size(), known_keys().size());
   auto find = [&](const std::string& key) {
     auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return k.key == key; });
@@ -496,8 +491,8 @@ TEST(Scenario, BuildWorkloadUsesTheZoo) {
 }
 
 TEST(Scenario, LoadScenarioFromFile) {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("stepcast_scenario_test_" + std::to_string(::getpid()) + ".yaml");
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("stepcast_scenario_test_" + std::to_string(::getpid()) + ".yaml");
   {
     std::ofstream out(path);
     out << kMinimal << "cluster:\n  workers: 4\n";

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/net/network_model.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
@@ -47,7 +47,8 @@ TEST(RingCollectives, AllGatherAndReduceScatterMatchClosedForm) {
   for (int n : {2, 3, 8, 64}) {
     SCOPED_TRACE("N = " + std::to_string(n));
     const double expected = (n - 1) * (kLatency + kBytes / (n * kBw));
-    EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::AllGather, AllReduceAlgorithm::Ring), expected, 0.01 * expected);
+    EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::AllGather, AllReduceAlgorithm::Ring), expected,
+                0.01 * expected);
     EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::ReduceScatter, AllReduceAlgorithm::Ring), expected,
                 0.01 * expected);
   }
@@ -57,7 +58,8 @@ TEST(RingCollectives, PipelinedBroadcastApproachesOneTransfer) {
   // 64 chunks pipelined along N-1 hops: (N - 2 + 64)(a + S/(64 B)); for large S about S/B.
   const int n = 8;
   const double expected = (n - 2 + 64) * (kLatency + kBytes / (64 * kBw));
-  EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::Broadcast, AllReduceAlgorithm::Ring), expected, 0.01 * expected);
+  EXPECT_NEAR(time_of(switch_of(n), CollectiveOp::Broadcast, AllReduceAlgorithm::Ring), expected,
+              0.01 * expected);
 }
 
 TEST(Hierarchical, MatchesClosedFormWithSharedNic) {
@@ -135,7 +137,8 @@ TEST(BiGraph, HdrmNeverSharesALinkWhileNaiveHalvingDoublingDoes) {
     spec.bigraph.switches_per_half = 4;
     spec.bigraph.hosts_per_switch = 1;
     spec.routing_seed = seed;
-    const CollectiveResult hdrm = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm);
+    const CollectiveResult hdrm =
+        simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm);
     const CollectiveResult naive =
         simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
     EXPECT_EQ(hdrm.max_link_flows, 1u);
@@ -152,9 +155,11 @@ TEST(Torus, RingOnAOneDimensionalTorusUsesNeighbourLinksOnly) {
   ClusterSpec spec = switch_of(16);
   spec.topology = Topology::Torus;
   spec.torus.dims = {16};
-  const CollectiveResult r = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  const CollectiveResult r =
+      simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
   EXPECT_EQ(r.max_link_flows, 1u);
-  EXPECT_NEAR(r.time, time_of(switch_of(16), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), 0.01 * r.time);
+  EXPECT_NEAR(r.time, time_of(switch_of(16), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring),
+              0.01 * r.time);
 }
 
 TEST(Torus, TwoDimensionalRingSharesWrapLinks) {
@@ -163,7 +168,8 @@ TEST(Torus, TwoDimensionalRingSharesWrapLinks) {
   ClusterSpec spec = switch_of(16);
   spec.topology = Topology::Torus;
   spec.torus.dims = {4, 4};
-  const CollectiveResult r = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  const CollectiveResult r =
+      simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
   EXPECT_EQ(r.max_link_flows, 2u);
   EXPECT_GT(r.time, 1.9 * time_of(switch_of(16), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring));
 }
@@ -172,8 +178,10 @@ TEST(Routing, SameSeedSamePathsAndEveryLinkBelowCapacity) {
   ClusterSpec spec = switch_of(64);
   spec.topology = Topology::FatTree;
   spec.fat_tree.radix = 8;
-  const auto a = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
-  const auto b = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+  const auto a =
+      simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
+  const auto b =
+      simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling);
   EXPECT_EQ(a.time, b.time);
   ASSERT_EQ(a.links.size(), b.links.size());
   for (size_t i = 0; i < a.links.size(); ++i) {
@@ -184,7 +192,8 @@ TEST(Routing, SameSeedSamePathsAndEveryLinkBelowCapacity) {
 
 TEST(CollectiveCost, ClosedFormEqualsTheSimulationWhenStepsDoNotInteract) {
   // On a switch no two groups of a step meet, so the per-group narrowest-link cost is exact.
-  for (auto algorithm : {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling, AllReduceAlgorithm::Hierarchical}) {
+  for (auto algorithm :
+       {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling, AllReduceAlgorithm::Hierarchical}) {
     SCOPED_TRACE(to_string(algorithm));
     ClusterSpec spec = switch_of(32);
     spec.workers_per_node = 4;

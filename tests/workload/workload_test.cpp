@@ -1,8 +1,8 @@
 // The Workload IR's queries and transforms: step time alone on several lanes, DDP bucketing,
 // validation.
-#include <gtest/gtest.h>
-
 #include "stepcast/workload/workload.hpp"
+
+#include <gtest/gtest.h>
 
 namespace stepcast::workload {
 namespace {
@@ -12,7 +12,8 @@ Workload two_lanes() {
   // not the 5 s sum.
   Workload w;
   w.lanes = {"cpu", "gpu"};
-  w.ops = {{"a", OpKind::Other, 1.0, 0, -1, {}}, {"b", OpKind::Other, 1.0, 0, -1, {0}},
+  w.ops = {{"a", OpKind::Other, 1.0, 0, -1, {}},
+           {"b", OpKind::Other, 1.0, 0, -1, {0}},
            {"k", OpKind::Forward, 3.0, 1, -1, {0}}};
   return w;
 }
@@ -33,7 +34,8 @@ TEST(Workload, StepTimeAloneOnOneLaneIsTheSum) {
 TEST(Workload, BucketsFollowGradientProductionOrder) {
   // Three tensors produced by ops 2, 1, 0 (a backward pass): buckets of >= 6 bytes in that order.
   Workload w;
-  w.ops = {{"b0", OpKind::Backward, 1, 0, 0, {}}, {"b1", OpKind::Backward, 1, 0, 1, {}},
+  w.ops = {{"b0", OpKind::Backward, 1, 0, 0, {}},
+           {"b1", OpKind::Backward, 1, 0, 1, {}},
            {"b2", OpKind::Backward, 1, 0, 2, {}}};
   w.tensors = {{"t0", 4, 2, {}}, {"t1", 4, 1, {}}, {"t2", 4, 0, {}}};
   const std::vector<Bucket> buckets = make_buckets(w, 6);

@@ -26,9 +26,7 @@ TEST(ModelZoo, AlexnetHasTorchvisionParameterCount) {
   EXPECT_EQ(model("alexnet").num_parameters(), 61'100'840);
 }
 
-TEST(ModelZoo, Vgg16HasTorchvisionParameterCount) {
-  EXPECT_EQ(model("vgg16").num_parameters(), 138'357'544);
-}
+TEST(ModelZoo, Vgg16HasTorchvisionParameterCount) { EXPECT_EQ(model("vgg16").num_parameters(), 138'357'544); }
 
 TEST(ModelZoo, Resnet50HasTorchvisionParameterCount) {
   EXPECT_EQ(model("resnet50").num_parameters(), 25'557'032);
@@ -79,9 +77,9 @@ TEST(ModelZoo, Resnet50HasTorchvisionTensors) {
   for (const Layer& layer : m.layers) {
     for (const ParamTensor& p : layer.params) names.insert(p.name);
   }
-  for (const char* name : {"conv1.weight", "bn1.weight", "bn1.bias", "layer1.0.conv1.weight",
-                           "layer1.0.downsample.0.weight", "layer1.0.downsample.1.bias",
-                           "layer4.2.bn3.bias", "fc.weight", "fc.bias"}) {
+  for (const char* name :
+       {"conv1.weight", "bn1.weight", "bn1.bias", "layer1.0.conv1.weight", "layer1.0.downsample.0.weight",
+        "layer1.0.downsample.1.bias", "layer4.2.bn3.bias", "fc.weight", "fc.bias"}) {
     EXPECT_TRUE(names.contains(name)) << name;
   }
   EXPECT_EQ(m.layers.front().params.front().name, "conv1.weight");
@@ -124,9 +122,8 @@ TEST(ModelZoo, NamesAreUnique) {
 TEST(ModelZoo, ContainsTheEightModelsInStableOrder) {
   std::vector<std::string> names;
   for (const ModelSpec& m : all_models()) names.push_back(m.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"alexnet", "vgg16", "resnet50", "resnet101",
-                                             "resnet152", "inception3", "bert-base",
-                                             "bert-large"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"alexnet", "vgg16", "resnet50", "resnet101", "resnet152",
+                                             "inception3", "bert-base", "bert-large"}));
   EXPECT_EQ(&all_models(), &all_models());
 }
 
@@ -155,11 +152,11 @@ void expect_flops_near(std::string_view name, double expected) {
 }
 
 TEST(ModelZoo, CnnFlopsMatchPublishedCounts) {
-  expect_flops_near("alexnet", 1.4e9);     // torchvision: 0.71 GMACs
-  expect_flops_near("vgg16", 31e9);        // 15.47 GMACs
-  expect_flops_near("resnet50", 8.2e9);    // 4.09 GMACs
-  expect_flops_near("resnet101", 15.6e9);  // 7.80 GMACs
-  expect_flops_near("resnet152", 23.0e9);  // 11.51 GMACs
+  expect_flops_near("alexnet", 1.4e9);      // torchvision: 0.71 GMACs
+  expect_flops_near("vgg16", 31e9);         // 15.47 GMACs
+  expect_flops_near("resnet50", 8.2e9);     // 4.09 GMACs
+  expect_flops_near("resnet101", 15.6e9);   // 7.80 GMACs
+  expect_flops_near("resnet152", 23.0e9);   // 11.51 GMACs
   expect_flops_near("inception3", 11.4e9);  // 5.71 GMACs at 299x299
 }
 
@@ -201,8 +198,7 @@ TEST(ToWorkload, DurationsSumToStepTimeAndRespectBackwardRatio) {
       EXPECT_EQ(bwd.layer, static_cast<int>(l));
       EXPECT_NEAR(bwd.duration, ratio * fwd.duration, 1e-12 * bwd.duration) << fwd.name;
       // Forward share of the step is this layer's share of the FLOPs.
-      EXPECT_NEAR(fwd.duration,
-                  step / (1 + ratio) * m.layers[l].forward_flops / m.forward_flops(),
+      EXPECT_NEAR(fwd.duration, step / (1 + ratio) * m.layers[l].forward_flops / m.forward_flops(),
                   1e-12 * step);
     }
     for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -241,8 +237,7 @@ TEST(ToWorkload, EveryTensorIsProducedByItsBackwardAndConsumedByItsForward) {
 TEST(ToWorkload, TensorBytesFollowPrecision) {
   const ModelSpec& m = model("resnet50");
   const workload::Workload fp32 = to_workload(m, {.step_time = 0.1});
-  const workload::Workload fp16 =
-      to_workload(m, {.step_time = 0.1, .precision = workload::Precision::FP16});
+  const workload::Workload fp16 = to_workload(m, {.step_time = 0.1, .precision = workload::Precision::FP16});
   double total = 0;
   for (const workload::Tensor& t : fp32.tensors) total += t.bytes;
   EXPECT_EQ(total, 4.0 * 25'557'032);
@@ -279,8 +274,8 @@ void expect_error_key(const WorkloadParams& params, const std::string& key) {
 }
 
 TEST(ToWorkload, RejectsBadStepTime) {
-  for (double step : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
-                      std::numeric_limits<double>::infinity()}) {
+  for (double step :
+       {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     expect_error_key({.step_time = step}, "workload.step_time");
   }
 }
@@ -288,13 +283,11 @@ TEST(ToWorkload, RejectsBadStepTime) {
 TEST(ToWorkload, RejectsBadBatchAndRatio) {
   expect_error_key({.batch_per_worker = 0, .step_time = 1}, "workload.batch_per_worker");
   expect_error_key({.step_time = 1, .backward_to_forward = -0.5}, "workload.backward_ratio");
-  expect_error_key({.step_time = 1, .backward_to_forward = std::nan("")},
-                   "workload.backward_ratio");
+  expect_error_key({.step_time = 1, .backward_to_forward = std::nan("")}, "workload.backward_ratio");
 }
 
 TEST(ToWorkload, ZeroBackwardRatioPutsAllTimeInForward) {
-  const workload::Workload w =
-      to_workload(model("vgg16"), {.step_time = 2.0, .backward_to_forward = 0});
+  const workload::Workload w = to_workload(model("vgg16"), {.step_time = 2.0, .backward_to_forward = 0});
   double forward = 0;
   for (const workload::Op& op : w.ops) {
     if (op.kind == workload::OpKind::Forward) forward += op.duration;

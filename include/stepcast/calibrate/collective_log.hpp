@@ -34,10 +34,10 @@ struct Measurement {
 };
 
 struct CollectiveLog {
-  std::string file;                 ///< as given to the reader, for messages
+  std::string file;                         ///< as given to the reader, for messages
   LogFormat format = LogFormat::NcclTests;  ///< never Auto after reading
-  std::vector<Measurement> points;  ///< sorted by bytes, sizes distinct, at least one
-  int group_size = 0;               ///< ranks taking part when the file says so (XLA), else 0
+  std::vector<Measurement> points;          ///< sorted by bytes, sizes distinct, at least one
+  int group_size = 0;                       ///< ranks taking part when the file says so (XLA), else 0
 
   bool operator==(const CollectiveLog&) const = default;
 };

@@ -29,7 +29,7 @@ enum class FitMethod : uint8_t {
 
 struct FitOptions {
   FitMethod method = FitMethod::Endpoints;
-  double min_bytes = 0;               ///< sizes below are not used to fit (still reported)
+  double min_bytes = 0;  ///< sizes below are not used to fit (still reported)
   double max_bytes = std::numeric_limits<double>::infinity();  ///< nor sizes above
   double report_min_bytes = 1 << 20;  ///< the held-out summary covers sizes >= this (1 MiB)
   bool operator==(const FitOptions&) const = default;

@@ -30,8 +30,8 @@ enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus };
 enum class IntraNodeLink : uint8_t { NvLink, Pcie };
 
 struct FatTreeSpec {
-  int levels = 2;              ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
-  int radix = 16;              ///< switch ports k: k/2 hosts per leaf (edge), k/2 uplinks
+  int levels = 2;               ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
+  int radix = 16;               ///< switch ports k: k/2 hosts per leaf (edge), k/2 uplinks
   double oversubscription = 1;  ///< host bandwidth below a switch / bandwidth above it
   bool operator==(const FatTreeSpec&) const = default;
 };
@@ -48,12 +48,12 @@ struct TorusSpec {
 };
 
 struct ClusterSpec {
-  int workers = 1;               ///< total workers N
-  int workers_per_node = 1;      ///< GPUs (workers) per node
+  int workers = 1;           ///< total workers N
+  int workers_per_node = 1;  ///< GPUs (workers) per node
   Topology topology = Topology::Switch;
-  double nic_bw = 1.25e9;        ///< bytes/s each way per node NIC
-  double latency = 5e-6;         ///< s, end to end between two nodes
-  double intra_node_bw = 12e9;   ///< bytes/s each way per device link inside a node (PCIe 3 x16)
+  double nic_bw = 1.25e9;            ///< bytes/s each way per node NIC
+  double latency = 5e-6;             ///< s, end to end between two nodes
+  double intra_node_bw = 12e9;       ///< bytes/s each way per device link inside a node (PCIe 3 x16)
   double intra_node_latency = 1e-6;  ///< s
   IntraNodeLink intra_node_link = IntraNodeLink::NvLink;
   int gpus_per_pcie_switch = 2;  ///< pcie only: GPUs sharing one PCIe switch uplink
@@ -62,17 +62,17 @@ struct ClusterSpec {
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
   TorusSpec torus;
-  uint64_t routing_seed = 1;     ///< picks among equal-cost paths
+  uint64_t routing_seed = 1;  ///< picks among equal-cost paths
 
   bool operator==(const ClusterSpec&) const = default;
   [[nodiscard]] int num_worker_nodes() const { return (workers + workers_per_node - 1) / workers_per_node; }
 };
 
 struct Link {
-  std::string name;   ///< e.g. "node3.nic.up", "server1.nic.down", "leaf0->spine2"
-  double bw = 0;      ///< bytes/s
+  std::string name;    ///< e.g. "node3.nic.up", "server1.nic.down", "leaf0->spine2"
+  double bw = 0;       ///< bytes/s
   double latency = 0;  ///< s
-  int from = -1;      ///< vertex (node index, or num_nodes + switch index); -1 for bus links
+  int from = -1;       ///< vertex (node index, or num_nodes + switch index); -1 for bus links
   int to = -1;
 };
 
@@ -96,14 +96,14 @@ struct Path {
 
 struct Cluster {
   ClusterSpec spec;
-  int num_nodes = 0;              ///< worker nodes first, then extra (server) nodes
+  int num_nodes = 0;  ///< worker nodes first, then extra (server) nodes
   std::vector<Link> links;
-  std::vector<uint32_t> nic_up, nic_down;  ///< all NICs, node by node (first_nic[node] + k)
-  std::vector<int> first_nic;               ///< per node, plus one past the last
-  std::vector<uint32_t> pcie_up, pcie_down;  ///< pcie: per node * switches_per_node
-  std::vector<uint32_t> bus_up, bus_down;  ///< per node * (workers_per_node + 1), host last
-  int num_switches = 0;                     ///< switches or torus routers
-  std::vector<int> node_switch;             ///< per node: the switch its NIC attaches to
+  std::vector<uint32_t> nic_up, nic_down;         ///< all NICs, node by node (first_nic[node] + k)
+  std::vector<int> first_nic;                     ///< per node, plus one past the last
+  std::vector<uint32_t> pcie_up, pcie_down;       ///< pcie: per node * switches_per_node
+  std::vector<uint32_t> bus_up, bus_down;         ///< per node * (workers_per_node + 1), host last
+  int num_switches = 0;                           ///< switches or torus routers
+  std::vector<int> node_switch;                   ///< per node: the switch its NIC attaches to
   std::vector<std::vector<uint32_t>> switch_out;  ///< per switch: links to other switches
 
   [[nodiscard]] Endpoint worker_endpoint(int worker) const;

@@ -15,11 +15,9 @@ namespace stepcast::predict {
 [[nodiscard]] Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                              const scheme::SchemeConfig& scheme, const Options& options);
 
-[[nodiscard]] Result predict_fine(const workload::Workload& workload,
-                                  const cluster::ClusterSpec& cluster,
+[[nodiscard]] Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                   const scheme::SchemeConfig& scheme, const Options& options);
-[[nodiscard]] Result predict_coarse(const workload::Workload& workload,
-                                    const cluster::ClusterSpec& cluster,
+[[nodiscard]] Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                     const scheme::SchemeConfig& scheme, const Options& options);
 
 /// DESIGN.md 3.2 closed form: ring all-reduce of `bytes` over n workers on links of `bw`

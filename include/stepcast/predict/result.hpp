@@ -18,10 +18,10 @@ enum class Predictor : uint8_t { Fine, Coarse };
 
 struct Options {
   Predictor predictor = Predictor::Fine;
-  int warmup_steps = 2;    ///< simulated steps discarded before measuring
-  int measure_steps = 5;   ///< steps averaged
-  uint64_t seed = 1;       ///< every random choice derives from it
-  bool record_trace = false;  ///< fill Result::trace (fine predictor only)
+  int warmup_steps = 2;           ///< simulated steps discarded before measuring
+  int measure_steps = 5;          ///< steps averaged
+  uint64_t seed = 1;              ///< every random choice derives from it
+  bool record_trace = false;      ///< fill Result::trace (fine predictor only)
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
   bool operator==(const Options&) const = default;
 };
@@ -49,18 +49,18 @@ using Trace = sim::Trace;
 struct Result {
   int workers = 0;
   Predictor predictor = Predictor::Fine;
-  double step_time = 0;     ///< s, mean time between a worker's consecutive steps
-  double throughput = 0;    ///< samples/s summed over workers
-  double speedup = 0;       ///< throughput / single-worker throughput with no communication
-  double efficiency = 0;    ///< speedup / workers
-  std::string bottleneck;   ///< in words, e.g. "PS NIC out 97% busy"
+  double step_time = 0;    ///< s, mean time between a worker's consecutive steps
+  double throughput = 0;   ///< samples/s summed over workers
+  double speedup = 0;      ///< throughput / single-worker throughput with no communication
+  double efficiency = 0;   ///< speedup / workers
+  std::string bottleneck;  ///< in words, e.g. "PS NIC out 97% busy"
   Breakdown breakdown;
   std::vector<Utilization> utilization;
-  double bytes_sent = 0;      ///< over the network during the measured steps
+  double bytes_sent = 0;  ///< over the network during the measured steps
   double bytes_received = 0;
-  uint64_t events = 0;        ///< discrete events processed (fine predictor)
-  uint32_t max_link_flows = 0;       ///< most flows sharing one link direction at once (fine)
-  std::vector<Utilization> links;    ///< busiest individual links (fine), busiest first
+  uint64_t events = 0;             ///< discrete events processed (fine predictor)
+  uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
+  std::vector<Utilization> links;  ///< busiest individual links (fine), busiest first
   Trace trace;
   bool operator==(const Result&) const = default;
 };

@@ -41,7 +41,8 @@ struct AstraSimOptions {
 /// not a weight-gradient all-reduce) are appended to `warnings` when given. Throws Error naming
 /// the file, line and field for an unknown comm type, a bad or negative number, a wrong number of
 /// fields, a layer count that does not match the rows, or seconds_per_tick <= 0.
-[[nodiscard]] workload::Workload read_astrasim_workload(const std::string& path, const AstraSimOptions& options = {},
+[[nodiscard]] workload::Workload read_astrasim_workload(const std::string& path,
+                                                        const AstraSimOptions& options = {},
                                                         std::vector<std::string>* warnings = nullptr);
 
 /// Same from text; `file_name` is only used in messages and as the workload's name.

@@ -48,13 +48,13 @@ struct ChakraPiece {
 
 /// How the exported step exchanges gradients between `workers` ranks.
 struct ChakraExport {
-  int workers = 1;                       ///< worker ranks 0..workers-1
-  bool parameter_server = false;         ///< false: data-parallel all-reduce
-  std::vector<workload::Bucket> buckets; ///< all-reduce: one collective per bucket, in order
-  int ps_count = 0;                      ///< PS: shard s is rank workers + s
-  std::vector<ChakraPiece> pieces;       ///< PS: what each shard stores
-  double ps_apply_time = 0;              ///< s per received gradient piece at a shard
-  double ps_apply_bw = 0;                ///< bytes/s of applying at a shard; 0 = free
+  int workers = 1;                        ///< worker ranks 0..workers-1
+  bool parameter_server = false;          ///< false: data-parallel all-reduce
+  std::vector<workload::Bucket> buckets;  ///< all-reduce: one collective per bucket, in order
+  int ps_count = 0;                       ///< PS: shard s is rank workers + s
+  std::vector<ChakraPiece> pieces;        ///< PS: what each shard stores
+  double ps_apply_time = 0;               ///< s per received gradient piece at a shard
+  double ps_apply_bw = 0;                 ///< bytes/s of applying at a shard; 0 = free
   /// Length of the involved_dim list of collectives: the number of network dimensions of the
   /// ASTRA-sim network the traces will run on (1 for a single switch).
   int network_dims = 1;
@@ -64,16 +64,15 @@ struct ChakraExport {
 struct ChakraFile {
   std::string path;
   int rank = 0;
-  std::string role;        ///< "worker" or "ps"
-  int nodes = 0;           ///< Node messages written
-  double bytes_sent = 0;   ///< bytes this rank sends or all-reduces per step
+  std::string role;       ///< "worker" or "ps"
+  int nodes = 0;          ///< Node messages written
+  double bytes_sent = 0;  ///< bytes this rank sends or all-reduces per step
 };
 
 /// Writes "<prefix>.<rank>.et" for every worker rank (and server rank for a PS). Throws Error
 /// (key "--chakra") when a file cannot be written or the export description does not fit the
 /// workload (a bucket or piece naming an unknown tensor, no shards for a PS).
-std::vector<ChakraFile> write_chakra_traces(const std::string& prefix,
-                                            const workload::Workload& workload,
+std::vector<ChakraFile> write_chakra_traces(const std::string& prefix, const workload::Workload& workload,
                                             const ChakraExport& how);
 
 /// Reads one rank's trace. Warnings (skipped node types, collectives other than all-reduce,

@@ -61,12 +61,12 @@ struct EventView {
   std::string_view name;
   std::string_view cat_name;  ///< "cat" as written
   Category cat = Category::Other;
-  char ph = 0;  ///< 'X', 'i', 's', 'f', 'M', ...
+  char ph = 0;       ///< 'X', 'i', 's', 'f', 'M', ...
   int64_t pid = -1;  ///< -1 when absent or not a number (some traces use strings, e.g. "Spans")
   int64_t tid = -1;
-  double ts = 0;   ///< s, relative to TraceMetadata::origin_us
-  double dur = 0;  ///< s; 0 for events that are not complete ("X")
-  int64_t stream = -1;  ///< args.stream; -1 when absent
+  double ts = 0;             ///< s, relative to TraceMetadata::origin_us
+  double dur = 0;            ///< s; 0 for events that are not complete ("X")
+  int64_t stream = -1;       ///< args.stream; -1 when absent
   int64_t correlation = -1;  ///< args.correlation: cuda_runtime launch <-> kernel
   int64_t device = -1;       ///< args.device
   int64_t external_id = -1;  ///< args."External id": cpu_op <-> launch
@@ -87,11 +87,11 @@ struct DeviceInfo {
 struct TraceMetadata {
   std::string framework;  ///< "pytorch" for Kineto traces, "chrome-trace" otherwise
   int schema_version = 0;
-  std::vector<DeviceInfo> devices;   ///< deviceProperties, in file order
-  std::optional<int> rank;           ///< distributedInfo.rank
-  std::optional<int> world_size;     ///< distributedInfo.world_size
-  std::string backend;               ///< distributedInfo.backend, e.g. "nccl"
-  std::string nccl_version;          ///< distributedInfo.nccl_version
+  std::vector<DeviceInfo> devices;      ///< deviceProperties, in file order
+  std::optional<int> rank;              ///< distributedInfo.rank
+  std::optional<int> world_size;        ///< distributedInfo.world_size
+  std::string backend;                  ///< distributedInfo.backend, e.g. "nccl"
+  std::string nccl_version;             ///< distributedInfo.nccl_version
   std::optional<int64_t> base_time_ns;  ///< baseTimeNanoseconds
   /// ts of the first timed event, in the trace's microseconds; every EventView::ts is relative
   /// to it, which keeps sub-microsecond resolution that absolute epoch times in seconds lose.
@@ -107,11 +107,11 @@ struct ReadOptions {
 };
 
 struct ReadStats {
-  uint64_t bytes = 0;             ///< uncompressed bytes read
+  uint64_t bytes = 0;  ///< uncompressed bytes read
   bool gzip = false;
-  size_t events = 0;              ///< events in traceEvents
-  size_t skipped = 0;             ///< events not passed on (bad duration, missing fields)
-  size_t max_buffered_bytes = 0;  ///< peak size of the reader's input buffer, bytes
+  size_t events = 0;                  ///< events in traceEvents
+  size_t skipped = 0;                 ///< events not passed on (bad duration, missing fields)
+  size_t max_buffered_bytes = 0;      ///< peak size of the reader's input buffer, bytes
   std::vector<std::string> warnings;  ///< "file: traceEvents[i] (byte N, 'name'): why; skipped"
   size_t num_warnings = 0;
 };

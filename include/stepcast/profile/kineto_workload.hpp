@@ -63,19 +63,21 @@ struct KinetoWorkloadOptions {
 /// The converted step and what was learned on the way.
 struct KinetoWorkload {
   workload::Workload workload;
-  TraceSummary summary;     ///< of the whole trace (steps, steady detection, statistics)
-  std::string step;         ///< the representative step, e.g. "ProfilerStep#104"
-  double step_duration = 0;  ///< s, its measured window
-  int gradient_tensors = 0;  ///< tensors from NCCL all-reduce kernels
+  TraceSummary summary;               ///< of the whole trace (steps, steady detection, statistics)
+  std::string step;                   ///< the representative step, e.g. "ProfilerStep#104"
+  double step_duration = 0;           ///< s, its measured window
+  int gradient_tensors = 0;           ///< tensors from NCCL all-reduce kernels
   std::vector<int> backward_gpu_ops;  ///< GPU compute ops launched by autograd, in start order
   int last_gpu_op = -1;               ///< the GPU op ending last, -1 when the step has none
 };
 
 /// Converts the trace. Throws stepcast::Error (naming the trace file) when it has no steps, no
 /// steady step, or a dependency cycle.
-[[nodiscard]] KinetoWorkload convert_kineto(const KinetoTrace& trace, const KinetoWorkloadOptions& options = {});
+[[nodiscard]] KinetoWorkload convert_kineto(const KinetoTrace& trace,
+                                            const KinetoWorkloadOptions& options = {});
 /// Reads `path` and converts it.
-[[nodiscard]] KinetoWorkload convert_kineto_file(const std::string& path, const KinetoWorkloadOptions& options = {});
+[[nodiscard]] KinetoWorkload convert_kineto_file(const std::string& path,
+                                                 const KinetoWorkloadOptions& options = {});
 
 [[nodiscard]] workload::Workload kineto_to_workload(const KinetoTrace& trace,
                                                     const KinetoWorkloadOptions& options = {});
@@ -87,6 +89,7 @@ struct KinetoWorkload {
 /// reverse order (the first layer's gradient comes from the last backward op), proportionally to
 /// position; when the trace has no autograd ops, every gradient comes from the last GPU op (no
 /// overlap of communication with the backward pass). Consumers are left empty.
-void attach_gradients(KinetoWorkload& converted, const std::vector<std::pair<std::string, double>>& parameters);
+void attach_gradients(KinetoWorkload& converted,
+                      const std::vector<std::pair<std::string, double>>& parameters);
 
 }  // namespace stepcast::profile

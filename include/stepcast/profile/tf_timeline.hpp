@@ -38,7 +38,8 @@ struct TfTimelineOptions {
 /// to `warnings` when given. Throws Error naming the file and the event (key "traceEvents[i]")
 /// for invalid JSON or gzip, a missing or negative ts or dur, a trace without traceEvents or
 /// without compute ops, or a `device` that matches no process.
-[[nodiscard]] workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOptions& options = {},
+[[nodiscard]] workload::Workload read_tf_timeline(const std::string& path,
+                                                  const TfTimelineOptions& options = {},
                                                   std::vector<std::string>* warnings = nullptr);
 
 /// Whether the start of the file (plain or gzipped) looks like a TF timeline: Chrome trace

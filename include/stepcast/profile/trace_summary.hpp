@@ -30,19 +30,19 @@ struct SummaryOptions {
 /// One ProfilerStep window. Kernels and GPU time count what ran inside the window on the GPU
 /// (kernel start in [start, start + duration)), as HTA and the shared step_summary.csv do.
 struct StepSummary {
-  std::string name;    ///< "ProfilerStep#12"
-  int64_t number = 0;  ///< 12
-  double start = 0;    ///< s, relative to TraceMetadata::origin_us
-  double duration = 0;  ///< s, the CPU-side annotation window
-  int num_kernels = 0;           ///< kernels starting in the window (NCCL included)
-  int num_kernels_launched = 0;  ///< kernels whose launch (by correlation id) is in the window
+  std::string name;               ///< "ProfilerStep#12"
+  int64_t number = 0;             ///< 12
+  double start = 0;               ///< s, relative to TraceMetadata::origin_us
+  double duration = 0;            ///< s, the CPU-side annotation window
+  int num_kernels = 0;            ///< kernels starting in the window (NCCL included)
+  int num_kernels_launched = 0;   ///< kernels whose launch (by correlation id) is in the window
   double kernel_compute_sum = 0;  ///< s, sum of non-NCCL kernel durations (overlaps counted twice)
   double nccl_kernel_sum = 0;     ///< s, sum of NCCL kernel durations
-  double gpu_busy = 0;       ///< s, union of kernel, memcpy and memset intervals in the window
-  double compute = 0;        ///< s, union of non-NCCL kernel/memcpy/memset intervals
-  double communication = 0;  ///< s, union of NCCL kernel intervals
-  double overlap = 0;        ///< s, time where communication and compute run at once
-  double idle = 0;           ///< s, duration - gpu_busy
+  double gpu_busy = 0;            ///< s, union of kernel, memcpy and memset intervals in the window
+  double compute = 0;             ///< s, union of non-NCCL kernel/memcpy/memset intervals
+  double communication = 0;       ///< s, union of NCCL kernel intervals
+  double overlap = 0;             ///< s, time where communication and compute run at once
+  double idle = 0;                ///< s, duration - gpu_busy
   bool steady = true;
   std::string note;  ///< why the step is not steady
   bool operator==(const StepSummary&) const = default;
@@ -55,8 +55,8 @@ struct CollectiveRecord {
   std::string dtype;       ///< "" when the trace does not say
   int64_t nelems = -1;     ///< "In msg nelems", -1 when unknown
   int64_t out_nelems = -1;
-  double bytes = 0;        ///< nelems x dtype size, 0 when unknown
-  int group_size = 0;      ///< 0 when unknown
+  double bytes = 0;    ///< nelems x dtype size, 0 when unknown
+  int group_size = 0;  ///< 0 when unknown
   std::string process_group_ranks;
   std::string kernel_name;
   int64_t device = -1;
@@ -82,23 +82,23 @@ struct CollectiveGroup {
 
 struct DurationStats {
   int count = 0;
-  double mean = 0;  ///< s
-  double p50 = 0;   ///< s, linear interpolation between order statistics (numpy's default)
-  double p95 = 0;   ///< s
-  double min = 0;   ///< s
-  double max = 0;   ///< s
+  double mean = 0;    ///< s
+  double p50 = 0;     ///< s, linear interpolation between order statistics (numpy's default)
+  double p95 = 0;     ///< s
+  double min = 0;     ///< s
+  double max = 0;     ///< s
   double stddev = 0;  ///< s, population
   bool operator==(const DurationStats&) const = default;
 };
 
 /// Per-step GPU time, mean over the steady steps.
 struct GpuTimeBreakdown {
-  double step = 0;           ///< s, mean step duration
-  double gpu_busy = 0;       ///< s
-  double compute = 0;        ///< s (includes the overlap)
-  double communication = 0;  ///< s (includes the overlap)
-  double overlap = 0;        ///< s
-  double idle = 0;           ///< s
+  double step = 0;                ///< s, mean step duration
+  double gpu_busy = 0;            ///< s
+  double compute = 0;             ///< s (includes the overlap)
+  double communication = 0;       ///< s (includes the overlap)
+  double overlap = 0;             ///< s
+  double idle = 0;                ///< s
   double kernel_compute_sum = 0;  ///< s
   double nccl_kernel_sum = 0;     ///< s
   bool operator==(const GpuTimeBreakdown&) const = default;
@@ -109,11 +109,11 @@ struct TraceSummary {
   TraceMetadata metadata;
   std::vector<int64_t> devices_used;  ///< args.device of the kernels, sorted
   size_t num_events = 0;
-  std::vector<StepSummary> steps;  ///< in time order
-  DurationStats step_time;         ///< over the steady steps
-  DurationStats step_time_all;     ///< over all steps
-  GpuTimeBreakdown per_step;       ///< mean over the steady steps
-  std::vector<CollectiveRecord> collectives;     ///< every NCCL kernel, in time order
+  std::vector<StepSummary> steps;                  ///< in time order
+  DurationStats step_time;                         ///< over the steady steps
+  DurationStats step_time_all;                     ///< over all steps
+  GpuTimeBreakdown per_step;                       ///< mean over the steady steps
+  std::vector<CollectiveRecord> collectives;       ///< every NCCL kernel, in time order
   std::vector<CollectiveGroup> collective_groups;  ///< by type, dtype, bytes, group size
   std::vector<std::string> warnings;
   size_t num_warnings = 0;

@@ -23,7 +23,7 @@ struct Input {
 };
 
 struct Sweep {
-  std::string scenario;                     ///< name
+  std::string scenario;  ///< name
   std::vector<Input> inputs;
   std::vector<predict::Result> predictions;  ///< one per worker count (and predictor)
 };

@@ -21,12 +21,12 @@
 namespace stepcast::scenario {
 
 struct WorkloadSpec {
-  std::string model;              ///< zoo name ("" when a profile alone describes the job)
+  std::string model;  ///< zoo name ("" when a profile alone describes the job)
   /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
   /// scenario file's directory); "" when none.
   std::string profile;
   int batch_per_worker = 32;
-  double step_time = 0;           ///< s per step on one worker (from step_time or throughput)
+  double step_time = 0;  ///< s per step on one worker (from step_time or throughput)
   workload::Precision precision = workload::Precision::FP32;
   double backward_to_forward = 2.0;
   bool operator==(const WorkloadSpec&) const = default;
@@ -42,8 +42,8 @@ struct ResolvedKey {
 };
 
 struct Scenario {
-  std::string file;  ///< where it was read from ("" for text)
-  std::string name;  ///< `name:` key, else the file stem
+  std::string file;         ///< where it was read from ("" for text)
+  std::string name;         ///< `name:` key, else the file stem
   std::string description;  ///< `description:` key, free text
   WorkloadSpec workload;
   cluster::ClusterSpec cluster;
@@ -59,8 +59,7 @@ enum class Needs : uint8_t { Workload, ClusterOnly };
 /// Reads and checks a scenario file, applying `overrides` ("key=value", value parsed as YAML).
 /// Throws Error (file, line, key) on unreadable files, bad YAML, unknown keys, wrong types,
 /// impossible values and inconsistent combinations.
-[[nodiscard]] Scenario load_scenario(const std::string& path,
-                                     const std::vector<std::string>& overrides = {},
+[[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
                                      Needs needs = Needs::Workload);
 /// Same from text; `file_name` is only used in messages.
 [[nodiscard]] Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
@@ -84,7 +83,7 @@ void check_consistency(const Scenario& scenario, const std::string& key = "clust
 
 struct KeyInfo {
   std::string key;
-  std::string type;         ///< "integer", "bandwidth", "duration", "size", "one of a|b", ...
+  std::string type;  ///< "integer", "bandwidth", "duration", "size", "one of a|b", ...
   std::string default_value;
   std::string description;
 };

@@ -33,7 +33,7 @@ struct FlowGroup {
 /// The communication pattern of a step (reused by every step with the same partners).
 struct Pattern {
   std::vector<FlowGroup> groups;
-  double latency = 0;          ///< s, slowest transfer's path latency
+  double latency = 0;             ///< s, slowest transfer's path latency
   uint32_t max_link_members = 0;  ///< most transfers sharing one link direction
 };
 

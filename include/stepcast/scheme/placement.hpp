@@ -21,8 +21,7 @@ struct Piece {
 
 /// Pieces in tensor order. whole: one piece per tensor on the shard with the least bytes so far
 /// (ties to the lowest index); split: `count` pieces per tensor of bytes/count each.
-[[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload,
-                                                  const PsConfig& ps);
+[[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload, const PsConfig& ps);
 
 /// Bytes stored on each shard.
 [[nodiscard]] std::vector<double> shard_bytes(const std::vector<Piece>& pieces, int shards);

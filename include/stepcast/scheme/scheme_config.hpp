@@ -33,8 +33,8 @@ struct PsConfig {
   PsPartition partition = PsPartition::Whole;
   PsPlacement placement = PsPlacement::Dedicated;
   PsOrder order = PsOrder::Random;
-  double apply_time = 0;       ///< s per received gradient tensor, serialized per shard
-  double apply_bw = 0;         ///< bytes/s of applying gradients at a shard; 0 = free
+  double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
+  double apply_bw = 0;    ///< bytes/s of applying gradients at a shard; 0 = free
   /// true: the GPUs of a node first sum their gradients at the node's first GPU, which alone
   /// talks to the servers and broadcasts parameters inside the node (TensorFlow's
   /// distributed_replicated, BytePS); false: every GPU talks to the servers (parameter_server).

@@ -55,17 +55,17 @@ struct ResourceLoad {
 /// Load of one link over a run.
 struct LinkLoad {
   std::string name;
-  double busy = 0;   ///< bytes carried / (capacity x duration)
+  double busy = 0;  ///< bytes carried / (capacity x duration)
   double bytes = 0;
 };
 
 struct SimulationResult {
   std::vector<WorkerTimes> workers;
-  double window = 0;          ///< s, measured window (all workers past warm-up to the end)
+  double window = 0;                ///< s, measured window (all workers past warm-up to the end)
   std::vector<ResourceLoad> loads;  ///< sorted, busiest first
-  double bytes_sent = 0;      ///< bytes leaving devices (uplinks) during the window
-  double bytes_received = 0;  ///< bytes arriving at devices (downlinks) during the window
-  uint64_t events = 0;        ///< events dispatched plus flow completions
+  double bytes_sent = 0;            ///< bytes leaving devices (uplinks) during the window
+  double bytes_received = 0;        ///< bytes arriving at devices (downlinks) during the window
+  uint64_t events = 0;              ///< events dispatched plus flow completions
   uint32_t max_link_flows = 0;
   std::vector<LinkLoad> links;  ///< the busiest links over the window, busiest first (at most 10)
   sim::Trace trace;
@@ -73,12 +73,11 @@ struct SimulationResult {
 
 /// Runs warmup + measure steps on every worker. Asserts validated inputs (scenario/ checks them).
 [[nodiscard]] SimulationResult simulate_steps(const workload::Workload& workload,
-                                              const cluster::ClusterSpec& cluster,
-                                              const SchemeConfig& scheme,
+                                              const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
                                               const SimulationOptions& options);
 
 struct CollectiveResult {
-  double time = 0;             ///< s, from start to the last byte delivered
+  double time = 0;              ///< s, from start to the last byte delivered
   uint32_t max_link_flows = 0;  ///< most transfers that shared one link direction in one step
   uint64_t events = 0;
   int stages = 0;

@@ -13,8 +13,8 @@ namespace stepcast::sim {
 
 /// One span of the trace (a Chrome "X" event).
 struct TraceSpan {
-  int process = 0;   ///< index into Trace::processes
-  int thread = 0;    ///< index into Trace::threads
+  int process = 0;  ///< index into Trace::processes
+  int thread = 0;   ///< index into Trace::threads
   std::string name;
   std::string category;  ///< "compute", "pull", "push", "allreduce", "apply"
   double start = 0;      ///< s

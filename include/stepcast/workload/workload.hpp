@@ -27,29 +27,29 @@ enum class Precision : uint8_t { FP32, FP16, BF16 };
 struct Op {
   std::string name;
   OpKind kind = OpKind::Other;
-  double duration = 0;      ///< seconds on its lane
-  int lane = 0;             ///< index into Workload::lanes
-  int layer = -1;           ///< model layer it belongs to, -1 if none
-  std::vector<int> deps;    ///< ops (indices) that must finish first, besides lane order
+  double duration = 0;    ///< seconds on its lane
+  int lane = 0;           ///< index into Workload::lanes
+  int layer = -1;         ///< model layer it belongs to, -1 if none
+  std::vector<int> deps;  ///< ops (indices) that must finish first, besides lane order
 
   bool operator==(const Op&) const = default;
 };
 
 struct Tensor {
   std::string name;
-  double bytes = 0;              ///< size of the parameter, and of its gradient
-  int producer = -1;             ///< backward op whose end makes the gradient available
-  std::vector<int> consumers;    ///< forward ops that read the parameter
+  double bytes = 0;            ///< size of the parameter, and of its gradient
+  int producer = -1;           ///< backward op whose end makes the gradient available
+  std::vector<int> consumers;  ///< forward ops that read the parameter
 
   bool operator==(const Tensor&) const = default;
 };
 
 struct Workload {
   std::string name;
-  int batch_per_worker = 1;           ///< samples per step per worker
+  int batch_per_worker = 1;  ///< samples per step per worker
   std::vector<std::string> lanes{"gpu"};
-  std::vector<Op> ops;                ///< one step, program order
-  std::vector<Tensor> tensors;        ///< parameters, in layer (forward) order
+  std::vector<Op> ops;          ///< one step, program order
+  std::vector<Tensor> tensors;  ///< parameters, in layer (forward) order
 
   bool operator==(const Workload&) const = default;
 

@@ -19,7 +19,7 @@ namespace stepcast::zoo {
 
 /// One trainable tensor of a layer (weight, bias, batch-norm scale...).
 struct ParamTensor {
-  std::string name;        ///< e.g. "layer1.0.conv1.weight" (torchvision naming where possible)
+  std::string name;  ///< e.g. "layer1.0.conv1.weight" (torchvision naming where possible)
   int64_t elements = 0;
   bool operator==(const ParamTensor&) const = default;
 };
@@ -34,8 +34,8 @@ struct Layer {
 };
 
 struct ModelSpec {
-  std::string name;          ///< zoo key, e.g. "resnet50"
-  std::string description;   ///< one line: source of the architecture, input shape
+  std::string name;           ///< zoo key, e.g. "resnet50"
+  std::string description;    ///< one line: source of the architecture, input shape
   std::vector<Layer> layers;  ///< forward order
 
   [[nodiscard]] int64_t num_parameters() const;
@@ -53,7 +53,7 @@ struct ModelSpec {
 
 struct WorkloadParams {
   int batch_per_worker = 1;
-  double step_time = 0;             ///< measured seconds per step on one worker (> 0)
+  double step_time = 0;  ///< measured seconds per step on one worker (> 0)
   workload::Precision precision = workload::Precision::FP32;
   double backward_to_forward = 2.0;  ///< backward time / forward time of each layer
 };
