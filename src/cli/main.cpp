@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   collective
       ->add_option("--algorithm", coll.algorithm,
-                   "All-reduce algorithm: ring, halving_doubling, hierarchical, hdrm")
+                   "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm")
       ->capture_default_str();
   collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB")->capture_default_str();
   collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");

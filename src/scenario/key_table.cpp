@@ -105,7 +105,8 @@ const Choices<AllReduceAlgorithm>& algorithms() {
   static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring},
                                              {"halving_doubling", AllReduceAlgorithm::HalvingDoubling},
                                              {"hierarchical", AllReduceAlgorithm::Hierarchical},
-                                             {"hdrm", AllReduceAlgorithm::Hdrm}};
+                                             {"hdrm", AllReduceAlgorithm::Hdrm},
+                                             {"tree", AllReduceAlgorithm::Tree}};
   return c;
 }
 const Choices<cluster::Topology>& topologies() {

@@ -140,6 +140,33 @@ CollectivePlan halving_doubling_plan(const Cluster& c, const std::vector<int>& w
   return plan;
 }
 
+/// NCCL's double binary tree. Tree 1 is a binary heap over the ranks (children of i: 2i+1,
+/// 2i+2); tree 2 mirrors it (rank r at position N-1-r), so a rank is interior in at most one of
+/// them. Each tree reduces half of the data up to its root and broadcasts it back, in
+/// kTreeChunks pipelined chunks: depth + chunks - 1 steps each way, every edge counted busy in
+/// every step (an upper bound during pipeline fill and drain).
+constexpr int kTreeChunks = 8;
+
+CollectivePlan tree_plan(const Cluster& c) {
+  CollectivePlan plan;
+  const int n = c.spec.workers;
+  if (n < 2) return plan;
+  std::vector<Transfer> up, down;
+  for (int i = 1; i < n; ++i) {
+    const int parent = (i - 1) / 2;
+    up.push_back({i, parent, 1});
+    up.push_back({n - 1 - i, n - 1 - parent, 1});
+    down.push_back({parent, i, 1});
+    down.push_back({n - 1 - parent, n - 1 - i, 1});
+  }
+  const int depth = std::bit_width(static_cast<unsigned>(n)) - 1;  // edge levels of the heap
+  const int steps = depth + kTreeChunks - 1;
+  const double chunk = 0.5 / kTreeChunks;  // half the data per tree, in chunks
+  add_stages(plan, add_pattern(plan, make_pattern(c, up)), steps, chunk);
+  add_stages(plan, add_pattern(plan, make_pattern(c, down)), steps, chunk);
+  return plan;
+}
+
 CollectivePlan hierarchical_plan(const Cluster& c) {
   CollectivePlan plan;
   const int n = c.spec.workers, g = std::min(c.spec.workers_per_node, n);
@@ -220,6 +247,8 @@ const char* to_string(AllReduceAlgorithm algorithm) {
       return "hierarchical";
     case AllReduceAlgorithm::Hdrm:
       return "hdrm";
+    case AllReduceAlgorithm::Tree:
+      return "tree";
   }
   return "?";
 }
@@ -255,6 +284,8 @@ CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgor
       });
     case AllReduceAlgorithm::Hierarchical:
       return hierarchical_plan(c);
+    case AllReduceAlgorithm::Tree:
+      return tree_plan(c);
     case AllReduceAlgorithm::Hdrm: {
       STEPCAST_ASSERT(c.spec.topology == cluster::Topology::BiGraph && c.spec.workers_per_node == 1);
       return halving_doubling_plan(c, hdrm_mapping(c), [&c](const Transfer& t) {

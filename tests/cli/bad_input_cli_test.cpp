@@ -175,7 +175,7 @@ TEST_F(BadInputCli, Collective) {
   expect_bad_input(run({"collective", "--size", "-5MB"}), {"--size"});
   expect_bad_input(run({"collective", "--size", "0"}), {"--size"});
   expect_bad_input(run({"collective", "--size", "5XB"}), {"--size"});
-  expect_bad_input(run({"collective", "--algorithm", "tree"}), {"--algorithm", "tree"});
+  expect_bad_input(run({"collective", "--algorithm", "butterfly"}), {"--algorithm", "butterfly"});
   expect_bad_input(run({"collective", "--op", "alltoall"}), {"--op", "alltoall"});
   expect_bad_input(run({"collective", "--workers", "0"}), {"--workers"});
   expect_bad_input(run({"collective", "--workers", "x"}), {"--workers"});

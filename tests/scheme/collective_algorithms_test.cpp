@@ -42,6 +42,30 @@ TEST(HalvingDoubling, MatchesClosedFormOnASwitch) {
   }
 }
 
+TEST(DoubleBinaryTree, MatchesItsPipelinedClosedForm) {
+  // Two mirrored binary trees, each moving S/2 in C = 8 chunks: D + C - 1 steps up and as many
+  // down, D = floor(log2 N). A rank sends to two parents (one per tree) and receives from at most
+  // two children, so each transfer gets B/2: every step takes a + (S/16) / (B/2) = a + S/(8 B).
+  for (int n : {3, 4, 8, 16, 100, 1024}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const double depth = std::floor(std::log2(n));
+    const double expected = 2 * (depth + 8 - 1) * (kLatency + kBytes / (8 * kBw));
+    const CollectiveResult r =
+        simulate_collective(switch_of(n), kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Tree);
+    EXPECT_NEAR(r.time, expected, 0.01 * expected);
+    EXPECT_EQ(r.max_link_flows, 2u);
+  }
+}
+
+TEST(DoubleBinaryTree, BeatsTheRingOnLatencyForSmallMessages) {
+  // 1 kB on 256 workers: the ring pays 510 latencies, the tree 2 (8 + 7).
+  const auto ring =
+      simulate_collective(switch_of(256), 1e3, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+  const auto tree =
+      simulate_collective(switch_of(256), 1e3, CollectiveOp::AllReduce, AllReduceAlgorithm::Tree);
+  EXPECT_LT(tree.time, ring.time / 10);
+}
+
 TEST(RingCollectives, AllGatherAndReduceScatterMatchClosedForm) {
   // Half a ring all-reduce: (N-1)(a + S/(N B)) each.
   for (int n : {2, 3, 8, 64}) {

@@ -22,11 +22,13 @@ enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// random: each step each worker's parameters are sent in an arbitrary (seeded) order, as
 /// TensorFlow does; fifo: in layer order, which is also the order the forward pass needs them.
 enum class PsOrder : uint8_t { Random, Fifo };
-/// ring: 2(N-1) neighbour steps; halving_doubling: recursive halving then doubling (Rabenseifner);
+/// ring: 2(N-1) neighbour steps; tree: NCCL's double binary tree (two trees, each reducing then
+/// broadcasting half the data in pipelined chunks); halving_doubling: recursive halving then
+/// doubling (Rabenseifner);
 /// hierarchical: reduce-scatter inside each node, all-reduce across nodes, all-gather inside;
 /// hdrm: halving-doubling with the BiGraph rank mapping of EFLOPS (every step between the two
 /// halves of switches, or inside one switch).
-enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm };
+enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree };
 
 struct PsConfig {
   int count = 1;
