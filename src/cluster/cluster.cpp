@@ -137,8 +137,39 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
       }
       break;
     }
+    case Topology::Custom: {
+      const CustomTopologySpec& custom = spec.custom;
+      b.set_switches(static_cast<int>(custom.switches.size()));
+      names = custom.switches;
+      auto switch_index = [&](const std::string& name) {
+        return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+      };
+      for (const CustomLink& link : custom.links) {
+        const int a = switch_index(link.a), z = switch_index(link.b);
+        const int count = static_cast<int>(names.size());
+        if (a < count && z < count) {
+          b.connect_switches(a, z, link.bw, link.a, link.b);
+        } else {
+          // A node's NIC link: the node attaches to the switch at the other end.
+          const bool node_first = a == count;
+          const std::string& node = node_first ? link.a : link.b;
+          const int n = std::stoi(node.substr(4));
+          if (n < nodes) c.node_switch[n] = node_first ? z : a;
+        }
+      }
+      break;
+    }
   }
   return names;
+}
+
+/// The NIC bandwidth of node n in a custom topology: its link's.
+double custom_nic_bw(const ClusterSpec& spec, int n) {
+  const std::string name = fmt::format("node{}", n);
+  for (const CustomLink& link : spec.custom.links) {
+    if (link.a == name || link.b == name) return link.bw;
+  }
+  return spec.nic_bw;
 }
 
 }  // namespace
@@ -153,6 +184,8 @@ const char* to_string(Topology topology) {
       return "bigraph";
     case Topology::Torus:
       return "torus";
+    case Topology::Custom:
+      return "custom";
   }
   return "?";
 }
@@ -171,6 +204,13 @@ int topology_capacity(const ClusterSpec& spec) {
     case Topology::Torus: {
       int n = 1;
       for (int d : spec.torus.dims) n *= d;
+      return n;
+    }
+    case Topology::Custom: {
+      int n = 0;
+      for (const CustomLink& link : spec.custom.links) {
+        n += static_cast<int>(link.a.rfind("node", 0) == 0) + static_cast<int>(link.b.rfind("node", 0) == 0);
+      }
       return n;
     }
   }
@@ -282,7 +322,8 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   const double hop = spec.latency / 2;
   for (int n = 0; n < c.num_nodes; ++n) {
     const bool server = n >= worker_nodes;
-    const double bw = server && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+    double bw = server && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+    if (spec.topology == Topology::Custom) bw = custom_nic_bw(spec, n);
     const std::string node = server ? fmt::format("server{}", n - worker_nodes) : fmt::format("node{}", n);
     const int sw = c.num_nodes + c.node_switch[n];
     const int nics = server ? 1 : spec.nics_per_node;

@@ -113,7 +113,8 @@ const Choices<cluster::Topology>& topologies() {
   static const Choices<cluster::Topology> c{{"switch", cluster::Topology::Switch},
                                             {"fat_tree", cluster::Topology::FatTree},
                                             {"bigraph", cluster::Topology::BiGraph},
-                                            {"torus", cluster::Topology::Torus}};
+                                            {"torus", cluster::Topology::Torus},
+                                            {"custom", cluster::Topology::Custom}};
   return c;
 }
 const Choices<cluster::IntraNodeLink>& intra_links() {
@@ -322,6 +323,15 @@ std::vector<KeyDef> make_table() {
   t.push_back(integer_key(
       "cluster.bigraph.hosts_per_switch", "4", 1, 1024, "nodes attached to each BiGraph switch",
       [](auto& s) -> auto& { return s.cluster.bigraph.hosts_per_switch; }));
+  t.push_back({{"cluster.custom", "path", "(none)",
+                "custom topology: a YAML file of switches and links, relative to the scenario file"},
+               false,
+               [](const RawValue& v, Draft& d) { d.custom_topology = v; },
+               [](const Scenario& s) {
+                 return Rendered{fmt::format("{} switches, {} links", s.cluster.custom.switches.size(),
+                                             s.cluster.custom.links.size()),
+                                 false};
+               }});
   t.push_back({{"cluster.torus.dims", "dimensions like 8x8 or [8, 8]", "4",
                 "torus dimensions (1D ring or 2D), a router per node"},
                true,

@@ -30,6 +30,7 @@ struct Draft {
   std::optional<double> step_time;   ///< s
   bool name_given = false;
   bool model_given = false;
+  std::optional<RawValue> custom_topology;  ///< cluster.custom, read once the NIC bandwidth is known
 };
 
 /// A value rendered for resolved_keys.

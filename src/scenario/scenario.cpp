@@ -20,6 +20,7 @@
 #include "stepcast/profile/layer_table.hpp"
 #include "stepcast/profile/tf_timeline.hpp"
 #include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/units.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
@@ -245,6 +246,130 @@ void check_rules(const Scenario& s, const SourceLocation& ps_count_where, const 
 
 }  // namespace
 
+// Reads cluster.custom: {switches: [names], links: [[a, b] or {a, b, bandwidth, latency}]}.
+// Nodes are "node<i>", numbered from 0 without gaps, each with exactly one link, to a switch.
+cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double default_bw) {
+  std::filesystem::path path(value.text);
+  if (path.is_relative()) path = std::filesystem::path(value.where.file).parent_path() / path;
+  const std::string file = path.string();
+  std::ifstream in(path);
+  if (!in) throw Error(value.where, fmt::format("cannot read the topology file '{}'", file));
+  std::stringstream text;
+  text << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    throw Error({file, e.mark.line + 1, ""}, "invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap() || !root["switches"] || !root["links"] || !root["switches"].IsSequence() ||
+      !root["links"].IsSequence()) {
+    throw Error({file, 0, ""}, "expected a map with a list of `switches` and a list of `links`");
+  }
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (key != "switches" && key != "links") {
+      throw Error({file, line_of(it->first), key}, "unknown key (expected switches, links)");
+    }
+  }
+  cluster::CustomTopologySpec spec;
+  auto is_node = [](const std::string& name) {
+    return name.size() > 4 && name.rfind("node", 0) == 0 &&
+           std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (const YAML::Node& sw : root["switches"]) {
+    const int line = line_of(sw);
+    if (!sw.IsScalar() || sw.Scalar().empty())
+      throw Error({file, line, "switches"}, "expected a switch name");
+    const std::string name = sw.Scalar();
+    if (is_node(name)) throw Error({file, line, "switches"}, fmt::format("'{}' is a node name", name));
+    if (std::find(spec.switches.begin(), spec.switches.end(), name) != spec.switches.end()) {
+      throw Error({file, line, "switches"}, fmt::format("duplicate switch '{}'", name));
+    }
+    spec.switches.push_back(name);
+  }
+  if (spec.switches.empty()) throw Error({file, 0, "switches"}, "no switches");
+  std::map<int, int> node_line;
+  const int count = static_cast<int>(spec.switches.size());
+  std::vector<std::vector<int>> adjacent(count);
+  auto switch_index = [&](const std::string& name) {
+    return static_cast<int>(std::find(spec.switches.begin(), spec.switches.end(), name) -
+                            spec.switches.begin());
+  };
+  for (const YAML::Node& l : root["links"]) {
+    const int line = line_of(l);
+    const SourceLocation where{file, line, "links"};
+    cluster::CustomLink link;
+    link.bw = default_bw;
+    if (l.IsSequence() && l.size() == 2 && l[0].IsScalar() && l[1].IsScalar()) {
+      link.a = l[0].Scalar();
+      link.b = l[1].Scalar();
+    } else if (l.IsMap() && l["a"] && l["b"]) {
+      for (auto it = l.begin(); it != l.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        const std::string v = it->second.IsScalar() ? it->second.Scalar() : "";
+        if (key == "a") {
+          link.a = v;
+        } else if (key == "b") {
+          link.b = v;
+        } else if (key == "bandwidth") {
+          link.bw = parse_bandwidth(v, {file, line, "links.bandwidth"});
+        } else if (key == "latency") {
+          link.latency = parse_duration(v, {file, line, "links.latency"});
+        } else {
+          throw Error({file, line, "links." + key}, "unknown key (expected a, b, bandwidth, latency)");
+        }
+      }
+    } else {
+      throw Error(where, "expected [a, b] or {a: ..., b: ..., bandwidth: ..., latency: ...}");
+    }
+    const bool a_node = is_node(link.a), b_node = is_node(link.b);
+    const int a = switch_index(link.a), b = switch_index(link.b);
+    if ((!a_node && a == count) || (!b_node && b == count)) {
+      throw Error(where, fmt::format("unknown endpoint in link {} - {} (switches are listed under "
+                                     "`switches`, nodes are node0, node1, ...)",
+                                     link.a, link.b));
+    }
+    if (a_node && b_node) throw Error(where, "a node links to a switch, not to another node");
+    if (a_node || b_node) {
+      const int n = std::stoi((a_node ? link.a : link.b).substr(4));
+      if (node_line.count(n)) {
+        throw Error(where, fmt::format("node{} already has its link (line {})", n, node_line[n]));
+      }
+      node_line[n] = line;
+    } else {
+      adjacent[a].push_back(b);
+      adjacent[b].push_back(a);
+    }
+    spec.links.push_back(std::move(link));
+  }
+  int expected = 0;
+  for (const auto& [n, line] : node_line) {
+    if (n != expected) throw Error({file, 0, "links"}, fmt::format("node{} has no link", expected));
+    ++expected;
+  }
+  // Every switch must reach every other, or some pairs of nodes could not talk.
+  std::vector<int> seen(count, 0), stack{0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    for (int u : adjacent[v]) {
+      if (!seen[u]) {
+        seen[u] = 1;
+        stack.push_back(u);
+      }
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!seen[i]) {
+      throw Error({file, 0, "links"},
+                  fmt::format("switch '{}' is not connected to '{}'", spec.switches[i], spec.switches[0]));
+    }
+  }
+  return spec;
+}
+
 Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
                         const std::vector<std::string>& overrides, Needs needs) {
   Entries entries = read_entries(yaml_text, file_name);
@@ -296,6 +421,16 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                 "workload.single_worker_throughput (samples/s), measured on one worker");
   }
 
+  if (draft.custom_topology && s.cluster.topology != cluster::Topology::Custom) {
+    throw Error(draft.custom_topology->where, "cluster.custom needs cluster.topology = custom");
+  }
+  if (s.cluster.topology == cluster::Topology::Custom) {
+    if (!draft.custom_topology) {
+      throw Error(location_of(entries, "cluster.topology", file_name),
+                  "a custom topology needs cluster.custom: the path of its YAML file");
+    }
+    s.cluster.custom = load_custom_topology(*draft.custom_topology, s.cluster.nic_bw);
+  }
   check_rules(s, location_of(entries, "training.ps.count", file_name),
               location_of(entries, "training.mode", file_name));
   return s;

@@ -23,7 +23,7 @@
 
 namespace stepcast::cluster {
 
-enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus };
+enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus, Custom };
 /// nvlink: each GPU has its own link into the node fabric and reaches the NIC directly;
 /// pcie: GPUs sit in groups under PCIe switches whose uplink (intra_node_bw) they share for
 /// traffic to the NIC, the host, or GPUs under another switch.
@@ -40,6 +40,21 @@ struct BiGraphSpec {
   int switches_per_half = 4;
   int hosts_per_switch = 4;
   bool operator==(const BiGraphSpec&) const = default;
+};
+
+/// A topology given as switches and full-duplex links (cluster.custom). Endpoints are switch
+/// names or "node<i>" (worker nodes first, then dedicated servers); every node has exactly one
+/// link, to a switch: its NIC.
+struct CustomLink {
+  std::string a, b;
+  double bw = 0;       ///< bytes/s each way
+  double latency = 0;  ///< s, switch-to-switch links only (a node's NIC hop pays half of `latency`)
+  bool operator==(const CustomLink&) const = default;
+};
+struct CustomTopologySpec {
+  std::vector<std::string> switches;
+  std::vector<CustomLink> links;
+  bool operator==(const CustomTopologySpec&) const = default;
 };
 
 struct TorusSpec {
@@ -62,6 +77,7 @@ struct ClusterSpec {
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
   TorusSpec torus;
+  CustomTopologySpec custom;
   uint64_t routing_seed = 1;  ///< picks among equal-cost paths
 
   bool operator==(const ClusterSpec&) const = default;
