@@ -7,16 +7,10 @@
 #include <numeric>
 
 #include "stepcast/error.hpp"
+#include "stepcast/hash.hpp"
 
 namespace stepcast::cluster {
 namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Bus links per node: one per GPU plus one for the host CPU (a co-located server).
 int bus_index(const ClusterSpec& spec, Endpoint e) {
@@ -254,7 +248,7 @@ std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
     for (uint32_t l : switch_out[v]) {
       if (dist[links[l].to - num_nodes] == dist[v] - 1) candidates.push_back(l);
     }
-    hash = mix(hash);
+    hash = mix64(hash);
     const uint32_t chosen = candidates[hash % candidates.size()];
     route.push_back(chosen);
     v = links[chosen].to - num_nodes;
@@ -297,8 +291,8 @@ Path Cluster::path(Endpoint from, Endpoint to) const {
     // PCIe switch uplink on PCIe machines.
     if (leaves_switch(from, to)) p.links.push_back(pcie_up[pcie_switch_index(spec, from)]);
     p.links.push_back(nic_up[nic_of(from)]);
-    const uint64_t hash = mix(spec.routing_seed ^
-                              mix((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
+    const uint64_t hash = mix64(
+        spec.routing_seed ^ mix64((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
     for (uint32_t l : switch_route(node_switch[from.node], node_switch[to.node], hash)) p.links.push_back(l);
     p.links.push_back(nic_down[nic_of(to)]);
     if (leaves_switch(to, from)) p.links.push_back(pcie_down[pcie_switch_index(spec, to)]);

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "stepcast/error.hpp"
+#include "stepcast/hash.hpp"
 #include "stepcast/net/network_model.hpp"
 #include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/placement.hpp"
@@ -36,13 +37,6 @@ std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
   uses.reserve(path.links.size());
   for (uint32_t l : path.links) uses.push_back({l, 1});
   return uses;
-}
-
-uint64_t mix(uint64_t x) {  // splitmix64 finalizer: a seeded, order-independent random key
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 // Events. Flow completions come from the network model, not the queue.
@@ -177,9 +171,10 @@ class StepSimulation {
   [[nodiscard]] int client_of(int w) const {
     return local_aggregation_ ? w / cluster_.spec.workers_per_node : w;
   }
-  [[nodiscard]] int leader_of(int w) const {
-    return local_aggregation_ ? client_of(w) * cluster_.spec.workers_per_node : w;
+  [[nodiscard]] int leader_of_client(int client) const {
+    return local_aggregation_ ? client * cluster_.spec.workers_per_node : client;
   }
+  [[nodiscard]] int leader_of(int w) const { return leader_of_client(client_of(w)); }
   [[nodiscard]] int workers_on_node(int node) const {
     const int g = cluster_.spec.workers_per_node;
     return std::min(g, n_ - node * g);
@@ -314,7 +309,7 @@ void StepSimulation::setup_parameter_server() {
     c.kind = kind;
   };
   for (int client = 0; client < clients_; ++client) {
-    const int leader = local_aggregation_ ? client * cluster_.spec.workers_per_node : client;
+    const int leader = leader_of_client(client);
     const Endpoint at = cluster_.worker_endpoint(leader);
     for (int s = 0; s < p; ++s) {
       connect(pull_connection(client, s), Kind::Pull, leader, s, shard_endpoint(s), at);
@@ -463,7 +458,7 @@ bool StepSimulation::all_workers_done() const {
 // Parameter server
 
 void StepSimulation::request_pull(int client, int piece) {
-  const int step = workers_[local_aggregation_ ? client * cluster_.spec.workers_per_node : client].step;
+  const int step = workers_[leader_of_client(client)].step;
   // Sync: step k needs the parameters after k aggregated updates. Async: whatever is there.
   if (sync_ && version_[piece] < step) {
     waiting_[piece].push_back(client);
@@ -472,8 +467,8 @@ void StepSimulation::request_pull(int client, int piece) {
   const Piece& p = pieces_[piece];
   uint64_t priority = static_cast<uint64_t>(piece);
   if (scheme_.ps.order == PsOrder::Random) {
-    priority = mix(options_.seed ^ mix(static_cast<uint64_t>(client) * 0x100000001ULL + step) ^
-                   mix(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
+    priority = mix64(options_.seed ^ mix64(static_cast<uint64_t>(client) * 0x100000001ULL + step) ^
+                     mix64(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
   }
   enqueue(pull_connection(client, p.shard), piece, priority);
 }
@@ -614,7 +609,7 @@ void StepSimulation::on_piece_applied(int piece) {
   std::vector<int> waiting;
   waiting.swap(waiting_[piece]);
   for (int client : waiting) {
-    const int leader = local_aggregation_ ? client * cluster_.spec.workers_per_node : client;
+    const int leader = leader_of_client(client);
     for (int w = leader; w < leader + (local_aggregation_ ? workers_on_node(client) : 1); ++w) {
       workers_[w].release = std::max(workers_[w].release, now_);
     }
@@ -730,7 +725,7 @@ SimulationResult StepSimulation::run() {
     const double spread = w_.step_time_alone();
     for (int w = 0; w < n_; ++w) {
       const double offset =
-          n_ > 1 ? spread * static_cast<double>(mix(options_.seed ^ mix(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
+          n_ > 1 ? spread * static_cast<double>(mix64(options_.seed ^ mix64(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
       queue_.push(offset, StartStep{w});
     }
   } else {
