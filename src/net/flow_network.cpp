@@ -23,8 +23,14 @@ struct LinkShare {
 };
 }  // namespace
 
-FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share)
-    : capacity_(std::move(capacities)), share_(share), link_bytes_(capacity_.size(), 0.0) {
+FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share, Resharing resharing)
+    : capacity_(std::move(capacities)),
+      share_(share),
+      resharing_(resharing),
+      link_bytes_(capacity_.size(), 0.0),
+      links_(capacity_.size()),
+      remaining_capacity_(capacity_.size(), 0.0),
+      unfixed_weight_(capacity_.size(), 0) {
   for (double c : capacity_) STEPCAST_ASSERT(c > 0 && std::isfinite(c));
 }
 
@@ -62,6 +68,20 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     }
   }
   flow.path.resize(out);
+  flow.next_on_link.resize(out);
+  flow.prev_on_link.resize(out);
+  bool alone = true;  // no other flow on any of its links
+  for (size_t i = 0; i < out; ++i) {
+    const LinkUse& use = flow.path[i];
+    const uint64_t node = node_of(f, i), head = links_[use.link].head;
+    flow.next_on_link[i] = head;
+    flow.prev_on_link[i] = kNoNode;
+    if (head != kNoNode) flows_[flow_of(head)].prev_on_link[entry_of(head)] = node;
+    links_[use.link].head = node;
+    alone = alone && links_[use.link].weight == 0;
+    links_[use.link].weight += use.count;
+    max_link_flows_ = std::max(max_link_flows_, links_[use.link].weight);
+  }
   flow.bytes = flow.remaining = spec.bytes;
   flow.updated = now_;
   flow.state = State::Active;
@@ -70,8 +90,15 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   if (flow.path.empty()) {
     flow.rate = kInfinity;
     schedule(f);
+  } else if (!share_ || (alone && resharing_ == Resharing::Incremental)) {
+    // Its narrowest link, shared only among its own members: the flow is alone (a ring step's
+    // group, a single transfer), or sharing is off. Nothing is re-shared (nor counted as such).
+    flow.rate = kInfinity;
+    for (const LinkUse& use : flow.path) flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
+    schedule(f);
   } else {
     flow.rate = 0;
+    for (const LinkUse& use : flow.path) marked_links_.push_back(use.link);
     dirty_ = true;
   }
   return FlowId{f};
@@ -121,13 +148,15 @@ void FlowNetwork::restart_flow(FlowId id, double bytes) {
   flow.bytes = flow.remaining = bytes;
   flow.updated = now_;
   finished_.erase(std::find(finished_.begin(), finished_.end(), f));
-  // The set of active flows is unchanged, so rates stay as they are.
-  if (!dirty_) schedule(f);
+  // The set of active flows is unchanged, so the rate stays as it is. A pending re-share
+  // reschedules the flow again if it is connected to the change.
+  schedule(f);
 }
 
 double FlowNetwork::rate(FlowId id) const {
   const uint32_t f = index(id);
-  STEPCAST_ASSERT(f < flows_.size() && flows_[f].state != State::Free);
+  STEPCAST_ASSERT(f < flows_.size() && flows_[f].state == State::Active);
+  const_cast<FlowNetwork*>(this)->reap_finished();
   if (dirty_) reshare();
   return flows_[f].rate;
 }
@@ -143,10 +172,27 @@ void FlowNetwork::remove(uint32_t f) {
   active_[slot] = active_.back();
   flows_[active_[slot]].active_slot = slot;
   active_.pop_back();
-  if (!flow.path.empty()) dirty_ = true;
+  for (size_t i = 0; i < flow.path.size(); ++i) {
+    const uint32_t link = flow.path[i].link;
+    const uint64_t prev = flow.prev_on_link[i], next = flow.next_on_link[i];
+    if (prev != kNoNode) {
+      flows_[flow_of(prev)].next_on_link[entry_of(prev)] = next;
+    } else {
+      links_[link].head = next;
+    }
+    if (next != kNoNode) flows_[flow_of(next)].prev_on_link[entry_of(next)] = prev;
+    links_[link].weight -= flow.path[i].count;
+    // Only the flows left on its links (and those connected to them) may speed up.
+    if (share_ && links_[link].weight > 0) {
+      marked_links_.push_back(link);
+      dirty_ = true;
+    }
+  }
   flow.state = State::Free;
   flow.generation++;
   flow.path.clear();
+  flow.next_on_link.clear();
+  flow.prev_on_link.clear();
   free_.push_back(f);
 }
 
@@ -162,99 +208,118 @@ void FlowNetwork::schedule(uint32_t f) const {
   completions_.push({flow.finish, f, flow.generation});
 }
 
+void FlowNetwork::compact_completions() const {
+  // Rescheduling a component leaves the old entries of its flows behind; drop them once they
+  // outnumber the live ones so the heap stays proportional to the active flows.
+  if (completions_.size() <= 2 * active_.size() + 64) return;
+  std::vector<Completion> live;
+  live.reserve(active_.size());
+  for (uint32_t f : active_) {
+    const Flow& flow = flows_[f];
+    if (flow.state == State::Active) live.push_back({flow.finish, f, flow.generation});
+  }
+  completions_ = decltype(completions_)(std::greater<>(), std::move(live));
+}
+
+void FlowNetwork::collect_component() const {
+  component_flows_.clear();
+  component_links_.clear();
+  if (++stamp_ == 0) {  // wrapped: forget every old stamp
+    for (LinkState& link : links_) link.visit = 0;
+    for (Flow& flow : flows_) flow.visit = 0;
+    stamp_ = 1;
+  }
+  auto reach_link = [&](uint32_t link) {
+    if (links_[link].visit == stamp_ || links_[link].head == kNoNode) return;
+    links_[link].visit = stamp_;
+    component_links_.push_back(link);
+  };
+  if (resharing_ == Resharing::Full) {
+    for (uint32_t l = 0; l < capacity_.size(); ++l) reach_link(l);
+  } else {
+    for (uint32_t l : marked_links_) reach_link(l);
+  }
+  // Breadth-first over links: every flow on a reached link, every link of a reached flow.
+  for (size_t i = 0; i < component_links_.size(); ++i) {
+    for (uint64_t node = links_[component_links_[i]].head; node != kNoNode;) {
+      const uint32_t f = flow_of(node);
+      Flow& flow = flows_[f];
+      node = flow.next_on_link[entry_of(node)];
+      if (flow.visit == stamp_) continue;
+      flow.visit = stamp_;
+      component_flows_.push_back(f);
+      for (const LinkUse& use : flow.path) reach_link(use.link);
+    }
+  }
+  marked_links_.clear();
+}
+
 void FlowNetwork::reshare() const {
   dirty_ = false;
   ++recomputations_;
-  // Bring every flow to now_ at its old rate before the rates change.
-  for (uint32_t f : active_) {
+  collect_component();
+  flows_reshared_ += component_flows_.size();
+  fill_component();
+  for (uint32_t f : component_flows_) schedule(f);
+  compact_completions();
+}
+
+void FlowNetwork::fill_component() const {
+  // Bring the component's flows to now_ at their old rates before the rates change.
+  for (uint32_t f : component_flows_) {
     Flow& flow = flows_[f];
-    if (!std::isinf(flow.rate))
-      flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
+    flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
     flow.updated = now_;
   }
-  if (active_.size() == 1) {
-    // A flow alone (a ring step, a single transfer) runs at its narrowest link: no need to touch
-    // every link of the network.
-    Flow& flow = flows_[active_.front()];
-    if (!flow.path.empty()) {
-      flow.rate = kInfinity;
-      for (const LinkUse& use : flow.path) {
-        flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
-        max_link_flows_ = std::max(max_link_flows_, use.count);
-      }
-    }
-    completions_ = {};
-    schedule(active_.front());
+  if (component_flows_.size() == 1) {
+    // A flow alone (a ring step's group, a single transfer) runs at its narrowest link.
+    Flow& flow = flows_[component_flows_.front()];
+    flow.rate = kInfinity;
+    for (const LinkUse& use : flow.path) flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
     return;
   }
-  const size_t num_links = capacity_.size();
-  remaining_capacity_.assign(capacity_.begin(), capacity_.end());
-  unfixed_weight_.assign(num_links, 0);
-  link_offsets_.assign(num_links + 1, 0);
-  for (uint32_t f : active_) {
-    for (const LinkUse& use : flows_[f].path) {
-      unfixed_weight_[use.link] += use.count;
-      link_offsets_[use.link + 1]++;
-    }
+  // Progressive filling: repeatedly take the link whose fair share per member is smallest, fix
+  // the rate of every flow crossing it to that share, and take their use off the other links.
+  // The heap holds one entry per link and update; stale entries are skipped. Every flow on a
+  // component link is in the component, so the links start at full capacity.
+  if (fixed_.size() < flows_.size()) fixed_.resize(flows_.size(), 0);
+  for (uint32_t f : component_flows_) fixed_[f] = 0;
+  std::vector<LinkShare> entries;
+  entries.reserve(component_links_.size());
+  for (uint32_t l : component_links_) {
+    remaining_capacity_[l] = capacity_[l];
+    unfixed_weight_[l] = links_[l].weight;
+    entries.push_back({remaining_capacity_[l] / unfixed_weight_[l], l});
   }
-  for (size_t l = 0; l < num_links; ++l) {
-    link_offsets_[l + 1] += link_offsets_[l];
-    max_link_flows_ = std::max(max_link_flows_, unfixed_weight_[l]);
-  }
-  link_flow_list_.resize(link_offsets_[num_links]);
-  {
-    std::vector<uint32_t> fill(link_offsets_.begin(), link_offsets_.end() - 1);
-    for (uint32_t f : active_) {
-      for (const LinkUse& use : flows_[f].path) link_flow_list_[fill[use.link]++] = f;
-    }
-  }
-  if (!share_) {
-    // Each flow as if alone: its narrowest link, shared only among its own members.
-    for (uint32_t f : active_) {
+  std::priority_queue<LinkShare, std::vector<LinkShare>, std::greater<>> heap(std::greater<>(),
+                                                                              std::move(entries));
+  size_t unfixed = component_flows_.size();
+  while (unfixed > 0 && !heap.empty()) {
+    const LinkShare top = heap.top();
+    heap.pop();
+    const uint32_t l = top.link;
+    if (unfixed_weight_[l] == 0 || top.share != remaining_capacity_[l] / unfixed_weight_[l]) continue;
+    for (uint64_t node = links_[l].head; node != kNoNode;) {
+      const uint32_t f = flow_of(node);
+      node = flows_[f].next_on_link[entry_of(node)];
+      if (fixed_[f]) continue;
+      fixed_[f] = 1;
+      --unfixed;
       Flow& flow = flows_[f];
-      if (flow.path.empty()) continue;
-      double r = kInfinity;
-      for (const LinkUse& use : flow.path) r = std::min(r, capacity_[use.link] / use.count);
-      flow.rate = r;
-    }
-  } else {
-    // Progressive filling: repeatedly take the link whose fair share per member is smallest,
-    // fix the rate of every flow crossing it to that share, and take their use off the other
-    // links. The heap holds one entry per link and update; stale entries are skipped.
-    fixed_.assign(flows_.size(), 0);
-    std::priority_queue<LinkShare, std::vector<LinkShare>, std::greater<>> heap;
-    for (size_t l = 0; l < num_links; ++l) {
-      if (unfixed_weight_[l] > 0)
-        heap.push({remaining_capacity_[l] / unfixed_weight_[l], static_cast<uint32_t>(l)});
-    }
-    while (!heap.empty()) {
-      const LinkShare top = heap.top();
-      heap.pop();
-      const uint32_t l = top.link;
-      if (unfixed_weight_[l] == 0 || top.share != remaining_capacity_[l] / unfixed_weight_[l]) continue;
-      for (uint32_t i = link_offsets_[l]; i < link_offsets_[l + 1]; ++i) {
-        const uint32_t f = link_flow_list_[i];
-        if (fixed_[f]) continue;
-        fixed_[f] = 1;
-        Flow& flow = flows_[f];
-        flow.rate = top.share;
-        for (const LinkUse& use : flow.path) {
-          remaining_capacity_[use.link] =
-              std::max(0.0, remaining_capacity_[use.link] - top.share * use.count);
-          unfixed_weight_[use.link] -= use.count;
-          if (unfixed_weight_[use.link] > 0 && use.link != l) {
-            heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
-          }
+      flow.rate = top.share;
+      for (const LinkUse& use : flow.path) {
+        remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - top.share * use.count);
+        unfixed_weight_[use.link] -= use.count;
+        if (unfixed_weight_[use.link] > 0 && use.link != l) {
+          heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
         }
       }
     }
   }
-  completions_ = {};
-  for (uint32_t f : active_) schedule(f);
 }
 
-std::unique_ptr<NetworkModel> make_maxmin_network(std::vector<double> capacities) {
-  return std::make_unique<FlowNetwork>(std::move(capacities), true);
+std::unique_ptr<NetworkModel> make_maxmin_network(std::vector<double> capacities, Resharing resharing) {
+  return std::make_unique<FlowNetwork>(std::move(capacities), true, resharing);
 }
 
 std::unique_ptr<NetworkModel> make_no_contention_network(std::vector<double> capacities) {

@@ -1,5 +1,12 @@
 // Private: the max-min flow network behind make_maxmin_network (and, with sharing turned off,
 // make_no_contention_network).
+//
+// Re-sharing is incremental: every link keeps the list of flows crossing it, the links of flows
+// that started or ended since the last re-share are marked, and only the connected component of
+// the flow-link graph reachable from the marked links is re-filled (max-min rates in one
+// component do not depend on any other). Flows elsewhere keep their rate, their bookkeeping and
+// their scheduled completion. Resharing::Full re-fills everything on every change; it is kept as
+// the reference the incremental mode is tested and benchmarked against.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +19,7 @@ namespace stepcast::net {
 
 class FlowNetwork final : public NetworkModel {
  public:
-  FlowNetwork(std::vector<double> capacities, bool share);
+  FlowNetwork(std::vector<double> capacities, bool share, Resharing resharing = Resharing::Incremental);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
@@ -26,11 +33,15 @@ class FlowNetwork final : public NetworkModel {
   [[nodiscard]] const std::vector<double>& link_bytes() const override { return link_bytes_; }
   [[nodiscard]] uint32_t max_link_flows() const override { return max_link_flows_; }
   [[nodiscard]] uint64_t recomputations() const override { return recomputations_; }
+  [[nodiscard]] uint64_t flows_reshared() const override { return flows_reshared_; }
 
  private:
   enum class State : uint8_t { Free, Active, Finished };
   struct Flow {
     std::vector<LinkUse> path;
+    // Its entries in the per-link lists of flows (doubly linked through the flows themselves, so
+    // joining and leaving a link costs O(1) and no allocation): neighbours of entry i on path[i].
+    std::vector<uint64_t> next_on_link, prev_on_link;
     double bytes = 0;      ///< of the current transfer, per member
     double remaining = 0;  ///< bytes per member left at `updated`
     double updated = 0;    ///< time `remaining` refers to
@@ -38,6 +49,7 @@ class FlowNetwork final : public NetworkModel {
     double finish = kInfinity;
     uint32_t active_slot = 0;
     uint32_t generation = 0;  ///< invalidates stale completion-heap entries
+    uint32_t visit = 0;       ///< component search stamp
     State state = State::Free;
   };
   struct Completion {
@@ -47,14 +59,24 @@ class FlowNetwork final : public NetworkModel {
     bool operator>(const Completion& o) const { return time != o.time ? time > o.time : flow > o.flow; }
   };
 
+  // A list entry names a flow and the index of the link in its path.
+  static constexpr uint64_t kNoNode = ~uint64_t{0};
+  static uint64_t node_of(uint32_t flow, size_t entry) { return (uint64_t{flow} << 32) | entry; }
+  static uint32_t flow_of(uint64_t node) { return static_cast<uint32_t>(node >> 32); }
+  static uint32_t entry_of(uint64_t node) { return static_cast<uint32_t>(node); }
+
   void reap_finished();
   void remove(uint32_t f);
   void reshare() const;
+  void collect_component() const;
+  void fill_component() const;
   void schedule(uint32_t f) const;
+  void compact_completions() const;
   void account_bytes(const Flow& flow, double bytes);
 
   std::vector<double> capacity_;
   bool share_;
+  Resharing resharing_;
   mutable std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;
@@ -65,10 +87,19 @@ class FlowNetwork final : public NetworkModel {
   std::vector<double> link_bytes_;
   mutable uint32_t max_link_flows_ = 0;
   mutable uint64_t recomputations_ = 0;
+  mutable uint64_t flows_reshared_ = 0;
+  struct LinkState {
+    uint64_t head = kNoNode;  ///< first entry of the link's list of flows (active or finished)
+    uint32_t weight = 0;      ///< members of those flows crossing it
+    uint32_t visit = 0;       ///< stamp: reached in the current component search
+  };
+  mutable std::vector<LinkState> links_;        // one cache line per link touched, not three
+  mutable std::vector<uint32_t> marked_links_;  ///< links whose flow set changed
+  mutable uint32_t stamp_ = 0;
   // Solver buffers, reused across recomputations.
+  mutable std::vector<uint32_t> component_flows_, component_links_;
   mutable std::vector<double> remaining_capacity_;
   mutable std::vector<uint32_t> unfixed_weight_;
-  mutable std::vector<uint32_t> link_offsets_, link_flow_list_;
   mutable std::vector<uint8_t> fixed_;
 };
 

@@ -434,6 +434,50 @@ TEST(NoContentionNetwork, FlowsDoNotShare) {
   EXPECT_EQ(events[2], (Event{2.0, index(g)}));
 }
 
+// ---- Incremental re-sharing -----------------------------------------------------------------
+
+// Two independent pairs of flows (links 0 and 1). A flow ending on link 0 re-shares only the
+// flow left on link 0; the flows on link 1 keep their rates and completion times.
+TEST(FlowNetwork, EndingFlowLeavesIndependentFlowsAlone) {
+  auto net = make_maxmin_network({10.0, 6.0});
+  const FlowId a = net->start_flow(on({0}, 10.0), 0.0);   // 5/s while b runs
+  const FlowId b = net->start_flow(on({0}, 40.0), 0.0);   // 5/s, then 10/s
+  const FlowId c = net->start_flow(on({1}, 30.0), 0.0);   // 3/s each
+  const FlowId d = net->start_flow(on({1}, 300.0), 0.0);  // 3/s, then 6/s
+  EXPECT_DOUBLE_EQ(net->rate(c), 3.0);
+  EXPECT_EQ(net->flows_reshared(), 4u);
+  EXPECT_DOUBLE_EQ(net->next_completion(), 2.0);  // a: 10 B at 5/s
+  ASSERT_EQ(net->advance_to(2.0), std::vector<FlowId>{a});
+  EXPECT_DOUBLE_EQ(net->rate(b), 10.0);
+  EXPECT_DOUBLE_EQ(net->rate(c), 3.0);
+  EXPECT_EQ(net->flows_reshared(), 5u) << "only b is re-shared";
+  // b: 30 B left at 10/s -> 5.0; c: 30 B at 3/s -> 10.0; then d alone: 270 B left at 6/s -> 55.
+  EXPECT_DOUBLE_EQ(net->next_completion(), 5.0);
+  ASSERT_EQ(net->advance_to(5.0), std::vector<FlowId>{b});
+  EXPECT_DOUBLE_EQ(net->next_completion(), 10.0);
+  ASSERT_EQ(net->advance_to(10.0), std::vector<FlowId>{c});
+  EXPECT_DOUBLE_EQ(net->next_completion(), 55.0);
+  ASSERT_EQ(net->advance_to(55.0), std::vector<FlowId>{d});
+  EXPECT_EQ(net->flows_reshared(), 6u) << "b's end re-shares nothing, c's end re-shares d";
+}
+
+// A flow joining on link 1 slows down only what shares link 1 (and what shares links with that).
+TEST(FlowNetwork, StartingFlowReachesOnlyItsComponent) {
+  // a on {0,1}, b on {1,2}, c on {3}: a and b are connected through link 1, c is apart.
+  auto net = make_maxmin_network({10.0, 10.0, 10.0, 10.0});
+  const FlowId a = net->start_flow(on({0, 1}, 100.0), 0.0);
+  const FlowId b = net->start_flow(on({1, 2}, 100.0), 0.0);
+  const FlowId c = net->start_flow(on({3}, 100.0), 0.0);
+  EXPECT_DOUBLE_EQ(net->rate(a), 5.0);
+  EXPECT_DOUBLE_EQ(net->rate(c), 10.0);
+  const uint64_t before = net->flows_reshared();
+  const FlowId e = net->start_flow(on({2}, 100.0), 1.0);  // joins b on link 2
+  EXPECT_DOUBLE_EQ(net->rate(e), 5.0);
+  EXPECT_DOUBLE_EQ(net->rate(b), 5.0);
+  EXPECT_EQ(net->flows_reshared() - before, 3u) << "a, b and e; not c";
+  EXPECT_DOUBLE_EQ(net->rate(c), 10.0);
+}
+
 // ---- Properties over seeded random instances -------------------------------------------------
 
 struct Instance {
@@ -519,7 +563,14 @@ TEST_P(FlowNetworkProperty, RatesAreFeasibleAndMaxMinFair) {
       }
       EXPECT_TRUE(has_bottleneck) << "flow " << i << " at rate " << rate[i];
     }
-    EXPECT_EQ(net->recomputations(), 1u);
+    // Started together: one re-share if any two flows share a link; none if every flow is alone
+    // on its links (each then runs at its narrowest link from the start).
+    std::vector<int> flows_on(num_links, 0);
+    bool shared = false;
+    for (const FlowSpec& spec : in.flows) {
+      for (const LinkUse& u : spec.path) shared = shared || ++flows_on[u.link] > 1;
+    }
+    EXPECT_EQ(net->recomputations(), shared ? 1u : 0u);
   }
 }
 
@@ -642,6 +693,63 @@ TEST_P(FlowNetworkProperty, StaggeredArrivalsComplete) {
     for (double b : net->link_bytes()) total += b;
     EXPECT_NEAR(total, expected_total, kRel * std::max(1.0, expected_total));
   }
+}
+
+// Runs `in` with staggered starts; a finished flow is given more bytes (restart) with a seeded
+// probability. Returns every completion as (time, instance index) and the flows re-shared.
+std::pair<std::vector<Event>, uint64_t> run_with_restarts(const Instance& in, Resharing resharing,
+                                                          uint64_t seed) {
+  auto net = make_maxmin_network(in.capacities, resharing);
+  std::mt19937_64 rng(seed);
+  std::map<uint32_t, size_t> live;
+  std::vector<int> restarts(in.flows.size(), 0);
+  std::vector<Event> events;
+  size_t next = 0;
+  int guard = 0;
+  while ((next < in.flows.size() || net->num_active() > 0) && ++guard < 100000) {
+    const double t_done = net->next_completion();
+    const bool arrival = next < in.flows.size() && in.start[next] < t_done;
+    const double t = arrival ? in.start[next] : t_done;
+    for (FlowId f : net->advance_to(t)) {
+      const size_t i = live.at(index(f));
+      events.push_back({t, static_cast<uint32_t>(i)});
+      if (restarts[i] < 2 && std::uniform_real_distribution<double>(0, 1)(rng) < 0.4) {
+        restarts[i]++;
+        net->restart_flow(f, std::uniform_real_distribution<double>(1.0, 500.0)(rng));
+      } else {
+        live.erase(index(f));
+      }
+    }
+    if (arrival) {
+      const FlowId f = net->start_flow(in.flows[next], t);
+      live[index(f)] = next++;
+    }
+  }
+  EXPECT_LT(guard, 100000);
+  return {events, net->flows_reshared()};
+}
+
+// Incremental re-sharing (only the component reached from the changed links) gives the same
+// completions as re-sharing every flow on every change, and never re-shares more flows.
+TEST_P(FlowNetworkProperty, IncrementalMatchesFullResharing) {
+  const bool weighted = GetParam();
+  uint64_t incremental_total = 0, full_total = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(trace(seed, weighted));
+    const Instance in = random_instance(seed, weighted, true);
+    const auto [incremental, incremental_flows] = run_with_restarts(in, Resharing::Incremental, seed);
+    const auto [full, full_flows] = run_with_restarts(in, Resharing::Full, seed);
+    ASSERT_EQ(incremental.size(), full.size());
+    for (size_t k = 0; k < full.size(); ++k) {
+      EXPECT_EQ(incremental[k].flow, full[k].flow) << "completion " << k;
+      EXPECT_REL(incremental[k].time, full[k].time);
+    }
+    EXPECT_LE(incremental_flows, full_flows);
+    incremental_total += incremental_flows;
+    full_total += full_flows;
+  }
+  // Random paths of 1-4 links out of 5-30 often leave independent flow sets: the saving must show.
+  EXPECT_LT(incremental_total, full_total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plain, FlowNetworkProperty, ::testing::Values(false));

@@ -61,11 +61,19 @@ class NetworkModel {
   [[nodiscard]] virtual uint32_t max_link_flows() const = 0;
   /// Times bandwidth was re-shared; a cost measure for benchmarks.
   [[nodiscard]] virtual uint64_t recomputations() const = 0;
+  /// Flows whose rate was recomputed, summed over all re-shares (incremental re-sharing touches
+  /// only the flows connected to the change); a cost measure for benchmarks.
+  [[nodiscard]] virtual uint64_t flows_reshared() const = 0;
 };
 
+/// How much of the network a change in the set of flows re-shares: only the flows connected to
+/// the change through shared links (Incremental), or every flow (Full, the reference).
+enum class Resharing : uint8_t { Incremental, Full };
+
 /// Max-min fair sharing (progressive filling) over link capacities, recomputed lazily when the
-/// set of active flows changes. "maxmin" in net.model.
-std::unique_ptr<NetworkModel> make_maxmin_network(std::vector<double> capacities);
+/// set of active flows changes, and then only for the flows connected to the change. "maxmin" in net.model.
+std::unique_ptr<NetworkModel> make_maxmin_network(std::vector<double> capacities,
+                                                  Resharing resharing = Resharing::Incremental);
 /// No sharing: every flow runs at its path's narrowest link, as if alone. An analytic check
 /// and a lower bound on any congested time. "nocontention" in net.model.
 std::unique_ptr<NetworkModel> make_no_contention_network(std::vector<double> capacities);
