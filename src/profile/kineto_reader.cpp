@@ -2,17 +2,18 @@
 // bounds of each event object inside "traceEvents" (tracking strings, escapes and nesting, and
 // keeping in its buffer only the event being scanned), then simdjson on-demand parses that one
 // event in place. Holding the DOM of a 1 GB trace would need several GB; this holds one chunk.
+// The scanner that finds the end of each event is a 64-byte block scanner (event_scanner.hpp).
 #include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
 
+#include "profile/event_scanner.hpp"
 #include "profile/gzip_reader.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/profile/kineto.hpp"
@@ -145,19 +146,6 @@ using detail::InputFile;
 
 constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
-// Byte classes for the scanner outside strings.
-enum : uint8_t { kPlain = 0, kQuote = 1, kOpen = 2, kClose = 3 };
-constexpr std::array<uint8_t, 256> make_classes() {
-  std::array<uint8_t, 256> t{};
-  t['"'] = kQuote;
-  t['{'] = kOpen;
-  t['['] = kOpen;
-  t['}'] = kClose;
-  t[']'] = kClose;
-  return t;
-}
-constexpr std::array<uint8_t, 256> kClasses = make_classes();
-
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 std::optional<int64_t> as_int(simdjson::ondemand::value v) {
@@ -192,7 +180,7 @@ std::optional<double> as_double(simdjson::ondemand::value v) {
 class KinetoReader {
  public:
   KinetoReader(const std::string& path, const EventVisitor& visit, const ReadOptions& options)
-      : input_(path), visit_(visit), options_(options) {
+      : input_(path), visit_(visit), options_(options), scan_(detail::reader_scanner()) {
     chunk_ = std::max<size_t>(options.chunk_bytes, 64);
     result_.stats.gzip = input_.gzip();
   }
@@ -331,45 +319,16 @@ class KinetoReader {
   }
 
   /// With pos_ one past an opening '{' or '[', moves pos_ one past the matching close. This is
-  /// the hot loop: strings are skipped with memchr, other bytes through a class table.
+  /// the hot loop; scan_ (event_scanner.hpp) does the work, 64 bytes a step.
   void skip_composite() {
-    int depth = 1;
-    bool in_string = false;
+    detail::ScanState state;
     size_t i = pos_;
     for (;;) {
-      const char* p = buf_.data();
-      const size_t n = end_;
-      while (i < n) {
-        if (in_string) {
-          const auto* q = static_cast<const char*>(std::memchr(p + i, '"', n - i));
-          if (q == nullptr) {
-            i = n;
-            break;
-          }
-          const auto qi = static_cast<size_t>(q - p);
-          size_t b = qi;
-          while (p[b - 1] == '\\') --b;
-          i = qi + 1;
-          if (((qi - b) & 1u) == 0) in_string = false;
-          continue;
-        }
-        switch (kClasses[static_cast<unsigned char>(p[i++])]) {
-          case kPlain:
-            break;
-          case kQuote:
-            in_string = true;
-            break;
-          case kOpen:
-            ++depth;
-            break;
-          default:
-            if (--depth == 0) {
-              pos_ = i;
-              return;
-            }
-        }
+      if (const size_t r = scan_(buf_.data(), i, end_, state); r != detail::kScanIncomplete) {
+        pos_ = r;
+        return;
       }
-      pos_ = i;
+      pos_ = end_;
       if (!more()) fail_eof("the end of an object or array");
       i = pos_;
     }
@@ -657,6 +616,7 @@ class KinetoReader {
   InputFile input_;
   const EventVisitor& visit_;
   ReadOptions options_;
+  detail::ScanFn scan_;
   size_t chunk_ = 0;
   std::vector<char> buf_;
   size_t pos_ = 0;
