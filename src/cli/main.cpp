@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,7 +103,14 @@ int run_predict(const PredictArgs& args) {
     stepcast::predict::Options options = at.options;
     // The trace shows the largest configuration of the sweep (the last one given).
     options.record_trace = !args.trace_out.empty() && i + 1 == counts.size();
-    sweep.predictions.push_back(stepcast::predict::predict(workload, at.cluster, at.scheme, options));
+    // A profile is replayed at its own worker count and extrapolated at others: its workload
+    // depends on the count.
+    std::optional<stepcast::workload::Workload> rebuilt;
+    if (!at.workload.profile.empty() && at.cluster.workers != scenario.cluster.workers) {
+      rebuilt = stepcast::scenario::build_workload(at);
+    }
+    const stepcast::workload::Workload& at_workload = rebuilt ? *rebuilt : workload;
+    sweep.predictions.push_back(stepcast::predict::predict(at_workload, at.cluster, at.scheme, options));
   }
   if (!args.trace_out.empty()) {
     std::ofstream out = open_output(args.trace_out, "--trace-out");

@@ -113,6 +113,11 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
 
 Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                       const scheme::SchemeConfig& scheme, const Options& options) {
+  if (workload.num_samples() > 0) {
+    return predict_over_samples(workload, false, [&](const workload::Workload& step, bool) {
+      return predict_coarse(step, cluster, scheme, options);
+    });
+  }
   Result r = scheme.scheme == scheme::Scheme::AllReduce ? allreduce_step(workload, cluster, scheme, options)
                                                         : ps_step(workload, cluster, scheme, options);
   r.workers = cluster.workers;

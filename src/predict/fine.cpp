@@ -8,9 +8,10 @@
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
+namespace {
 
-Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                    const scheme::SchemeConfig& scheme, const Options& options) {
+Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                const scheme::SchemeConfig& scheme, const Options& options) {
   scheme::SimulationOptions sim_options;
   sim_options.warmup_steps = options.warmup_steps;
   sim_options.measure_steps = options.measure_steps;
@@ -44,6 +45,20 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
   r.trace = std::move(sim.trace);
   finish_result(r, workload);
   return r;
+}
+
+}  // namespace
+
+Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                    const scheme::SchemeConfig& scheme, const Options& options) {
+  if (workload.num_samples() == 0) return simulate(workload, cluster, scheme, options);
+  // One simulation per sample step (k times the work of one); the representative's is traced.
+  return predict_over_samples(workload, options.record_trace,
+                              [&](const workload::Workload& step, bool trace) {
+                                Options one = options;
+                                one.record_trace = trace;
+                                return simulate(step, cluster, scheme, one);
+                              });
 }
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,

@@ -1,5 +1,9 @@
-// Private: what every predictor does last: speed-up, efficiency and the bottleneck in words.
+// Private: what every predictor does last: speed-up, efficiency and the bottleneck in words;
+// and how a workload with per-step samples becomes one Result.
 #pragma once
+
+#include <functional>
+#include <vector>
 
 #include "stepcast/predict/result.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -9,5 +13,23 @@ namespace stepcast::predict {
 /// Fills speedup, efficiency and bottleneck from throughput, utilization and breakdown, and
 /// sorts utilization busiest first.
 void finish_result(Result& result, const workload::Workload& workload);
+
+/// Same, with the single-worker-alone step time given (s) instead of taken from a workload.
+void finish_result(Result& result, double alone_step_time, int batch_per_worker);
+
+/// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
+[[nodiscard]] StepSpread step_spread(std::vector<double> step_times);
+
+/// Predicts one step workload (no samples); record_trace: fill Result::trace.
+using PredictStep = std::function<Result(const workload::Workload& step, bool record_trace)>;
+
+/// The prediction of a workload with per-step samples, as a run of its sample steps one after
+/// another: each sample step (workload::with_sample) predicted by `predict_step`, then
+/// step time, breakdown and bytes averaged, utilization and link busy fractions weighted by step
+/// time, throughput the rate of the whole run (harmonic mean), events summed, the trace that
+/// of the representative sample (the one equal to the op durations, else sample 0), and
+/// step_samples the spread. Speed-up is against one worker alone running the same steps.
+[[nodiscard]] Result predict_over_samples(const workload::Workload& workload, bool record_trace,
+                                          const PredictStep& predict_step);
 
 }  // namespace stepcast::predict

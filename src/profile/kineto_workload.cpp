@@ -18,6 +18,9 @@ using workload::OpKind;
 
 constexpr int kNone = -1;
 constexpr double kEps = 1e-6;  // s: slack for "ends inside the call" (trace times are in us)
+// Largest table for aligning the differing middle of two CPU lanes (a longest common
+// subsequence); steps that differ more are not sampled.
+constexpr size_t kMaxAlignCells = size_t{4} << 20;
 
 bool is_cpu(Category c) {
   return c == Category::CpuOp || c == Category::UserAnnotation || c == Category::CudaRuntime;
@@ -50,13 +53,19 @@ struct GpuOp {
   double end = 0;
 };
 
+// Converts the ops of one step window. Fills everything of KinetoWorkload but the summary and
+// the samples.
 class Converter {
  public:
-  Converter(const KinetoTrace& trace, const KinetoWorkloadOptions& options) : t_(trace), opt_(options) {}
+  Converter(const KinetoTrace& trace, const KinetoWorkloadOptions& options, const StepSummary& step)
+      : t_(trace), opt_(options) {
+    out_.step = step.name;
+    out_.step_duration = step.duration;
+    ws_ = step.start;
+    we_ = step.start + step.duration;
+  }
 
   KinetoWorkload run() {
-    out_.summary = summarize(t_, opt_.summary);
-    choose_step();
     collect();
     build_cpu_lanes();
     build_gpu_ops();
@@ -66,21 +75,6 @@ class Converter {
 
  private:
   [[noreturn]] void fail(const std::string& message) const { throw Error({t_.path, 0, ""}, message); }
-
-  void choose_step() {
-    const auto& steps = out_.summary.steps;
-    const double median = out_.summary.step_time.p50;
-    const StepSummary* best = nullptr;
-    for (const StepSummary& s : steps) {
-      if (!s.steady) continue;
-      if (best == nullptr || std::abs(s.duration - median) < std::abs(best->duration - median)) best = &s;
-    }
-    if (best == nullptr) fail("no steady ProfilerStep to convert into a workload");
-    out_.step = best->name;
-    out_.step_duration = best->duration;
-    ws_ = best->start;
-    we_ = best->start + best->duration;
-  }
 
   void collect() {
     // Threads and events of the window; the thread holding the step annotation is the main one.
@@ -403,10 +397,254 @@ class Converter {
   mutable double backlog_end_ = -1;                 // set by sync_target
 };
 
+// The steady step whose duration is closest to the steady median; nullptr when none is steady.
+const StepSummary* representative_step(const TraceSummary& summary) {
+  const double median = summary.step_time.p50;
+  const StepSummary* best = nullptr;
+  for (const StepSummary& s : summary.steps) {
+    if (!s.steady) continue;
+    if (best == nullptr || std::abs(s.duration - median) < std::abs(best->duration - median)) best = &s;
+  }
+  return best;
+}
+
+// How the ops of another steady step line up with the representative step's.
+struct Alignment {
+  std::vector<int> rep_of;  // step op -> representative op, kNone when it has none
+  int only_rep = 0;         // representative ops (CPU) absent from the step: sample 0
+  int only_step = 0;        // step ops (CPU) absent from the representative: time folded
+  int other_deps = 0;       // aligned ops whose deps (between aligned ops) differ
+  double dropped = 0;       // s, CPU time of step ops with no aligned op on their lane
+  std::string difference;   // why the step gives no sample; "" when it does
+};
+
+bool is_gpu_lane(const std::string& lane) { return lane.starts_with("gpu"); }
+
+// Matches ops lane by lane (lanes by name), not by global index: the interleaving of lanes is
+// a topological order that follows measured start times, which move from step to step. GPU lanes
+// must hold the same ops (names, kinds) in the same order. CPU lanes are aligned on a longest
+// common subsequence of (name, kind): the CPU side varies a little between identical steps (a
+// gap of zero length, one more poll of a watchdog thread, a synchronization that found the GPU
+// already done), and those ops are counted, not matched.
+Alignment align_steps(const workload::Workload& rep, const workload::Workload& step) {
+  Alignment a;
+  a.rep_of.assign(step.ops.size(), kNone);
+  std::map<std::string, std::vector<int>> rep_lanes;
+  std::map<std::string, std::vector<int>> step_lanes;
+  for (size_t i = 0; i < rep.ops.size(); ++i)
+    rep_lanes[rep.lanes[static_cast<size_t>(rep.ops[i].lane)]].push_back(static_cast<int>(i));
+  for (size_t i = 0; i < step.ops.size(); ++i)
+    step_lanes[step.lanes[static_cast<size_t>(step.ops[i].lane)]].push_back(static_cast<int>(i));
+  const auto same = [&](int r, int s) {
+    return rep.ops[static_cast<size_t>(r)].name == step.ops[static_cast<size_t>(s)].name &&
+           rep.ops[static_cast<size_t>(r)].kind == step.ops[static_cast<size_t>(s)].kind;
+  };
+  for (const auto& [lane, ops] : step_lanes) {
+    if (rep_lanes.contains(lane)) continue;
+    if (is_gpu_lane(lane)) {
+      a.difference = fmt::format("lane '{}' ({} ops) is not in the representative step", lane, ops.size());
+      return a;
+    }
+    a.only_step += static_cast<int>(ops.size());
+    for (int s : ops) a.dropped += step.ops[static_cast<size_t>(s)].duration;
+  }
+  for (const auto& [lane, r] : rep_lanes) {
+    static const std::vector<int> kEmpty;
+    auto found = step_lanes.find(lane);
+    const std::vector<int>& s = found == step_lanes.end() ? kEmpty : found->second;
+    if (is_gpu_lane(lane)) {
+      if (r.size() != s.size()) {
+        a.difference =
+            fmt::format("lane '{}' has {} ops, in the representative step {}", lane, s.size(), r.size());
+        return a;
+      }
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (!same(r[i], s[i])) {
+          a.difference =
+              fmt::format("op {} of lane '{}' is '{}', in the representative step '{}'", i, lane,
+                          step.ops[static_cast<size_t>(s[i])].name, rep.ops[static_cast<size_t>(r[i])].name);
+          return a;
+        }
+        a.rep_of[static_cast<size_t>(s[i])] = r[i];
+      }
+      continue;
+    }
+    // Common prefix and suffix, then a longest common subsequence of the (short) rest.
+    size_t head = 0;
+    while (head < r.size() && head < s.size() && same(r[head], s[head])) ++head;
+    size_t tail = 0;
+    while (tail < r.size() - head && tail < s.size() - head &&
+           same(r[r.size() - 1 - tail], s[s.size() - 1 - tail])) {
+      ++tail;
+    }
+    for (size_t i = 0; i < head; ++i) a.rep_of[static_cast<size_t>(s[i])] = r[i];
+    for (size_t i = 0; i < tail; ++i)
+      a.rep_of[static_cast<size_t>(s[s.size() - 1 - i])] = r[r.size() - 1 - i];
+    const size_t n = r.size() - head - tail;
+    const size_t m = s.size() - head - tail;
+    if (n > 0 && m > 0) {
+      if (n * m > kMaxAlignCells) {
+        a.difference = fmt::format("lane '{}' differs in {} ops, in the representative step {}", lane, m, n);
+        return a;
+      }
+      std::vector<std::vector<int>> lcs(n + 1, std::vector<int>(m + 1, 0));  // of the suffixes
+      for (size_t i = n; i-- > 0;) {
+        for (size_t j = m; j-- > 0;) {
+          lcs[i][j] =
+              same(r[head + i], s[head + j]) ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+        }
+      }
+      for (size_t i = 0, j = 0; i < n && j < m;) {
+        if (same(r[head + i], s[head + j])) {
+          a.rep_of[static_cast<size_t>(s[head + j])] = r[head + i];
+          ++i;
+          ++j;
+        } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+          ++i;
+        } else {
+          ++j;
+        }
+      }
+    }
+    int aligned = 0;
+    for (int x : s) aligned += a.rep_of[static_cast<size_t>(x)] != kNone ? 1 : 0;
+    a.only_rep += static_cast<int>(r.size()) - aligned;
+    a.only_step += static_cast<int>(s.size()) - aligned;
+  }
+  // Dependencies between aligned ops, in representative indices.
+  std::vector<int> step_of(rep.ops.size(), kNone);
+  for (size_t s = 0; s < step.ops.size(); ++s) {
+    if (a.rep_of[s] != kNone) step_of[static_cast<size_t>(a.rep_of[s])] = static_cast<int>(s);
+  }
+  for (size_t s = 0; s < step.ops.size(); ++s) {
+    const int r = a.rep_of[s];
+    if (r == kNone) continue;
+    std::vector<int> mine;
+    for (int d : step.ops[s].deps) {
+      if (a.rep_of[static_cast<size_t>(d)] != kNone) mine.push_back(a.rep_of[static_cast<size_t>(d)]);
+    }
+    std::vector<int> theirs;
+    for (int d : rep.ops[static_cast<size_t>(r)].deps) {
+      if (step_of[static_cast<size_t>(d)] != kNone) theirs.push_back(d);
+    }
+    std::sort(mine.begin(), mine.end());
+    std::sort(theirs.begin(), theirs.end());
+    if (mine != theirs) a.other_deps++;
+  }
+  // Gradient tensors come from the NCCL kernels (GPU lanes, matched exactly above).
+  bool tensors_differ = step.tensors.size() != rep.tensors.size();
+  for (size_t t = 0; !tensors_differ && t < rep.tensors.size(); ++t) {
+    const int p = step.tensors[t].producer;
+    const int mapped = p >= 0 ? a.rep_of[static_cast<size_t>(p)] : kNone;
+    tensors_differ = step.tensors[t].bytes != rep.tensors[t].bytes || mapped != rep.tensors[t].producer;
+  }
+  if (tensors_differ) {
+    a.difference = fmt::format("other gradient tensors ({}, in the representative step {})",
+                               step.tensors.size(), rep.tensors.size());
+  }
+  return a;
+}
+
+// Converts every other steady step the same way and keeps, for those whose ops line up with the
+// representative's (align_steps), each op's duration as a per-step sample.
+void add_samples(KinetoWorkload& out, const KinetoTrace& trace, const KinetoWorkloadOptions& options) {
+  const workload::Workload& rep = out.workload;
+  std::vector<std::vector<double>> columns;  // per sampled step: the durations of every op
+  for (const StepSummary& s : out.summary.steps) {
+    if (!s.steady) continue;
+    if (s.name == out.step) {
+      std::vector<double> durations;
+      for (const workload::Op& op : rep.ops) durations.push_back(op.duration);
+      columns.push_back(std::move(durations));
+      out.sampled_steps.push_back(s.name);
+      continue;
+    }
+    KinetoWorkload other;
+    try {
+      other = Converter(trace, options, s).run();
+    } catch (const Error& e) {
+      out.unmatched_steps.push_back(fmt::format("{}: {}", s.name, e.message()));
+      continue;
+    }
+    const workload::Workload& step = other.workload;
+    const Alignment a = align_steps(rep, step);
+    const int unaligned = a.only_rep + a.only_step;
+    if (a.difference.empty() && static_cast<double>(unaligned) >
+                                    options.max_unaligned_fraction * static_cast<double>(rep.ops.size())) {
+      out.unmatched_steps.push_back(fmt::format(
+          "{}: {} CPU ops differ from the representative step ({} only there, {} only in this "
+          "step), more than {:g}% of its {} ops",
+          s.name, unaligned, a.only_rep, a.only_step, 100 * options.max_unaligned_fraction, rep.ops.size()));
+      continue;
+    }
+    if (!a.difference.empty()) {
+      out.unmatched_steps.push_back(fmt::format("{}: {}", s.name, a.difference));
+      continue;
+    }
+    // Each aligned op takes its duration in this step; an op of this step with no counterpart
+    // adds its time to the aligned op before it on its lane (else the one after), so every
+    // lane keeps its busy time; a representative op with no counterpart did not run: 0 s.
+    std::vector<double> durations(rep.ops.size(), 0.0);
+    std::map<int, std::vector<int>> lanes;  // step lane -> its ops in order
+    for (size_t i = 0; i < step.ops.size(); ++i) lanes[step.ops[i].lane].push_back(static_cast<int>(i));
+    for (const auto& [lane, ops] : lanes) {
+      int previous = kNone;
+      double pending = 0;  // unaligned time before the lane's first aligned op
+      for (int i : ops) {
+        const double d = step.ops[static_cast<size_t>(i)].duration;
+        const int r = a.rep_of[static_cast<size_t>(i)];
+        if (r == kNone) {
+          if (previous != kNone) {
+            durations[static_cast<size_t>(previous)] += d;
+          } else {
+            pending += d;
+          }
+          continue;
+        }
+        durations[static_cast<size_t>(r)] += d + pending;
+        pending = 0;
+        previous = r;
+      }
+    }
+    columns.push_back(std::move(durations));
+    out.sampled_steps.push_back(s.name);
+    if (unaligned > 0 || a.other_deps > 0) {
+      out.sample_notes.push_back(fmt::format(
+          "{}: {} CPU ops only in the representative step (sample 0 s), {} only in this step (time "
+          "added to the op before them on their lane{}), {} ops with other dependencies",
+          s.name, a.only_rep, a.only_step,
+          a.dropped > 0 ? fmt::format("; {:.3f} ms on lanes absent from the representative step dropped",
+                                      a.dropped * 1e3)
+                        : "",
+          a.other_deps));
+    }
+  }
+  for (size_t i = 0; i < out.workload.ops.size(); ++i) {
+    auto& samples = out.workload.ops[i].samples;
+    samples.clear();
+    for (const auto& column : columns) samples.push_back(column[i]);
+  }
+}
+
 }  // namespace
 
 KinetoWorkload convert_kineto(const KinetoTrace& trace, const KinetoWorkloadOptions& options) {
-  return Converter(trace, options).run();
+  TraceSummary summary = summarize(trace, options.summary);
+  const StepSummary* step = nullptr;
+  if (options.step.empty()) {
+    step = representative_step(summary);
+    if (step == nullptr)
+      throw Error({trace.path, 0, ""}, "no steady ProfilerStep to convert into a workload");
+  } else {
+    for (const StepSummary& s : summary.steps) {
+      if (s.name == options.step) step = &s;
+    }
+    if (step == nullptr) throw Error({trace.path, 0, ""}, fmt::format("no step named '{}'", options.step));
+  }
+  KinetoWorkload out = Converter(trace, options, *step).run();
+  out.summary = std::move(summary);
+  if (options.step_samples) add_samples(out, trace, options);
+  return out;
 }
 
 KinetoWorkload convert_kineto_file(const std::string& path, const KinetoWorkloadOptions& options) {

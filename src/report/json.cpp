@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "report/json_text.hpp"
@@ -199,6 +200,28 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
     json.number(link.busy);
   }
   json.end_object();
+  json.key("step_time_samples");
+  const predict::StepSpread& spread = r.step_samples;
+  if (spread.samples == 0) {
+    json.raw("null");
+  } else {
+    json.begin_object();
+    json.key("count");
+    json.integer(spread.samples);
+    for (const auto& [key, value] : {std::pair<std::string_view, double>{"mean_s", spread.mean},
+                                     {"p50_s", spread.p50},
+                                     {"p95_s", spread.p95},
+                                     {"min_s", spread.min},
+                                     {"max_s", spread.max}}) {
+      json.key(key);
+      json.number(value);
+    }
+    json.key("step_times_s");
+    json.begin_array();
+    for (double t : spread.step_times) json.number(t);
+    json.end_array();
+    json.end_object();
+  }
   json.end_object();
 }
 

@@ -57,6 +57,20 @@ std::string percent_of(double part, double whole) {
   return fmt::format("{:.1f}%", part / whole * 100);
 }
 
+/// One line per prediction predicted over per-step samples: the spread of its step time.
+void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::StepSpread& s = r.step_samples;
+    if (s.samples == 0) continue;
+    fmt::format_to(it,
+                   "per-step samples ({} worker{}, {}): {} steps, predicted step time mean {:.3f} ms, "
+                   "p50 {:.3f} ms, p95 {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n",
+                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.samples,
+                   s.mean * 1e3, s.p50 * 1e3, s.p95 * 1e3, s.min * 1e3, s.max * 1e3);
+  }
+}
+
 /// Two lines on the last prediction (usually the largest worker count, the one a reader is
 /// deciding about): the step-time breakdown, then the busiest resources.
 void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
@@ -113,6 +127,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     buf.append(std::string_view("(no predictions)\n"));
   } else {
     for (const auto& row : rows) append_row(buf, row, width);
+    append_step_spreads(buf, sweep.predictions);
     append_where_time_goes(buf, sweep.predictions.back());
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

@@ -126,6 +126,11 @@ const Choices<bool>& booleans() {
   static const Choices<bool> c{{"false", false}, {"true", true}};
   return c;
 }
+const Choices<StepSamples>& step_samples() {
+  static const Choices<StepSamples> c{{"all", StepSamples::All},
+                                      {"representative", StepSamples::Representative}};
+  return c;
+}
 const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{{"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}};
   return c;
@@ -263,6 +268,12 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{s.workload.profile, false};
                }});
+  t.push_back(choice_key(
+      "workload.step_samples", "all", step_samples(),
+      "with workload.profile: predict every steady step of the trace (the spread of the predicted "
+      "step time; the step time is their mean; k steps cost k predictions) or the representative "
+      "step alone",
+      [](auto& s) -> auto& { return s.workload.step_samples; }));
   t.push_back(integer_key(
       "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));

@@ -507,6 +507,7 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
   const bool replay = scenario.cluster.workers == traced_workers;
   profile::KinetoWorkloadOptions options;
   options.batch_per_worker = w.batch_per_worker;
+  options.step_samples = w.step_samples == StepSamples::All;
   options.collectives = replay ? profile::KinetoWorkloadOptions::Collectives::Measured
                                : profile::KinetoWorkloadOptions::Collectives::Simulated;
   profile::KinetoWorkload converted;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 namespace stepcast::workload {
@@ -57,6 +58,26 @@ double Workload::step_time_alone() const {
   return last;
 }
 
+std::size_t Workload::num_samples() const { return ops.empty() ? 0 : ops.front().samples.size(); }
+
+Workload with_sample(const Workload& workload, std::size_t k) {
+  const std::size_t count = workload.num_samples();
+  if (k >= count) {
+    throw std::out_of_range("with_sample: sample " + std::to_string(k) + " of a workload with " +
+                            std::to_string(count) + " per-step samples");
+  }
+  Workload step = workload;
+  for (Op& op : step.ops) {
+    if (k >= op.samples.size()) {
+      throw std::out_of_range("with_sample: op '" + op.name + "' has " + std::to_string(op.samples.size()) +
+                              " samples, not " + std::to_string(count));
+    }
+    op.duration = op.samples[k];
+    op.samples.clear();
+  }
+  return step;
+}
+
 std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) {
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());
@@ -85,6 +106,15 @@ std::string validate(const Workload& workload) {
     const Op& op = workload.ops[i];
     if (!std::isfinite(op.duration) || op.duration < 0) {
       return "op '" + op.name + "' has a negative or non-finite duration";
+    }
+    if (op.samples.size() != workload.ops.front().samples.size()) {
+      return "op '" + op.name + "' has " + std::to_string(op.samples.size()) + " per-step samples, op '" +
+             workload.ops.front().name + "' has " + std::to_string(workload.ops.front().samples.size());
+    }
+    for (double sample : op.samples) {
+      if (!std::isfinite(sample) || sample < 0) {
+        return "op '" + op.name + "' has a negative or non-finite per-step sample";
+      }
     }
     if (op.lane < 0 || op.lane >= static_cast<int>(workload.lanes.size())) {
       return "op '" + op.name + "' is on an unknown lane";

@@ -274,5 +274,52 @@ TEST_F(PredictCli, JsonEscapesNamesAndDescriptions) {
   EXPECT_EQ(doc.at_path("scenario.description")->string, "line1\nline2");
 }
 
+// A profile is replayed at its own worker count and extrapolated at the others of a sweep, each
+// prediction over the trace's per-step samples. Needs the shared traces.
+TEST_F(PredictCli, ProfileSweepReplaysAtTheTracedCountAndExtrapolatesElsewhere) {
+  const fs::path trace =
+      fs::path(STEPCAST_SHARED_DATA) / "traces" / "resnet50_ddp_1xV100_worldsize1_rank0.json.gz";
+  if (!fs::exists(trace)) {
+    GTEST_SKIP() << "skipped: shared trace data not found at " << trace.string()
+                 << " (it lives next to the project as ../shared/data; CI has it)";
+  }
+  const std::string scenario = file("job.yaml", "workload:\n  profile: " + trace.string() +
+                                                    "\n  model: resnet50\n  batch_per_worker: 32\n"
+                                                    "cluster: {workers: 1, nic_bandwidth: 25Gbps}\n");
+  RunResult r = run({"predict", scenario, "--workers", "1,8", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  const auto& p = doc["predictions"].array;
+  ASSERT_EQ(p.size(), 2u) << r.out;
+  // The trace's own count: a replay, nothing sent. Eight workers: simulated all-reduces.
+  EXPECT_EQ(p[0]["bytes_sent"].number, 0) << r.out;
+  EXPECT_GT(p[1]["bytes_sent"].number, 0) << r.out;
+  EXPECT_GT(p[1]["step_time_s"].number, p[0]["step_time_s"].number) << r.out;
+  EXPECT_GT(p[1]["breakdown_s"]["communication_exposed"].number, 0) << r.out;
+  for (const Json& prediction : p) {
+    const Json& spread = prediction["step_time_samples"];
+    ASSERT_TRUE(spread.is_object()) << r.out;
+    EXPECT_EQ(spread["count"].number, 3) << r.out;  // the trace's three steady steps
+    EXPECT_EQ(spread["step_times_s"].array.size(), 3u) << r.out;
+    EXPECT_EQ(spread["mean_s"].number, prediction["step_time_s"].number) << r.out;
+    EXPECT_LE(spread["min_s"].number, spread["p50_s"].number);
+    EXPECT_LE(spread["p50_s"].number, spread["p95_s"].number);
+    EXPECT_LE(spread["p95_s"].number, spread["max_s"].number);
+  }
+  // The table says the same in one line per worker count.
+  RunResult table = run({"predict", scenario, "--workers", "1,8"});
+  ASSERT_EQ(table.code, 0) << table.describe();
+  EXPECT_NE(table.out.find("per-step samples (1 worker, fine): 3 steps, predicted step time mean "),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("per-step samples (8 workers, fine): 3 steps"), std::string::npos) << table.out;
+  // Without samples: one prediction of the representative step, no spread.
+  RunResult one = run({"predict", scenario, "--json", "--set", "workload.step_samples=representative"});
+  ASSERT_EQ(one.code, 0) << one.describe();
+  const Json single = parse_json_or_fail(one.out);
+  ASSERT_EQ(single["predictions"].array.size(), 1u);
+  EXPECT_EQ(single["predictions"].array[0]["step_time_samples"].type, Json::Type::Null) << one.out;
+}
+
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -267,12 +267,37 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
   EXPECT_NE(compact.find("\"workers\":8,\"predictor\":\"fine\",\"step_time_s\":0.25,"), std::string::npos)
       << compact;
   EXPECT_NE(compact.find("\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
-                         "\"events\":123456,\"max_link_flows\":0,\"links\":{}}"),
+                         "\"events\":123456,\"max_link_flows\":0,\"links\":{},"
+                         "\"step_time_samples\":null}"),
             std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"
                          "\"ps NIC out (max over shards)\":0.97,"),
             std::string::npos);
   EXPECT_NE(compact.find("\"breakdown_s\":{\"compute\":0.1,"), std::string::npos);
+}
+
+/// 8 workers over three measured steps predicted at 0.24, 0.25 and 0.26 s.
+Sweep sweep_with_samples() {
+  Sweep sweep = make_sweep();
+  sweep.predictions[2].step_samples = {.samples = 3,
+                                       .mean = 0.25,
+                                       .p50 = 0.25,
+                                       .p95 = 0.259,
+                                       .min = 0.24,
+                                       .max = 0.26,
+                                       .step_times = {0.24, 0.26, 0.25}};
+  return sweep;
+}
+
+TEST(WriteJson, StepTimeSamplesAreAnObjectOrNull) {
+  std::string json = render(write_json, sweep_with_samples());
+  ASSERT_EQ(json_error(json), "") << json;
+  std::string compact = without_whitespace(json);
+  EXPECT_EQ(count(compact, "\"step_time_samples\":null"), 2u) << compact;
+  EXPECT_NE(compact.find("\"step_time_samples\":{\"count\":3,\"mean_s\":0.25,\"p50_s\":0.25,\"p95_s\":0.259,"
+                         "\"min_s\":0.24,\"max_s\":0.26,\"step_times_s\":[0.24,0.26,0.25]}}"),
+            std::string::npos)
+      << compact;
 }
 
 TEST(WriteJson, DottedKeysBecomeNestedObjectsInFirstAppearanceOrder) {
@@ -360,12 +385,21 @@ TEST(WriteCsv, HeaderThenOneRowPerPrediction) {
   std::string csv = render(write_csv, make_sweep());
   const std::string header =
       "workers,predictor,step_time_s,throughput_samples_per_s,speedup,efficiency,compute_s,"
-      "communication_exposed_s,wait_s,bytes_sent,bytes_received,bottleneck\n";
+      "communication_exposed_s,wait_s,bytes_sent,bytes_received,bottleneck,step_samples,"
+      "step_time_mean_s,step_time_p50_s,step_time_p95_s,step_time_min_s,step_time_max_s\n";
   ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
   EXPECT_EQ(count(csv, "\n"), 4u);
   // 8 workers, 0.25 s: throughput 8*32/0.25 = 1024, speed-up 1024/320 = 3.2, efficiency 0.4.
   EXPECT_NE(csv.find("\n8,fine,0.25,1024,3.2,0.4,0.1,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",1500000000,2500000000,\"PS NIC out 97% busy\"\n"), std::string::npos);
+  // No per-step samples: the last six cells are empty.
+  EXPECT_NE(csv.find(",1500000000,2500000000,\"PS NIC out 97% busy\",,,,,,\n"), std::string::npos);
+}
+
+TEST(WriteCsv, StepTimeSamplesFillTheLastColumns) {
+  std::string csv = render(write_csv, sweep_with_samples());
+  EXPECT_EQ(count(csv, "\n"), 4u);
+  EXPECT_NE(csv.find("\"PS NIC out 97% busy\",3,0.25,0.25,0.259,0.24,0.26\n"), std::string::npos) << csv;
+  EXPECT_EQ(count(csv, "\",,,,,,\n"), 2u) << csv;
 }
 
 TEST(WriteCsv, BottleneckWithCommaAndQuoteIsQuoted) {
@@ -377,10 +411,11 @@ TEST(WriteCsv, BottleneckWithCommaAndQuoteIsQuoted) {
   EXPECT_EQ(count(csv, "\n"), 2u);
   EXPECT_NE(csv.find("\n1,coarse,"), std::string::npos) << csv;
   std::string row = csv.substr(csv.find('\n') + 1);
-  EXPECT_EQ(row.substr(row.size() - 22), "\"PS NIC, \"\"shard 0\"\"\"\n") << row;
-  // Outside the quoted field, exactly the 11 separators of 12 columns.
+  EXPECT_EQ(row.substr(row.size() - 28), "\"PS NIC, \"\"shard 0\"\"\",,,,,,\n") << row;
+  // Outside the quoted field, exactly the 17 separators of 18 columns.
   std::string before = row.substr(0, row.find('"'));
-  EXPECT_EQ(count(before, ","), 11u) << row;
+  std::string after = row.substr(row.rfind('"'));
+  EXPECT_EQ(count(before, ",") + count(after, ","), 17u) << row;
 }
 
 TEST(WriteCsv, EmptySweepIsHeaderOnly) {
@@ -414,6 +449,18 @@ TEST(WriteTable, NamesScenarioAndListsEveryWorkerCountWithUnits) {
     EXPECT_EQ(line.find("PS NIC"), header_size) << line;
     std::getline(lines, line);
   }
+}
+
+TEST(WriteTable, OneSpreadLinePerPredictionWithSamples) {
+  EXPECT_EQ(render(write_table, make_sweep()).find("per-step samples"), std::string::npos);
+  const std::string table = render(write_table, sweep_with_samples());
+  EXPECT_EQ(count(table, "per-step samples"), 1u) << table;
+  EXPECT_NE(table.find("\nper-step samples (8 workers, fine): 3 steps, predicted step time mean 250.000 ms, "
+                       "p50 250.000 ms, p95 259.000 ms, min 240.000 ms, max 260.000 ms\n"),
+            std::string::npos)
+      << table;
+  // Under the rows, before the breakdown of the last prediction.
+  EXPECT_LT(table.find("per-step samples"), table.find("where the time goes")) << table;
 }
 
 TEST(WriteTable, WhereTheTimeGoesForTheLastPrediction) {

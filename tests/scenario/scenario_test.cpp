@@ -49,6 +49,7 @@ TEST(Scenario, DefaultsApplied) {
   EXPECT_DOUBLE_EQ(s.workload.step_time, 0.292);
   EXPECT_EQ(s.workload.precision, workload::Precision::FP32);
   EXPECT_DOUBLE_EQ(s.workload.backward_to_forward, 2.0);
+  EXPECT_EQ(s.workload.step_samples, StepSamples::All);
   EXPECT_EQ(s.cluster.workers, 1);
   EXPECT_EQ(s.cluster.workers_per_node, 1);
   EXPECT_EQ(s.cluster.topology, cluster::Topology::Switch);
@@ -133,6 +134,19 @@ TEST(Scenario, EveryKeyParsedWithUnits) {
   EXPECT_DOUBLE_EQ(s.scheme.allreduce.bucket_bytes, 1024.0 * 1024);
   EXPECT_EQ(s.options.warmup_steps, 0);
   EXPECT_EQ(s.options.measure_steps, 3);
+}
+
+TEST(Scenario, StepSamplesAllOrRepresentative) {
+  EXPECT_EQ(
+      parse_scenario(kMinimal, "t.yaml", {"workload.step_samples=representative"}).workload.step_samples,
+      StepSamples::Representative);
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"workload.step_samples=all"}).workload.step_samples,
+            StepSamples::All);
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"workload.step_samples=3"}); });
+  EXPECT_EQ(e.where().key, "workload.step_samples");
+  EXPECT_NE(e.message().find("one of all|representative"), std::string::npos) << e.what();
+  // A zoo model has no per-step samples whatever the key says.
+  EXPECT_EQ(build_workload(parse_scenario(kMinimal, "t.yaml")).num_samples(), 0u);
 }
 
 TEST(Scenario, UnitsAndBareNumbers) {

@@ -1,8 +1,11 @@
 // The Workload IR's queries and transforms: step time alone on several lanes, DDP bucketing,
-// validation.
+// validation, per-step samples.
 #include "stepcast/workload/workload.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
 
 namespace stepcast::workload {
 namespace {
@@ -53,6 +56,75 @@ TEST(Workload, ValidateNamesTheBadOp) {
   w = two_lanes();
   w.ops[2].duration = -1;
   EXPECT_NE(validate(w).find("'k'"), std::string::npos);
+}
+
+/// two_lanes() measured over three steps: k took 3, 2 and 4 s; a and b the same each time.
+Workload two_lanes_sampled() {
+  Workload w = two_lanes();
+  w.ops[0].samples = {1.0, 1.0, 1.0};
+  w.ops[1].samples = {1.0, 1.0, 1.0};
+  w.ops[2].samples = {3.0, 2.0, 4.0};
+  return w;
+}
+
+TEST(Workload, SamplesAreCountedAndValid) {
+  EXPECT_EQ(two_lanes().num_samples(), 0u);
+  EXPECT_EQ(Workload{}.num_samples(), 0u);
+  const Workload w = two_lanes_sampled();
+  EXPECT_EQ(w.num_samples(), 3u);
+  EXPECT_EQ(validate(w), "");
+  // Samples take part in equality: a workload measured differently is another workload.
+  Workload other = w;
+  other.ops[2].samples[1] = 2.5;
+  EXPECT_NE(other, w);
+}
+
+TEST(Workload, WithSampleIsThatStepAlone) {
+  const Workload w = two_lanes_sampled();
+  // a (1 s) then k (2 s) after a: 3 s; with k at 4 s: 5 s.
+  const Workload step1 = with_sample(w, 1);
+  EXPECT_DOUBLE_EQ(step1.ops[2].duration, 2.0);
+  EXPECT_DOUBLE_EQ(step1.step_time_alone(), 3.0);
+  EXPECT_DOUBLE_EQ(with_sample(w, 2).step_time_alone(), 5.0);
+  // One step: no samples left, everything else unchanged.
+  EXPECT_EQ(step1.num_samples(), 0u);
+  for (const Op& op : step1.ops) EXPECT_TRUE(op.samples.empty()) << op.name;
+  Workload expected = two_lanes();
+  expected.ops[2].duration = 2.0;
+  EXPECT_EQ(step1, expected);
+  // The representative step is sample 0 here: its durations are the op durations.
+  EXPECT_EQ(with_sample(w, 0), two_lanes());
+}
+
+TEST(Workload, WithSampleOutOfRangeIsAnError) {
+  // No samples: there is no step k (returning the workload unchanged would hide the mistake).
+  EXPECT_THROW((void)with_sample(two_lanes(), 0), std::out_of_range);
+  EXPECT_THROW((void)with_sample(two_lanes_sampled(), 3), std::out_of_range);
+  Workload ragged = two_lanes_sampled();
+  ragged.ops[1].samples.pop_back();
+  EXPECT_THROW((void)with_sample(ragged, 2), std::out_of_range);
+}
+
+TEST(Workload, ValidateChecksSamples) {
+  Workload w = two_lanes_sampled();
+  w.ops[1].samples.pop_back();  // 2 samples where the others have 3
+  EXPECT_NE(validate(w).find("'b' has 2 per-step samples"), std::string::npos) << validate(w);
+  w = two_lanes_sampled();
+  w.ops[2].samples.clear();  // some ops with samples, some without
+  EXPECT_NE(validate(w).find("'k'"), std::string::npos) << validate(w);
+  w = two_lanes_sampled();
+  w.ops[0].samples = {};  // the first op decides the count: the others then disagree
+  EXPECT_NE(validate(w), "");
+  w = two_lanes_sampled();
+  w.ops[2].samples[1] = -0.5;
+  EXPECT_NE(validate(w).find("'k' has a negative or non-finite per-step sample"), std::string::npos)
+      << validate(w);
+  w.ops[2].samples[1] = std::nan("");
+  EXPECT_NE(validate(w).find("'k'"), std::string::npos) << validate(w);
+  w.ops[2].samples[1] = INFINITY;
+  EXPECT_NE(validate(w).find("'k'"), std::string::npos) << validate(w);
+  w.ops[2].samples[1] = 0;  // an op that took no time in one step is fine
+  EXPECT_EQ(validate(w), "");
 }
 
 }  // namespace

@@ -1,6 +1,13 @@
 // The predictors: fine-grained discrete-event simulation, coarse-grained phases with
 // heuristics. Same inputs, same Result; none opens a file.
 //
+// A workload with per-step samples (workload::Op::samples, from a profiler trace) is predicted
+// once per sample step (workload::with_sample): k samples cost k predictions. The Result is that
+// of running those steps one after another: step time, breakdown and bytes are means over the
+// steps, utilization and link busy fractions weighted by step time, throughput the rate of the
+// whole run, Result::step_samples the spread of the predicted step times, and the trace that of
+// the representative step. Strip the samples to predict the representative step alone.
+//
 //   predict::Result r = predict::predict(w, spec, scheme, {.predictor = Predictor::Coarse});
 #pragma once
 

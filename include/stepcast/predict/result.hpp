@@ -5,6 +5,7 @@
 //   fmt::print("{} samples/s, bottleneck: {}\n", r.throughput, r.bottleneck);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,22 @@ struct Utilization {
   bool operator==(const Utilization&) const = default;
 };
 
+/// Predicted step time over the measured steps of a workload with per-step samples
+/// (workload::Op::samples): every sample step predicted on its own (workload::with_sample), all
+/// workers running that step, so the spread is that of the measured steps carried to the
+/// predicted configuration (not a straggler model). Quantiles interpolate linearly between
+/// order statistics (numpy's default, as `stepcast inspect` computes the measured ones).
+struct StepSpread {
+  std::size_t samples = 0;         ///< sample steps predicted; 0 when the workload has none
+  double mean = 0;                 ///< s
+  double p50 = 0;                  ///< s
+  double p95 = 0;                  ///< s
+  double min = 0;                  ///< s
+  double max = 0;                  ///< s
+  std::vector<double> step_times;  ///< s, per sample step, in step order
+  bool operator==(const StepSpread&) const = default;
+};
+
 /// The synthetic execution trace (sim/trace.hpp), re-exported for report/.
 using TraceSpan = sim::TraceSpan;
 using Trace = sim::Trace;
@@ -49,7 +66,10 @@ using Trace = sim::Trace;
 struct Result {
   int workers = 0;
   Predictor predictor = Predictor::Fine;
-  double step_time = 0;    ///< s, mean time between a worker's consecutive steps
+  /// s, mean time between a worker's consecutive steps. For a workload with per-step samples:
+  /// the mean over its sample steps, each predicted on its own (step_samples.mean), and every
+  /// other field describes the run of those steps (see predict.hpp).
+  double step_time = 0;
   double throughput = 0;   ///< samples/s summed over workers
   double speedup = 0;      ///< throughput / single-worker throughput with no communication
   double efficiency = 0;   ///< speedup / workers
@@ -61,6 +81,7 @@ struct Result {
   uint64_t events = 0;             ///< discrete events processed (fine predictor)
   uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
   std::vector<Utilization> links;  ///< busiest individual links (fine), busiest first
+  StepSpread step_samples;         ///< per-step spread; samples == 0 without per-step samples
   Trace trace;
   bool operator==(const Result&) const = default;
 };

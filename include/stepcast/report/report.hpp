@@ -29,11 +29,17 @@ struct Sweep {
 };
 
 /// Aligned text table: workers, predictor, step time, throughput (samples/s), speed-up,
-/// efficiency, bottleneck; units in the header.
+/// efficiency, bottleneck; units in the header. Then, per prediction with per-step samples, one
+/// line "per-step samples (N workers, fine): k steps, predicted step time mean ... ms, p50, p95,
+/// min, max".
 void write_table(std::ostream& out, const Sweep& sweep);
-/// {"scenario": {...inputs as nested objects by dotted key...}, "predictions": [...]}.
+/// {"scenario": {...inputs as nested objects by dotted key...}, "predictions": [...]}; each
+/// prediction has "step_time_samples": {"count", "mean_s", "p50_s", "p95_s", "min_s", "max_s",
+/// "step_times_s": [...]}, or null without per-step samples.
 void write_json(std::ostream& out, const Sweep& sweep);
-/// One row per prediction, header first; columns in SI units named in the header.
+/// One row per prediction, header first; columns in SI units named in the header. The last
+/// six (step_samples, step_time_mean_s, _p50_s, _p95_s, _min_s, _max_s) are empty without
+/// per-step samples.
 void write_csv(std::ostream& out, const Sweep& sweep);
 /// Chrome trace event JSON: {"traceEvents": [...], "displayTimeUnit": "ms"}; one pid per
 /// process, one tid per thread, "M" metadata naming them, "X" events in microseconds.

@@ -20,6 +20,12 @@
 
 namespace stepcast::scenario {
 
+/// Which measured steps of a profile the predictors run (workload.step_samples).
+enum class StepSamples : uint8_t {
+  All,             ///< every steady step with the representative's structure, one prediction each
+  Representative,  ///< the representative step alone (one prediction; no spread)
+};
+
 struct WorkloadSpec {
   std::string model;  ///< zoo name ("" when a profile alone describes the job)
   /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
@@ -29,6 +35,7 @@ struct WorkloadSpec {
   double step_time = 0;  ///< s per step on one worker (from step_time or throughput)
   workload::Precision precision = workload::Precision::FP32;
   double backward_to_forward = 2.0;
+  StepSamples step_samples = StepSamples::All;
   bool operator==(const WorkloadSpec&) const = default;
 };
 
@@ -74,7 +81,8 @@ void check_consistency(const Scenario& scenario, const std::string& key = "clust
 /// (profile/kineto_workload.hpp). At the trace's own worker count the NCCL kernels keep their
 /// measured durations and no gradient is simulated (replay); at another count they are replaced
 /// by simulated collectives of the trace's all-reduce sizes, or, when the trace has none, of the
-/// parameters of workload.model. Throws Error on an unknown model, an unreadable trace, or a
+/// parameters of workload.model. Ops keep their per-step samples (every steady step) unless
+/// workload.step_samples is representative. Throws Error on an unknown model, an unreadable trace, or a
 /// multi-worker prediction from a trace without gradient sizes and no model.
 [[nodiscard]] workload::Workload build_workload(const Scenario& scenario);
 

@@ -8,10 +8,16 @@
 // `consumers` ops (forward ops), which cannot start before the parameter has arrived when
 // parameters live on a server. Units: seconds, bytes.
 //
+// Per-step samples: a workload measured over several steps (a profiler trace) keeps, besides
+// the representative `duration` of every op, the op's duration in each of k steady steps
+// (`Op::samples`, all ops the same k, in step order). with_sample(w, k) is step k alone; the
+// predictors predict every sample step and report the spread (predict::StepSpread).
+//
 //   Workload w = zoo::to_workload(zoo::find_model("resnet50"), params);
 //   auto buckets = workload::make_buckets(w, 25e6);   // DDP-style, reverse layer order
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +37,10 @@ struct Op {
   int lane = 0;           ///< index into Workload::lanes
   int layer = -1;         ///< model layer it belongs to, -1 if none
   std::vector<int> deps;  ///< ops (indices) that must finish first, besides lane order
+  /// s: the op's duration in each measured steady step, in step order (sample k of every op is
+  /// the same step); empty when the source measured one step or none (zoo models, layer tables,
+  /// Chakra). `duration` stays the representative value (one of the samples for a Kineto trace).
+  std::vector<double> samples{};
 
   bool operator==(const Op&) const = default;
 };
@@ -60,7 +70,16 @@ struct Workload {
   /// Step time of one worker alone, with no communication: ops start as soon as their lane is
   /// free and their deps are done (lanes overlap). Equals compute_time() with one lane.
   [[nodiscard]] double step_time_alone() const;
+  /// Per-step samples per op: ops.front().samples.size() (validate() checks that every op has
+  /// the same number); 0 when the workload has none or no ops.
+  [[nodiscard]] std::size_t num_samples() const;
 };
+
+/// Sample step `k` as a workload of its own: every op's duration is its k-th sample and no op
+/// keeps samples (so predicting it predicts one step). Throws std::out_of_range when
+/// k >= workload.num_samples(), a workload without samples included: there is no step k to
+/// give, and silently returning the representative step would hide the caller's mistake.
+[[nodiscard]] Workload with_sample(const Workload& workload, std::size_t k);
 
 /// A group of gradients reduced together (PyTorch DDP buckets, Horovod fusion).
 struct Bucket {
@@ -75,7 +94,8 @@ struct Bucket {
 [[nodiscard]] std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes);
 
 /// Checks the IR's invariants (indices in range, deps acyclic and pointing backwards, durations
-/// finite and >= 0); returns a description of the first problem, or "" if none.
+/// and samples finite and >= 0, every op with the same number of samples); returns a
+/// description of the first problem, or "" if none.
 [[nodiscard]] std::string validate(const Workload& workload);
 
 }  // namespace stepcast::workload
