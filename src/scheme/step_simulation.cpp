@@ -133,8 +133,8 @@ class StepSimulation {
     int outstanding = 0;  // transfers or collectives of this step not finished
     double step_start = 0;
     double idle_since = 0;
-    double release = 0;  // latest time a barrier this worker waited on was released
-    double compute = 0, communication = 0, wait = 0;  // of the current step
+    double release = 0;                  // latest time a barrier this worker waited on was released
+    double communication = 0, wait = 0;  // idle time of the current step
     std::vector<double> step_ends;
     double measured_compute = 0, measured_communication = 0, measured_wait = 0;
     std::vector<int> bucket_missing;  // all-reduce: bucket -> gradients not yet produced
@@ -343,7 +343,7 @@ void StepSimulation::start_step(int w) {
   worker.step_start = now_;
   worker.idle_since = now_;
   worker.release = now_;
-  worker.compute = worker.communication = worker.wait = 0;
+  worker.communication = worker.wait = 0;
   worker.ops_done = 0;
   std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
   for (int op = 0; op < num_ops_; ++op) {
@@ -392,8 +392,6 @@ void StepSimulation::try_start_ops(int w) {
     if (options_.record_trace) {
       trace_.spans.push_back({w, static_cast<int>(lane), w_.ops[op].name, "compute", now_, duration});
     }
-    // Busy time is credited when the op starts: a step ends only once all its ops ended.
-    worker.compute += duration;
     queue_.push(now_ + duration, OpDone{w, op});
   }
 }
@@ -430,9 +428,11 @@ void StepSimulation::maybe_finish_step(int w) {
   Worker& worker = workers_[w];
   if (worker.ops_done < num_ops_ || worker.outstanding > 0) return;
   close_idle(w);
-  // compute was credited per op; with several lanes it may exceed wall time, so cap it.
+  // The step is busy (some lane running an op) or idle, and every idle interval was split into
+  // waiting and communication, so the busy wall time is what is left. (Summing op durations
+  // would count overlapping lanes twice.)
   const double cycle = now_ - worker.step_start;
-  const double compute = std::min(worker.compute, cycle);
+  const double compute = std::max(0.0, cycle - worker.wait - worker.communication);
   worker.step_ends.push_back(now_);
   worker.step++;
   if (worker.step > options_.warmup_steps && worker.step <= target_steps_) {

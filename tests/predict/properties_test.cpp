@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -196,6 +197,42 @@ TEST(PredictProperties, AllReduceOnOneWorkerIsTheComputeRate) {
       EXPECT_EQ(r.bytes_sent, 0);
     }
   }
+}
+
+// Two lanes that overlap (a CPU thread launching while the GPU computes, as in a profile): the
+// compute part of the breakdown is the wall time with some lane busy, not the sum over lanes, so
+// compute + exposed communication + wait still equals the step time when the all-reduce shows.
+TEST(PredictProperties, BreakdownAddsUpWithOverlappingLanes) {
+  workload::Workload w;
+  w.name = "two-lanes";
+  w.lanes = {"cpu", "gpu"};
+  // cpu: 30 ms of launching; gpu: forward 40 ms, backward 60 ms producing one 100 MB gradient.
+  auto add = [&w](const char* name, workload::OpKind kind, double duration, int lane, std::vector<int> deps) {
+    workload::Op op;
+    op.name = name;
+    op.kind = kind;
+    op.duration = duration;
+    op.lane = lane;
+    op.deps = std::move(deps);
+    w.ops.push_back(std::move(op));
+  };
+  add("launch", workload::OpKind::Other, 0.030, 0, {});
+  add("fwd", workload::OpKind::Forward, 0.040, 1, {});
+  add("bwd", workload::OpKind::Backward, 0.060, 1, {1});
+  w.tensors.push_back({.name = "w", .bytes = 100e6, .producer = 2, .consumers = {1}});
+  ASSERT_EQ(workload::validate(w), "");
+  ASSERT_NEAR(w.step_time_alone(), 0.100, 1e-12);  // the lanes overlap: 100 ms, not 130
+  cluster::ClusterSpec spec;
+  spec.workers = 4;
+  spec.nic_bw = 1.25e9;  // 10 Gbps: a 150 ms ring, fully exposed after the backward op
+  spec.latency = 5e-6;
+  SchemeConfig scheme;
+  scheme.scheme = Scheme::AllReduce;
+  const Result r = predict(w, spec, scheme, kFine);
+  const Breakdown& b = r.breakdown;
+  EXPECT_NEAR(b.compute + b.communication_exposed + b.wait, r.step_time, 1e-9 * r.step_time);
+  EXPECT_NEAR(b.compute, 0.100, 1e-9) << "busy wall time, each lane counted once";
+  EXPECT_NEAR(b.communication_exposed, ring_allreduce_time(100e6, 4, 1.25e9, 5e-6), 1e-9);
 }
 
 }  // namespace
