@@ -167,7 +167,8 @@ class StepSimulation {
   // talks to the servers for the node).
   bool local_aggregation_ = false;
   int clients_ = 0;
-  std::vector<int> gathered_;  // node * pieces + piece -> local gradients collected by the leader
+  std::vector<int> gathered_;      // node * pieces + piece -> local gradients collected by the leader
+  std::vector<int> node_started_;  // node -> GPUs that started their current step (local aggregation)
   [[nodiscard]] int client_of(int w) const {
     return local_aggregation_ ? w / cluster_.spec.workers_per_node : w;
   }
@@ -297,7 +298,10 @@ void StepSimulation::setup_parameter_server() {
   };
   local_aggregation_ = scheme_.ps.local_aggregation && cluster_.spec.workers_per_node > 1;
   clients_ = local_aggregation_ ? worker_nodes : n_;
-  if (local_aggregation_) gathered_.assign(static_cast<size_t>(worker_nodes) * pieces_.size(), 0);
+  if (local_aggregation_) {
+    gathered_.assign(static_cast<size_t>(worker_nodes) * pieces_.size(), 0);
+    node_started_.assign(worker_nodes, 0);
+  }
   connections_.resize(static_cast<size_t>(2) * clients_ * p + (local_aggregation_ ? 2 * n_ : 0));
   auto connect = [&](int index, Kind kind, int worker, int shard, Endpoint from, Endpoint to) {
     Connection& c = connections_[index];
@@ -353,9 +357,17 @@ void StepSimulation::start_step(int w) {
     // Every piece received (pulled, or broadcast by the node leader) and every gradient sent
     // (pushed, or gathered by the leader).
     worker.outstanding = 2 * static_cast<int>(pieces_.size());
-    if (leader_of(w) == w) {
-      for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece)
-        request_pull(client_of(w), piece);
+    // With local aggregation the node is one client: it pulls once all its GPUs have started the
+    // step, so that no broadcast reaches a GPU still finishing the previous step (whose counters
+    // it would be taken for; async nodes would then wait forever for it).
+    const int client = client_of(w);
+    bool pull = true;
+    if (local_aggregation_) {
+      pull = ++node_started_[client] == workers_on_node(client);
+      if (pull) node_started_[client] = 0;
+    }
+    if (pull) {
+      for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client, piece);
     }
   } else {
     worker.outstanding = n_ > 1 ? static_cast<int>(buckets_.size()) : 0;
