@@ -292,7 +292,8 @@ int main(int argc, char** argv) {
   predict->add_option("scenario", predict_args.scenario, "Scenario YAML file")->required();
   predict->add_option("--set", predict_args.sets, "Override a scenario key: KEY=VALUE (repeatable)");
   predict->add_option("--workers", predict_args.workers, "Sweep over total worker counts, e.g. 1,2,4,8");
-  predict->add_option("--predictor", predict_args.predictor, "fine (simulation) or coarse (phases)")
+  predict->add_option("--predictor", predict_args.predictor,
+                      "fine (simulation), coarse (phases) or analytic (busiest-resource bound)")
       ->check(CLI::IsMember({"fine", "coarse"}));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");

@@ -8,6 +8,8 @@ const char* to_string(Predictor predictor) {
       return "fine";
     case Predictor::Coarse:
       return "coarse";
+    case Predictor::Analytic:
+      return "analytic";
   }
   return "?";
 }

@@ -63,8 +63,20 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                const scheme::SchemeConfig& scheme, const Options& options) {
-  return options.predictor == Predictor::Fine ? predict_fine(workload, cluster, scheme, options)
-                                              : predict_coarse(workload, cluster, scheme, options);
+  Result r;
+  switch (options.predictor) {
+    case Predictor::Fine:
+      r = predict_fine(workload, cluster, scheme, options);
+      break;
+    case Predictor::Coarse:
+      r = predict_coarse(workload, cluster, scheme, options);
+      break;
+    case Predictor::Analytic:
+      r = predict_analytic(workload, cluster, scheme, options);
+      break;
+  }
+  account_job(r, workload, options);
+  return r;
 }
 
 }  // namespace stepcast::predict

@@ -30,7 +30,7 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "workers,predictor,step_time_s,throughput_samples_per_s,speedup,efficiency,"
                  "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
                  "bottleneck,step_samples,step_time_mean_s,step_time_p50_s,step_time_p95_s,"
-                 "step_time_min_s,step_time_max_s\n");
+                 "step_time_min_s,step_time_max_s,job_startup_s,job_time_s\n");
   for (const auto& r : sweep.predictions) {
     // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
     fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers, predict::to_string(r.predictor),
@@ -40,10 +40,15 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
     // Per-step spread last, so the columns above keep their places; empty cells without samples.
     const predict::StepSpread& spread = r.step_samples;
     if (spread.samples == 0) {
-      buf.append(std::string_view(",,,,,,\n"));
+      buf.append(std::string_view(",,,,,,"));
     } else {
-      fmt::format_to(it, ",{},{},{},{},{},{}\n", spread.samples, spread.mean, spread.p50, spread.p95,
+      fmt::format_to(it, ",{},{},{},{},{},{}", spread.samples, spread.mean, spread.p50, spread.p95,
                      spread.min, spread.max);
+    }
+    if (r.job.samples > 0) {
+      fmt::format_to(it, ",{},{}\n", r.job.startup_time, r.job.time);
+    } else {
+      buf.append(std::string_view(",,\n"));
     }
     if (buf.size() >= detail::kFlushBytes) {
       out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

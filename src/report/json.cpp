@@ -191,6 +191,27 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
   json.number(r.bytes_received);
   json.key("events");
   json.integer(r.events);
+  json.key("saturation_workers");
+  if (r.saturation_workers > 0) {
+    json.number(r.saturation_workers);
+  } else {
+    json.raw("null");
+  }
+  json.key("job");
+  if (r.job.samples > 0) {
+    json.begin_object();
+    for (const auto& [key, value] : {std::pair<std::string_view, double>{"samples", r.job.samples},
+                                     {"steps", r.job.steps},
+                                     {"startup_s", r.job.startup_time},
+                                     {"time_s", r.job.time},
+                                     {"throughput_samples_per_s", r.job.throughput}}) {
+      json.key(key);
+      json.number(value);
+    }
+    json.end_object();
+  } else {
+    json.raw("null");
+  }
   json.key("max_link_flows");
   json.integer(r.max_link_flows);
   json.key("links");

@@ -71,6 +71,20 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
   }
 }
 
+/// One line per prediction with a job (Options::job): start-up, steps and the whole job's time.
+void append_jobs(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::Job& j = r.job;
+    if (j.samples <= 0) continue;
+    fmt::format_to(it,
+                   "job ({} worker{}, {}): {:.0f} samples in {:.0f} steps of {:.2f} ms after a {:.2f} s "
+                   "start-up: {:.1f} s in all, {:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
+                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples, j.steps,
+                   r.step_time * 1e3, j.startup_time, j.time, j.throughput, 100 * j.startup_time / j.time);
+  }
+}
+
 /// Two lines on the last prediction (usually the largest worker count, the one a reader is
 /// deciding about): the step-time breakdown, then the busiest resources.
 void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
@@ -128,6 +142,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
   } else {
     for (const auto& row : rows) append_row(buf, row, width);
     append_step_spreads(buf, sweep.predictions);
+    append_jobs(buf, sweep.predictions);
     append_where_time_goes(buf, sweep.predictions.back());
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

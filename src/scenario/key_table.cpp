@@ -132,7 +132,14 @@ const Choices<StepSamples>& step_samples() {
   return c;
 }
 const Choices<Predictor>& predictors() {
-  static const Choices<Predictor> c{{"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}};
+  static const Choices<Predictor> c{
+      {"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}, {"analytic", Predictor::Analytic}};
+  return c;
+}
+
+const Choices<predict::StartupIo>& startup_ios() {
+  static const Choices<predict::StartupIo> c{{"sequential", predict::StartupIo::Sequential},
+                                             {"parallel", predict::StartupIo::Parallel}};
   return c;
 }
 
@@ -463,8 +470,42 @@ std::vector<KeyDef> make_table() {
 
   // --- prediction
   t.push_back(choice_key(
-      "predictor", "fine", predictors(), "discrete-event simulation (fine) or closed form (coarse)",
+      "predictor", "fine", predictors(),
+      "discrete-event simulation (fine), phases with heuristics (coarse), or busiest-resource bound "
+      "(analytic)",
       [](auto& s) -> auto& { return s.options.predictor; }));
+  // --- the whole job: start-up and steps (every predictor)
+  t.push_back(number_key(
+      "job.samples", "0", 0, true,
+      "samples to train over all workers (epochs x dataset size); 0 = no job time",
+      [](auto& s) -> auto& { return s.options.job.samples; }));
+  t.push_back({{"job.startup.bytes", "size", "the model's parameter bytes",
+                "bytes each worker reads from storage at start-up (model, data shard)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.job.startup_bytes = parse_bytes(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 const double b = s.options.job.startup_bytes;
+                 return Rendered{b >= 0 ? format_bytes(b) : "model", false};
+               }});
+  t.push_back({{"job.startup.storage_bandwidth", "bandwidth", "unset (start-up I/O not modelled)",
+                "read bandwidth of one worker's start-up read"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.job.storage_bw = parse_bandwidth(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 const double bw = s.options.job.storage_bw;
+                 return Rendered{bw > 0 ? format_bandwidth(bw) : "unset", false};
+               }});
+  t.push_back(choice_key(
+      "job.startup.io", "parallel", startup_ios(),
+      "workers read one after another (start-up grows with N) or all at once",
+      [](auto& s) -> auto& { return s.options.job.io; }));
+  t.push_back(duration_key(
+      "job.startup.fixed", "0", "start-up time besides reading (launch, initialization)",
+      [](auto& s) -> auto& { return s.options.job.startup_fixed; }));
   t.push_back(integer_key(
       "steps.warmup", "2", 0, kMaxSteps, "simulated steps discarded before measuring",
       [](auto& s) -> auto& { return s.options.warmup_steps; }));

@@ -247,6 +247,30 @@ TEST_F(PredictCli, EveryExampleRuns) {
   EXPECT_GE(examples, 1);
 }
 
+// The analytic example: a single server saturating at N* and a sequential start-up. The table
+// names N* and prints one job line per count; JSON carries both. Beyond N* the throughput stays
+// flat, and the whole job gets slower again with more workers (start-up grows with N).
+TEST_F(PredictCli, AnalyticExampleShowsSaturationAndJobTime) {
+  const std::string example = (kSourceDir / "examples" / "single-server-analytic.yaml").string();
+  RunResult table = run({"predict", example, "--workers", "4,64"});
+  ASSERT_EQ(table.code, 0) << table.describe();
+  EXPECT_NE(table.out.find("parameter servers saturate at N* = "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("job (64 workers, analytic): 1281167 samples in "), std::string::npos)
+      << table.out;
+  RunResult json = run({"predict", example, "--workers", "4,8,16,64", "--json"});
+  ASSERT_EQ(json.code, 0) << json.describe();
+  const Json doc = parse_json_or_fail(json.out);
+  const auto& p = doc["predictions"].array;
+  ASSERT_EQ(p.size(), 4u);
+  const double n_star = p[0]["saturation_workers"].number;
+  ASSERT_GT(n_star, 4);
+  ASSERT_LT(n_star, 16);
+  EXPECT_NEAR(p[3]["throughput_samples_per_s"].number, p[2]["throughput_samples_per_s"].number,
+              1e-9 * p[2]["throughput_samples_per_s"].number);
+  EXPECT_NEAR(p[3]["job"]["startup_s"].number, 8 * p[1]["job"]["startup_s"].number, 1e-9);  // 64 vs 8
+  EXPECT_GT(p[3]["job"]["time_s"].number, p[1]["job"]["time_s"].number);
+}
+
 TEST_F(PredictCli, ScenarioWrittenByTheTestRunsWithDefaults) {
   const std::string yaml = file("minimal.yaml",
                                 "workload:\n"

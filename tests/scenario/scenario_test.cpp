@@ -149,6 +149,29 @@ TEST(Scenario, StepSamplesAllOrRepresentative) {
   EXPECT_EQ(build_workload(parse_scenario(kMinimal, "t.yaml")).num_samples(), 0u);
 }
 
+TEST(Scenario, JobKeys) {
+  const Scenario s = parse_scenario(std::string(kMinimal) +
+                                        "predictor: analytic\n"
+                                        "job:\n  samples: 1281167\n  startup:\n    bytes: 8GB\n"
+                                        "    storage_bandwidth: 1GB/s\n    io: sequential\n    fixed: 30s\n",
+                                    "t.yaml");
+  EXPECT_EQ(s.options.predictor, stepcast::predict::Predictor::Analytic);
+  EXPECT_EQ(s.options.job.samples, 1281167);
+  EXPECT_EQ(s.options.job.startup_bytes, 8e9);
+  EXPECT_EQ(s.options.job.storage_bw, 1e9);
+  EXPECT_EQ(s.options.job.io, stepcast::predict::StartupIo::Sequential);
+  EXPECT_EQ(s.options.job.startup_fixed, 30);
+  // Defaults: no job; start-up reads the model; parallel.
+  const Scenario d = parse_scenario(kMinimal, "t.yaml");
+  EXPECT_EQ(d.options.job.samples, 0);
+  EXPECT_LT(d.options.job.startup_bytes, 0);
+  EXPECT_EQ(d.options.job.io, stepcast::predict::StartupIo::Parallel);
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"job.startup.io=random"}); });
+  EXPECT_EQ(e.where().key, "job.startup.io");
+  e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"job.samples=-5"}); });
+  EXPECT_EQ(e.where().key, "job.samples");
+}
+
 TEST(Scenario, UnitsAndBareNumbers) {
   Scenario s = parse_scenario(std::string(kMinimal) +
                                   "cluster:\n"

@@ -24,6 +24,15 @@ namespace stepcast::predict {
 
 [[nodiscard]] Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                   const scheme::SchemeConfig& scheme, const Options& options);
+/// DESIGN.md 3.3, CNTK-style: every resource busy in parallel (perfect overlap), so the step is
+/// the slowest of compute, the worker's NIC, the collective, and N times the busiest parameter
+/// server's time per worker step (its NIC per direction, or its apply lane); an upper bound on
+/// throughput, and the saturation point N* of a parameter server.
+[[nodiscard]] Result predict_analytic(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                                      const scheme::SchemeConfig& scheme, const Options& options);
+/// Fills result.job from options.job (start-up I/O, steps, job time); leaves it empty when
+/// options.job.samples is 0. predict() calls it for every predictor.
+void account_job(Result& result, const workload::Workload& workload, const Options& options);
 [[nodiscard]] Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                     const scheme::SchemeConfig& scheme, const Options& options);
 

@@ -14,8 +14,24 @@
 
 namespace stepcast::predict {
 
-enum class Predictor : uint8_t { Fine, Coarse };
+enum class Predictor : uint8_t { Fine, Coarse, Analytic };
 [[nodiscard]] const char* to_string(Predictor predictor);
+
+/// How workers read their start-up data (CNTK-style, DESIGN.md 3.3): one after another, so the
+/// start-up grows with N; or all at once, each at the full storage bandwidth (local disks or a
+/// store that scales), so it does not.
+enum class StartupIo : uint8_t { Sequential, Parallel };
+
+/// A whole training job: start-up plus the steps that train `samples` samples. Off when samples
+/// is 0. Units: samples, bytes, bytes/s, seconds.
+struct JobOptions {
+  double samples = 0;         ///< samples to train, over all workers (epochs x dataset size)
+  double startup_bytes = -1;  ///< read by each worker at start-up; < 0: the model's parameters
+  double storage_bw = 0;      ///< bytes/s of one worker's read; 0: start-up I/O not modelled
+  StartupIo io = StartupIo::Parallel;
+  double startup_fixed = 0;  ///< s of start-up besides reading (process launch, init)
+  bool operator==(const JobOptions&) const = default;
+};
 
 struct Options {
   Predictor predictor = Predictor::Fine;
@@ -24,6 +40,7 @@ struct Options {
   uint64_t seed = 1;              ///< every random choice derives from it
   bool record_trace = false;      ///< fill Result::trace (fine predictor only)
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
+  JobOptions job{};
   bool operator==(const Options&) const = default;
 };
 
@@ -59,6 +76,16 @@ struct StepSpread {
   bool operator==(const StepSpread&) const = default;
 };
 
+/// The whole job (Options::job): start-up, then steps of Result::step_time. samples == 0: off.
+struct Job {
+  double samples = 0;       ///< samples asked for
+  double steps = 0;         ///< steps per worker: ceil(samples / (workers x batch))
+  double startup_time = 0;  ///< s
+  double time = 0;          ///< s, start-up + steps x step time
+  double throughput = 0;    ///< samples/s over the whole job, start-up included
+  bool operator==(const Job&) const = default;
+};
+
 /// The synthetic execution trace (sim/trace.hpp), re-exported for report/.
 using TraceSpan = sim::TraceSpan;
 using Trace = sim::Trace;
@@ -82,6 +109,10 @@ struct Result {
   uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
   std::vector<Utilization> links;  ///< busiest individual links (fine), busiest first
   StepSpread step_samples;         ///< per-step spread; samples == 0 without per-step samples
+  /// Analytic, parameter server: the worker count N* beyond which the busiest shard saturates
+  /// (worker step time / server time per worker step); 0 when it does not apply.
+  double saturation_workers = 0;
+  Job job{};
   Trace trace;
   bool operator==(const Result&) const = default;
 };

@@ -1,0 +1,128 @@
+// The analytic predictor (DESIGN.md 3.3, after the CNTK performance model): no simulation and
+// no phases, only how much each resource must do per step. Every resource works in parallel
+// with the others (perfect overlap), so the step lasts as long as the busiest one: an upper bound
+// on throughput that the fine predictor can only approach, and a closed form for where a
+// parameter server saturates. Also the whole-job accounting (start-up I/O, steps) that every
+// predictor's Result gets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "predict/summary.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/scheme/placement.hpp"
+
+namespace stepcast::predict {
+namespace {
+
+// Per step, for one worker (s): its compute, and the time its NIC needs per direction.
+struct WorkerSide {
+  double compute = 0;
+  double network = 0;
+};
+
+Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                       const scheme::SchemeConfig& scheme, const WorkerSide& worker) {
+  Result r;
+  double collective = 0;
+  if (spec.workers > 1) {
+    // The whole gradient through the algorithm once (buckets only add latency).
+    const cluster::Cluster c = cluster::build_cluster(spec);
+    collective = scheme::collective_cost(c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce,
+                                                                    scheme.allreduce.algorithm))
+                     .time(w.parameter_bytes());
+  }
+  r.step_time = std::max(worker.compute, collective);
+  r.breakdown.compute = worker.compute;
+  r.breakdown.communication_exposed = r.step_time - worker.compute;
+  r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
+  if (collective > 0) r.utilization.push_back({"all-reduce", collective / r.step_time});
+  return r;
+}
+
+Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                const scheme::SchemeConfig& scheme, WorkerSide worker) {
+  Result r;
+  const int n = spec.workers;
+  const int per_node = std::min(spec.workers_per_node, n);
+  const auto pieces = scheme::place_parameters(w, scheme.ps);
+  const std::vector<double> per_shard = scheme::shard_bytes(pieces, scheme.ps.count);
+  const double largest_shard = *std::max_element(per_shard.begin(), per_shard.end());
+  const bool dedicated = scheme.ps.placement == scheme::PsPlacement::Dedicated;
+  const double server_bw = dedicated && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+  // Who talks to the servers: every worker, or one aggregated copy per node. The node's NIC
+  // carries per_node copies per direction, or one.
+  const bool aggregate = scheme.ps.local_aggregation && per_node > 1;
+  const double clients = aggregate ? std::ceil(static_cast<double>(n) / per_node) : n;
+  const double model = w.parameter_bytes();
+  worker.network = (aggregate ? model : per_node * model) / spec.nic_bw;
+  double apply = 0;  // s per client step at the busiest shard's apply lane
+  std::vector<double> apply_per_shard(scheme.ps.count, 0.0);
+  for (const scheme::Piece& p : pieces) {
+    apply_per_shard[p.shard] +=
+        scheme.ps.apply_time + (scheme.ps.apply_bw > 0 ? p.bytes / scheme.ps.apply_bw : 0.0);
+  }
+  apply = *std::max_element(apply_per_shard.begin(), apply_per_shard.end());
+  const double server_nic = largest_shard / server_bw;  // s per client step, per direction
+  const double server = std::max(server_nic, apply);
+  const double worker_step = std::max(worker.compute, worker.network);
+  // clients x server = worker_step at N*: the servers take updates exactly as fast as the workers
+  // make them (per worker: server time per client step, spread over the workers of a client).
+  const double server_per_worker = server * clients / n;
+  r.saturation_workers = server_per_worker > 0 ? worker_step / server_per_worker : 0;
+  r.step_time = std::max(worker_step, clients * server);
+  r.breakdown.compute = worker.compute;
+  r.breakdown.communication_exposed = worker_step - worker.compute;
+  r.breakdown.wait = r.step_time - worker_step;
+  r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
+  r.utilization.push_back({"worker NIC", worker.network / r.step_time});
+  r.utilization.push_back({"PS NIC (busiest shard)", clients * server_nic / r.step_time});
+  if (apply > 0) r.utilization.push_back({"PS apply (busiest shard)", clients * apply / r.step_time});
+  return r;
+}
+
+}  // namespace
+
+Result predict_analytic(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                        const scheme::SchemeConfig& scheme, const Options& options) {
+  if (workload.num_samples() > 0) {
+    return predict_over_samples(workload, false, [&](const workload::Workload& step, bool) {
+      return predict_analytic(step, cluster, scheme, options);
+    });
+  }
+  WorkerSide worker{workload.step_time_alone(), 0};
+  Result r = scheme.scheme == scheme::Scheme::AllReduce ? allreduce_bound(workload, cluster, scheme, worker)
+                                                        : ps_bound(workload, cluster, scheme, worker);
+  r.workers = cluster.workers;
+  r.predictor = Predictor::Analytic;
+  r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;
+  const double per_worker =
+      scheme.scheme == scheme::Scheme::AllReduce
+          ? (cluster.workers > 1 ? 2.0 * (cluster.workers - 1) / cluster.workers * workload.parameter_bytes()
+                                 : 0)
+          : 2 * workload.parameter_bytes();
+  r.bytes_sent = r.bytes_received = per_worker * cluster.workers * options.measure_steps;
+  finish_result(r, workload);
+  if (r.saturation_workers > 0) {
+    r.bottleneck += fmt::format("; parameter servers saturate at N* = {:.1f} workers", r.saturation_workers);
+  }
+  return r;
+}
+
+void account_job(Result& r, const workload::Workload& workload, const Options& options) {
+  const JobOptions& job = options.job;
+  r.job = {};
+  if (!(job.samples > 0) || !(r.step_time > 0)) return;
+  const double per_step = static_cast<double>(r.workers) * workload.batch_per_worker;
+  const double bytes = job.startup_bytes >= 0 ? job.startup_bytes : workload.parameter_bytes();
+  const double read = job.storage_bw > 0 ? bytes / job.storage_bw : 0;
+  r.job.samples = job.samples;
+  r.job.steps = std::ceil(job.samples / per_step);
+  r.job.startup_time = job.startup_fixed + (job.io == StartupIo::Sequential ? r.workers : 1) * read;
+  r.job.time = r.job.startup_time + r.job.steps * r.step_time;
+  r.job.throughput = job.samples / r.job.time;
+}
+
+}  // namespace stepcast::predict
