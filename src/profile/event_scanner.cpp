@@ -37,22 +37,32 @@ constexpr std::array<uint8_t, 256> kClasses = make_classes();
 
 }  // namespace
 
+size_t string_end(const char* p, size_t i, size_t n) {
+  while (i < n) {
+    const auto* q = static_cast<const char*>(std::memchr(p + i, '"', n - i));
+    if (q == nullptr) return kScanIncomplete;
+    const auto qi = static_cast<size_t>(q - p);
+    size_t b = qi;
+    // The opening quote lies before qi and is no backslash, so this stops in time.
+    while (p[b - 1] == '\\') --b;
+    i = qi + 1;
+    if (((qi - b) & 1u) == 0) return i;
+  }
+  return kScanIncomplete;
+}
+
 size_t scan_composite_scalar(const char* p, size_t i, size_t n, ScanState& state) {
   int depth = state.depth;
   bool in_string = state.in_string;
   while (i < n) {
     if (in_string) {
-      const auto* q = static_cast<const char*>(std::memchr(p + i, '"', n - i));
-      if (q == nullptr) {
+      const size_t end = string_end(p, i, n);
+      if (end == kScanIncomplete) {
         i = n;
         break;
       }
-      const auto qi = static_cast<size_t>(q - p);
-      size_t b = qi;
-      // The opening quote lies before qi and is no backslash, so this stops in time.
-      while (p[b - 1] == '\\') --b;
-      i = qi + 1;
-      if (((qi - b) & 1u) == 0) in_string = false;
+      i = end;
+      in_string = false;
       continue;
     }
     switch (kClasses[static_cast<unsigned char>(p[i++])]) {

@@ -30,6 +30,10 @@ inline constexpr size_t kScanIncomplete = std::numeric_limits<size_t>::max();
 /// Only bytes of [i, n) are read, apart from that look-back.
 using ScanFn = size_t (*)(const char* p, size_t i, size_t n, ScanState& state);
 
+/// Inside a string at i (its opening quote lies in p before i): one past the '"' that closes it
+/// (the run of backslashes before it has even length), or kScanIncomplete when [i, n) ends first.
+size_t string_end(const char* p, size_t i, size_t n);
+
 /// The reference: a byte loop with a class table outside strings and memchr inside.
 size_t scan_composite_scalar(const char* p, size_t i, size_t n, ScanState& state);
 

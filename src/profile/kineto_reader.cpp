@@ -292,29 +292,14 @@ class KinetoReader {
 
   /// With pos_ one past an opening '"', moves pos_ one past the closing quote.
   void skip_string() {
-    size_t i = pos_;
+    // The opening quote is kept in the buffer, as string_end's look-back needs.
     for (;;) {
-      const char* p = buf_.data();
-      const size_t n = end_;
-      while (i < n) {
-        const auto* q = static_cast<const char*>(std::memchr(p + i, '"', n - i));
-        if (q == nullptr) {
-          i = n;
-          break;
-        }
-        const auto qi = static_cast<size_t>(q - p);
-        size_t b = qi;
-        // The opening quote is kept in the buffer and is no backslash, so this stops in time.
-        while (p[b - 1] == '\\') --b;
-        i = qi + 1;
-        if (((qi - b) & 1u) == 0) {
-          pos_ = i;
-          return;
-        }
+      if (const size_t end = detail::string_end(buf_.data(), pos_, end_); end != detail::kScanIncomplete) {
+        pos_ = end;
+        return;
       }
-      pos_ = i;
+      pos_ = end_;
       if (!more()) fail_eof("the end of a string");
-      i = pos_;
     }
   }
 
