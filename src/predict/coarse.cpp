@@ -40,9 +40,12 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   if (options.overlap_heuristic) {
     hidden = std::min(comm - last, w.compute_time(workload::OpKind::Backward));
   }
-  r.step_time = compute + comm - hidden;
+  // Stragglers: the step waits for the slowest worker's compute; the others wait for it.
+  const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
+  r.step_time = compute + straggle + comm - hidden;
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = comm - hidden;
+  r.breakdown.wait = straggle;
   const double link_busy = spec.workers > 1 ? (comm - cost.latency * buckets.size()) / r.step_time : 0;
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
@@ -80,7 +83,9 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
     const double phase = std::max(alone, n * largest_shard / server_bw + latency);
     const double server_apply = n * apply_per_step;
-    r.step_time = compute + 2 * phase + server_apply;
+    // Stragglers: the barrier of each step waits for the slowest worker's compute.
+    const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
+    r.step_time = compute + straggle + 2 * phase + server_apply;
     r.breakdown.compute = compute;
     r.breakdown.communication_exposed = 2 * alone;
     r.breakdown.wait = r.step_time - compute - 2 * alone;

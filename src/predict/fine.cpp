@@ -17,6 +17,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   sim_options.measure_steps = options.measure_steps;
   sim_options.seed = options.seed;
   sim_options.record_trace = options.record_trace;
+  sim_options.compute_cv = options.compute_cv;
   scheme::SimulationResult sim = scheme::simulate_steps(workload, cluster, scheme, sim_options);
 
   Result r;

@@ -313,6 +313,11 @@ std::vector<KeyDef> make_table() {
   t.push_back(number_key(
       "workload.backward_ratio", "2", 0, true, "backward time / forward time of each layer",
       [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
+  t.push_back(number_key(
+      "workload.compute_cv", "0", 0, true,
+      "stragglers: coefficient of variation of a worker's compute time per step (seeded, per "
+      "worker and step; 0.05 = 5%)",
+      [](auto& s) -> auto& { return s.options.compute_cv; }));
 
   // --- cluster
   t.push_back(integer_key(

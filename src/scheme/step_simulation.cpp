@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <queue>
 #include <stdexcept>
 #include <variant>
@@ -125,6 +126,7 @@ class StepSimulation {
   // Per worker.
   struct Worker {
     int step = 0;
+    double compute_scale = 1;    // this step's straggler factor on every op duration
     std::vector<int> unmet;      // op -> deps and parameter pieces still missing
     std::vector<int> lane_next;  // lane -> position in lane_ops_
     std::vector<uint8_t> lane_busy;
@@ -344,6 +346,7 @@ void StepSimulation::setup_allreduce() {
 
 void StepSimulation::start_step(int w) {
   Worker& worker = workers_[w];
+  worker.compute_scale = straggler_factor(options_.seed, w, worker.step, options_.compute_cv);
   worker.step_start = now_;
   worker.idle_since = now_;
   worker.release = now_;
@@ -400,7 +403,7 @@ void StepSimulation::try_start_ops(int w) {
     worker.lane_busy[lane] = 1;
     worker.busy_lanes++;
     worker.lane_next[lane]++;
-    const double duration = w_.ops[op].duration;
+    const double duration = w_.ops[op].duration * worker.compute_scale;
     if (options_.record_trace) {
       trace_.spans.push_back({w, static_cast<int>(lane), w_.ops[op].name, "compute", now_, duration});
     }
@@ -844,6 +847,20 @@ SimulationResult StepSimulation::collect() {
 }
 
 }  // namespace
+
+double straggler_factor(uint64_t seed, int worker, int step, double cv) {
+  if (!(cv > 0)) return 1;
+  // Box-Muller from two seeded uniforms in (0, 1]; lognormal exp(mu + sigma z) has mean 1 and
+  // coefficient of variation cv when sigma^2 = ln(1 + cv^2) and mu = -sigma^2 / 2.
+  const uint64_t key =
+      mix64(seed ^ mix64((static_cast<uint64_t>(worker) << 32) + static_cast<uint64_t>(step)) ^
+            0x7374726167676c65ULL);
+  const double u1 = (static_cast<double>(key >> 11) + 1) * 0x1.0p-53;
+  const double u2 = static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;
+  const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+  const double sigma2 = std::log1p(cv * cv);
+  return std::exp(-sigma2 / 2 + std::sqrt(sigma2) * z);
+}
 
 SimulationResult simulate_steps(const Workload& workload, const cluster::ClusterSpec& cluster,
                                 const SchemeConfig& scheme, const SimulationOptions& options) {

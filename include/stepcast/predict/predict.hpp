@@ -36,6 +36,11 @@ void account_job(Result& result, const workload::Workload& workload, const Optio
 [[nodiscard]] Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                     const scheme::SchemeConfig& scheme, const Options& options);
 
+/// Stragglers (Options::compute_cv): the expected largest of n lognormal factors with mean 1 and
+/// coefficient of variation cv, by which a synchronous step waits for its slowest worker; 1 for
+/// n = 1 or cv = 0.
+[[nodiscard]] double expected_slowest_factor(int n, double cv);
+
 /// DESIGN.md 3.2 closed form: ring all-reduce of `bytes` over n workers on links of `bw`
 /// bytes/s and per-step latency `latency` s: 2(n-1)(latency + bytes/(n bw)); 0 for n = 1.
 [[nodiscard]] double ring_allreduce_time(double bytes, int n, double bw, double latency);

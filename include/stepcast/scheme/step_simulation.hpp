@@ -36,7 +36,14 @@ struct SimulationOptions {
   uint64_t seed = 1;
   bool record_trace = false;
   NetworkKind network = NetworkKind::MaxMin;
+  /// Stragglers: each worker's op durations in each step are scaled by a seeded lognormal factor
+  /// with mean 1 and this coefficient of variation (independent per worker and step; 0 = none).
+  double compute_cv = 0;
 };
+
+/// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
+/// mean 1 and coefficient of variation `cv`, from (seed, worker, step) only; 1 when cv is 0.
+[[nodiscard]] double straggler_factor(uint64_t seed, int worker, int step, double cv);
 
 /// Mean per measured step of one worker, seconds; compute + communication + wait = cycle.
 struct WorkerTimes {
