@@ -174,8 +174,14 @@ void print_text(const profile::TraceSummary& s) {
     if (!st.steady) fmt::print("            not steady: {} ({}): {}\n", st.name, ms(st.duration), st.note);
   }
   const auto& t = s.step_time;
-  fmt::print("step time   mean {}, p50 {}, p95 {}, min {}, max {} (over {} steady steps)\n\n", ms(t.mean),
+  fmt::print("step time   mean {}, p50 {}, p95 {}, min {}, max {} (over {} steady steps)\n", ms(t.mean),
              ms(t.p50), ms(t.p95), ms(t.min), ms(t.max), t.count);
+  // The step-to-step variation, as the straggler key takes it (population std / mean).
+  if (t.count >= 2 && t.mean > 0) {
+    fmt::print("            variation {:.2f}% (stddev / mean; workload.compute_cv: {:.4f})\n",
+               100 * t.stddev / t.mean, t.stddev / t.mean);
+  }
+  fmt::print("\n");
 
   const auto& p = s.per_step;
   fmt::print("GPU time per step (mean over steady steps)   time        share of step\n");

@@ -1,5 +1,6 @@
 // `stepcast inspect` end to end: text and --json on a real trace, exit code 2 and the file name
 // on bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -51,6 +52,12 @@ TEST_F(InspectCli, TextNamesEverythingWithUnits) {
         "mean 222.368 ms", "p95", "GPU busy", "overlapped", "idle", "allreduce", "31.5 MB"}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
   }
+  // The step-to-step variation, as workload.compute_cv takes it: stddev / mean of the steady
+  // steps, the same numbers --json gives.
+  const Json j = parse_json_or_fail(run({"inspect", kTrace.string(), "--json"}).out);
+  const double cv = j.at_path("step_time_s.stddev")->number / j.at_path("step_time_s.mean")->number;
+  ASSERT_GT(cv, 0);
+  EXPECT_NE(r.out.find(fmt::format("workload.compute_cv: {:.4f})", cv)), std::string::npos) << r.out;
 }
 
 TEST_F(InspectCli, BadFileExitsWith2AndNamesIt) {
