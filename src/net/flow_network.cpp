@@ -11,15 +11,23 @@ namespace {
 // the rounding of remaining/rate, so that a flow never lingers with a few bytes left.
 constexpr double kRelativeTimeTolerance = 1e-12;
 constexpr double kAbsoluteTimeTolerance = 1e-15;
+constexpr uint32_t kNoLink = ~uint32_t{0};
 
 bool completes_by(double finish, double t) {
   return finish <= t + kAbsoluteTimeTolerance + kRelativeTimeTolerance * std::fabs(t);
 }
 
+// A level at which progressive filling fixes flows: a link's fair share per unfixed member, or a
+// flow's own bound (is_bound; `id` is then the flow).
 struct LinkShare {
   double share;
-  uint32_t link;
-  bool operator>(const LinkShare& o) const { return share != o.share ? share > o.share : link > o.link; }
+  uint32_t id;
+  bool is_bound = false;
+  bool operator>(const LinkShare& o) const {
+    if (share != o.share) return share > o.share;
+    if (is_bound != o.is_bound) return is_bound;
+    return id > o.id;
+  }
 };
 }  // namespace
 
@@ -37,6 +45,7 @@ FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share, Resharing r
 FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   reap_finished();
   STEPCAST_ASSERT(spec.bytes >= 0 && std::isfinite(spec.bytes));
+  STEPCAST_ASSERT(spec.max_rate > 0);
   STEPCAST_ASSERT(completes_by(now_, now));
   now_ = std::max(now_, now);
   uint32_t f;
@@ -83,6 +92,7 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     max_link_flows_ = std::max(max_link_flows_, links_[use.link].weight);
   }
   flow.bytes = flow.remaining = spec.bytes;
+  flow.max_rate = spec.max_rate;
   flow.updated = now_;
   flow.state = State::Active;
   flow.active_slot = static_cast<uint32_t>(active_.size());
@@ -93,8 +103,7 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   } else if (!share_ || (alone && resharing_ == Resharing::Incremental)) {
     // Its narrowest link, shared only among its own members: the flow is alone (a ring step's
     // group, a single transfer), or sharing is off. Nothing is re-shared (nor counted as such).
-    flow.rate = kInfinity;
-    for (const LinkUse& use : flow.path) flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
+    flow.rate = rate_alone(flow);
     schedule(f);
   } else {
     flow.rate = 0;
@@ -200,6 +209,12 @@ void FlowNetwork::account_bytes(const Flow& flow, double bytes) {
   for (const LinkUse& use : flow.path) link_bytes_[use.link] += bytes * use.count;
 }
 
+double FlowNetwork::rate_alone(const Flow& flow) const {
+  double rate = flow.max_rate;
+  for (const LinkUse& use : flow.path) rate = std::min(rate, capacity_[use.link] / use.count);
+  return rate;
+}
+
 void FlowNetwork::schedule(uint32_t f) const {
   Flow& flow = flows_[f];
   flow.generation++;
@@ -274,18 +289,21 @@ void FlowNetwork::fill_component() const {
   if (component_flows_.size() == 1) {
     // A flow alone (a ring step's group, a single transfer) runs at its narrowest link.
     Flow& flow = flows_[component_flows_.front()];
-    flow.rate = kInfinity;
-    for (const LinkUse& use : flow.path) flow.rate = std::min(flow.rate, capacity_[use.link] / use.count);
+    flow.rate = rate_alone(flow);
     return;
   }
-  // Progressive filling: repeatedly take the link whose fair share per member is smallest, fix
-  // the rate of every flow crossing it to that share, and take their use off the other links.
-  // The heap holds one entry per link and update; stale entries are skipped. Every flow on a
+  // Progressive filling: repeatedly take the lowest level, a link's fair share per unfixed member
+  // or a flow's own bound, fix the flows it holds to that rate (every unfixed flow crossing the
+  // link, or the bounded flow), and take their use off their links. The heap holds one entry per
+  // link and update plus one per bounded flow; stale link entries are skipped. Every flow on a
   // component link is in the component, so the links start at full capacity.
   if (fixed_.size() < flows_.size()) fixed_.resize(flows_.size(), 0);
-  for (uint32_t f : component_flows_) fixed_[f] = 0;
   std::vector<LinkShare> entries;
   entries.reserve(component_links_.size());
+  for (uint32_t f : component_flows_) {
+    fixed_[f] = 0;
+    if (flows_[f].max_rate < kInfinity) entries.push_back({flows_[f].max_rate, f, true});
+  }
   for (uint32_t l : component_links_) {
     remaining_capacity_[l] = capacity_[l];
     unfixed_weight_[l] = links_[l].weight;
@@ -294,26 +312,32 @@ void FlowNetwork::fill_component() const {
   std::priority_queue<LinkShare, std::vector<LinkShare>, std::greater<>> heap(std::greater<>(),
                                                                               std::move(entries));
   size_t unfixed = component_flows_.size();
+  auto fix = [&](uint32_t f, double rate, uint32_t skip_link) {
+    fixed_[f] = 1;
+    --unfixed;
+    Flow& flow = flows_[f];
+    flow.rate = rate;
+    for (const LinkUse& use : flow.path) {
+      remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - rate * use.count);
+      unfixed_weight_[use.link] -= use.count;
+      if (unfixed_weight_[use.link] > 0 && use.link != skip_link) {
+        heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
+      }
+    }
+  };
   while (unfixed > 0 && !heap.empty()) {
     const LinkShare top = heap.top();
     heap.pop();
-    const uint32_t l = top.link;
+    if (top.is_bound) {
+      if (!fixed_[top.id]) fix(top.id, top.share, kNoLink);
+      continue;
+    }
+    const uint32_t l = top.id;
     if (unfixed_weight_[l] == 0 || top.share != remaining_capacity_[l] / unfixed_weight_[l]) continue;
     for (uint64_t node = links_[l].head; node != kNoNode;) {
       const uint32_t f = flow_of(node);
       node = flows_[f].next_on_link[entry_of(node)];
-      if (fixed_[f]) continue;
-      fixed_[f] = 1;
-      --unfixed;
-      Flow& flow = flows_[f];
-      flow.rate = top.share;
-      for (const LinkUse& use : flow.path) {
-        remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - top.share * use.count);
-        unfixed_weight_[use.link] -= use.count;
-        if (unfixed_weight_[use.link] > 0 && use.link != l) {
-          heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
-        }
-      }
+      if (!fixed_[f]) fix(f, top.share, l);
     }
   }
 }

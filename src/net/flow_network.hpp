@@ -42,10 +42,11 @@ class FlowNetwork final : public NetworkModel {
     // Its entries in the per-link lists of flows (doubly linked through the flows themselves, so
     // joining and leaving a link costs O(1) and no allocation): neighbours of entry i on path[i].
     std::vector<uint64_t> next_on_link, prev_on_link;
-    double bytes = 0;      ///< of the current transfer, per member
-    double remaining = 0;  ///< bytes per member left at `updated`
-    double updated = 0;    ///< time `remaining` refers to
-    double rate = 0;       ///< bytes/s per member
+    double bytes = 0;             ///< of the current transfer, per member
+    double remaining = 0;         ///< bytes per member left at `updated`
+    double updated = 0;           ///< time `remaining` refers to
+    double rate = 0;              ///< bytes/s per member
+    double max_rate = kInfinity;  ///< bytes/s per member, the flow's own bound
     double finish = kInfinity;
     uint32_t active_slot = 0;
     uint32_t generation = 0;  ///< invalidates stale completion-heap entries
@@ -73,6 +74,8 @@ class FlowNetwork final : public NetworkModel {
   void schedule(uint32_t f) const;
   void compact_completions() const;
   void account_bytes(const Flow& flow, double bytes);
+  /// Its narrowest link shared only among its own members, or its own bound if lower.
+  [[nodiscard]] double rate_alone(const Flow& flow) const;
 
   std::vector<double> capacity_;
   bool share_;

@@ -478,6 +478,63 @@ TEST(FlowNetwork, StartingFlowReachesOnlyItsComponent) {
   EXPECT_DOUBLE_EQ(net->rate(c), 10.0);
 }
 
+// ---- Flows with their own rate bound (FlowSpec::max_rate) ------------------------------------
+
+TEST(FlowNetwork, BoundedFlowAloneRunsAtItsBound) {
+  auto net = make_maxmin_network({10.0, 10.0});
+  FlowSpec spec = on({0, 1}, 20.0);
+  spec.max_rate = 4.0;
+  const FlowId f = net->start_flow(spec, 0.0);
+  EXPECT_REL(net->rate(f), 4.0);
+  EXPECT_REL(net->next_completion(), 5.0);
+}
+
+TEST(FlowNetwork, BoundAboveTheLinkChangesNothing) {
+  auto net = make_maxmin_network({10.0});
+  FlowSpec spec = on({0}, 20.0);
+  spec.max_rate = 25.0;
+  const FlowId a = net->start_flow(spec, 0.0);
+  const FlowId b = net->start_flow(on({0}, 20.0), 0.0);
+  EXPECT_REL(net->rate(a), 5.0);
+  EXPECT_REL(net->rate(b), 5.0);
+}
+
+// The capacity a bounded flow leaves goes to the others: 10 = 2 + 8 rather than 5 + 5.
+TEST(FlowNetwork, BoundedFlowLeavesItsShareToTheOthers) {
+  auto net = make_maxmin_network({10.0, 100.0});
+  FlowSpec bounded = on({0}, 20.0);
+  bounded.max_rate = 2.0;
+  const FlowId a = net->start_flow(bounded, 0.0);
+  const FlowId b = net->start_flow(on({0, 1}, 40.0), 0.0);
+  EXPECT_REL(net->rate(a), 2.0);
+  EXPECT_REL(net->rate(b), 8.0);
+  // b ends at 5 s; a then still runs at its bound, not at the link's 10.
+  EXPECT_REL(net->next_completion(), 5.0);
+  ASSERT_EQ(net->advance_to(5.0).size(), 1u);
+  EXPECT_REL(net->rate(a), 2.0);
+  EXPECT_REL(net->next_completion(), 10.0);
+}
+
+// A bounded group: the bound is per member, so a link crossed by all 3 members carries 3x it.
+TEST(FlowNetwork, BoundIsPerMemberOfAGroup) {
+  auto net = make_maxmin_network({30.0});
+  FlowSpec spec;
+  spec.path = {{0, 3}};
+  spec.bytes = 10.0;
+  spec.max_rate = 4.0;
+  const FlowId f = net->start_flow(spec, 0.0);
+  EXPECT_REL(net->rate(f), 4.0);
+  EXPECT_EQ(net->advance_to(2.5).size(), 1u);
+  EXPECT_REL(net->link_bytes()[0], 30.0);
+}
+
+TEST(NoContentionNetwork, BoundStillApplies) {
+  auto net = make_no_contention_network({10.0});
+  FlowSpec spec = on({0}, 10.0);
+  spec.max_rate = 1.0;
+  EXPECT_REL(net->rate(net->start_flow(spec, 0.0)), 1.0);
+}
+
 // ---- Properties over seeded random instances -------------------------------------------------
 
 struct Instance {
@@ -508,6 +565,17 @@ Instance random_instance(uint64_t seed, bool weighted, bool staggered) {
     in.start.push_back(staggered ? uniform(0.0, 20.0) : 0.0);
   }
   std::sort(in.start.begin(), in.start.end());
+  return in;
+}
+
+// `in` with a rate bound on about a third of its flows, drawn from its own seeded stream so the
+// unbounded instances stay as they are.
+Instance with_bounds(Instance in, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  for (FlowSpec& spec : in.flows) {
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.35)
+      spec.max_rate = std::uniform_real_distribution<double>(0.5, 60.0)(rng);
+  }
   return in;
 }
 
@@ -750,6 +818,62 @@ TEST_P(FlowNetworkProperty, IncrementalMatchesFullResharing) {
   }
   // Random paths of 1-4 links out of 5-30 often leave independent flow sets: the saving must show.
   EXPECT_LT(incremental_total, full_total);
+}
+
+// With bounds, max-min fairness reads: no link above capacity, and every flow either runs at its
+// bound or has a saturated link on its path where no flow is faster.
+TEST_P(FlowNetworkProperty, BoundedRatesAreFeasibleAndMaxMinFair) {
+  const bool weighted = GetParam();
+  int at_bound = 0, below_bound = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(trace(seed, weighted));
+    const Instance in = with_bounds(random_instance(seed, weighted, false), seed);
+    auto net = make_maxmin_network(in.capacities);
+    const std::vector<FlowId> ids = start_all(*net, in);
+    const size_t num_links = in.capacities.size();
+    std::vector<double> load(num_links, 0.0), fastest(num_links, 0.0), rate(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      rate[i] = net->rate(ids[i]);
+      ASSERT_GT(rate[i], 0.0);
+      ASSERT_LE(rate[i], in.flows[i].max_rate * (1 + kRel));
+      for (const LinkUse& u : in.flows[i].path) {
+        load[u.link] += rate[i] * u.count;
+        fastest[u.link] = std::max(fastest[u.link], rate[i]);
+      }
+    }
+    for (size_t l = 0; l < num_links; ++l) EXPECT_LE(load[l], in.capacities[l] * (1 + kRel)) << "link " << l;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (rate[i] >= in.flows[i].max_rate * (1 - kRel)) {
+        at_bound++;
+        continue;
+      }
+      if (in.flows[i].max_rate < kInfinity) below_bound++;
+      bool has_bottleneck = false;
+      for (const LinkUse& u : in.flows[i].path) {
+        const bool saturated = load[u.link] >= in.capacities[u.link] * (1 - kRel);
+        has_bottleneck = has_bottleneck || (saturated && rate[i] >= fastest[u.link] * (1 - kRel));
+      }
+      EXPECT_TRUE(has_bottleneck) << "flow " << i << " at rate " << rate[i];
+    }
+  }
+  // The instances exercise both cases: flows held by their bound and bounded flows held by a link.
+  EXPECT_GT(at_bound, 100);
+  EXPECT_GT(below_bound, 100);
+}
+
+TEST_P(FlowNetworkProperty, BoundedIncrementalMatchesFullResharing) {
+  const bool weighted = GetParam();
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE(trace(seed, weighted));
+    const Instance in = with_bounds(random_instance(seed, weighted, true), seed);
+    const auto [incremental, incremental_flows] = run_with_restarts(in, Resharing::Incremental, seed);
+    const auto [full, full_flows] = run_with_restarts(in, Resharing::Full, seed);
+    ASSERT_EQ(incremental.size(), full.size());
+    for (size_t k = 0; k < full.size(); ++k) {
+      EXPECT_EQ(incremental[k].flow, full[k].flow) << "completion " << k;
+      EXPECT_REL(incremental[k].time, full[k].time);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Plain, FlowNetworkProperty, ::testing::Values(false));

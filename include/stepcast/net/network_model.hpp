@@ -27,16 +27,19 @@ struct LinkUse {
   bool operator==(const LinkUse&) const = default;
 };
 
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
 /// A transfer of `bytes` along `path`. A flow may stand for a group of identical transfers that
 /// start together and move in lock step (the N sends of one ring all-reduce step): each member
 /// gets the same rate, and a link crossed by k members carries k times that rate. An empty path
-/// completes at once.
+/// completes at once. `max_rate` bounds the rate of each member whatever the links leave it (a
+/// sender that cannot go faster: a collective protocol with few channels); the capacity it does
+/// not take is shared among the other flows.
 struct FlowSpec {
   std::vector<LinkUse> path;
-  double bytes = 0;  ///< per member
+  double bytes = 0;             ///< per member
+  double max_rate = kInfinity;  ///< bytes/s per member, > 0
 };
-
-inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 class NetworkModel {
  public:
