@@ -184,6 +184,14 @@ const char* to_string(Topology topology) {
   return "?";
 }
 
+const CollectiveRegime* ClusterSpec::regime_for(double bytes) const {
+  // Regimes are few (a handful of protocol switches): a linear scan from the top is enough.
+  for (auto it = collective_regimes.rbegin(); it != collective_regimes.rend(); ++it) {
+    if (bytes >= it->from_bytes) return &*it;
+  }
+  return nullptr;
+}
+
 int topology_capacity(const ClusterSpec& spec) {
   switch (spec.topology) {
     case Topology::Switch:

@@ -30,9 +30,11 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
   if (spec.workers > 1) {
     // The whole gradient through the algorithm once (buckets only add latency).
     const cluster::Cluster c = cluster::build_cluster(spec);
-    collective = scheme::collective_cost(c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce,
-                                                                    scheme.allreduce.algorithm))
-                     .time(w.parameter_bytes());
+    collective =
+        scheme::collective_cost(
+            c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm),
+            spec.regime_for(w.parameter_bytes()))
+            .time(w.parameter_bytes());
   }
   r.step_time = std::max(worker.compute, collective);
   r.breakdown.compute = worker.compute;

@@ -24,14 +24,17 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
   const cluster::Cluster c = cluster::build_cluster(spec);
   // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
-  // (for the ring on a switch, exactly 2(N-1)(a + S/(N B))).
-  const scheme::CollectiveCost cost = scheme::collective_cost(
-      c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm));
+  // (for the ring on a switch, exactly 2(N-1)(a + S/(N B))), in the regime of the bucket's size.
+  const scheme::CollectivePlan plan =
+      scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm);
   double comm = 0;
   double last = 0;
+  double latency = 0;  // of all buckets together
   for (const workload::Bucket& b : buckets) {
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
     last = cost.time(b.bytes);
     comm += last;
+    latency += cost.latency;
   }
   // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
   // bucket can hide behind backward compute. Without it the phase model over-predicts the step
@@ -46,7 +49,7 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = comm - hidden;
   r.breakdown.wait = straggle;
-  const double link_busy = spec.workers > 1 ? (comm - cost.latency * buckets.size()) / r.step_time : 0;
+  const double link_busy = spec.workers > 1 ? (comm - latency) / r.step_time : 0;
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
   r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});

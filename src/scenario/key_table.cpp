@@ -225,6 +225,46 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
           }};
 }
 
+// cluster.collective_regimes: items "SIZE LATENCY BANDWIDTH" separated by commas (a YAML list
+// arrives joined by commas) or semicolons, sizes strictly ascending.
+std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
+  constexpr std::string_view kExpected = "items like '1MiB 5us 300GB/s' (from size, step latency, bandwidth)";
+  constexpr size_t kMaxRegimes = 64;
+  std::vector<cluster::CollectiveRegime> regimes;
+  std::string_view text = value.text;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find(','), text.find(';'));
+    std::string_view item = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    std::vector<std::string_view> words;
+    while (!item.empty()) {
+      const size_t start = item.find_first_not_of(" \t[]\"'");
+      if (start == std::string_view::npos) break;
+      item.remove_prefix(start);
+      const size_t stop = std::min(item.find_first_of(" \t[]\"'"), item.size());
+      words.push_back(item.substr(0, stop));
+      item.remove_prefix(stop);
+    }
+    if (words.empty()) continue;
+    const std::string label = fmt::format("regime {}", regimes.size() + 1);
+    if (words.size() != 3)
+      throw Error(value.where, fmt::format("{}: expected {}, got '{}'", label, kExpected, value.text));
+    const SourceLocation where{value.where.file, value.where.line, value.where.key + " " + label};
+    cluster::CollectiveRegime r;
+    r.from_bytes = parse_bytes(words[0], where);
+    r.step_latency = parse_duration(words[1], where);
+    r.bw = parse_bandwidth(words[2], where);
+    if (!regimes.empty() && r.from_bytes <= regimes.back().from_bytes) {
+      throw Error(where, fmt::format("sizes must be strictly ascending: {} follows {}",
+                                     format_bytes(r.from_bytes), format_bytes(regimes.back().from_bytes)));
+    }
+    regimes.push_back(r);
+  }
+  if (regimes.empty() || regimes.size() > kMaxRegimes)
+    fail(value, fmt::format("1 to {} {}", kMaxRegimes, kExpected));
+  return regimes;
+}
+
 std::vector<KeyDef> make_table() {
   std::vector<KeyDef> t;
   t.push_back({{"name", "string", "file stem", "name shown in reports"},
@@ -396,6 +436,21 @@ std::vector<KeyDef> make_table() {
   t.push_back(duration_key(
       "cluster.link_latency", "5us", "end-to-end latency between two nodes",
       [](auto& s) -> auto& { return s.cluster.latency; }));
+  t.push_back({{"cluster.collective_regimes", "list of 'SIZE LATENCY BANDWIDTH'", "(none)",
+                "collective cost by size (from `stepcast calibrate --fit regimes`): from SIZE up, each "
+                "step of a collective takes at least LATENCY and each transfer at most BANDWIDTH"},
+               false,
+               [](const RawValue& v, Draft& d) { d.scenario.cluster.collective_regimes = parse_regimes(v); },
+               [](const Scenario& s) {
+                 std::string out;
+                 for (const cluster::CollectiveRegime& r : s.cluster.collective_regimes) {
+                   out += fmt::format("{}from {}: {}/step, {}", out.empty() ? "" : "; ",
+                                      format_bytes(r.from_bytes), format_duration(r.step_latency),
+                                      format_bandwidth(r.bw));
+                 }
+                 return Rendered{out.empty() ? "none" : out, false};
+               },
+               true});
   t.push_back(
       {{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
         "NIC bandwidth of a dedicated parameter-server node, each way"},

@@ -253,18 +253,21 @@ const char* to_string(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
-CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan) {
+CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
+                               const cluster::CollectiveRegime* regime) {
+  const double bound = regime != nullptr ? regime->bw : net::kInfinity;
+  const double least_latency = regime != nullptr ? regime->step_latency : 0.0;
   std::vector<double> per_byte(plan.patterns.size(), 0.0);  // of a stage with fraction 1
   for (size_t p = 0; p < plan.patterns.size(); ++p) {
     for (const FlowGroup& g : plan.patterns[p].groups) {
-      double rate = net::kInfinity;
+      double rate = bound;
       for (const net::LinkUse& u : g.path) rate = std::min(rate, c.links[u.link].bw / u.count);
       if (!g.path.empty()) per_byte[p] = std::max(per_byte[p], g.size_factor / rate);
     }
   }
   CollectiveCost cost;
   for (const Stage& stage : plan.stages) {
-    cost.latency += plan.patterns[stage.pattern].latency;
+    cost.latency += std::max(plan.patterns[stage.pattern].latency, least_latency);
     cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern];
   }
   return cost;

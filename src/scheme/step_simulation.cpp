@@ -33,6 +33,12 @@ std::unique_ptr<net::NetworkModel> make_network(const Cluster& c, NetworkKind ki
                                      : net::make_no_contention_network(std::move(capacities));
 }
 
+// A collective's step waits out the slowest transfer's path latency, and in a regime at least the
+// regime's step latency (the library's own per-step cost).
+double stage_latency(const Pattern& pattern, const cluster::CollectiveRegime* regime) {
+  return regime != nullptr ? std::max(pattern.latency, regime->step_latency) : pattern.latency;
+}
+
 std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
   std::vector<net::LinkUse> uses;
   uses.reserve(path.links.size());
@@ -210,6 +216,7 @@ class StepSimulation {
   size_t stage_ = 0;  // of the running collective
   int stage_flows_left_ = 0;
   double collective_start_ = 0;
+  const cluster::CollectiveRegime* regime_ = nullptr;  ///< of the running collective, if any
 
   // Flow index -> connection sending on it, or kCollectiveOwner.
   std::vector<int> flow_owner_;
@@ -652,6 +659,8 @@ void StepSimulation::maybe_start_collective() {
   joined_.erase(it);
   collective_running_ = true;
   collective_start_ = now_;
+  regime_ =
+      cluster_.spec.regime_for(buckets_[next_collective_ % static_cast<int64_t>(buckets_.size())].bytes);
   stage_ = 0;
   start_stage();
 }
@@ -666,14 +675,16 @@ void StepSimulation::start_stage() {
   const Pattern& pattern = plan_.patterns[stage.pattern];
   stage_flows_left_ = static_cast<int>(pattern.groups.size());
   for (const FlowGroup& group : pattern.groups) {
-    net::FlowId id = net_->start_flow({group.path, bucket.bytes * stage.fraction * group.size_factor}, now_);
+    net::FlowId id = net_->start_flow({group.path, bucket.bytes * stage.fraction * group.size_factor,
+                                       regime_ != nullptr ? regime_->bw : net::kInfinity},
+                                      now_);
     set_owner(id, kCollectiveOwner);
   }
 }
 
 void StepSimulation::on_stage_flow_done() {
   if (--stage_flows_left_ > 0) return;
-  queue_.push(now_ + plan_.patterns[plan_.stages[stage_].pattern].latency, StageDone{});
+  queue_.push(now_ + stage_latency(plan_.patterns[plan_.stages[stage_].pattern], regime_), StageDone{});
 }
 
 void StepSimulation::on_stage_done() {
@@ -886,11 +897,13 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   const Cluster c = cluster::build_cluster(spec);
   auto net = make_network(c, network);
   const CollectivePlan plan = plan_collective(c, op, algorithm);
+  const cluster::CollectiveRegime* regime = spec.regime_for(bytes);
+  const double bound = regime != nullptr ? regime->bw : net::kInfinity;
   double now = 0;
   for (const Stage& stage : plan.stages) {
     const Pattern& pattern = plan.patterns[stage.pattern];
     for (const FlowGroup& g : pattern.groups)
-      net->start_flow({g.path, bytes * stage.fraction * g.size_factor}, now);
+      net->start_flow({g.path, bytes * stage.fraction * g.size_factor, bound}, now);
     size_t left = pattern.groups.size();
     while (left > 0) {
       now = net->next_completion();
@@ -898,7 +911,7 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
       r.events += done;
       left -= done;
     }
-    now += pattern.latency;
+    now += stage_latency(pattern, regime);
     r.max_link_flows = std::max(r.max_link_flows, pattern.max_link_members);
     r.stages++;
   }

@@ -109,6 +109,41 @@ TEST(FineVsCoarse, AllReduceWithOneBucketAgrees) {
   }
 }
 
+// With size regimes each bucket runs in its own regime in both predictors: several buckets of
+// different sizes, one per regime, still give the same step time as long as nothing overlaps
+// (overlap heuristic off, one worker lane), and the fine model pays each regime's cost.
+TEST(FineVsCoarse, AllReduceRegimesAgree) {
+  const Workload w = layered(3, 300e6, 0.01, 0.02);
+  SchemeConfig scheme;
+  scheme.allreduce.bucket_bytes = 150e6;  // buckets of 200 MB then 100 MB: one in each regime
+  const int n = 8;
+  cluster::ClusterSpec spec = cluster_of(n, 25e9, 5e-6);
+  spec.collective_regimes = {{0, 5e-6, 5e9}, {120e6, 40e-6, 20e9}};
+  Options coarse = kCoarse;
+  coarse.overlap_heuristic = false;
+  const Result c = predict(w, spec, scheme, coarse);
+  const Result f = predict(w, spec, scheme, kFine);
+  // Buckets are what make_buckets says; each costs the ring closed form in its regime.
+  double comm = 0;
+  const std::vector<workload::Bucket> buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_NE(spec.regime_for(buckets[0].bytes), spec.regime_for(buckets[1].bytes));
+  for (const workload::Bucket& b : buckets) {
+    const cluster::CollectiveRegime* r = spec.regime_for(b.bytes);
+    ASSERT_NE(r, nullptr);
+    comm += 2.0 * (n - 1) * (r->step_latency + b.bytes / (n * std::min(r->bw, spec.nic_bw)));
+  }
+  EXPECT_NEAR(c.step_time, w.compute_time() + comm, 1e-9 * c.step_time);
+  // The fine model overlaps buckets with the backward pass, so it is faster by at most that.
+  EXPECT_LE(f.step_time, c.step_time * (1 + 1e-9));
+  EXPECT_GE(f.step_time, c.step_time - w.compute_time(OpKind::Backward) - 1e-9);
+  // Slower regimes are slower: dropping the regimes (links only, 25 GB/s) is faster.
+  cluster::ClusterSpec plain = spec;
+  plain.collective_regimes.clear();
+  EXPECT_LT(predict(w, plain, scheme, kFine).step_time, f.step_time);
+  EXPECT_LT(predict(w, plain, scheme, coarse).step_time, c.step_time);
+}
+
 TEST(FineVsCoarse, OneWorkerOneShardOneTensorAgrees) {
   // One worker, one shard, one 10 MB tensor on a 1.25 GB/s NIC, 10 + 20 ms of compute: pull (S/B +
   // a), forward, backward, push (S/B + a); the update is free and nobody else takes part, so T =

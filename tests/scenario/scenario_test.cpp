@@ -172,6 +172,34 @@ TEST(Scenario, JobKeys) {
   EXPECT_EQ(e.where().key, "job.samples");
 }
 
+TEST(Scenario, CollectiveRegimes) {
+  const Scenario s = parse_scenario(std::string(kMinimal) +
+                                        "cluster:\n  collective_regimes:\n    - \"0B 4.36us 17.3GB/s\"\n"
+                                        "    - \"724KiB 5us 38GB/s\"\n    - 32MiB 29.7us 2744Gbps\n",
+                                    "t.yaml");
+  ASSERT_EQ(s.cluster.collective_regimes.size(), 3u);
+  EXPECT_EQ(s.cluster.collective_regimes[0], (cluster::CollectiveRegime{0, 4.36e-6, 17.3e9}));
+  EXPECT_EQ(s.cluster.collective_regimes[1].from_bytes, 724.0 * 1024);
+  EXPECT_DOUBLE_EQ(s.cluster.collective_regimes[2].bw, 343e9);
+  EXPECT_EQ(s.cluster.regime_for(100.0), &s.cluster.collective_regimes[0]);
+  EXPECT_EQ(s.cluster.regime_for(32.0 * 1024 * 1024), &s.cluster.collective_regimes[2]);
+  // --set takes the same items separated by commas or semicolons.
+  const Scenario o =
+      parse_scenario(kMinimal, "t.yaml", {"cluster.collective_regimes=1MiB 1us 1GB/s; 2MiB 2us 2GB/s"});
+  ASSERT_EQ(o.cluster.collective_regimes.size(), 2u);
+  EXPECT_EQ(o.cluster.regime_for(1000.0), nullptr);  // below the first regime: links alone
+  // Default: none.
+  EXPECT_TRUE(parse_scenario(kMinimal, "t.yaml").cluster.collective_regimes.empty());
+  for (const char* bad :
+       {"cluster.collective_regimes=1MiB 1us", "cluster.collective_regimes=2MiB 1us 1GB/s, 1MiB 1us 1GB/s",
+        "cluster.collective_regimes=1MiB 1us 0GB/s", "cluster.collective_regimes=1MiB -1us 1GB/s",
+        "cluster.collective_regimes=1MiB 1us fast", "cluster.collective_regimes= , "}) {
+    SCOPED_TRACE(bad);
+    Error e = expect_error([bad] { (void)parse_scenario(kMinimal, "t.yaml", {bad}); });
+    EXPECT_TRUE(contains(e.where().key, "cluster.collective_regimes")) << e.what();
+  }
+}
+
 TEST(Scenario, UnitsAndBareNumbers) {
   Scenario s = parse_scenario(std::string(kMinimal) +
                                   "cluster:\n"

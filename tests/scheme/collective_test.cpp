@@ -7,6 +7,7 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
@@ -128,6 +129,58 @@ TEST(RingAllReduce, NoContentionModelAgreesOnARing) {
   const double free =
       simulate_allreduce(spec, 100e6, AllReduceAlgorithm::Ring, NetworkKind::NoContention).time;
   EXPECT_NEAR(maxmin, free, 1e-9 * free);
+}
+
+// ---- Size regimes (cluster.collective_regimes) ------------------------------------------------
+
+// Three regimes below a 100 GB/s link: each size runs the ring closed form with its regime's
+// latency (at least the link's) and bandwidth (at most the link's). Sizes below the first regime
+// use the links alone.
+TEST(RingAllReduce, EachSizeRunsInItsRegime) {
+  ClusterSpec spec = one_per_node(16, 100e9, 2e-6);
+  spec.collective_regimes = {{1e3, 4e-6, 17e9}, {1e6, 5e-6, 38e9}, {32e6, 30e-6, 343e9}};
+  const int n = spec.workers;
+  auto ring = [n](double a, double b, double bytes) { return 2.0 * (n - 1) * (a + bytes / (n * b)); };
+  struct Case {
+    double bytes, a, b;
+  };
+  for (const Case& c :
+       {Case{512, 2e-6, 100e9}, Case{1e3, 4e-6, 17e9}, Case{512e3, 4e-6, 17e9}, Case{1e6, 5e-6, 38e9},
+        Case{16e6, 5e-6, 38e9}, Case{32e6, 30e-6, 100e9}, Case{1e9, 30e-6, 100e9}}) {
+    SCOPED_TRACE("bytes = " + std::to_string(c.bytes));
+    const double expected = ring(c.a, c.b, c.bytes);
+    EXPECT_NEAR(ring_time(spec, c.bytes), expected, 1e-9 * expected);
+  }
+  // Without regimes the same cluster runs every size at the link.
+  spec.collective_regimes.clear();
+  EXPECT_NEAR(ring_time(spec, 16e6), ring(2e-6, 100e9, 16e6), 1e-9 * ring(2e-6, 100e9, 16e6));
+}
+
+// Every algorithm: the simulated time with a regime equals collective_cost's closed form with the
+// same regime (on a non-blocking switch the groups of a step do not meet), and a lower regime
+// bandwidth or a higher regime latency is never faster.
+TEST(CollectiveRegimes, SimulatorMatchesClosedCostForEveryAlgorithm) {
+  for (AllReduceAlgorithm algorithm :
+       {AllReduceAlgorithm::Ring, AllReduceAlgorithm::Tree, AllReduceAlgorithm::HalvingDoubling,
+        AllReduceAlgorithm::Hierarchical}) {
+    SCOPED_TRACE(to_string(algorithm));
+    ClusterSpec spec = one_per_node(16, 50e9, 3e-6);
+    spec.workers_per_node = 4;
+    spec.intra_node_bw = 200e9;
+    const double bytes = 64e6;
+    double previous = 0;
+    for (double bw : {400e9, 40e9, 10e9}) {
+      spec.collective_regimes = {{0, 8e-6, bw}};
+      const cluster::Cluster c = cluster::build_cluster(spec);
+      const double closed =
+          collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, algorithm), spec.regime_for(bytes))
+              .time(bytes);
+      const double simulated = simulate_allreduce(spec, bytes, algorithm).time;
+      EXPECT_NEAR(simulated, closed, 1e-9 * closed) << "regime bandwidth " << bw;
+      EXPECT_GE(simulated, previous * (1 - 1e-12));
+      previous = simulated;
+    }
+  }
 }
 
 }  // namespace

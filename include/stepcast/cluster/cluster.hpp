@@ -62,6 +62,19 @@ struct TorusSpec {
   bool operator==(const TorusSpec&) const = default;
 };
 
+/// The cost of collectives in one size range. Communication libraries switch protocol and
+/// algorithm with the message size (NCCL: LL, LL128, Simple; ring, tree, NVLS), so one
+/// (latency, bandwidth) pair cannot describe a whole nccl-tests sweep. A collective whose buffer
+/// is at least `from_bytes` (and below the next regime's) runs every step for at least
+/// `step_latency` after its transfers end, and moves each transfer at no more than `bw`; the links
+/// still limit and share it as usual. Point-to-point traffic (parameter servers) ignores regimes.
+struct CollectiveRegime {
+  double from_bytes = 0;    ///< bytes of the collective's buffer (nccl-tests' `size`)
+  double step_latency = 0;  ///< s, least time between a step's last transfer end and the next step
+  double bw = 0;            ///< bytes/s, most a transfer of a step moves per second
+  bool operator==(const CollectiveRegime&) const = default;
+};
+
 struct ClusterSpec {
   int workers = 1;           ///< total workers N
   int workers_per_node = 1;  ///< GPUs (workers) per node
@@ -79,8 +92,13 @@ struct ClusterSpec {
   TorusSpec torus;
   CustomTopologySpec custom;
   uint64_t routing_seed = 1;  ///< picks among equal-cost paths
+  /// Ascending from_bytes, distinct; empty: collectives are limited by the links alone (so are
+  /// collectives smaller than the first regime's from_bytes).
+  std::vector<CollectiveRegime> collective_regimes;
 
   bool operator==(const ClusterSpec&) const = default;
+  /// The regime a collective of `bytes` runs in, nullptr when none applies.
+  [[nodiscard]] const CollectiveRegime* regime_for(double bytes) const;
   [[nodiscard]] int num_worker_nodes() const { return (workers + workers_per_node - 1) / workers_per_node; }
 };
 

@@ -57,13 +57,16 @@ struct CollectivePlan {
 /// The plan's time as a closed form t(S) = latency + S x seconds_per_byte, taking each flow
 /// group alone at its narrowest link (shared only among its own members): exact on a network
 /// where the groups of a step do not meet, a lower bound otherwise. The coarse predictor's
-/// collective model.
+/// collective model. With a `regime` (cluster.collective_regimes, for the sizes it covers), each
+/// transfer runs at no more than regime->bw and each step's latency is at least
+/// regime->step_latency, as in the simulator.
 struct CollectiveCost {
   double latency = 0;           ///< s
   double seconds_per_byte = 0;  ///< s per byte of the collective's buffer
   [[nodiscard]] double time(double bytes) const { return latency + bytes * seconds_per_byte; }
 };
-[[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan);
+[[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan,
+                                             const cluster::CollectiveRegime* regime = nullptr);
 
 /// Which algorithms need a power-of-two number of workers.
 [[nodiscard]] bool needs_power_of_two(AllReduceAlgorithm algorithm);
