@@ -206,6 +206,7 @@ int run_collective(const CollectiveArgs& args) {
                                                         : (n - 1) / n;
   const double busbw = algbw * factor;
   const size_t shown = std::min<size_t>(r.links.size(), 10);
+  const stepcast::cluster::CollectiveRegime* regime = spec.regime_for(bytes);
   if (args.json) {
     std::string links;
     for (size_t i = 0; i < shown; ++i) {
@@ -215,9 +216,14 @@ int run_collective(const CollectiveArgs& args) {
     fmt::print(
         "{{\"op\": \"{}\", \"algorithm\": \"{}\", \"topology\": \"{}\", \"workers\": {}, "
         "\"size_bytes\": {}, \"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, "
-        "\"steps\": {}, \"max_link_flows\": {}, \"links\": [{}]}}\n",
+        "\"steps\": {}, \"max_link_flows\": {}, \"regime\": {}, \"links\": [{}]}}\n",
         args.op, stepcast::scheme::to_string(algorithm), stepcast::cluster::to_string(spec.topology),
-        spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows, links);
+        spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows,
+        regime == nullptr
+            ? std::string("null")
+            : fmt::format("{{\"from_bytes\": {}, \"step_latency_s\": {}, \"bandwidth_Bps\": {}}}",
+                          regime->from_bytes, regime->step_latency, regime->bw),
+        links);
   } else {
     fmt::print("{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n", args.op,
                stepcast::scheme::to_string(algorithm), stepcast::format_bytes(bytes), spec.workers,
@@ -227,6 +233,11 @@ int run_collective(const CollectiveArgs& args) {
                stepcast::format_duration(r.time), algbw / 1e9, busbw / 1e9);
     fmt::print("  steps            {}\n  max flows/link   {} (in one step, one direction)\n", r.stages,
                r.max_link_flows);
+    if (regime != nullptr) {
+      fmt::print("  regime           from {}: each step >= {}, each transfer <= {}\n",
+                 stepcast::format_bytes(regime->from_bytes), stepcast::format_duration(regime->step_latency),
+                 stepcast::format_bandwidth(regime->bw));
+    }
     if (shown > 0) fmt::print("  busiest links:\n");
     for (size_t i = 0; i < shown; ++i) {
       fmt::print("    {:<28} {:5.1f}% busy, {}\n", r.links[i].name, 100 * r.links[i].busy,
@@ -292,8 +303,9 @@ int main(int argc, char** argv) {
   predict->add_option("scenario", predict_args.scenario, "Scenario YAML file")->required();
   predict->add_option("--set", predict_args.sets, "Override a scenario key: KEY=VALUE (repeatable)");
   predict->add_option("--workers", predict_args.workers, "Sweep over total worker counts, e.g. 1,2,4,8");
-  predict->add_option("--predictor", predict_args.predictor,
-                      "fine (simulation), coarse (phases) or analytic (busiest-resource bound)")
+  predict
+      ->add_option("--predictor", predict_args.predictor,
+                   "fine (simulation), coarse (phases) or analytic (busiest-resource bound)")
       ->check(CLI::IsMember({"fine", "coarse"}));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");

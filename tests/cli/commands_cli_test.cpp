@@ -1,6 +1,9 @@
 // End-to-end tests of --version, --help, `collective`, `zoo` and `options`.
 #include <cmath>
 #include <regex>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli/cli_support.hpp"
 
@@ -52,6 +55,42 @@ TEST_F(CommandsCli, CollectiveRingAllReduceMatchesTheFormula) {
   EXPECT_EQ(doc["size_bytes"].number, size);
   EXPECT_EQ(doc["op"].string, "allreduce");
   EXPECT_EQ(doc["algorithm"].string, "ring");
+}
+
+// --set cluster.collective_regimes reaches `collective`: the JSON names the regime the size falls
+// in, and the time is the ring's closed form with that regime's latency and bandwidth.
+TEST_F(CommandsCli, CollectiveRunsInTheRegimeOfItsSize) {
+  const std::vector<std::string> base{
+      "collective",
+      "--workers",
+      "16",
+      "--nic-bandwidth",
+      "400GB/s",
+      "--latency",
+      "2us",
+      "--set",
+      "cluster.collective_regimes=0B 4us 17GB/s, 1MiB 5us 38GB/s, 32MiB 30us 343GB/s",
+      "--json"};
+  for (const auto& [size, from, a, b] :
+       {std::tuple{"4MiB", 1048576.0, 5e-6, 38e9}, std::tuple{"64MiB", 33554432.0, 30e-6, 343e9},
+        std::tuple{"512KiB", 0.0, 4e-6, 17e9}}) {
+    SCOPED_TRACE(size);
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--size", size});
+    RunResult r = run(args);
+    ASSERT_EQ(r.code, 0) << r.describe();
+    const Json doc = parse_json_or_fail(r.out);
+    ASSERT_TRUE(doc["regime"]["from_bytes"].is_number()) << r.out;
+    EXPECT_EQ(doc["regime"]["from_bytes"].number, from);
+    const double bytes = doc["size_bytes"].number, n = 16;
+    const double expected = 2 * (n - 1) * (a + bytes / (n * b));
+    EXPECT_NEAR(doc["time_s"].number, expected, 1e-6 * expected);
+  }
+  RunResult plain = run({"collective", "--size", "4MiB", "--workers", "16", "--json"});
+  ASSERT_EQ(plain.code, 0) << plain.describe();
+  const Json doc = parse_json_or_fail(plain.out);
+  ASSERT_TRUE(doc.has("regime")) << plain.out;
+  EXPECT_EQ(doc["regime"].type, Json::Type::Null) << plain.out;
 }
 
 TEST_F(CommandsCli, CollectiveTableOutput) {
