@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "stepcast/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
@@ -31,7 +32,7 @@ struct Solution {
 
 // Weighted least squares on the 2x2 normal equations, weight 1/t^2: minimises the sum of
 // squared relative errors, so a microsecond-scale size counts as much as a 50 ms one.
-Solution least_squares(const std::vector<Row>& rows) {
+Solution least_squares(std::span<const Row> rows) {
   double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0;
   for (const Row& r : rows) {
     const double w = 1 / (r.time * r.time);
@@ -47,7 +48,7 @@ Solution least_squares(const std::vector<Row>& rows) {
 }
 
 // With a = 0 only B is left: the same weighted least squares in one unknown.
-double inverse_bw_without_latency(const std::vector<Row>& rows) {
+double inverse_bw_without_latency(std::span<const Row> rows) {
   double num = 0, den = 0;
   for (const Row& r : rows) {
     const double w = 1 / (r.time * r.time);
@@ -55,6 +56,105 @@ double inverse_bw_without_latency(const std::vector<Row>& rows) {
     den += w * r.volume * r.volume;
   }
   return num / den;
+}
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A regime's range must hold at least this many sizes: two determine (a, B), a third checks it.
+constexpr size_t kMinRegimeSizes = 3;
+// Regimes: the smallest number of regimes whose leave-one-out score is within this factor of the
+// best is chosen, so a regime that barely helps is not added. The score is the mean |relative
+// error|, not the RMS: a sweep's few outlier sizes (XLA's table has two latency-bound sizes 35-45%
+// faster than their neighbours, which no regime predicts) would dominate an RMS and hide what
+// a regime gains on every other size.
+constexpr double kRegimeScoreSlack = 1.05;
+
+// The ring line of one contiguous range of sizes: relative least squares, a < 0 clamped to 0.
+struct SegmentFit {
+  Solution s;
+  bool clamped = false;
+  double cost = kInfinity;  // sum of squared relative errors; infinity when no positive B fits
+};
+
+SegmentFit fit_segment(std::span<const Row> rows) {
+  SegmentFit f;
+  f.s = least_squares(rows);
+  if (f.s.a < 0) {
+    f.clamped = true;
+    f.s = {0, inverse_bw_without_latency(rows)};
+  }
+  if (!(f.s.inverse_bw > 0) || !std::isfinite(f.s.inverse_bw) || !std::isfinite(f.s.a)) return f;
+  f.cost = 0;
+  for (const Row& r : rows) {
+    const double e = (r.steps * f.s.a + r.volume * f.s.inverse_bw - r.time) / r.time;
+    f.cost += e * e;
+  }
+  return f;
+}
+
+// Rows [begin, end) of a sweep sorted by size, and their fit.
+struct Segment {
+  size_t begin = 0;
+  size_t end = 0;
+  SegmentFit fit;
+};
+
+// The split of `rows` (ascending size) into k contiguous ranges of at least kMinRegimeSizes rows
+// that minimises the summed cost, for every k in 1..max_k, by dynamic programming over the
+// range ends; result[k - 1] is empty when no such split has a finite cost. Ties go to the split
+// whose ranges end first, so the result is deterministic.
+std::vector<std::vector<Segment>> best_segmentations(std::span<const Row> rows, int max_k) {
+  const size_t n = rows.size();
+  const auto k_count = static_cast<size_t>(max_k);
+  // fits[i][j]: the fit of rows [i, j), for j - i >= kMinRegimeSizes.
+  std::vector<std::vector<SegmentFit>> fits(n + 1, std::vector<SegmentFit>(n + 1));
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + kMinRegimeSizes; j <= n; ++j) fits[i][j] = fit_segment(rows.subspan(i, j - i));
+  }
+  // cost[k][j]: the least cost of k ranges covering rows [0, j); start[k][j]: where the last begins.
+  std::vector<std::vector<double>> cost(k_count + 1, std::vector<double>(n + 1, kInfinity));
+  std::vector<std::vector<size_t>> start(k_count + 1, std::vector<size_t>(n + 1, 0));
+  cost[0][0] = 0;
+  for (size_t k = 1; k <= k_count; ++k) {
+    for (size_t j = k * kMinRegimeSizes; j <= n; ++j) {
+      for (size_t i = (k - 1) * kMinRegimeSizes; i + kMinRegimeSizes <= j; ++i) {
+        const double c = cost[k - 1][i] + fits[i][j].cost;
+        if (c < cost[k][j]) {
+          cost[k][j] = c;
+          start[k][j] = i;
+        }
+      }
+    }
+  }
+  std::vector<std::vector<Segment>> result(k_count);
+  for (size_t k = 1; k <= k_count; ++k) {
+    if (!std::isfinite(cost[k][n])) continue;
+    std::vector<Segment>& segments = result[k - 1];
+    for (size_t j = n, kk = k; kk > 0; --kk) {
+      const size_t i = start[kk][j];
+      segments.push_back({i, j, fits[i][j]});
+      j = i;
+    }
+    std::reverse(segments.begin(), segments.end());
+  }
+  return result;
+}
+
+// The regimes of `segments` over sizes `bytes` (ascending, one per row).
+RegimeFit make_regime_fit(int workers, std::span<const double> bytes, const std::vector<Segment>& segments) {
+  RegimeFit fit{workers, {}};
+  for (const Segment& seg : segments) {
+    Regime r;
+    r.first_bytes = bytes[seg.begin];
+    r.last_bytes = bytes[seg.end - 1];
+    r.count = static_cast<int>(seg.end - seg.begin);
+    r.from_bytes = fit.regimes.empty() ? 0 : std::sqrt(fit.regimes.back().last_bytes * r.first_bytes);
+    r.step_latency = seg.fit.s.a;
+    r.bw = 1 / seg.fit.s.inverse_bw;
+    r.latency_clamped = seg.fit.clamped;
+    fit.regimes.push_back(r);
+  }
+  return fit;
 }
 
 double median(std::vector<double> v) {
@@ -70,6 +170,16 @@ std::string bandwidth_value(double bytes_per_second) {
   if (bytes_per_second >= 1e6) return fmt::format("{:.6g}MB/s", bytes_per_second / 1e6);
   if (bytes_per_second >= 1e3) return fmt::format("{:.6g}kB/s", bytes_per_second / 1e3);
   return fmt::format("{:.6g}B/s", bytes_per_second);
+}
+
+/// "724.077KiB": six significant digits in a binary unit (parse_bytes reads KiB, MiB, ...).
+std::string bytes_value(double bytes) {
+  constexpr double kKi = 1024;
+  if (bytes >= kKi * kKi * kKi * kKi) return fmt::format("{:.6g}TiB", bytes / (kKi * kKi * kKi * kKi));
+  if (bytes >= kKi * kKi * kKi) return fmt::format("{:.6g}GiB", bytes / (kKi * kKi * kKi));
+  if (bytes >= kKi * kKi) return fmt::format("{:.6g}MiB", bytes / (kKi * kKi));
+  if (bytes >= kKi) return fmt::format("{:.6g}KiB", bytes / kKi);
+  return fmt::format("{:.6g}B", bytes);
 }
 
 std::string duration_value(double seconds) {
@@ -97,7 +207,117 @@ std::string strip_trailing_spaces(const std::string& text) {
 double percent(double fraction) { return std::abs(fraction) < 5e-7 ? 0.0 : fraction * 100; }
 
 std::string method_name(FitMethod method) {
-  return method == FitMethod::Endpoints ? "endpoints" : "least-squares";
+  switch (method) {
+    case FitMethod::Endpoints:
+      return "endpoints";
+    case FitMethod::LeastSquares:
+      return "least-squares";
+    case FitMethod::Regimes:
+      return "regimes";
+  }
+  return "?";
+}
+
+// Median and max of |error| (or of |loo_error| with `loo`) over the sizes >= report_min_bytes
+// that `scored` admits.
+template <typename Scored>
+void summarise(Calibration& c, bool loo, Scored scored) {
+  std::vector<double> summary;
+  for (const SizeError& e : c.sizes) {
+    if (e.bytes >= c.options.report_min_bytes && scored(e)) {
+      summary.push_back(std::abs(loo ? e.loo_error : e.error));
+    }
+  }
+  c.summary_count = static_cast<int>(summary.size());
+  if (!summary.empty()) {
+    c.median_error = median(summary);
+    c.max_error = *std::max_element(summary.begin(), summary.end());
+  }
+}
+
+// FitMethod::Regimes on the eligible sizes (ascending, distinct, at least two).
+Calibration calibrate_regimes(const std::vector<Measurement>& points,
+                              const std::vector<Measurement>& eligible, int workers,
+                              const FitOptions& options) {
+  if (options.max_regimes < 1 || options.max_regimes > kMaxRegimes) {
+    throw Error({"", 0, "--max-regimes"},
+                fmt::format("expected an integer in [1, {}], got {}", kMaxRegimes, options.max_regimes));
+  }
+  const size_t n = eligible.size();
+  const int max_k = options.max_regimes;
+  std::vector<Row> rows;
+  std::vector<double> bytes;
+  for (const Measurement& m : eligible) {
+    rows.push_back(row(m, workers));
+    bytes.push_back(m.bytes);
+  }
+  const std::vector<std::vector<Segment>> full = best_segmentations(rows, max_k);
+
+  // loo[k - 1][m]: eligible size m predicted by k regimes fitted to all the others; NaN where
+  // those do not fit.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::vector<double>> loo(static_cast<size_t>(max_k), std::vector<double>(n, nan));
+  for (size_t m = 0; m < n; ++m) {
+    std::vector<Row> sub_rows;
+    std::vector<double> sub_bytes;
+    for (size_t i = 0; i < n; ++i) {
+      if (i == m) continue;
+      sub_rows.push_back(rows[i]);
+      sub_bytes.push_back(bytes[i]);
+    }
+    const std::vector<std::vector<Segment>> segmentations = best_segmentations(sub_rows, max_k);
+    for (size_t k = 0; k < segmentations.size(); ++k) {
+      if (segmentations[k].empty()) continue;
+      loo[k][m] = make_regime_fit(workers, sub_bytes, segmentations[k]).time(bytes[m]);
+    }
+  }
+  Calibration c;
+  c.options = options;
+  double best = kInfinity;
+  for (size_t k = 0; k < loo.size(); ++k) {
+    double sum = 0;
+    bool feasible = !full[k].empty();
+    for (size_t m = 0; m < n && feasible; ++m) {
+      feasible = !std::isnan(loo[k][m]);
+      const double e = (loo[k][m] - eligible[m].time) / eligible[m].time;
+      sum += std::abs(e);
+    }
+    c.regime_scores.push_back(feasible ? sum / static_cast<double>(n) : kInfinity);
+    best = std::min(best, c.regime_scores.back());
+  }
+  if (!std::isfinite(best)) {
+    throw Error({"", 0, "--fit"},
+                fmt::format("a regime fit needs at least {} sizes whose time grows with the size (each of "
+                            "the leave-one-out fits needs {} per regime); got {} sizes in [{}, {}] B",
+                            kMinRegimeSizes + 1, kMinRegimeSizes, n, options.min_bytes, options.max_bytes));
+  }
+  size_t chosen = 0;
+  while (!(c.regime_scores[chosen] <= best * kRegimeScoreSlack)) ++chosen;
+
+  c.regimes = make_regime_fit(workers, bytes, full[chosen]);
+  c.fit = c.regimes.envelope();
+  c.latency_clamped = std::any_of(c.regimes.regimes.begin(), c.regimes.regimes.end(),
+                                  [](const Regime& r) { return r.latency_clamped; });
+  for (const Measurement& m : points) {
+    SizeError e;
+    e.bytes = m.bytes;
+    e.measured = m.time;
+    e.predicted = c.regimes.time(m.bytes);
+    e.error = (e.predicted - e.measured) / e.measured;
+    const auto it = std::find(bytes.begin(), bytes.end(), m.bytes);
+    e.used = it != bytes.end();
+    e.line = m.line;
+    e.loo_predicted = e.used ? loo[chosen][static_cast<size_t>(it - bytes.begin())] : e.predicted;
+    e.loo_error = (e.loo_predicted - e.measured) / e.measured;
+    c.sizes.push_back(e);
+  }
+  std::sort(c.sizes.begin(), c.sizes.end(),
+            [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
+  // Every size is scored by a fit that did not see it: the others left out one at a time, the
+  // sizes outside --min-size/--max-size by the final fit.
+  c.summary_in_sample = false;
+  summarise(c, /*loo=*/true, [](const SizeError&) { return true; });
+  return c;
 }
 
 }  // namespace
@@ -105,6 +325,29 @@ std::string method_name(FitMethod method) {
 double RingFit::time(double bytes) const {
   const double n = workers;
   return 2 * (n - 1) * step_latency + 2 * (n - 1) / n * bytes / bw;
+}
+
+const Regime& RegimeFit::regime_for(double bytes) const {
+  STEPCAST_ASSERT(!regimes.empty());
+  for (auto it = regimes.rbegin(); it != regimes.rend(); ++it) {
+    if (bytes >= it->from_bytes) return *it;
+  }
+  return regimes.front();
+}
+
+double RegimeFit::time(double bytes) const {
+  const Regime& r = regime_for(bytes);
+  return RingFit{workers, r.step_latency, r.bw}.time(bytes);
+}
+
+RingFit RegimeFit::envelope() const {
+  STEPCAST_ASSERT(!regimes.empty());
+  RingFit fit{workers, regimes.front().step_latency, regimes.front().bw};
+  for (const Regime& r : regimes) {
+    fit.step_latency = std::min(fit.step_latency, r.step_latency);
+    fit.bw = std::max(fit.bw, r.bw);
+  }
+  return fit;
 }
 
 Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, const FitOptions& options) {
@@ -124,6 +367,7 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
         fmt::format("expected at least two distinct sizes in [{}, {}] B to fit latency and bandwidth, got {}",
                     options.min_bytes, options.max_bytes, eligible.size()));
   }
+  if (options.method == FitMethod::Regimes) return calibrate_regimes(points, eligible, workers, options);
   std::vector<Measurement> used;
   if (options.method == FitMethod::Endpoints) {
     used = {eligible.front(), eligible.back()};
@@ -154,7 +398,7 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
   c.fit.step_latency = s.a;
   c.fit.bw = 1 / s.inverse_bw;
 
-  std::vector<double> held_out, in_sample;
+  bool any_held_out = false;
   for (const Measurement& m : points) {
     SizeError e;
     e.bytes = m.bytes;
@@ -163,18 +407,15 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
     e.error = (e.predicted - e.measured) / e.measured;
     e.used = std::any_of(used.begin(), used.end(), [&](const Measurement& u) { return u.bytes == m.bytes; });
     e.line = m.line;
-    if (m.bytes >= options.report_min_bytes) (e.used ? in_sample : held_out).push_back(std::abs(e.error));
+    e.loo_predicted = e.predicted;
+    e.loo_error = e.error;
+    if (m.bytes >= options.report_min_bytes && !e.used) any_held_out = true;
     c.sizes.push_back(e);
   }
   std::sort(c.sizes.begin(), c.sizes.end(),
             [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
-  const std::vector<double>& summary = held_out.empty() ? in_sample : held_out;
-  c.summary_in_sample = held_out.empty();
-  c.summary_count = static_cast<int>(summary.size());
-  if (!summary.empty()) {
-    c.median_error = median(summary);
-    c.max_error = *std::max_element(summary.begin(), summary.end());
-  }
+  c.summary_in_sample = !any_held_out;
+  summarise(c, /*loo=*/false, [&](const SizeError& e) { return c.summary_in_sample || !e.used; });
   return c;
 }
 
@@ -202,7 +443,78 @@ cluster::ClusterSpec apply_fit(const RingFit& fit, int workers_per_node, cluster
   return base;
 }
 
+cluster::ClusterSpec apply_regime_fit(const RegimeFit& fit, int workers_per_node, cluster::ClusterSpec base) {
+  STEPCAST_ASSERT(!fit.regimes.empty());
+  base = apply_fit(fit.envelope(), workers_per_node, std::move(base));
+  base.collective_regimes.clear();
+  for (const Regime& r : fit.regimes) base.collective_regimes.push_back({r.from_bytes, r.step_latency, r.bw});
+  return base;
+}
+
+namespace {
+
+std::string regime_error_table(const Calibration& c, const std::string& prefix) {
+  std::string out = fmt::format("{}{:>12} {:>14} {:>15} {:>8} {:>7} {:>9}  {}\n", prefix, "size (B)",
+                                "measured (us)", "predicted (us)", "error", "regime", "LOO error", "");
+  const std::vector<Regime>& regimes = c.regimes.regimes;
+  for (const SizeError& e : c.sizes) {
+    const auto j = &c.regimes.regime_for(e.bytes) - regimes.data() + 1;
+    out += fmt::format("{}{:>12.0f} {:>14.1f} {:>15.1f} {:>+7.1f}% {:>7} {:>+8.1f}%  {}\n", prefix, e.bytes,
+                       e.measured * 1e6, e.predicted * 1e6, percent(e.error), j, percent(e.loo_error),
+                       e.used ? "fit" : "");
+  }
+  if (c.summary_count > 0) {
+    out += fmt::format(
+        "{}sizes >= {:.0f} B, each predicted leave-one-out (by a fit that did not see it): "
+        "median |error| {:.1f}%, max {:.1f}% over {} sizes\n",
+        prefix, c.options.report_min_bytes, c.median_error * 100, c.max_error * 100, c.summary_count);
+  } else {
+    out += fmt::format("{}no size >= {:.0f} B to score\n", prefix, c.options.report_min_bytes);
+  }
+  return strip_trailing_spaces(out);
+}
+
+// The model, fit, cross-validation scores and regimes lines of calibration_header.
+std::string regime_summary(const Calibration& c, int count, double first_used, double last_used,
+                           const std::string& prefix) {
+  const RegimeFit& fit = c.regimes;
+  const int n = fit.workers;
+  std::string out = prefix +
+                    "model: ring all-reduce in size regimes, t(S) = 2(N-1) a_j + 2(N-1)/N S / B_j, "
+                    "regime j the last whose from-size <= S\n";
+  out += fmt::format(
+      "{}fit: regimes ({} sizes from {:.0f} B to {:.0f} B, relative error, >= {} sizes per regime); "
+      "{} of at most {} regimes, chosen by leave-one-out{}\n",
+      prefix, count, first_used, last_used, kMinRegimeSizes, fit.regimes.size(), c.options.max_regimes,
+      c.latency_clamped ? "; a < 0 clamped to 0 where marked" : "");
+  std::string scores;
+  for (size_t k = 0; k < c.regime_scores.size(); ++k) {
+    const double score = c.regime_scores[k];
+    scores += fmt::format("{}{} {}", k == 0 ? "" : ", ", k + 1,
+                          std::isfinite(score) ? fmt::format("{:.3g}%", score * 100) : "-");
+    if (k + 1 == fit.regimes.size()) scores += " (chosen)";
+  }
+  out += fmt::format("{}leave-one-out mean |error| by number of regimes: {}\n", prefix, scores);
+  out += fmt::format("{}{:>6} {:>12}  {:<27} {:>12} {:>13} {:>10}\n", prefix, "regime", "from (B)",
+                     "fitted sizes (B)", "a (us/step)", "2(N-1)a (us)", "B (GB/s)");
+  for (size_t j = 0; j < fit.regimes.size(); ++j) {
+    const Regime& r = fit.regimes[j];
+    out += fmt::format(
+        "{}{:>6} {:>12.0f}  {:<27} {:>12.6g} {:>13.6g} {:>10.6g}{}\n", prefix, j + 1, r.from_bytes,
+        fmt::format("{:.0f} - {:.0f} ({})", r.first_bytes, r.last_bytes, r.count), r.step_latency * 1e6,
+        2 * (n - 1) * r.step_latency * 1e6, r.bw / 1e9, r.latency_clamped ? "  a < 0 clamped" : "");
+  }
+  out += fmt::format(
+      "{}links: a = {:.6g} us, B = {:.6g} GB/s (min a_j, max B_j); each regime caps a step's transfers at "
+      "B_j and makes the step last >= a_j\n",
+      prefix, c.fit.step_latency * 1e6, c.fit.bw / 1e9);
+  return out;
+}
+
+}  // namespace
+
 std::string error_table(const Calibration& c, const std::string& prefix) {
+  if (c.options.method == FitMethod::Regimes) return regime_error_table(c, prefix);
   std::string out = fmt::format("{}{:>12} {:>14} {:>15} {:>8}  {}\n", prefix, "size (B)", "measured (us)",
                                 "predicted (us)", "error", "");
   for (const SizeError& e : c.sizes) {
@@ -245,11 +557,15 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
                                                                                  : ", in-place times";
   out += fmt::format("{}source: {} ({}{}), {} workers, {} per node\n", prefix, source.file,
                      to_string(source.format), placement, fit.workers, spec.workers_per_node);
-  out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
-  out += fmt::format("{}fit: {} ({}){}\n", prefix, method_name(c.options.method), used,
-                     c.latency_clamped ? "; a < 0 clamped to 0" : "");
-  out += fmt::format("{}a = {:.6g} us per ring step, B = {:.6g} GB/s per ring step (bus bandwidth)\n", prefix,
-                     fit.step_latency * 1e6, fit.bw / 1e9);
+  if (c.options.method == FitMethod::Regimes) {
+    out += regime_summary(c, count, first_used, last_used, prefix);
+  } else {
+    out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
+    out += fmt::format("{}fit: {} ({}){}\n", prefix, method_name(c.options.method), used,
+                       c.latency_clamped ? "; a < 0 clamped to 0" : "");
+    out += fmt::format("{}a = {:.6g} us per ring step, B = {:.6g} GB/s per ring step (bus bandwidth)\n",
+                       prefix, fit.step_latency * 1e6, fit.bw / 1e9);
+  }
   out += prefix + "\n";
   out += error_table(c, prefix);
   return strip_trailing_spaces(out);
@@ -257,8 +573,13 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
 
 std::string calibration_yaml(const Calibration& c, const CalibrationSource& source) {
   const cluster::ClusterSpec defaults;
-  const cluster::ClusterSpec spec = apply_fit(c.fit, source.workers_per_node, defaults);
+  const bool regimes = c.options.method == FitMethod::Regimes;
+  const cluster::ClusterSpec spec = regimes ? apply_regime_fit(c.regimes, source.workers_per_node, defaults)
+                                            : apply_fit(c.fit, source.workers_per_node, defaults);
   const bool one_node = spec.workers_per_node == spec.workers;
+  // What the link keys hold: the fit's (a, B), or with regimes the fastest of them.
+  const std::string_view b = regimes ? "max B_j" : "B";
+  const std::string_view a = regimes ? "min a_j" : "a";
   std::string out = "# Calibrated by `stepcast calibrate nccl-tests` from a measured all-reduce sweep.\n";
   out += calibration_header(c, source, "# ");
   out += "cluster:\n";
@@ -266,29 +587,40 @@ std::string calibration_yaml(const Calibration& c, const CalibrationSource& sour
   out += fmt::format("  workers_per_node: {}\n", spec.workers_per_node);
   if (one_node) {
     out += "  intra_node:\n";
-    out += fmt::format("    bandwidth: {}  # B: all ring hops are inside the node\n",
-                       bandwidth_value(spec.intra_node_bw));
-    out += fmt::format("    latency: {}  # a: charged once per ring step\n",
-                       duration_value(spec.intra_node_latency));
-    return out;
-  }
-  out += fmt::format("  nic_bandwidth: {}  # B: the ring step's bottleneck, put on the node-to-node hop\n",
-                     bandwidth_value(spec.nic_bw));
-  out += fmt::format("  link_latency: {}  # a: a ring step pays its slowest hop's latency once\n",
-                     duration_value(spec.latency));
-  const bool raise_bw = spec.intra_node_bw != defaults.intra_node_bw;
-  const bool lower_latency = spec.intra_node_latency != defaults.intra_node_latency;
-  if (raise_bw || lower_latency) {
-    out += "  intra_node:\n";
-    if (raise_bw) {
-      out += fmt::format(
-          "    bandwidth: {}  # at least B so the NIC hop stays the bottleneck; "
-          "raise to the real link figure\n",
-          bandwidth_value(spec.intra_node_bw));
+    out += fmt::format("    bandwidth: {}  # {}: all ring hops are inside the node\n",
+                       bandwidth_value(spec.intra_node_bw), b);
+    out += fmt::format("    latency: {}  # {}: charged once per ring step\n",
+                       duration_value(spec.intra_node_latency), a);
+  } else {
+    out += fmt::format("  nic_bandwidth: {}  # {}: the ring step's bottleneck, put on the node-to-node hop\n",
+                       bandwidth_value(spec.nic_bw), b);
+    out += fmt::format("  link_latency: {}  # {}: a ring step pays its slowest hop's latency once\n",
+                       duration_value(spec.latency), a);
+    const bool raise_bw = spec.intra_node_bw != defaults.intra_node_bw;
+    const bool lower_latency = spec.intra_node_latency != defaults.intra_node_latency;
+    if (raise_bw || lower_latency) {
+      out += "  intra_node:\n";
+      if (raise_bw) {
+        out += fmt::format(
+            "    bandwidth: {}  # at least {} so the NIC hop stays the bottleneck; "
+            "raise to the real link figure\n",
+            bandwidth_value(spec.intra_node_bw), b);
+      }
+      if (lower_latency) {
+        out += fmt::format("    latency: {}  # at most {} so the NIC hop's latency is the slowest\n",
+                           duration_value(spec.intra_node_latency), a);
+      }
     }
-    if (lower_latency) {
-      out += fmt::format("    latency: {}  # at most a so the NIC hop's latency is the slowest\n",
-                         duration_value(spec.intra_node_latency));
+  }
+  if (regimes) {
+    out +=
+        "  # From SIZE (bytes of the all-reduce) up: each ring step's transfers move at most BANDWIDTH\n"
+        "  # (B_j) and the step lasts at least LATENCY (a_j) after they end.\n";
+    out += "  collective_regimes:\n";
+    for (const Regime& r : c.regimes.regimes) {
+      out += fmt::format("    - \"{} {} {}\"  # fitted on {:.0f} B - {:.0f} B ({} sizes)\n",
+                         bytes_value(r.from_bytes), duration_value(r.step_latency), bandwidth_value(r.bw),
+                         r.first_bytes, r.last_bytes, r.count);
     }
   }
   return out;

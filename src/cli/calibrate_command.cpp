@@ -34,8 +34,13 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   nccl_tests_->add_flag("--in-place", in_place_, "Use nccl-tests' in-place times (default: out-of-place)");
   nccl_tests_
       ->add_option("--fit", fit_,
-                   "endpoints (smallest and largest size) or least-squares (all sizes, relative error)")
-      ->check(CLI::IsMember({"endpoints", "least-squares"}))
+                   "endpoints (smallest and largest size), least-squares (all sizes, relative error) or "
+                   "regimes (one line per size range, the number of ranges chosen by leave-one-out)")
+      ->check(CLI::IsMember({"endpoints", "least-squares", "regimes"}))
+      ->capture_default_str();
+  nccl_tests_
+      ->add_option("--max-regimes", max_regimes_,
+                   fmt::format("--fit regimes: the most size ranges tried, 1 to {}", calibrate::kMaxRegimes))
       ->capture_default_str();
   nccl_tests_->add_option("--min-size", min_size_, "Ignore sizes below this for the fit, e.g. 1MiB")
       ->capture_default_str();
@@ -59,6 +64,10 @@ int CalibrateCommand::run() const {
         {"", 0, "--workers-per-node"},
         fmt::format("expected an integer in [1, --workers = {}], got {}", workers_, workers_per_node_));
   }
+  if (max_regimes_ < 1 || max_regimes_ > calibrate::kMaxRegimes) {
+    throw Error({"", 0, "--max-regimes"},
+                fmt::format("expected an integer in [1, {}], got {}", calibrate::kMaxRegimes, max_regimes_));
+  }
   const LogFormat format = format_ == "xla"          ? LogFormat::XlaTable
                            : format_ == "nccl-tests" ? LogFormat::NcclTests
                                                      : LogFormat::Auto;
@@ -72,7 +81,10 @@ int CalibrateCommand::run() const {
                 fmt::format("the table measured {} ranks, --workers says {}", log.group_size, workers_));
   }
   calibrate::FitOptions options;
-  options.method = fit_ == "least-squares" ? FitMethod::LeastSquares : FitMethod::Endpoints;
+  options.method = fit_ == "least-squares" ? FitMethod::LeastSquares
+                   : fit_ == "regimes"     ? FitMethod::Regimes
+                                           : FitMethod::Endpoints;
+  options.max_regimes = max_regimes_;
   options.min_bytes = parse_bytes(min_size_, {"", 0, "--min-size"});
   if (!max_size_.empty()) options.max_bytes = parse_bytes(max_size_, {"", 0, "--max-size"});
   const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers_, options);
@@ -85,7 +97,10 @@ int CalibrateCommand::run() const {
     out << calibrate::calibration_yaml(result, source);
     if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
   }
-  fmt::print("ring all-reduce calibration\n{}", calibrate::calibration_header(result, source));
+  fmt::print("{}\n{}",
+             options.method == FitMethod::Regimes ? "ring all-reduce calibration in size regimes"
+                                                  : "ring all-reduce calibration",
+             calibrate::calibration_header(result, source));
   if (!output_.empty()) fmt::print("wrote the cluster keys to {}\n", output_);
   return 0;
 }

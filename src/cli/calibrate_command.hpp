@@ -1,6 +1,7 @@
 // `stepcast calibrate nccl-tests LOG --workers N [--workers-per-node G] [-o calib.yaml]`: fits the
-// ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), prints the error at
-// every size and writes the fitted cluster keys as a scenario fragment.
+// ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), or with `--fit regimes
+// [--max-regimes K]` one pair per size range, prints the error at every size and writes the
+// fitted cluster keys as a scenario fragment.
 //
 //   stepcast::cli::CalibrateCommand calibrate(app);      // before app.parse
 //   if (calibrate.parsed()) return calibrate.run();      // throws stepcast::Error on bad input
@@ -31,6 +32,7 @@ class CalibrateCommand {
   std::string format_ = "auto";
   bool in_place_ = false;
   std::string fit_ = "endpoints";
+  int max_regimes_ = 4;
   std::string min_size_ = "0";
   std::string max_size_;  // empty: no upper bound
   std::string output_;

@@ -65,6 +65,30 @@ TEST_F(CliTest, CalibrateOneNodeWritesIntraNodeKeys) {
   EXPECT_EQ(yaml.find("nic_bandwidth"), std::string::npos) << yaml;
 }
 
+TEST_F(CliTest, CalibrateRegimesWritesCollectiveRegimes) {
+  // Four sizes on one line: one regime (a leave-one-out fit of two regimes needs 7 sizes).
+  const std::string log = file("ar.log", kLog);
+  const std::string out = path("calib.yaml").string();
+  const auto r = run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "2", "--fit",
+                      "regimes", "--max-regimes", "2", "-o", out});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("ring all-reduce calibration in size regimes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of at most 2 regimes, chosen by leave-one-out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("each predicted leave-one-out"), std::string::npos) << r.out;
+  const std::string yaml = read_text(out);
+  for (const char* key :
+       {"nic_bandwidth: 10GB/s", "link_latency: 5us", "  collective_regimes:\n", "    - \"0B 5us 10GB/s\""}) {
+    EXPECT_NE(yaml.find(key), std::string::npos) << key << "\n" << yaml;
+  }
+
+  for (const char* bad : {"0", "9"}) {
+    const auto e =
+        run({"calibrate", "nccl-tests", log, "--workers", "4", "--fit", "regimes", "--max-regimes", bad});
+    EXPECT_EQ(e.code, 2) << e.describe();
+    EXPECT_NE(e.err.find("--max-regimes"), std::string::npos) << e.err;
+  }
+}
+
 TEST_F(CliTest, CalibrateBadInputExitsTwoNamingTheFile) {
   const std::string missing = path("missing.log").string();
   auto r = run({"calibrate", "nccl-tests", missing, "--workers", "4", "-o", path("c.yaml").string()});

@@ -3,12 +3,18 @@
 // (a: fixed cost of one of the 2(N-1) ring steps, s; B: rate at which a step moves its S/N bytes,
 // bytes/s, which is nccl-tests' bus bandwidth at large sizes), reports the error at every size,
 // and turns (a, B) into the scenario keys with which the fine simulator's ring reproduces t(S).
+// FitMethod::Regimes fits one (a_j, B_j) per contiguous size range instead (NCCL switches
+// protocol and algorithm with the size), the number of ranges chosen by leave-one-out
+// cross-validation, and writes them as cluster.collective_regimes.
 // Depends on calibrate/collective_log.hpp and cluster/ (ClusterSpec); SI units throughout.
 //
 //   CollectiveLog log = read_collective_log("all_reduce.txt");
 //   Calibration c = calibrate_ring(log.points, /*workers=*/16, {});   // smallest + largest size
 //   cluster::ClusterSpec spec = apply_fit(c.fit, /*workers_per_node=*/8);
 //   std::string yaml = calibration_yaml(c, {.file = log.file, .workers_per_node = 8});
+//
+//   Calibration r = calibrate_ring(log.points, 16, {.method = FitMethod::Regimes});
+//   cluster::ClusterSpec regimes = apply_regime_fit(r.regimes, 8);   // links + collective_regimes
 #pragma once
 
 #include <cstdint>
@@ -25,6 +31,10 @@ namespace stepcast::calibrate {
 enum class FitMethod : uint8_t {
   Endpoints,     ///< the smallest and the largest eligible size, solved exactly
   LeastSquares,  ///< every eligible size, minimising the sum of squared relative errors
+  /// every eligible size, split into 1..max_regimes contiguous size ranges with one (a, B) each
+  /// (least squares of the relative error per range, at least 3 sizes per range); the number
+  /// of ranges is the smallest whose leave-one-out mean |relative error| is within 5% of the best
+  Regimes,
 };
 
 struct FitOptions {
@@ -32,6 +42,7 @@ struct FitOptions {
   double min_bytes = 0;  ///< sizes below are not used to fit (still reported)
   double max_bytes = std::numeric_limits<double>::infinity();  ///< nor sizes above
   double report_min_bytes = 1 << 20;  ///< the held-out summary covers sizes >= this (1 MiB)
+  int max_regimes = 4;                ///< Regimes: the most ranges tried, 1 .. kMaxRegimes
   bool operator==(const FitOptions&) const = default;
 };
 
@@ -46,6 +57,36 @@ struct RingFit {
   [[nodiscard]] double time(double bytes) const;
 };
 
+/// The largest FitOptions::max_regimes accepted.
+inline constexpr int kMaxRegimes = 8;
+
+/// One size range of a regime fit: the ring alpha-beta model with its own (a, B).
+struct Regime {
+  double from_bytes = 0;         ///< applies to sizes >= this, up to the next regime's from_bytes
+  double first_bytes = 0;        ///< smallest size fitted in this range
+  double last_bytes = 0;         ///< largest
+  int count = 0;                 ///< sizes fitted in this range
+  double step_latency = 0;       ///< s, a_j
+  double bw = 0;                 ///< bytes/s, B_j
+  bool latency_clamped = false;  ///< the range's fit asked for a < 0; a set to 0 and B refitted
+  bool operator==(const Regime&) const = default;
+};
+
+/// The ring all-reduce of `workers` ranks in size regimes: regimes[0].from_bytes is 0, each
+/// later one starts at the geometric mean of the previous range's last size and its own first.
+struct RegimeFit {
+  int workers = 2;
+  std::vector<Regime> regimes;  ///< ascending from_bytes, at least one
+  bool operator==(const RegimeFit&) const = default;
+
+  /// The regime with the largest from_bytes <= bytes.
+  [[nodiscard]] const Regime& regime_for(double bytes) const;
+  /// s, 2(N-1) a_j + 2(N-1)/N bytes / B_j with j = regime_for(bytes).
+  [[nodiscard]] double time(double bytes) const;
+  /// (min_j a_j, max_j B_j): the fastest ring step any regime allows, what the links are set to.
+  [[nodiscard]] RingFit envelope() const;
+};
+
 /// Measured against predicted at one size.
 struct SizeError {
   double bytes = 0;
@@ -54,28 +95,41 @@ struct SizeError {
   double error = 0;      ///< (predicted - measured) / measured
   bool used = false;     ///< this size determined the fit
   int line = 0;          ///< where it was read
+  /// Regimes: predicted by the fit (same number of regimes) to every eligible size but this
+  /// one; a size the fit did not use keeps `predicted`. Other methods: equal to `predicted`.
+  double loo_predicted = 0;  ///< s
+  double loo_error = 0;      ///< (loo_predicted - measured) / measured
   bool operator==(const SizeError&) const = default;
 };
 
 struct Calibration {
+  /// Endpoints, LeastSquares: the fit. Regimes: regimes.envelope(), what the links are set to.
   RingFit fit;
   FitOptions options;
   std::vector<SizeError> sizes;  ///< every measured size, ascending
+  /// Regimes only (else no regimes): the chosen fit, and the leave-one-out mean |relative error|
+  /// over the eligible sizes for 1, 2, .. max_regimes regimes (infinity where that many ranges
+  /// of at least 3 sizes with a positive bandwidth do not fit).
+  RegimeFit regimes;
+  std::vector<double> regime_scores;
   /// |error| over the sizes >= options.report_min_bytes that were not used to fit; with
   /// LeastSquares every eligible size is used, so these fall back to the in-sample sizes.
+  /// Regimes: |loo_error| over every size >= report_min_bytes (never in sample).
   int summary_count = 0;
   double median_error = 0;
   double max_error = 0;
   bool summary_in_sample = false;  ///< true when the summary covers fitted sizes
   /// The fit asked for a < 0 (the small sizes run faster than the line through the large
-  /// ones); a was set to 0 and B refitted.
+  /// ones); a was set to 0 and B refitted. Regimes: some regime's fit was clamped.
   bool latency_clamped = false;
   bool operator==(const Calibration&) const = default;
 };
 
 /// Fits (a, B) to `points` (from a CollectiveLog) for `workers` >= 2 ranks and scores every
 /// size. Throws stepcast::Error when fewer than two distinct sizes are eligible for the fit or
-/// when the time does not grow with size (no positive bandwidth fits).
+/// when the time does not grow with size (no positive bandwidth fits); for Regimes, when
+/// max_regimes is outside 1..kMaxRegimes or no number of regimes can be cross-validated (fewer
+/// than 4 eligible sizes, or no range with a positive bandwidth).
 [[nodiscard]] Calibration calibrate_ring(const std::vector<Measurement>& points, int workers,
                                          const FitOptions& options);
 
@@ -87,6 +141,13 @@ struct Calibration {
 [[nodiscard]] cluster::ClusterSpec apply_fit(const RingFit& fit, int workers_per_node,
                                              cluster::ClusterSpec base = {});
 
+/// apply_fit(fit.envelope(), ...) (so no link is slower than any regime's B_j, and no path's
+/// latency above any a_j) with collective_regimes = {from_bytes_j, a_j, B_j}: the simulator caps
+/// a collective's transfers at its regime's B_j and makes each step last at least a_j after its
+/// transfers end, so its ring gives fit.time(S) at every size.
+[[nodiscard]] cluster::ClusterSpec apply_regime_fit(const RegimeFit& fit, int workers_per_node,
+                                                    cluster::ClusterSpec base = {});
+
 /// Where the sweep came from, for the header of the written file.
 struct CalibrationSource {
   std::string file;
@@ -95,16 +156,20 @@ struct CalibrationSource {
   int workers_per_node = 1;
 };
 
-/// The per-size table (size, measured, predicted, error, used) and the held-out summary, as
-/// plain text lines; `prefix` starts every line (e.g. "# " for YAML comments).
+/// The per-size table (size, measured, predicted, error, used; Regimes adds the regime and the
+/// leave-one-out error) and the held-out summary, as plain text lines; `prefix` starts every line
+/// (e.g. "# " for YAML comments).
 [[nodiscard]] std::string error_table(const Calibration& calibration, const std::string& prefix = "");
 
-/// Source, model, fit, (a, B) and error_table, as lines starting with `prefix`.
+/// Source, model, fit, (a, B) (Regimes: the cross-validation scores and every regime's range, a,
+/// 2(N-1) a and B) and error_table, as lines starting with `prefix`.
 [[nodiscard]] std::string calibration_header(const Calibration& calibration, const CalibrationSource& source,
                                              const std::string& prefix = "");
 
-/// A YAML scenario fragment with the `cluster:` keys of apply_fit, headed by comments naming the
-/// source, the model, the fit and the error table. Values carry units ("339.797GB/s", "4.5us").
+/// A YAML scenario fragment with the `cluster:` keys of apply_fit (Regimes: apply_regime_fit,
+/// the regimes as `collective_regimes:`, a list of "SIZE LATENCY BANDWIDTH" strings such as
+/// "724.077KiB 5.04us 37.7GB/s"), headed by comments naming the source, the model, the fit and
+/// the error table. Values carry units ("339.797GB/s", "4.5us") and 6 significant digits.
 [[nodiscard]] std::string calibration_yaml(const Calibration& calibration, const CalibrationSource& source);
 
 }  // namespace stepcast::calibrate
