@@ -218,6 +218,18 @@ std::string method_name(FitMethod method) {
   return "?";
 }
 
+// A size's measured and predicted time; the leave-one-out fields are left to the caller.
+SizeError score(const Measurement& m, double predicted, bool used) {
+  SizeError e;
+  e.bytes = m.bytes;
+  e.measured = m.time;
+  e.predicted = predicted;
+  e.error = (predicted - m.time) / m.time;
+  e.used = used;
+  e.line = m.line;
+  return e;
+}
+
 // Median and max of |error| (or of |loo_error| with `loo`) over the sizes >= report_min_bytes
 // that `scored` admits.
 template <typename Scored>
@@ -299,14 +311,8 @@ Calibration calibrate_regimes(const std::vector<Measurement>& points,
   c.latency_clamped = std::any_of(c.regimes.regimes.begin(), c.regimes.regimes.end(),
                                   [](const Regime& r) { return r.latency_clamped; });
   for (const Measurement& m : points) {
-    SizeError e;
-    e.bytes = m.bytes;
-    e.measured = m.time;
-    e.predicted = c.regimes.time(m.bytes);
-    e.error = (e.predicted - e.measured) / e.measured;
     const auto it = std::find(bytes.begin(), bytes.end(), m.bytes);
-    e.used = it != bytes.end();
-    e.line = m.line;
+    SizeError e = score(m, c.regimes.time(m.bytes), it != bytes.end());
     e.loo_predicted = e.used ? loo[chosen][static_cast<size_t>(it - bytes.begin())] : e.predicted;
     e.loo_error = (e.loo_predicted - e.measured) / e.measured;
     c.sizes.push_back(e);
@@ -400,13 +406,9 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
 
   bool any_held_out = false;
   for (const Measurement& m : points) {
-    SizeError e;
-    e.bytes = m.bytes;
-    e.measured = m.time;
-    e.predicted = c.fit.time(m.bytes);
-    e.error = (e.predicted - e.measured) / e.measured;
-    e.used = std::any_of(used.begin(), used.end(), [&](const Measurement& u) { return u.bytes == m.bytes; });
-    e.line = m.line;
+    SizeError e = score(
+        m, c.fit.time(m.bytes),
+        std::any_of(used.begin(), used.end(), [&](const Measurement& u) { return u.bytes == m.bytes; }));
     e.loo_predicted = e.predicted;
     e.loo_error = e.error;
     if (m.bytes >= options.report_min_bytes && !e.used) any_held_out = true;
