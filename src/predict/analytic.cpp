@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -28,13 +29,19 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
   Result r;
   double collective = 0;
   if (spec.workers > 1) {
-    // The whole gradient through the algorithm once (buckets only add latency).
+    // The whole gradient through the algorithm once: every bucket's bytes at its size regime's
+    // rate, and one collective's latency (the others' only add to it). Without regimes this is
+    // the cost of one collective of the whole gradient.
     const cluster::Cluster c = cluster::build_cluster(spec);
-    collective =
-        scheme::collective_cost(
-            c, scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm),
-            spec.regime_for(w.parameter_bytes()))
-            .time(w.parameter_bytes());
+    const scheme::CollectivePlan plan =
+        scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm);
+    double latency = std::numeric_limits<double>::infinity();
+    for (const workload::Bucket& b : workload::make_buckets(w, scheme.allreduce.bucket_bytes)) {
+      const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
+      collective += b.bytes * cost.seconds_per_byte;
+      latency = std::min(latency, cost.latency);
+    }
+    if (std::isfinite(latency)) collective += latency;
   }
   r.step_time = std::max(worker.compute, collective);
   r.breakdown.compute = worker.compute;

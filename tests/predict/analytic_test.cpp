@@ -41,6 +41,13 @@ TEST(AnalyticPredictor, UpperBoundOnTheFinePredictor) {
     SchemeConfig scheme;
     if (pick(0, 2) == 2) {
       scheme.scheme = Scheme::AllReduce;
+      // Size regimes with bandwidths in no particular order: buckets and the whole gradient may
+      // fall in different ones.
+      if (pick(0, 1) == 1) {
+        auto bw = [&] { return std::uniform_real_distribution<double>(0.05, 2)(rng) * spec.nic_bw; };
+        spec.collective_regimes = {{0, 2e-6, bw()}, {1e6, 8e-6, bw()}, {20e6, 30e-6, bw()}};
+        scheme.allreduce.bucket_bytes = pick(0, 1) ? 25e6 : 4e6;
+      }
     } else {
       scheme.scheme = Scheme::ParameterServer;
       scheme.mode = pick(0, 1) ? Mode::Async : Mode::Sync;
