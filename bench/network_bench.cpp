@@ -17,9 +17,12 @@ using namespace stepcast;
 // uplink to the core (50 GB/s, 4:1 oversubscribed). Each host keeps one flow to the core busy;
 // when a flow ends, the host starts its next message (a new flow: the set changes). A change
 // can only affect the flows of one rack, so incremental re-sharing touches H flows, full R x H.
+// With `bounded`, every other flow has its own rate bound of 2 GB/s (below its fair share of the
+// rack uplink, 3.1 GB/s): progressive filling then fixes flows at their bounds as well as at links.
 void BM_FlowChurn(benchmark::State& state) {
   const auto resharing = static_cast<net::Resharing>(state.range(0));
   const auto racks = static_cast<uint32_t>(state.range(1));
+  const bool bounded = state.range(2) != 0;
   constexpr uint32_t kHosts = 16;
   constexpr int kEvents = 5000;
   std::vector<double> capacities(racks * kHosts, 12.5e9);
@@ -33,6 +36,7 @@ void BM_FlowChurn(benchmark::State& state) {
     auto start = [&](uint32_t host, double now) {
       const uint32_t rack = host / kHosts;
       net::FlowSpec spec{{{host, 1}, {racks * kHosts + rack, 1}}, message(rng)};
+      if (bounded && host % 2 == 0) spec.max_rate = 2e9;
       const uint32_t id = net::index(network->start_flow(spec, now));
       if (host_of.size() <= id) host_of.resize(id + 1);
       host_of[id] = host;
@@ -50,11 +54,13 @@ void BM_FlowChurn(benchmark::State& state) {
   state.counters["flows_reshared_per_event"] = static_cast<double>(reshared) / static_cast<double>(events);
 }
 BENCHMARK(BM_FlowChurn)
-    ->ArgNames({"full_reshare", "racks"})
-    ->Args({0, 16})
-    ->Args({1, 16})
-    ->Args({0, 128})
-    ->Args({1, 128})
+    ->ArgNames({"full_reshare", "racks", "bounded"})
+    ->Args({0, 16, 0})
+    ->Args({1, 16, 0})
+    ->Args({0, 128, 0})
+    ->Args({1, 128, 0})
+    ->Args({0, 128, 1})
+    ->Args({1, 128, 1})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
