@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "predict/summary.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
@@ -63,7 +64,19 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
 }
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-               const scheme::SchemeConfig& scheme, const Options& options) {
+               const scheme::SchemeConfig& scheme, const Options& given) {
+  Options options = given;
+  if (options.compute_cv_auto) {
+    if (workload.num_samples() < 2) {
+      throw Error({"", 0, "workload.compute_cv"},
+                  fmt::format("'auto' takes the variation from the profile's steady steps, but the workload "
+                              "'{}' has {} sampled steps (needs a profile with at least two steady steps "
+                              "and workload.step_samples: all); give a number instead",
+                              workload.name, workload.num_samples()));
+    }
+    options.compute_cv = workload::step_variation(workload);
+    options.compute_cv_auto = false;
+  }
   Result r;
   switch (options.predictor) {
     case Predictor::Fine:
@@ -77,6 +90,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
       break;
   }
   account_job(r, workload, options);
+  r.compute_cv = options.compute_cv;
   return r;
 }
 

@@ -197,6 +197,8 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
   } else {
     json.raw("null");
   }
+  json.key("compute_cv");
+  json.number(r.compute_cv);
   json.key("job");
   if (r.job.samples > 0) {
     json.begin_object();

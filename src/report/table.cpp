@@ -97,6 +97,11 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
                  percent_of(b.compute, r.step_time), b.communication_exposed * 1e3,
                  percent_of(b.communication_exposed, r.step_time), b.wait * 1e3,
                  percent_of(b.wait, r.step_time));
+  if (r.compute_cv > 0) {
+    fmt::format_to(
+        it, "stragglers: each worker's compute varies by {:.2f}% (coefficient of variation) per step\n",
+        100 * r.compute_cv);
+  }
   if (r.utilization.empty()) return;
 
   std::vector<const predict::Utilization*> busiest;

@@ -421,6 +421,17 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                 "workload.single_worker_throughput (samples/s), measured on one worker");
   }
 
+  if (s.options.compute_cv_auto && draft.compute_cv_auto) {
+    if (s.workload.profile.empty()) {
+      throw Error(draft.compute_cv_auto->where,
+                  "'auto' takes the step-to-step variation of workload.profile, and there is none; "
+                  "give a number (0.05 = 5%)");
+    }
+    if (s.workload.step_samples != StepSamples::All) {
+      throw Error(draft.compute_cv_auto->where,
+                  "'auto' needs the profile's per-step samples: set workload.step_samples: all");
+    }
+  }
   if (draft.custom_topology && s.cluster.topology != cluster::Topology::Custom) {
     throw Error(draft.custom_topology->where, "cluster.custom needs cluster.topology = custom");
   }

@@ -78,6 +78,19 @@ Workload with_sample(const Workload& workload, std::size_t k) {
   return step;
 }
 
+double step_variation(const Workload& workload) {
+  const std::size_t k = workload.num_samples();
+  if (k < 2) return 0;
+  std::vector<double> steps(k);
+  for (std::size_t i = 0; i < k; ++i) steps[i] = with_sample(workload, i).step_time_alone();
+  // Two passes: a variation of 0.1% would lose most of its digits in sum(t^2) - k mean^2.
+  double mean = 0;
+  for (double t : steps) mean += t / static_cast<double>(k);
+  double variance = 0;
+  for (double t : steps) variance += (t - mean) * (t - mean) / static_cast<double>(k);
+  return mean > 0 ? std::sqrt(variance) / mean : 0;
+}
+
 std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) {
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <vector>
 
+#include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
@@ -38,6 +39,18 @@ Options with_cv(Predictor predictor, double cv, int steps = 200) {
   o.measure_steps = steps;
   o.compute_cv = cv;
   return o;
+}
+
+// compute_cv_auto needs per-step samples; a zoo workload has none, and predict says so.
+TEST(Stragglers, AutoWithoutSamplesIsAnErrorNamingTheKey) {
+  Options o = with_cv(Predictor::Coarse, 0);
+  o.compute_cv_auto = true;
+  try {
+    (void)predict(resnet50(), fast_cluster(4), SchemeConfig{}, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "workload.compute_cv") << e.what();
+  }
 }
 
 TEST(Stragglers, FactorsHaveMeanOneAndTheAskedVariation) {

@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -316,6 +317,45 @@ TEST_F(ProfiledScenario, StepSamplesKeyPredictsEveryStepOrTheRepresentative) {
   } catch (const Error& e) {
     EXPECT_EQ(e.where().key, "workload.step_samples") << e.what();
     EXPECT_NE(std::string(e.what()).find("all|representative"), std::string::npos) << e.what();
+  }
+}
+
+// workload.compute_cv: auto takes the stragglers' variation from the trace's steady steps: the
+// population spread of the replayed sample steps, which replay the measured steps.
+TEST_F(ProfiledScenario, ComputeCvAutoTakesTheStepsVariation) {
+  using namespace stepcast;
+  const fs::path path = write(kScenario);
+  scenario::Scenario s = scenario::load_scenario(path.string(), {"workload.compute_cv=auto"});
+  EXPECT_TRUE(s.options.compute_cv_auto);
+  s.options.warmup_steps = 1;
+  s.options.measure_steps = 3;
+  const workload::Workload w = scenario::build_workload(s);
+  ASSERT_EQ(w.num_samples(), 3u);
+  std::vector<double> steps;
+  for (size_t k = 0; k < w.num_samples(); ++k) steps.push_back(workload::with_sample(w, k).step_time_alone());
+  double mean = 0, var = 0;
+  for (double t : steps) mean += t / 3;
+  for (double t : steps) var += (t - mean) * (t - mean) / 3;
+  const double expected = std::sqrt(var) / mean;
+  ASSERT_GT(expected, 0);
+  EXPECT_NEAR(workload::step_variation(w), expected, 1e-12);
+  const predict::Result r = predict::predict(w, s.cluster, s.scheme, s.options);
+  EXPECT_NEAR(r.compute_cv, expected, 1e-12);
+  // The same as giving the number.
+  predict::Options given = s.options;
+  given.compute_cv_auto = false;
+  given.compute_cv = r.compute_cv;
+  EXPECT_EQ(predict::predict(w, s.cluster, s.scheme, given).step_time, r.step_time);
+  std::cout << "compute_cv auto from the 1xV100 trace's 3 steady steps: " << expected << '\n';
+
+  // Without per-step samples there is nothing to take it from.
+  for (const char* bad : {"workload.step_samples=representative"}) {
+    try {
+      (void)scenario::load_scenario(path.string(), {"workload.compute_cv=auto", bad});
+      FAIL() << "expected an error with " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().key, "workload.compute_cv") << e.what();
+    }
   }
 }
 

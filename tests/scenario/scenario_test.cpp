@@ -172,6 +172,18 @@ TEST(Scenario, JobKeys) {
   EXPECT_EQ(e.where().key, "job.samples");
 }
 
+TEST(Scenario, ComputeCvNumberOrAutoWithAProfile) {
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"workload.compute_cv=0.05"}).options.compute_cv, 0.05);
+  EXPECT_FALSE(parse_scenario(kMinimal, "t.yaml").options.compute_cv_auto);
+  // A zoo model has no steps to take the variation from.
+  Error e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"workload.compute_cv=auto"}); });
+  EXPECT_EQ(e.where().key, "workload.compute_cv");
+  EXPECT_TRUE(contains(e.message(), "workload.profile")) << e.what();
+  e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"workload.compute_cv=often"}); });
+  EXPECT_EQ(e.where().key, "workload.compute_cv");
+  EXPECT_TRUE(contains(e.message(), "'auto'")) << e.what();
+}
+
 TEST(Scenario, CollectiveRegimes) {
   const Scenario s = parse_scenario(std::string(kMinimal) +
                                         "cluster:\n  collective_regimes:\n    - \"0B 4.36us 17.3GB/s\"\n"

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 namespace stepcast::workload {
 namespace {
@@ -94,6 +95,18 @@ TEST(Workload, WithSampleIsThatStepAlone) {
   EXPECT_EQ(step1, expected);
   // The representative step is sample 0 here: its durations are the op durations.
   EXPECT_EQ(with_sample(w, 0), two_lanes());
+}
+
+TEST(Workload, StepVariationIsThePopulationSpreadOfTheSampleSteps) {
+  const Workload w = two_lanes_sampled();
+  std::vector<double> t;
+  for (std::size_t k = 0; k < 3; ++k) t.push_back(with_sample(w, k).step_time_alone());
+  const double mean = (t[0] + t[1] + t[2]) / 3;
+  const double sd = std::sqrt(
+      ((t[0] - mean) * (t[0] - mean) + (t[1] - mean) * (t[1] - mean) + (t[2] - mean) * (t[2] - mean)) / 3);
+  EXPECT_NEAR(step_variation(w), sd / mean, 1e-15);
+  EXPECT_GT(step_variation(w), 0);
+  EXPECT_EQ(step_variation(two_lanes()), 0);  // one step: no variation to measure
 }
 
 TEST(Workload, WithSampleOutOfRangeIsAnError) {

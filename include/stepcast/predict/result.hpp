@@ -44,6 +44,9 @@ struct Options {
   /// mean 1, independent per worker and step); 0 = identical workers. Fine: simulated; coarse:
   /// a synchronous step waits for the expected slowest of N; analytic: ignored (a bound).
   double compute_cv = 0;
+  /// `workload.compute_cv: auto`: take compute_cv from the workload's per-step samples
+  /// (workload::step_variation); predict() throws when it has fewer than two.
+  bool compute_cv_auto = false;
   JobOptions job{};
   bool operator==(const Options&) const = default;
 };
@@ -116,6 +119,9 @@ struct Result {
   /// Analytic, parameter server: the worker count N* beyond which the busiest shard saturates
   /// (worker step time / server time per worker step); 0 when it does not apply.
   double saturation_workers = 0;
+  /// The stragglers' variation the prediction used: Options::compute_cv, or with
+  /// Options::compute_cv_auto the value taken from the workload's per-step samples.
+  double compute_cv = 0;
   Job job{};
   Trace trace;
   bool operator==(const Result&) const = default;

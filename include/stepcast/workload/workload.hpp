@@ -81,6 +81,11 @@ struct Workload {
 /// give, and silently returning the representative step would hide the caller's mistake.
 [[nodiscard]] Workload with_sample(const Workload& workload, std::size_t k);
 
+/// How much one worker's step varies from step to step: the population standard deviation over
+/// the mean of with_sample(workload, k).step_time_alone() over the samples k; 0 with fewer than
+/// two samples. What `workload.compute_cv: auto` takes as the stragglers' variation.
+[[nodiscard]] double step_variation(const Workload& workload);
+
 /// A group of gradients reduced together (PyTorch DDP buckets, Horovod fusion).
 struct Bucket {
   std::vector<int> tensors;  ///< in the order their gradients are produced
