@@ -491,6 +491,13 @@ TEST(WriteTable, WhereTheTimeGoesForTheLastPrediction) {
             std::string::npos)
       << table;
   EXPECT_EQ(table.find("ps apply"), std::string::npos);
+  // No stragglers, no line about them; with them, the variation used.
+  EXPECT_EQ(table.find("stragglers"), std::string::npos) << table;
+  Sweep noisy = make_sweep();
+  noisy.predictions.back().compute_cv = 0.05;
+  table = render(write_table, noisy);
+  EXPECT_NE(table.find("stragglers: each worker's compute varies by 5.00%"), std::string::npos) << table;
+  EXPECT_NE(without_whitespace(render(write_json, noisy)).find("\"compute_cv\":0.05,"), std::string::npos);
 }
 
 TEST(WriteTable, EmptySweepAndNonFiniteValuesDoNotBreakIt) {
