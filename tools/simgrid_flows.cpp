@@ -7,11 +7,13 @@
 // Input (stdin, whitespace separated; capacities in bytes/s, times in s, sizes in bytes):
 //   links <L>  <capacity_0> ... <capacity_{L-1}>
 //   flows <F>
-//   <start> <bytes> <n> <link_1> ... <link_n>      one line per flow, n >= 1
+//   <start> <bytes> <max_rate> <n> <link_1> ... <link_n>      one line per flow, n >= 1
 // A link listed k times in one flow's path counts k times against its capacity (stepcast's
-// LinkUse::count). Output (stdout): one line per flow, in input order, its completion time in s.
+// LinkUse::count). max_rate > 0 bounds the flow's rate (SimGrid's Comm::set_rate, stepcast's
+// FlowSpec::max_rate); 0 leaves it unbounded. Output (stdout): one line per flow, in input order,
+// its completion time in s.
 //
-//   printf 'links 1 1e9\nflows 2\n0 1000000000 1 0\n0 500000000 1 0\n' | simgrid_flows
+//   printf 'links 1 1e9\nflows 2\n0 1000000000 0 1 0\n0 500000000 0 1 0\n' | simgrid_flows
 //   -> 1.5 and 1 (the two flows share the link until the smaller one is done)
 //
 // The model is SimGrid's plain max-min without corrections: network/model:CM02 (bandwidth and
@@ -34,6 +36,7 @@ namespace {
 struct Flow {
   double start = 0;
   double bytes = 0;
+  double max_rate = 0;  // bytes/s; 0: unbounded
   std::vector<unsigned> links;
 };
 
@@ -64,8 +67,9 @@ int main(int argc, char** argv) {
   flows.resize(count);
   for (Flow& flow : flows) {
     size_t n = 0;
-    if (!(std::cin >> flow.start >> flow.bytes >> n) || flow.start < 0 || flow.bytes < 0 || n == 0) {
-      fail("expected '<start> <bytes> <n>' with start >= 0, bytes >= 0, n >= 1");
+    if (!(std::cin >> flow.start >> flow.bytes >> flow.max_rate >> n) || flow.start < 0 || flow.bytes < 0 ||
+        flow.max_rate < 0 || n == 0) {
+      fail("expected '<start> <bytes> <max_rate> <n>' with start >= 0, bytes >= 0, max_rate >= 0, n >= 1");
     }
     // SimGrid simulates whole bytes.
     if (flow.bytes != std::floor(flow.bytes) || flow.bytes > 9e15)
@@ -108,11 +112,19 @@ int main(int argc, char** argv) {
   }
   zone->seal();
 
+  // One mailbox per flow and a receiver waiting on it from the start, so the comm begins when
+  // the sender puts. Comm::set_rate is honoured on mailbox comms (sendto comms ignore it).
   std::vector<double> completion(flows.size(), -1);
   for (size_t f = 0; f < flows.size(); ++f) {
-    sg4::Actor::create("flow" + std::to_string(f), sources[f], [&, f] {
+    sg4::Mailbox* mailbox = sg4::Mailbox::by_name("flow" + std::to_string(f));
+    sg4::Actor::create("receiver" + std::to_string(f), destinations[f],
+                       [mailbox] { (void)mailbox->get<int>(); });
+    sg4::Actor::create("sender" + std::to_string(f), sources[f], [&, f, mailbox] {
+      static int payload = 0;
       sg4::this_actor::sleep_until(flows[f].start);
-      sg4::Comm::sendto(sources[f], destinations[f], static_cast<uint64_t>(flows[f].bytes));
+      sg4::CommPtr comm = mailbox->put_init(&payload, static_cast<uint64_t>(flows[f].bytes));
+      if (flows[f].max_rate > 0) comm->set_rate(flows[f].max_rate);
+      comm->wait();
       completion[f] = sg4::Engine::get_clock();
     });
   }

@@ -54,6 +54,13 @@ struct Instance {
     inst.starts.push_back(integer(0, 2) == 0 ? 0.0 : uniform(0, 0.05));
     inst.flows.push_back(std::move(spec));
   }
+  // From seed 11 on, about a third of the flows have their own rate bound (FlowSpec::max_rate,
+  // SimGrid's Comm::set_rate), drawn after the rest; seeds 1-10 have none.
+  if (seed > 10) {
+    for (FlowSpec& spec : inst.flows) {
+      if (integer(0, 2) == 0) spec.max_rate = std::round(std::pow(10.0, uniform(8.5, 10.5)));
+    }
+  }
   return inst;
 }
 
@@ -89,7 +96,9 @@ struct Instance {
   for (size_t f = 0; f < inst.flows.size(); ++f) {
     size_t members = 0;
     for (const LinkUse& use : inst.flows[f].path) members += use.count;
-    out << inst.starts[f] << ' ' << inst.flows[f].bytes << ' ' << members;
+    const double bound = inst.flows[f].max_rate;
+    out << inst.starts[f] << ' ' << inst.flows[f].bytes << ' ' << (bound < kInfinity ? bound : 0.0) << ' '
+        << members;
     // A link crossed by k members is listed k times: SimGrid counts it k times in its constraint.
     for (const LinkUse& use : inst.flows[f].path) {
       for (uint32_t k = 0; k < use.count; ++k) out << ' ' << use.link;
@@ -128,8 +137,9 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
   const std::string input_path = testing::TempDir() + "simgrid_crosscheck_flows.txt";
   double max_difference = 0;
   size_t flows = 0;
-  size_t slowed = 0;  // flows that shared a link: slower than alone on their path
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
+  size_t slowed = 0;   // flows that shared a link: slower than alone on their path
+  size_t bounded = 0;  // flows held at their own bound for their whole run
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const Instance inst = random_instance(seed);
     const std::vector<double> ours = run_stepcast(inst);
@@ -137,11 +147,14 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
     ASSERT_EQ(theirs.size(), ours.size()) << to_text(inst);
     for (size_t f = 0; f < ours.size(); ++f) {
       ASSERT_GT(ours[f], 0);
-      double alone = kInfinity;
+      double alone = inst.flows[f].max_rate;
       for (const LinkUse& use : inst.flows[f].path)
         alone = std::min(alone, inst.capacities[use.link] / use.count);
       ++flows;
       if (ours[f] - inst.starts[f] > 1.01 * inst.flows[f].bytes / alone) ++slowed;
+      if (std::fabs(ours[f] - inst.starts[f] - inst.flows[f].bytes / inst.flows[f].max_rate) <=
+          1e-9 * ours[f])
+        ++bounded;
       const double difference = std::fabs(theirs[f] - ours[f]) / ours[f];
       max_difference = std::max(max_difference, difference);
       EXPECT_LE(difference, kRelativeTolerance)
@@ -150,10 +163,11 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
     }
   }
   std::remove(input_path.c_str());
-  // The instances must exercise sharing, or agreement says little.
+  // The instances must exercise sharing and bounds, or agreement says little.
   EXPECT_GE(slowed * 4, flows) << slowed << " of " << flows << " flows shared a link";
-  std::printf("%zu flows (%zu slowed by sharing), max relative difference %.3g\n", flows, slowed,
-              max_difference);
+  EXPECT_GE(bounded * 10, flows) << bounded << " of " << flows << " flows ran at their bound";
+  std::printf("%zu flows (%zu slowed by sharing, %zu at their own bound), max relative difference %.3g\n",
+              flows, slowed, bounded, max_difference);
 #endif
 }
 
