@@ -93,6 +93,7 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   }
   flow.bytes = flow.remaining = spec.bytes;
   flow.max_rate = spec.max_rate;
+  if (flow.max_rate < kInfinity) ++bounded_flows_;
   flow.updated = now_;
   flow.state = State::Active;
   flow.active_slot = static_cast<uint32_t>(active_.size());
@@ -197,6 +198,7 @@ void FlowNetwork::remove(uint32_t f) {
       dirty_ = true;
     }
   }
+  if (flow.max_rate < kInfinity) --bounded_flows_;
   flow.state = State::Free;
   flow.generation++;
   flow.path.clear();
@@ -300,9 +302,11 @@ void FlowNetwork::fill_component() const {
   if (fixed_.size() < flows_.size()) fixed_.resize(flows_.size(), 0);
   std::vector<LinkShare> entries;
   entries.reserve(component_links_.size());
-  for (uint32_t f : component_flows_) {
-    fixed_[f] = 0;
-    if (flows_[f].max_rate < kInfinity) entries.push_back({flows_[f].max_rate, f, true});
+  for (uint32_t f : component_flows_) fixed_[f] = 0;
+  if (bounded_flows_ > 0) {
+    for (uint32_t f : component_flows_) {
+      if (flows_[f].max_rate < kInfinity) entries.push_back({flows_[f].max_rate, f, true});
+    }
   }
   for (uint32_t l : component_links_) {
     remaining_capacity_[l] = capacity_[l];

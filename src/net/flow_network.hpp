@@ -89,6 +89,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   std::vector<double> link_bytes_;
   mutable uint32_t max_link_flows_ = 0;
+  uint32_t bounded_flows_ = 0;  ///< active flows with a finite max_rate (none: skip looking)
   mutable uint64_t recomputations_ = 0;
   mutable uint64_t flows_reshared_ = 0;
   struct LinkState {
