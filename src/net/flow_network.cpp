@@ -77,19 +77,22 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     }
   }
   flow.path.resize(out);
-  flow.next_on_link.resize(out);
-  flow.prev_on_link.resize(out);
   bool alone = true;  // no other flow on any of its links
-  for (size_t i = 0; i < out; ++i) {
-    const LinkUse& use = flow.path[i];
-    const uint64_t node = node_of(f, i), head = links_[use.link].head;
-    flow.next_on_link[i] = head;
-    flow.prev_on_link[i] = kNoNode;
-    if (head != kNoNode) flows_[flow_of(head)].prev_on_link[entry_of(head)] = node;
-    links_[use.link].head = node;
+  for (const LinkUse& use : flow.path) {
     alone = alone && links_[use.link].weight == 0;
     links_[use.link].weight += use.count;
     max_link_flows_ = std::max(max_link_flows_, links_[use.link].weight);
+  }
+  const bool runs_alone = !share_ || (alone && resharing_ == Resharing::Incremental);
+  if (!runs_alone) {
+    // It shares a link: every flow that may now be reached from it must be in the link lists.
+    list_unlisted();
+    list(f);
+  } else if (share_) {
+    // A flow alone stays out of the link lists (a ring step on a fat-tree crosses ~12,000 link
+    // directions) until another flow meets one of its links, which lists it first.
+    flow.unlisted_slot = static_cast<uint32_t>(unlisted_.size());
+    unlisted_.push_back(f);
   }
   flow.bytes = flow.remaining = spec.bytes;
   flow.max_rate = spec.max_rate;
@@ -101,7 +104,7 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   if (flow.path.empty()) {
     flow.rate = kInfinity;
     schedule(f);
-  } else if (!share_ || (alone && resharing_ == Resharing::Incremental)) {
+  } else if (runs_alone) {
     // Its narrowest link, shared only among its own members: the flow is alone (a ring step's
     // group, a single transfer), or sharing is off. Nothing is re-shared (nor counted as such).
     flow.rate = rate_alone(flow);
@@ -182,15 +185,23 @@ void FlowNetwork::remove(uint32_t f) {
   active_[slot] = active_.back();
   flows_[active_[slot]].active_slot = slot;
   active_.pop_back();
+  if (!flow.listed && share_) {
+    const uint32_t unlisted_slot = flow.unlisted_slot;
+    unlisted_[unlisted_slot] = unlisted_.back();
+    flows_[unlisted_[unlisted_slot]].unlisted_slot = unlisted_slot;
+    unlisted_.pop_back();
+  }
   for (size_t i = 0; i < flow.path.size(); ++i) {
     const uint32_t link = flow.path[i].link;
-    const uint64_t prev = flow.prev_on_link[i], next = flow.next_on_link[i];
-    if (prev != kNoNode) {
-      flows_[flow_of(prev)].next_on_link[entry_of(prev)] = next;
-    } else {
-      links_[link].head = next;
+    if (flow.listed) {
+      const uint64_t prev = flow.prev_on_link[i], next = flow.next_on_link[i];
+      if (prev != kNoNode) {
+        flows_[flow_of(prev)].next_on_link[entry_of(prev)] = next;
+      } else {
+        links_[link].head = next;
+      }
+      if (next != kNoNode) flows_[flow_of(next)].prev_on_link[entry_of(next)] = prev;
     }
-    if (next != kNoNode) flows_[flow_of(next)].prev_on_link[entry_of(next)] = prev;
     links_[link].weight -= flow.path[i].count;
     // Only the flows left on its links (and those connected to them) may speed up.
     if (share_ && links_[link].weight > 0) {
@@ -199,6 +210,7 @@ void FlowNetwork::remove(uint32_t f) {
     }
   }
   if (flow.max_rate < kInfinity) --bounded_flows_;
+  flow.listed = false;
   flow.state = State::Free;
   flow.generation++;
   flow.path.clear();
@@ -209,6 +221,30 @@ void FlowNetwork::remove(uint32_t f) {
 
 void FlowNetwork::account_bytes(const Flow& flow, double bytes) {
   for (const LinkUse& use : flow.path) link_bytes_[use.link] += bytes * use.count;
+}
+
+void FlowNetwork::list(uint32_t f) {
+  Flow& flow = flows_[f];
+  const size_t n = flow.path.size();
+  flow.next_on_link.resize(n);
+  flow.prev_on_link.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t link = flow.path[i].link;
+    const uint64_t node = node_of(f, i), head = links_[link].head;
+    flow.next_on_link[i] = head;
+    flow.prev_on_link[i] = kNoNode;
+    if (head != kNoNode) flows_[flow_of(head)].prev_on_link[entry_of(head)] = node;
+    links_[link].head = node;
+  }
+  flow.listed = true;
+}
+
+void FlowNetwork::list_unlisted() {
+  // Unlisted flows never share a link (a flow that meets one lists them all first), so only a
+  // flow about to share needs them listed; listing all of them keeps that rule simple and costs
+  // each flow at most one listing.
+  for (uint32_t f : unlisted_) list(f);
+  unlisted_.clear();
 }
 
 double FlowNetwork::rate_alone(const Flow& flow) const {

@@ -1,7 +1,8 @@
 // Private: the max-min flow network behind make_maxmin_network (and, with sharing turned off,
 // make_no_contention_network).
 //
-// Re-sharing is incremental: every link keeps the list of flows crossing it, the links of flows
+// Re-sharing is incremental: every link keeps the list of flows crossing it (a flow that runs alone
+// on all its links joins the lists only once another flow meets it), the links of flows
 // that started or ended since the last re-share are marked, and only the connected component of
 // the flow-link graph reachable from the marked links is re-filled (max-min rates in one
 // component do not depend on any other). Flows elsewhere keep their rate, their bookkeeping and
@@ -49,8 +50,10 @@ class FlowNetwork final : public NetworkModel {
     double max_rate = kInfinity;  ///< bytes/s per member, the flow's own bound
     double finish = kInfinity;
     uint32_t active_slot = 0;
-    uint32_t generation = 0;  ///< invalidates stale completion-heap entries
-    uint32_t visit = 0;       ///< component search stamp
+    uint32_t generation = 0;     ///< invalidates stale completion-heap entries
+    uint32_t visit = 0;          ///< component search stamp
+    uint32_t unlisted_slot = 0;  ///< its index in unlisted_ while not listed
+    bool listed = false;         ///< in the per-link lists (next_on_link/prev_on_link valid)
     State state = State::Free;
   };
   struct Completion {
@@ -74,6 +77,10 @@ class FlowNetwork final : public NetworkModel {
   void schedule(uint32_t f) const;
   void compact_completions() const;
   void account_bytes(const Flow& flow, double bytes);
+  /// Enters flow f into the lists of its links.
+  void list(uint32_t f);
+  /// Lists every active flow that ran alone so far (see unlisted_).
+  void list_unlisted();
   /// Its narrowest link shared only among its own members, or its own bound if lower.
   [[nodiscard]] double rate_alone(const Flow& flow) const;
 
@@ -84,6 +91,9 @@ class FlowNetwork final : public NetworkModel {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;
   std::vector<uint32_t> finished_;  ///< returned by the last advance_to, not yet restarted
+  /// Flows that started alone on all their links and have met no other flow since: they are in no
+  /// link list (no flow shares a link with them, so no re-share can reach them).
+  std::vector<uint32_t> unlisted_;
   double now_ = 0;
   mutable bool dirty_ = false;
   mutable std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;

@@ -478,6 +478,27 @@ TEST(FlowNetwork, StartingFlowReachesOnlyItsComponent) {
   EXPECT_DOUBLE_EQ(net->rate(c), 10.0);
 }
 
+// Flows that start alone stay out of the per-link lists; a later flow meeting two of them must
+// still slow both down, and when it ends both must speed up again.
+TEST(FlowNetwork, AloneFlowsAreResharedWhenAFlowMeetsThem) {
+  auto net = make_maxmin_network({10.0, 10.0, 10.0});
+  const FlowId a = net->start_flow(on({0, 1}, 100.0), 0.0);
+  const FlowId b = net->start_flow(on({2}, 100.0), 0.0);
+  EXPECT_REL(net->rate(a), 10.0);
+  EXPECT_REL(net->rate(b), 10.0);
+  EXPECT_EQ(net->recomputations(), 0u);  // both alone: no re-share
+  const FlowId c = net->start_flow(on({1, 2}, 5.0), 0.0);
+  EXPECT_REL(net->rate(a), 5.0);
+  EXPECT_REL(net->rate(b), 5.0);
+  EXPECT_REL(net->rate(c), 5.0);
+  // c ends at 1 s; a and b have 95 bytes left and run at 10 again.
+  EXPECT_REL(net->next_completion(), 1.0);
+  ASSERT_EQ(net->advance_to(1.0).size(), 1u);
+  EXPECT_REL(net->rate(a), 10.0);
+  EXPECT_REL(net->rate(b), 10.0);
+  EXPECT_REL(net->next_completion(), 10.5);
+}
+
 // ---- Flows with their own rate bound (FlowSpec::max_rate) ------------------------------------
 
 TEST(FlowNetwork, BoundedFlowAloneRunsAtItsBound) {
