@@ -148,7 +148,9 @@ RegimeFit make_regime_fit(int workers, std::span<const double> bytes, const std:
     r.first_bytes = bytes[seg.begin];
     r.last_bytes = bytes[seg.end - 1];
     r.count = static_cast<int>(seg.end - seg.begin);
-    r.from_bytes = fit.regimes.empty() ? 0 : std::sqrt(fit.regimes.back().last_bytes * r.first_bytes);
+    // Whole bytes, so that the printed table, the written keys and the simulator agree exactly.
+    r.from_bytes =
+        fit.regimes.empty() ? 0 : std::round(std::sqrt(fit.regimes.back().last_bytes * r.first_bytes));
     r.step_latency = seg.fit.s.a;
     r.bw = 1 / seg.fit.s.inverse_bw;
     r.latency_clamped = seg.fit.clamped;
@@ -170,16 +172,6 @@ std::string bandwidth_value(double bytes_per_second) {
   if (bytes_per_second >= 1e6) return fmt::format("{:.6g}MB/s", bytes_per_second / 1e6);
   if (bytes_per_second >= 1e3) return fmt::format("{:.6g}kB/s", bytes_per_second / 1e3);
   return fmt::format("{:.6g}B/s", bytes_per_second);
-}
-
-/// "724.077KiB": six significant digits in a binary unit (parse_bytes reads KiB, MiB, ...).
-std::string bytes_value(double bytes) {
-  constexpr double kKi = 1024;
-  if (bytes >= kKi * kKi * kKi * kKi) return fmt::format("{:.6g}TiB", bytes / (kKi * kKi * kKi * kKi));
-  if (bytes >= kKi * kKi * kKi) return fmt::format("{:.6g}GiB", bytes / (kKi * kKi * kKi));
-  if (bytes >= kKi * kKi) return fmt::format("{:.6g}MiB", bytes / (kKi * kKi));
-  if (bytes >= kKi) return fmt::format("{:.6g}KiB", bytes / kKi);
-  return fmt::format("{:.6g}B", bytes);
 }
 
 std::string duration_value(double seconds) {
@@ -621,8 +613,8 @@ std::string calibration_yaml(const Calibration& c, const CalibrationSource& sour
     out += "  collective_regimes:\n";
     for (const Regime& r : c.regimes.regimes) {
       out += fmt::format("    - \"{} {} {}\"  # fitted on {:.0f} B - {:.0f} B ({} sizes)\n",
-                         bytes_value(r.from_bytes), duration_value(r.step_latency), bandwidth_value(r.bw),
-                         r.first_bytes, r.last_bytes, r.count);
+                         fmt::format("{:.0f}B", r.from_bytes), duration_value(r.step_latency),
+                         bandwidth_value(r.bw), r.first_bytes, r.last_bytes, r.count);
     }
   }
   return out;

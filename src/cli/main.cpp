@@ -234,9 +234,10 @@ int run_collective(const CollectiveArgs& args) {
     fmt::print("  steps            {}\n  max flows/link   {} (in one step, one direction)\n", r.stages,
                r.max_link_flows);
     if (regime != nullptr) {
-      fmt::print("  regime           from {}: each step >= {}, each transfer <= {}\n",
+      // GB/s as calibrate writes it (the fitted figure is a bus bandwidth, not a NIC's bit rate).
+      fmt::print("  regime           from {}: each step >= {}, each transfer <= {:.6g} GB/s\n",
                  stepcast::format_bytes(regime->from_bytes), stepcast::format_duration(regime->step_latency),
-                 stepcast::format_bandwidth(regime->bw));
+                 regime->bw / 1e9);
     }
     if (shown > 0) fmt::print("  busiest links:\n");
     for (size_t i = 0; i < shown; ++i) {
@@ -306,7 +307,7 @@ int main(int argc, char** argv) {
   predict
       ->add_option("--predictor", predict_args.predictor,
                    "fine (simulation), coarse (phases) or analytic (busiest-resource bound)")
-      ->check(CLI::IsMember({"fine", "coarse"}));
+      ->check(CLI::IsMember({"fine", "coarse", "analytic"}));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,

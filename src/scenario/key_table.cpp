@@ -226,8 +226,10 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
 }
 
 // cluster.collective_regimes: items "SIZE LATENCY BANDWIDTH" separated by commas (a YAML list
-// arrives joined by commas) or semicolons, sizes strictly ascending.
+// arrives joined by commas) or semicolons, sizes strictly ascending; or "none" (no regimes, so
+// that --set can switch off the regimes of a file).
 std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
+  if (value.text == "none") return {};
   constexpr std::string_view kExpected = "items like '1MiB 5us 300GB/s' (from size, step latency, bandwidth)";
   constexpr size_t kMaxRegimes = 64;
   std::vector<cluster::CollectiveRegime> regimes;
@@ -446,8 +448,9 @@ std::vector<KeyDef> make_table() {
       "cluster.link_latency", "5us", "end-to-end latency between two nodes",
       [](auto& s) -> auto& { return s.cluster.latency; }));
   t.push_back({{"cluster.collective_regimes", "list of 'SIZE LATENCY BANDWIDTH'", "(none)",
-                "collective cost by size (from `stepcast calibrate --fit regimes`): from SIZE up, each "
-                "step of a collective takes at least LATENCY and each transfer at most BANDWIDTH"},
+                "collective cost by size (from `stepcast calibrate nccl-tests --fit regimes`): from SIZE "
+                "up, each step of a collective lasts at least LATENCY after its transfers end and each "
+                "transfer moves at most BANDWIDTH; none: off"},
                false,
                [](const RawValue& v, Draft& d) { d.scenario.cluster.collective_regimes = parse_regimes(v); },
                [](const Scenario& s) {

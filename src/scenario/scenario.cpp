@@ -72,7 +72,35 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, Entries& out) {
+// yaml-cpp accepts a double-quoted scalar left open at the end of the text when a newline follows,
+// so a file cut inside a quoted value would parse as complete. Quoted scalars (tag "!") start at
+// their mark; check that their closing quote is there.
+void expect_closed_quotes(const YAML::Node& node, std::string_view text, const SourceLocation& where) {
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) expect_closed_quotes(item, text, where);
+    return;
+  }
+  if (!node.IsScalar() || node.Tag() != "!") return;
+  const auto start = static_cast<size_t>(std::max(0, node.Mark().pos));
+  if (start >= text.size() || (text[start] != '"' && text[start] != '\'')) return;
+  const char quote = text[start];
+  for (size_t i = start + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escape: the next character is part of the value
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' inside single quotes is a quote
+      } else {
+        return;
+      }
+    }
+  }
+  throw Error({where.file, node.Mark().line + 1, where.key},
+              "quoted value not closed before the end of the file (is the file cut short?)");
+}
+
+void flatten(const YAML::Node& map, const std::string& prefix, const std::string& file, std::string_view text,
+             Entries& out) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     // Copies: `it->` yields a temporary proxy, so references into it would dangle. A Node is a
     // handle, so copying is cheap.
@@ -92,8 +120,9 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
             where, fmt::format("expected a section (a map of keys), got {}",
                                value.IsScalar() ? "'" + value.Scalar() + "'" : std::string(describe(value))));
       }
-      flatten(value, key, file, out);
+      flatten(value, key, file, text, out);
     } else if (const KeyDef* def = detail::find_key(key)) {
+      expect_closed_quotes(value, text, where);
       const std::optional<std::string> text = text_of(value, *def);
       if (!text) {
         throw Error(where,
@@ -127,7 +156,7 @@ Entries read_entries(std::string_view yaml_text, const std::string& file) {
                             root.IsScalar() ? "'" + root.Scalar() + "'" : describe(root)));
   }
   Entries entries;
-  flatten(root, "", file, entries);
+  flatten(root, "", file, yaml_text, entries);
   return entries;
 }
 

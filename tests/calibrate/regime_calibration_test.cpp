@@ -25,12 +25,13 @@ namespace stepcast::calibrate {
 namespace {
 
 // The three regimes of the nccl-tests sweep (16 ranks), rounded: 8 B - 512 KiB, 1 - 16 MiB,
-// 32 MiB - 8 GiB; the boundaries are the geometric means of the neighbouring measured sizes.
+// 32 MiB - 8 GiB; the boundaries are the geometric means of the neighbouring measured sizes,
+// rounded to whole bytes as the fit does.
 RegimeFit three_regimes() {
   return {16,
           {{0, 8, 524288, 17, 4.4e-6, 17e9, false},
-           {std::sqrt(524288.0 * 1048576.0), 1048576, 16777216, 5, 5e-6, 38e9, false},
-           {std::sqrt(16777216.0 * 33554432.0), 33554432, 8589934592.0, 9, 30e-6, 343e9, false}}};
+           {std::round(std::sqrt(524288.0 * 1048576.0)), 1048576, 16777216, 5, 5e-6, 38e9, false},
+           {std::round(std::sqrt(16777216.0 * 33554432.0)), 33554432, 8589934592.0, 9, 30e-6, 343e9, false}}};
 }
 
 // Sizes 8 B .. 8 GiB by powers of 2 timed by `truth`, each time scaled by 1 + u, u the sum of three

@@ -122,15 +122,18 @@ TEST_F(PredictCli, FasterNicGivesHigherThroughput) {
       << "10Gbps: " << throughput_at(s, 0) << ", 100Gbps: " << throughput_at(f, 0);
 }
 
-TEST_F(PredictCli, CoarsePredictorIsNamedInJson) {
-  RunResult r = run({"predict", kExample, "--workers", "1,2", "--predictor", "coarse", "--json"});
-  ASSERT_EQ(r.code, 0) << r.describe();
-  const Json doc = parse_json_or_fail(r.out);
-  EXPECT_EQ(doc.at_path("scenario.predictor")->string, "coarse");
-  ASSERT_EQ(doc["predictions"].array.size(), 2u);
-  for (const Json& p : doc["predictions"].array) {
-    EXPECT_EQ(p["predictor"].string, "coarse");
-    EXPECT_GT(p["throughput_samples_per_s"].number, 0);
+TEST_F(PredictCli, PredictorFlagIsNamedInJson) {
+  for (const std::string predictor : {"coarse", "analytic"}) {
+    SCOPED_TRACE(predictor);
+    RunResult r = run({"predict", kExample, "--workers", "1,2", "--predictor", predictor, "--json"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    const Json doc = parse_json_or_fail(r.out);
+    EXPECT_EQ(doc.at_path("scenario.predictor")->string, predictor);
+    ASSERT_EQ(doc["predictions"].array.size(), 2u);
+    for (const Json& p : doc["predictions"].array) {
+      EXPECT_EQ(p["predictor"].string, predictor);
+      EXPECT_GT(p["throughput_samples_per_s"].number, 0);
+    }
   }
 }
 

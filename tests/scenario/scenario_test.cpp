@@ -200,8 +200,11 @@ TEST(Scenario, CollectiveRegimes) {
       parse_scenario(kMinimal, "t.yaml", {"cluster.collective_regimes=1MiB 1us 1GB/s; 2MiB 2us 2GB/s"});
   ASSERT_EQ(o.cluster.collective_regimes.size(), 2u);
   EXPECT_EQ(o.cluster.regime_for(1000.0), nullptr);  // below the first regime: links alone
-  // Default: none.
+  // Default: none; "none" switches off the regimes of a file.
   EXPECT_TRUE(parse_scenario(kMinimal, "t.yaml").cluster.collective_regimes.empty());
+  EXPECT_TRUE(parse_scenario(std::string(kMinimal) + "cluster:\n  collective_regimes: [\"0B 1us 1GB/s\"]\n",
+                             "t.yaml", {"cluster.collective_regimes=none"})
+                  .cluster.collective_regimes.empty());
   for (const char* bad :
        {"cluster.collective_regimes=1MiB 1us", "cluster.collective_regimes=2MiB 1us 1GB/s, 1MiB 1us 1GB/s",
         "cluster.collective_regimes=1MiB 1us 0GB/s", "cluster.collective_regimes=1MiB -1us 1GB/s",
