@@ -255,8 +255,7 @@ const char* to_string(AllReduceAlgorithm algorithm) {
 
 CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
                                const cluster::CollectiveRegime* regime) {
-  const double bound = regime != nullptr ? regime->bw : net::kInfinity;
-  const double least_latency = regime != nullptr ? regime->step_latency : 0.0;
+  const double bound = transfer_bound(regime);
   std::vector<double> per_byte(plan.patterns.size(), 0.0);  // of a stage with fraction 1
   for (size_t p = 0; p < plan.patterns.size(); ++p) {
     for (const FlowGroup& g : plan.patterns[p].groups) {
@@ -267,7 +266,7 @@ CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
   }
   CollectiveCost cost;
   for (const Stage& stage : plan.stages) {
-    cost.latency += std::max(plan.patterns[stage.pattern].latency, least_latency);
+    cost.latency += stage_latency(plan.patterns[stage.pattern], regime);
     cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern];
   }
   return cost;

@@ -33,12 +33,6 @@ std::unique_ptr<net::NetworkModel> make_network(const Cluster& c, NetworkKind ki
                                      : net::make_no_contention_network(std::move(capacities));
 }
 
-// A collective's step waits out the slowest transfer's path latency, and in a regime at least the
-// regime's step latency (the library's own per-step cost).
-double stage_latency(const Pattern& pattern, const cluster::CollectiveRegime* regime) {
-  return regime != nullptr ? std::max(pattern.latency, regime->step_latency) : pattern.latency;
-}
-
 std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
   std::vector<net::LinkUse> uses;
   uses.reserve(path.links.size());
@@ -675,9 +669,8 @@ void StepSimulation::start_stage() {
   const Pattern& pattern = plan_.patterns[stage.pattern];
   stage_flows_left_ = static_cast<int>(pattern.groups.size());
   for (const FlowGroup& group : pattern.groups) {
-    net::FlowId id = net_->start_flow({group.path, bucket.bytes * stage.fraction * group.size_factor,
-                                       regime_ != nullptr ? regime_->bw : net::kInfinity},
-                                      now_);
+    net::FlowId id = net_->start_flow(
+        {group.path, bucket.bytes * stage.fraction * group.size_factor, transfer_bound(regime_)}, now_);
     set_owner(id, kCollectiveOwner);
   }
 }
@@ -898,7 +891,7 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   auto net = make_network(c, network);
   const CollectivePlan plan = plan_collective(c, op, algorithm);
   const cluster::CollectiveRegime* regime = spec.regime_for(bytes);
-  const double bound = regime != nullptr ? regime->bw : net::kInfinity;
+  const double bound = transfer_bound(regime);
   double now = 0;
   for (const Stage& stage : plan.stages) {
     const Pattern& pattern = plan.patterns[stage.pattern];

@@ -54,6 +54,16 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
                                              AllReduceAlgorithm algorithm);
 
+/// How a size regime (cluster.collective_regimes; nullptr: none) changes a collective, in one place
+/// for the simulator and the closed form: each transfer's own rate bound (FlowSpec::max_rate), and
+/// how long a step lasts after its transfers end.
+[[nodiscard]] inline double transfer_bound(const cluster::CollectiveRegime* regime) {
+  return regime != nullptr ? regime->bw : net::kInfinity;
+}
+[[nodiscard]] inline double stage_latency(const Pattern& pattern, const cluster::CollectiveRegime* regime) {
+  return regime != nullptr && regime->step_latency > pattern.latency ? regime->step_latency : pattern.latency;
+}
+
 /// The plan's time as a closed form t(S) = latency + S x seconds_per_byte, taking each flow
 /// group alone at its narrowest link (shared only among its own members): exact on a network
 /// where the groups of a step do not meet, a lower bound otherwise. The coarse predictor's
