@@ -30,6 +30,11 @@ namespace stepcast::scheme {
 
 enum class NetworkKind : uint8_t { MaxMin, NoContention };
 
+/// Which engine produced a result: the event-by-event simulation of every worker and transfer
+/// (full), or an exact shortcut where workers or stages are alike (fast; see simulate_steps).
+enum class SimulationEngine : uint8_t { Full, Fast };
+[[nodiscard]] const char* to_string(SimulationEngine engine);
+
 struct SimulationOptions {
   int warmup_steps = 2;
   int measure_steps = 5;
@@ -39,6 +44,9 @@ struct SimulationOptions {
   /// Stragglers: each worker's op durations in each step are scaled by a seeded lognormal factor
   /// with mean 1 and this coefficient of variation (independent per worker and step; 0 = none).
   double compute_cv = 0;
+  /// Take an exact fast path where one applies (simulation.fast_paths); false: always the full
+  /// engine (the reference the fast paths are tested against).
+  bool fast_paths = true;
 };
 
 /// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
@@ -75,10 +83,16 @@ struct SimulationResult {
   uint64_t events = 0;              ///< events dispatched plus flow completions
   uint32_t max_link_flows = 0;
   std::vector<LinkLoad> links;  ///< the busiest links over the window, busiest first (at most 10)
+  SimulationEngine engine = SimulationEngine::Full;
   sim::Trace trace;
 };
 
 /// Runs warmup + measure steps on every worker. Asserts validated inputs (scenario/ checks them).
+/// Fast path (options.fast_paths, no trace): synchronous all-reduce is computed per worker and
+/// bucket, O(workers x buckets) a step instead of every op and transfer of every worker: each
+/// worker's step is its op graph scaled by its straggler factor, and each collective runs alone
+/// on the network (CollectiveTiming). Same numbers as the full engine (tests: 1e-9 relative);
+/// only `events` differs. Parameter servers always run on the full engine.
 [[nodiscard]] SimulationResult simulate_steps(const workload::Workload& workload,
                                               const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
                                               const SimulationOptions& options);
@@ -89,6 +103,7 @@ struct CollectiveResult {
   uint64_t events = 0;
   int stages = 0;
   std::vector<LinkLoad> links;  ///< links that carried bytes, busiest first
+  SimulationEngine engine = SimulationEngine::Full;
 };
 
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
@@ -101,13 +116,17 @@ struct RingBottleneck {
 
 /// One collective of `bytes` (per worker: the buffer all-reduced, the output gathered, the input
 /// scattered, the message broadcast) across all workers of `cluster`, alone on the network.
+/// fast_path: each distinct stage pattern is solved once and its time scaled by the stage's
+/// bytes (exact for a collective alone); false: stage after stage on the engine.
 [[nodiscard]] CollectiveResult simulate_collective(const cluster::ClusterSpec& cluster, double bytes,
                                                    CollectiveOp op, AllReduceAlgorithm algorithm,
-                                                   NetworkKind network = NetworkKind::MaxMin);
+                                                   NetworkKind network = NetworkKind::MaxMin,
+                                                   bool fast_path = true);
 
 /// One all-reduce of `bytes` across all workers of `cluster`, nothing else on the network.
 [[nodiscard]] CollectiveResult simulate_allreduce(const cluster::ClusterSpec& cluster, double bytes,
                                                   AllReduceAlgorithm algorithm,
-                                                  NetworkKind network = NetworkKind::MaxMin);
+                                                  NetworkKind network = NetworkKind::MaxMin,
+                                                  bool fast_path = true);
 
 }  // namespace stepcast::scheme

@@ -1,0 +1,103 @@
+#include "scheme/allreduce_exchange.hpp"
+
+#include <fmt/format.h>
+
+#include "scheme/worker_runtime.hpp"
+
+namespace stepcast::scheme {
+
+AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& runtime)
+    : ctx_(context),
+      runtime_(runtime),
+      buckets_(workload::make_buckets(context.workload, context.scheme.allreduce.bucket_bytes)),
+      plan_(plan_collective(context.cluster, CollectiveOp::AllReduce, context.scheme.allreduce.algorithm)) {
+  bucket_of_tensor_.assign(ctx_.workload.tensors.size(), kNone);
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    for (int t : buckets_[b].tensors) bucket_of_tensor_[t] = b;
+  }
+  bucket_missing_.assign(ctx_.workers(), std::vector<int>(buckets_.size()));
+}
+
+void AllReduceExchange::begin(WorkerRuntime& runtime) {
+  for (int w = 0; w < ctx_.workers(); ++w) runtime.start_step(w);
+}
+
+void AllReduceExchange::step_started(int w) {
+  std::vector<int>& missing = bucket_missing_[w];
+  for (size_t b = 0; b < buckets_.size(); ++b) missing[b] = static_cast<int>(buckets_[b].tensors.size());
+}
+
+void AllReduceExchange::gradient_ready(int w, int tensor) {
+  if (ctx_.workers() <= 1) return;
+  const int b = bucket_of_tensor_[tensor];
+  if (--bucket_missing_[w][b] == 0) join(w, b);
+}
+
+void AllReduceExchange::join(int w, int bucket) {
+  const int64_t id = static_cast<int64_t>(runtime_.step(w)) * static_cast<int64_t>(buckets_.size()) + bucket;
+  if (++joined_[id] == ctx_.workers()) {
+    // The last worker to get here releases the others: until now they waited for it (wait);
+    // after now they wait for earlier collectives and this one (communication).
+    runtime_.release_all();
+  }
+  maybe_start_collective();
+}
+
+void AllReduceExchange::maybe_start_collective() {
+  if (running_) return;
+  auto it = joined_.find(next_collective_);
+  if (it == joined_.end() || it->second < ctx_.workers()) return;
+  joined_.erase(it);
+  running_ = true;
+  collective_start_ = ctx_.engine.now();
+  regime_ = ctx_.cluster.spec.regime_for(running_bucket().bytes);
+  stage_ = 0;
+  start_stage();
+}
+
+void AllReduceExchange::start_stage() {
+  if (stage_ == plan_.stages.size()) {
+    on_stage_done();
+    return;
+  }
+  const double bytes = running_bucket().bytes;
+  const Stage& stage = plan_.stages[stage_];
+  const Pattern& pattern = plan_.patterns[stage.pattern];
+  stage_flows_left_ = static_cast<int>(pattern.groups.size());
+  for (const FlowGroup& group : pattern.groups) {
+    ctx_.engine.network().start_flow(
+        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(regime_)}, ctx_.engine.now());
+  }
+}
+
+void AllReduceExchange::flow_done(net::FlowId /*flow*/) {
+  if (--stage_flows_left_ > 0) return;
+  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(plan_.patterns[plan_.stages[stage_].pattern], regime_),
+                       StageDone{});
+}
+
+void AllReduceExchange::handle(const Event& event) {
+  if (std::holds_alternative<StageDone>(event)) on_stage_done();
+}
+
+void AllReduceExchange::on_stage_done() {
+  if (stage_ < plan_.stages.size() && ++stage_ < plan_.stages.size()) {
+    start_stage();
+    return;
+  }
+  const int n = ctx_.workers();
+  const double now = ctx_.engine.now();
+  if (ctx_.trace != nullptr) {
+    const int bucket = static_cast<int>(next_collective_ % static_cast<int64_t>(buckets_.size()));
+    for (int w = 0; w < n; ++w) {
+      ctx_.span(w, ctx_.layout.allreduce, fmt::format("allreduce bucket {}", bucket), "allreduce",
+                collective_start_, now - collective_start_);
+    }
+  }
+  running_ = false;
+  next_collective_++;
+  for (int w = 0; w < n; ++w) runtime_.item_done(w);
+  maybe_start_collective();
+}
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,85 @@
+// Private to scheme/: what a step simulation is made of. The worker runtime (worker_runtime.hpp)
+// runs every worker's op graph; an exchange moves the gradients and parameters between workers
+// the way one scheme does (parameter_server_exchange.hpp, allreduce_exchange.hpp). Both run on
+// one sim::Engine and share a StepContext. Adding a scheme is adding one Exchange and one case in
+// make_exchange's switch (step_simulation.cpp).
+#pragma once
+
+#include <memory>
+#include <variant>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/sim/engine.hpp"
+#include "stepcast/sim/trace.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+// Events. Flow completions come from the network model, not the queue.
+struct OpDone {  ///< worker runtime: an op ended
+  int worker;
+  int op;
+};
+struct StartStep {  ///< worker runtime: a worker begins its first step late (async offsets)
+  int worker;
+};
+struct Delivered {  ///< parameter server: a message's last byte reached the far end
+  int connection;
+  int piece;
+};
+struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
+  int shard;
+};
+struct StageDone {};  ///< all-reduce: a step of the running collective ended, latency included
+using Event = std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone>;
+using StepEngine = sim::Engine<Event>;
+
+inline constexpr int kNone = -1;
+
+/// Trace threads and processes shared by the runtime and the exchanges.
+struct TraceLayout {
+  int pull = 0, push = 0, allreduce = 0, apply = 0;
+  int first_ps_process = 0;
+};
+
+/// What the runtime and an exchange of one simulation share; borrowed, outlives both.
+struct StepContext {
+  const workload::Workload& workload;
+  const SchemeConfig& scheme;
+  const SimulationOptions& options;
+  const cluster::Cluster& cluster;
+  StepEngine& engine;
+  sim::Trace* trace;  ///< null unless options.record_trace
+  TraceLayout layout;
+  [[nodiscard]] int workers() const { return cluster.spec.workers; }
+  void span(int process, int thread, std::string name, const char* category, double start, double duration) const {
+    trace->spans.push_back({process, thread, std::move(name), category, start, duration});
+  }
+};
+
+class WorkerRuntime;
+
+/// One way of exchanging gradients (and parameters) between workers.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  /// Inputs op `op` waits for each step besides its dependencies (parameters to receive).
+  [[nodiscard]] virtual int inputs_needed(int op) const = 0;
+  /// Items (transfers, collectives) that must finish before a worker's step can end.
+  [[nodiscard]] virtual int items_per_step() const = 0;
+  /// Starts every worker's first step (now, or at offsets).
+  virtual void begin(WorkerRuntime& runtime) = 0;
+  /// Worker w began a step (its counters are reset); request what the step needs.
+  virtual void step_started(int w) = 0;
+  /// Worker w's op produced the gradient of tensor t.
+  virtual void gradient_ready(int w, int tensor) = 0;
+  virtual void flow_done(net::FlowId flow) = 0;
+  /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone).
+  virtual void handle(const Event& event) = 0;
+  /// Adds the exchange's own resources' loads over the measured window [window_start, now].
+  virtual void add_loads(SimulationResult& result, double window_start) const = 0;
+};
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,280 @@
+#include "scheme/parameter_server_exchange.hpp"
+
+#include <algorithm>
+
+#include "scheme/worker_runtime.hpp"
+#include "stepcast/hash.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
+  std::vector<net::LinkUse> uses;
+  uses.reserve(path.links.size());
+  for (uint32_t l : path.links) uses.push_back({l, 1});
+  return uses;
+}
+
+}  // namespace
+
+ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime)
+    : ctx_(context),
+      runtime_(runtime),
+      sync_(context.scheme.mode == Mode::Sync),
+      shards_count_(context.scheme.ps.count),
+      pieces_(place_parameters(context.workload, context.scheme.ps)),
+      nodes_(context.scheme.ps.local_aggregation, context.workers(), context.cluster.spec.workers_per_node,
+             pieces_.size()) {
+  const workload::Workload& w = ctx_.workload;
+  const cluster::Cluster& cluster = ctx_.cluster;
+  const int p = shards_count_;
+  const int n = ctx_.workers();
+  pieces_of_tensor_.resize(w.tensors.size());
+  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i) pieces_of_tensor_[pieces_[i].tensor].push_back(i);
+  pieces_needed_.assign(w.ops.size(), 0);
+  for (size_t t = 0; t < w.tensors.size(); ++t) {
+    for (int consumer : w.tensors[t].consumers) {
+      pieces_needed_[consumer] += static_cast<int>(pieces_of_tensor_[t].size());
+    }
+  }
+  version_.assign(pieces_.size(), 0);
+  aggregated_.assign(pieces_.size(), 0);
+  waiting_.resize(pieces_.size());
+  shards_.resize(p);
+  const int worker_nodes = cluster.spec.num_worker_nodes();
+  const bool dedicated = ctx_.scheme.ps.placement == PsPlacement::Dedicated;
+  auto shard_endpoint = [&](int s) { return cluster::Endpoint{dedicated ? worker_nodes + s : s, cluster::kHostDevice}; };
+  const int clients = nodes_.clients();
+  connections_.resize(static_cast<size_t>(2) * clients * p + (nodes_.enabled() ? 2 * n : 0));
+  auto connect = [&](int index, Kind kind, int worker, int shard, cluster::Endpoint from, cluster::Endpoint to) {
+    Connection& c = connections_[index];
+    const cluster::Path path = cluster.path(from, to);
+    c.path = to_link_uses(path);
+    c.latency = path.latency;
+    c.worker = worker;
+    c.shard = shard;
+    c.kind = kind;
+  };
+  for (int client = 0; client < clients; ++client) {
+    const int leader = nodes_.leader_of_client(client);
+    const cluster::Endpoint at = cluster.worker_endpoint(leader);
+    for (int s = 0; s < p; ++s) {
+      connect(pull_connection(client, s), Kind::Pull, leader, s, shard_endpoint(s), at);
+      connect(push_connection(client, s), Kind::Push, leader, s, at, shard_endpoint(s));
+    }
+  }
+  if (nodes_.enabled()) {
+    for (int v = 0; v < n; ++v) {
+      const cluster::Endpoint leader = cluster.worker_endpoint(nodes_.leader_of(v));
+      connect(broadcast_connection(v), Kind::Broadcast, v, 0, leader, cluster.worker_endpoint(v));
+      connect(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
+    }
+  }
+}
+
+void ParameterServerExchange::begin(WorkerRuntime& runtime) {
+  const int n = ctx_.workers();
+  if (sync_) {
+    for (int w = 0; w < n; ++w) runtime.start_step(w);
+    return;
+  }
+  // Asynchronous workers have no reason to start in step: identical workers started together
+  // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
+  // half the time. Start each at a seeded offset within one compute time instead.
+  const double spread = ctx_.workload.step_time_alone();
+  for (int w = 0; w < n; ++w) {
+    const double offset =
+        n > 1 ? spread * static_cast<double>(mix64(ctx_.options.seed ^ mix64(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
+    ctx_.engine.schedule(offset, StartStep{w});
+  }
+}
+
+void ParameterServerExchange::step_started(int w) {
+  const int client = nodes_.client_of(w);
+  if (!nodes_.member_started(client)) return;
+  for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client, piece);
+}
+
+void ParameterServerExchange::gradient_ready(int w, int tensor) {
+  for (int piece : pieces_of_tensor_[tensor]) {
+    if (!nodes_.enabled()) {
+      enqueue(push_connection(w, pieces_[piece].shard), piece, push_sequence_++);
+    } else if (nodes_.leader_of(w) == w) {
+      gradient_gathered(nodes_.client_of(w), piece);
+    } else {
+      enqueue(gather_connection(w), piece, push_sequence_++);
+    }
+  }
+}
+
+void ParameterServerExchange::handle(const Event& event) {
+  if (const auto* delivered = std::get_if<Delivered>(&event)) {
+    on_delivered(delivered->connection, delivered->piece);
+  } else if (const auto* applied = std::get_if<ApplyDone>(&event)) {
+    on_apply_done(applied->shard);
+  }
+}
+
+void ParameterServerExchange::request_pull(int client, int piece) {
+  const int step = runtime_.step(nodes_.leader_of_client(client));
+  // Sync: step k needs the parameters after k aggregated updates. Async: whatever is there.
+  if (sync_ && version_[piece] < step) {
+    waiting_[piece].push_back(client);
+    return;
+  }
+  uint64_t priority = static_cast<uint64_t>(piece);
+  if (ctx_.scheme.ps.order == PsOrder::Random) {
+    priority = mix64(ctx_.options.seed ^ mix64(static_cast<uint64_t>(client) * 0x100000001ULL + step) ^
+                     mix64(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
+  }
+  enqueue(pull_connection(client, pieces_[piece].shard), piece, priority);
+}
+
+void ParameterServerExchange::gradient_gathered(int client, int piece) {
+  // The leader sums the node's gradients of a piece and pushes the sum once all are in.
+  if (!nodes_.gradient_gathered(client, piece)) return;
+  enqueue(push_connection(client, pieces_[piece].shard), piece, push_sequence_++);
+}
+
+void ParameterServerExchange::enqueue(int connection, int piece, uint64_t priority) {
+  Connection& c = connections_[connection];
+  c.pending.push({priority, piece});
+  if (c.in_flight == kNone) send_next(connection, false);
+}
+
+void ParameterServerExchange::send_next(int connection, bool reuse_flow) {
+  Connection& c = connections_[connection];
+  if (c.pending.empty()) {
+    c.in_flight = kNone;
+    return;
+  }
+  const int piece = c.pending.top().second;
+  c.pending.pop();
+  c.in_flight = piece;
+  const double now = ctx_.engine.now();
+  c.send_start = now;
+  const double bytes = pieces_[piece].bytes;
+  net::NetworkModel& net = ctx_.engine.network();
+  if (reuse_flow) {
+    net.restart_flow(c.flow, bytes);
+  } else {
+    c.flow = net.start_flow({c.path, bytes}, now);
+  }
+  const uint32_t i = net::index(c.flow);
+  if (i >= flow_owner_.size()) flow_owner_.resize(i + 1, kNone);
+  flow_owner_[i] = connection;
+}
+
+void ParameterServerExchange::on_message_sent(int connection) {
+  Connection& c = connections_[connection];
+  const int piece = c.in_flight;
+  const double now = ctx_.engine.now();
+  if (ctx_.trace != nullptr) {
+    const bool inbound = c.kind == Kind::Pull || c.kind == Kind::Broadcast;
+    const int process = c.kind == Kind::Push ? ctx_.layout.first_ps_process + c.shard : c.worker;
+    const std::string& name = ctx_.workload.tensors[pieces_[piece].tensor].name;
+    const double duration = now + c.latency - c.send_start;
+    ctx_.span(process, inbound ? ctx_.layout.pull : ctx_.layout.push, name, inbound ? "pull" : "push",
+              c.send_start, duration);
+    if (c.kind == Kind::Push) {  // the push as the worker sees it
+      ctx_.span(c.worker, ctx_.layout.push, name, "push", c.send_start, duration);
+    }
+  }
+  ctx_.engine.schedule(now + c.latency, Delivered{connection, piece});
+  // Keep the connection's flow for the next message: its share of the links does not change.
+  send_next(connection, true);
+}
+
+void ParameterServerExchange::on_delivered(int connection, int piece) {
+  const Connection& c = connections_[connection];
+  switch (c.kind) {
+    case Kind::Pull:
+      if (nodes_.enabled()) {
+        const int node = nodes_.client_of(c.worker);
+        for (int v = c.worker + 1; v < c.worker + nodes_.members(node); ++v) {
+          enqueue(broadcast_connection(v), piece, push_sequence_++);
+        }
+      }
+      [[fallthrough]];
+    case Kind::Broadcast:
+      runtime_.input_arrived(c.worker, pieces_[piece].tensor);
+      break;
+    case Kind::Gather:
+      gradient_gathered(nodes_.client_of(c.worker), piece);
+      break;
+    case Kind::Push: {
+      Shard& shard = shards_[c.shard];
+      shard.applies.push(piece);
+      if (!shard.busy) start_apply(c.shard);
+      break;
+    }
+  }
+  runtime_.item_done(c.worker);
+}
+
+void ParameterServerExchange::start_apply(int s) {
+  Shard& shard = shards_[s];
+  const PsConfig& ps = ctx_.scheme.ps;
+  while (!shard.applies.empty()) {
+    const int piece = shard.applies.front();
+    const double bytes = pieces_[piece].bytes;
+    const double duration = ps.apply_time + (ps.apply_bw > 0 ? bytes / ps.apply_bw : 0.0);
+    if (duration <= 0) {  // free updates need no event
+      shard.applies.pop();
+      on_piece_applied(piece);
+      continue;
+    }
+    const double now = ctx_.engine.now();
+    shard.busy = true;
+    shard.apply_start = now;
+    if (ctx_.trace != nullptr) {
+      ctx_.span(ctx_.layout.first_ps_process + s, ctx_.layout.apply,
+                ctx_.workload.tensors[pieces_[piece].tensor].name, "apply", now, duration);
+    }
+    ctx_.engine.schedule(now + duration, ApplyDone{s});
+    return;
+  }
+}
+
+void ParameterServerExchange::on_apply_done(int s) {
+  Shard& shard = shards_[s];
+  shard.busy = false;
+  const double window_start = runtime_.window_start();
+  if (window_start >= 0) shard.busy_time_in_window += ctx_.engine.now() - std::max(shard.apply_start, window_start);
+  const int piece = shard.applies.front();
+  shard.applies.pop();
+  on_piece_applied(piece);
+  start_apply(s);
+}
+
+void ParameterServerExchange::on_piece_applied(int piece) {
+  if (!sync_) {
+    version_[piece]++;
+    return;
+  }
+  if (++aggregated_[piece] < nodes_.clients()) return;
+  aggregated_[piece] = 0;
+  version_[piece]++;
+  std::vector<int> waiting;
+  waiting.swap(waiting_[piece]);
+  for (int client : waiting) {
+    const int leader = nodes_.leader_of_client(client);
+    for (int w = leader; w < leader + nodes_.members(client); ++w) runtime_.release(w);
+    request_pull(client, piece);
+  }
+}
+
+void ParameterServerExchange::add_loads(SimulationResult& r, double window_start) const {
+  const PsConfig& ps = ctx_.scheme.ps;
+  if (!(ps.apply_time > 0 || ps.apply_bw > 0)) return;
+  const double now = ctx_.engine.now();
+  double apply = 0;
+  for (const Shard& shard : shards_) {
+    double t = shard.busy_time_in_window;
+    if (shard.busy) t += now - std::max(shard.apply_start, window_start);
+    apply = std::max(apply, r.window > 0 ? t / r.window : 0.0);
+  }
+  r.loads.push_back({"PS apply", apply});
+}
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,98 @@
+// Private to scheme/: the parameter-server exchange (DESIGN.md 3.1). At the start of a step a
+// client requests every parameter piece from its shard; each (shard, client) connection sends
+// one piece at a time, in the order the policy gives (random per step, or layer order); a
+// forward op starts once its parameters arrived; a backward op's gradients are pushed on the
+// (client, shard) connection; the shard applies each gradient on its own lane. Sync: a piece's
+// next version exists once every client's gradient of the step was applied, and a pull waits
+// for it. Async: no barrier, and workers start at seeded offsets. Clients are workers, or nodes
+// with node-local aggregation (node_aggregation.hpp).
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "scheme/exchange.hpp"
+#include "scheme/node_aggregation.hpp"
+#include "stepcast/scheme/placement.hpp"
+
+namespace stepcast::scheme {
+
+class ParameterServerExchange final : public Exchange {
+ public:
+  ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime);
+
+  [[nodiscard]] int inputs_needed(int op) const override { return pieces_needed_[op]; }
+  [[nodiscard]] int items_per_step() const override {
+    // Every piece received (pulled, or broadcast by the node leader) and every gradient sent
+    // (pushed, or gathered by the leader).
+    return 2 * static_cast<int>(pieces_.size());
+  }
+  void begin(WorkerRuntime& runtime) override;
+  void step_started(int w) override;
+  void gradient_ready(int w, int tensor) override;
+  void flow_done(net::FlowId flow) override { on_message_sent(flow_owner_[net::index(flow)]); }
+  void handle(const Event& event) override;
+  void add_loads(SimulationResult& result, double window_start) const override;
+
+ private:
+  // Pull: shard -> client; Push: client -> shard; with local aggregation, Broadcast: node leader
+  // -> another GPU of the node, Gather: a GPU -> its node leader.
+  enum class Kind : uint8_t { Pull, Push, Broadcast, Gather };
+  struct Connection {
+    std::vector<net::LinkUse> path;
+    double latency = 0;
+    int worker = 0;  ///< the worker end: the client's leader (pull, push) or the GPU (broadcast, gather)
+    int shard = 0;
+    Kind kind = Kind::Pull;
+    std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>>
+        pending;
+    int in_flight = kNone;  // piece being sent
+    double send_start = 0;
+    net::FlowId flow{};
+  };
+  struct Shard {
+    std::queue<int> applies;  // pieces
+    bool busy = false;
+    double busy_time_in_window = 0;
+    double apply_start = 0;
+  };
+
+  [[nodiscard]] int pull_connection(int client, int shard) const { return client * shards_count_ + shard; }
+  [[nodiscard]] int push_connection(int client, int shard) const {
+    return (nodes_.clients() + client) * shards_count_ + shard;
+  }
+  [[nodiscard]] int broadcast_connection(int w) const { return 2 * nodes_.clients() * shards_count_ + w; }
+  [[nodiscard]] int gather_connection(int w) const {
+    return 2 * nodes_.clients() * shards_count_ + ctx_.workers() + w;
+  }
+
+  void request_pull(int client, int piece);
+  void gradient_gathered(int client, int piece);
+  void enqueue(int connection, int piece, uint64_t priority);
+  void send_next(int connection, bool reuse_flow);
+  void on_message_sent(int connection);
+  void on_delivered(int connection, int piece);
+  void start_apply(int shard);
+  void on_apply_done(int shard);
+  void on_piece_applied(int piece);
+
+  const StepContext& ctx_;
+  WorkerRuntime& runtime_;
+  const bool sync_;
+  const int shards_count_;
+  std::vector<Piece> pieces_;
+  std::vector<std::vector<int>> pieces_of_tensor_;
+  std::vector<int> pieces_needed_;  // op -> pieces it waits for
+  NodeAggregation nodes_;
+  std::vector<Connection> connections_;
+  std::vector<int> flow_owner_;  // flow index -> connection sending on it
+  uint64_t push_sequence_ = 0;
+  std::vector<int> version_;     // piece -> updates completed (sync: steps aggregated)
+  std::vector<int> aggregated_;  // piece -> gradients applied towards the next version
+  std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
+  std::vector<Shard> shards_;
+};
+
+}  // namespace stepcast::scheme

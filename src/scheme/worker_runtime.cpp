@@ -1,0 +1,161 @@
+#include "scheme/worker_runtime.hpp"
+
+#include <algorithm>
+
+namespace stepcast::scheme {
+
+WorkerRuntime::WorkerRuntime(const StepContext& context)
+    : ctx_(context),
+      num_ops_(static_cast<int>(context.workload.ops.size())),
+      target_steps_(context.options.warmup_steps + context.options.measure_steps),
+      // Without warm-up the window is the whole run, open from the start (so a shard's apply time
+      // counts from the first step, not only the apply still running at the end).
+      window_start_(context.options.warmup_steps == 0 ? 0.0 : -1.0) {
+  const workload::Workload& w = ctx_.workload;
+  dependents_.resize(num_ops_);
+  lane_ops_.resize(w.lanes.size());
+  produced_.resize(num_ops_);
+  for (int op = 0; op < num_ops_; ++op) {
+    for (int d : w.ops[op].deps) dependents_[d].push_back(op);
+    lane_ops_[w.ops[op].lane].push_back(op);
+  }
+  for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
+    if (w.tensors[t].producer >= 0) produced_[w.tensors[t].producer].push_back(t);
+  }
+  workers_.resize(ctx_.workers());
+  for (Worker& worker : workers_) {
+    worker.unmet.resize(num_ops_);
+    worker.lane_next.resize(w.lanes.size());
+    worker.lane_busy.resize(w.lanes.size());
+    worker.step_ends.reserve(target_steps_ + 1);
+  }
+}
+
+void WorkerRuntime::start_step(int w) {
+  Worker& worker = workers_[w];
+  const double now = ctx_.engine.now();
+  worker.compute_scale = straggler_factor(ctx_.options.seed, w, worker.step, ctx_.options.compute_cv);
+  worker.step_start = now;
+  worker.idle_since = now;
+  worker.release = now;
+  worker.communication = worker.wait = 0;
+  worker.ops_done = 0;
+  std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
+  for (int op = 0; op < num_ops_; ++op) {
+    worker.unmet[op] = static_cast<int>(ctx_.workload.ops[op].deps.size()) + exchange_->inputs_needed(op);
+  }
+  worker.outstanding = exchange_->items_per_step();
+  exchange_->step_started(w);
+  try_start_ops(w);
+}
+
+void WorkerRuntime::close_idle(int w) {
+  // Split the idle interval that ends now into waiting for others (until the last barrier this
+  // worker depended on was released) and waiting for the network (the rest).
+  Worker& worker = workers_[w];
+  const double idle = ctx_.engine.now() - worker.idle_since;
+  if (idle <= 0) return;
+  const double wait = std::clamp(worker.release - worker.idle_since, 0.0, idle);
+  worker.wait += wait;
+  worker.communication += idle - wait;
+}
+
+void WorkerRuntime::try_start_ops(int w) {
+  Worker& worker = workers_[w];
+  const double now = ctx_.engine.now();
+  for (size_t lane = 0; lane < lane_ops_.size(); ++lane) {
+    if (worker.lane_busy[lane] || worker.lane_next[lane] >= static_cast<int>(lane_ops_[lane].size()))
+      continue;
+    const int op = lane_ops_[lane][worker.lane_next[lane]];
+    if (worker.unmet[op] > 0) continue;
+    if (worker.busy_lanes == 0) close_idle(w);
+    worker.lane_busy[lane] = 1;
+    worker.busy_lanes++;
+    worker.lane_next[lane]++;
+    const double duration = ctx_.workload.ops[op].duration * worker.compute_scale;
+    if (ctx_.trace != nullptr) {
+      ctx_.span(w, static_cast<int>(lane), ctx_.workload.ops[op].name, "compute", now, duration);
+    }
+    ctx_.engine.schedule(now + duration, OpDone{w, op});
+  }
+}
+
+void WorkerRuntime::op_done(int w, int op) {
+  Worker& worker = workers_[w];
+  const int lane = ctx_.workload.ops[op].lane;
+  worker.lane_busy[lane] = 0;
+  worker.busy_lanes--;
+  if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
+  worker.ops_done++;
+  for (int d : dependents_[op]) worker.unmet[d]--;
+  for (int t : produced_[op]) exchange_->gradient_ready(w, t);
+  try_start_ops(w);
+  maybe_finish_step(w);
+}
+
+void WorkerRuntime::input_arrived(int w, int tensor) {
+  Worker& worker = workers_[w];
+  for (int consumer : ctx_.workload.tensors[tensor].consumers) worker.unmet[consumer]--;
+  try_start_ops(w);
+}
+
+void WorkerRuntime::item_done(int w) {
+  workers_[w].outstanding--;
+  maybe_finish_step(w);
+}
+
+void WorkerRuntime::release(int w) {
+  Worker& worker = workers_[w];
+  worker.release = std::max(worker.release, ctx_.engine.now());
+}
+
+void WorkerRuntime::release_all() {
+  const double now = ctx_.engine.now();
+  for (Worker& worker : workers_) worker.release = std::max(worker.release, now);
+}
+
+void WorkerRuntime::maybe_finish_step(int w) {
+  Worker& worker = workers_[w];
+  if (worker.ops_done < num_ops_ || worker.outstanding > 0) return;
+  close_idle(w);
+  // The step is busy (some lane running an op) or idle, and every idle interval was split into
+  // waiting and communication, so the busy wall time is what is left. (Summing op durations
+  // would count overlapping lanes twice.)
+  const double now = ctx_.engine.now();
+  const double cycle = now - worker.step_start;
+  const double compute = std::max(0.0, cycle - worker.wait - worker.communication);
+  worker.step_ends.push_back(now);
+  worker.step++;
+  const int warmup = ctx_.options.warmup_steps;
+  if (worker.step > warmup && worker.step <= target_steps_) {
+    worker.measured_compute += compute;
+    worker.measured_communication += worker.communication;
+    worker.measured_wait += worker.wait;
+  }
+  if (worker.step == target_steps_) finished_++;
+  // Counted, not scanned: the window opens when the last worker finishes its warm-up.
+  if (worker.step == warmup && ++past_warmup_ == static_cast<int>(workers_.size()) && window_start_ < 0) {
+    window_start_ = now;
+    link_bytes_at_window_ = ctx_.engine.network().link_bytes();
+  }
+  start_step(w);
+}
+
+std::vector<WorkerTimes> WorkerRuntime::times() const {
+  std::vector<WorkerTimes> out;
+  out.reserve(workers_.size());
+  const int m = ctx_.options.measure_steps;
+  const int w0 = ctx_.options.warmup_steps;
+  for (const Worker& worker : workers_) {
+    WorkerTimes times;
+    const double begin = w0 == 0 ? 0.0 : worker.step_ends[w0 - 1];
+    times.cycle = (worker.step_ends[w0 + m - 1] - begin) / m;
+    times.compute = worker.measured_compute / m;
+    times.communication = worker.measured_communication / m;
+    times.wait = worker.measured_wait / m;
+    out.push_back(times);
+  }
+  return out;
+}
+
+}  // namespace stepcast::scheme

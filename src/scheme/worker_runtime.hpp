@@ -1,0 +1,80 @@
+// Private to scheme/: what every scheme's workers share. Each worker runs the step's op graph on
+// its lanes (a lane runs one op at a time, in program order; an op starts once its dependencies
+// and the inputs its exchange owes it are in), with this step's straggler factor on every op
+// duration. A step ends when every op is done and the exchange finished every item of the step;
+// the next starts at once. Idle time (no lane busy) is split into waiting for other workers
+// (until the latest barrier the worker depended on was released) and communication (the rest).
+// Owns the measured window: it opens when every worker finished its warm-up steps.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scheme/exchange.hpp"
+
+namespace stepcast::scheme {
+
+class WorkerRuntime {
+ public:
+  explicit WorkerRuntime(const StepContext& context);
+  void attach(Exchange& exchange) { exchange_ = &exchange; }
+
+  // Driven by the engine.
+  void start_step(int w);
+  void op_done(int w, int op);
+
+  // Driven by the exchange.
+  /// One input every consumer of `tensor` waits for arrived at worker w.
+  void input_arrived(int w, int tensor);
+  /// One item of worker w's step finished.
+  void item_done(int w);
+  /// Worker w waited for others (a barrier) until now.
+  void release(int w);
+  void release_all();
+
+  [[nodiscard]] int step(int w) const { return workers_[w].step; }
+  [[nodiscard]] bool all_done() const { return finished_ == static_cast<int>(workers_.size()); }
+  /// Start of the measured window, or -1 while warm-up steps are still running.
+  [[nodiscard]] double window_start() const { return window_start_; }
+  /// Link bytes when the window opened (empty if it opened at time 0).
+  [[nodiscard]] const std::vector<double>& link_bytes_at_window() const { return link_bytes_at_window_; }
+  /// Mean per measured step of each worker.
+  [[nodiscard]] std::vector<WorkerTimes> times() const;
+
+ private:
+  void try_start_ops(int w);
+  void maybe_finish_step(int w);
+  void close_idle(int w);
+
+  const StepContext& ctx_;
+  Exchange* exchange_ = nullptr;
+  const int num_ops_;
+  const int target_steps_;
+  std::vector<std::vector<int>> dependents_;  // op -> ops that list it in deps
+  std::vector<std::vector<int>> lane_ops_;    // lane -> ops in program order
+  std::vector<std::vector<int>> produced_;    // op -> tensors whose gradient it produces
+
+  struct Worker {
+    int step = 0;
+    double compute_scale = 1;    // this step's straggler factor on every op duration
+    std::vector<int> unmet;      // op -> deps and inputs still missing
+    std::vector<int> lane_next;  // lane -> position in lane_ops_
+    std::vector<uint8_t> lane_busy;
+    int busy_lanes = 0;
+    int ops_done = 0;
+    int outstanding = 0;  // items of this step not finished
+    double step_start = 0;
+    double idle_since = 0;
+    double release = 0;                  // latest time a barrier this worker waited on was released
+    double communication = 0, wait = 0;  // idle time of the current step
+    std::vector<double> step_ends;
+    double measured_compute = 0, measured_communication = 0, measured_wait = 0;
+  };
+  std::vector<Worker> workers_;
+  int finished_ = 0;        // workers past the last step
+  int past_warmup_ = 0;     // workers past the warm-up steps
+  double window_start_;
+  std::vector<double> link_bytes_at_window_;
+};
+
+}  // namespace stepcast::scheme

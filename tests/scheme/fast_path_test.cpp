@@ -1,0 +1,239 @@
+// The exact fast paths against the event-by-event engine (SimulationOptions::fast_paths): on
+// seeded random small scenarios (workloads with one or two lanes, every all-reduce algorithm,
+// every topology that takes it, size regimes, stragglers, both network models) the two must
+// agree on everything a prediction reports, to 1e-9 relative; only the event count differs. The
+// seed is printed on failure.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+constexpr double kTolerance = 1e-9;
+
+bool close(double a, double b) { return std::fabs(a - b) <= kTolerance * std::max({std::fabs(a), std::fabs(b), 1e-12}); }
+
+/// A random op graph: a forward chain on lane 0, a backward chain producing each tensor's
+/// gradient, and with two lanes some backward ops moved to a second stream with a dependency on
+/// the chain (so lanes overlap), all durations positive.
+workload::Workload random_workload(std::mt19937_64& rng) {
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  const int layers = std::uniform_int_distribution<int>(1, 12)(rng);
+  const bool two_lanes = std::bernoulli_distribution(0.4)(rng);
+  workload::Workload w;
+  w.name = "random";
+  w.batch_per_worker = 32;
+  if (two_lanes) w.lanes = {"gpu", "side"};
+  for (int l = 0; l < layers; ++l) {
+    workload::Op op;
+    op.name = fmt::format("fwd{}", l);
+    op.kind = workload::OpKind::Forward;
+    op.duration = uniform(1e-4, 5e-3);
+    if (l > 0) op.deps = {l - 1};
+    w.ops.push_back(op);
+  }
+  for (int l = layers - 1; l >= 0; --l) {
+    workload::Op op;
+    op.name = fmt::format("bwd{}", l);
+    op.kind = workload::OpKind::Backward;
+    op.duration = uniform(1e-4, 8e-3);
+    const int previous = static_cast<int>(w.ops.size()) - 1;
+    op.deps = {previous};
+    if (two_lanes && std::bernoulli_distribution(0.3)(rng)) op.lane = 1;
+    w.ops.push_back(op);
+    w.tensors.push_back({.name = fmt::format("p{}", l), .bytes = uniform(1e4, 4e7),
+                         .producer = static_cast<int>(w.ops.size()) - 1, .consumers = {l}});
+  }
+  std::reverse(w.tensors.begin(), w.tensors.end());  // layer order
+  return w;
+}
+
+struct Case {
+  workload::Workload workload;
+  cluster::ClusterSpec cluster;
+  SchemeConfig scheme;
+  SimulationOptions options;
+  std::string description;
+};
+
+Case random_case(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  Case c;
+  if (pick(0, 3) == 0) {
+    const char* models[] = {"alexnet", "resnet50", "vgg16"};
+    c.workload = zoo::to_workload(zoo::get_model(models[pick(0, 2)]), {.batch_per_worker = 32, .step_time = 0.1});
+  } else {
+    c.workload = random_workload(rng);
+  }
+  c.scheme.scheme = Scheme::AllReduce;
+  const AllReduceAlgorithm algorithms[] = {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling,
+                                           AllReduceAlgorithm::Hierarchical, AllReduceAlgorithm::Hdrm,
+                                           AllReduceAlgorithm::Tree};
+  c.scheme.allreduce.algorithm = algorithms[pick(0, 4)];
+  c.scheme.allreduce.bucket_bytes = pick(0, 3) == 0 ? 0.0 : uniform(1e6, 5e7);
+  cluster::ClusterSpec& s = c.cluster;
+  s.nic_bw = uniform(1, 100) * 1e9 / 8;
+  s.latency = uniform(1e-6, 2e-5);
+  s.routing_seed = seed;
+  const bool power_of_two = needs_power_of_two(c.scheme.allreduce.algorithm);
+  if (c.scheme.allreduce.algorithm == AllReduceAlgorithm::Hdrm) {
+    s.topology = cluster::Topology::BiGraph;
+    s.bigraph = {.switches_per_half = 2, .hosts_per_switch = pick(1, 2) * 2};
+    s.workers = 2 * s.bigraph.switches_per_half * s.bigraph.hosts_per_switch;
+  } else {
+    s.workers_per_node = pick(1, 4);
+    s.workers = power_of_two ? 1 << pick(0, 4) : pick(1, 16);
+    if (power_of_two && s.workers % s.workers_per_node != 0) s.workers_per_node = 1;
+    switch (pick(0, 2)) {
+      case 0:
+        s.topology = cluster::Topology::Switch;
+        break;
+      case 1:
+        s.topology = cluster::Topology::FatTree;
+        s.fat_tree = {.levels = 2, .radix = 4, .oversubscription = uniform(1, 4)};
+        break;
+      case 2:
+        s.topology = cluster::Topology::Torus;
+        s.torus.dims = {(s.workers + s.workers_per_node - 1) / s.workers_per_node};
+        break;
+    }
+    if (s.workers_per_node > 1 && pick(0, 1) == 1) s.intra_node_link = cluster::IntraNodeLink::Pcie;
+  }
+  if (pick(0, 2) == 0) {
+    s.collective_regimes = {{.from_bytes = 0, .step_latency = uniform(5e-6, 5e-5), .bw = uniform(1e9, 2e10)},
+                            {.from_bytes = 4e6, .step_latency = uniform(1e-5, 1e-4), .bw = uniform(1e9, 5e10)}};
+  }
+  c.options.warmup_steps = pick(0, 2);
+  c.options.measure_steps = pick(1, 3);
+  c.options.seed = seed;
+  c.options.compute_cv = pick(0, 1) == 1 ? uniform(0.01, 0.3) : 0.0;
+  c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
+  c.description = fmt::format("seed {}: {} workers ({} per node), topology {}, {}, {} B buckets, cv {:.3f}, "
+                              "{} regimes, warmup {}, measure {}",
+                              seed, s.workers, s.workers_per_node, static_cast<int>(s.topology),
+                              to_string(c.scheme.allreduce.algorithm), c.scheme.allreduce.bucket_bytes,
+                              c.options.compute_cv, s.collective_regimes.size(), c.options.warmup_steps,
+                              c.options.measure_steps);
+  return c;
+}
+
+void expect_same(const SimulationResult& fast, const SimulationResult& full, const std::string& what) {
+  ASSERT_EQ(fast.workers.size(), full.workers.size()) << what;
+  for (size_t w = 0; w < full.workers.size(); ++w) {
+    EXPECT_TRUE(close(fast.workers[w].cycle, full.workers[w].cycle))
+        << what << " worker " << w << " cycle " << fast.workers[w].cycle << " vs " << full.workers[w].cycle;
+    EXPECT_TRUE(close(fast.workers[w].compute, full.workers[w].compute)) << what << " worker " << w << " compute";
+    EXPECT_TRUE(close(fast.workers[w].communication, full.workers[w].communication))
+        << what << " worker " << w << " communication " << fast.workers[w].communication << " vs "
+        << full.workers[w].communication;
+    EXPECT_TRUE(close(fast.workers[w].wait, full.workers[w].wait))
+        << what << " worker " << w << " wait " << fast.workers[w].wait << " vs " << full.workers[w].wait;
+  }
+  EXPECT_TRUE(close(fast.window, full.window)) << what << " window";
+  EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent)) << what << " bytes sent " << fast.bytes_sent << " vs " << full.bytes_sent;
+  EXPECT_TRUE(close(fast.bytes_received, full.bytes_received)) << what << " bytes received";
+  EXPECT_EQ(fast.max_link_flows, full.max_link_flows) << what;
+  ASSERT_EQ(fast.loads.size(), full.loads.size()) << what;
+  for (const ResourceLoad& load : full.loads) {
+    auto it = std::find_if(fast.loads.begin(), fast.loads.end(),
+                           [&](const ResourceLoad& l) { return l.resource == load.resource; });
+    ASSERT_NE(it, fast.loads.end()) << what << " " << load.resource;
+    EXPECT_TRUE(close(it->busy, load.busy)) << what << " " << load.resource << " " << it->busy << " vs " << load.busy;
+  }
+  ASSERT_EQ(fast.links.size(), full.links.size()) << what;
+  for (size_t l = 0; l < full.links.size(); ++l) {
+    // Equal busy fractions may sort either way by a last-bit difference; compare the values.
+    EXPECT_TRUE(close(fast.links[l].busy, full.links[l].busy)) << what << " link " << l;
+  }
+}
+
+TEST(FastPath, SynchronousAllReduceEqualsTheFullEngineOnRandomScenarios) {
+  int fast_runs = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const Case c = random_case(seed);
+    SimulationOptions full_options = c.options;
+    full_options.fast_paths = false;
+    const SimulationResult full = simulate_steps(c.workload, c.cluster, c.scheme, full_options);
+    const SimulationResult fast = simulate_steps(c.workload, c.cluster, c.scheme, c.options);
+    ASSERT_EQ(full.engine, SimulationEngine::Full);
+    fast_runs += fast.engine == SimulationEngine::Fast ? 1 : 0;
+    expect_same(fast, full, c.description);
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(fast_runs, 300) << "every synchronous all-reduce case takes the fast path";
+}
+
+TEST(FastPath, CollectiveAloneEqualsStageByStageSimulation) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const Case c = random_case(seed);
+    std::mt19937_64 rng(seed * 7919);
+    const CollectiveOp ops[] = {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter,
+                                CollectiveOp::Broadcast};
+    const CollectiveOp op = ops[std::uniform_int_distribution<int>(0, 3)(rng)];
+    const double bytes = std::uniform_real_distribution<double>(1e3, 2e8)(rng);
+    const CollectiveResult full =
+        simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm, c.options.network, false);
+    const CollectiveResult fast =
+        simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm, c.options.network, true);
+    const std::string what = fmt::format("{}, {} of {} bytes", c.description, to_string(op), bytes);
+    EXPECT_TRUE(close(fast.time, full.time)) << what << ": " << fast.time << " vs " << full.time;
+    EXPECT_EQ(fast.stages, full.stages) << what;
+    EXPECT_EQ(fast.max_link_flows, full.max_link_flows) << what;
+    ASSERT_EQ(fast.links.size(), full.links.size()) << what;
+    double fast_bytes = 0, full_bytes = 0;
+    for (size_t l = 0; l < full.links.size(); ++l) {
+      EXPECT_TRUE(close(fast.links[l].busy, full.links[l].busy)) << what << " link " << l;
+      fast_bytes += fast.links[l].bytes;
+      full_bytes += full.links[l].bytes;
+    }
+    EXPECT_TRUE(close(fast_bytes, full_bytes)) << what;
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(FastPath, ATraceOrFastPathsOffRunsTheFullEngine) {
+  const workload::Workload w =
+      zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.1});
+  cluster::ClusterSpec spec;
+  spec.workers = 4;
+  SchemeConfig scheme;
+  scheme.scheme = Scheme::AllReduce;
+  EXPECT_EQ(simulate_steps(w, spec, scheme, {}).engine, SimulationEngine::Fast);
+  EXPECT_EQ(simulate_steps(w, spec, scheme, {.record_trace = true}).engine, SimulationEngine::Full);
+  EXPECT_EQ(simulate_steps(w, spec, scheme, {.fast_paths = false}).engine, SimulationEngine::Full);
+  SchemeConfig ps;
+  ps.scheme = Scheme::ParameterServer;
+  EXPECT_EQ(simulate_steps(w, spec, ps, {}).engine, SimulationEngine::Full);
+}
+
+TEST(FastPath, CostGrowsWithWorkersTimesBucketsNotTheirSquare) {
+  // The fast path's own work (its event count) is linear in the worker count for a fixed model;
+  // the full engine's grows faster (every stage of every collective touches every worker's links).
+  const workload::Workload w =
+      zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.1});
+  SchemeConfig scheme;
+  scheme.scheme = Scheme::AllReduce;
+  cluster::ClusterSpec spec;
+  spec.workers = 64;
+  const SimulationResult at64 = simulate_steps(w, spec, scheme, {});
+  spec.workers = 256;
+  const SimulationResult at256 = simulate_steps(w, spec, scheme, {});
+  ASSERT_EQ(at64.engine, SimulationEngine::Fast);
+  const double ratio = static_cast<double>(at256.events) / static_cast<double>(at64.events);
+  EXPECT_GT(ratio, 3.0);
+  EXPECT_LT(ratio, 5.0);
+}
+
+}  // namespace
+}  // namespace stepcast::scheme
