@@ -19,6 +19,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   sim_options.seed = options.seed;
   sim_options.record_trace = options.record_trace;
   sim_options.compute_cv = options.compute_cv;
+  sim_options.fast_paths = options.fast_paths;
   scheme::SimulationResult sim = scheme::simulate_steps(workload, cluster, scheme, sim_options);
 
   Result r;
@@ -42,6 +43,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.bytes_sent = sim.bytes_sent;
   r.bytes_received = sim.bytes_received;
   r.events = sim.events;
+  r.engine = scheme::to_string(sim.engine);
   r.max_link_flows = sim.max_link_flows;
   for (const scheme::LinkLoad& link : sim.links) r.links.push_back({link.name, link.busy});
   r.trace = std::move(sim.trace);

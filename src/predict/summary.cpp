@@ -131,6 +131,11 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
   Result r;
   r.workers = results.front().workers;
   r.predictor = results.front().predictor;
+  // "full" if any step needed the full engine (a traced one does), as the costlier path.
+  r.engine = results.front().engine;
+  for (const Result& s : results) {
+    if (s.engine == "full") r.engine = s.engine;
+  }
   double seconds_per_sample = 0;
   r.step_samples = step_spread(std::move(times));
   r.step_time = r.step_samples.mean;

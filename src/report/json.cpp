@@ -191,6 +191,12 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
   json.number(r.bytes_received);
   json.key("events");
   json.integer(r.events);
+  json.key("engine");
+  if (r.engine.empty()) {
+    json.raw("null");
+  } else {
+    json.string(r.engine);
+  }
   json.key("saturation_workers");
   if (r.saturation_workers > 0) {
     json.number(r.saturation_workers);

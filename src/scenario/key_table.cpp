@@ -584,6 +584,11 @@ std::vector<KeyDef> make_table() {
   t.push_back(integer_key(
       "steps.measure", "5", 1, kMaxSteps, "simulated steps averaged",
       [](auto& s) -> auto& { return s.options.measure_steps; }));
+  t.push_back(choice_key(
+      "simulation.fast_paths", "true", booleans(),
+      "fine: take an exact fast path where one applies (synchronous all-reduce, a collective alone); "
+      "false: the full event-by-event engine",
+      [](auto& s) -> auto& { return s.options.fast_paths; }));
   t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},
                true,
                [](const RawValue& v, Draft& d) {

@@ -348,5 +348,44 @@ TEST_F(PredictCli, ProfileSweepReplaysAtTheTracedCountAndExtrapolatesElsewhere) 
   EXPECT_EQ(single["predictions"].array[0]["step_time_samples"].type, Json::Type::Null) << one.out;
 }
 
+// simulation.fast_paths: the JSON names the engine that ran, and on every example the fast path
+// and the full engine give the same numbers (1e-9 relative).
+TEST_F(PredictCli, FastPathsAndTheFullEngineGiveTheSameNumbersOnEveryExample) {
+  const std::string examples = std::string(STEPCAST_SOURCE_DIR) + "/examples/";
+  int fast_runs = 0;
+  for (const char* name : {"resnet50-ps.yaml", "resnet50-ps-async.yaml", "vgg16-allreduce.yaml",
+                           "bert-large-allreduce.yaml", "h100-2node-regimes.yaml", "custom-topology.yaml",
+                           "single-server-analytic.yaml"}) {
+    SCOPED_TRACE(name);
+    const std::vector<std::string> base{"predict", examples + name, "--workers", "1,2,8", "--predictor", "fine",
+                                        "--json"};
+    std::vector<std::string> full_args = base;
+    full_args.insert(full_args.end(), {"--set", "simulation.fast_paths=false"});
+    RunResult fast = run(base);
+    RunResult full = run(full_args);
+    ASSERT_EQ(fast.code, 0) << fast.describe();
+    ASSERT_EQ(full.code, 0) << full.describe();
+    const Json f = parse_json_or_fail(fast.out);
+    const Json g = parse_json_or_fail(full.out);
+    EXPECT_EQ(g.at_path("scenario.simulation.fast_paths")->string, "false");
+    ASSERT_EQ(f["predictions"].array.size(), g["predictions"].array.size());
+    for (size_t i = 0; i < g["predictions"].array.size(); ++i) {
+      const Json& a = f["predictions"].array[i];
+      const Json& b = g["predictions"].array[i];
+      EXPECT_EQ(b["engine"].string, "full");
+      if (a["engine"].string == "fast") ++fast_runs;
+      for (const char* key : {"step_time_s", "throughput_samples_per_s", "bytes_sent", "bytes_received"}) {
+        EXPECT_NEAR(a[key].number, b[key].number, 1e-9 * std::fabs(b[key].number)) << key << " at " << i;
+      }
+      for (const char* part : {"compute", "communication_exposed", "wait"}) {
+        EXPECT_NEAR(a["breakdown_s"][part].number, b["breakdown_s"][part].number,
+                    1e-9 * b["step_time_s"].number)
+            << part << " at " << i;
+      }
+    }
+  }
+  EXPECT_GE(fast_runs, 9) << "the all-reduce examples take the fast path";
+}
+
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -267,7 +267,7 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
   EXPECT_NE(compact.find("\"workers\":8,\"predictor\":\"fine\",\"step_time_s\":0.25,"), std::string::npos)
       << compact;
   EXPECT_NE(compact.find("\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
-                         "\"events\":123456,\"saturation_workers\":null,\"compute_cv\":0,\"job\":null,"
+                         "\"events\":123456,\"engine\":null,\"saturation_workers\":null,\"compute_cv\":0,\"job\":null,"
                          "\"max_link_flows\":0,\"links\":{},\"step_time_samples\":null}"),
             std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"

@@ -47,6 +47,9 @@ struct Options {
   /// `workload.compute_cv: auto`: take compute_cv from the workload's per-step samples
   /// (workload::step_variation); predict() throws when it has fewer than two.
   bool compute_cv_auto = false;
+  /// Fine: take the simulator's exact fast paths where they apply (simulation.fast_paths);
+  /// false forces the full event-by-event engine.
+  bool fast_paths = true;
   JobOptions job{};
   bool operator==(const Options&) const = default;
 };
@@ -113,6 +116,9 @@ struct Result {
   double bytes_sent = 0;  ///< over the network during the measured steps
   double bytes_received = 0;
   uint64_t events = 0;             ///< discrete events processed (fine predictor)
+  /// Fine: "fast" when an exact fast path computed it, "full" for the event-by-event engine;
+  /// empty for coarse and analytic.
+  std::string engine;
   uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
   std::vector<Utilization> links;  ///< busiest individual links (fine), busiest first
   StepSpread step_samples;         ///< per-step spread; samples == 0 without per-step samples
