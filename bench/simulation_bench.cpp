@@ -31,8 +31,8 @@ cluster::ClusterSpec cluster_of(int workers, double nic_bw) {
 
 // Times one simulated step (no warm-up) and reports simulated events per second.
 void run_one_fine_step(benchmark::State& state, const workload::Workload& w, const cluster::ClusterSpec& spec,
-                       const scheme::SchemeConfig& scheme) {
-  predict::Options options{.warmup_steps = 0, .measure_steps = 1};
+                       const scheme::SchemeConfig& scheme, bool fast_paths = true, double compute_cv = 0) {
+  predict::Options options{.warmup_steps = 0, .measure_steps = 1, .compute_cv = compute_cv, .fast_paths = fast_paths};
   uint64_t events = 0;
   for (auto _ : state) {
     auto r = predict::predict_fine(w, spec, scheme, options);
@@ -44,16 +44,24 @@ void run_one_fine_step(benchmark::State& state, const workload::Workload& w, con
   state.counters["peak_rss_MB"] = peak_rss_mb();
 }
 
-// One synchronous step of ResNet-50 with DDP ring all-reduce (25 MB buckets), every op of every
-// worker and every ring step simulated.
+// One synchronous step of ResNet-50 with DDP ring all-reduce (25 MB buckets). Second argument:
+// 1 = the exact fast path (simulation.fast_paths), 0 = every op of every worker and every ring
+// step simulated (the full engine).
 void BM_FineRingAllReduceStep(benchmark::State& state) {
   const auto w = resnet50();
   const auto spec = cluster_of(static_cast<int>(state.range(0)), 12.5e9);
   scheme::SchemeConfig scheme;
   scheme.scheme = scheme::Scheme::AllReduce;
-  run_one_fine_step(state, w, spec, scheme);
+  run_one_fine_step(state, w, spec, scheme, state.range(1) != 0, state.range(2) / 100.0);
 }
-BENCHMARK(BM_FineRingAllReduceStep)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FineRingAllReduceStep)
+    ->Args({64, 0, 0})
+    ->Args({1024, 0, 0})
+    ->Args({1024, 1, 0})
+    ->Args({4096, 1, 0})
+    ->Args({10000, 1, 0})
+    ->Args({10000, 1, 5})
+    ->Unit(benchmark::kMillisecond);
 
 // One synchronous parameter-server step of ResNet-50: N workers, P shards, random order.
 void BM_FinePsStep(benchmark::State& state) {
@@ -65,6 +73,30 @@ void BM_FinePsStep(benchmark::State& state) {
   run_one_fine_step(state, w, spec, scheme);
 }
 BENCHMARK(BM_FinePsStep)->Args({16, 2})->Args({256, 16})->Unit(benchmark::kMillisecond);
+
+// The issue-9 parameter-server sizes: fifo order (symmetric clients), then random order with
+// stragglers (compute_cv 0.05, no symmetry at all). Both on the full engine.
+void BM_FinePsStepFifo(benchmark::State& state) {
+  const auto w = resnet50();
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 3.125e9);
+  scheme::SchemeConfig scheme;
+  scheme.scheme = scheme::Scheme::ParameterServer;
+  scheme.ps.count = static_cast<int>(state.range(1));
+  scheme.ps.order = scheme::PsOrder::Fifo;
+  run_one_fine_step(state, w, spec, scheme);
+}
+BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64})->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_FinePsStepRandomStragglers(benchmark::State& state) {
+  const auto w = resnet50();
+  const auto spec = cluster_of(static_cast<int>(state.range(0)), 3.125e9);
+  scheme::SchemeConfig scheme;
+  scheme.scheme = scheme::Scheme::ParameterServer;
+  scheme.ps.count = static_cast<int>(state.range(1));
+  scheme.ps.order = scheme::PsOrder::Random;
+  run_one_fine_step(state, w, spec, scheme, true, 0.05);
+}
+BENCHMARK(BM_FinePsStepRandomStragglers)->Args({1024, 64})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // A 10-point sweep (1..512 workers) of the coarse predictor.
 void BM_CoarseSweep10(benchmark::State& state) {
