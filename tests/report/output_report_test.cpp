@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "report/json_text.hpp"
+#include "stepcast/report/calibration_report.hpp"
 #include "stepcast/report/collective_report.hpp"
 #include "stepcast/report/inspect_report.hpp"
 
@@ -322,6 +323,88 @@ TEST(InspectReport, TableNamesUnitsAndSurvivesASummaryWithoutSteps) {
   const std::string empty_json = render(write_json, profile::TraceSummary{});
   simdjson::dom::parser parser;
   (void)parse(parser, empty_json);
+}
+
+// ---- calibrate
+
+CalibrationReport make_calibration() {
+  CalibrationReport r;
+  calibrate::Calibration& c = r.calibration;
+  c.fit = {.workers = 16, .step_latency = 4e-6, .bw = 300e9};
+  c.options.method = calibrate::FitMethod::Regimes;
+  c.regimes.workers = 16;
+  c.regimes.regimes = {{.from_bytes = 0,
+                        .first_bytes = 8,
+                        .last_bytes = 1024,
+                        .count = 8,
+                        .step_latency = 4e-6,
+                        .bw = 17e9,
+                        .latency_clamped = false},
+                       {.from_bytes = 2048,
+                        .first_bytes = 4096,
+                        .last_bytes = 1 << 30,
+                        .count = 20,
+                        .step_latency = 30e-6,
+                        .bw = 300e9,
+                        .latency_clamped = true}};
+  c.regime_scores = {0.2, 0.01, kInf};
+  c.sizes = {{.bytes = 8,
+              .measured = 1e-4,
+              .predicted = 1.1e-4,
+              .error = 0.1,
+              .used = true,
+              .line = 12,
+              .loo_predicted = 1.2e-4,
+              .loo_error = 0.2}};
+  c.summary_count = 1;
+  c.median_error = 0.2;
+  c.max_error = 0.2;
+  r.source = {.file = "sweep.log",
+              .format = calibrate::LogFormat::NcclTests,
+              .placement = calibrate::Placement::InPlace,
+              .workers_per_node = 8};
+  return r;
+}
+
+TEST(CalibrationReport, JsonHasEveryFieldWithUnitsAndNullForInfiniteScores) {
+  const CalibrationReport r = make_calibration();
+  const std::string text = render(write_json, r);
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line: " << text;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parse(parser, text);
+  EXPECT_EQ(std::string_view(doc["source"]["file"]), "sweep.log");
+  EXPECT_EQ(std::string_view(doc["source"]["placement"]), "in-place");
+  EXPECT_EQ(int64_t(doc["source"]["workers"]), 16);
+  EXPECT_EQ(int64_t(doc["source"]["workers_per_node"]), 8);
+  EXPECT_EQ(std::string_view(doc["method"]), "regimes");
+  EXPECT_EQ(double(doc["step_latency_s"]), 4e-6);
+  EXPECT_EQ(double(doc["bandwidth_Bps"]), 300e9);
+  EXPECT_EQ(doc["regimes"].get_array().size(), 2u);
+  EXPECT_EQ(double(doc["regimes"].at(1)["from_bytes"]), 2048);
+  EXPECT_EQ(double(doc["regimes"].at(1)["step_latency_s"]), 30e-6);
+  EXPECT_EQ(double(doc["regimes"].at(1)["bandwidth_Bps"]), 300e9);
+  EXPECT_TRUE(bool(doc["regimes"].at(1)["latency_clamped"]));
+  EXPECT_EQ(double(doc["regime_scores"].at(1)), 0.01);
+  EXPECT_TRUE(is_null(doc["regime_scores"].at(2))) << text;
+  const simdjson::dom::element size = doc["sizes"].at(0);
+  EXPECT_EQ(double(size["bytes"]), 8);
+  EXPECT_EQ(double(size["measured_s"]), 1e-4);
+  EXPECT_EQ(double(size["predicted_s"]), 1.1e-4);
+  EXPECT_EQ(double(size["loo_predicted_s"]), 1.2e-4);
+  EXPECT_EQ(double(size["loo_error"]), 0.2);
+  EXPECT_EQ(int64_t(size["line"]), 12);
+  EXPECT_EQ(int64_t(doc["summary"]["count"]), 1);
+  EXPECT_EQ(double(doc["summary"]["min_bytes"]), 1 << 20);
+  EXPECT_TRUE(is_null(doc["output"])) << text;
+}
+
+TEST(CalibrationReport, TableHasTheTitleTheHeaderAndTheOutput) {
+  CalibrationReport r = make_calibration();
+  r.output = "calib.yaml";
+  const std::string text = render(write_table, r);
+  EXPECT_EQ(text.rfind("ring all-reduce calibration in size regimes\n", 0), 0u) << text;
+  EXPECT_NE(text.find(calibrate::calibration_header(r.calibration, r.source)), std::string::npos) << text;
+  EXPECT_NE(text.find("wrote the cluster keys to calib.yaml\n"), std::string::npos) << text;
 }
 
 }  // namespace
