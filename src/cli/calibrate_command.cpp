@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iostream>
 
 #include "stepcast/calibrate/collective_log.hpp"
 #include "stepcast/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/report/calibration_report.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {
@@ -47,6 +49,7 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   nccl_tests_->add_option("--max-size", max_size_, "Ignore sizes above this for the fit, e.g. 16MiB");
   nccl_tests_->add_option("-o,--output", output_,
                           "Write the fitted cluster keys as a YAML scenario fragment");
+  nccl_tests_->add_flag("--json", json_, "Print the fit and the error at every size as one JSON object");
 }
 
 bool CalibrateCommand::parsed() const { return nccl_tests_->parsed(); }
@@ -97,11 +100,12 @@ int CalibrateCommand::run() const {
     out << calibrate::calibration_yaml(result, source);
     if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
   }
-  fmt::print("{}\n{}",
-             options.method == FitMethod::Regimes ? "ring all-reduce calibration in size regimes"
-                                                  : "ring all-reduce calibration",
-             calibrate::calibration_header(result, source));
-  if (!output_.empty()) fmt::print("wrote the cluster keys to {}\n", output_);
+  const report::CalibrationReport report{.calibration = result, .source = source, .output = output_};
+  if (json_) {
+    report::write_json(std::cout, report);
+  } else {
+    report::write_table(std::cout, report);
+  }
   return 0;
 }
 

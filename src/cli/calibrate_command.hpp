@@ -1,4 +1,4 @@
-// `stepcast calibrate nccl-tests LOG --workers N [--workers-per-node G] [-o calib.yaml]`: fits the
+// `stepcast calibrate nccl-tests LOG --workers N [--workers-per-node G] [-o calib.yaml] [--json]`: fits the
 // ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), or with `--fit regimes
 // [--max-regimes K]` one pair per size range, prints the error at every size and writes the
 // fitted cluster keys as a scenario fragment.
@@ -36,6 +36,7 @@ class CalibrateCommand {
   std::string min_size_ = "0";
   std::string max_size_;  // empty: no upper bound
   std::string output_;
+  bool json_ = false;
 };
 
 }  // namespace stepcast::cli

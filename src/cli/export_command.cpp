@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "stepcast/error.hpp"
-#include "stepcast/profile/chakra_trace.hpp"
+#include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/placement.hpp"
 #include "stepcast/units.hpp"
@@ -34,7 +34,7 @@ int run_export(const ExportArgs& args) {
   const scenario::Scenario s = scenario::load_scenario(args.scenario, overrides);
   const workload::Workload w = scenario::build_workload(s);
 
-  profile::ChakraExport how;
+  report::ChakraExport how;
   how.workers = s.cluster.workers;
   how.network_dims = args.network_dims;
   std::string summary;
@@ -59,7 +59,7 @@ int run_export(const ExportArgs& args) {
     std::filesystem::create_directories(parent, ec);
     if (ec) throw Error({parent.string(), 0, "--chakra"}, "cannot create directory: " + ec.message());
   }
-  const auto files = profile::write_chakra_traces(args.chakra, w, how);
+  const auto files = report::write_chakra_traces(args.chakra, w, how);
   fmt::print("scenario {}: {} ops per step, {} workers, {}\n", s.name, w.ops.size(), how.workers, summary);
   fmt::print("wrote {} Chakra execution traces (ASTRA-sim workload input, prefix {}):\n", files.size(),
              args.chakra);

@@ -18,6 +18,7 @@
 #include "cli/export_command.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/report/collective_report.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
@@ -147,12 +148,6 @@ struct CollectiveArgs {
   bool json = false;
 };
 
-struct OpInfo {
-  const char* name;
-  stepcast::scheme::CollectiveOp op;
-  double busbw_factor_numerator_offset;  // busbw = algbw * (n - offset) / n, or 1 for broadcast
-};
-
 int run_collective(const CollectiveArgs& args) {
   using stepcast::scheme::CollectiveOp;
   static const std::vector<std::pair<std::string, CollectiveOp>> ops{
@@ -196,54 +191,16 @@ int run_collective(const CollectiveArgs& args) {
     throw Error({"", 0, "--algorithm"}, fmt::format("{} is only modelled with the ring", args.op));
   }
   const stepcast::cluster::ClusterSpec& spec = scenario.cluster;
-  const auto r = stepcast::scheme::simulate_collective(spec, bytes, op, algorithm);
-  // nccl-tests definitions: algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce),
-  // x (n-1)/n (all-gather, reduce-scatter), x 1 (broadcast).
-  const double n = spec.workers;
-  const double algbw = r.time > 0 ? bytes / r.time : 0;
-  const double factor = op == CollectiveOp::AllReduce   ? 2 * (n - 1) / n
-                        : op == CollectiveOp::Broadcast ? 1.0
-                                                        : (n - 1) / n;
-  const double busbw = algbw * factor;
-  const size_t shown = std::min<size_t>(r.links.size(), 10);
-  const stepcast::cluster::CollectiveRegime* regime = spec.regime_for(bytes);
+  const stepcast::report::CollectiveReport report{
+      .op = op,
+      .algorithm = algorithm,
+      .cluster = spec,
+      .bytes = bytes,
+      .result = stepcast::scheme::simulate_collective(spec, bytes, op, algorithm)};
   if (args.json) {
-    std::string links;
-    for (size_t i = 0; i < shown; ++i) {
-      links += fmt::format("{}{{\"name\": {}, \"busy\": {}, \"bytes\": {}}}", i ? ", " : "",
-                           stepcast::report::json_quote(r.links[i].name), r.links[i].busy, r.links[i].bytes);
-    }
-    fmt::print(
-        "{{\"op\": \"{}\", \"algorithm\": \"{}\", \"topology\": \"{}\", \"workers\": {}, "
-        "\"size_bytes\": {}, \"time_s\": {}, \"algbw_GBps\": {}, \"busbw_GBps\": {}, "
-        "\"steps\": {}, \"max_link_flows\": {}, \"regime\": {}, \"links\": [{}]}}\n",
-        args.op, stepcast::scheme::to_string(algorithm), stepcast::cluster::to_string(spec.topology),
-        spec.workers, bytes, r.time, algbw / 1e9, busbw / 1e9, r.stages, r.max_link_flows,
-        regime == nullptr
-            ? std::string("null")
-            : fmt::format("{{\"from_bytes\": {}, \"step_latency_s\": {}, \"bandwidth_Bps\": {}}}",
-                          regime->from_bytes, regime->step_latency, regime->bw),
-        links);
+    stepcast::report::write_json(std::cout, report);
   } else {
-    fmt::print("{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n", args.op,
-               stepcast::scheme::to_string(algorithm), stepcast::format_bytes(bytes), spec.workers,
-               spec.workers_per_node, stepcast::cluster::to_string(spec.topology),
-               stepcast::format_bandwidth(spec.nic_bw), stepcast::format_duration(spec.latency));
-    fmt::print("  time             {}\n  algbw            {:.3f} GB/s\n  busbw            {:.3f} GB/s\n",
-               stepcast::format_duration(r.time), algbw / 1e9, busbw / 1e9);
-    fmt::print("  steps            {}\n  max flows/link   {} (in one step, one direction)\n", r.stages,
-               r.max_link_flows);
-    if (regime != nullptr) {
-      // GB/s as calibrate writes it (the fitted figure is a bus bandwidth, not a NIC's bit rate).
-      fmt::print("  regime           from {}: each step >= {}, each transfer <= {:.6g} GB/s\n",
-                 stepcast::format_bytes(regime->from_bytes), stepcast::format_duration(regime->step_latency),
-                 regime->bw / 1e9);
-    }
-    if (shown > 0) fmt::print("  busiest links:\n");
-    for (size_t i = 0; i < shown; ++i) {
-      fmt::print("    {:<28} {:5.1f}% busy, {}\n", r.links[i].name, 100 * r.links[i].busy,
-                 stepcast::format_bytes(r.links[i].bytes));
-    }
+    stepcast::report::write_table(std::cout, report);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
-// JSON string escaping and number formatting shared by the JSON and Chrome trace writers.
+// JSON string escaping, number formatting and JsonWriter: the one JSON writer of report/ (the
+// Chrome trace writer shares the string and number pieces).
 #include "report/json_text.hpp"
 
 #include <cmath>
@@ -88,6 +89,65 @@ bool is_json_number(std::string_view text) {
     if (!digits()) return false;
   }
   return i == n;
+}
+
+void JsonWriter::key(std::string_view name) {
+  separate();
+  append_json_string(buf_, name);
+  buf_.append(std::string_view(": "));
+  after_key_ = true;
+}
+
+void JsonWriter::flush() {
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+// Before any value or key: a comma after the previous sibling, then a newline and indent (or,
+// on one line, a space). A value right after its key goes on the key's line.
+void JsonWriter::separate() {
+  if (buf_.size() >= kFlushBytes) flush();
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (empty_.empty()) return;
+  const bool first = empty_.back();
+  empty_.back() = false;
+  switch (layout_) {
+    case Layout::Indented:
+      if (!first) buf_.push_back(',');
+      newline(empty_.size());
+      break;
+    case Layout::OneLine:
+      if (!first) buf_.append(std::string_view(", "));
+      break;
+  }
+}
+
+void JsonWriter::open(char bracket) {
+  separate();
+  buf_.push_back(bracket);
+  empty_.push_back(true);
+}
+
+void JsonWriter::close(char bracket) {
+  const bool was_empty = empty_.back();
+  empty_.pop_back();
+  switch (layout_) {
+    case Layout::Indented:
+      if (!was_empty) newline(empty_.size());
+      break;
+    case Layout::OneLine:
+      break;
+  }
+  buf_.push_back(bracket);
+  if (empty_.empty()) buf_.push_back('\n');
+}
+
+void JsonWriter::newline(std::size_t depth) {
+  buf_.push_back('\n');
+  for (std::size_t i = 0; i < depth; ++i) buf_.append(std::string_view("  "));
 }
 
 }  // namespace detail

@@ -53,6 +53,23 @@ TEST_F(CliTest, CalibrateWritesClusterKeysAndPrintsEverySize) {
   EXPECT_EQ(s.cluster.workers, 4);
 }
 
+// --json: the same fit as one JSON object (report/), SI units in the names.
+TEST_F(CliTest, CalibrateJsonGivesTheFitAndEverySize) {
+  const std::string log = file("ar.log", kLog);
+  const auto r = run({"calibrate", "nccl-tests", log, "--workers", "4", "--workers-per-node", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const stepcast_cli_test::Json doc = stepcast_cli_test::parse_json_or_fail(r.out);
+  EXPECT_EQ(doc["method"].string, "endpoints");
+  EXPECT_NEAR(doc["step_latency_s"].number, 5e-6, 1e-12);
+  EXPECT_NEAR(doc["bandwidth_Bps"].number, 10e9, 1e3);
+  EXPECT_EQ(doc.at_path("source.file")->string, log);
+  EXPECT_EQ(doc.at_path("source.workers")->number, 4);
+  ASSERT_EQ(doc["sizes"].array.size(), 4u) << r.out;
+  EXPECT_EQ(doc["sizes"].array[3]["bytes"].number, 1073741824);
+  EXPECT_TRUE(doc["sizes"].array[3]["measured_s"].is_number());
+  EXPECT_EQ(doc["output"].type, stepcast_cli_test::Json::Type::Null);
+}
+
 TEST_F(CliTest, CalibrateOneNodeWritesIntraNodeKeys) {
   const std::string log = file("ar.log", kLog);
   const std::string out = path("calib.yaml").string();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stepcast/error.hpp"
+#include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/placement.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
@@ -20,6 +21,8 @@ namespace stepcast::profile {
 namespace {
 
 namespace fs = std::filesystem;
+using report::ChakraExport;
+using report::write_chakra_traces;
 
 fs::path temp_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("stepcast_chakra_" + name + "_" + std::to_string(::getpid()));

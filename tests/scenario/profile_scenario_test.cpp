@@ -7,7 +7,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/profile/chakra_trace.hpp"
+#include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
 namespace stepcast::scenario {
@@ -42,10 +42,10 @@ steps: {warmup: 1, measure: 2}
   const Scenario zoo_scenario = parse_scenario(yaml, "zoo.yaml");
   const workload::Workload zoo_workload = build_workload(zoo_scenario);
   const auto dir = temp_dir("chakra");
-  profile::ChakraExport how;
+  report::ChakraExport how;
   how.workers = 4;
   how.buckets = workload::make_buckets(zoo_workload, zoo_scenario.scheme.allreduce.bucket_bytes);
-  (void)profile::write_chakra_traces((dir / "alexnet").string(), zoo_workload, how);
+  (void)report::write_chakra_traces((dir / "alexnet").string(), zoo_workload, how);
   const Scenario traced = parse_scenario("workload: {profile: " + (dir / "alexnet.0.et").string() +
                                              ", batch_per_worker: 128}\n"
                                              "cluster: {workers: 4, nic_bandwidth: 25Gbps}\n"
