@@ -84,9 +84,11 @@ int run_predict(const PredictArgs& args) {
     }
     overrides.push_back(fmt::format("seed={}", seed));
   }
-  stepcast::scenario::Scenario scenario = stepcast::scenario::load_scenario(args.scenario, overrides);
-  std::vector<int> counts =
-      args.workers_given ? parse_worker_list(args.workers) : std::vector<int>{scenario.cluster.workers};
+  // The rules hold at each swept count, not at the file's cluster.workers (which is not predicted).
+  const std::vector<int> swept = args.workers_given ? parse_worker_list(args.workers) : std::vector<int>{};
+  stepcast::scenario::Scenario scenario =
+      stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload, swept);
+  const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
   if (!args.trace_out.empty() && scenario.options.predictor != stepcast::predict::Predictor::Fine) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
   }
@@ -100,7 +102,6 @@ int run_predict(const PredictArgs& args) {
   for (size_t i = 0; i < counts.size(); ++i) {
     stepcast::scenario::Scenario at = scenario;
     at.cluster.workers = counts[i];
-    stepcast::scenario::check_consistency(at, args.workers_given ? "--workers" : "cluster.workers");
     stepcast::predict::Options options = at.options;
     // The trace shows the largest configuration of the sweep (the last one given).
     options.record_trace = !args.trace_out.empty() && i + 1 == counts.size();

@@ -67,6 +67,8 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                const scheme::SchemeConfig& scheme, const Options& given) {
+  // A caller who built the structs by hand gets an Error here, not an abort deep in a predictor.
+  validate(workload, cluster, scheme, given);
   Options options = given;
   if (options.compute_cv_auto) {
     if (workload.num_samples() < 2) {

@@ -19,7 +19,7 @@
 #include "stepcast/profile/kineto_workload.hpp"
 #include "stepcast/profile/layer_table.hpp"
 #include "stepcast/profile/tf_timeline.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
@@ -31,6 +31,8 @@ using detail::KeyDef;
 using detail::RawValue;
 
 constexpr const char* kOverrideFile = "--set";
+// The command-line option that sweeps cluster.workers (stepcast predict --workers).
+constexpr const char* kSweepOption = "--workers";
 
 // Every given leaf value by dotted key. Parsing works on this flat map so that file values and
 // --set overrides go through exactly the same path.
@@ -208,68 +210,26 @@ std::string model_list() {
   return out;
 }
 
-// The cross-key rules, with the place each error should point at.
-void check_rules(const Scenario& s, const SourceLocation& ps_count_where, const SourceLocation& mode_where) {
-  const cluster::ClusterSpec& c = s.cluster;
-  const scheme::SchemeConfig& sc = s.scheme;
-  if (sc.scheme == scheme::Scheme::ParameterServer && sc.ps.placement == scheme::PsPlacement::Colocated &&
-      sc.ps.count > c.num_worker_nodes()) {
-    // Shard s runs on the host of worker node s, so there must be a node per shard.
-    throw Error(ps_count_where, fmt::format("colocated parameter servers need one worker node each, but "
-                                            "training.ps.count = {} and cluster.workers = {} with "
-                                            "cluster.workers_per_node = {} gives {} node{} (P > N colocated)",
-                                            sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
-                                            c.num_worker_nodes() == 1 ? "" : "s"));
-  }
-  // The fine simulator keeps a connection per (worker, shard) and direction; beyond this the
-  // memory and time grow past what a prediction should cost.
-  constexpr int64_t kMaxConnections = int64_t{1} << 20;
-  if (sc.scheme == scheme::Scheme::ParameterServer && int64_t{sc.ps.count} * c.workers > kMaxConnections) {
-    throw Error(ps_count_where,
-                fmt::format("training.ps.count x cluster.workers = {} x {} exceeds {} worker-server "
-                            "connections",
-                            sc.ps.count, c.workers, kMaxConnections));
-  }
-  const bool dedicated =
-      sc.scheme == scheme::Scheme::ParameterServer && sc.ps.placement == scheme::PsPlacement::Dedicated;
-  const int nodes = c.num_worker_nodes() + (dedicated ? sc.ps.count : 0);
-  const int capacity = cluster::topology_capacity(c);
-  if (capacity > 0 && nodes > capacity) {
-    throw Error(ps_count_where.key == "training.ps.count" ? SourceLocation{s.file, 0, "cluster.topology"}
-                                                          : ps_count_where,
-                fmt::format("the {} topology holds {} nodes, but the job needs {} ({} worker nodes{})",
-                            cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
-                            dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
-  }
-  if (c.nics_per_node > c.workers_per_node) {
-    throw Error({s.file, 0, "cluster.nics_per_node"},
-                fmt::format("a node has {} NICs but only {} workers (cluster.workers_per_node)",
-                            c.nics_per_node, c.workers_per_node));
-  }
-  if (c.topology == cluster::Topology::FatTree && c.fat_tree.radix % 2 != 0) {
-    throw Error({s.file, 0, "cluster.fat_tree.radix"},
-                fmt::format("expected an even radix, got {}", c.fat_tree.radix));
-  }
-  if (sc.scheme == scheme::Scheme::AllReduce) {
-    const auto algorithm = sc.allreduce.algorithm;
-    const SourceLocation where{s.file, 0, "training.allreduce.algorithm"};
-    if (scheme::needs_power_of_two(algorithm) && (c.workers & (c.workers - 1)) != 0) {
-      throw Error(where, fmt::format("{} needs a power-of-two number of workers, got {}",
-                                     scheme::to_string(algorithm), c.workers));
+// scheme::validate() knows no files: an error it throws names a key, and the user needs the
+// place that set it (file:line, or the --set override; a key left at its default points at the
+// file). With a sweep the rules hold at each swept worker count, not at the file's.
+void validate_at(const Scenario& s, const Entries& entries, const std::string& file,
+                 const std::vector<int>& worker_sweep) {
+  auto check = [&](const cluster::ClusterSpec& c, const std::string& note) {
+    try {
+      scheme::validate(c, s.scheme);
+    } catch (const Error& e) {
+      throw Error(location_of(entries, e.where().key, file), e.message() + note);
     }
-    if (algorithm == scheme::AllReduceAlgorithm::Hdrm) {
-      const int full = 2 * c.bigraph.switches_per_half * c.bigraph.hosts_per_switch;
-      if (c.topology != cluster::Topology::BiGraph || c.workers_per_node != 1 || c.workers != full) {
-        throw Error(where, fmt::format("hdrm maps ranks onto a full BiGraph: it needs cluster.topology = "
-                                       "bigraph, workers_per_node = 1 and workers = 2 x switches_per_half "
-                                       "x hosts_per_switch = {} (got {} workers)",
-                                       full, c.workers));
-      }
-    }
+  };
+  if (worker_sweep.empty()) {
+    check(s.cluster, "");
+    return;
   }
-  if (sc.mode == scheme::Mode::Async && sc.scheme == scheme::Scheme::AllReduce) {
-    // A collective is a barrier by construction; asynchrony needs a parameter server.
-    throw Error(mode_where, "async training needs training.scheme = ps (all-reduce is synchronous)");
+  for (int workers : worker_sweep) {
+    cluster::ClusterSpec at = s.cluster;
+    at.workers = workers;
+    check(at, fmt::format(" (at {} {})", kSweepOption, workers));
   }
 }
 
@@ -400,7 +360,8 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
 }
 
 Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
-                        const std::vector<std::string>& overrides, Needs needs) {
+                        const std::vector<std::string>& overrides, Needs needs,
+                        const std::vector<int>& worker_sweep) {
   Entries entries = read_entries(yaml_text, file_name);
   for (const std::string& text : overrides) apply_override(text, entries);
 
@@ -471,12 +432,12 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     }
     s.cluster.custom = load_custom_topology(*draft.custom_topology, s.cluster.nic_bw);
   }
-  check_rules(s, location_of(entries, "training.ps.count", file_name),
-              location_of(entries, "training.mode", file_name));
+  validate_at(s, entries, file_name, worker_sweep);
   return s;
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, Needs needs) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, Needs needs,
+                       const std::vector<int>& worker_sweep) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw Error({path, 0, ""}, "cannot read scenario file: it is a directory");
@@ -488,26 +449,19 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error({path, 0, ""}, "cannot read scenario file: read error");
-  Scenario s = parse_scenario(text.str(), path, overrides, needs);
+  Scenario s = parse_scenario(text.str(), path, overrides, needs, worker_sweep);
   s.file = path;
   return s;
 }
 
 void check_consistency(const Scenario& scenario, const std::string& key) {
-  const cluster::ClusterSpec& c = scenario.cluster;
-  // Sweeps set these directly, bypassing the key table's range checks.
-  if (c.workers < 1) {
-    throw Error({scenario.file, 0, key}, fmt::format("expected cluster.workers >= 1, got {}", c.workers));
-  }
-  if (c.workers_per_node < 1) {
+  try {
+    scheme::validate(scenario.cluster, scenario.scheme);
+  } catch (const Error& e) {
+    // The caller changed `key` (a sweep); the rule's own key stays in the message.
     throw Error({scenario.file, 0, key},
-                fmt::format("expected cluster.workers_per_node >= 1, got {}", c.workers_per_node));
+                e.where().key == key ? e.message() : fmt::format("{}: {}", e.where().key, e.message()));
   }
-  if (scenario.scheme.ps.count < 1) {
-    throw Error({scenario.file, 0, key},
-                fmt::format("expected training.ps.count >= 1, got {}", scenario.scheme.ps.count));
-  }
-  check_rules(scenario, {scenario.file, 0, key}, {scenario.file, 0, "training.mode"});
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "stepcast/scheme/collective_plan.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <map>
@@ -279,6 +281,19 @@ bool needs_power_of_two(AllReduceAlgorithm algorithm) {
 CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgorithm algorithm) {
   if (op != CollectiveOp::AllReduce || algorithm == AllReduceAlgorithm::Ring) return ring_plan(c, op);
   const int n = c.spec.workers;
+  // A public entry point (simulate_collective, a caller's own Cluster): a bad spec is bad input,
+  // so it throws as validate() does rather than reaching the plans' assertions.
+  if (needs_power_of_two(algorithm) && !std::has_single_bit(static_cast<unsigned>(std::max(n, 1)))) {
+    throw Error({"", 0, "training.allreduce.algorithm"},
+                fmt::format("{} needs a power-of-two number of workers, got {}", to_string(algorithm), n));
+  }
+  if (algorithm == AllReduceAlgorithm::Hdrm &&
+      (c.spec.topology != cluster::Topology::BiGraph || c.spec.workers_per_node != 1 ||
+       n != 2 * c.spec.bigraph.switches_per_half * c.spec.bigraph.hosts_per_switch)) {
+    throw Error({"", 0, "training.allreduce.algorithm"},
+                "hdrm maps ranks onto a full BiGraph: it needs cluster.topology = bigraph, "
+                "workers_per_node = 1 and workers = 2 x switches_per_half x hosts_per_switch");
+  }
   switch (algorithm) {
     case AllReduceAlgorithm::HalvingDoubling:
       return halving_doubling_plan(c, identity(n), [&c](const Transfer& t) {

@@ -18,9 +18,15 @@
 
 namespace stepcast::predict {
 
-/// Dispatches on options.predictor. Borrows its inputs; deterministic for a given seed.
+/// Dispatches on options.predictor. Borrows its inputs; deterministic for a given seed. Calls
+/// validate() first, so bad inputs throw Error instead of reaching the predictors' assertions.
 [[nodiscard]] Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                              const scheme::SchemeConfig& scheme, const Options& options);
+
+/// scheme::validate(workload, cluster, scheme) plus the options' ranges (steps.warmup,
+/// steps.measure, workload.compute_cv, job.*). Throws Error({"", 0, key}, why).
+void validate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+              const scheme::SchemeConfig& scheme, const Options& options);
 
 [[nodiscard]] Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                   const scheme::SchemeConfig& scheme, const Options& options);

@@ -65,16 +65,22 @@ enum class Needs : uint8_t { Workload, ClusterOnly };
 
 /// Reads and checks a scenario file, applying `overrides` ("key=value", value parsed as YAML).
 /// Throws Error (file, line, key) on unreadable files, bad YAML, unknown keys, wrong types,
-/// impossible values and inconsistent combinations.
+/// impossible values and inconsistent combinations. The combinations are scheme::validate()'s
+/// rules; an error it raises points at the line (or --set) that gave its key. With
+/// `worker_sweep` (the counts of `stepcast predict --workers`) they are checked at each of those
+/// worker counts instead of cluster.workers, the message ending "(at --workers N)".
 [[nodiscard]] Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
-                                     Needs needs = Needs::Workload);
+                                     Needs needs = Needs::Workload,
+                                     const std::vector<int>& worker_sweep = {});
 /// Same from text; `file_name` is only used in messages.
 [[nodiscard]] Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
                                       const std::vector<std::string>& overrides = {},
-                                      Needs needs = Needs::Workload);
+                                      Needs needs = Needs::Workload,
+                                      const std::vector<int>& worker_sweep = {});
 
-/// Re-checks the cross-key rules (e.g. colocated servers need P <= nodes) after a sweep changed
-/// the worker count. Throws Error naming `key`.
+/// Re-checks scheme::validate()'s rules (e.g. colocated servers need P <= nodes) after a caller
+/// changed the scenario, e.g. the worker count. Throws Error naming the file and `key`, the
+/// rule's own key in the message.
 void check_consistency(const Scenario& scenario, const std::string& key = "cluster.workers");
 
 /// The scenario's workload: the zoo model, or with workload.profile the traced step

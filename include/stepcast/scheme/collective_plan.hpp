@@ -49,8 +49,9 @@ struct CollectivePlan {
 
 /// Plans `op` over all workers of `cluster` (ranks = worker indices, except where the algorithm
 /// maps ranks to workers itself). All-gather, reduce-scatter and broadcast use the ring (the
-/// broadcast as a pipeline of 64 chunks along the ring). Asserts a power-of-two worker count for
-/// halving_doubling and hdrm (scenario/ and the CLI check it first).
+/// broadcast as a pipeline of 64 chunks along the ring). Throws Error (key
+/// training.allreduce.algorithm) for halving_doubling or hdrm over a worker count that is not a
+/// power of two, and for hdrm off a full BiGraph (validate.hpp states the same rules).
 [[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
                                              AllReduceAlgorithm algorithm);
 

@@ -1,0 +1,37 @@
+// The checks every prediction input must pass, for callers who build the structs by hand as much
+// as for scenario files: single values in range (counts, finite non-negative times and sizes,
+// positive bandwidths, known enum values) and the rules across keys (colocated servers need a
+// node each, halving_doubling and hdrm need a power-of-two worker count, hdrm a full BiGraph,
+// asynchrony a parameter server, at most 2^20 worker-server connections, the topology must hold
+// every node). A failed check throws stepcast::Error with an empty file, line 0 and the dotted
+// scenario key the rule is about (e.g. "training.ps.count"); scenario/ re-points it at the file
+// and line that set the key. Nothing here aborts: the predictors' assertions stay for bugs.
+//
+//   scheme::validate(workload, cluster_spec, scheme);   // throws Error, e.g.
+//   // "training.allreduce.algorithm: halving_doubling needs a power-of-two number of workers, got 6"
+#pragma once
+
+#include <cstdint>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+/// The largest job the simulators are meant for (cluster.workers, training.ps.count); far from
+/// integer overflow, and a fine prediction at these sizes still takes seconds to minutes.
+inline constexpr int kMaxWorkers = 16384;
+inline constexpr int kMaxServers = 4096;
+/// Worker-server connections (training.ps.count x cluster.workers) the fine simulator keeps per
+/// direction; beyond this its memory and time grow past what a prediction should cost.
+inline constexpr int64_t kMaxConnections = int64_t{1} << 20;
+
+/// Checks the cluster and the scheme, alone and together. Throws Error({"", 0, key}, why).
+void validate(const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
+
+/// The same plus the workload (workload::validate's invariants, key "workload").
+void validate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+              const SchemeConfig& scheme);
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,372 @@
+#include "stepcast/scheme/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepcast/error.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using cluster::ClusterSpec;
+using cluster::Topology;
+
+// Library errors carry no file: scenario/ knows which file and line set the key.
+[[noreturn]] void fail(std::string_view key, const std::string& message) {
+  throw Error({"", 0, std::string(key)}, message);
+}
+
+void expect_int(std::string_view key, int value, int min, int max) {
+  if (value < min || value > max)
+    fail(key, fmt::format("expected an integer in [{}, {}], got {}", min, max, value));
+}
+
+// NaN fails every comparison, so each check asks for what is valid rather than rejecting what
+// is not.
+void expect_positive(std::string_view key, double value, std::string_view what) {
+  if (!(std::isfinite(value) && value > 0))
+    fail(key, fmt::format("expected a finite {} > 0, got {}", what, value));
+}
+void expect_non_negative(std::string_view key, double value, std::string_view what) {
+  if (!(std::isfinite(value) && value >= 0)) {
+    fail(key, fmt::format("expected a finite {} >= 0, got {}", what, value));
+  }
+}
+
+// An enum cast from an out-of-range integer would fall through every switch of the predictors.
+bool known(Scheme v) {
+  switch (v) {
+    case Scheme::ParameterServer:
+    case Scheme::AllReduce:
+      return true;
+  }
+  return false;
+}
+bool known(Mode v) {
+  switch (v) {
+    case Mode::Sync:
+    case Mode::Async:
+      return true;
+  }
+  return false;
+}
+bool known(PsPartition v) {
+  switch (v) {
+    case PsPartition::Whole:
+    case PsPartition::Split:
+      return true;
+  }
+  return false;
+}
+bool known(PsPlacement v) {
+  switch (v) {
+    case PsPlacement::Dedicated:
+    case PsPlacement::Colocated:
+      return true;
+  }
+  return false;
+}
+bool known(PsOrder v) {
+  switch (v) {
+    case PsOrder::Random:
+    case PsOrder::Fifo:
+      return true;
+  }
+  return false;
+}
+bool known(AllReduceAlgorithm v) {
+  switch (v) {
+    case AllReduceAlgorithm::Ring:
+    case AllReduceAlgorithm::HalvingDoubling:
+    case AllReduceAlgorithm::Hierarchical:
+    case AllReduceAlgorithm::Hdrm:
+    case AllReduceAlgorithm::Tree:
+      return true;
+  }
+  return false;
+}
+bool known(Topology v) {
+  switch (v) {
+    case Topology::Switch:
+    case Topology::FatTree:
+    case Topology::BiGraph:
+    case Topology::Torus:
+    case Topology::Custom:
+      return true;
+  }
+  return false;
+}
+bool known(cluster::IntraNodeLink v) {
+  switch (v) {
+    case cluster::IntraNodeLink::NvLink:
+    case cluster::IntraNodeLink::Pcie:
+      return true;
+  }
+  return false;
+}
+
+template <class E>
+void expect_known(std::string_view key, E value) {
+  if (!known(value)) fail(key, fmt::format("unknown value {}", static_cast<int>(value)));
+}
+
+// "node<digits>": the number, or -1 for any other name.
+int node_number(const std::string& name) {
+  if (name.size() <= 4 || name.rfind("node", 0) != 0 || name.size() > 9) return -1;
+  if (!std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
+  return std::stoi(name.substr(4));
+}
+
+// The same rules scenario/ applies when it reads a topology file (cluster.custom), for a spec
+// built in code: build_cluster trusts them.
+void check_custom(const cluster::CustomTopologySpec& custom) {
+  constexpr std::string_view kKey = "cluster.custom";
+  if (custom.switches.empty()) fail(kKey, "a custom topology needs at least one switch");
+  for (size_t i = 0; i < custom.switches.size(); ++i) {
+    const std::string& name = custom.switches[i];
+    if (name.empty() || node_number(name) >= 0)
+      fail(kKey, fmt::format("switch '{}' needs a name other than node<i>", name));
+    if (std::find(custom.switches.begin(), custom.switches.begin() + static_cast<long>(i), name) !=
+        custom.switches.begin() + static_cast<long>(i)) {
+      fail(kKey, fmt::format("duplicate switch '{}'", name));
+    }
+  }
+  const int count = static_cast<int>(custom.switches.size());
+  auto switch_index = [&](const std::string& name) {
+    return static_cast<int>(std::find(custom.switches.begin(), custom.switches.end(), name) -
+                            custom.switches.begin());
+  };
+  std::map<int, int> links_of_node;
+  std::vector<std::vector<int>> adjacent(count);
+  for (const cluster::CustomLink& link : custom.links) {
+    const int a_node = node_number(link.a), b_node = node_number(link.b);
+    const int a = switch_index(link.a), b = switch_index(link.b);
+    if ((a_node < 0 && a == count) || (b_node < 0 && b == count)) {
+      fail(kKey, fmt::format("unknown endpoint in link {} - {} (not a switch, nor node0, node1, ...)", link.a,
+                             link.b));
+    }
+    if (a_node >= 0 && b_node >= 0)
+      fail(kKey, fmt::format("link {} - {}: a node links to a switch", link.a, link.b));
+    if (!(std::isfinite(link.bw) && link.bw > 0)) {
+      fail(kKey,
+           fmt::format("link {} - {}: expected a finite bandwidth > 0, got {}", link.a, link.b, link.bw));
+    }
+    if (!(std::isfinite(link.latency) && link.latency >= 0)) {
+      fail(kKey,
+           fmt::format("link {} - {}: expected a finite latency >= 0, got {}", link.a, link.b, link.latency));
+    }
+    if (a_node >= 0 || b_node >= 0) {
+      const int n = std::max(a_node, b_node);
+      if (++links_of_node[n] > 1) fail(kKey, fmt::format("node{} has more than one link", n));
+    } else {
+      adjacent[a].push_back(b);
+      adjacent[b].push_back(a);
+    }
+  }
+  // Nodes are numbered from 0 without gaps, so the node count alone says which exist.
+  int expected = 0;
+  for (const auto& [n, links] : links_of_node) {
+    if (n != expected) fail(kKey, fmt::format("node{} has no link", expected));
+    ++expected;
+  }
+  // Every switch must reach every other, or some pairs of nodes could not talk.
+  std::vector<char> seen(count, 0);
+  std::vector<int> stack{0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    for (int u : adjacent[v]) {
+      if (!seen[u]) {
+        seen[u] = 1;
+        stack.push_back(u);
+      }
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!seen[i]) {
+      fail(kKey, fmt::format("switch '{}' is not connected to '{}'", custom.switches[i], custom.switches[0]));
+    }
+  }
+}
+
+void check_cluster_values(const ClusterSpec& c) {
+  expect_int("cluster.workers", c.workers, 1, kMaxWorkers);
+  expect_int("cluster.workers_per_node", c.workers_per_node, 1, kMaxWorkers);
+  expect_known("cluster.topology", c.topology);
+  expect_positive("cluster.nic_bandwidth", c.nic_bw, "bandwidth (bytes/s)");
+  expect_non_negative("cluster.link_latency", c.latency, "duration (s)");
+  expect_positive("cluster.intra_node.bandwidth", c.intra_node_bw, "bandwidth (bytes/s)");
+  expect_non_negative("cluster.intra_node.latency", c.intra_node_latency, "duration (s)");
+  expect_known("cluster.intra_node.link", c.intra_node_link);
+  expect_int("cluster.intra_node.gpus_per_pcie_switch", c.gpus_per_pcie_switch, 1, kMaxWorkers);
+  expect_int("cluster.nics_per_node", c.nics_per_node, 1, kMaxWorkers);
+  // 0 means "same as nic_bw".
+  expect_non_negative("cluster.ps_nic_bandwidth", c.ps_nic_bw,
+                      "bandwidth (bytes/s; 0 = cluster.nic_bandwidth)");
+  // Only the chosen topology's parameters shape the network; the others may hold anything.
+  switch (c.topology) {
+    case Topology::Switch:
+      break;
+    case Topology::FatTree:
+      expect_int("cluster.fat_tree.levels", c.fat_tree.levels, 2, 3);
+      expect_int("cluster.fat_tree.radix", c.fat_tree.radix, 2, 256);
+      if (!(std::isfinite(c.fat_tree.oversubscription) && c.fat_tree.oversubscription >= 1)) {
+        fail("cluster.fat_tree.oversubscription",
+             fmt::format("expected a finite number >= 1, got {}", c.fat_tree.oversubscription));
+      }
+      break;
+    case Topology::BiGraph:
+      expect_int("cluster.bigraph.switches_per_half", c.bigraph.switches_per_half, 1, 1024);
+      expect_int("cluster.bigraph.hosts_per_switch", c.bigraph.hosts_per_switch, 1, 1024);
+      break;
+    case Topology::Torus: {
+      if (c.torus.dims.empty() || c.torus.dims.size() > 3) {
+        fail("cluster.torus.dims",
+             fmt::format("expected one to three dimensions, got {}", c.torus.dims.size()));
+      }
+      int64_t routers = 1;
+      for (int d : c.torus.dims) {
+        expect_int("cluster.torus.dims", d, 1, 4096);
+        routers *= d;
+      }
+      // topology_capacity() counts the routers in an int.
+      if (routers > std::numeric_limits<int>::max()) {
+        fail("cluster.torus.dims", fmt::format("{} routers are more than the simulator can hold", routers));
+      }
+      break;
+    }
+    case Topology::Custom:
+      check_custom(c.custom);
+      break;
+  }
+  constexpr size_t kMaxRegimes = 64;
+  if (c.collective_regimes.size() > kMaxRegimes) {
+    fail("cluster.collective_regimes",
+         fmt::format("expected at most {} regimes, got {}", kMaxRegimes, c.collective_regimes.size()));
+  }
+  for (size_t i = 0; i < c.collective_regimes.size(); ++i) {
+    const cluster::CollectiveRegime& r = c.collective_regimes[i];
+    const std::string label = fmt::format("regime {}: ", i + 1);
+    if (!(std::isfinite(r.from_bytes) && r.from_bytes >= 0)) {
+      fail("cluster.collective_regimes",
+           fmt::format("{}expected a finite size >= 0, got {}", label, r.from_bytes));
+    }
+    if (!(std::isfinite(r.step_latency) && r.step_latency >= 0)) {
+      fail("cluster.collective_regimes",
+           fmt::format("{}expected a finite step latency >= 0, got {}", label, r.step_latency));
+    }
+    if (!(std::isfinite(r.bw) && r.bw > 0)) {
+      fail("cluster.collective_regimes",
+           fmt::format("{}expected a finite bandwidth > 0, got {}", label, r.bw));
+    }
+    // regime_for() picks the last regime at or below a size, so the order must be strict.
+    if (i > 0 && !(r.from_bytes > c.collective_regimes[i - 1].from_bytes)) {
+      fail("cluster.collective_regimes",
+           fmt::format("{}sizes must be strictly ascending: {} follows {}", label, r.from_bytes,
+                       c.collective_regimes[i - 1].from_bytes));
+    }
+  }
+}
+
+void check_scheme_values(const SchemeConfig& s) {
+  expect_known("training.scheme", s.scheme);
+  expect_known("training.mode", s.mode);
+  expect_int("training.ps.count", s.ps.count, 1, kMaxServers);
+  expect_known("training.ps.partition", s.ps.partition);
+  expect_known("training.ps.placement", s.ps.placement);
+  expect_known("training.ps.order", s.ps.order);
+  expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)");
+  expect_non_negative("training.ps.apply_bandwidth", s.ps.apply_bw, "bandwidth (bytes/s; 0 = free)");
+  expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
+  // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
+  if (!std::isfinite(s.allreduce.bucket_bytes)) {
+    fail("training.allreduce.bucket_size",
+         fmt::format("expected a finite size, got {}", s.allreduce.bucket_bytes));
+  }
+}
+
+// The rules across keys, in the order scenario files have always reported them.
+void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
+  const bool ps = sc.scheme == Scheme::ParameterServer;
+  if (ps && sc.ps.placement == PsPlacement::Colocated && sc.ps.count > c.num_worker_nodes()) {
+    // Shard s runs on the host of worker node s, so there must be a node per shard.
+    fail("training.ps.count", fmt::format("colocated parameter servers need one worker node each, but "
+                                          "training.ps.count = {} and cluster.workers = {} with "
+                                          "cluster.workers_per_node = {} gives {} node{} (P > N colocated)",
+                                          sc.ps.count, c.workers, c.workers_per_node, c.num_worker_nodes(),
+                                          c.num_worker_nodes() == 1 ? "" : "s"));
+  }
+  if (ps && int64_t{sc.ps.count} * c.workers > kMaxConnections) {
+    fail("training.ps.count", fmt::format("training.ps.count x cluster.workers = {} x {} exceeds {} "
+                                          "worker-server connections",
+                                          sc.ps.count, c.workers, kMaxConnections));
+  }
+  const bool dedicated = ps && sc.ps.placement == PsPlacement::Dedicated;
+  const int nodes = c.num_worker_nodes() + (dedicated ? sc.ps.count : 0);
+  const int capacity = cluster::topology_capacity(c);
+  if (capacity > 0 && nodes > capacity) {
+    fail("cluster.topology",
+         fmt::format("the {} topology holds {} nodes, but the job needs {} ({} worker nodes{})",
+                     cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
+                     dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
+  }
+  if (c.topology == Topology::Custom && capacity == 0) {
+    fail("cluster.custom", "a custom topology needs a link for every node (node0, node1, ...)");
+  }
+  if (c.nics_per_node > c.workers_per_node) {
+    fail("cluster.nics_per_node",
+         fmt::format("a node has {} NICs but only {} workers (cluster.workers_per_node)", c.nics_per_node,
+                     c.workers_per_node));
+  }
+  if (c.topology == Topology::FatTree && c.fat_tree.radix % 2 != 0) {
+    fail("cluster.fat_tree.radix", fmt::format("expected an even radix, got {}", c.fat_tree.radix));
+  }
+  if (sc.scheme == Scheme::AllReduce) {
+    const AllReduceAlgorithm algorithm = sc.allreduce.algorithm;
+    constexpr std::string_view kKey = "training.allreduce.algorithm";
+    if (needs_power_of_two(algorithm) && (c.workers & (c.workers - 1)) != 0) {
+      fail(kKey,
+           fmt::format("{} needs a power-of-two number of workers, got {}", to_string(algorithm), c.workers));
+    }
+    if (algorithm == AllReduceAlgorithm::Hdrm) {
+      const int full = 2 * c.bigraph.switches_per_half * c.bigraph.hosts_per_switch;
+      if (c.topology != Topology::BiGraph || c.workers_per_node != 1 || c.workers != full) {
+        fail(kKey, fmt::format("hdrm maps ranks onto a full BiGraph: it needs cluster.topology = "
+                               "bigraph, workers_per_node = 1 and workers = 2 x switches_per_half "
+                               "x hosts_per_switch = {} (got {} workers)",
+                               full, c.workers));
+      }
+    }
+  }
+  if (sc.mode == Mode::Async && sc.scheme == Scheme::AllReduce) {
+    // A collective is a barrier by construction; asynchrony needs a parameter server.
+    fail("training.mode", "async training needs training.scheme = ps (all-reduce is synchronous)");
+  }
+}
+
+}  // namespace
+
+void validate(const ClusterSpec& cluster, const SchemeConfig& scheme) {
+  // Single values first: the rules below do arithmetic on them.
+  check_cluster_values(cluster);
+  check_scheme_values(scheme);
+  check_rules(cluster, scheme);
+}
+
+void validate(const workload::Workload& workload, const ClusterSpec& cluster, const SchemeConfig& scheme) {
+  if (const std::string problem = workload::validate(workload); !problem.empty()) {
+    fail("workload", fmt::format("invalid workload '{}': {}", workload.name, problem));
+  }
+  validate(cluster, scheme);
+}
+
+}  // namespace stepcast::scheme
