@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Checks stepcast as a CMake package from the outside: installs build/release into a temporary
+# prefix (configuring and building it first when needed), builds examples/cpp against that
+# prefix with find_package(stepcast), runs it and checks it printed a step time. `make
+# test-package`; CI runs it after `make test`, so the build is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${JOBS:-$(nproc)}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/stepcast-package.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+if [[ ! -f build/release/build.ninja ]]; then
+  cmake --preset release >/dev/null
+fi
+# The libraries and the command are all that is installed; tests and benchmarks are not needed.
+cmake --build --preset release -j "$jobs" --target stepcast
+cmake --install build/release --prefix "$tmp/prefix" >/dev/null
+
+# Only the install prefix: nothing from the source tree may leak into the example's build.
+cmake -S examples/cpp -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/example" -j "$jobs"
+out=$("$tmp/example/stepcast_example")
+echo "$out"
+grep -Eq '^step time: [0-9.]+ (ns|us|ms|s)$' <<<"$out" || { echo "test-package: no step time in the output" >&2; exit 1; }
+grep -q '^rejected: .*cluster.worker' <<<"$out" || { echo "test-package: the bad key was not rejected" >&2; exit 1; }
+"$tmp/prefix/bin/stepcast" --version
+echo "test-package: OK (installed to a temporary prefix, examples/cpp built and run against it)"
