@@ -6,6 +6,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
+
+# The README's C++ snippet ("Use it as a library") is lines of examples/cpp/main.cpp: every
+# snippet line, comments and indentation aside, must still be one of them.
+strip() { sed -e 's|[[:space:]]*//.*$||' -e 's|^[[:space:]]*||' -e '/^$/d'; }
+main_lines=$(strip <examples/cpp/main.cpp)
+snippet=$(sed -n '/^### Use it as a library/,/^## /p' README.md | sed -n '/^```cpp$/,/^```$/p' | sed '1d;$d' | strip)
+[[ -n "$snippet" ]] || { echo "test-package: no C++ snippet in README.md 'Use it as a library'" >&2; exit 1; }
+while IFS= read -r line; do
+  grep -qxF -- "$line" <<<"$main_lines" ||
+    { echo "test-package: README.md snippet line not in examples/cpp/main.cpp: $line" >&2; exit 1; }
+done <<<"$snippet"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stepcast-package.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
