@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan test-simgrid bench format tidy clean
+.PHONY: deps build demo test test-asan test-simgrid test-package bench format tidy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -15,6 +15,11 @@ demo: build
 
 test: build
 	ctest --preset release -j $(JOBS)
+
+# Install into a temporary prefix and build examples/cpp against it (find_package(stepcast));
+# builds only the libraries and the command, not the tests.
+test-package: deps
+	JOBS=$(JOBS) scripts/test-package.sh
 
 test-asan: deps
 	cmake --preset asan >/dev/null

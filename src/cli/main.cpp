@@ -23,6 +23,7 @@
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 #include "stepcast/units.hpp"
+#include "stepcast/version.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace {
