@@ -55,6 +55,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
 
 Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                     const scheme::SchemeConfig& scheme, const Options& options) {
+  validate(workload, cluster, scheme, options);
   if (workload.num_samples() == 0) return simulate(workload, cluster, scheme, options);
   // One simulation per sample step (k times the work of one); the representative's is traced.
   return predict_over_samples(workload, options.record_trace,

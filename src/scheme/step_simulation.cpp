@@ -20,6 +20,7 @@
 #include "stepcast/hash.hpp"
 #include "stepcast/net/network_model.hpp"
 #include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -183,6 +184,12 @@ double straggler_factor(uint64_t seed, int worker, int step, double cv) {
 
 SimulationResult simulate_steps(const Workload& workload, const cluster::ClusterSpec& cluster,
                                 const SchemeConfig& scheme, const SimulationOptions& options) {
+  validate(workload, cluster, scheme);
+  if (options.warmup_steps < 0 || options.measure_steps < 1) {
+    throw Error({"", 0, options.measure_steps < 1 ? "steps.measure" : "steps.warmup"},
+                fmt::format("needs steps.warmup >= 0 and steps.measure >= 1, got {} and {}", options.warmup_steps,
+                            options.measure_steps));
+  }
   // A trace shows every event, so it comes from the full engine.
   if (options.fast_paths && !options.record_trace) {
     switch (scheme.scheme) {
@@ -209,6 +216,12 @@ RingBottleneck ring_bottleneck(const cluster::Cluster& cluster) {
 
 CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double bytes, CollectiveOp op,
                                      AllReduceAlgorithm algorithm, NetworkKind network, bool fast_path) {
+  SchemeConfig scheme;
+  scheme.allreduce.algorithm = algorithm;
+  validate(spec, scheme);
+  if (!(std::isfinite(bytes) && bytes >= 0)) {
+    throw Error({"", 0, "--size"}, fmt::format("expected a finite collective size >= 0 bytes, got {}", bytes));
+  }
   CollectiveResult r;
   if (spec.workers <= 1) return r;
   const Cluster c = cluster::build_cluster(spec);

@@ -40,7 +40,7 @@ Inputs base() {
   workload::Workload& w = in.workload;
   w.name = "tiny";
   w.batch_per_worker = 8;
-  w.ops = {{.name = "fwd0", .kind = workload::OpKind::Forward, .duration = 1e-3, .lane = 0, .layer = 0},
+  w.ops = {{.name = "fwd0", .kind = workload::OpKind::Forward, .duration = 1e-3, .lane = 0, .layer = 0, .deps = {}},
            {.name = "fwd1",
             .kind = workload::OpKind::Forward,
             .duration = 1e-3,
@@ -494,6 +494,33 @@ TEST(Validate, CollectiveOverBadWorkerCountThrows) {
   EXPECT_NE(e.message().find("full BiGraph"), std::string::npos) << e.what();
   EXPECT_GT(simulate_collective(spec, 1e6, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling).time,
             0);
+}
+
+// The simulator's own entry points check too: a spec that build_cluster would assert on, a
+// NaN collective size and impossible step counts throw Error naming the key.
+TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
+  ClusterSpec spec;
+  spec.workers = 0;
+  Error e = expect_error([&] { (void)simulate_allreduce(spec, 1e6, AllReduceAlgorithm::Ring); });
+  EXPECT_EQ(e.where().key, "cluster.workers");
+  spec.workers = 4;
+  spec.nic_bw = -1;
+  e = expect_error([&] { (void)simulate_allreduce(spec, 1e6, AllReduceAlgorithm::Ring); });
+  EXPECT_EQ(e.where().key, "cluster.nic_bandwidth");
+  spec.nic_bw = 1.25e9;
+  e = expect_error(
+      [&] { (void)simulate_allreduce(spec, std::numeric_limits<double>::quiet_NaN(), AllReduceAlgorithm::Ring); });
+  EXPECT_EQ(e.where().key, "--size");
+  workload::Workload w;
+  w.ops.push_back({.name = "op", .duration = 1e-3, .deps = {}});
+  SchemeConfig scheme;
+  e = expect_error([&] { (void)simulate_steps(w, spec, scheme, {.measure_steps = 0}); });
+  EXPECT_EQ(e.where().key, "steps.measure");
+  spec.workers = 0;
+  e = expect_error([&] { (void)simulate_steps(w, spec, scheme, {}); });
+  EXPECT_EQ(e.where().key, "cluster.workers");
+  spec.workers = 4;
+  EXPECT_GT(simulate_steps(w, spec, scheme, {}).workers.size(), 0u);
 }
 
 }  // namespace
