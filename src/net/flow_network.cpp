@@ -269,14 +269,14 @@ void FlowNetwork::compact_completions() const {
   // Rescheduling a component leaves the old entries of its flows behind; drop them once they
   // outnumber the live ones so the heap stays proportional to the active flows.
   if (completions_.size() <= 2 * active_.size() + 64) return;
-  // The live entries go to a kept scratch vector, which then trades places with the heap: neither
-  // allocates once both have grown.
-  live_.clear();
-  for (uint32_t f : active_) {
-    const Flow& flow = flows_[f];
-    if (flow.state == State::Active) live_.push_back({flow.finish, f, flow.generation});
-  }
-  completions_.swap(live_);
+  // In place, without a second vector: every Active flow has exactly one entry of its current
+  // generation (schedule pushes one per generation), and (time, flow) orders the live entries
+  // totally, so the completions come out as from a heap rebuilt from the active flows.
+  const auto stale = [this](const Completion& c) {
+    const Flow& flow = flows_[c.flow];
+    return flow.state != State::Active || flow.generation != c.generation;
+  };
+  completions_.erase(std::remove_if(completions_.begin(), completions_.end(), stale), completions_.end());
   std::make_heap(completions_.begin(), completions_.end(), std::greater<>());
 }
 

@@ -89,7 +89,7 @@ class FlowNetwork final : public NetworkModel {
   void schedule(uint32_t f) const;
   void compact_completions() const;
   /// The earliest entry of completions_ (a min-heap kept with std::push_heap/pop_heap, so that
-  /// compaction can refill it in place).
+  /// compaction can filter it in place).
   [[nodiscard]] const Completion& next_entry() const { return completions_.front(); }
   void pop_entry() const;
   void account_bytes(const Flow& flow, double bytes);
@@ -134,8 +134,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<double> remaining_capacity_;
   mutable std::vector<uint32_t> unfixed_weight_;
   mutable std::vector<uint8_t> fixed_;
-  mutable std::vector<LinkShare> levels_;       ///< progressive filling's min-heap
-  mutable std::vector<Completion> live_;        ///< compact_completions' scratch
+  mutable std::vector<LinkShare> levels_;  ///< progressive filling's min-heap
 };
 
 }  // namespace stepcast::net
