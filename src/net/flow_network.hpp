@@ -106,7 +106,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;
-  /// Returned by the last advance_to; those restarted since are Active again and stay listed
+  /// Returned by the last advance_to; those restarted since are Active again and stay in it
   /// (reap_finished skips them), so restarting one is O(1) and the order of the rest is kept.
   std::vector<uint32_t> finished_;
   size_t unrestarted_ = 0;  ///< entries of finished_ still Finished
