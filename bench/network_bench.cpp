@@ -63,6 +63,33 @@ BENCHMARK(BM_FlowChurn)
     ->Args({1, 128, 1})
     ->Unit(benchmark::kMillisecond);
 
+// K connections to one server (a parameter server's shard): host k's uplink (12.5 GB/s) and the
+// server's downlink (100 GB/s) shared by all, equal messages, so all K flows complete at the same
+// instant; each is restarted at once for its next message (restart_flow: same path, no re-share),
+// as the PS step does with its (worker, shard) connections. What this costs per completion is the
+// bookkeeping of finished and restarted flows, not the solver (one re-share, at the start).
+void BM_FlowRestartBurst(benchmark::State& state) {
+  const auto flows = static_cast<uint32_t>(state.range(0));
+  constexpr int kRounds = 20;
+  std::vector<double> capacities(flows, 12.5e9);
+  capacities.push_back(100e9);
+  uint64_t completions = 0;
+  for (auto _ : state) {
+    auto network = net::make_maxmin_network(capacities);
+    for (uint32_t k = 0; k < flows; ++k) network->start_flow({{{k, 1}, {flows, 1}}, 1e6}, 0.0);
+    for (int round = 0; round < kRounds; ++round) {
+      const double t = network->next_completion();
+      const std::vector<net::FlowId> done = network->advance_to(t);
+      for (net::FlowId id : done) network->restart_flow(id, 1e6);
+      completions += done.size();
+    }
+    benchmark::DoNotOptimize(network->num_active());
+  }
+  state.counters["completions_per_s"] =
+      benchmark::Counter(static_cast<double>(completions), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FlowRestartBurst)->ArgName("flows")->Arg(1024)->Arg(8192)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "stepcast/error.hpp"
 
@@ -16,19 +17,6 @@ constexpr uint32_t kNoLink = ~uint32_t{0};
 bool completes_by(double finish, double t) {
   return finish <= t + kAbsoluteTimeTolerance + kRelativeTimeTolerance * std::fabs(t);
 }
-
-// A level at which progressive filling fixes flows: a link's fair share per unfixed member, or a
-// flow's own bound (is_bound; `id` is then the flow).
-struct LinkShare {
-  double share;
-  uint32_t id;
-  bool is_bound = false;
-  bool operator>(const LinkShare& o) const {
-    if (share != o.share) return share > o.share;
-    if (is_bound != o.is_bound) return is_bound;
-    return id > o.id;
-  }
-};
 }  // namespace
 
 FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share, Resharing resharing)
@@ -123,23 +111,29 @@ double FlowNetwork::next_completion() const {
   const_cast<FlowNetwork*>(this)->reap_finished();
   if (dirty_) reshare();
   while (!completions_.empty()) {
-    const Completion& c = completions_.top();
+    const Completion& c = next_entry();
     const Flow& flow = flows_[c.flow];
     if (flow.state == State::Active && flow.generation == c.generation) return c.time;
-    completions_.pop();
+    pop_entry();
   }
   return kInfinity;
 }
 
 std::vector<FlowId> FlowNetwork::advance_to(double t) {
+  std::vector<FlowId> done;
+  advance_to(t, done);
+  return done;
+}
+
+void FlowNetwork::advance_to(double t, std::vector<FlowId>& done) {
+  done.clear();
   reap_finished();
   if (dirty_) reshare();
   STEPCAST_ASSERT(completes_by(now_, t));
   now_ = std::max(now_, t);
-  std::vector<FlowId> done;
-  while (!completions_.empty() && completes_by(completions_.top().time, t)) {
-    Completion c = completions_.top();
-    completions_.pop();
+  while (!completions_.empty() && completes_by(next_entry().time, t)) {
+    const Completion c = next_entry();
+    pop_entry();
     Flow& flow = flows_[c.flow];
     if (flow.state != State::Active || flow.generation != c.generation) continue;
     flow.state = State::Finished;
@@ -149,7 +143,7 @@ std::vector<FlowId> FlowNetwork::advance_to(double t) {
     finished_.push_back(c.flow);
     done.push_back(FlowId{c.flow});
   }
-  return done;
+  unrestarted_ = finished_.size();
 }
 
 void FlowNetwork::restart_flow(FlowId id, double bytes) {
@@ -160,7 +154,7 @@ void FlowNetwork::restart_flow(FlowId id, double bytes) {
   flow.state = State::Active;
   flow.bytes = flow.remaining = bytes;
   flow.updated = now_;
-  finished_.erase(std::find(finished_.begin(), finished_.end(), f));
+  --unrestarted_;  // it stays in finished_, which reap_finished skips as it is Active again
   // The set of active flows is unchanged, so the rate stays as it is. A pending re-share
   // reschedules the flow again if it is connected to the change.
   schedule(f);
@@ -175,8 +169,13 @@ double FlowNetwork::rate(FlowId id) const {
 }
 
 void FlowNetwork::reap_finished() {
-  for (uint32_t f : finished_) remove(f);
+  // In the order advance_to returned them, skipping those restarted: the order decides which
+  // slots remove() frees first, and so the ids that later flows get.
+  for (uint32_t f : finished_) {
+    if (flows_[f].state == State::Finished) remove(f);
+  }
   finished_.clear();
+  unrestarted_ = 0;
 }
 
 void FlowNetwork::remove(uint32_t f) {
@@ -258,20 +257,28 @@ void FlowNetwork::schedule(uint32_t f) const {
   flow.generation++;
   flow.finish = flow.rate > 0 ? flow.updated + flow.remaining / flow.rate : kInfinity;
   if (std::isinf(flow.rate)) flow.finish = flow.updated;
-  completions_.push({flow.finish, f, flow.generation});
+  completions_.push_back({flow.finish, f, flow.generation});
+  std::push_heap(completions_.begin(), completions_.end(), std::greater<>());
+}
+
+void FlowNetwork::pop_entry() const {
+  std::pop_heap(completions_.begin(), completions_.end(), std::greater<>());
+  completions_.pop_back();
 }
 
 void FlowNetwork::compact_completions() const {
   // Rescheduling a component leaves the old entries of its flows behind; drop them once they
   // outnumber the live ones so the heap stays proportional to the active flows.
   if (completions_.size() <= 2 * active_.size() + 64) return;
-  std::vector<Completion> live;
-  live.reserve(active_.size());
-  for (uint32_t f : active_) {
-    const Flow& flow = flows_[f];
-    if (flow.state == State::Active) live.push_back({flow.finish, f, flow.generation});
-  }
-  completions_ = decltype(completions_)(std::greater<>(), std::move(live));
+  // In place, without a second vector: every Active flow has exactly one entry of its current
+  // generation (schedule pushes one per generation), and (time, flow) orders the live entries
+  // totally, so the completions come out as from a heap rebuilt from the active flows.
+  const auto stale = [this](const Completion& c) {
+    const Flow& flow = flows_[c.flow];
+    return flow.state != State::Active || flow.generation != c.generation;
+  };
+  completions_.erase(std::remove_if(completions_.begin(), completions_.end(), stale), completions_.end());
+  std::make_heap(completions_.begin(), completions_.end(), std::greater<>());
 }
 
 void FlowNetwork::collect_component() const {
@@ -335,22 +342,23 @@ void FlowNetwork::fill_component() const {
   // link, or the bounded flow), and take their use off their links. The heap holds one entry per
   // link and update plus one per bounded flow; stale link entries are skipped. Every flow on a
   // component link is in the component, so the links start at full capacity.
+  // The heap lives in levels_, kept across re-shares (std::make_heap/push_heap/pop_heap, as
+  // std::priority_queue would do on it, so the order of equal levels is unchanged).
   if (fixed_.size() < flows_.size()) fixed_.resize(flows_.size(), 0);
-  std::vector<LinkShare> entries;
-  entries.reserve(component_links_.size());
+  std::vector<LinkShare>& heap = levels_;
+  heap.clear();
   for (uint32_t f : component_flows_) fixed_[f] = 0;
   if (bounded_flows_ > 0) {
     for (uint32_t f : component_flows_) {
-      if (flows_[f].max_rate < kInfinity) entries.push_back({flows_[f].max_rate, f, true});
+      if (flows_[f].max_rate < kInfinity) heap.push_back({flows_[f].max_rate, f, true});
     }
   }
   for (uint32_t l : component_links_) {
     remaining_capacity_[l] = capacity_[l];
     unfixed_weight_[l] = links_[l].weight;
-    entries.push_back({remaining_capacity_[l] / unfixed_weight_[l], l});
+    heap.push_back({remaining_capacity_[l] / unfixed_weight_[l], l});
   }
-  std::priority_queue<LinkShare, std::vector<LinkShare>, std::greater<>> heap(std::greater<>(),
-                                                                              std::move(entries));
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
   size_t unfixed = component_flows_.size();
   auto fix = [&](uint32_t f, double rate, uint32_t skip_link) {
     fixed_[f] = 1;
@@ -361,13 +369,15 @@ void FlowNetwork::fill_component() const {
       remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - rate * use.count);
       unfixed_weight_[use.link] -= use.count;
       if (unfixed_weight_[use.link] > 0 && use.link != skip_link) {
-        heap.push({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
+        heap.push_back({remaining_capacity_[use.link] / unfixed_weight_[use.link], use.link});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
     }
   };
   while (unfixed > 0 && !heap.empty()) {
-    const LinkShare top = heap.top();
-    heap.pop();
+    const LinkShare top = heap.front();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.pop_back();
     if (top.is_bound) {
       if (!fixed_[top.id]) fix(top.id, top.share, kNoLink);
       continue;

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
 #include <vector>
 
 #include "stepcast/net/network_model.hpp"
@@ -27,10 +26,11 @@ class FlowNetwork final : public NetworkModel {
   FlowId start_flow(const FlowSpec& flow, double now) override;
   [[nodiscard]] double next_completion() const override;
   std::vector<FlowId> advance_to(double t) override;
+  void advance_to(double t, std::vector<FlowId>& done) override;
   void restart_flow(FlowId flow, double bytes) override;
   [[nodiscard]] double rate(FlowId flow) const override;
   /// Flows still moving bytes: those finished by the last advance_to and not restarted are out.
-  [[nodiscard]] size_t num_active() const override { return active_.size() - finished_.size(); }
+  [[nodiscard]] size_t num_active() const override { return active_.size() - unrestarted_; }
   [[nodiscard]] const std::vector<double>& link_bytes() const override { return link_bytes_; }
   [[nodiscard]] uint32_t max_link_flows() const override { return max_link_flows_; }
   [[nodiscard]] uint64_t recomputations() const override { return recomputations_; }
@@ -62,6 +62,18 @@ class FlowNetwork final : public NetworkModel {
     uint32_t generation;
     bool operator>(const Completion& o) const { return time != o.time ? time > o.time : flow > o.flow; }
   };
+  // A level at which progressive filling fixes flows: a link's fair share per unfixed member, or a
+  // flow's own bound (is_bound; `id` is then the flow).
+  struct LinkShare {
+    double share;
+    uint32_t id;
+    bool is_bound = false;
+    bool operator>(const LinkShare& o) const {
+      if (share != o.share) return share > o.share;
+      if (is_bound != o.is_bound) return is_bound;
+      return id > o.id;
+    }
+  };
 
   // A list entry names a flow and the index of the link in its path.
   static constexpr uint64_t kNoNode = ~uint64_t{0};
@@ -76,6 +88,10 @@ class FlowNetwork final : public NetworkModel {
   void fill_component() const;
   void schedule(uint32_t f) const;
   void compact_completions() const;
+  /// The earliest entry of completions_ (a min-heap kept with std::push_heap/pop_heap, so that
+  /// compaction can filter it in place).
+  [[nodiscard]] const Completion& next_entry() const { return completions_.front(); }
+  void pop_entry() const;
   void account_bytes(const Flow& flow, double bytes);
   /// Enters flow f into the lists of its links.
   void list(uint32_t f);
@@ -90,13 +106,16 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;
-  std::vector<uint32_t> finished_;  ///< returned by the last advance_to, not yet restarted
+  /// Returned by the last advance_to; those restarted since are Active again and stay in it
+  /// (reap_finished skips them), so restarting one is O(1) and the order of the rest is kept.
+  std::vector<uint32_t> finished_;
+  size_t unrestarted_ = 0;  ///< entries of finished_ still Finished
   /// Flows that started alone on all their links and have met no other flow since: they are in no
   /// link list (no flow shares a link with them, so no re-share can reach them).
   std::vector<uint32_t> unlisted_;
   double now_ = 0;
   mutable bool dirty_ = false;
-  mutable std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  mutable std::vector<Completion> completions_;  ///< min-heap under std::greater<>
   std::vector<double> link_bytes_;
   mutable uint32_t max_link_flows_ = 0;
   uint32_t bounded_flows_ = 0;  ///< active flows with a finite max_rate (none: skip looking)
@@ -115,6 +134,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<double> remaining_capacity_;
   mutable std::vector<uint32_t> unfixed_weight_;
   mutable std::vector<uint8_t> fixed_;
+  mutable std::vector<LinkShare> levels_;  ///< progressive filling's min-heap
 };
 
 }  // namespace stepcast::net

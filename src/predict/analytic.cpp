@@ -13,7 +13,7 @@
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/scheme/costs.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -40,6 +40,7 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
       const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
       collective += b.bytes * cost.seconds_per_byte;
       latency = std::min(latency, cost.latency);
+      r.bytes_sent += scheme::collective_bytes_sent(plan, b.bytes);  // per step, all workers
     }
     if (std::isfinite(latency)) collective += latency;
   }
@@ -56,30 +57,23 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   Result r;
   const int n = spec.workers;
   const int per_node = std::min(spec.workers_per_node, n);
-  const auto pieces = scheme::place_parameters(w, scheme.ps);
-  const std::vector<double> per_shard = scheme::shard_bytes(pieces, scheme.ps.count);
-  const double largest_shard = *std::max_element(per_shard.begin(), per_shard.end());
-  const bool dedicated = scheme.ps.placement == scheme::PsPlacement::Dedicated;
-  const double server_bw = dedicated && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+  const scheme::ShardLoads shards = scheme::shard_loads(w, scheme.ps);
+  const double largest_shard = shards.largest_bytes();
+  const double server_bw = scheme::ps_server_bw(spec, scheme.ps);
   // Who talks to the servers: every worker, or one aggregated copy per node. The node's NIC
   // carries per_node copies per direction, or one.
   const bool aggregate = scheme.ps.local_aggregation && per_node > 1;
   const double clients = aggregate ? std::ceil(static_cast<double>(n) / per_node) : n;
   const double model = w.parameter_bytes();
   worker.network = (aggregate ? model : per_node * model) / spec.nic_bw;
-  double apply = 0;  // s per client step at the busiest shard's apply lane
-  std::vector<double> apply_per_shard(scheme.ps.count, 0.0);
-  for (const scheme::Piece& p : pieces) {
-    apply_per_shard[p.shard] +=
-        scheme.ps.apply_time + (scheme.ps.apply_bw > 0 ? p.bytes / scheme.ps.apply_bw : 0.0);
-  }
-  apply = *std::max_element(apply_per_shard.begin(), apply_per_shard.end());
+  const double apply = shards.largest_apply();  // s per client step at the busiest shard's apply lane
   const double server_nic = largest_shard / server_bw;  // s per client step, per direction
   const double server = std::max(server_nic, apply);
   const double worker_step = std::max(worker.compute, worker.network);
   // clients x server = worker_step at N*: the servers take updates exactly as fast as the workers
   // make them (per worker: server time per client step, spread over the workers of a client).
   const double server_per_worker = server * clients / n;
+  r.bytes_sent = 2 * model * n;  // per step: every worker pulls and pushes the whole model
   r.saturation_workers = server_per_worker > 0 ? worker_step / server_per_worker : 0;
   r.step_time = std::max(worker_step, clients * server);
   r.breakdown.compute = worker.compute;
@@ -96,6 +90,7 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
 
 Result predict_analytic(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                         const scheme::SchemeConfig& scheme, const Options& options) {
+  validate(workload, cluster, scheme, options);  // public: bad structs throw Error
   if (workload.num_samples() > 0) {
     return predict_over_samples(workload, false, [&](const workload::Workload& step, bool) {
       return predict_analytic(step, cluster, scheme, options);
@@ -107,12 +102,8 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
   r.workers = cluster.workers;
   r.predictor = Predictor::Analytic;
   r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;
-  const double per_worker =
-      scheme.scheme == scheme::Scheme::AllReduce
-          ? (cluster.workers > 1 ? 2.0 * (cluster.workers - 1) / cluster.workers * workload.parameter_bytes()
-                                 : 0)
-          : 2 * workload.parameter_bytes();
-  r.bytes_sent = r.bytes_received = per_worker * cluster.workers * options.measure_steps;
+  // allreduce_bound and ps_bound give the bytes of one step; the Result counts the measured ones.
+  r.bytes_sent = r.bytes_received = r.bytes_sent * options.measure_steps;
   finish_result(r, workload);
   if (r.saturation_workers > 0) {
     r.bottleneck += fmt::format("; parameter servers saturate at N* = {:.1f} workers", r.saturation_workers);

@@ -2,6 +2,7 @@
 #include <numbers>
 
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/costs.hpp"
 
 namespace stepcast::predict {
 
@@ -19,7 +20,10 @@ const char* to_string(Predictor predictor) {
 
 double ring_allreduce_time(double bytes, int n, double bw, double latency) {
   if (n <= 1) return 0;
-  return 2.0 * (n - 1) * (latency + bytes / (n * bw));
+  // 2 (N-1) steps of latency, and the bytes each worker sends (the ring's 2 (N-1)/N S, counted
+  // where the predictors count them) through its link.
+  return 2.0 * (n - 1) * latency +
+         scheme::allreduce_bytes_per_worker(scheme::AllReduceAlgorithm::Ring, n, 1, bytes) / bw;
 }
 
 double expected_slowest_factor(int n, double cv) {

@@ -8,14 +8,13 @@
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/scheme/costs.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
 namespace {
 
 using scheme::Mode;
-using scheme::PsPlacement;
 
 Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                       const scheme::SchemeConfig& scheme, const Options& options) {
@@ -30,11 +29,13 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   double comm = 0;
   double last = 0;
   double latency = 0;  // of all buckets together
+  double sent = 0;     // bytes, all workers, one step
   for (const workload::Bucket& b : buckets) {
     const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
     last = cost.time(b.bytes);
     comm += last;
     latency += cost.latency;
+    sent += scheme::collective_bytes_sent(plan, b.bytes);
   }
   // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
   // bucket can hide behind backward compute. Without it the phase model over-predicts the step
@@ -53,9 +54,7 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
   r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});
-  const double per_worker =
-      spec.workers > 1 ? 2.0 * (spec.workers - 1) / spec.workers * w.parameter_bytes() : 0;
-  r.bytes_sent = r.bytes_received = per_worker * spec.workers * options.measure_steps;
+  r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }
 
@@ -63,21 +62,15 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                const scheme::SchemeConfig& scheme, const Options& options) {
   Result r;
   const int n = spec.workers;
-  const auto pieces = scheme::place_parameters(w, scheme.ps);
-  const std::vector<double> per_shard = scheme::shard_bytes(pieces, scheme.ps.count);
-  const double largest_shard = *std::max_element(per_shard.begin(), per_shard.end());
+  // Per shard and client step: the bytes it holds, and its apply work (one apply per piece).
+  const scheme::ShardLoads shards = scheme::shard_loads(w, scheme.ps);
+  const double largest_shard = shards.largest_bytes();
+  const double apply_per_step = shards.largest_apply();
   const double model = w.parameter_bytes();
-  const bool dedicated = scheme.ps.placement == PsPlacement::Dedicated;
-  const double server_bw = dedicated && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+  const double server_bw = scheme::ps_server_bw(spec, scheme.ps);
   // A worker's NIC is shared by the workers of its node.
   const double worker_bw = spec.nic_bw / std::min(spec.workers_per_node, n);
   const double latency = spec.latency;
-  // Apply work per shard and step: one apply per received gradient piece.
-  std::vector<double> apply(scheme.ps.count, 0.0);
-  for (const scheme::Piece& p : pieces) {
-    apply[p.shard] += scheme.ps.apply_time + (scheme.ps.apply_bw > 0 ? p.bytes / scheme.ps.apply_bw : 0.0);
-  }
-  const double apply_per_step = *std::max_element(apply.begin(), apply.end());
   const double compute = w.step_time_alone();
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency;
@@ -121,6 +114,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
 
 Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                       const scheme::SchemeConfig& scheme, const Options& options) {
+  validate(workload, cluster, scheme, options);  // public: bad structs throw Error
   if (workload.num_samples() > 0) {
     return predict_over_samples(workload, false, [&](const workload::Workload& step, bool) {
       return predict_coarse(step, cluster, scheme, options);

@@ -146,8 +146,7 @@ CollectivePlan halving_doubling_plan(const Cluster& c, const std::vector<int>& w
 /// 2i+2); tree 2 mirrors it (rank r at position N-1-r), so a rank is interior in at most one of
 /// them. Each tree reduces half of the data up to its root and broadcasts it back, in
 /// kTreeChunks pipelined chunks: depth + chunks - 1 steps each way, every edge counted busy in
-/// every step (an upper bound during pipeline fill and drain).
-constexpr int kTreeChunks = 8;
+/// every step (an upper bound during pipeline fill and drain). kTreeChunks is in the header.
 
 CollectivePlan tree_plan(const Cluster& c) {
   CollectivePlan plan;

@@ -4,6 +4,7 @@
 
 #include "scheme/worker_runtime.hpp"
 #include "stepcast/hash.hpp"
+#include "stepcast/scheme/costs.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -218,7 +219,7 @@ void ParameterServerExchange::start_apply(int s) {
   while (!shard.applies.empty()) {
     const int piece = shard.applies.front();
     const double bytes = pieces_[piece].bytes;
-    const double duration = ps.apply_time + (ps.apply_bw > 0 ? bytes / ps.apply_bw : 0.0);
+    const double duration = ps_apply_time(ps, bytes);
     if (duration <= 0) {  // free updates need no event
       shard.applies.pop();
       on_piece_applied(piece);

@@ -368,6 +368,36 @@ TEST(FlowNetwork, RestartWithZeroBytesCompletesImmediately) {
   EXPECT_EQ(done[0], f);
 }
 
+// Many flows finishing at once, some restarted (in any order): the others leave at the next call,
+// in the order advance_to returned them (so the slot freed last is the next one reused), and the
+// restarted ones share the link that is left. The filling overload of advance_to clears `done`.
+TEST(FlowNetwork, RestartingSomeOfManyFinishedFlowsDropsTheRest) {
+  auto net = make_maxmin_network({12.0});
+  std::vector<FlowId> flows;
+  for (int i = 0; i < 6; ++i) flows.push_back(net->start_flow(on({0}, 10.0), 0.0));
+  // 2 bytes/s each: all six end at t = 5, returned by index.
+  std::vector<FlowId> done = {flows[0]};
+  net->advance_to(net->next_completion(), done);
+  ASSERT_EQ(done, flows);
+  EXPECT_EQ(net->num_active(), 0u);
+  net->restart_flow(flows[4], 12.0);
+  net->restart_flow(flows[1], 12.0);
+  EXPECT_EQ(net->num_active(), 2u);
+  // The four others are dropped (slots 0, 2, 3, 5 freed in that order); the two restarted share
+  // 12 bytes/s at 6 each: both end at 5 + 12/6 = 7.
+  EXPECT_DOUBLE_EQ(net->next_completion(), 7.0);
+  EXPECT_EQ(net->num_active(), 2u);
+  EXPECT_DOUBLE_EQ(net->rate(flows[1]), 6.0);
+  EXPECT_EQ(net->start_flow(on({0}, 0.0), 5.0), flows[5]);  // the slot freed last
+  EXPECT_EQ(net->start_flow(on({0}, 0.0), 5.0), flows[3]);
+  net->advance_to(5.0, done);
+  EXPECT_EQ(done, (std::vector<FlowId>{flows[3], flows[5]}));  // the empty ones, by index
+  net->advance_to(7.0, done);
+  EXPECT_EQ(done, (std::vector<FlowId>{flows[1], flows[4]}));
+  EXPECT_EQ(net->num_active(), 0u);
+  EXPECT_DOUBLE_EQ(net->link_bytes()[0], 6 * 10.0 + 2 * 12.0);
+}
+
 // Flow ids of dropped flows are reused; a stale completion of the old flow must not fire for the
 // new one.
 TEST(FlowNetwork, ReusedFlowSlotIgnoresStaleCompletion) {

@@ -519,6 +519,10 @@ TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
   spec.workers = 0;
   e = expect_error([&] { (void)simulate_steps(w, spec, scheme, {}); });
   EXPECT_EQ(e.where().key, "cluster.workers");
+  for (auto predictor : {predict::predict_fine, predict::predict_coarse, predict::predict_analytic}) {
+    e = expect_error([&] { (void)predictor(w, spec, scheme, {}); });
+    EXPECT_EQ(e.where().key, "cluster.workers");
+  }
   spec.workers = 4;
   EXPECT_GT(simulate_steps(w, spec, scheme, {}).workers.size(), 0u);
 }

@@ -52,6 +52,9 @@ class NetworkModel {
   /// finished flow may be given more bytes with restart_flow() before any other call; otherwise
   /// it is removed and its bandwidth shared out among the others.
   virtual std::vector<FlowId> advance_to(double t) = 0;
+  /// Same, but fills `done` (cleared first) instead of returning a new vector: a caller that
+  /// keeps one `done` across calls allocates nothing per completion time.
+  virtual void advance_to(double t, std::vector<FlowId>& done) = 0;
   /// Reuses a flow that just finished for `bytes` more on the same path, without re-sharing
   /// bandwidth (a connection sending its next message).
   virtual void restart_flow(FlowId flow, double bytes) = 0;

@@ -79,6 +79,10 @@ struct CollectiveCost {
 [[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan,
                                              const cluster::CollectiveRegime* regime = nullptr);
 
+/// Chunks each tree of the tree all-reduce pipelines half the data in: each way (reduce up,
+/// broadcast down) takes depth + kTreeChunks - 1 steps of S / (2 kTreeChunks) per edge.
+inline constexpr int kTreeChunks = 8;
+
 /// Which algorithms need a power-of-two number of workers.
 [[nodiscard]] bool needs_power_of_two(AllReduceAlgorithm algorithm);
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "stepcast/net/network_model.hpp"
 #include "stepcast/sim/event_queue.hpp"
@@ -50,7 +51,8 @@ class Engine {
         throw std::logic_error("stepcast: simulation stalled with work left (a dependency never resolves)");
       }
       now_ = t;
-      for (net::FlowId id : network_.advance_to(t)) {
+      network_.advance_to(t, finished_);
+      for (net::FlowId id : finished_) {
         ++events_;
         on_flow(id);
       }
@@ -64,6 +66,7 @@ class Engine {
  private:
   net::NetworkModel& network_;
   EventQueue<Event> queue_;
+  std::vector<net::FlowId> finished_;  // reused: one allocation per run, not per instant
   double now_ = 0;
   uint64_t events_ = 0;
 };

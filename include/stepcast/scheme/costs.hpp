@@ -1,0 +1,57 @@
+// The cost formulas that the fine, coarse and analytic predictors share, written once so that
+// they cannot drift apart: what applying a gradient costs a parameter server, how fast a
+// server's NIC is, what each shard holds, and how many bytes a collective sends.
+//
+//   const ShardLoads load = shard_loads(workload, scheme.ps);   // per shard, per client step
+//   double t = ps_apply_time(scheme.ps, piece.bytes);          // s for one received piece
+//   double sent = collective_bytes_sent(plan, bucket.bytes);   // bytes, all workers together
+#pragma once
+
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+/// s a shard spends applying one received gradient piece of `bytes`: ps.apply_time, plus
+/// bytes / ps.apply_bw when apply_bw > 0 (apply_bw 0 means no per-byte cost).
+[[nodiscard]] double ps_apply_time(const PsConfig& ps, double bytes);
+
+/// bytes/s each way of the NIC a parameter-server shard talks through: a dedicated server node's
+/// own NIC (spec.ps_nic_bw, or nic_bw when that is 0), or, colocated, its worker node's NIC.
+[[nodiscard]] double ps_server_bw(const cluster::ClusterSpec& spec, const PsConfig& ps);
+
+/// What one client step asks of each shard under ps's placement (place_parameters): the bytes it
+/// holds (pulled once and pushed once per client step) and the time its apply lane needs (one
+/// ps_apply_time per received piece). Index = shard, max(1, ps.count) entries.
+struct ShardLoads {
+  std::vector<double> bytes;  ///< bytes per shard
+  std::vector<double> apply;  ///< s per shard
+  [[nodiscard]] double largest_bytes() const;
+  [[nodiscard]] double largest_apply() const;
+};
+[[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
+
+/// Bytes all workers together send in one run of `plan` on a buffer of `bytes`: every transfer of
+/// every stage (stage fraction x size factor x bytes, per member), exactly what the simulator
+/// starts for it. A transfer to the same device (empty path) moves nothing and is not counted.
+/// The sum crosses the senders' uplinks (NIC or intra-node link), which is what
+/// SimulationResult::bytes_sent adds up.
+[[nodiscard]] double collective_bytes_sent(const CollectivePlan& plan, double bytes);
+
+/// The closed form of collective_bytes_sent for an all-reduce planned by plan_collective, per
+/// worker (total / N), on N = `workers` workers with `workers_per_node` per node:
+/// - ring, halving_doubling, hdrm: 2 (N-1)/N S (reduce-scatter then all-gather, each (N-1)/N S);
+/// - tree: 2 (N-1)/N S (depth + C - 1)/C with depth = floor(log2 N), C = kTreeChunks: the plan
+///   counts every edge busy in each of the depth + C - 1 pipelined steps of each way of each tree;
+/// - hierarchical, G = min(workers_per_node, N) GPUs per node, M nodes: 2 (G-1)/G S inside nodes
+///   plus 2 (M-1)/(G M) S across them (for full nodes that adds up to the ring's 2 (N-1)/N S; a
+///   last node with fewer GPUs changes which rings exist, and so the sum).
+/// 0 for N <= 1.
+[[nodiscard]] double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers, int workers_per_node,
+                                                double bytes);
+
+}  // namespace stepcast::scheme

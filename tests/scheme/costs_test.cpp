@@ -1,0 +1,141 @@
+// The shared cost formulas (scheme/costs.hpp) against closed forms derived by hand (DESIGN.md
+// 3.2), and the per-algorithm bytes of an all-reduce against the plan the simulator runs.
+#include "stepcast/scheme/costs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/collective_plan.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using cluster::ClusterSpec;
+
+workload::Workload tensors_of(const std::vector<double>& bytes) {
+  workload::Workload w;
+  for (size_t t = 0; t < bytes.size(); ++t) {
+    w.tensors.push_back({.name = std::string("w") + std::to_string(t), .bytes = bytes[t], .producer = -1, .consumers = {}});
+  }
+  return w;
+}
+
+TEST(PsCosts, ApplyTimeIsFixedCostPlusBytesOverApplyBandwidth) {
+  PsConfig ps;
+  ps.apply_time = 20e-6;
+  ps.apply_bw = 2e9;
+  EXPECT_DOUBLE_EQ(ps_apply_time(ps, 4e6), 20e-6 + 4e6 / 2e9);  // 20 us + 2 ms
+  EXPECT_DOUBLE_EQ(ps_apply_time(ps, 0), 20e-6);
+  ps.apply_bw = 0;  // no per-byte cost
+  EXPECT_DOUBLE_EQ(ps_apply_time(ps, 4e6), 20e-6);
+  ps.apply_time = 0;
+  EXPECT_EQ(ps_apply_time(ps, 4e6), 0);
+}
+
+TEST(PsCosts, ServerBandwidthIsTheDedicatedNicOrTheWorkerNodes) {
+  ClusterSpec spec;
+  spec.nic_bw = 1.25e9;
+  PsConfig ps;
+  ps.placement = PsPlacement::Dedicated;
+  EXPECT_EQ(ps_server_bw(spec, ps), 1.25e9);  // ps_nic_bw 0: as fast as a worker's
+  spec.ps_nic_bw = 5e9;
+  EXPECT_EQ(ps_server_bw(spec, ps), 5e9);
+  ps.placement = PsPlacement::Colocated;  // shares its worker node's NIC
+  EXPECT_EQ(ps_server_bw(spec, ps), 1.25e9);
+}
+
+TEST(PsCosts, ShardLoadsFollowThePlacement) {
+  // whole, 2 shards, tensors of 10, 4 and 3 MB in creation order: 10 -> shard 0; 4 -> shard 1
+  // (0 < 10); 3 -> shard 1 (4 < 10). Shard 0 holds 10 MB and applies one piece, shard 1 holds 7 MB
+  // and applies two.
+  const workload::Workload w = tensors_of({10e6, 4e6, 3e6});
+  PsConfig ps;
+  ps.count = 2;
+  ps.apply_time = 1e-3;
+  ps.apply_bw = 1e9;
+  const ShardLoads whole = shard_loads(w, ps);
+  ASSERT_EQ(whole.bytes.size(), 2u);
+  EXPECT_DOUBLE_EQ(whole.bytes[0], 10e6);
+  EXPECT_DOUBLE_EQ(whole.bytes[1], 7e6);
+  EXPECT_DOUBLE_EQ(whole.apply[0], 1e-3 + 10e6 / 1e9);      // 11 ms
+  EXPECT_DOUBLE_EQ(whole.apply[1], 2 * 1e-3 + 7e6 / 1e9);   // 9 ms
+  EXPECT_DOUBLE_EQ(whole.largest_bytes(), 10e6);
+  EXPECT_DOUBLE_EQ(whole.largest_apply(), 11e-3);
+  // split: every tensor halved over both shards, 8.5 MB each, three pieces each.
+  ps.partition = PsPartition::Split;
+  const ShardLoads split = shard_loads(w, ps);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_DOUBLE_EQ(split.bytes[s], 8.5e6);
+    EXPECT_DOUBLE_EQ(split.apply[s], 3 * 1e-3 + 8.5e6 / 1e9);
+  }
+}
+
+constexpr double kS = 100e6;
+
+TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {
+  // Ring, halving-doubling and hdrm: reduce-scatter then all-gather, (N-1)/N S each per worker.
+  for (AllReduceAlgorithm a :
+       {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling, AllReduceAlgorithm::Hdrm}) {
+    EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(a, 8, 1, kS), 2.0 * 7 / 8 * kS);  // 175 MB
+  }
+  // Tree on 8 workers: depth floor(log2 8) = 3, 8 chunks: 3 + 8 - 1 = 10 steps each way where
+  // every edge carries a chunk of S/16, 2 x 7 edges per step (two trees): 2 x 10 x 14 x S/16 =
+  // 17.5 S in all, 2.1875 S per worker, which is the ring's 1.75 S x 10/8.
+  EXPECT_DOUBLE_EQ(kTreeChunks, 8);
+  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Tree, 8, 1, kS), 2.1875 * kS);
+  // Hierarchical with full nodes (8 workers, 4 per node, 2 nodes): 2 x 3/4 S inside plus
+  // 2 x 1/8 S across = 1.75 S, the ring's.
+  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Hierarchical, 8, 4, kS), 1.75 * kS);
+  // Hierarchical, 5 workers, 4 per node: node 0 runs a local ring of 4 (3 steps each way of S/4:
+  // 2 x 3 x 4 x S/4 = 6 S), node 1 is alone (nothing); across, only GPU 0 has a partner, a ring of
+  // two (2 steps of S/8, 2 transfers each: 0.5 S). 6.5 S in all, 1.3 S per worker (the ring: 1.6 S).
+  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Hierarchical, 5, 4, kS), 1.3 * kS);
+  // One worker sends nothing.
+  EXPECT_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Tree, 1, 1, kS), 0);
+}
+
+// What the plan sends (collective_bytes_sent) is the closed form, for every algorithm on the
+// clusters it runs on.
+TEST(CollectiveBytes, PlanBytesEqualTheClosedForm) {
+  struct Case {
+    AllReduceAlgorithm algorithm;
+    ClusterSpec spec;
+  };
+  std::vector<Case> cases;
+  for (int n : {2, 3, 5, 8, 13, 16, 64}) {
+    ClusterSpec spec;
+    spec.workers = n;
+    cases.push_back({AllReduceAlgorithm::Ring, spec});
+    cases.push_back({AllReduceAlgorithm::Tree, spec});
+    for (int g : {2, 4, 8}) {
+      spec.workers_per_node = g;
+      cases.push_back({AllReduceAlgorithm::Hierarchical, spec});
+      cases.push_back({AllReduceAlgorithm::Ring, spec});
+    }
+  }
+  for (int n : {2, 4, 16, 64}) {
+    ClusterSpec spec;
+    spec.workers = n;
+    cases.push_back({AllReduceAlgorithm::HalvingDoubling, spec});
+  }
+  ClusterSpec bigraph;  // 2 halves of 4 switches, one host each
+  bigraph.workers = 8;
+  bigraph.topology = cluster::Topology::BiGraph;
+  bigraph.bigraph = {.switches_per_half = 4, .hosts_per_switch = 1};
+  cases.push_back({AllReduceAlgorithm::Hdrm, bigraph});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(to_string(c.algorithm)) + ", N = " + std::to_string(c.spec.workers) +
+                 ", per node " + std::to_string(c.spec.workers_per_node));
+    const cluster::Cluster cluster = cluster::build_cluster(c.spec);
+    const CollectivePlan plan = plan_collective(cluster, CollectiveOp::AllReduce, c.algorithm);
+    const double per_worker =
+        allreduce_bytes_per_worker(c.algorithm, c.spec.workers, c.spec.workers_per_node, kS);
+    EXPECT_NEAR(collective_bytes_sent(plan, kS), c.spec.workers * per_worker, 1e-12 * kS * c.spec.workers);
+  }
+}
+
+}  // namespace
+}  // namespace stepcast::scheme
