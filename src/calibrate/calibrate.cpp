@@ -198,17 +198,6 @@ std::string strip_trailing_spaces(const std::string& text) {
 // Percent with the sign of a rounding-level error dropped, so an exact fit prints +0.0%.
 double percent(double fraction) { return std::abs(fraction) < 5e-7 ? 0.0 : fraction * 100; }
 
-std::string method_name(FitMethod method) {
-  switch (method) {
-    case FitMethod::Endpoints:
-      return "endpoints";
-    case FitMethod::LeastSquares:
-      return "least-squares";
-    case FitMethod::Regimes:
-      return "regimes";
-  }
-  return "?";
-}
 
 // A size's measured and predicted time; the leave-one-out fields are left to the caller.
 SizeError score(const Measurement& m, double predicted, bool used) {
@@ -555,7 +544,7 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
     out += regime_summary(c, count, first_used, last_used, prefix);
   } else {
     out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
-    out += fmt::format("{}fit: {} ({}){}\n", prefix, method_name(c.options.method), used,
+    out += fmt::format("{}fit: {} ({}){}\n", prefix, to_string(c.options.method), used,
                        c.latency_clamped ? "; a < 0 clamped to 0" : "");
     out += fmt::format("{}a = {:.6g} us per ring step, B = {:.6g} GB/s per ring step (bus bandwidth)\n",
                        prefix, fit.step_latency * 1e6, fit.bw / 1e9);
@@ -618,6 +607,18 @@ std::string calibration_yaml(const Calibration& c, const CalibrationSource& sour
     }
   }
   return out;
+}
+
+const char* to_string(FitMethod method) {
+  switch (method) {
+    case FitMethod::Endpoints:
+      return "endpoints";
+    case FitMethod::LeastSquares:
+      return "least-squares";
+    case FitMethod::Regimes:
+      return "regimes";
+  }
+  return "?";
 }
 
 }  // namespace stepcast::calibrate

@@ -17,17 +17,6 @@ using calibrate::Placement;
 using detail::JsonWriter;
 
 // The names the command line takes (--fit, --in-place), so the JSON reads like the command.
-std::string_view method_name(FitMethod method) {
-  switch (method) {
-    case FitMethod::Endpoints:
-      return "endpoints";
-    case FitMethod::LeastSquares:
-      return "least-squares";
-    case FitMethod::Regimes:
-      return "regimes";
-  }
-  return "?";
-}
 
 std::string_view placement_name(Placement placement) {
   switch (placement) {
@@ -101,7 +90,7 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
   json.integer(source.workers_per_node);
   json.end_object();
   json.key("method");
-  json.string(method_name(c.options.method));
+  json.string(calibrate::to_string(c.options.method));
   json.key("step_latency_s");
   json.number(c.fit.step_latency);
   json.key("bandwidth_Bps");

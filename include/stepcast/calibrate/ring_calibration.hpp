@@ -36,6 +36,8 @@ enum class FitMethod : uint8_t {
   /// of ranges is the smallest whose leave-one-out mean |relative error| is within 5% of the best
   Regimes,
 };
+/// The name the command line takes (--fit): "endpoints", "least-squares", "regimes".
+[[nodiscard]] const char* to_string(FitMethod method);
 
 struct FitOptions {
   FitMethod method = FitMethod::Endpoints;
