@@ -280,7 +280,6 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
   if (spec.switches.empty()) throw Error({file, 0, "switches"}, "no switches");
   std::map<int, int> node_line;
   const int count = static_cast<int>(spec.switches.size());
-  std::vector<std::vector<int>> adjacent(count);
   auto switch_index = [&](const std::string& name) {
     return static_cast<int>(std::find(spec.switches.begin(), spec.switches.end(), name) -
                             spec.switches.begin());
@@ -326,9 +325,6 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
         throw Error(where, fmt::format("node{} already has its link (line {})", n, node_line[n]));
       }
       node_line[n] = line;
-    } else {
-      adjacent[a].push_back(b);
-      adjacent[b].push_back(a);
     }
     spec.links.push_back(std::move(link));
   }
@@ -337,24 +333,11 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
     if (n != expected) throw Error({file, 0, "links"}, fmt::format("node{} has no link", expected));
     ++expected;
   }
-  // Every switch must reach every other, or some pairs of nodes could not talk.
-  std::vector<int> seen(count, 0), stack{0};
-  seen[0] = 1;
-  while (!stack.empty()) {
-    const int v = stack.back();
-    stack.pop_back();
-    for (int u : adjacent[v]) {
-      if (!seen[u]) {
-        seen[u] = 1;
-        stack.push_back(u);
-      }
-    }
-  }
-  for (int i = 0; i < count; ++i) {
-    if (!seen[i]) {
-      throw Error({file, 0, "links"},
-                  fmt::format("switch '{}' is not connected to '{}'", spec.switches[i], spec.switches[0]));
-    }
+  // The whole-topology rules (every switch reaches every other) are the library's.
+  try {
+    scheme::validate_custom_topology(spec);
+  } catch (const Error& e) {
+    throw Error({file, 0, "links"}, e.message());
   }
   return spec;
 }

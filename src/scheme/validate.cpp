@@ -369,4 +369,6 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
   validate(cluster, scheme);
 }
 
+void validate_custom_topology(const cluster::CustomTopologySpec& custom) { check_custom(custom); }
+
 }  // namespace stepcast::scheme

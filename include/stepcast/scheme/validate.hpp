@@ -34,4 +34,9 @@ void validate(const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
 void validate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
               const SchemeConfig& scheme);
 
+/// The rules of a custom topology (cluster.custom): known, distinct switches, one link per node
+/// and no node left out, every switch reachable from every other. Throws Error (key
+/// cluster.custom). The topology-file reader in scenario/ uses it too, adding the file.
+void validate_custom_topology(const cluster::CustomTopologySpec& custom);
+
 }  // namespace stepcast::scheme
