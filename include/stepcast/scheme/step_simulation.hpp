@@ -1,6 +1,9 @@
 // The fine-grained model (DESIGN.md 3.1): a discrete-event simulation of every op of every
 // worker, every parameter transfer or all-reduce step on a flow-level network, and the parameter
-// servers' apply work. Owns nothing after it returns; borrows its inputs.
+// servers' apply work. Owns nothing after it returns; borrows its inputs. Built from the engine
+// of sim/engine.hpp, the worker runtime (src/scheme/worker_runtime.hpp) and one exchange per
+// scheme (src/scheme/parameter_server_exchange.hpp, allreduce_exchange.hpp); exact fast paths
+// in src/scheme/allreduce_fast_path.cpp and collective_timing.hpp.
 //
 // Parameter server: at the start of a step a worker requests every parameter piece from its
 // shard; each (shard, worker) connection sends one piece at a time, in the order the policy
