@@ -99,7 +99,11 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
       exchanges ? plan_collective(cluster, CollectiveOp::AllReduce, scheme.allreduce.algorithm) : CollectivePlan{};
   CollectiveTiming timing(cluster, plan, options.network);
   for (size_t b = 0; b < num_buckets; ++b) {
-    for (int t : buckets[b].tensors) filled[b] = std::max(filled[b], alone.op_end[w.tensors[t].producer]);
+    for (int t : buckets[b].tensors) {
+      // A gradient no op produces never fills its bucket; leave that case to the full engine.
+      if (w.tensors[t].producer < 0) return std::nullopt;
+      filled[b] = std::max(filled[b], alone.op_end[w.tensors[t].producer]);
+    }
     duration[b] = timing.time(buckets[b].bytes, spec.regime_for(buckets[b].bytes));
     timing.add_link_bytes(link_bytes, buckets[b].bytes, options.measure_steps);
   }
