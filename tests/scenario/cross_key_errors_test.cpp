@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
@@ -45,19 +46,8 @@ class CrossKeyErrors : public ::testing::Test {
   fs::path dir_;
 };
 
-Error expect_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stepcast::Error thrown";
-  return Error({}, "");
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using stepcast::testing::expect_error;
+using stepcast::testing::contains;
 
 struct FileCase {
   const char* name;

@@ -1,5 +1,6 @@
 // Scenario parsing: defaults, units, overrides, and every class of bad input naming file, line
 // and key. Scenarios are parsed from strings; one test writes a file for load_scenario.
+#include "expect_error.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
@@ -24,20 +25,8 @@ constexpr const char* kMinimal =
     "  model: resnet50\n"
     "  step_time: 292ms\n";
 
-// Runs `f`, expects an Error, returns it (a default Error when none was thrown).
-Error expect_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stepcast::Error thrown";
-  return Error({}, "");
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using stepcast::testing::expect_error;
+using stepcast::testing::contains;
 
 TEST(Scenario, DefaultsApplied) {
   Scenario s = parse_scenario(kMinimal, "dir/resnet.yaml");

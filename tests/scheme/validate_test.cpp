@@ -1,6 +1,7 @@
 // scheme::validate and predict::predict on inputs built in C++: every rule throws stepcast::Error
 // naming its key (no file, line 0) instead of aborting in a predictor, and a valid neighbour of
 // each bad input passes. A rule that aborted would kill this binary, failing the test.
+#include "expect_error.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 #include <gtest/gtest.h>
@@ -413,17 +414,7 @@ std::vector<Case> cases() {
   };
 }
 
-// Runs `f`, expects a stepcast::Error, returns it (a default one when none was thrown).
-Error expect_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stepcast::Error thrown";
-  return Error({}, "");
-}
-
+using stepcast::testing::expect_error;
 void expect_names(const Error& e, const Case& c) {
   EXPECT_EQ(e.where(), (SourceLocation{"", 0, c.key})) << e.what();
   EXPECT_NE(e.message().find(c.says), std::string::npos)
