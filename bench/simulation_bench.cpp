@@ -74,8 +74,9 @@ void BM_FinePsStep(benchmark::State& state) {
 }
 BENCHMARK(BM_FinePsStep)->Args({16, 2})->Args({256, 16})->Unit(benchmark::kMillisecond);
 
-// The issue-9 parameter-server sizes: fifo order (symmetric clients), then random order with
-// stragglers (compute_cv 0.05, no symmetry at all). Both on the full engine.
+// The issue-9 parameter-server sizes: fifo order (interchangeable clients; third argument 1 =
+// the exact fast path, one representative client, 0 = the full engine), then random order with
+// stragglers (compute_cv 0.05, no symmetry at all, always the full engine).
 void BM_FinePsStepFifo(benchmark::State& state) {
   const auto w = resnet50();
   const auto spec = cluster_of(static_cast<int>(state.range(0)), 3.125e9);
@@ -83,9 +84,10 @@ void BM_FinePsStepFifo(benchmark::State& state) {
   scheme.scheme = scheme::Scheme::ParameterServer;
   scheme.ps.count = static_cast<int>(state.range(1));
   scheme.ps.order = scheme::PsOrder::Fifo;
-  run_one_fine_step(state, w, spec, scheme);
+  run_one_fine_step(state, w, spec, scheme, state.range(2) != 0);
 }
-BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64})->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64, 0})->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64, 1})->Args({4096, 64, 1})->Args({10000, 100, 1})->Unit(benchmark::kMillisecond);
 
 void BM_FinePsStepRandomStragglers(benchmark::State& state) {
   const auto w = resnet50();

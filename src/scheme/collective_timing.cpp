@@ -15,6 +15,10 @@ std::unique_ptr<net::NetworkModel> make_network(const cluster::Cluster& c, Netwo
   std::vector<double> capacities;
   capacities.reserve(c.links.size());
   for (const cluster::Link& l : c.links) capacities.push_back(l.bw);
+  return make_network(std::move(capacities), kind);
+}
+
+std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities, NetworkKind kind) {
   switch (kind) {
     case NetworkKind::MaxMin:
       return net::make_maxmin_network(std::move(capacities));

@@ -48,5 +48,7 @@ class CollectiveTiming {
 
 /// The network model of `kind` over the cluster's links.
 [[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(const cluster::Cluster& cluster, NetworkKind kind);
+/// The network model of `kind` over links of these capacities (bytes/s).
+[[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities, NetworkKind kind);
 
 }  // namespace stepcast::scheme

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <variant>
+#include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
@@ -22,7 +23,7 @@ struct OpDone {  ///< worker runtime: an op ended
   int worker;
   int op;
 };
-struct StartStep {  ///< worker runtime: a worker begins its first step late (async offsets)
+struct StartStep {  ///< worker runtime: a worker begins a step (its next, or its first late: async offsets)
   int worker;
 };
 struct Delivered {  ///< parameter server: a message's last byte reached the far end
@@ -44,6 +45,15 @@ struct TraceLayout {
   int first_ps_process = 0;
 };
 
+/// One parameter-server client standing for `clients` interchangeable ones (the fast path,
+/// step_paths.hpp): its connections run in a reduced network that holds only its own links, each
+/// crossed by as many members as clients cross it in the whole cluster.
+struct RepresentativeClient {
+  int clients = 1;
+  std::vector<std::vector<net::LinkUse>> pull_paths, push_paths;  ///< per shard, reduced link indices
+  std::vector<double> pull_latency, push_latency;                 ///< per shard, s
+};
+
 /// What the runtime and an exchange of one simulation share; borrowed, outlives both.
 struct StepContext {
   const workload::Workload& workload;
@@ -53,7 +63,10 @@ struct StepContext {
   StepEngine& engine;
   sim::Trace* trace;  ///< null unless options.record_trace
   TraceLayout layout;
-  [[nodiscard]] int workers() const { return cluster.spec.workers; }
+  /// Set on the parameter-server fast path: only worker 0 is simulated.
+  const RepresentativeClient* representative = nullptr;
+  /// Workers simulated (all of the cluster's, or the representative alone).
+  [[nodiscard]] int workers() const { return representative != nullptr ? 1 : cluster.spec.workers; }
   void span(int process, int thread, std::string name, const char* category, double start, double duration) const {
     trace->spans.push_back({process, thread, std::move(name), category, start, duration});
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "scheme/worker_runtime.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/hash.hpp"
 #include "stepcast/scheme/costs.hpp"
 
@@ -18,16 +19,23 @@ std::vector<net::LinkUse> to_link_uses(const cluster::Path& path) {
 
 }  // namespace
 
+cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsConfig& ps, int shard) {
+  const bool dedicated = ps.placement == PsPlacement::Dedicated;
+  return {dedicated ? cluster.spec.num_worker_nodes() + shard : shard, cluster::kHostDevice};
+}
+
 ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime)
     : ctx_(context),
       runtime_(runtime),
       sync_(context.scheme.mode == Mode::Sync),
       shards_count_(context.scheme.ps.count),
+      clients_represented_(context.representative != nullptr ? context.representative->clients : 1),
       pieces_(place_parameters(context.workload, context.scheme.ps)),
-      nodes_(context.scheme.ps.local_aggregation, context.workers(), context.cluster.spec.workers_per_node,
+      nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(), context.cluster.spec.workers_per_node,
              pieces_.size()) {
   const workload::Workload& w = ctx_.workload;
   const cluster::Cluster& cluster = ctx_.cluster;
+  STEPCAST_ASSERT(ctx_.representative == nullptr || (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo));
   const int p = shards_count_;
   const int n = ctx_.workers();
   pieces_of_tensor_.resize(w.tensors.size());
@@ -42,33 +50,41 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
   aggregated_.assign(pieces_.size(), 0);
   waiting_.resize(pieces_.size());
   shards_.resize(p);
-  const int worker_nodes = cluster.spec.num_worker_nodes();
-  const bool dedicated = ctx_.scheme.ps.placement == PsPlacement::Dedicated;
-  auto shard_endpoint = [&](int s) { return cluster::Endpoint{dedicated ? worker_nodes + s : s, cluster::kHostDevice}; };
   const int clients = nodes_.clients();
   connections_.resize(static_cast<size_t>(2) * clients * p + (nodes_.enabled() ? 2 * n : 0));
-  auto connect = [&](int index, Kind kind, int worker, int shard, cluster::Endpoint from, cluster::Endpoint to) {
+  auto connect = [&](int index, Kind kind, int worker, int shard, std::vector<net::LinkUse> path, double latency) {
     Connection& c = connections_[index];
-    const cluster::Path path = cluster.path(from, to);
-    c.path = to_link_uses(path);
-    c.latency = path.latency;
+    c.path = std::move(path);
+    c.latency = latency;
     c.worker = worker;
     c.shard = shard;
     c.kind = kind;
   };
-  for (int client = 0; client < clients; ++client) {
-    const int leader = nodes_.leader_of_client(client);
-    const cluster::Endpoint at = cluster.worker_endpoint(leader);
+  auto connect_path = [&](int index, Kind kind, int worker, int shard, cluster::Endpoint from, cluster::Endpoint to) {
+    const cluster::Path path = cluster.path(from, to);
+    connect(index, kind, worker, shard, to_link_uses(path), path.latency);
+  };
+  if (const RepresentativeClient* rep = ctx_.representative) {
     for (int s = 0; s < p; ++s) {
-      connect(pull_connection(client, s), Kind::Pull, leader, s, shard_endpoint(s), at);
-      connect(push_connection(client, s), Kind::Push, leader, s, at, shard_endpoint(s));
+      connect(pull_connection(0, s), Kind::Pull, 0, s, rep->pull_paths[s], rep->pull_latency[s]);
+      connect(push_connection(0, s), Kind::Push, 0, s, rep->push_paths[s], rep->push_latency[s]);
+    }
+  } else {
+    for (int client = 0; client < clients; ++client) {
+      const int leader = nodes_.leader_of_client(client);
+      const cluster::Endpoint at = cluster.worker_endpoint(leader);
+      for (int s = 0; s < p; ++s) {
+        const cluster::Endpoint shard = ps_shard_endpoint(cluster, ctx_.scheme.ps, s);
+        connect_path(pull_connection(client, s), Kind::Pull, leader, s, shard, at);
+        connect_path(push_connection(client, s), Kind::Push, leader, s, at, shard);
+      }
     }
   }
   if (nodes_.enabled()) {
     for (int v = 0; v < n; ++v) {
       const cluster::Endpoint leader = cluster.worker_endpoint(nodes_.leader_of(v));
-      connect(broadcast_connection(v), Kind::Broadcast, v, 0, leader, cluster.worker_endpoint(v));
-      connect(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
+      connect_path(broadcast_connection(v), Kind::Broadcast, v, 0, leader, cluster.worker_endpoint(v));
+      connect_path(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
     }
   }
 }
@@ -219,7 +235,9 @@ void ParameterServerExchange::start_apply(int s) {
   while (!shard.applies.empty()) {
     const int piece = shard.applies.front();
     const double bytes = pieces_[piece].bytes;
-    const double duration = ps_apply_time(ps, bytes);
+    // A representative client's gradient stands for that of every client it represents, applied
+    // one after another.
+    const double duration = ps_apply_time(ps, bytes) * clients_represented_;
     if (duration <= 0) {  // free updates need no event
       shard.applies.pop();
       on_piece_applied(piece);

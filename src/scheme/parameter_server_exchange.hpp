@@ -19,6 +19,11 @@
 
 namespace stepcast::scheme {
 
+/// Where shard `shard` runs: its own server node (dedicated) or the host of worker node `shard`.
+[[nodiscard]] cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsConfig& ps, int shard);
+
+/// With a StepContext::representative, one client (worker 0) stands for all of them: its flows
+/// carry every client's members and each gradient it pushes is applied once per client.
 class ParameterServerExchange final : public Exchange {
  public:
   ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime);
@@ -82,6 +87,7 @@ class ParameterServerExchange final : public Exchange {
   WorkerRuntime& runtime_;
   const bool sync_;
   const int shards_count_;
+  const int clients_represented_;  ///< clients each simulated client stands for
   std::vector<Piece> pieces_;
   std::vector<std::vector<int>> pieces_of_tensor_;
   std::vector<int> pieces_needed_;  // op -> pieces it waits for

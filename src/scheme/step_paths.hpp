@@ -1,13 +1,17 @@
-// Private to scheme/: the two ways simulate_steps runs a step. The full engine simulates every
-// event of every worker (step_simulation.cpp); a fast path computes the same result exactly
-// where workers are alike up to their straggler factors (allreduce_fast_path.cpp). Both fill the
-// window's loads the same way.
+// Private to scheme/: the ways simulate_steps runs a step. The full engine simulates every event
+// of every worker (step_simulation.cpp); a fast path computes the same result exactly where
+// workers are alike: up to their straggler factors for all-reduce (allreduce_fast_path.cpp), or
+// interchangeable parameter-server clients, one simulated for all (ps_fast_path.cpp). All fill
+// the window's loads the same way.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
+#include "scheme/exchange.hpp"
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/net/network_model.hpp"
 #include "stepcast/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
@@ -15,6 +19,27 @@ namespace stepcast::scheme {
 [[nodiscard]] SimulationResult simulate_steps_full(const workload::Workload& workload,
                                                    const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
                                                    const SimulationOptions& options);
+
+/// Maps the bytes each link of a run's network carried to the cluster's links (the identity when
+/// the network is the cluster's own: pass an empty function).
+using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<double>&)>;
+
+/// The engine run behind both the full engine and the parameter-server fast path: the worker
+/// runtime and the scheme's exchange on `network` (the cluster's links, or the reduced network of
+/// a representative client) until every worker finished, then the window's loads.
+[[nodiscard]] SimulationResult run_steps(const workload::Workload& workload, const cluster::Cluster& cluster,
+                                         const SchemeConfig& scheme, const SimulationOptions& options,
+                                         net::NetworkModel& network, const RepresentativeClient* representative,
+                                         const LinkBytesToCluster& to_cluster);
+
+/// Synchronous parameter server with interchangeable clients (sync, fifo order, no straggler
+/// noise, no node-local aggregation, max-min sharing, and a fabric on which every client's paths to the shards
+/// are copies of worker 0's: ps_fast_path.cpp), exact: worker 0 alone, its flows standing for
+/// every client's. nullopt otherwise.
+[[nodiscard]] std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& workload,
+                                                               const cluster::ClusterSpec& cluster,
+                                                               const SchemeConfig& scheme,
+                                                               const SimulationOptions& options);
 
 /// Synchronous bucketed all-reduce, exact: each worker's step is its op graph scaled by its
 /// straggler factor, joined to collectives whose times do not depend on which worker waits.

@@ -109,18 +109,17 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
   if (r.links.size() > 10) r.links.resize(10);
 }
 
-SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSpec& spec,
-                                     const SchemeConfig& scheme, const SimulationOptions& options) {
+SimulationResult run_steps(const Workload& w, const Cluster& cluster, const SchemeConfig& scheme,
+                           const SimulationOptions& options, net::NetworkModel& network,
+                           const RepresentativeClient* representative, const LinkBytesToCluster& to_cluster) {
   STEPCAST_ASSERT(workload::validate(w).empty());
   STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
-  const bool dedicated = scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Dedicated;
-  const Cluster cluster = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
-  const std::unique_ptr<net::NetworkModel> network = make_network(cluster, options.network);
-  StepEngine engine(*network);
+  StepEngine engine(network);
   TraceLayout layout;
   sim::Trace trace;
-  if (options.record_trace) trace = make_trace_layout(w, scheme, spec.workers, layout);
-  const StepContext context{w, scheme, options, cluster, engine, options.record_trace ? &trace : nullptr, layout};
+  if (options.record_trace) trace = make_trace_layout(w, scheme, cluster.spec.workers, layout);
+  const StepContext context{w,      scheme, options, cluster, engine, options.record_trace ? &trace : nullptr,
+                            layout, representative};
   WorkerRuntime runtime(context);
   const std::unique_ptr<Exchange> exchange = make_exchange(context, runtime);
   runtime.attach(*exchange);
@@ -139,17 +138,18 @@ SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSp
 
   SimulationResult r;
   r.events = engine.events();
-  r.max_link_flows = network->max_link_flows();
-  r.engine = SimulationEngine::Full;
+  r.max_link_flows = network.max_link_flows();
+  r.engine = representative != nullptr ? SimulationEngine::Fast : SimulationEngine::Full;
   const double window_start = std::max(runtime.window_start(), 0.0);
   r.window = engine.now() - window_start;
   r.workers = runtime.times();
-  std::vector<double> bytes = network->link_bytes();
+  if (representative != nullptr) r.workers.assign(cluster.spec.workers, r.workers.front());
+  std::vector<double> bytes = network.link_bytes();
   const std::vector<double>& at_window = runtime.link_bytes_at_window();
   if (!at_window.empty()) {
     for (size_t l = 0; l < bytes.size(); ++l) bytes[l] -= at_window[l];
   }
-  add_window_loads(r, cluster, scheme, bytes);
+  add_window_loads(r, cluster, scheme, to_cluster ? to_cluster(bytes) : bytes);
   exchange->add_loads(r, window_start);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
@@ -157,6 +157,13 @@ SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSp
   return r;
 }
 
+SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSpec& spec,
+                                     const SchemeConfig& scheme, const SimulationOptions& options) {
+  const bool dedicated = scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Dedicated;
+  const Cluster cluster = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
+  const std::unique_ptr<net::NetworkModel> network = make_network(cluster, options.network);
+  return run_steps(w, cluster, scheme, options, *network, nullptr, {});
+}
 
 const char* to_string(SimulationEngine engine) {
   switch (engine) {
@@ -196,7 +203,8 @@ SimulationResult simulate_steps(const Workload& workload, const cluster::Cluster
       case Scheme::AllReduce:
         if (auto fast = simulate_allreduce_fast(workload, cluster, scheme, options)) return std::move(*fast);
         break;
-      case Scheme::ParameterServer:  // every client its own flows: no fast path yet
+      case Scheme::ParameterServer:
+        if (auto fast = simulate_ps_fast(workload, cluster, scheme, options)) return std::move(*fast);
         break;
     }
   }

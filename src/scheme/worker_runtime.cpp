@@ -138,7 +138,10 @@ void WorkerRuntime::maybe_finish_step(int w) {
     window_start_ = now;
     link_bytes_at_window_ = ctx_.engine.network().link_bytes();
   }
-  start_step(w);
+  // The next step starts now, but after everything else that happens now: what it requests
+  // (a parameter server's pulls) must see every delivery of this instant, not only those of
+  // workers processed before it, or identical workers would diverge on the order of a tie.
+  ctx_.engine.schedule(now, StartStep{w});
 }
 
 std::vector<WorkerTimes> WorkerRuntime::times() const {

@@ -174,6 +174,117 @@ TEST(FastPath, SynchronousAllReduceEqualsTheFullEngineOnRandomScenarios) {
   EXPECT_EQ(fast_runs, 300) << "every synchronous all-reduce case takes the fast path";
 }
 
+/// A parameter-server case: mostly the fast path's domain (sync, fifo, no stragglers), on every
+/// topology and placement, with shards, partitions, apply costs, server NICs, GPUs per node
+/// (with and without node-local aggregation); one case in five leaves the domain (random order,
+/// stragglers or async) to check that it falls back.
+Case random_ps_case(uint64_t seed) {
+  std::mt19937_64 rng(seed * 104729);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  Case c;
+  if (pick(0, 3) == 0) {
+    const char* models[] = {"alexnet", "resnet50", "vgg16"};
+    c.workload = zoo::to_workload(zoo::get_model(models[pick(0, 2)]), {.batch_per_worker = 32, .step_time = 0.1});
+  } else {
+    c.workload = random_workload(rng);
+  }
+  c.scheme.scheme = Scheme::ParameterServer;
+  PsConfig& ps = c.scheme.ps;
+  ps.order = PsOrder::Fifo;
+  ps.count = pick(1, 4);
+  const PsPartition partitions[] = {PsPartition::Whole, PsPartition::Split};
+  ps.partition = partitions[pick(0, 1)];
+  ps.apply_time = pick(0, 1) == 1 ? uniform(1e-6, 1e-3) : 0.0;
+  ps.apply_bw = pick(0, 2) == 0 ? uniform(1e9, 2e10) : 0.0;
+  cluster::ClusterSpec& s = c.cluster;
+  s.nic_bw = uniform(1, 100) * 1e9 / 8;
+  s.latency = uniform(1e-6, 2e-5);
+  s.routing_seed = seed;
+  s.workers_per_node = pick(1, 4);
+  s.workers = pick(1, 16);
+  ps.local_aggregation = s.workers_per_node > 1 && pick(0, 2) == 0;
+  if (s.workers_per_node > 1 && pick(0, 1) == 1) s.intra_node_link = cluster::IntraNodeLink::Pcie;
+  if (pick(0, 2) == 0) s.ps_nic_bw = uniform(1, 100) * 1e9 / 8;
+  const int nodes = s.num_worker_nodes();
+  ps.placement = pick(0, 3) == 0 && ps.count <= nodes ? PsPlacement::Colocated : PsPlacement::Dedicated;
+  const int all_nodes = nodes + (ps.placement == PsPlacement::Dedicated ? ps.count : 0);
+  switch (pick(0, 2)) {
+    case 0:
+      s.topology = cluster::Topology::Switch;
+      break;
+    case 1:
+      s.topology = cluster::Topology::FatTree;
+      s.fat_tree = {.levels = 2, .radix = 8, .oversubscription = uniform(1, 4)};
+      break;
+    case 2:
+      s.topology = cluster::Topology::Torus;
+      s.torus.dims = {all_nodes};
+      break;
+  }
+  c.options.warmup_steps = pick(0, 2);
+  c.options.measure_steps = pick(1, 3);
+  c.options.seed = seed;
+  c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
+  switch (pick(0, 14)) {
+    case 0:
+      ps.order = PsOrder::Random;
+      break;
+    case 1:
+      c.options.compute_cv = uniform(0.01, 0.3);
+      break;
+    case 2:
+      c.scheme.mode = Mode::Async;
+      break;
+    default:
+      break;
+  }
+  c.description = fmt::format(
+      "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {}, topology {}, apply {} s + bw {}, "
+      "order {}, mode {}, cv {:.3f}, warmup {}, measure {}",
+      seed, s.workers, s.workers_per_node, ps.local_aggregation ? ", aggregated" : "", ps.count,
+      ps.placement == PsPlacement::Dedicated ? "dedicated" : "colocated", static_cast<int>(ps.partition),
+      static_cast<int>(s.topology), ps.apply_time, ps.apply_bw, static_cast<int>(ps.order),
+      static_cast<int>(c.scheme.mode), c.options.compute_cv, c.options.warmup_steps, c.options.measure_steps);
+  return c;
+}
+
+TEST(FastPath, InterchangeableParameterServerClientsEqualTheFullEngineOnRandomScenarios) {
+  int fast_runs = 0, fast_on_switch = 0, dedicated_on_switch = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    const Case c = random_ps_case(seed);
+    SimulationOptions full_options = c.options;
+    full_options.fast_paths = false;
+    const SimulationResult full = simulate_steps(c.workload, c.cluster, c.scheme, full_options);
+    const SimulationResult fast = simulate_steps(c.workload, c.cluster, c.scheme, c.options);
+    ASSERT_EQ(full.engine, SimulationEngine::Full);
+    const bool in_domain = c.scheme.mode == Mode::Sync && c.scheme.ps.order == PsOrder::Fifo &&
+                           c.options.compute_cv == 0 && c.options.network == NetworkKind::MaxMin &&
+                           !(c.scheme.ps.local_aggregation && c.cluster.workers_per_node > 1);
+    if (!in_domain) {
+      EXPECT_EQ(fast.engine, SimulationEngine::Full) << c.description;
+    }
+    fast_runs += fast.engine == SimulationEngine::Fast ? 1 : 0;
+    // On one switch with dedicated servers, full nodes and GPUs filling their PCIe switches,
+    // every client sees the same fabric: always fast. (A partly filled node's NIC carries fewer
+    // clients than the others: no copy, so the full engine.)
+    const cluster::ClusterSpec& s = c.cluster;
+    const bool full_nodes = s.workers % s.workers_per_node == 0 &&
+                            (s.intra_node_link == cluster::IntraNodeLink::NvLink ||
+                             s.workers_per_node % s.gpus_per_pcie_switch == 0 || s.workers_per_node == 1);
+    if (in_domain && s.topology == cluster::Topology::Switch && c.scheme.ps.placement == PsPlacement::Dedicated &&
+        full_nodes) {
+      dedicated_on_switch++;
+      fast_on_switch += fast.engine == SimulationEngine::Fast ? 1 : 0;
+    }
+    expect_same(fast, full, c.description);
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_EQ(fast_on_switch, dedicated_on_switch);
+  EXPECT_GT(dedicated_on_switch, 15);
+  EXPECT_GT(fast_runs, 40);
+}
+
 TEST(FastPath, CollectiveAloneEqualsStageByStageSimulation) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const Case c = random_case(seed);
@@ -214,7 +325,11 @@ TEST(FastPath, ATraceOrFastPathsOffRunsTheFullEngine) {
   EXPECT_EQ(simulate_steps(w, spec, scheme, {.fast_paths = false}).engine, SimulationEngine::Full);
   SchemeConfig ps;
   ps.scheme = Scheme::ParameterServer;
+  ps.ps.order = PsOrder::Random;  // each client its own order: no two alike
   EXPECT_EQ(simulate_steps(w, spec, ps, {}).engine, SimulationEngine::Full);
+  ps.ps.order = PsOrder::Fifo;
+  EXPECT_EQ(simulate_steps(w, spec, ps, {}).engine, SimulationEngine::Fast);
+  EXPECT_EQ(simulate_steps(w, spec, ps, {.compute_cv = 0.1}).engine, SimulationEngine::Full);
 }
 
 TEST(FastPath, CostGrowsWithWorkersTimesBucketsNotTheirSquare) {
