@@ -113,7 +113,9 @@ int run_predict(const PredictArgs& args) {
       rebuilt = stepcast::scenario::build_workload(at);
     }
     const stepcast::workload::Workload& at_workload = rebuilt ? *rebuilt : workload;
-    sweep.predictions.push_back(stepcast::predict::predict(at_workload, at.cluster, at.scheme, options));
+    sweep.predictions.push_back(stepcast::predict::predict(
+        at_workload, at.cluster, at.scheme, options,
+        [](const std::string& warning) { fmt::print(stderr, "stepcast: warning: {}\n", warning); }));
   }
   if (!args.trace_out.empty()) {
     std::ofstream out = open_output(args.trace_out, "--trace-out");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "predict/long_run.hpp"
 #include "predict/summary.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -12,7 +13,7 @@ namespace stepcast::predict {
 namespace {
 
 Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                const scheme::SchemeConfig& scheme, const Options& options) {
+                const scheme::SchemeConfig& scheme, const Options& options, const WarningSink& warn) {
   scheme::SimulationOptions sim_options;
   sim_options.warmup_steps = options.warmup_steps;
   sim_options.measure_steps = options.measure_steps;
@@ -20,6 +21,8 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   sim_options.record_trace = options.record_trace;
   sim_options.compute_cv = options.compute_cv;
   sim_options.fast_paths = options.fast_paths;
+  LongRunWarning long_run(warn, cluster.workers);
+  if (warn) sim_options.progress = [&](double fraction) { long_run.progress(fraction); };
   scheme::SimulationResult sim = scheme::simulate_steps(workload, cluster, scheme, sim_options);
 
   Result r;
@@ -54,20 +57,20 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
 }  // namespace
 
 Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                    const scheme::SchemeConfig& scheme, const Options& options) {
+                    const scheme::SchemeConfig& scheme, const Options& options, const WarningSink& warn) {
   validate(workload, cluster, scheme, options);
-  if (workload.num_samples() == 0) return simulate(workload, cluster, scheme, options);
+  if (workload.num_samples() == 0) return simulate(workload, cluster, scheme, options, warn);
   // One simulation per sample step (k times the work of one); the representative's is traced.
   return predict_over_samples(workload, options.record_trace,
                               [&](const workload::Workload& step, bool trace) {
                                 Options one = options;
                                 one.record_trace = trace;
-                                return simulate(step, cluster, scheme, one);
+                                return simulate(step, cluster, scheme, one, warn);
                               });
 }
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-               const scheme::SchemeConfig& scheme, const Options& given) {
+               const scheme::SchemeConfig& scheme, const Options& given, const WarningSink& warn) {
   // A caller who built the structs by hand gets an Error here, not an abort deep in a predictor.
   validate(workload, cluster, scheme, given);
   Options options = given;
@@ -85,7 +88,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   Result r;
   switch (options.predictor) {
     case Predictor::Fine:
-      r = predict_fine(workload, cluster, scheme, options);
+      r = predict_fine(workload, cluster, scheme, options, warn);
       break;
     case Predictor::Coarse:
       r = predict_coarse(workload, cluster, scheme, options);

@@ -125,8 +125,14 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   runtime.attach(*exchange);
 
   exchange->begin(runtime);
+  constexpr uint64_t kProgressEvery = 1024;
+  uint64_t until_progress = kProgressEvery;
   engine.run_until([&] { return runtime.all_done(); }, [&](net::FlowId id) { exchange->flow_done(id); },
                    [&](const Event& e) {
+                     if (options.progress && --until_progress == 0) {
+                       until_progress = kProgressEvery;
+                       options.progress(runtime.fraction_done());
+                     }
                      if (const auto* op = std::get_if<OpDone>(&e)) {
                        runtime.op_done(op->worker, op->op);
                      } else if (const auto* start = std::get_if<StartStep>(&e)) {

@@ -87,6 +87,7 @@ void WorkerRuntime::op_done(int w, int op) {
   worker.busy_lanes--;
   if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
   worker.ops_done++;
+  work_done_++;
   for (int d : dependents_[op]) worker.unmet[d]--;
   for (int t : produced_[op]) exchange_->gradient_ready(w, t);
   try_start_ops(w);
@@ -101,6 +102,7 @@ void WorkerRuntime::input_arrived(int w, int tensor) {
 
 void WorkerRuntime::item_done(int w) {
   workers_[w].outstanding--;
+  work_done_++;
   maybe_finish_step(w);
 }
 
@@ -142,6 +144,12 @@ void WorkerRuntime::maybe_finish_step(int w) {
   // (a parameter server's pulls) must see every delivery of this instant, not only those of
   // workers processed before it, or identical workers would diverge on the order of a tie.
   ctx_.engine.schedule(now, StartStep{w});
+}
+
+double WorkerRuntime::fraction_done() const {
+  const double total = static_cast<double>(workers_.size()) * target_steps_ *
+                       (num_ops_ + (exchange_ != nullptr ? exchange_->items_per_step() : 0));
+  return total > 0 ? std::min(1.0, static_cast<double>(work_done_) / total) : 1.0;
 }
 
 std::vector<WorkerTimes> WorkerRuntime::times() const {

@@ -33,6 +33,9 @@ class WorkerRuntime {
   void release_all();
 
   [[nodiscard]] int step(int w) const { return workers_[w].step; }
+  /// Ops and exchange items done so far over those of every worker's steps (0..1): the run's
+  /// progress, for SimulationOptions::progress.
+  [[nodiscard]] double fraction_done() const;
   [[nodiscard]] bool all_done() const { return finished_ == static_cast<int>(workers_.size()); }
   /// Start of the measured window, or -1 while warm-up steps are still running.
   [[nodiscard]] double window_start() const { return window_start_; }
@@ -71,6 +74,7 @@ class WorkerRuntime {
     double measured_compute = 0, measured_communication = 0, measured_wait = 0;
   };
   std::vector<Worker> workers_;
+  uint64_t work_done_ = 0;  // ops and items finished, all workers
   int finished_ = 0;        // workers past the last step
   int past_warmup_ = 0;     // workers past the warm-up steps
   double window_start_;

@@ -510,7 +510,11 @@ TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
   spec.workers = 0;
   e = expect_error([&] { (void)simulate_steps(w, spec, scheme, {}); });
   EXPECT_EQ(e.where().key, "cluster.workers");
-  for (auto predictor : {predict::predict_fine, predict::predict_coarse, predict::predict_analytic}) {
+  using Predictor = predict::Result (*)(const workload::Workload&, const cluster::ClusterSpec&, const SchemeConfig&,
+                                        const predict::Options&);
+  const Predictor fine = [](const workload::Workload& a, const cluster::ClusterSpec& b, const SchemeConfig& c,
+                            const predict::Options& d) { return predict::predict_fine(a, b, c, d); };
+  for (Predictor predictor : {fine, &predict::predict_coarse, &predict::predict_analytic}) {
     e = expect_error([&] { (void)predictor(w, spec, scheme, {}); });
     EXPECT_EQ(e.where().key, "cluster.workers");
   }

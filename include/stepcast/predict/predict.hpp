@@ -11,6 +11,9 @@
 //   predict::Result r = predict::predict(w, spec, scheme, {.predictor = Predictor::Coarse});
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/result.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
@@ -18,10 +21,15 @@
 
 namespace stepcast::predict {
 
+/// Receives the warnings a prediction raises while it runs (today: a fine prediction projected to
+/// take more than a minute, raised a couple of seconds into it). Never changes the Result.
+using WarningSink = std::function<void(const std::string&)>;
+
 /// Dispatches on options.predictor. Borrows its inputs; deterministic for a given seed. Calls
 /// validate() first, so bad inputs throw Error instead of reaching the predictors' assertions.
 [[nodiscard]] Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                             const scheme::SchemeConfig& scheme, const Options& options);
+                             const scheme::SchemeConfig& scheme, const Options& options,
+                             const WarningSink& warn = {});
 
 /// scheme::validate(workload, cluster, scheme) plus the options' ranges (steps.warmup,
 /// steps.measure, workload.compute_cv, job.*). Throws Error({"", 0, key}, why).
@@ -29,7 +37,8 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
               const scheme::SchemeConfig& scheme, const Options& options);
 
 [[nodiscard]] Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                                  const scheme::SchemeConfig& scheme, const Options& options);
+                                  const scheme::SchemeConfig& scheme, const Options& options,
+                                  const WarningSink& warn = {});
 /// DESIGN.md 3.3, CNTK-style: every resource busy in parallel (perfect overlap), so the step is
 /// the slowest of compute, the worker's NIC, the collective, and N times the busiest parameter
 /// server's time per worker step (its NIC per direction, or its apply lane); an upper bound on

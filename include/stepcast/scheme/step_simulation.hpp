@@ -19,6 +19,8 @@
 //   SimulationResult r = simulate_steps(workload, cluster_spec, scheme, {.measure_steps = 5});
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +52,10 @@ struct SimulationOptions {
   /// Take an exact fast path where one applies (simulation.fast_paths); false: always the full
   /// engine (the reference the fast paths are tested against).
   bool fast_paths = true;
+  /// Called by the full engine every few thousand events with the fraction (0..1) of the run's
+  /// work done: ops and exchange items (transfers, collectives) of every worker's steps. For a
+  /// caller's progress report or cost warning; never changes the result. Fast paths do not call it.
+  std::function<void(double fraction_done)> progress{};
 };
 
 /// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
