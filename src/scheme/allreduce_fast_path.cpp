@@ -100,9 +100,9 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
   CollectiveTiming timing(cluster, plan, options.network);
   for (size_t b = 0; b < num_buckets; ++b) {
     for (int t : buckets[b].tensors) {
-      // A gradient no op produces never fills its bucket; leave that case to the full engine.
-      if (w.tensors[t].producer < 0) return std::nullopt;
-      filled[b] = std::max(filled[b], alone.op_end[w.tensors[t].producer]);
+      // A gradient no op produces is ready when the step's compute ends.
+      const int producer = w.tensors[t].producer;
+      filled[b] = std::max(filled[b], producer < 0 ? alone.compute_end : alone.op_end[producer]);
     }
     duration[b] = timing.time(buckets[b].bytes, spec.regime_for(buckets[b].bytes));
     timing.add_link_bytes(link_bytes, buckets[b].bytes, options.measure_steps);

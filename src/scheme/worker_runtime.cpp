@@ -20,7 +20,11 @@ WorkerRuntime::WorkerRuntime(const StepContext& context)
     lane_ops_[w.ops[op].lane].push_back(op);
   }
   for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
-    if (w.tensors[t].producer >= 0) produced_[w.tensors[t].producer].push_back(t);
+    if (w.tensors[t].producer >= 0) {
+      produced_[w.tensors[t].producer].push_back(t);
+    } else {
+      unproduced_.push_back(t);
+    }
   }
   workers_.resize(ctx_.workers());
   for (Worker& worker : workers_) {
@@ -90,6 +94,9 @@ void WorkerRuntime::op_done(int w, int op) {
   work_done_++;
   for (int d : dependents_[op]) worker.unmet[d]--;
   for (int t : produced_[op]) exchange_->gradient_ready(w, t);
+  if (worker.ops_done == num_ops_) {
+    for (int t : unproduced_) exchange_->gradient_ready(w, t);
+  }
   try_start_ops(w);
   maybe_finish_step(w);
 }

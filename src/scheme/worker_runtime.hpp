@@ -56,6 +56,7 @@ class WorkerRuntime {
   std::vector<std::vector<int>> dependents_;  // op -> ops that list it in deps
   std::vector<std::vector<int>> lane_ops_;    // lane -> ops in program order
   std::vector<std::vector<int>> produced_;    // op -> tensors whose gradient it produces
+  std::vector<int> unproduced_;               // tensors no op produces: ready when compute ends
 
   struct Worker {
     int step = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -95,8 +96,12 @@ std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) 
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return workload.tensors[a].producer < workload.tensors[b].producer; });
+  // A gradient no op produces is ready when compute ends: after every produced one.
+  auto ready_rank = [&](int t) {
+    const int producer = workload.tensors[t].producer;
+    return producer < 0 ? std::numeric_limits<int>::max() : producer;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ready_rank(a) < ready_rank(b); });
   std::vector<Bucket> buckets;
   Bucket current;
   for (int t : order) {

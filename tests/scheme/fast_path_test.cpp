@@ -285,6 +285,39 @@ TEST(FastPath, InterchangeableParameterServerClientsEqualTheFullEngineOnRandomSc
   EXPECT_GT(fast_runs, 40);
 }
 
+TEST(FastPath, AGradientNoOpProducesIsReadyWhenComputeEnds) {
+  // producer -1 (a reader found no backward op for it) means "ready at the end of the step's
+  // compute": the same step as naming the last op, in both engines and both schemes, and last in
+  // the bucket order.
+  std::mt19937_64 rng(7);
+  workload::Workload orphan = random_workload(rng);
+  const int last_op = static_cast<int>(orphan.ops.size()) - 1;  // one lane: the last op ends last
+  orphan.lanes = {"gpu"};
+  for (workload::Op& op : orphan.ops) op.lane = 0;
+  workload::Workload named = orphan;
+  orphan.tensors.front().producer = -1;
+  named.tensors.front().producer = last_op;
+  const std::vector<workload::Bucket> buckets = workload::make_buckets(orphan, 0);
+  ASSERT_FALSE(buckets.empty());
+  EXPECT_EQ(buckets.back().tensors, std::vector<int>{0}) << "no producer: last";
+
+  cluster::ClusterSpec spec;
+  spec.workers = 4;
+  spec.nic_bw = 1.25e9;
+  for (Scheme kind : {Scheme::AllReduce, Scheme::ParameterServer}) {
+    SchemeConfig scheme;
+    scheme.scheme = kind;
+    scheme.ps.order = PsOrder::Fifo;
+    scheme.ps.count = 2;
+    for (bool fast_paths : {false, true}) {
+      const SimulationOptions options{.warmup_steps = 1, .measure_steps = 2, .fast_paths = fast_paths};
+      const SimulationResult with_orphan = simulate_steps(orphan, spec, scheme, options);
+      const SimulationResult with_name = simulate_steps(named, spec, scheme, options);
+      expect_same(with_orphan, with_name, fmt::format("scheme {}, fast paths {}", static_cast<int>(kind), fast_paths));
+    }
+  }
+}
+
 TEST(FastPath, CollectiveAloneEqualsStageByStageSimulation) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const Case c = random_case(seed);

@@ -48,7 +48,9 @@ struct Op {
 struct Tensor {
   std::string name;
   double bytes = 0;            ///< size of the parameter, and of its gradient
-  int producer = -1;           ///< backward op whose end makes the gradient available
+  /// Backward op whose end makes the gradient available; -1: no op produces it (a reader found
+  /// no backward op for it), so it is available when the step's compute ends (its last op).
+  int producer = -1;
   std::vector<int> consumers;  ///< forward ops that read the parameter
 
   bool operator==(const Tensor&) const = default;
@@ -94,8 +96,9 @@ struct Bucket {
 };
 
 /// Groups gradients in the order they are produced (the order of their producer ops, i.e. reverse
-/// layer order for a backward pass) into buckets of at least `bucket_bytes` (the last may be
-/// smaller). `bucket_bytes` <= 0 puts every gradient in its own bucket.
+/// layer order for a backward pass; those no op produces last) into buckets of at least
+/// `bucket_bytes` (the last may be smaller). `bucket_bytes` <= 0 puts every gradient in its own
+/// bucket.
 [[nodiscard]] std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes);
 
 /// Checks the IR's invariants (indices in range, deps acyclic and pointing backwards, durations
