@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "stepcast/net/network_model.hpp"
+#include "stepcast/detail/net/network_model.hpp"
 
 namespace {
 

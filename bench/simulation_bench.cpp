@@ -4,7 +4,7 @@
 #include <sys/resource.h>
 
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace {

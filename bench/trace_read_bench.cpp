@@ -18,8 +18,8 @@
 
 // Private header of src/profile (the benchmarks do not get src/ as an include directory).
 #include "../src/profile/event_scanner.hpp"
-#include "stepcast/profile/kineto.hpp"
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace {
 

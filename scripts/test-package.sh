@@ -29,6 +29,14 @@ fi
 cmake --build --preset release -j "$jobs" --target stepcast
 cmake --install build/release --prefix "$tmp/prefix" >/dev/null
 
+# Only the stable core is installed, and each of its headers compiles on its own: none needs
+# one from include/stepcast/detail/.
+[[ ! -e "$tmp/prefix/include/stepcast/detail" ]] || fail "include/stepcast/detail/ was installed"
+for header in $(cd "$tmp/prefix/include" && find stepcast -name '*.hpp' | sort); do
+  echo "#include <$header>" | c++ -std=c++20 -fsyntax-only -I"$tmp/prefix/include" -x c++ - ||
+    fail "installed header $header does not compile on its own"
+done
+
 # The example sees the install prefix only: the package found must be the installed one.
 cmake -S examples/cpp -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null

@@ -6,7 +6,7 @@
 #include <limits>
 #include <span>
 
-#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::calibrate {

@@ -1,4 +1,4 @@
-#include "stepcast/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
 
 #include <fmt/format.h>
 

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "stepcast/calibrate/collective_log.hpp"
-#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/report/calibration_report.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {

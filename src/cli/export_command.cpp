@@ -12,7 +12,7 @@
 #include "stepcast/error.hpp"
 #include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {

@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "stepcast/profile/trace_summary.hpp"
-#include "stepcast/report/inspect_report.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
+#include "stepcast/detail/report/inspect_report.hpp"
 
 namespace stepcast::cli {
 

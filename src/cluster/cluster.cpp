@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "stepcast/error.hpp"
-#include "stepcast/hash.hpp"
+#include "stepcast/detail/hash.hpp"
 
 namespace stepcast::cluster {
 namespace {

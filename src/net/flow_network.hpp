@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "stepcast/net/network_model.hpp"
+#include "stepcast/detail/net/network_model.hpp"
 
 namespace stepcast::net {
 

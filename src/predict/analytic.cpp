@@ -12,8 +12,8 @@
 
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/costs.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::predict {
 namespace {

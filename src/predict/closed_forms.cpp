@@ -2,7 +2,7 @@
 #include <numbers>
 
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/costs.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::predict {
 

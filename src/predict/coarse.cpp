@@ -7,9 +7,9 @@
 
 #include "predict/summary.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/costs.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
 namespace {

@@ -7,7 +7,7 @@
 #include "predict/summary.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
 namespace {

@@ -1,5 +1,5 @@
 // ASTRA-sim 1.0 layer-wise workload reader; see the header for the format and the mapping.
-#include "stepcast/profile/astrasim_workload.hpp"
+#include "stepcast/detail/profile/astrasim_workload.hpp"
 
 #include <fmt/format.h>
 

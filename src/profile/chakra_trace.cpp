@@ -1,6 +1,6 @@
 // Chakra execution traces: the reader. See the header for the IR <-> node mapping; the writer is
 // report/chakra_export.cpp, and the names both sides agree on are in chakra/chakra_names.hpp.
-#include "stepcast/profile/chakra_trace.hpp"
+#include "stepcast/detail/profile/chakra_trace.hpp"
 
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>

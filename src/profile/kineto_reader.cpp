@@ -16,7 +16,7 @@
 #include "profile/event_scanner.hpp"
 #include "profile/gzip_reader.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/profile/kineto.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
 
 namespace stepcast::profile {
 

@@ -1,4 +1,4 @@
-#include "stepcast/profile/kineto_workload.hpp"
+#include "stepcast/detail/profile/kineto_workload.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Layer table CSV reader; see the header for the format and the Workload it gives.
-#include "stepcast/profile/layer_table.hpp"
+#include "stepcast/detail/profile/layer_table.hpp"
 
 #include <fmt/format.h>
 

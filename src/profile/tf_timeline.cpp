@@ -1,6 +1,6 @@
 // TensorFlow 1 timeline reader; see the header for the mapping. TF timelines are small (one
 // step), so the document is parsed whole with simdjson's DOM rather than streamed.
-#include "stepcast/profile/tf_timeline.hpp"
+#include "stepcast/detail/profile/tf_timeline.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>

@@ -1,7 +1,7 @@
 // Step windows, GPU time split and collectives of a Kineto trace. GPU time is measured on
 // unions of intervals (several streams run at once, so summing durations would double count);
 // the sums are reported too because HTA and the shared step_summary.csv use them.
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // write_json / write_table of a ring all-reduce calibration (`stepcast calibrate nccl-tests`).
-#include "stepcast/report/calibration_report.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Chakra execution traces: the writer (`stepcast export --chakra`). The IR <-> node mapping is in
-// stepcast/profile/chakra_trace.hpp, whose reader reads these files back; the names both sides
+// stepcast/detail/profile/chakra_trace.hpp, whose reader reads these files back; the names both sides
 // agree on are in chakra/chakra_names.hpp.
 #include "stepcast/report/chakra_export.hpp"
 

@@ -1,5 +1,5 @@
 // write_json / write_table of one collective (`stepcast collective`).
-#include "stepcast/report/collective_report.hpp"
+#include "stepcast/detail/report/collective_report.hpp"
 
 #include <fmt/format.h>
 

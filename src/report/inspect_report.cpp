@@ -1,5 +1,5 @@
 // write_json / write_table of a trace summary (`stepcast inspect`).
-#include "stepcast/report/inspect_report.hpp"
+#include "stepcast/detail/report/inspect_report.hpp"
 
 #include <fmt/format.h>
 

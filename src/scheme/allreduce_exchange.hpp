@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "scheme/exchange.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 
 namespace stepcast::scheme {
 

@@ -17,8 +17,8 @@
 #include "scheme/collective_timing.hpp"
 #include "scheme/step_paths.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/sim/event_queue.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/sim/event_queue.hpp"
 
 namespace stepcast::scheme {
 namespace {

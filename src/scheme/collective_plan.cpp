@@ -1,4 +1,4 @@
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 
 #include <fmt/format.h>
 

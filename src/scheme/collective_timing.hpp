@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 

@@ -1,9 +1,9 @@
-#include "stepcast/scheme/costs.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 #include <algorithm>
 #include <bit>
 
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 
 namespace stepcast::scheme {
 

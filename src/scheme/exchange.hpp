@@ -11,8 +11,8 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
-#include "stepcast/sim/engine.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/detail/sim/engine.hpp"
 #include "stepcast/sim/trace.hpp"
 #include "stepcast/workload/workload.hpp"
 

@@ -4,8 +4,8 @@
 
 #include "scheme/worker_runtime.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/hash.hpp"
-#include "stepcast/scheme/costs.hpp"
+#include "stepcast/detail/hash.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::scheme {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "scheme/exchange.hpp"
 #include "scheme/node_aggregation.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 
 namespace stepcast::scheme {
 

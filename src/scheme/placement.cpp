@@ -1,4 +1,4 @@
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 
 #include <algorithm>
 

@@ -11,8 +11,8 @@
 
 #include "scheme/exchange.hpp"
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/net/network_model.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/net/network_model.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 

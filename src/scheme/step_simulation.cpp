@@ -1,7 +1,7 @@
 // The step simulation's assembly: a cluster, a network model and one engine; the worker runtime
 // (worker_runtime.hpp) and the scheme's exchange (make_exchange) on them; then the measured
 // window's loads. Also the stand-alone collective on the same engine.
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 #include <fmt/format.h>
 
@@ -17,9 +17,9 @@
 #include "scheme/step_paths.hpp"
 #include "scheme/worker_runtime.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/hash.hpp"
-#include "stepcast/net/network_model.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/hash.hpp"
+#include "stepcast/detail/net/network_model.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scheme {

@@ -1,6 +1,6 @@
 // Readers of measured all-reduce sweeps: tiny fixtures written here, broken ones included, and
 // every error must name the file and the line.
-#include "stepcast/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
 
 #include <gtest/gtest.h>
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/calibrate/collective_log.hpp"
-#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::calibrate {

@@ -1,7 +1,7 @@
 // The alpha-beta ring fit: exact recovery on closed-form data, the scenario keys reproducing the
 // fit in the fine simulator, and the acceptance runs on the two measured sweeps in
 // ../shared/data/tables (skipped, saying so, when that folder is absent).
-#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::calibrate {
 namespace {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/net/network_model.hpp"
+#include "stepcast/detail/net/network_model.hpp"
 
 namespace stepcast::net {
 namespace {

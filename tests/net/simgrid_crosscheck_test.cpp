@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/net/network_model.hpp"
+#include "stepcast/detail/net/network_model.hpp"
 
 namespace stepcast::net {
 namespace {

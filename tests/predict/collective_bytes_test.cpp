@@ -11,7 +11,7 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 

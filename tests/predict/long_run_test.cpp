@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "predict/long_run.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {

@@ -10,7 +10,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {

@@ -1,5 +1,5 @@
 // ASTRA-sim 1.0 layer-wise workloads: mapping to the IR and errors naming file, line and field.
-#include "stepcast/profile/astrasim_workload.hpp"
+#include "stepcast/detail/profile/astrasim_workload.hpp"
 
 #include <gtest/gtest.h>
 

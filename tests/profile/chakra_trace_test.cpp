@@ -1,6 +1,6 @@
 // Chakra execution traces: export then import gives the same workload; broken files give errors
 // naming the file and the message or node. Files are generated here (no shared data needed).
-#include "stepcast/profile/chakra_trace.hpp"
+#include "stepcast/detail/profile/chakra_trace.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "stepcast/error.hpp"
 #include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::profile {

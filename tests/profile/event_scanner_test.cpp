@@ -16,7 +16,7 @@
 
 #include "profile/kineto_fixtures.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/profile/kineto.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
 
 namespace stepcast_profile_test {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "profile/kineto_fixtures.hpp"
-#include "stepcast/profile/kineto_workload.hpp"
+#include "stepcast/detail/profile/kineto_workload.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast_profile_test {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/profile/kineto.hpp"
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The Kineto reader on small traces the tests write: fields and units, gzip and plain
 // equivalence, every error case (each naming the file), and the streaming memory bound.
-#include "stepcast/profile/kineto.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "profile/kineto_fixtures.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace stepcast_profile_test {
 namespace {

@@ -1,5 +1,5 @@
 // Layer table CSV: the Workload it gives, and errors naming file, line and column.
-#include "stepcast/profile/layer_table.hpp"
+#include "stepcast/detail/profile/layer_table.hpp"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/profile/kineto_workload.hpp"
+#include "stepcast/detail/profile/kineto_workload.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/workload/workload.hpp"
 #include "stepcast/zoo/model_zoo.hpp"

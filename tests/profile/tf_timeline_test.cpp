@@ -1,5 +1,5 @@
 // TensorFlow 1 timelines: small generated timelines, plain and gzipped, and broken ones.
-#include "stepcast/profile/tf_timeline.hpp"
+#include "stepcast/detail/profile/tf_timeline.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

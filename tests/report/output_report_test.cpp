@@ -11,9 +11,9 @@
 #include <string_view>
 
 #include "report/json_text.hpp"
-#include "stepcast/report/calibration_report.hpp"
-#include "stepcast/report/collective_report.hpp"
-#include "stepcast/report/inspect_report.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
+#include "stepcast/detail/report/collective_report.hpp"
+#include "stepcast/detail/report/inspect_report.hpp"
 
 namespace stepcast::report {
 namespace {

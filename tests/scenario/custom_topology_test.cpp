@@ -8,7 +8,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scenario {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <string>
 
-#include "stepcast/net/network_model.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/net/network_model.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 namespace {

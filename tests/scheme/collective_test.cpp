@@ -7,8 +7,8 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 namespace {

@@ -1,6 +1,6 @@
 // The shared cost formulas (scheme/costs.hpp) against closed forms derived by hand (DESIGN.md
 // 3.2), and the per-algorithm bytes of an all-reduce against the plan the simulator runs.
-#include "stepcast/scheme/costs.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 
 namespace stepcast::scheme {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scheme {

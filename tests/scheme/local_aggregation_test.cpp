@@ -3,7 +3,7 @@
 // g GPUs talks to the servers.
 #include <gtest/gtest.h>
 
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scheme {

@@ -9,9 +9,9 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/placement.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast::scheme {

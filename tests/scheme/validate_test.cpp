@@ -14,7 +14,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 namespace {

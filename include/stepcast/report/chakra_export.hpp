@@ -1,7 +1,7 @@
 // Writes a scenario's multi-worker workload as Chakra execution traces (MLCommons; the workload
 // input of ASTRA-sim 2), one file per rank, so the same job can be cross-checked in ASTRA-sim.
 // The files read back with profile::read_chakra_trace; the mapping between the IR and Chakra
-// nodes is documented in stepcast/profile/chakra_trace.hpp. Depends on workload/ only; protobuf
+// nodes is documented in stepcast/detail/profile/chakra_trace.hpp. Depends on workload/ only; protobuf
 // stays in the .cpp. Units: seconds and bytes here; the files hold microseconds and bytes.
 //
 //   report::ChakraExport how{.workers = 4, .buckets = workload::make_buckets(w, 25e6)};

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/cluster/cluster.hpp"
 
 namespace stepcast::calibrate {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 

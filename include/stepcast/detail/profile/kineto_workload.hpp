@@ -54,8 +54,8 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/profile/kineto.hpp"
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast::profile {

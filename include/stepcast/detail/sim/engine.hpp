@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/net/network_model.hpp"
-#include "stepcast/sim/event_queue.hpp"
+#include "stepcast/detail/net/network_model.hpp"
+#include "stepcast/detail/sim/event_queue.hpp"
 
 namespace stepcast::sim {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/profile/kineto.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
 
 namespace stepcast::profile {
 

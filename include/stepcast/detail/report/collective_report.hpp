@@ -11,9 +11,9 @@
 #include <ostream>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
-#include "stepcast/scheme/step_simulation.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::report {
 

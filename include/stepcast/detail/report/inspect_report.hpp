@@ -10,7 +10,7 @@
 
 #include <ostream>
 
-#include "stepcast/profile/trace_summary.hpp"
+#include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace stepcast::report {
 

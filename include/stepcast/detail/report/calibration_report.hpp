@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-#include "stepcast/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
 
 namespace stepcast::report {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/net/network_model.hpp"
+#include "stepcast/detail/net/network_model.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 
 namespace stepcast::scheme {
