@@ -97,7 +97,7 @@ int CalibrateCommand::run() const {
   if (!output_.empty()) {
     std::ofstream out(output_);
     if (!out) throw Error({output_, 0, "--output"}, "cannot open file for writing");
-    out << calibrate::calibration_yaml(result, source);
+    out << report::calibration_yaml(result, source);
     if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
   }
   const report::CalibrationReport report{.calibration = result, .source = source, .output = output_};

@@ -141,7 +141,7 @@ void write_table(std::ostream& out, const CalibrationReport& report) {
   fmt::format_to(it, "{}\n{}",
                  c.options.method == FitMethod::Regimes ? "ring all-reduce calibration in size regimes"
                                                         : "ring all-reduce calibration",
-                 calibrate::calibration_header(c, report.source));
+                 calibration_header(c, report.source));
   if (!report.output.empty()) fmt::format_to(it, "wrote the cluster keys to {}\n", report.output);
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }

@@ -16,6 +16,7 @@
 
 #include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
@@ -23,6 +24,9 @@
 
 namespace stepcast::calibrate {
 namespace {
+
+using report::calibration_header;
+using report::calibration_yaml;
 
 // The three regimes of the nccl-tests sweep (16 ranks), rounded: 8 B - 512 KiB, 1 - 16 MiB,
 // 32 MiB - 8 GiB; the boundaries are the geometric means of the neighbouring measured sizes,

@@ -2,6 +2,7 @@
 // fit in the fine simulator, and the acceptance runs on the two measured sweeps in
 // ../shared/data/tables (skipped, saying so, when that folder is absent).
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,9 @@
 
 namespace stepcast::calibrate {
 namespace {
+
+using report::calibration_header;
+using report::calibration_yaml;
 
 // Sizes 8 B .. 8 GiB by powers of 4, timed by the closed form of the model.
 std::vector<Measurement> closed_form_sweep(int n, double a, double bw) {

@@ -403,7 +403,7 @@ TEST(CalibrationReport, TableHasTheTitleTheHeaderAndTheOutput) {
   r.output = "calib.yaml";
   const std::string text = render(write_table, r);
   EXPECT_EQ(text.rfind("ring all-reduce calibration in size regimes\n", 0), 0u) << text;
-  EXPECT_NE(text.find(calibrate::calibration_header(r.calibration, r.source)), std::string::npos) << text;
+  EXPECT_NE(text.find(calibration_header(r.calibration, r.source)), std::string::npos) << text;
   EXPECT_NE(text.find("wrote the cluster keys to calib.yaml\n"), std::string::npos) << text;
 }
 

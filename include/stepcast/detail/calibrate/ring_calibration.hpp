@@ -6,12 +6,13 @@
 // FitMethod::Regimes fits one (a_j, B_j) per contiguous size range instead (NCCL switches
 // protocol and algorithm with the size), the number of ranges chosen by leave-one-out
 // cross-validation, and writes them as cluster.collective_regimes.
-// Depends on calibrate/collective_log.hpp and cluster/ (ClusterSpec); SI units throughout.
+// Depends on calibrate/collective_log.hpp and cluster/ (ClusterSpec); SI units throughout. Values
+// only: the text, JSON and YAML forms of a Calibration are report/'s (calibration_report.hpp).
 //
 //   CollectiveLog log = read_collective_log("all_reduce.txt");
 //   Calibration c = calibrate_ring(log.points, /*workers=*/16, {});   // smallest + largest size
 //   cluster::ClusterSpec spec = apply_fit(c.fit, /*workers_per_node=*/8);
-//   std::string yaml = calibration_yaml(c, {.file = log.file, .workers_per_node = 8});
+//   std::string yaml = report::calibration_yaml(c, {.file = log.file, .workers_per_node = 8});
 //
 //   Calibration r = calibrate_ring(log.points, 16, {.method = FitMethod::Regimes});
 //   cluster::ClusterSpec regimes = apply_regime_fit(r.regimes, 8);   // links + collective_regimes
@@ -26,6 +27,9 @@
 #include "stepcast/cluster/cluster.hpp"
 
 namespace stepcast::calibrate {
+
+/// A regime's range holds at least this many sizes: two determine (a, B), a third checks it.
+inline constexpr size_t kMinRegimeSizes = 3;
 
 /// Which sizes determine (a, B).
 enum class FitMethod : uint8_t {
@@ -157,21 +161,5 @@ struct CalibrationSource {
   Placement placement = Placement::OutOfPlace;
   int workers_per_node = 1;
 };
-
-/// The per-size table (size, measured, predicted, error, used; Regimes adds the regime and the
-/// leave-one-out error) and the held-out summary, as plain text lines; `prefix` starts every line
-/// (e.g. "# " for YAML comments).
-[[nodiscard]] std::string error_table(const Calibration& calibration, const std::string& prefix = "");
-
-/// Source, model, fit, (a, B) (Regimes: the cross-validation scores and every regime's range, a,
-/// 2(N-1) a and B) and error_table, as lines starting with `prefix`.
-[[nodiscard]] std::string calibration_header(const Calibration& calibration, const CalibrationSource& source,
-                                             const std::string& prefix = "");
-
-/// A YAML scenario fragment with the `cluster:` keys of apply_fit (Regimes: apply_regime_fit,
-/// the regimes as `collective_regimes:`, a list of "SIZE LATENCY BANDWIDTH" strings such as
-/// "724.077KiB 5.04us 37.7GB/s"), headed by comments naming the source, the model, the fit and
-/// the error table. Values carry units ("339.797GB/s", "4.5us") and 6 significant digits.
-[[nodiscard]] std::string calibration_yaml(const Calibration& calibration, const CalibrationSource& source);
 
 }  // namespace stepcast::calibrate

@@ -1,5 +1,7 @@
 // The report of `stepcast calibrate nccl-tests`: a ring all-reduce calibration and where its
-// sweep came from, as a value, written as JSON for programs or as text for people. Depends on
+// sweep came from, as a value, written as JSON for programs, as text for people, or as the YAML
+// scenario fragment of the fitted cluster keys (calibration_yaml, headed by the same text as
+// comments). calibrate/ computes; every word and number it prints is written here. Depends on
 // calibrate/ (Calibration, CalibrationSource); SI units inside, units in the printed names
 // ("step_latency_s", "bandwidth_Bps"; errors are fractions, 0.01 = 1%).
 //
@@ -29,8 +31,24 @@ struct CalibrationReport {
 /// error, used, line, loo_predicted_s, loo_error), summary {min_bytes, count, median_error,
 /// max_error, in_sample}, output (null when none). Non-finite numbers are written as null.
 void write_json(std::ostream& out, const CalibrationReport& report);
-/// A title line, calibrate::calibration_header (source, model, fit, per-size errors) and, when
+/// A title line, calibration_header (source, model, fit, per-size errors) and, when
 /// the keys were written, where.
 void write_table(std::ostream& out, const CalibrationReport& report);
+
+/// The per-size table (size, measured, predicted, error, used; Regimes adds the regime and the
+/// leave-one-out error) and the held-out summary, as plain text lines; `prefix` starts every line
+/// (e.g. "# " for YAML comments).
+[[nodiscard]] std::string error_table(const calibrate::Calibration& calibration, const std::string& prefix = "");
+
+/// Source, model, fit, (a, B) (Regimes: the cross-validation scores and every regime's range, a,
+/// 2(N-1) a and B) and error_table, as lines starting with `prefix`.
+[[nodiscard]] std::string calibration_header(const calibrate::Calibration& calibration, const calibrate::CalibrationSource& source,
+                                             const std::string& prefix = "");
+
+/// A YAML scenario fragment with the `cluster:` keys of apply_fit (Regimes: apply_regime_fit,
+/// the regimes as `collective_regimes:`, a list of "SIZE LATENCY BANDWIDTH" strings such as
+/// "724.077KiB 5.04us 37.7GB/s"), headed by comments naming the source, the model, the fit and
+/// the error table. Values carry units ("339.797GB/s", "4.5us") and 6 significant digits.
+[[nodiscard]] std::string calibration_yaml(const calibrate::Calibration& calibration, const calibrate::CalibrationSource& source);
 
 }  // namespace stepcast::report
