@@ -87,7 +87,7 @@ void BM_FinePsStepFifo(benchmark::State& state) {
   run_one_fine_step(state, w, spec, scheme, state.range(2) != 0);
 }
 BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64, 0})->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64, 1})->Args({4096, 64, 1})->Args({10000, 100, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FinePsStepFifo)->Args({1024, 64, 1})->Args({4096, 64, 1})->Args({10000, 64, 1})->Args({10000, 100, 1})->Unit(benchmark::kMillisecond);
 
 void BM_FinePsStepRandomStragglers(benchmark::State& state) {
   const auto w = resnet50();

@@ -35,10 +35,11 @@ void LongRunWarning::progress_at(double elapsed, double fraction) {
   warned_ = true;
   const std::string how_long =
       projected >= 120 ? fmt::format("{:.0f} min", projected / 60) : format_duration(projected);
-  sink_(fmt::format("the fine prediction for {} workers is projected to take about {} on the full "
-                    "event-by-event engine (no exact fast path applies to it; README, Exact fast paths); "
-                    "predictor: coarse or analytic answers in milliseconds (--set predictor=coarse)",
-                    workers_, how_long));
+  sink_(
+      fmt::format("the fine prediction for {} workers is projected to take about {} on the full "
+                  "event-by-event engine (no exact fast path applies to it; README, Exact fast paths); "
+                  "predictor: coarse or analytic answers in milliseconds (--set predictor=coarse)",
+                  workers_, how_long));
 }
 
 }  // namespace stepcast::predict

@@ -1,8 +1,8 @@
 // Private to predict/: the warning a fine prediction raises when it is projected to run for more
 // than a minute (the full engine where no exact fast path applies). After a couple of seconds of
 // wall time it projects the run's length from the fraction of its work done (every worker's ops
-// and transfers, SimulationOptions::progress), at the recent rate of progress, and warns once. It reads the wall clock but never
-// touches the simulation, so results stay deterministic.
+// and transfers, SimulationOptions::progress), at the recent rate of progress, and warns once. It reads the
+// wall clock but never touches the simulation, so results stay deterministic.
 #pragma once
 
 #include <chrono>

@@ -101,8 +101,9 @@ std::optional<Reduction> reduce_to_one_client(const cluster::Cluster& cluster, c
 
 }  // namespace
 
-std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& w, const cluster::ClusterSpec& spec,
-                                                 const SchemeConfig& scheme, const SimulationOptions& options) {
+std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& w,
+                                                 const cluster::ClusterSpec& spec, const SchemeConfig& scheme,
+                                                 const SimulationOptions& options) {
   const PsConfig& ps = scheme.ps;
   if (scheme.mode != Mode::Sync || ps.order != PsOrder::Fifo || options.compute_cv > 0) return std::nullopt;
   if (ps.local_aggregation && spec.workers_per_node > 1) return std::nullopt;

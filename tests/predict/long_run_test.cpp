@@ -1,11 +1,12 @@
 // The long-run warning of the fine predictor: when it projects, what it says, that it says it
 // once, and that the engine's progress calls change nothing in a result.
+#include "predict/long_run.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "predict/long_run.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
@@ -38,8 +39,8 @@ TEST(LongRunWarning, AStepThatGetsDearerWarnsAtTheRecentRate) {
   std::vector<std::string> warnings;
   const WarningSink sink = [&](const std::string& w) { warnings.push_back(w); };
   LongRunWarning warning(sink, 64);
-  warning.progress_at(2.0, 0.3);   // a first look
-  warning.progress_at(4.0, 0.5);   // 8 s at the mean rate, 9 s at the recent one
+  warning.progress_at(2.0, 0.3);  // a first look
+  warning.progress_at(4.0, 0.5);  // 8 s at the mean rate, 9 s at the recent one
   EXPECT_TRUE(warnings.empty());
   warning.progress_at(10.0, 0.52);  // 19 s at the mean rate; at the last 6 s's, 10 + 0.48 x 300 = 154 s
   ASSERT_EQ(warnings.size(), 1u);
@@ -50,8 +51,8 @@ TEST(LongRunWarning, AStepThatGetsCheaperDoesNotWarn) {
   std::vector<std::string> warnings;
   const WarningSink sink = [&](const std::string& w) { warnings.push_back(w); };
   LongRunWarning warning(sink, 64);
-  warning.progress_at(2.0, 0.02);   // slow start: 100 s at this rate, a first look
-  warning.progress_at(4.0, 0.5);    // then fast: 8 s in all at both rates
+  warning.progress_at(2.0, 0.02);  // slow start: 100 s at this rate, a first look
+  warning.progress_at(4.0, 0.5);   // then fast: 8 s in all at both rates
   warning.progress_at(5.0, 0.75);
   EXPECT_TRUE(warnings.empty());
 }
@@ -100,7 +101,8 @@ TEST(LongRunWarning, OnlyTheFullEngineReportsProgressAndProgressChangesNothing) 
   EXPECT_TRUE(monotone);
   EXPECT_TRUE(in_range);
   ASSERT_EQ(quiet.workers.size(), reported.workers.size());
-  for (size_t i = 0; i < quiet.workers.size(); ++i) EXPECT_EQ(quiet.workers[i].cycle, reported.workers[i].cycle);
+  for (size_t i = 0; i < quiet.workers.size(); ++i)
+    EXPECT_EQ(quiet.workers[i].cycle, reported.workers[i].cycle);
   EXPECT_EQ(quiet.events, reported.events);
 
   calls = 0;

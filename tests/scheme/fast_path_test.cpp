@@ -57,6 +57,34 @@ workload::Workload random_workload(std::mt19937_64& rng) {
   return w;
 }
 
+/// One time in four a zoo CNN, else a random op graph.
+workload::Workload zoo_or_random_workload(std::mt19937_64& rng) {
+  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+    const char* models[] = {"alexnet", "resnet50", "vgg16"};
+    const char* model = models[std::uniform_int_distribution<int>(0, 2)(rng)];
+    return zoo::to_workload(zoo::get_model(model), {.batch_per_worker = 32, .step_time = 0.1});
+  }
+  return random_workload(rng);
+}
+
+/// A switch, a two-level fat-tree of `radix` (random oversubscription) or a ring torus of `nodes`.
+void random_topology(std::mt19937_64& rng, cluster::ClusterSpec& s, int radix, int nodes) {
+  switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+    case 0:
+      s.topology = cluster::Topology::Switch;
+      break;
+    case 1:
+      s.topology = cluster::Topology::FatTree;
+      s.fat_tree = {.levels = 2, .radix = radix,
+                    .oversubscription = std::uniform_real_distribution<double>(1, 4)(rng)};
+      break;
+    case 2:
+      s.topology = cluster::Topology::Torus;
+      s.torus.dims = {nodes};
+      break;
+  }
+}
+
 struct Case {
   workload::Workload workload;
   cluster::ClusterSpec cluster;
@@ -70,12 +98,7 @@ Case random_case(uint64_t seed) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   Case c;
-  if (pick(0, 3) == 0) {
-    const char* models[] = {"alexnet", "resnet50", "vgg16"};
-    c.workload = zoo::to_workload(zoo::get_model(models[pick(0, 2)]), {.batch_per_worker = 32, .step_time = 0.1});
-  } else {
-    c.workload = random_workload(rng);
-  }
+  c.workload = zoo_or_random_workload(rng);
   c.scheme.scheme = Scheme::AllReduce;
   const AllReduceAlgorithm algorithms[] = {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling,
                                            AllReduceAlgorithm::Hierarchical, AllReduceAlgorithm::Hdrm,
@@ -95,19 +118,7 @@ Case random_case(uint64_t seed) {
     s.workers_per_node = pick(1, 4);
     s.workers = power_of_two ? 1 << pick(0, 4) : pick(1, 16);
     if (power_of_two && s.workers % s.workers_per_node != 0) s.workers_per_node = 1;
-    switch (pick(0, 2)) {
-      case 0:
-        s.topology = cluster::Topology::Switch;
-        break;
-      case 1:
-        s.topology = cluster::Topology::FatTree;
-        s.fat_tree = {.levels = 2, .radix = 4, .oversubscription = uniform(1, 4)};
-        break;
-      case 2:
-        s.topology = cluster::Topology::Torus;
-        s.torus.dims = {(s.workers + s.workers_per_node - 1) / s.workers_per_node};
-        break;
-    }
+    random_topology(rng, s, 4, s.num_worker_nodes());
     if (s.workers_per_node > 1 && pick(0, 1) == 1) s.intra_node_link = cluster::IntraNodeLink::Pcie;
   }
   if (pick(0, 2) == 0) {
@@ -183,12 +194,7 @@ Case random_ps_case(uint64_t seed) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   Case c;
-  if (pick(0, 3) == 0) {
-    const char* models[] = {"alexnet", "resnet50", "vgg16"};
-    c.workload = zoo::to_workload(zoo::get_model(models[pick(0, 2)]), {.batch_per_worker = 32, .step_time = 0.1});
-  } else {
-    c.workload = random_workload(rng);
-  }
+  c.workload = zoo_or_random_workload(rng);
   c.scheme.scheme = Scheme::ParameterServer;
   PsConfig& ps = c.scheme.ps;
   ps.order = PsOrder::Fifo;
@@ -209,19 +215,7 @@ Case random_ps_case(uint64_t seed) {
   const int nodes = s.num_worker_nodes();
   ps.placement = pick(0, 3) == 0 && ps.count <= nodes ? PsPlacement::Colocated : PsPlacement::Dedicated;
   const int all_nodes = nodes + (ps.placement == PsPlacement::Dedicated ? ps.count : 0);
-  switch (pick(0, 2)) {
-    case 0:
-      s.topology = cluster::Topology::Switch;
-      break;
-    case 1:
-      s.topology = cluster::Topology::FatTree;
-      s.fat_tree = {.levels = 2, .radix = 8, .oversubscription = uniform(1, 4)};
-      break;
-    case 2:
-      s.topology = cluster::Topology::Torus;
-      s.torus.dims = {all_nodes};
-      break;
-  }
+  random_topology(rng, s, 8, all_nodes);
   c.options.warmup_steps = pick(0, 2);
   c.options.measure_steps = pick(1, 3);
   c.options.seed = seed;
