@@ -24,6 +24,19 @@ namespace stepcast {
 /// "25MB", "1GiB", "4096" -> bytes, >= 0. Throws Error naming `where`.
 [[nodiscard]] double parse_bytes(std::string_view text, const SourceLocation& where);
 
+/// The physical range every input quantity is held to (validate() in scheme/ and predict/, the
+/// readers): wider than any real cluster or model, narrow enough that sums over a run stay finite
+/// and print as plain numbers (a 1e308 s latency would overflow the clock to inf).
+namespace limits {
+inline constexpr double kMinBandwidth = 1;     ///< bytes/s
+inline constexpr double kMaxBandwidth = 1e15;  ///< bytes/s (8 Pbps)
+inline constexpr double kMaxLatency = 10;      ///< s, one hop or one collective step
+inline constexpr double kMaxDuration = 1e6;    ///< s, one op, one step, one apply (11.6 days)
+inline constexpr double kMaxBytes = 1e15;      ///< one tensor, bucket, collective, start-up read (1 PB)
+inline constexpr double kMaxCv = 10;           ///< coefficient of variation of a step's compute
+inline constexpr double kMaxSamples = 1e15;    ///< samples in a job
+}  // namespace limits
+
 /// Seconds with an adapted unit, 3 significant digits: "1.23 ms", "4.56 s", "789 ns".
 [[nodiscard]] std::string format_duration(double seconds);
 /// Bytes with a decimal unit, 3 significant digits: "25 MB", "1.5 GB".

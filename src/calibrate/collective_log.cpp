@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::calibrate {
@@ -164,7 +165,14 @@ CollectiveLog parse_xla_table(std::string_view text, const std::string& file_nam
     const std::vector<std::string_view> f = split_commas(line);
     if (header_line == 0) {
       header_line = number;
-      for (size_t i = 0; i < f.size(); ++i) column.emplace(std::string(f[i]), i);
+      for (size_t i = 0; i < f.size(); ++i) {
+        // A repeated name would leave the header wider than its columns, and rows of the
+        // columns' count would then be read past their end.
+        if (!column.emplace(std::string(f[i]), i).second) {
+          throw Error({file_name, number, std::string(f[i])},
+                      fmt::format("column '{}' appears twice in the CSV header", f[i]));
+        }
+      }
       for (const char* required : {"collective", "bytes"}) {
         if (!column.contains(required)) {
           throw Error({file_name, number, required},
@@ -200,7 +208,12 @@ CollectiveLog parse_xla_table(std::string_view text, const std::string& file_nam
                             ? bytes / number_at("network_throughput_bytes_per_sec")
                             : number_at("time_us") * 1e-6;
     if (column.contains("group_size")) {
-      const int group = static_cast<int>(number_at("group_size"));
+      const double group_cell = number_at("group_size");
+      if (group_cell > 1e6 || group_cell != std::floor(group_cell)) {
+        throw Error({file_name, number, "group_size"},
+                    fmt::format("expected a whole number of ranks <= 1e6, got {}", group_cell));
+      }
+      const int group = static_cast<int>(group_cell);
       if (log.group_size != 0 && group != log.group_size) {
         throw Error({file_name, number, "group_size"},
                     fmt::format("all-reduce rows of group sizes {} and {} in one table; keep one",
@@ -215,12 +228,7 @@ CollectiveLog parse_xla_table(std::string_view text, const std::string& file_nam
 }
 
 CollectiveLog read_collective_log(const std::string& path, LogFormat format, Placement placement) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, 0, ""}, "cannot open file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw Error({path, 0, ""}, "cannot read file");
-  const std::string text = buffer.str();
+  const std::string text = read_text_file(path, "collective log");
   if (format == LogFormat::Auto) {
     // The first line that is not a comment decides: the XLA table's CSV header names a
     // `collective` column; an nccl-tests log has no such line.

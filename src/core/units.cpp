@@ -33,14 +33,21 @@ std::pair<double, std::string_view> split_number(std::string_view text, const So
   return {value, trim(std::string_view(end, static_cast<size_t>(s.data() + s.size() - end)))};
 }
 
+// The value in SI units, which must lie in [0, max]: a finite number becomes infinite, or
+// absurd, once its unit is applied ("1e308Gbps"), and every sum over a run would follow it.
 template <size_t N>
 double parse_with(std::string_view text, const SourceLocation& where, std::string_view what,
-                  const std::array<Suffix, N>& suffixes) {
+                  const std::array<Suffix, N>& suffixes, double max, std::string_view max_text) {
   auto [value, unit] = split_number(text, where, what);
   for (const Suffix& suffix : suffixes) {
     if (unit == suffix.text) {
       if (value < 0) throw Error(where, fmt::format("must not be negative, got '{}'", text));
-      return value * suffix.factor;
+      const double si = value * suffix.factor;
+      if (!(si <= max)) {
+        throw Error(where, fmt::format("'{}' is more than stepcast takes ({}), outside any real cluster", text,
+                                       max_text));
+      }
+      return si;
     }
   }
   throw Error(where, fmt::format("expected {}, got '{}' (unknown unit '{}')", what, text, unit));
@@ -57,8 +64,12 @@ double parse_bandwidth(std::string_view text, const SourceLocation& where) {
       {"GB/s", 1e9},   {"TB/s", 1e12},  {"KiB/s", kKi},  {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
       {"GBps", 1e9},   {"MBps", 1e6},
   }};
-  double value = parse_with(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", kSuffixes);
+  double value = parse_with(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", kSuffixes,
+                            limits::kMaxBandwidth, "8 Pbps");
   if (value <= 0) throw Error(where, fmt::format("bandwidth must be > 0, got '{}'", text));
+  if (value < limits::kMinBandwidth) {
+    throw Error(where, fmt::format("'{}' is less than stepcast takes (1 B/s = 8 bps)", text));
+  }
   return value;
 }
 
@@ -74,7 +85,8 @@ double parse_duration(std::string_view text, const SourceLocation& where) {
       {"h", 3600},
       {"sec", 1},
   }};
-  return parse_with(text, where, "a duration such as '5us' or '292ms'", kSuffixes);
+  return parse_with(text, where, "a duration such as '5us' or '292ms'", kSuffixes, limits::kMaxDuration,
+                    "1e6 s, 11.6 days");
 }
 
 double parse_bytes(std::string_view text, const SourceLocation& where) {
@@ -91,7 +103,7 @@ double parse_bytes(std::string_view text, const SourceLocation& where) {
       {"GiB", kKi * kKi * kKi},
       {"TiB", kKi * kKi * kKi * kKi},
   }};
-  return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes);
+  return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes, limits::kMaxBytes, "1 PB");
 }
 
 std::string format_duration(double seconds) {

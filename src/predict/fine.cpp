@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "predict/long_run.hpp"
 #include "predict/summary.hpp"
@@ -96,6 +97,13 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
     case Predictor::Analytic:
       r = predict_analytic(workload, cluster, scheme, options);
       break;
+  }
+  // Inputs are held to physical ranges, so this should not happen; if a combination still
+  // overflows, say so rather than print "nan".
+  if (!(std::isfinite(r.step_time) && std::isfinite(r.throughput))) {
+    throw Error({"", 0, ""}, fmt::format("the {} prediction for {} workers is not a finite number (step time {} s, "
+                                         "throughput {} samples/s): the inputs are outside what stepcast models",
+                                         to_string(options.predictor), cluster.workers, r.step_time, r.throughput));
   }
   account_job(r, workload, options);
   r.compute_cv = options.compute_cv;

@@ -9,6 +9,7 @@
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -21,9 +22,9 @@ constexpr int kMaxSteps = 1000;
 }
 
 // NaN fails every comparison, so the checks ask for what is valid.
-void expect_non_negative(std::string_view key, double value, std::string_view what) {
-  if (!(std::isfinite(value) && value >= 0)) {
-    fail(key, fmt::format("expected a finite {} >= 0, got {}", what, value));
+void expect_non_negative(std::string_view key, double value, std::string_view what, double max) {
+  if (!(std::isfinite(value) && value >= 0 && value <= max)) {
+    fail(key, fmt::format("expected a finite {} >= 0 and <= {:g}, got {}", what, max, value));
   }
 }
 
@@ -63,17 +64,25 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
   }
   // With compute_cv_auto the value is replaced by the workload's own variation.
   if (!options.compute_cv_auto) {
-    expect_non_negative("workload.compute_cv", options.compute_cv, "coefficient of variation");
+    expect_non_negative("workload.compute_cv", options.compute_cv, "coefficient of variation", limits::kMaxCv);
   }
   const JobOptions& job = options.job;
-  expect_non_negative("job.samples", job.samples, "number of samples");
-  // Negative means "the model's parameter bytes"; only NaN and infinities are meaningless.
-  if (!std::isfinite(job.startup_bytes)) {
-    fail("job.startup.bytes", fmt::format("expected a finite size, got {}", job.startup_bytes));
+  expect_non_negative("job.samples", job.samples, "number of samples", limits::kMaxSamples);
+  // Negative means "the model's parameter bytes"; only NaN, infinities and the absurd are meaningless.
+  if (!(std::isfinite(job.startup_bytes) && job.startup_bytes <= limits::kMaxBytes)) {
+    fail("job.startup.bytes",
+         fmt::format("expected a finite size <= {:g} bytes (negative: the model's), got {}", limits::kMaxBytes,
+                     job.startup_bytes));
   }
-  expect_non_negative("job.startup.storage_bandwidth", job.storage_bw, "bandwidth (bytes/s; 0 = unset)");
+  if (job.storage_bw != 0 &&
+      !(std::isfinite(job.storage_bw) && job.storage_bw >= limits::kMinBandwidth &&
+        job.storage_bw <= limits::kMaxBandwidth)) {
+    fail("job.startup.storage_bandwidth",
+         fmt::format("expected a finite bandwidth >= 0 (0: unset), else in [{:g}, {:g}] bytes/s, got {}",
+                     limits::kMinBandwidth, limits::kMaxBandwidth, job.storage_bw));
+  }
   if (!known(job.io)) fail("job.startup.io", fmt::format("unknown value {}", static_cast<int>(job.io)));
-  expect_non_negative("job.startup.fixed", job.startup_fixed, "duration (s)");
+  expect_non_negative("job.startup.fixed", job.startup_fixed, "duration (s)", limits::kMaxDuration);
 }
 
 }  // namespace stepcast::predict

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::profile {
@@ -88,9 +89,10 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     throw Error({file_name, lines[0].first + 1, "layers"}, "expected the number of layers");
   const auto& [count_line, count_tokens] = lines[1];
   const double count = number(count_tokens[0], {file_name, count_line, "layers"});
-  if (count_tokens.size() != 1 || count < 1 || count != std::floor(count)) {
+  // The bound also keeps the conversion below defined (2E31 does not fit a size_t).
+  if (count_tokens.size() != 1 || count < 1 || count > 1e6 || count != std::floor(count)) {
     throw Error({file_name, count_line, "layers"},
-                "expected the number of layers, an integer >= 1, alone on the line");
+                "expected the number of layers, an integer in [1, 1e6], alone on the line");
   }
   const size_t num_layers = static_cast<size_t>(count);
   if (lines.size() - 2 != num_layers) {
@@ -172,11 +174,7 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
 
 workload::Workload read_astrasim_workload(const std::string& path, const AstraSimOptions& options,
                                           std::vector<std::string>* warnings) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, 0, ""}, "cannot open ASTRA-sim workload");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_astrasim_workload(text.str(), path, options, warnings);
+  return parse_astrasim_workload(read_text_file(path, "ASTRA-sim workload"), path, options, warnings);
 }
 
 }  // namespace stepcast::profile

@@ -50,6 +50,9 @@ std::optional<int64_t> int_attr(const pb::AttributeProto& a) {
     case pb::AttributeProto::kSint32Val:
       return a.sint32_val();
     case pb::AttributeProto::kDoubleVal:
+      // Only a double that holds an integer int64 can take is one (the cast is undefined beyond).
+      if (!(std::fabs(a.double_val()) < 0x1.0p62 && a.double_val() == std::floor(a.double_val())))
+        return std::nullopt;
       return static_cast<int64_t>(a.double_val());
     default:
       return std::nullopt;
@@ -180,7 +183,7 @@ workload::Workload read_chakra_trace(const std::string& path, std::vector<std::s
       for (const auto& a : meta.attr()) {
         if (a.name() == "stepcast.workload" && !a.string_val().empty()) w.name = a.string_val();
         if (a.name() == "stepcast.batch_per_worker") {
-          if (auto v = int_attr(a); v && *v >= 1) w.batch_per_worker = static_cast<int>(*v);
+          if (auto v = int_attr(a); v && *v >= 1 && *v <= 1'000'000) w.batch_per_worker = static_cast<int>(*v);
         }
       }
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -163,11 +164,7 @@ workload::Workload parse_layer_table(std::string_view text, const std::string& f
 }
 
 workload::Workload read_layer_table(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error({path, 0, ""}, "cannot open layer table");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_layer_table(text.str(), path);
+  return parse_layer_table(read_text_file(path, "layer table"), path);
 }
 
 }  // namespace stepcast::profile

@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <filesystem>
 #include <map>
@@ -158,7 +159,13 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     const std::string ph = text("ph");
     int64_t pid = 0;
     if (auto p = member(e, "pid")) {
-      if (auto n = number_of(*p)) pid = static_cast<int64_t>(*n);
+      if (auto n = number_of(*p)) {
+        // A process id is an integer; 1E25 would not convert (and two such would collapse).
+        if (!(std::fabs(*n) <= 0x1.0p53 && *n == std::floor(*n))) {
+          throw Error({path, 0, key}, fmt::format("event {}: pid {} is not an integer process id", i, *n));
+        }
+        pid = static_cast<int64_t>(*n);
+      }
     }
     if (ph == "M") {
       if (text("name") == "process_name") {

@@ -355,14 +355,15 @@ std::vector<KeyDef> make_table() {
   t.push_back(number_key(
       "workload.backward_ratio", "2", 0, true, "backward time / forward time of each layer",
       [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
-  t.push_back({{"workload.compute_cv", "number >= 0 or auto", "0",
+  t.push_back({{"workload.compute_cv", "number in [0, 10] or auto", "0",
                 "stragglers: coefficient of variation of a worker's compute time per step (seeded, per "
                 "worker and step; 0.05 = 5%); auto: the step-to-step variation of workload.profile"},
                true,
                [](const RawValue& v, Draft& d) {
                  d.scenario.options.compute_cv_auto = v.text == "auto";
                  d.scenario.options.compute_cv =
-                     v.text == "auto" ? 0.0 : parse_number(v, 0, true, "a number >= 0 or 'auto'");
+                     v.text == "auto" ? 0.0 : parse_number(v, 0, true, "a number in [0, 10] or 'auto'");
+                 if (d.scenario.options.compute_cv > limits::kMaxCv) fail(v, "a number in [0, 10] or 'auto'");
                  if (d.scenario.options.compute_cv_auto) d.compute_cv_auto = v;
                },
                [](const Scenario& s) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "key_table.hpp"
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/detail/profile/astrasim_workload.hpp"
 #include "stepcast/detail/profile/chakra_trace.hpp"
@@ -241,13 +242,14 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
   std::filesystem::path path(value.text);
   if (path.is_relative()) path = std::filesystem::path(value.where.file).parent_path() / path;
   const std::string file = path.string();
-  std::ifstream in(path);
-  if (!in) throw Error(value.where, fmt::format("cannot read the topology file '{}'", file));
-  std::stringstream text;
-  text << in.rdbuf();
+  {
+    std::ifstream probe(path);
+    if (!probe) throw Error(value.where, fmt::format("cannot read the topology file '{}'", file));
+  }
+  const std::string text = read_text_file(file, "custom topology");
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error({file, e.mark.line + 1, ""}, "invalid YAML: " + e.msg);
   }
@@ -320,7 +322,13 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
     }
     if (a_node && b_node) throw Error(where, "a node links to a switch, not to another node");
     if (a_node || b_node) {
-      const int n = std::stoi((a_node ? link.a : link.b).substr(4));
+      const std::string& node = a_node ? link.a : link.b;
+      const std::string digits = node.substr(4);
+      if (digits.size() > 5 || std::stoi(digits) >= scheme::kMaxWorkers) {
+        throw Error(where, fmt::format("'{}': nodes are numbered below {}, the most workers stepcast takes", node,
+                                       scheme::kMaxWorkers));
+      }
+      const int n = std::stoi(digits);
       if (node_line.count(n)) {
         throw Error(where, fmt::format("node{} already has its link (line {})", n, node_line[n]));
       }
@@ -421,18 +429,7 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides, Needs needs,
                        const std::vector<int>& worker_sweep) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error({path, 0, ""}, "cannot read scenario file: it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error({path, 0, ""}, fmt::format("cannot read scenario file: {}", std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error({path, 0, ""}, "cannot read scenario file: read error");
-  Scenario s = parse_scenario(text.str(), path, overrides, needs, worker_sweep);
+  Scenario s = parse_scenario(read_text_file(path, "scenario file"), path, overrides, needs, worker_sweep);
   s.file = path;
   return s;
 }

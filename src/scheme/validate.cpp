@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 
 namespace stepcast::scheme {
@@ -31,13 +32,25 @@ void expect_int(std::string_view key, int value, int min, int max) {
 
 // NaN fails every comparison, so each check asks for what is valid rather than rejecting what
 // is not.
-void expect_positive(std::string_view key, double value, std::string_view what) {
-  if (!(std::isfinite(value) && value > 0))
-    fail(key, fmt::format("expected a finite {} > 0, got {}", what, value));
+void expect_non_negative(std::string_view key, double value, std::string_view what, double max) {
+  if (!(std::isfinite(value) && value >= 0 && value <= max))
+    fail(key, fmt::format("expected a finite {} >= 0 and <= {:g}, got {}", what, max, value));
 }
-void expect_non_negative(std::string_view key, double value, std::string_view what) {
-  if (!(std::isfinite(value) && value >= 0)) {
-    fail(key, fmt::format("expected a finite {} >= 0, got {}", what, value));
+bool plausible_bandwidth(double value) {
+  return std::isfinite(value) && value >= limits::kMinBandwidth && value <= limits::kMaxBandwidth;
+}
+std::string bandwidth_range() {
+  return fmt::format("in [{:g}, {:g}] bytes/s", limits::kMinBandwidth, limits::kMaxBandwidth);
+}
+void expect_bandwidth(std::string_view key, double value) {
+  if (!plausible_bandwidth(value))
+    fail(key, fmt::format("expected a finite bandwidth > 0 {}, got {}", bandwidth_range(), value));
+}
+/// 0 stands for `zero_means`.
+void expect_optional_bandwidth(std::string_view key, double value, std::string_view zero_means) {
+  if (value != 0 && !plausible_bandwidth(value)) {
+    fail(key, fmt::format("expected a finite bandwidth >= 0 (0: {}), else {}, got {}", zero_means,
+                          bandwidth_range(), value));
   }
 }
 
@@ -155,13 +168,13 @@ void check_custom(const cluster::CustomTopologySpec& custom) {
     }
     if (a_node >= 0 && b_node >= 0)
       fail(kKey, fmt::format("link {} - {}: a node links to a switch", link.a, link.b));
-    if (!(std::isfinite(link.bw) && link.bw > 0)) {
-      fail(kKey,
-           fmt::format("link {} - {}: expected a finite bandwidth > 0, got {}", link.a, link.b, link.bw));
+    if (!plausible_bandwidth(link.bw)) {
+      fail(kKey, fmt::format("link {} - {}: expected a finite bandwidth > 0 {}, got {}", link.a, link.b,
+                             bandwidth_range(), link.bw));
     }
-    if (!(std::isfinite(link.latency) && link.latency >= 0)) {
-      fail(kKey,
-           fmt::format("link {} - {}: expected a finite latency >= 0, got {}", link.a, link.b, link.latency));
+    if (!(std::isfinite(link.latency) && link.latency >= 0 && link.latency <= limits::kMaxLatency)) {
+      fail(kKey, fmt::format("link {} - {}: expected a finite latency >= 0 and <= {:g} s, got {}", link.a, link.b,
+                             limits::kMaxLatency, link.latency));
     }
     if (a_node >= 0 || b_node >= 0) {
       const int n = std::max(a_node, b_node);
@@ -202,16 +215,15 @@ void check_cluster_values(const ClusterSpec& c) {
   expect_int("cluster.workers", c.workers, 1, kMaxWorkers);
   expect_int("cluster.workers_per_node", c.workers_per_node, 1, kMaxWorkers);
   expect_known("cluster.topology", c.topology);
-  expect_positive("cluster.nic_bandwidth", c.nic_bw, "bandwidth (bytes/s)");
-  expect_non_negative("cluster.link_latency", c.latency, "duration (s)");
-  expect_positive("cluster.intra_node.bandwidth", c.intra_node_bw, "bandwidth (bytes/s)");
-  expect_non_negative("cluster.intra_node.latency", c.intra_node_latency, "duration (s)");
+  expect_bandwidth("cluster.nic_bandwidth", c.nic_bw);
+  expect_non_negative("cluster.link_latency", c.latency, "duration (s)", limits::kMaxLatency);
+  expect_bandwidth("cluster.intra_node.bandwidth", c.intra_node_bw);
+  expect_non_negative("cluster.intra_node.latency", c.intra_node_latency, "duration (s)", limits::kMaxLatency);
   expect_known("cluster.intra_node.link", c.intra_node_link);
   expect_int("cluster.intra_node.gpus_per_pcie_switch", c.gpus_per_pcie_switch, 1, kMaxWorkers);
   expect_int("cluster.nics_per_node", c.nics_per_node, 1, kMaxWorkers);
   // 0 means "same as nic_bw".
-  expect_non_negative("cluster.ps_nic_bandwidth", c.ps_nic_bw,
-                      "bandwidth (bytes/s; 0 = cluster.nic_bandwidth)");
+  expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
   // Only the chosen topology's parameters shape the network; the others may hold anything.
   switch (c.topology) {
     case Topology::Switch:
@@ -256,17 +268,17 @@ void check_cluster_values(const ClusterSpec& c) {
   for (size_t i = 0; i < c.collective_regimes.size(); ++i) {
     const cluster::CollectiveRegime& r = c.collective_regimes[i];
     const std::string label = fmt::format("regime {}: ", i + 1);
-    if (!(std::isfinite(r.from_bytes) && r.from_bytes >= 0)) {
-      fail("cluster.collective_regimes",
-           fmt::format("{}expected a finite size >= 0, got {}", label, r.from_bytes));
+    if (!(std::isfinite(r.from_bytes) && r.from_bytes >= 0 && r.from_bytes <= limits::kMaxBytes)) {
+      fail("cluster.collective_regimes", fmt::format("{}expected a finite size >= 0 and <= {:g} bytes, got {}",
+                                                     label, limits::kMaxBytes, r.from_bytes));
     }
-    if (!(std::isfinite(r.step_latency) && r.step_latency >= 0)) {
-      fail("cluster.collective_regimes",
-           fmt::format("{}expected a finite step latency >= 0, got {}", label, r.step_latency));
+    if (!(std::isfinite(r.step_latency) && r.step_latency >= 0 && r.step_latency <= limits::kMaxLatency)) {
+      fail("cluster.collective_regimes", fmt::format("{}expected a finite step latency >= 0 and <= {:g} s, got {}",
+                                                     label, limits::kMaxLatency, r.step_latency));
     }
-    if (!(std::isfinite(r.bw) && r.bw > 0)) {
+    if (!plausible_bandwidth(r.bw)) {
       fail("cluster.collective_regimes",
-           fmt::format("{}expected a finite bandwidth > 0, got {}", label, r.bw));
+           fmt::format("{}expected a finite bandwidth > 0 {}, got {}", label, bandwidth_range(), r.bw));
     }
     // regime_for() picks the last regime at or below a size, so the order must be strict.
     if (i > 0 && !(r.from_bytes > c.collective_regimes[i - 1].from_bytes)) {
@@ -284,13 +296,13 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_known("training.ps.partition", s.ps.partition);
   expect_known("training.ps.placement", s.ps.placement);
   expect_known("training.ps.order", s.ps.order);
-  expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)");
-  expect_non_negative("training.ps.apply_bandwidth", s.ps.apply_bw, "bandwidth (bytes/s; 0 = free)");
+  expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
+  expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
   // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
-  if (!std::isfinite(s.allreduce.bucket_bytes)) {
+  if (!(std::isfinite(s.allreduce.bucket_bytes) && s.allreduce.bucket_bytes <= limits::kMaxBytes)) {
     fail("training.allreduce.bucket_size",
-         fmt::format("expected a finite size, got {}", s.allreduce.bucket_bytes));
+         fmt::format("expected a finite size <= {:g} bytes, got {}", limits::kMaxBytes, s.allreduce.bucket_bytes));
   }
 }
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "stepcast/units.hpp"
+
 namespace stepcast::workload {
 
 double bytes_per_element(Precision precision) {
@@ -122,16 +124,18 @@ std::string validate(const Workload& workload) {
   if (workload.batch_per_worker < 1) return "batch_per_worker must be >= 1";
   for (int i = 0; i < num_ops; ++i) {
     const Op& op = workload.ops[i];
-    if (!std::isfinite(op.duration) || op.duration < 0) {
-      return "op '" + op.name + "' has a negative or non-finite duration";
+    if (!(std::isfinite(op.duration) && op.duration >= 0 && op.duration <= limits::kMaxDuration)) {
+      return "op '" + op.name + "' has a negative or non-finite duration, or one above 1e6 s: " +
+             std::to_string(op.duration);
     }
     if (op.samples.size() != workload.ops.front().samples.size()) {
       return "op '" + op.name + "' has " + std::to_string(op.samples.size()) + " per-step samples, op '" +
              workload.ops.front().name + "' has " + std::to_string(workload.ops.front().samples.size());
     }
     for (double sample : op.samples) {
-      if (!std::isfinite(sample) || sample < 0) {
-        return "op '" + op.name + "' has a negative or non-finite per-step sample";
+      if (!(std::isfinite(sample) && sample >= 0 && sample <= limits::kMaxDuration)) {
+        return "op '" + op.name + "' has a negative or non-finite per-step sample, or one above 1e6 s: " +
+               std::to_string(sample);
       }
     }
     if (op.lane < 0 || op.lane >= static_cast<int>(workload.lanes.size())) {
@@ -143,7 +147,10 @@ std::string validate(const Workload& workload) {
     }
   }
   for (const Tensor& t : workload.tensors) {
-    if (!std::isfinite(t.bytes) || t.bytes < 0) return "tensor '" + t.name + "' has bad size";
+    if (!(std::isfinite(t.bytes) && t.bytes >= 0 && t.bytes <= limits::kMaxBytes)) {
+      return "tensor '" + t.name + "' has bad size (negative, non-finite or above 1e15 bytes): " +
+             std::to_string(t.bytes);
+    }
     if (t.producer < -1 || t.producer >= num_ops) return "tensor '" + t.name + "' bad producer";
     for (int c : t.consumers) {
       if (c < 0 || c >= num_ops) return "tensor '" + t.name + "' has an unknown consumer";

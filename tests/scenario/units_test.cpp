@@ -90,6 +90,29 @@ TEST(Units, BadUnitErrorNamesWhere) {
   EXPECT_THROW((void)parse_bytes("25Mb", kWhere), Error);  // bits are not a size unit
 }
 
+TEST(Units, ValuesAreHeldToPhysicalRangesAfterTheirUnit) {
+  // Finite as written, infinite or absurd once the unit is applied: refused at the edge.
+  EXPECT_THROW((void)parse_bandwidth("1e308Gbps", kWhere), Error);
+  EXPECT_THROW((void)parse_bandwidth("9Pbps", kWhere), Error);       // unknown unit
+  EXPECT_THROW((void)parse_bandwidth("1001TB/s", kWhere), Error);    // above 1e15 B/s
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1000TB/s", kWhere), 1e15);       // the limit itself
+  EXPECT_THROW((void)parse_bandwidth("1e-300Gbps", kWhere), Error);  // below 1 B/s
+  EXPECT_DOUBLE_EQ(parse_bandwidth("8bps", kWhere), 1.0);
+  EXPECT_THROW((void)parse_duration("1e308s", kWhere), Error);
+  EXPECT_THROW((void)parse_duration("300h", kWhere), Error);  // 1.08e6 s
+  EXPECT_DOUBLE_EQ(parse_duration("1e6s", kWhere), 1e6);
+  EXPECT_THROW((void)parse_bytes("1e300", kWhere), Error);
+  EXPECT_THROW((void)parse_bytes("2000TB", kWhere), Error);
+  EXPECT_DOUBLE_EQ(parse_bytes("1000TB", kWhere), 1e15);
+  try {
+    (void)parse_duration("1e308s", {"s.yaml", 4, "cluster.link_latency"});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 4);
+    EXPECT_NE(std::string(e.what()).find("1e308s"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Units, FormatUsesTheRightUnit) {
   // Bandwidth prints in bits, as network engineers write it.
   EXPECT_NE(format_bandwidth(1.25e9).find("Gbps"), std::string::npos) << format_bandwidth(1.25e9);

@@ -1,0 +1,20 @@
+// Reading a whole text input (scenario, custom topology, layer table, ASTRA-sim workload,
+// nccl-tests log) with a size limit: such files are kilobytes, and without a limit a device
+// such as /dev/zero given by mistake is read until memory runs out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace stepcast {
+
+/// Text inputs above this are not what they claim to be.
+inline constexpr uint64_t kMaxTextInputBytes = uint64_t{64} << 20;
+
+/// The file's bytes. Throws Error({path, 0, ""}) naming `what` when it cannot be opened or read
+/// or holds more than `max_bytes` (a directory cannot be opened).
+[[nodiscard]] std::string read_text_file(const std::string& path, std::string_view what,
+                                         uint64_t max_bytes = kMaxTextInputBytes);
+
+}  // namespace stepcast

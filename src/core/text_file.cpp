@@ -1,0 +1,36 @@
+#include "stepcast/detail/text_file.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast {
+
+std::string read_text_file(const std::string& path, std::string_view what, uint64_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error({path, 0, ""}, fmt::format("cannot read {}: it is a directory", what));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error({path, 0, ""}, fmt::format("cannot read {}: {}", what, std::strerror(errno)));
+  std::string text;
+  char chunk[1 << 16];
+  // Chunks, not the file's size: pipes and devices have none.
+  while (in) {
+    in.read(chunk, sizeof chunk);
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      throw Error({path, 0, ""}, fmt::format("cannot read {}: more than {} MiB, which no {} is", what,
+                                             max_bytes >> 20, what));
+    }
+  }
+  if (in.bad()) throw Error({path, 0, ""}, fmt::format("cannot read {}: read error", what));
+  return text;
+}
+
+}  // namespace stepcast
