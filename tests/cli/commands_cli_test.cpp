@@ -123,6 +123,15 @@ TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {
   EXPECT_NE(r.out.find("138357544"), std::string::npos) << r.out;
 }
 
+TEST_F(CommandsCli, ZooShowPrintsPerTokenFlopsOfADecoder) {
+  RunResult r = run({"zoo", "show", "llama2-7b"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("6738415616"), std::string::npos) << r.out;
+  // Active parameters: all but the 32000 x 4096 embedding lookup.
+  EXPECT_NE(r.out.find("6607343616 active parameters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a sample is 4096 tokens"), std::string::npos) << r.out;
+}
+
 TEST_F(CommandsCli, ZooShowUnknownModelIsBadInput) {
   RunResult r = run({"zoo", "show", "nope"});
   EXPECT_EQ(r.code, 2) << r.describe();
