@@ -227,8 +227,17 @@ int run_zoo_show(const std::string& name) {
     throw Error({"", 0, "zoo show"}, fmt::format("unknown model '{}' (known: {})", name, known));
   }
   fmt::print("{}: {}\n", m->name, m->description);
-  fmt::print("parameters {} ({} fp32), {} tensors, forward {:.3f} GFLOP per sample\n\n", m->num_parameters(),
+  fmt::print("parameters {} ({} fp32), {} tensors, forward {:.3f} GFLOP per sample\n", m->num_parameters(),
              stepcast::format_bytes(4.0 * m->num_parameters()), m->num_tensors(), m->forward_flops() / 1e9);
+  if (m->transformer) {
+    // MFU is quoted per token, with and without the attention scores; a sample is a sequence.
+    fmt::print(
+        "per token (a sample is {} tokens): training {:.3f} GFLOP with attention, 6N {:.3f} GFLOP "
+        "({} active parameters)\n",
+        m->transformer->seq_len, stepcast::zoo::training_flops_per_token(*m) / 1e9,
+        stepcast::zoo::flops_per_token_6n(*m) / 1e9, stepcast::zoo::active_parameters(*m));
+  }
+  fmt::print("\n");
   fmt::print("{:<40} {:>12} {:>8} {:>14}\n", "layer", "parameters", "tensors", "fwd MFLOP/sample");
   for (const auto& layer : m->layers) {
     int64_t params = 0;

@@ -29,6 +29,80 @@ size_t ModelSpec::num_tensors() const {
   return total;
 }
 
+namespace {
+
+// GPT-2 as released by OpenAI (Hugging Face GPT2LMHeadModel): LayerNorm, biases everywhere, a
+// learned table of 1024 positions, a 4 x hidden GELU MLP, the LM head tied to wte.
+TransformerShape gpt2_shape(int64_t layers, int64_t hidden, int64_t heads) {
+  return {.layers = layers,
+          .hidden = hidden,
+          .ffn_hidden = 4 * hidden,
+          .heads = heads,
+          .kv_heads = heads,
+          .vocab = 50257,
+          .swiglu = false,
+          .tied_embeddings = true,
+          .seq_len = 1024,
+          .norm = TransformerNorm::LayerNorm,
+          .linear_biases = true,
+          .positions = PositionEncoding::Learned,
+          .max_positions = 1024,
+          .layout = TransformerLayout::Gpt2};
+}
+
+// The Llama family's choices are TransformerShape's defaults (RMSNorm, rotary, SwiGLU, no
+// biases, untied head); the shapes are the models' config.json.
+TransformerShape llama_shape(int64_t layers, int64_t hidden, int64_t ffn_hidden, int64_t heads,
+                             int64_t kv_heads, int64_t vocab, int64_t seq_len) {
+  return {.layers = layers,
+          .hidden = hidden,
+          .ffn_hidden = ffn_hidden,
+          .heads = heads,
+          .kv_heads = kv_heads,
+          .vocab = vocab,
+          .seq_len = seq_len};
+}
+
+void add_decoders(std::vector<ModelSpec>& m) {
+  m.push_back(make_transformer("gpt2",
+                               "GPT-2 small as Hugging Face GPT2LMHeadModel (12 layers, hidden 768, "
+                               "tied LM head), sequence length 1024",
+                               gpt2_shape(12, 768, 12)));
+  m.push_back(make_transformer("gpt2-xl",
+                               "GPT-2 XL as Hugging Face GPT2LMHeadModel (48 layers, hidden 1600, "
+                               "tied LM head), sequence length 1024",
+                               gpt2_shape(48, 1600, 25)));
+  m.push_back(make_transformer("llama2-7b",
+                               "Llama 2 7B as Hugging Face LlamaForCausalLM (32 layers, hidden 4096, "
+                               "SwiGLU 11008), sequence length 4096",
+                               llama_shape(32, 4096, 11008, 32, 32, 32000, 4096)));
+  m.push_back(make_transformer("llama2-13b",
+                               "Llama 2 13B as Hugging Face LlamaForCausalLM (40 layers, hidden 5120, "
+                               "SwiGLU 13824), sequence length 4096",
+                               llama_shape(40, 5120, 13824, 40, 40, 32000, 4096)));
+  m.push_back(make_transformer("llama2-70b",
+                               "Llama 2 70B as Hugging Face LlamaForCausalLM (80 layers, hidden 8192, "
+                               "GQA 64/8 heads), sequence length 4096",
+                               llama_shape(80, 8192, 28672, 64, 8, 32000, 4096)));
+  m.push_back(make_transformer("llama3-8b",
+                               "Llama 3 8B as Hugging Face LlamaForCausalLM (32 layers, hidden 4096, "
+                               "GQA 32/8 heads, vocab 128256), sequence length 8192",
+                               llama_shape(32, 4096, 14336, 32, 8, 128256, 8192)));
+  m.push_back(make_transformer("llama3-70b",
+                               "Llama 3 70B as Hugging Face LlamaForCausalLM (80 layers, hidden 8192, "
+                               "GQA 64/8 heads, vocab 128256), sequence length 8192",
+                               llama_shape(80, 8192, 28672, 64, 8, 128256, 8192)));
+  TransformerShape mixtral = llama_shape(32, 4096, 14336, 32, 8, 32000, 4096);
+  mixtral.experts = 8;
+  mixtral.top_k = 2;
+  m.push_back(make_transformer("mixtral-8x7b",
+                               "Mixtral 8x7B as Hugging Face MixtralForCausalLM (32 layers, hidden "
+                               "4096, top-2 of 8 experts, balanced routing), sequence length 4096",
+                               mixtral));
+}
+
+}  // namespace
+
 const std::vector<ModelSpec>& all_models() {
   // Built once on first use (thread-safe static init); the architectures are code, not data.
   static const std::vector<ModelSpec> models = [] {
@@ -48,6 +122,7 @@ const std::vector<ModelSpec>& all_models() {
         "BERT-large uncased as Hugging Face BertModel (embeddings, 24 "
         "layers, hidden 1024, pooler), sequence length 128",
         detail::BertConfig{.hidden = 1024, .intermediate = 4096, .num_layers = 24, .num_heads = 16}));
+    add_decoders(m);
     return m;
   }();
   return models;

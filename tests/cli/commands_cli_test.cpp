@@ -100,25 +100,36 @@ TEST_F(CommandsCli, CollectiveTableOutput) {
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
 }
 
-TEST_F(CommandsCli, ZooListHasTheEightModels) {
+TEST_F(CommandsCli, ZooListHasTheSixteenModels) {
   RunResult r = run({"zoo", "list"});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
-  ASSERT_EQ(lines.size(), 9u) << r.out;  // header + 8 models
-  for (const char* model :
-       {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3", "bert-base", "bert-large"}) {
+  ASSERT_EQ(lines.size(), 17u) << r.out;  // header + 16 models
+  for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
+                            "bert-base", "bert-large", "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b",
+                            "llama2-70b", "llama3-8b", "llama3-70b", "mixtral-8x7b"}) {
     bool found = false;
     for (size_t i = 1; i < lines.size(); ++i)
       found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
     EXPECT_TRUE(found) << model;
   }
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)resnet50\s+25557032\s)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)mixtral-8x7b\s+46702792704\s)"))) << r.out;
 }
 
 TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {
   RunResult r = run({"zoo", "show", "vgg16"});
   ASSERT_EQ(r.code, 0) << r.describe();
   EXPECT_NE(r.out.find("138357544"), std::string::npos) << r.out;
+}
+
+TEST_F(CommandsCli, ZooShowPrintsPerTokenFlopsOfADecoder) {
+  RunResult r = run({"zoo", "show", "llama2-7b"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("6738415616"), std::string::npos) << r.out;
+  // Active parameters: all but the 32000 x 4096 embedding lookup.
+  EXPECT_NE(r.out.find("6607343616 active parameters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a sample is 4096 tokens"), std::string::npos) << r.out;
 }
 
 TEST_F(CommandsCli, ZooShowUnknownModelIsBadInput) {

@@ -1,14 +1,19 @@
 // The built-in model zoo: architectures defined in code as layer shapes, from which parameter
 // counts and forward FLOPs follow. Parameter counts equal the canonical implementations
-// exactly (torchvision for CNNs, Hugging Face BertModel for BERT). Turns a model plus one
+// exactly (torchvision for CNNs, Hugging Face BertModel for BERT, GPT2LMHeadModel,
+// LlamaForCausalLM and MixtralForCausalLM for the decoders). Turns a model plus one
 // measured number (single-worker step time) into a Workload by splitting the time across
 // layers in proportion to their FLOPs.
 //
 //   const zoo::ModelSpec& m = zoo::get_model("resnet50");   // m.num_parameters() == 25557032
 //   workload::Workload w = zoo::to_workload(m, {.batch_per_worker = 64, .step_time = 0.292});
+//
+// Decoder-only transformers can also be built from their shape (make_transformer); their
+// "sample" is one sequence of seq_len tokens.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,15 +38,99 @@ struct Layer {
   bool operator==(const Layer&) const = default;
 };
 
+/// Normalization of a decoder block: LayerNorm with scale and bias (GPT-2) or RMSNorm, a scale
+/// only (Llama, Mixtral).
+enum class TransformerNorm : uint8_t { LayerNorm, RMSNorm };
+
+/// Where a decoder gets token positions from: a learned table of `max_positions` rows added to
+/// the token embeddings (GPT-2's wpe), or rotary embeddings applied to Q and K, which have no
+/// parameters (Llama, Mixtral).
+enum class PositionEncoding : uint8_t { Learned, Rotary };
+
+/// Which Hugging Face module layout names the tensors. It changes names and, for GPT-2, the
+/// number of tensors: GPT2LMHeadModel fuses Q, K and V into one c_attn tensor per block, which
+/// matters to gradient bucketing. Llama is LlamaForCausalLM, and MixtralForCausalLM's
+/// block_sparse_moe when experts > 1. GPT-2's layout has a GELU MLP and no experts.
+enum class TransformerLayout : uint8_t { Llama, Gpt2 };
+
+/// The shape of any decoder-only transformer. The defaults are the Llama family's choices
+/// (RMSNorm, rotary positions, SwiGLU, no biases, untied head); the sizes have no default and
+/// must be set. make_transformer checks them.
+struct TransformerShape {
+  int64_t layers = 0;      ///< decoder blocks
+  int64_t hidden = 0;      ///< model width; heads x head_dim
+  int64_t ffn_hidden = 0;  ///< MLP inner width (of each expert for MoE)
+  int64_t heads = 0;       ///< query heads; must divide hidden
+  int64_t kv_heads = 0;    ///< key/value heads (grouped-query attention when < heads); divides heads
+  int64_t vocab = 0;
+  bool swiglu = true;            ///< gate, up and down matrices (else up and down with GELU)
+  bool tied_embeddings = false;  ///< the LM head reuses the token embedding (no parameters of its own)
+  int64_t experts = 1;           ///< 1 = dense MLP; > 1 = mixture of experts with a router
+  int64_t top_k = 1;             ///< experts each token is routed to
+  int64_t seq_len = 0;           ///< tokens per sample (one sequence), for the FLOPs
+  TransformerNorm norm = TransformerNorm::RMSNorm;
+  bool linear_biases = false;  ///< attention and MLP linears have biases (GPT-2); the head never does
+  PositionEncoding positions = PositionEncoding::Rotary;
+  int64_t max_positions = 0;  ///< rows of the learned position table (Learned only); >= seq_len
+  TransformerLayout layout = TransformerLayout::Llama;
+
+  [[nodiscard]] int64_t head_dim() const { return heads > 0 ? hidden / heads : 0; }
+  bool operator==(const TransformerShape&) const = default;
+};
+
 struct ModelSpec {
   std::string name;           ///< zoo key, e.g. "resnet50"
   std::string description;    ///< one line: source of the architecture, input shape
   std::vector<Layer> layers;  ///< forward order
+  /// Set for decoder-only transformers (make_transformer), so that what follows from the shape
+  /// (tokens per sample, active parameters of a mixture of experts) stays known.
+  std::optional<TransformerShape> transformer = std::nullopt;
 
   [[nodiscard]] int64_t num_parameters() const;
   [[nodiscard]] double forward_flops() const;  ///< per sample
   [[nodiscard]] size_t num_tensors() const;
+  bool operator==(const ModelSpec&) const = default;
 };
+
+/// A decoder-only transformer of the given shape, named like Hugging Face's implementation of
+/// its layout: a Layer "embeddings" (token, and learned position, embeddings), per block a Layer
+/// "<block>.attention" (input norm, Q/K/V/output projections, scores and context) and a Layer
+/// "<block>.mlp" or "<block>.moe" (post-attention norm, MLP or router + experts), then "head"
+/// (final norm and LM head). Autograd finishes each block's gradients in those two pieces.
+///
+/// Forward FLOPs per sample (one sequence of seq_len tokens) use the Megatron-LM accounting
+/// (Narayanan et al. 2021): 2 x in x out per token for every linear (K and V shrink to kv_heads
+/// x head_dim under GQA; for MoE the router and only top_k experts), 2 x 2 x seq^2 x hidden per
+/// block for the attention scores and context (not reduced by GQA or the causal mask), and
+/// 2 x hidden x vocab per token for the logits. Norms, softmax, activations, bias additions and
+/// embedding lookups are left out, as Megatron does (under 1% of the total for these models).
+///
+/// Throws Error for a shape that cannot be built, with key "workload.transformer.<field>"
+/// (e.g. "workload.transformer.kv_heads" when kv_heads does not divide heads), or
+/// "workload.seq_len" for the sequence length.
+[[nodiscard]] ModelSpec make_transformer(std::string name, std::string description,
+                                         const TransformerShape& shape);
+
+/// Parameters one token's forward pass multiplies with: every parameter except those only
+/// looked up (the untied token embedding, a learned position table), and of each MoE layer's
+/// experts only top_k (balanced routing). A tied embedding counts once: the logits use it.
+/// Throws Error (key "workload.model") for a model that is not a transformer decoder.
+[[nodiscard]] int64_t active_parameters(const ModelSpec& model);
+
+/// The "6N" training FLOPs per token that MFU is often quoted with: 6 x active_parameters().
+/// Embedding lookups are excluded because a lookup does no arithmetic, while the LM head counts
+/// (tied or not) because the logits are a real hidden x vocab product. This is nanoGPT's N in
+/// its estimate_mfu (all parameters less the position table, the tied wte counted once) and
+/// Kaplan et al.'s non-embedding N plus the head. Norm scales and biases count (under 0.1% of
+/// N for GPT-2). The attention scores and context are not in it; see training_flops_per_token.
+/// Throws Error (key "workload.model") for a model that is not a transformer decoder.
+[[nodiscard]] double flops_per_token_6n(const ModelSpec& model);
+
+/// Training FLOPs per token with attention: 3 x forward FLOPs per token (a backward costs twice
+/// its forward), the Megatron-LM formula; for a GPT-style block with a 4 x hidden MLP it equals
+/// 72 B s l h^2 (1 + s / 6h + V / 12lh) / (B s). Recomputation (activation checkpointing) is not
+/// included. Throws Error (key "workload.model") for a model that is not a transformer decoder.
+[[nodiscard]] double training_flops_per_token(const ModelSpec& model);
 
 /// All models, in a stable order.
 [[nodiscard]] const std::vector<ModelSpec>& all_models();

@@ -1,0 +1,198 @@
+// Decoder-only transformers (GPT-2, Llama, Mixtral and any decoder by shape): builds the layers
+// and Hugging Face-named tensors from a TransformerShape, checks the shape, and derives the
+// per-token FLOPs that MFU is quoted with. One file because the parameter layout, the FLOPs and
+// the active-parameter count of a mixture of experts all follow from the same shape.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "layer_builders.hpp"
+#include "stepcast/error.hpp"
+
+namespace stepcast::zoo {
+
+namespace {
+
+void add_param(Layer& layer, std::string name, int64_t elements) {
+  layer.params.push_back(ParamTensor{.name = std::move(name), .elements = elements});
+}
+
+// A linear layer under the Megatron accounting: 2 x in x out FLOPs per token; the bias is a
+// parameter but its addition is not counted (elementwise work is left out throughout).
+void linear(Layer& layer, const std::string& prefix, int64_t in, int64_t out, double tokens, bool bias) {
+  add_param(layer, prefix + ".weight", in * out);
+  if (bias) add_param(layer, prefix + ".bias", out);
+  layer.forward_flops += 2.0 * static_cast<double>(in) * static_cast<double>(out) * tokens;
+}
+
+void norm(Layer& layer, const std::string& prefix, const TransformerShape& shape) {
+  add_param(layer, prefix + ".weight", shape.hidden);
+  if (shape.norm == TransformerNorm::LayerNorm) add_param(layer, prefix + ".bias", shape.hidden);
+}
+
+[[noreturn]] void bad_shape(const std::string& field, const std::string& message) {
+  throw Error({"", 0, "workload.transformer." + field}, message);
+}
+
+void require_positive(int64_t value, const std::string& field) {
+  if (value < 1) bad_shape(field, fmt::format("expected an integer >= 1, got {}", value));
+}
+
+void validate(const TransformerShape& s) {
+  require_positive(s.layers, "layers");
+  require_positive(s.hidden, "hidden");
+  require_positive(s.ffn_hidden, "ffn_hidden");
+  require_positive(s.heads, "heads");
+  require_positive(s.kv_heads, "kv_heads");
+  require_positive(s.vocab, "vocab");
+  require_positive(s.experts, "experts");
+  require_positive(s.top_k, "top_k");
+  if (s.hidden % s.heads != 0) {
+    bad_shape("heads", fmt::format("expected a divisor of hidden ({}), got {}", s.hidden, s.heads));
+  }
+  if (s.heads % s.kv_heads != 0) {
+    // Grouped-query attention shares each K/V head among heads / kv_heads query heads.
+    bad_shape("kv_heads", fmt::format("expected a divisor of heads ({}), got {}", s.heads, s.kv_heads));
+  }
+  if (s.top_k > s.experts) {
+    bad_shape("top_k", fmt::format("expected at most experts ({}), got {}", s.experts, s.top_k));
+  }
+  if (s.seq_len < 1) {
+    throw Error({"", 0, "workload.seq_len"}, fmt::format("expected an integer >= 1, got {}", s.seq_len));
+  }
+  if (s.positions == PositionEncoding::Learned) {
+    require_positive(s.max_positions, "max_positions");
+    if (s.seq_len > s.max_positions) {
+      throw Error(
+          {"", 0, "workload.seq_len"},
+          fmt::format("expected at most the {} learned positions, got {}", s.max_positions, s.seq_len));
+    }
+  }
+  if (s.layout == TransformerLayout::Gpt2) {
+    // GPT2LMHeadModel has no names for a gated MLP or experts; a shape that needs them uses
+    // the Llama layout.
+    if (s.swiglu) bad_shape("swiglu", "the GPT-2 layout has a GELU MLP; use the Llama layout for SwiGLU");
+    if (s.experts != 1) bad_shape("experts", "the GPT-2 layout is dense; use the Llama layout for experts");
+  }
+}
+
+// Tensors and FLOPs of one MLP (a dense block's, or one expert's) on `tokens` tokens.
+void mlp(Layer& layer, const std::string& prefix, const TransformerShape& s, double tokens,
+         const char* gate_name, const char* up_name, const char* down_name) {
+  if (s.swiglu) linear(layer, prefix + "." + gate_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
+  linear(layer, prefix + "." + up_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
+  linear(layer, prefix + "." + down_name, s.ffn_hidden, s.hidden, tokens, s.linear_biases);
+}
+
+// Parameters of one expert's MLP, to leave out the experts a token is not routed to.
+int64_t expert_parameters(const TransformerShape& s) {
+  const int64_t matrices = s.swiglu ? 3 : 2;
+  const int64_t biases = s.linear_biases ? (matrices - 1) * s.ffn_hidden + s.hidden : 0;
+  return matrices * s.hidden * s.ffn_hidden + biases;
+}
+
+const TransformerShape& decoder_shape(const ModelSpec& model) {
+  if (!model.transformer) {
+    throw Error({"", 0, "workload.model"},
+                fmt::format("model \"{}\" is not a transformer decoder, so it has no tokens", model.name));
+  }
+  return *model.transformer;
+}
+
+}  // namespace
+
+ModelSpec make_transformer(std::string name, std::string description, const TransformerShape& shape) {
+  validate(shape);
+  const TransformerShape& s = shape;
+  const bool gpt2 = s.layout == TransformerLayout::Gpt2;
+  const auto tokens = static_cast<double>(s.seq_len);
+  const int64_t kv_width = s.kv_heads * s.head_dim();
+
+  ModelSpec model{
+      .name = std::move(name), .description = std::move(description), .layers = {}, .transformer = s};
+
+  Layer embeddings = detail::make_layer("embeddings");
+  add_param(embeddings, gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight", s.vocab * s.hidden);
+  if (s.positions == PositionEncoding::Learned) {
+    add_param(embeddings, gpt2 ? "transformer.wpe.weight" : "model.embed_positions.weight",
+              s.max_positions * s.hidden);
+  }
+  model.layers.push_back(std::move(embeddings));
+
+  for (int64_t i = 0; i < s.layers; ++i) {
+    const std::string block = (gpt2 ? "transformer.h." : "model.layers.") + std::to_string(i);
+
+    Layer attention = detail::make_layer(block + ".attention");
+    if (gpt2) {
+      norm(attention, block + ".ln_1", s);
+      // Conv1D c_attn holds Q, K and V side by side.
+      linear(attention, block + ".attn.c_attn", s.hidden, s.hidden + 2 * kv_width, tokens, s.linear_biases);
+    } else {
+      norm(attention, block + ".input_layernorm", s);
+      linear(attention, block + ".self_attn.q_proj", s.hidden, s.hidden, tokens, s.linear_biases);
+      linear(attention, block + ".self_attn.k_proj", s.hidden, kv_width, tokens, s.linear_biases);
+      linear(attention, block + ".self_attn.v_proj", s.hidden, kv_width, tokens, s.linear_biases);
+    }
+    // Q K^T and probabilities x V, seq x seq x head_dim per query head: GQA shares K and V
+    // among query heads but every query head still computes its own scores and context.
+    attention.forward_flops += 2.0 * 2.0 * tokens * tokens * static_cast<double>(s.hidden);
+    linear(attention, block + (gpt2 ? ".attn.c_proj" : ".self_attn.o_proj"), s.hidden, s.hidden, tokens,
+           s.linear_biases);
+    model.layers.push_back(std::move(attention));
+
+    if (s.experts == 1) {
+      Layer feed_forward = detail::make_layer(block + ".mlp");
+      if (gpt2) {
+        norm(feed_forward, block + ".ln_2", s);
+        mlp(feed_forward, block + ".mlp", s, tokens, "", "c_fc", "c_proj");  // validate(): no SwiGLU
+      } else {
+        norm(feed_forward, block + ".post_attention_layernorm", s);
+        mlp(feed_forward, block + ".mlp", s, tokens, "gate_proj", "up_proj", "down_proj");
+      }
+      model.layers.push_back(std::move(feed_forward));
+    } else {
+      Layer moe = detail::make_layer(block + ".moe");
+      norm(moe, block + ".post_attention_layernorm", s);
+      const std::string sparse = block + ".block_sparse_moe";
+      linear(moe, sparse + ".gate", s.hidden, s.experts, tokens, false);  // the router, as Mixtral: no bias
+      // Every expert's parameters, but with balanced routing each token runs through top_k of
+      // them: the experts' FLOPs are top_k / experts of what all of them on every token would be.
+      const double tokens_per_expert = tokens * static_cast<double>(s.top_k) / static_cast<double>(s.experts);
+      for (int64_t e = 0; e < s.experts; ++e) {
+        // Mixtral: w1 gate, w3 up, w2 down.
+        mlp(moe, sparse + ".experts." + std::to_string(e), s, tokens_per_expert, "w1", "w3", "w2");
+      }
+      model.layers.push_back(std::move(moe));
+    }
+  }
+
+  Layer head = detail::make_layer("head");
+  norm(head, gpt2 ? "transformer.ln_f" : "model.norm", s);
+  if (s.tied_embeddings) {
+    // The logits multiply by the token embedding matrix, which belongs to "embeddings".
+    head.forward_flops += 2.0 * static_cast<double>(s.hidden) * static_cast<double>(s.vocab) * tokens;
+  } else {
+    linear(head, "lm_head", s.hidden, s.vocab, tokens, false);
+  }
+  model.layers.push_back(std::move(head));
+  return model;
+}
+
+int64_t active_parameters(const ModelSpec& model) {
+  const TransformerShape& s = decoder_shape(model);
+  int64_t looked_up_only = s.tied_embeddings ? 0 : s.vocab * s.hidden;
+  if (s.positions == PositionEncoding::Learned) looked_up_only += s.max_positions * s.hidden;
+  const int64_t idle_experts = s.layers * (s.experts - s.top_k) * expert_parameters(s);
+  return model.num_parameters() - looked_up_only - idle_experts;
+}
+
+double flops_per_token_6n(const ModelSpec& model) {
+  return 6.0 * static_cast<double>(active_parameters(model));
+}
+
+double training_flops_per_token(const ModelSpec& model) {
+  const TransformerShape& s = decoder_shape(model);
+  return 3.0 * model.forward_flops() / static_cast<double>(s.seq_len);
+}
+
+}  // namespace stepcast::zoo
