@@ -28,7 +28,7 @@ namespace stepcast {
 /// readers): wider than any real cluster or model, narrow enough that sums over a run stay finite
 /// and print as plain numbers (a 1e308 s latency would overflow the clock to inf).
 namespace limits {
-inline constexpr double kMinBandwidth = 1;     ///< bytes/s
+inline constexpr double kMinBandwidth = 1e3;   ///< bytes/s (8 kbps)
 inline constexpr double kMaxBandwidth = 1e15;  ///< bytes/s (8 Pbps)
 inline constexpr double kMaxLatency = 10;      ///< s, one hop or one collective step
 inline constexpr double kMaxDuration = 1e6;    ///< s, one op, one step, one apply (11.6 days)

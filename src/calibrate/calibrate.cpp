@@ -8,6 +8,7 @@
 
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::calibrate {
 
@@ -254,6 +255,13 @@ Calibration calibrate_regimes(const std::vector<Measurement>& points,
   while (!(c.regime_scores[chosen] <= best * kRegimeScoreSlack)) ++chosen;
 
   c.regimes = make_regime_fit(workers, bytes, full[chosen]);
+  for (const Regime& r : c.regimes.regimes) {
+    if (!(std::isfinite(r.bw) && r.bw > 0 && r.bw <= limits::kMaxBandwidth)) {
+      throw Error({"", 0, ""}, fmt::format("the measured time does not grow with the size between {} B and {} B; "
+                                           "no positive bandwidth fits (none below 1 PB/s)",
+                                           r.first_bytes, r.last_bytes));
+    }
+  }
   c.fit = c.regimes.envelope();
   c.latency_clamped = std::any_of(c.regimes.regimes.begin(), c.regimes.regimes.end(),
                                   [](const Regime& r) { return r.latency_clamped; });
@@ -342,10 +350,11 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
     c.latency_clamped = true;
     s = {0, inverse_bw_without_latency(rows)};
   }
-  if (!(s.inverse_bw > 0) || !std::isfinite(s.inverse_bw)) {
+  // A flat sweep leaves a rounding-level slope: a bandwidth of 1e20 GB/s is no fit either.
+  if (!(s.inverse_bw >= 1 / limits::kMaxBandwidth) || !std::isfinite(s.inverse_bw)) {
     throw Error({"", 0, ""},
                 fmt::format("the measured time does not grow with the size between {} B and {} B; "
-                            "no positive bandwidth fits",
+                            "no positive bandwidth fits (none below 1 PB/s)",
                             used.front().bytes, used.back().bytes));
   }
   c.fit.step_latency = s.a;

@@ -1,4 +1,5 @@
 #include "cli/calibrate_command.hpp"
+#include "cli/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -95,8 +96,7 @@ int CalibrateCommand::run() const {
 
   // Write first: a bad output path fails before anything is printed.
   if (!output_.empty()) {
-    std::ofstream out(output_);
-    if (!out) throw Error({output_, 0, "--output"}, "cannot open file for writing");
+    std::ofstream out = open_output(output_, "--output");
     out << report::calibration_yaml(result, source);
     if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
   }

@@ -1,6 +1,7 @@
 // `stepcast export --chakra PREFIX SCENARIO.yaml`: the scenario's workload, bucketed (all-reduce)
 // or placed on shards (PS) exactly as the predictors do it, written as one Chakra trace per rank.
 #include "cli/export_command.hpp"
+#include "cli/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -53,12 +54,7 @@ int run_export(const ExportArgs& args) {
     summary = fmt::format("all-reduce, {} buckets of {} gradients ({} per step)", how.buckets.size(),
                           w.tensors.size(), format_bytes(w.parameter_bytes()));
   }
-  const std::filesystem::path parent = std::filesystem::path(args.chakra).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    if (ec) throw Error({parent.string(), 0, "--chakra"}, "cannot create directory: " + ec.message());
-  }
+  create_parent_directories(args.chakra, "--chakra");
   const auto files = report::write_chakra_traces(args.chakra, w, how);
   fmt::print("scenario {}: {} ops per step, {} workers, {}\n", s.name, w.ops.size(), how.workers, summary);
   fmt::print("wrote {} Chakra execution traces (ASTRA-sim workload input, prefix {}):\n", files.size(),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/calibrate_command.hpp"
+#include "cli/output_file.hpp"
 #include "cli/export_command.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -50,17 +51,16 @@ std::vector<int> parse_worker_list(const std::string& text) {
           {"", 0, "--workers"},
           fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
     }
+    if (std::find(out.begin(), out.end(), value) != out.end()) {
+      throw Error({"", 0, "--workers"}, fmt::format("{} is given twice in '{}'; each count once", value, text));
+    }
     out.push_back(value);
     pos = comma + 1;
   }
   return out;
 }
 
-std::ofstream open_output(const std::string& path, const std::string& option) {
-  std::ofstream out(path);
-  if (!out) throw Error({path, 0, option}, "cannot open file for writing");
-  return out;
-}
+using stepcast::cli::open_output;
 
 struct PredictArgs {
   std::string scenario;
@@ -317,8 +317,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kBadInput;
+    // --help and --version are "errors" that exit 0 and print to stdout; real ones get the same
+    // prefix as every other error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "stepcast: error: {}\nRun with --help for more information.\n", e.what());
+    return kBadInput;
   }
   try {
     predict_args.workers_given = predict->count("--workers") > 0;

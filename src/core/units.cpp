@@ -68,7 +68,7 @@ double parse_bandwidth(std::string_view text, const SourceLocation& where) {
                             limits::kMaxBandwidth, "8 Pbps");
   if (value <= 0) throw Error(where, fmt::format("bandwidth must be > 0, got '{}'", text));
   if (value < limits::kMinBandwidth) {
-    throw Error(where, fmt::format("'{}' is less than stepcast takes (1 B/s = 8 bps)", text));
+    throw Error(where, fmt::format("'{}' is less than stepcast takes (1 kB/s = 8 kbps)", text));
   }
   return value;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <utility>
 
 #include "stepcast/predict/predict.hpp"
 
@@ -17,7 +18,7 @@ class LongRunWarning {
   static constexpr double kProjectAfter = 2;  ///< s of wall time before projecting
   static constexpr double kWindow = 1;        ///< s of wall time the recent rate is taken over
 
-  LongRunWarning(const WarningSink& sink, int workers) : sink_(sink), workers_(workers) {}
+  LongRunWarning(WarningSink sink, int workers) : sink_(std::move(sink)), workers_(workers) {}
 
   /// The run has done `fraction` (0..1) of its work; reads the wall clock.
   void progress(double fraction);
@@ -27,7 +28,7 @@ class LongRunWarning {
   [[nodiscard]] bool warned() const { return warned_; }
 
  private:
-  const WarningSink& sink_;
+  WarningSink sink_;  // a copy: a caller's temporary may not outlive this
   int workers_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double window_start_ = -1;  ///< s elapsed where the recent rate's window began (-1: none yet)

@@ -1,6 +1,8 @@
 #include "profile/gzip_reader.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -20,6 +22,21 @@ InputFile::InputFile(const std::string& path) : path_(path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     throw Error({path, 0, ""}, fmt::format("cannot open trace file: {}", std::strerror(errno)));
+  }
+  // A pipe (inspect <(zcat t.json.gz)) cannot be rewound after the magic is sniffed: zlib reads
+  // it instead, from the first byte, inflating gzip and passing anything else through as is.
+  struct stat info {};
+  if (fstat(fileno(f), &info) == 0 && !S_ISREG(info.st_mode)) {
+    const int fd = dup(fileno(f));
+    std::fclose(f);
+    gzFile gz = fd >= 0 ? gzdopen(fd, "rb") : nullptr;
+    if (gz == nullptr) {
+      if (fd >= 0) close(fd);
+      throw Error({path, 0, ""}, "cannot read trace stream");
+    }
+    gzbuffer(gz, kGzipBufferBytes);
+    gz_ = gz;
+    return;
   }
   unsigned char magic[2] = {0, 0};
   const size_t got = std::fread(magic, 1, 2, f);

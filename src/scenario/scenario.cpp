@@ -313,6 +313,7 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
     } else {
       throw Error(where, "expected [a, b] or {a: ..., b: ..., bandwidth: ..., latency: ...}");
     }
+    if (link.a == link.b) throw Error(where, fmt::format("a link joins '{}' to itself", link.a));
     const bool a_node = is_node(link.a), b_node = is_node(link.b);
     const int a = switch_index(link.a), b = switch_index(link.b);
     if ((!a_node && a == count) || (!b_node && b == count)) {
@@ -396,6 +397,12 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     s.workload.step_time = *draft.step_time;
   } else if (draft.throughput) {
     s.workload.step_time = s.workload.batch_per_worker / *draft.throughput;
+    // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
+    if (!(s.workload.step_time <= limits::kMaxDuration)) {
+      throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
+                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s", *draft.throughput,
+                              s.workload.batch_per_worker, s.workload.step_time));
+    }
   } else if (needs == Needs::Workload && !profiled) {
     throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
                 "required: workload.step_time (e.g. '292ms') or "

@@ -1,5 +1,7 @@
 // Bad input must end with exit code exactly 2 and a message on stderr naming the key (and the
 // file and line for scenario files) -- never a crash, a hang, exit code 1 or a silent success.
+#include <fmt/format.h>
+
 #include "cli/cli_support.hpp"
 
 namespace stepcast_cli_test {
@@ -173,12 +175,61 @@ TEST_F(BadInputCli, PredictorAndSeedOptions) {
 }
 
 TEST_F(BadInputCli, UnwritableOutputs) {
-  expect_bad_input(run({"predict", kExample, "--workers", "1", "--trace-out", "/nonexistent/dir/t.json"}),
-                   {"--trace-out", "/nonexistent/dir/t.json"});
-  expect_bad_input(run({"predict", kExample, "--workers", "1", "--csv", "/nonexistent/dir/out.csv"}),
-                   {"--csv", "/nonexistent/dir/out.csv"});
+  // One rule for every output flag: missing parent directories are created; a path that still
+  // cannot be written is an error naming the flag. A regular file used as a directory is
+  // unwritable on every machine, whoever runs the test (no assumption about /nonexistent).
+  const std::string blocker = file("a-file", "x");
+  const std::string under_file = blocker + "/dir/t.json";
+  expect_bad_input(run({"predict", kExample, "--workers", "1", "--trace-out", under_file}),
+                   {"--trace-out", under_file});
+  expect_bad_input(run({"predict", kExample, "--workers", "1", "--csv", blocker + "/out.csv"}),
+                   {"--csv", blocker + "/out.csv"});
+  expect_bad_input(run({"calibrate", "nccl-tests", kSourceDir.string() + "/tests/data/fuzz/nccl-1b.bin",
+                        "--workers", "8", "--output", blocker + "/c.yaml"}),
+                   {});
   // A directory is not a file either.
   expect_bad_input(run({"predict", kExample, "--workers", "1", "--csv", dir_.string()}), {"--csv"});
+}
+
+TEST_F(BadInputCli, OutputFlagsCreateMissingDirectories) {
+  const std::string csv = path("new/sub/out.csv").string();
+  const RunResult r = run({"predict", kExample, "--workers", "1", "--csv", csv});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(read_text(csv).find("workers"), std::string::npos);
+}
+
+TEST_F(BadInputCli, CommandLineMistakesAreErrorsWithThePrefix) {
+  expect_bad_input(run({"predict", kExample, "--predictor", "magic"}), {"stepcast: error:", "--predictor", "magic"});
+  expect_bad_input(run({"predict", kExample, "--workers", "1,2,1"}), {"--workers", "1 is given twice"});
+  expect_bad_input(run({"predict", kExample, "--no-such-flag"}), {"stepcast: error:", "--no-such-flag"});
+  // --help is not an error.
+  EXPECT_EQ(run({"predict", "--help"}).code, 0);
+}
+
+TEST_F(BadInputCli, ATinyThroughputNamesItsKeyNotTheStepTime) {
+  const std::string s = file("tiny.yaml", "workload: {model: resnet50, single_worker_throughput: 1e-320}\n"
+                                          "cluster: {workers: 2}\n");
+  expect_bad_input(run({"predict", s}), {s + ":1:", "workload.single_worker_throughput", "1e6 s"});
+}
+
+TEST_F(BadInputCli, ASwitchLinkedToItselfIsRejected) {
+  file("loop.yaml", "switches: [s]\nlinks:\n  - [node0, s]\n  - [node1, s]\n  - [s, s]\n");
+  const std::string s = file("c.yaml", "workload: {model: resnet50, step_time: 100ms}\n"
+                                       "cluster: {workers: 2, topology: custom, custom: loop.yaml}\n");
+  expect_bad_input(run({"predict", s}), {"loop.yaml:5:", "to itself"});
+}
+
+TEST_F(BadInputCli, AFlatCalibrationSweepHasNoBandwidth) {
+  // Every size takes the same time: no bandwidth fits (it used to print 5e20 GB/s).
+  std::string log = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                    "     time   algbw   busbw #wrong\n";
+  for (long size = 1024; size <= (1L << 24); size *= 4) {
+    log += fmt::format("{:>12} {:>12}     float     sum      -1    100.0    0.00    0.00      0    100.0"
+                       "    0.00    0.00      0\n",
+                       size, size / 4);
+  }
+  const std::string f = file("flat.txt", log);
+  expect_bad_input(run({"calibrate", "nccl-tests", f, "--workers", "8"}), {"no positive bandwidth fits"});
 }
 
 TEST_F(BadInputCli, Collective) {

@@ -18,11 +18,11 @@ TEST(Units, BandwidthBitsVersusBytes) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("10Gbps", kWhere), 1.25e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth("10Gb/s", kWhere), 1.25e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth("100Mbps", kWhere), 12.5e6);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("8bps", kWhere), 1);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("8000bps", kWhere), 1000);  // the smallest taken: 1 kB/s
   // Upper-case B is bytes.
   EXPECT_DOUBLE_EQ(parse_bandwidth("1.25GB/s", kWhere), 1.25e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth("1.25GBps", kWhere), 1.25e9);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("3B/s", kWhere), 3);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("3000B/s", kWhere), 3000);
   EXPECT_DOUBLE_EQ(parse_bandwidth("12MB/s", kWhere), 12e6);
   // Space between number and unit is fine; a bare number is bytes/s.
   EXPECT_DOUBLE_EQ(parse_bandwidth("25 Gbps", kWhere), 25e9 / 8);
@@ -96,8 +96,9 @@ TEST(Units, ValuesAreHeldToPhysicalRangesAfterTheirUnit) {
   EXPECT_THROW((void)parse_bandwidth("9Pbps", kWhere), Error);       // unknown unit
   EXPECT_THROW((void)parse_bandwidth("1001TB/s", kWhere), Error);    // above 1e15 B/s
   EXPECT_DOUBLE_EQ(parse_bandwidth("1000TB/s", kWhere), 1e15);       // the limit itself
-  EXPECT_THROW((void)parse_bandwidth("1e-300Gbps", kWhere), Error);  // below 1 B/s
-  EXPECT_DOUBLE_EQ(parse_bandwidth("8bps", kWhere), 1.0);
+  EXPECT_THROW((void)parse_bandwidth("1e-300Gbps", kWhere), Error);  // below 1 kB/s
+  EXPECT_THROW((void)parse_bandwidth("10", kWhere), Error);          // 10 B/s
+  EXPECT_DOUBLE_EQ(parse_bandwidth("8kbps", kWhere), 1e3);
   EXPECT_THROW((void)parse_duration("1e308s", kWhere), Error);
   EXPECT_THROW((void)parse_duration("300h", kWhere), Error);  // 1.08e6 s
   EXPECT_DOUBLE_EQ(parse_duration("1e6s", kWhere), 1e6);

@@ -277,7 +277,7 @@ std::vector<Case> cases() {
       {"negative_nic_bandwidth", [](Inputs& in) { in.cluster.nic_bw = -1e9; }, [](Inputs&) {},
        "cluster.nic_bandwidth", "> 0"},
       {"zero_nic_bandwidth", [](Inputs& in) { in.cluster.nic_bw = 0; },
-       [](Inputs& in) { in.cluster.nic_bw = 1; }, "cluster.nic_bandwidth", "> 0"},
+       [](Inputs& in) { in.cluster.nic_bw = 1e3; }, "cluster.nic_bandwidth", "> 0"},
       {"negative_latency", [](Inputs& in) { in.cluster.latency = -1e-6; },
        [](Inputs& in) { in.cluster.latency = 0; }, "cluster.link_latency", ">= 0"},
       {"nan_latency", [](Inputs& in) { in.cluster.latency = kNaN; }, [](Inputs&) {}, "cluster.link_latency",
