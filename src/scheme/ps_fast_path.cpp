@@ -3,7 +3,8 @@
 // - With sync steps started together, fifo order, no straggler noise and no node-local
 //   aggregation, every client runs the same op graph, sends the same pieces in the same order
 //   and waits on the same versions, so if the network gives every client's flow of one group
-//   (pull from shard s, or push to shard s) the same rate, all clients stay in lock step.
+//   (pull from shard s, or push to shard s) the same rate, all clients stay in lock step. (Ties
+//   cannot split them: a step starts after every event of its instant, worker_runtime.cpp.)
 // - The network does, when the fabric looks the same from every client: each client's path of a
 //   group has worker 0's length and latency, and position by position its links map onto worker
 //   0's (one image per link) with the same capacity and the same number of members of every
@@ -15,6 +16,7 @@
 // - Every link of the cluster carries the bytes of its image in the reduced network.
 // The check costs one path per (client, shard, direction); the simulation, one client's events.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "scheme/collective_timing.hpp"
