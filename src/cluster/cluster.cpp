@@ -74,7 +74,11 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
       } else {
         // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches,
         // (k/2)^2 core switches; core switch j of group g links aggregation switch g of each pod.
-        const int pods = k;
+        // Only the pods that hold nodes are built: no shortest path between two of them crosses
+        // another pod, and the equal-cost choices at every switch keep their order, so routes
+        // are the same as in the whole fabric (radix 256 for 8 workers: one pod and the cores,
+        // not 2.6 GB). Switch names keep their whole-fabric numbers.
+        const int pods = std::clamp((nodes + half * half - 1) / (half * half), 1, k);
         const int edges = pods * half, aggs = pods * half, cores = half * half;
         b.set_switches(edges + aggs + cores);
         for (int e = 0; e < edges; ++e) names.push_back(fmt::format("edge{}", e));
