@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "expect_error.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::calibrate {
@@ -68,19 +69,10 @@ TEST(NcclTestsLog, OlderRowsWithoutRootColumn) {
   EXPECT_DOUBLE_EQ(log.points[0].time, 123.1e-6);
 }
 
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stepcast::Error thrown";
-  return Error({}, "");
-}
+using stepcast::testing::expect_error;
 
 TEST(NcclTestsLog, MalformedRowNamesFileAndLine) {
-  const Error e = error_of([] {
+  const Error e = expect_error([] {
     static_cast<void>(parse_nccl_tests_log("# header\n  8  2  float  sum  -1  135.8  0.00\n", "bad.log"));
   });
   EXPECT_EQ(e.where().file, "bad.log");
@@ -89,7 +81,7 @@ TEST(NcclTestsLog, MalformedRowNamesFileAndLine) {
 }
 
 TEST(NcclTestsLog, NonNumericTimeNamesTheColumn) {
-  const Error e = error_of([] {
+  const Error e = expect_error([] {
     static_cast<void>(parse_nccl_tests_log(
         "\n\n  8  2  float  sum  -1  fast  0.00  0.00  0  123.5  0.00  0.00  0\n", "bad.log"));
   });
@@ -97,21 +89,21 @@ TEST(NcclTestsLog, NonNumericTimeNamesTheColumn) {
 }
 
 TEST(NcclTestsLog, ZeroTimeIsRejected) {
-  const Error e = error_of([] {
+  const Error e = expect_error([] {
     static_cast<void>(parse_nccl_tests_log("  8  2  float  sum  -1  0  0  0  0  1  0  0  0\n", "z.log"));
   });
   EXPECT_EQ(e.where(), (SourceLocation{"z.log", 1, "time"}));
 }
 
 TEST(NcclTestsLog, NoDataRowsIsAnError) {
-  const Error e = error_of(
+  const Error e = expect_error(
       [] { static_cast<void>(parse_nccl_tests_log("# only comments\nNCCL INFO something\n", "empty.log")); });
   EXPECT_EQ(e.where().file, "empty.log");
   EXPECT_NE(std::string(e.what()).find("no all_reduce_perf data rows"), std::string::npos) << e.what();
 }
 
 TEST(NcclTestsLog, DuplicateSizeNamesBothLines) {
-  const Error e = error_of([] {
+  const Error e = expect_error([] {
     static_cast<void>(
         parse_nccl_tests_log("  8  2  float  sum  -1  135.8  0  0  0  123.5  0  0  0\n"
                              "  8  2  float  sum  -1  130.0  0  0  0  123.5  0  0  0\n",
@@ -146,17 +138,17 @@ TEST(XlaTable, TimeColumnWhenThroughputIsAbsent) {
 }
 
 TEST(XlaTable, ErrorsNameFileLineAndColumn) {
-  Error e = error_of([] { static_cast<void>(parse_xla_table("bytes,time_us\n1,2\n", "h.csv")); });
+  Error e = expect_error([] { static_cast<void>(parse_xla_table("bytes,time_us\n1,2\n", "h.csv")); });
   EXPECT_EQ(e.where(), (SourceLocation{"h.csv", 1, "collective"}));
-  e = error_of(
+  e = expect_error(
       [] { static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-reduce,2048\n", "f.csv")); });
   EXPECT_EQ(e.where().file, "f.csv");
   EXPECT_EQ(e.where().line, 2);
-  e = error_of([] {
+  e = expect_error([] {
     static_cast<void>(parse_xla_table("#\ncollective,bytes,time_us\nall-reduce,2048,-1\n", "n.csv"));
   });
   EXPECT_EQ(e.where(), (SourceLocation{"n.csv", 3, "time_us"}));
-  e = error_of(
+  e = expect_error(
       [] { static_cast<void>(parse_xla_table("collective,bytes,time_us\nall-gather,1,2\n", "g.csv")); });
   EXPECT_NE(std::string(e.what()).find("no all-reduce data rows"), std::string::npos) << e.what();
 }
@@ -171,7 +163,7 @@ TEST(CollectiveLogFile, AutoDetectsTheFormatAndNamesUnreadableFiles) {
   EXPECT_EQ(read_collective_log(xla).format, LogFormat::XlaTable);
   EXPECT_EQ(read_collective_log(xla).file, xla);
   const std::string missing = (dir / "calibrate_no_such_file.log").string();
-  const Error e = error_of([&] { static_cast<void>(read_collective_log(missing)); });
+  const Error e = expect_error([&] { static_cast<void>(read_collective_log(missing)); });
   EXPECT_EQ(e.where().file, missing);
   std::filesystem::remove(nccl);
   std::filesystem::remove(xla);
