@@ -59,6 +59,26 @@ bool known(Scheme v) {
   switch (v) {
     case Scheme::ParameterServer:
     case Scheme::AllReduce:
+    case Scheme::Fsdp:
+      return true;
+  }
+  return false;
+}
+bool known(FsdpSharding v) {
+  switch (v) {
+    case FsdpSharding::Full:
+    case FsdpSharding::GradOp:
+    case FsdpSharding::Optimizer:
+    case FsdpSharding::Hybrid:
+      return true;
+  }
+  return false;
+}
+bool known(Optimizer v) {
+  switch (v) {
+    case Optimizer::Adam:
+    case Optimizer::Momentum:
+    case Optimizer::Sgd:
       return true;
   }
   return false;
@@ -299,6 +319,11 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
+  expect_known("training.fsdp.sharding", s.fsdp.sharding);
+  expect_known("training.optimizer", s.optimizer);
+  expect_int("training.fsdp.shard_group", s.fsdp.shard_group, 0, kMaxWorkers);
+  expect_int("training.fsdp.unit", s.fsdp.unit_blocks, 1, kMaxWorkers);
+  expect_int("training.fsdp.prefetch", s.fsdp.prefetch, 0, 64);
   // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
   if (!(std::isfinite(s.allreduce.bucket_bytes) && s.allreduce.bucket_bytes <= limits::kMaxBytes)) {
     fail("training.allreduce.bucket_size",
@@ -359,9 +384,19 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
       }
     }
   }
-  if (sc.mode == Mode::Async && sc.scheme == Scheme::AllReduce) {
+  if (sc.mode == Mode::Async && sc.scheme != Scheme::ParameterServer) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
-    fail("training.mode", "async training needs training.scheme = ps (all-reduce is synchronous)");
+    fail("training.mode", fmt::format("async training needs training.scheme = ps ({} is synchronous)",
+                                      sc.scheme == Scheme::AllReduce ? "all-reduce" : "fsdp"));
+  }
+  if (sc.scheme == Scheme::Fsdp && sc.fsdp.sharding == FsdpSharding::Hybrid) {
+    const int group = fsdp_shard_degree(sc.fsdp, c.workers, c.workers_per_node);
+    if (group > c.workers || c.workers % group != 0) {
+      fail("training.fsdp.shard_group",
+           fmt::format("hybrid sharding needs shard groups that divide the workers: {} workers in groups "
+                       "of {}{}",
+                       c.workers, group, sc.fsdp.shard_group == 0 ? " (one node: cluster.workers_per_node)" : ""));
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // How one training step spans the workers: parameter server (sync or async, shards, placement,
-// transfer order, apply cost) or all-reduce (algorithm, buckets). A plain value, checked by
-// scenario/ before any predictor runs.
+// transfer order, apply cost), all-reduce (algorithm, buckets; PyTorch DDP) or sharded data
+// parallelism (FSDP / ZeRO: sharding, units, prefetch), and the optimizer whose state the memory
+// check counts. A plain value, checked by scenario/ before any predictor runs.
 //
 //   SchemeConfig s{.scheme = Scheme::ParameterServer, .mode = Mode::Sync};
 //   s.ps.count = 4; s.ps.order = PsOrder::Random;
@@ -10,7 +11,7 @@
 
 namespace stepcast::scheme {
 
-enum class Scheme : uint8_t { ParameterServer, AllReduce };
+enum class Scheme : uint8_t { ParameterServer, AllReduce, Fsdp };
 enum class Mode : uint8_t { Sync, Async };
 /// whole: each tensor lives whole on one shard, placed in creation order onto the shard with the
 /// fewest bytes so far (TensorFlow's GreedyLoadBalancingStrategy), so one large tensor can make
@@ -29,6 +30,40 @@ enum class PsOrder : uint8_t { Random, Fifo };
 /// hdrm: halving-doubling with the BiGraph rank mapping of EFLOPS (every step between the two
 /// halves of switches, or inside one switch).
 enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree };
+
+/// What sharded data parallelism shards, and when it gathers (DESIGN.md 4.2):
+/// - full (ZeRO-3, FSDP FULL_SHARD): parameters, gradients and optimizer state; each unit's
+///   parameters are all-gathered before its forward and again before its backward (with
+///   reshard_after_forward), its gradients reduce-scattered after its backward;
+/// - grad_op (ZeRO-2, FSDP SHARD_GRAD_OP): gradients and optimizer state; parameters gathered
+///   before the forward and kept until the backward is done (one gather per unit);
+/// - optimizer (ZeRO-1, DeepSpeed): optimizer state only; gradients reduce-scattered after each
+///   unit's backward, each worker updates its shard, then the updated parameters are all-gathered
+///   after the optimizer step (before the next forward);
+/// - hybrid (HSDP, FSDP HYBRID_SHARD): full sharding inside a group of shard_group workers,
+///   replicated across groups: each unit's reduced gradient shard is all-reduced across groups.
+enum class FsdpSharding : uint8_t { Full, GradOp, Optimizer, Hybrid };
+
+struct FsdpConfig {
+  FsdpSharding sharding = FsdpSharding::Full;
+  int shard_group = 0;  ///< hybrid: workers per shard group; 0 = the workers of one node
+  int unit_blocks = 1;  ///< model blocks (transformer blocks) per FSDP unit; embedding and head are their own
+  int prefetch = 1;     ///< units gathered ahead of the one computing (forward and backward); 0 = none
+  bool reshard_after_forward = true;  ///< full/hybrid: free gathered parameters after the forward
+  bool operator==(const FsdpConfig&) const = default;
+};
+
+/// Workers each unit's parameters are sharded over: all `workers`, or with hybrid sharding the
+/// shard group (shard_group, or 0: the workers of one node, at most `workers`).
+[[nodiscard]] inline int fsdp_shard_degree(const FsdpConfig& fsdp, int workers, int workers_per_node) {
+  if (fsdp.sharding != FsdpSharding::Hybrid) return workers;
+  if (fsdp.shard_group > 0) return fsdp.shard_group;
+  return workers_per_node < workers ? workers_per_node : workers;
+}
+
+/// Optimizer whose state a worker holds (the memory check): adam keeps two moments, momentum one,
+/// sgd none; with fp16/bf16 training an fp32 master copy of the parameters too (DeepSpeed's count).
+enum class Optimizer : uint8_t { Adam, Momentum, Sgd };
 
 struct PsConfig {
   int count = 1;
@@ -55,6 +90,8 @@ struct SchemeConfig {
   Mode mode = Mode::Sync;
   PsConfig ps;
   AllReduceConfig allreduce;
+  FsdpConfig fsdp;
+  Optimizer optimizer = Optimizer::Adam;
   bool operator==(const SchemeConfig&) const = default;
 };
 

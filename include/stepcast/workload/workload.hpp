@@ -56,9 +56,34 @@ struct Tensor {
   bool operator==(const Tensor&) const = default;
 };
 
+/// Recomputation in the backward pass (activation checkpointing): none; selective (the attention
+/// scores and context of each block are recomputed, Korthikanti et al. 2022); full (each
+/// block's forward is run again before its backward; only block inputs are stored).
+enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
+
+/// What the workload's source knows about the model beyond its ops and tensors, for tokens/s,
+/// MFU and the memory check; 0 where it is unknown (a profiler trace without a model).
+struct ModelFacts {
+  double parameters = 0;         ///< elements, every parameter (all experts)
+  double tokens_per_sample = 0;  ///< language models: tokens of one sample (one sequence)
+  /// Training FLOPs of one sample without recomputation: 3 x forward with attention
+  /// (zoo::training_flops_per_token x tokens), and as 6 N per token (zoo::flops_per_token_6n).
+  double flops_per_sample = 0;
+  double flops_per_sample_6n = 0;
+  /// bytes of activations one worker stores at the peak of a step (its batch, the checkpointing
+  /// mode); < 0: not modelled for this workload.
+  double activation_bytes = -1;
+  bool operator==(const ModelFacts&) const = default;
+};
+
 struct Workload {
   std::string name;
   int batch_per_worker = 1;  ///< samples per step per worker
+  Precision precision = Precision::FP32;  ///< of parameters and gradients (tensor bytes use it)
+  ModelFacts facts{};
+  /// The model block (a transformer block: its attention and MLP layers) of each layer, the
+  /// unit FSDP wraps; empty, or -1 for a layer: the layer is a block of its own.
+  std::vector<int> block_of_layer{};
   std::vector<std::string> lanes{"gpu"};
   std::vector<Op> ops;          ///< one step, program order
   std::vector<Tensor> tensors;  ///< parameters, in layer (forward) order
