@@ -1,0 +1,143 @@
+// Activation memory of a decoder (Korthikanti et al. 2022, section 4), tensor by tensor from the
+// block's shape; the formula and what each term is are in activation_memory.hpp.
+#include "stepcast/zoo/activation_memory.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast::zoo {
+
+namespace {
+
+using workload::ActivationCheckpointing;
+
+constexpr double kMaskBytes = 1;  // a dropout mask: PyTorch's bool tensor, one byte an element
+constexpr double kFp32Bytes = 4;  // log-sum-exp, router probabilities and logits are fp32
+
+void require_positive(int64_t value, const std::string& key) {
+  if (value < 1) throw Error({"", 0, key}, fmt::format("expected an integer >= 1, got {}", value));
+}
+
+void validate(const TransformerShape& s, int64_t sequences, double element_bytes) {
+  require_positive(s.seq_len, "workload.seq_len");
+  require_positive(sequences, "workload.batch_per_worker");
+  require_positive(s.layers, "workload.transformer.layers");
+  require_positive(s.hidden, "workload.transformer.hidden");
+  require_positive(s.ffn_hidden, "workload.transformer.ffn_hidden");
+  require_positive(s.heads, "workload.transformer.heads");
+  require_positive(s.kv_heads, "workload.transformer.kv_heads");
+  require_positive(s.vocab, "workload.transformer.vocab");
+  require_positive(s.experts, "workload.transformer.experts");
+  require_positive(s.top_k, "workload.transformer.top_k");
+  STEPCAST_ASSERT(element_bytes > 0);
+}
+
+// The sizes of the formula, as doubles: products reach 1e12 and more.
+struct Terms {
+  double tokens = 0;  // T = s b
+  double seq = 0;     // s
+  double h = 0, f = 0, a = 0, g = 0, vocab = 0, experts = 0, top_k = 0;
+  double e = 0;       // bytes of an activation element
+  bool dropout = false;  // the GPT-2 layout has dropout after attention, MLP and embeddings
+  bool swiglu = false;
+  bool moe = false;
+};
+
+Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes) {
+  return Terms{.tokens = static_cast<double>(s.seq_len) * static_cast<double>(sequences),
+               .seq = static_cast<double>(s.seq_len),
+               .h = static_cast<double>(s.hidden),
+               .f = static_cast<double>(s.ffn_hidden),
+               .a = static_cast<double>(s.heads),
+               .g = static_cast<double>(s.kv_heads * s.head_dim()),
+               .vocab = static_cast<double>(s.vocab),
+               .experts = static_cast<double>(s.experts),
+               .top_k = static_cast<double>(s.top_k),
+               .e = element_bytes,
+               .dropout = s.layout == TransformerLayout::Gpt2,
+               .swiglu = s.swiglu,
+               .moe = s.experts > 1};
+}
+
+// The attention core that selective recomputation runs again: what standard attention keeps of
+// the scores (softmax output; with dropout its mask and output too), or flash attention's
+// log-sum-exp.
+double attention_core(const Terms& t, bool flash_attention) {
+  if (flash_attention) return kFp32Bytes * t.a * t.tokens;
+  const double scores = t.a * t.seq * t.tokens;  // a s^2 b elements
+  double bytes = t.e * scores;                   // softmax output, the input of probs x V
+  if (t.dropout) bytes += kMaskBytes * scores + t.e * scores;
+  return bytes;
+}
+
+// Attention less its core: norm input, Q/K/V input, Q, K, V, output projection input, and the
+// output dropout mask. For Korthikanti's block with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h.
+double attention_outside_core(const Terms& t) {
+  double bytes = t.e * t.tokens * (t.h + t.h + (t.h + 2 * t.g) + t.h);
+  if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
+  return bytes;
+}
+
+// One MLP (dense, or one expert) on `tokens` tokens: input, then 3 (SwiGLU) or 2 (GELU)
+// ffn-wide tensors.
+double mlp(const Terms& t, double tokens) { return t.e * tokens * (t.h + (t.swiglu ? 3 : 2) * t.f); }
+
+// The MLP half: norm input, the MLP or router + top_k experts, the output dropout mask. For
+// Korthikanti's block with e = 2: 2 + 2 + 16 + 1 = 21 s b h.
+double feed_forward(const Terms& t) {
+  double bytes = t.e * t.tokens * t.h;  // norm input
+  if (t.moe) {
+    // Router input (the norm output) and its fp32 probabilities; each token's expert input and
+    // activations in top_k experts.
+    bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens);
+  } else {
+    bytes += mlp(t, t.tokens);
+  }
+  if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
+  return bytes;
+}
+
+double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool flash_attention) {
+  switch (checkpointing) {
+    case ActivationCheckpointing::None:
+      return attention_outside_core(t) + attention_core(t, flash_attention) + feed_forward(t);
+    case ActivationCheckpointing::Selective:
+      return attention_outside_core(t) + feed_forward(t);
+    case ActivationCheckpointing::Full:
+      return t.e * t.tokens * t.h;  // the block's input
+  }
+  return 0;
+}
+
+// Final norm input, LM head input, fp32 logits; GPT-2's embedding dropout mask.
+double outside_blocks(const Terms& t) {
+  double bytes = 2 * t.e * t.tokens * t.h + kFp32Bytes * t.tokens * t.vocab;
+  if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
+  return bytes;
+}
+
+}  // namespace
+
+double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
+                              ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention) {
+  validate(shape, sequences, element_bytes);
+  return block_bytes(terms(shape, sequences, element_bytes), checkpointing, flash_attention);
+}
+
+double activation_bytes(const TransformerShape& shape, int64_t sequences, ActivationCheckpointing checkpointing,
+                        double element_bytes, bool flash_attention) {
+  validate(shape, sequences, element_bytes);
+  const Terms t = terms(shape, sequences, element_bytes);
+  const double layers = static_cast<double>(shape.layers);
+  double bytes = layers * block_bytes(t, checkpointing, flash_attention) + outside_blocks(t);
+  if (checkpointing == ActivationCheckpointing::Full) {
+    // The block being recomputed in the backward holds all its activations at once.
+    bytes += block_bytes(t, ActivationCheckpointing::None, flash_attention);
+  }
+  return bytes;
+}
+
+}  // namespace stepcast::zoo

@@ -1,0 +1,200 @@
+// Activation memory against Korthikanti et al. 2022 ("Reducing Activation Recomputation in
+// Large Transformer Models", section 4; t = p = 1): their GPT block stores s b h (34 + 5 a s / h)
+// bytes, 34 s b h with selective recomputation and 2 s b h with full recomputation. Llama-style
+// and MoE blocks are checked term by term against tensors counted by hand here, and the
+// relations that hold for any shape (orders of the modes, linear in the batch, flash attention
+// linear in the sequence length).
+#include "stepcast/zoo/activation_memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "expect_error.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::zoo {
+namespace {
+
+using stepcast::testing::expect_error;
+using workload::ActivationCheckpointing;
+
+constexpr ActivationCheckpointing kNone = ActivationCheckpointing::None;
+constexpr ActivationCheckpointing kSelective = ActivationCheckpointing::Selective;
+constexpr ActivationCheckpointing kFull = ActivationCheckpointing::Full;
+
+// GPT-3 175B's block as Korthikanti's table 3 has it: h = 12288, a = 96, s = 2048, a 4h GELU
+// MLP, LayerNorm, dropout (the GPT-2 layout), standard attention.
+TransformerShape gpt3_175b(int64_t layers = 96) {
+  return TransformerShape{.layers = layers,
+                          .hidden = 12288,
+                          .ffn_hidden = 4 * 12288,
+                          .heads = 96,
+                          .kv_heads = 96,
+                          .vocab = 51200,
+                          .swiglu = false,
+                          .tied_embeddings = true,
+                          .seq_len = 2048,
+                          .norm = TransformerNorm::LayerNorm,
+                          .linear_biases = true,
+                          .positions = PositionEncoding::Learned,
+                          .max_positions = 2048,
+                          .layout = TransformerLayout::Gpt2};
+}
+
+const TransformerShape& llama2_7b() { return *get_model("llama2-7b").transformer; }
+
+// ---- Korthikanti's GPT block, 2-byte activations, 1-byte dropout masks.
+
+TEST(ActivationMemory, GptBlockMatchesKorthikanti) {
+  const TransformerShape shape = gpt3_175b(1);
+  const double s = 2048, h = 12288, a = 96;
+  for (int64_t b : {1, 4}) {
+    const double expected = s * b * h * (34 + 5 * a * s / h);
+    EXPECT_NEAR(block_activation_bytes(shape, b, kNone, 2, false), expected, 0.02 * expected) << b;
+  }
+}
+
+TEST(ActivationMemory, GptBlockSelectiveIs34Sbh) {
+  const double s = 2048, h = 12288, b = 2;
+  const double expected = 34 * s * b * h;
+  EXPECT_NEAR(block_activation_bytes(gpt3_175b(1), 2, kSelective, 2, false), expected, 0.02 * expected);
+}
+
+TEST(ActivationMemory, GptBlockFullIs2Sbh) {
+  const double s = 2048, h = 12288, b = 2;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(gpt3_175b(1), 2, kFull, 2, false), 2 * s * b * h);
+}
+
+TEST(ActivationMemory, GptModelAddsBlocksAndOutputLayer) {
+  // Outside the blocks (Korthikanti 4.3): embedding dropout mask s b h, final LayerNorm input
+  // 2 s b h, LM head input 2 s b h, fp32 logits 4 s b V.
+  const double L = 96, s = 2048, h = 12288, a = 96, V = 51200, b = 1;
+  const double outside = s * b * h * (1 + 2 + 2) + 4 * s * b * V;
+  const double block = s * b * h * (34 + 5 * a * s / h);
+  const double none = L * block + outside;
+  EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kNone, 2, false), none, 0.02 * none);
+  const double selective = L * 34 * s * b * h + outside;
+  EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kSelective, 2, false), selective, 0.02 * selective);
+  // Full: every block's input, plus the one block being recomputed in the backward.
+  const double full = L * 2 * s * b * h + block + outside;
+  EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kFull, 2, false), full, 0.02 * full);
+}
+
+TEST(ActivationMemory, GptBlockWithFlashAttentionKeepsNoScores) {
+  // Flash attention keeps the output (the projection input, already among the 34) and the fp32
+  // log-sum-exp, 4 bytes x a x s per sequence; its dropout mask is regenerated.
+  const double s = 2048, h = 12288, a = 96, b = 1;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(gpt3_175b(1), 1, kNone, 2, true), 34 * s * b * h + 4 * a * s * b);
+}
+
+// ---- Llama-style blocks, counted by hand.
+
+TEST(ActivationMemory, Llama2BlockCountedTensorByTensor) {
+  // h = 4096, f = 11008, a = 32, s = 4096, no GQA, bf16 (e = 2), flash attention. Per token:
+  // RMSNorm inputs 2 x 2h, Q/K/V input 2h, Q K V 3 x 2h, o_proj input 2h, MLP input 2h,
+  // gate, up, down input 3 x 2f; log-sum-exp 4a.
+  const double h = 4096, f = 11008, a = 32, s = 4096;
+  const double per_token = 2 * (2 * h) + 2 * h + 3 * 2 * h + 2 * h + 2 * h + 3 * 2 * f + 4 * a;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(llama2_7b(), 1, kNone, 2, true), per_token * s);
+  // Standard attention keeps the softmax output (no dropout) instead: 2 bytes x a x s per token.
+  const double standard = per_token - 4 * a + 2 * a * s;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(llama2_7b(), 1, kNone, 2, false), standard * s);
+}
+
+TEST(ActivationMemory, Llama2ModelAddsHeadAndFp32Logits) {
+  // Outside the blocks: final norm input and LM head input 2 x 2h, logits 4 V per token.
+  const TransformerShape& shape = llama2_7b();
+  const double s = 4096, h = 4096, V = 32000;
+  const double outside = s * (2 * 2 * h + 4 * V);
+  EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kSelective, 2),
+                   32 * block_activation_bytes(shape, 1, kSelective, 2) + outside);
+}
+
+TEST(ActivationMemory, GroupedQueryAttentionShrinksKAndV) {
+  // Llama 2 70B: 8 K/V heads of 128 instead of 64: K and V lose 2 x (8192 - 1024) per token.
+  TransformerShape gqa = *get_model("llama2-70b").transformer;
+  TransformerShape mha = gqa;
+  mha.kv_heads = mha.heads;
+  const double s = 4096;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(mha, 1, kNone, 2) - block_activation_bytes(gqa, 1, kNone, 2),
+                   2 * 2 * (8192 - 1024) * s);
+}
+
+TEST(ActivationMemory, MixtureOfExpertsKeepsTopKExpertsActivations) {
+  // Mixtral 8x7B against the same block with one dense MLP of the same width: the router input
+  // (2h), the fp32 router probabilities (4 x 8) and a second expert's input and SwiGLU tensors
+  // (2h + 3 x 2f) per token.
+  const TransformerShape& moe = *get_model("mixtral-8x7b").transformer;
+  TransformerShape dense = moe;
+  dense.experts = 1;
+  dense.top_k = 1;
+  const double h = 4096, f = 14336, s = 4096;
+  const double extra = 2 * h + 4 * 8 + (2 * h + 3 * 2 * f);
+  EXPECT_DOUBLE_EQ(block_activation_bytes(moe, 1, kNone, 2) - block_activation_bytes(dense, 1, kNone, 2),
+                   extra * s);
+}
+
+// ---- Relations.
+
+TEST(ActivationMemory, FullBelowSelectiveNotAboveNone) {
+  for (const char* name : {"gpt2", "llama2-7b", "llama3-8b", "mixtral-8x7b"}) {
+    const TransformerShape& shape = *get_model(name).transformer;
+    for (bool flash : {false, true}) {
+      const double none = activation_bytes(shape, 2, kNone, 2, flash);
+      const double selective = activation_bytes(shape, 2, kSelective, 2, flash);
+      const double full = activation_bytes(shape, 2, kFull, 2, flash);
+      EXPECT_LT(full, selective) << name << " flash " << flash;
+      EXPECT_LE(selective, none) << name << " flash " << flash;
+    }
+  }
+}
+
+TEST(ActivationMemory, LinearInSequences) {
+  for (ActivationCheckpointing mode : {kNone, kSelective, kFull}) {
+    const double one = activation_bytes(llama2_7b(), 1, mode, 2, false);
+    EXPECT_DOUBLE_EQ(activation_bytes(llama2_7b(), 8, mode, 2, false), 8 * one);
+  }
+}
+
+TEST(ActivationMemory, FlashBelowStandard) {
+  for (const char* name : {"gpt2", "llama2-7b", "mixtral-8x7b"}) {
+    const TransformerShape& shape = *get_model(name).transformer;
+    EXPECT_LT(activation_bytes(shape, 1, kNone, 2, true), activation_bytes(shape, 1, kNone, 2, false)) << name;
+  }
+}
+
+TEST(ActivationMemory, FlashIsLinearInSequenceLengthStandardIsNot) {
+  // Without the s^2 scores, twice the tokens per sequence store twice the bytes.
+  TransformerShape shape = llama2_7b();
+  const double at_2k = [&] {
+    shape.seq_len = 2048;
+    return block_activation_bytes(shape, 1, kNone, 2, true);
+  }();
+  shape.seq_len = 4096;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kNone, 2, true), 2 * at_2k);
+  const double standard_4k = block_activation_bytes(shape, 1, kNone, 2, false);
+  shape.seq_len = 2048;
+  EXPECT_GT(standard_4k, 2 * block_activation_bytes(shape, 1, kNone, 2, false));
+}
+
+TEST(ActivationMemory, DropoutMasksStayOneByteInFp32) {
+  // GPT block, fp32 activations, selective: 4-byte tensors where Korthikanti has 2-byte ones
+  // (32 of the 34), the two 1-byte masks unchanged: 2 x 32 + 2 = 66 s b h.
+  const double s = 2048, h = 12288;
+  EXPECT_DOUBLE_EQ(block_activation_bytes(gpt3_175b(1), 1, kSelective, 4, false), 66 * s * h);
+}
+
+// ---- Errors.
+
+TEST(ActivationMemory, RejectsEmptySequencesAndBatches) {
+  TransformerShape shape = llama2_7b();
+  EXPECT_EQ(expect_error([&] { (void)activation_bytes(shape, 0, kNone, 2); }).where().key,
+            "workload.batch_per_worker");
+  shape.seq_len = 0;
+  EXPECT_EQ(expect_error([&] { (void)activation_bytes(shape, 1, kNone, 2); }).where().key, "workload.seq_len");
+  EXPECT_EQ(expect_error([&] { (void)block_activation_bytes(shape, 1, kNone, 2); }).where().key,
+            "workload.seq_len");
+}
+
+}  // namespace
+}  // namespace stepcast::zoo
