@@ -39,20 +39,26 @@ int run_export(const ExportArgs& args) {
   how.workers = s.cluster.workers;
   how.network_dims = args.network_dims;
   std::string summary;
-  if (s.scheme.scheme == scheme::Scheme::ParameterServer) {
-    how.parameter_server = true;
-    how.ps_count = s.scheme.ps.count;
-    how.ps_apply_time = s.scheme.ps.apply_time;
-    how.ps_apply_bw = s.scheme.ps.apply_bw;
-    for (const scheme::Piece& p : scheme::place_parameters(w, s.scheme.ps)) {
-      how.pieces.push_back({.tensor = p.tensor, .shard = p.shard, .bytes = p.bytes});
-    }
-    summary = fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
-                          how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
-  } else {
-    how.buckets = workload::make_buckets(w, s.scheme.allreduce.bucket_bytes);
-    summary = fmt::format("all-reduce, {} buckets of {} gradients ({} per step)", how.buckets.size(),
-                          w.tensors.size(), format_bytes(w.parameter_bytes()));
+  switch (s.scheme.scheme) {
+    case scheme::Scheme::ParameterServer:
+      how.parameter_server = true;
+      how.ps_count = s.scheme.ps.count;
+      how.ps_apply_time = s.scheme.ps.apply_time;
+      how.ps_apply_bw = s.scheme.ps.apply_bw;
+      for (const scheme::Piece& p : scheme::place_parameters(w, s.scheme.ps)) {
+        how.pieces.push_back({.tensor = p.tensor, .shard = p.shard, .bytes = p.bytes});
+      }
+      summary = fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
+                            how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
+      break;
+    case scheme::Scheme::AllReduce:
+      how.buckets = workload::make_buckets(w, s.scheme.allreduce.bucket_bytes);
+      summary = fmt::format("all-reduce, {} buckets of {} gradients ({} per step)", how.buckets.size(),
+                            w.tensors.size(), format_bytes(w.parameter_bytes()));
+      break;
+    case scheme::Scheme::Fsdp:
+      throw Error({s.file, 0, "training.scheme"},
+                  "export --chakra writes parameter-server and all-reduce jobs; fsdp is not supported yet");
   }
   create_parent_directories(args.chakra, "--chakra");
   const auto files = report::write_chakra_traces(args.chakra, w, how);

@@ -97,6 +97,10 @@ int run_predict(const PredictArgs& args) {
 
   stepcast::report::Sweep sweep;
   sweep.scenario = scenario.name;
+  if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
+      workload.facts.tokens_per_sample > 0) {
+    sweep.compute_source = stepcast::scenario::compute_source_text(scenario);
+  }
   for (const auto& key : stepcast::scenario::resolved_keys(scenario)) {
     sweep.inputs.push_back({key.key, key.value, key.is_number});
   }

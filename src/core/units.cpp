@@ -106,6 +106,40 @@ double parse_bytes(std::string_view text, const SourceLocation& where) {
   return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes, limits::kMaxBytes, "1 PB");
 }
 
+double parse_flops(std::string_view text, const SourceLocation& where) {
+  static constexpr std::array<Suffix, 15> kSuffixes{{
+      {"", 1},
+      {"FLOPS", 1},
+      {"FLOP/s", 1},
+      {"GFLOPS", 1e9},
+      {"GFLOP/s", 1e9},
+      {"TFLOPS", 1e12},
+      {"TFLOP/s", 1e12},
+      {"PFLOPS", 1e15},
+      {"PFLOP/s", 1e15},
+      {"EFLOPS", 1e18},
+      {"EFLOP/s", 1e18},
+      {"MFLOPS", 1e6},
+      {"MFLOP/s", 1e6},
+      {"kFLOPS", 1e3},
+      {"kFLOP/s", 1e3},
+  }};
+  const double value = parse_with(text, where, "a compute rate such as '180TFLOPS' or '989TFLOP/s'", kSuffixes,
+                                  limits::kMaxFlops, "1 EFLOP/s per GPU");
+  if (value < limits::kMinFlops) {
+    throw Error(where, fmt::format("'{}' is less than stepcast takes (1 MFLOP/s per GPU)", text));
+  }
+  return value;
+}
+
+std::string format_flops(double flops) {
+  const double a = std::fabs(flops);
+  if (a >= 1e15) return fmt::format("{:.3g} PFLOP/s", flops / 1e15);
+  if (a >= 1e12) return fmt::format("{:.3g} TFLOP/s", flops / 1e12);
+  if (a >= 1e9) return fmt::format("{:.3g} GFLOP/s", flops / 1e9);
+  return fmt::format("{:.3g} FLOP/s", flops);
+}
+
 std::string format_duration(double seconds) {
   double a = std::fabs(seconds);
   if (a == 0) return "0 s";

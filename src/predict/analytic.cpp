@@ -14,6 +14,7 @@
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -86,6 +87,52 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   return r;
 }
 
+/// Sharded data parallelism: every collective's bytes at its plan's rate, overlapping compute
+/// perfectly. The shard-group collectives (gathers, reduce-scatters) share one set of links and
+/// add up; HSDP's all-reduce across groups runs on others (the NICs when a group is a node), so
+/// the step lasts as long as the busier of the two, or compute, plus one collective's latency.
+Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme,
+                  const WorkerSide& worker) {
+  Result r;
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const std::vector<scheme::FsdpUnit> units = scheme::fsdp_units(w, scheme.fsdp.unit_blocks);
+  const scheme::FsdpPlans plans = scheme::make_fsdp_plans(c, scheme.fsdp);
+  int gathers = 0;  // per unit and step
+  switch (scheme.fsdp.sharding) {
+    case scheme::FsdpSharding::Full:
+    case scheme::FsdpSharding::Hybrid:
+      gathers = scheme.fsdp.reshard_after_forward ? 2 : 1;
+      break;
+    case scheme::FsdpSharding::GradOp:
+    case scheme::FsdpSharding::Optimizer:
+      gathers = 1;
+      break;
+  }
+  double shard_group = 0, across = 0;
+  double latency = std::numeric_limits<double>::infinity();
+  auto add = [&](const scheme::CollectivePlan& plan, double bytes, double count, double& into) {
+    if (plan.stages.empty()) return;
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(bytes));
+    into += count * bytes * cost.seconds_per_byte;
+    latency = std::min(latency, cost.latency);
+    r.bytes_sent += count * scheme::collective_bytes_sent(plan, bytes);
+  };
+  for (const scheme::FsdpUnit& u : units) {
+    add(plans.gather, u.bytes, gathers, shard_group);
+    add(plans.reduce, u.bytes, 1, shard_group);
+    add(plans.replicate, u.bytes / plans.shard_degree, 1, across);
+  }
+  double network = std::max(shard_group, across);
+  if (std::isfinite(latency)) network += latency;
+  r.step_time = std::max(worker.compute, network);
+  r.breakdown.compute = worker.compute;
+  r.breakdown.communication_exposed = r.step_time - worker.compute;
+  r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
+  if (shard_group > 0) r.utilization.push_back({"shard-group collectives", shard_group / r.step_time});
+  if (across > 0) r.utilization.push_back({"all-reduce across shard groups", across / r.step_time});
+  return r;
+}
+
 }  // namespace
 
 Result predict_analytic(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
@@ -97,8 +144,18 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
     });
   }
   WorkerSide worker{workload.step_time_alone(), 0};
-  Result r = scheme.scheme == scheme::Scheme::AllReduce ? allreduce_bound(workload, cluster, scheme, worker)
-                                                        : ps_bound(workload, cluster, scheme, worker);
+  Result r;
+  switch (scheme.scheme) {
+    case scheme::Scheme::AllReduce:
+      r = allreduce_bound(workload, cluster, scheme, worker);
+      break;
+    case scheme::Scheme::ParameterServer:
+      r = ps_bound(workload, cluster, scheme, worker);
+      break;
+    case scheme::Scheme::Fsdp:
+      r = fsdp_bound(workload, cluster, scheme, worker);
+      break;
+  }
   r.workers = cluster.workers;
   r.predictor = Predictor::Analytic;
   r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;

@@ -9,6 +9,7 @@
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
@@ -110,6 +111,130 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   return r;
 }
 
+/// Compute of each FSDP unit's forward (forward order) and backward (backward order): the
+/// durations of the ops from the unit's first op of that pass to the next unit's, so that ops of
+/// layers without parameters count in the window of the unit before them. Ops before the first
+/// unit's (and ops of kind Other) are returned in `other`.
+struct UnitWindows {
+  std::vector<double> forward, backward;  // backward[j]: unit j-th in backward order
+  double other = 0;
+};
+
+UnitWindows unit_windows(const workload::Workload& w, const std::vector<scheme::FsdpUnit>& units,
+                         const std::vector<int>& backward_order) {
+  UnitWindows r;
+  r.forward.assign(units.size(), 0.0);
+  r.backward.assign(units.size(), 0.0);
+  std::vector<int> forward_start(w.ops.size(), -1), backward_start(w.ops.size(), -1);
+  for (size_t u = 0; u < units.size(); ++u) forward_start[units[u].forward_ops.front()] = static_cast<int>(u);
+  for (size_t j = 0; j < backward_order.size(); ++j) {
+    backward_start[units[backward_order[j]].backward_ops.front()] = static_cast<int>(j);
+  }
+  int forward_unit = -1, backward_rank = -1;
+  for (size_t op = 0; op < w.ops.size(); ++op) {
+    const double d = w.ops[op].duration;
+    switch (w.ops[op].kind) {
+      case workload::OpKind::Forward:
+        if (forward_start[op] >= 0) forward_unit = forward_start[op];
+        (forward_unit >= 0 ? r.forward[forward_unit] : r.other) += d;
+        break;
+      case workload::OpKind::Backward:
+        if (backward_start[op] >= 0) backward_rank = backward_start[op];
+        (backward_rank >= 0 ? r.backward[backward_rank] : r.other) += d;
+        break;
+      case workload::OpKind::Other:
+        r.other += d;
+        break;
+    }
+  }
+  return r;
+}
+
+/// Sharded data parallelism as phases (DESIGN.md 4.2): the first gather is exposed; while unit u
+/// computes its forward, the next unit's gather runs (exposure max(0, gather - forward)); in
+/// backward the next unit's gather and the previous unit's reduce-scatter share the network
+/// while the current unit computes (exposure max(0, gather + reduce-scatter - backward)); the
+/// last reduce-scatter is exposed, and ZeRO-1's gathers of the updated parameters all are. Each
+/// collective takes its closed form alone (collective_cost). Prefetch 0: no gather overlaps.
+Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme,
+                 const Options& options) {
+  Result r;
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const std::vector<scheme::FsdpUnit> units = scheme::fsdp_units(w, scheme.fsdp.unit_blocks);
+  const std::vector<int> order = scheme::fsdp_backward_order(units);
+  const scheme::FsdpPlans plans = scheme::make_fsdp_plans(c, scheme.fsdp);
+  const UnitWindows windows = unit_windows(w, units, order);
+  const size_t n_units = units.size();
+
+  const bool sharded = !plans.gather.stages.empty();
+  bool gather_forward = false, gather_backward = false, gather_after = false;
+  switch (scheme.fsdp.sharding) {
+    case scheme::FsdpSharding::Full:
+    case scheme::FsdpSharding::Hybrid:
+      gather_forward = sharded;
+      gather_backward = sharded && scheme.fsdp.reshard_after_forward;
+      break;
+    case scheme::FsdpSharding::GradOp:
+      gather_forward = sharded;
+      break;
+    case scheme::FsdpSharding::Optimizer:
+      gather_after = sharded;
+      break;
+  }
+  double sent = 0;  // bytes, all workers, one step
+  auto timed = [&](const scheme::CollectivePlan& plan, double bytes) {
+    if (plan.stages.empty()) return 0.0;
+    sent += scheme::collective_bytes_sent(plan, bytes);
+    return scheme::collective_cost(c, plan, spec.regime_for(bytes)).time(bytes);
+  };
+  std::vector<double> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
+  for (size_t u = 0; u < n_units; ++u) {
+    const double bytes = units[u].bytes;
+    if (gather_forward) gather[u] = timed(plans.gather, bytes);
+    if (gather_after) after[u] = timed(plans.gather, bytes);
+    reduce[u] = timed(plans.reduce, bytes) + timed(plans.replicate, bytes / plans.shard_degree);
+  }
+  for (size_t j = 0; j < n_units; ++j) {
+    if (gather_backward) gather_again[j] = timed(plans.gather, units[order[j]].bytes);
+  }
+  const bool prefetch = scheme.fsdp.prefetch >= 1;
+  double exposed = 0;
+  for (size_t u = 0; u < n_units; ++u) {
+    if (u == 0 || !prefetch) {
+      exposed += gather[u];
+    } else {
+      exposed += std::max(0.0, gather[u] - windows.forward[u - 1]);
+    }
+  }
+  // Backward: the first unit's gather (issued when the forward ends) is exposed; during unit j's
+  // backward the network carries unit j+1's gather (prefetched) and unit j-1's reduce-scatter.
+  if (n_units > 0) exposed += gather_again[0];
+  for (size_t j = 0; j < n_units; ++j) {
+    const double next_gather = j + 1 < n_units ? gather_again[j + 1] : 0.0;
+    const double reducing = j >= 1 ? reduce[order[j - 1]] : 0.0;
+    if (prefetch) {
+      exposed += std::max(0.0, next_gather + reducing - windows.backward[j]);
+    } else {
+      exposed += next_gather + std::max(0.0, reducing - windows.backward[j]);
+    }
+  }
+  if (n_units > 0) exposed += reduce[order[n_units - 1]];
+  for (double t : after) exposed += t;
+
+  const double compute = w.step_time_alone();
+  const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
+  r.step_time = compute + straggle + exposed;
+  r.breakdown.compute = compute;
+  r.breakdown.communication_exposed = exposed;
+  r.breakdown.wait = straggle;
+  double busy = 0;
+  for (size_t u = 0; u < n_units; ++u) busy += gather[u] + gather_again[u] + reduce[u] + after[u];
+  r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
+  if (busy > 0) r.utilization.push_back({"collectives (all-gather, reduce-scatter)", std::min(1.0, busy / r.step_time)});
+  r.bytes_sent = r.bytes_received = sent * options.measure_steps;
+  return r;
+}
+
 }  // namespace
 
 Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
@@ -120,8 +245,18 @@ Result predict_coarse(const workload::Workload& workload, const cluster::Cluster
       return predict_coarse(step, cluster, scheme, options);
     });
   }
-  Result r = scheme.scheme == scheme::Scheme::AllReduce ? allreduce_step(workload, cluster, scheme, options)
-                                                        : ps_step(workload, cluster, scheme, options);
+  Result r;
+  switch (scheme.scheme) {
+    case scheme::Scheme::AllReduce:
+      r = allreduce_step(workload, cluster, scheme, options);
+      break;
+    case scheme::Scheme::ParameterServer:
+      r = ps_step(workload, cluster, scheme, options);
+      break;
+    case scheme::Scheme::Fsdp:
+      r = fsdp_step(workload, cluster, scheme, options);
+      break;
+  }
   r.workers = cluster.workers;
   r.predictor = Predictor::Coarse;
   r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;

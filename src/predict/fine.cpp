@@ -106,6 +106,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
                                          to_string(options.predictor), cluster.workers, r.step_time, r.throughput));
   }
   account_job(r, workload, options);
+  account_model(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   return r;
 }

@@ -30,7 +30,8 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "workers,predictor,step_time_s,throughput_samples_per_s,speedup,efficiency,"
                  "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
                  "bottleneck,step_samples,step_time_mean_s,step_time_p50_s,step_time_p95_s,"
-                 "step_time_min_s,step_time_max_s,job_startup_s,job_time_s\n");
+                 "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
+                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits\n");
   for (const auto& r : sweep.predictions) {
     // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
     fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers, predict::to_string(r.predictor),
@@ -46,9 +47,29 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                      spread.min, spread.max);
     }
     if (r.job.samples > 0) {
-      fmt::format_to(it, ",{},{}\n", r.job.startup_time, r.job.time);
+      fmt::format_to(it, ",{},{}", r.job.startup_time, r.job.time);
     } else {
-      buf.append(std::string_view(",,\n"));
+      buf.append(std::string_view(",,"));
+    }
+    // Language models and memory: empty cells where unknown.
+    auto optional = [&](bool known, double value) {
+      if (known) {
+        fmt::format_to(it, ",{}", value);
+      } else {
+        buf.push_back(',');
+      }
+    };
+    const bool tokens = r.tokens.tokens_per_s > 0;
+    optional(tokens, r.tokens.tokens_per_s);
+    optional(tokens, r.tokens.tokens_per_s_per_worker);
+    optional(r.tokens.mfu >= 0, r.tokens.mfu);
+    optional(r.tokens.mfu_6nd >= 0, r.tokens.mfu_6nd);
+    optional(r.memory.known, r.memory.per_worker.total());
+    optional(r.memory.gpu_memory > 0, r.memory.gpu_memory);
+    if (r.memory.known && r.memory.gpu_memory > 0) {
+      buf.append(std::string_view(r.memory.fits() ? ",true\n" : ",false\n"));
+    } else {
+      buf.append(std::string_view(",\n"));
     }
     if (buf.size() >= detail::kFlushBytes) {
       out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -137,6 +138,53 @@ void write_prediction(JsonWriter& json, const predict::Result& r) {
     json.end_object();
   } else {
     json.raw("null");
+  }
+  json.key("memory_per_worker_bytes");
+  if (r.memory.known) {
+    const predict::Memory& m = r.memory.per_worker;
+    json.begin_object();
+    for (const auto& [key, value] : {std::pair<std::string_view, double>{"parameters", m.parameters},
+                                     {"gradients", m.gradients},
+                                     {"optimizer", m.optimizer},
+                                     {"activations", m.activations},
+                                     {"buffers", m.buffers},
+                                     {"total", m.total()}}) {
+      json.key(key);
+      if (key == "activations" && !r.memory.activations_modelled) {
+        json.raw("null");
+      } else {
+        json.number(value);
+      }
+    }
+    json.end_object();
+  } else {
+    json.raw("null");
+  }
+  json.key("gpu_memory_bytes");
+  if (r.memory.gpu_memory > 0) {
+    json.number(r.memory.gpu_memory);
+  } else {
+    json.raw("null");
+  }
+  json.key("fits");
+  if (r.memory.known && r.memory.gpu_memory > 0) {
+    json.raw(r.memory.fits() ? "true" : "false");
+  } else {
+    json.raw("null");
+  }
+  const bool tokens = r.tokens.tokens_per_s > 0;
+  for (const auto& [key, value, known] :
+       {std::tuple<std::string_view, double, bool>{"tokens_per_s", r.tokens.tokens_per_s, tokens},
+        {"tokens_per_s_per_worker", r.tokens.tokens_per_s_per_worker, tokens},
+        {"model_flops_per_s_per_worker", r.tokens.model_flops_per_s_per_worker, tokens},
+        {"mfu", r.tokens.mfu, r.tokens.mfu >= 0},
+        {"mfu_6nd", r.tokens.mfu_6nd, r.tokens.mfu_6nd >= 0}}) {
+    json.key(key);
+    if (known) {
+      json.number(value);
+    } else {
+      json.raw("null");
+    }
   }
   json.key("max_link_flows");
   json.integer(r.max_link_flows);

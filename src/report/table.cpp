@@ -17,33 +17,64 @@
 namespace stepcast::report {
 namespace {
 
-constexpr std::size_t kColumns = 7;
-using Row = std::array<std::string, kColumns>;
+/// One column: its header, alignment (numbers on the right so their magnitudes compare at a
+/// glance; words on the left), and its cell for a prediction.
+struct Column {
+  std::string_view header;
+  bool right_aligned;
+  std::string (*cell)(const predict::Result&);
+};
+using Row = std::vector<std::string>;
 
-constexpr std::array<std::string_view, kColumns> kHeader{
-    "workers", "predictor", "step time", "throughput (samples/s)", "speed-up", "efficiency", "bottleneck"};
-// Numbers line up on the right so their magnitudes compare at a glance; words on the left.
-constexpr std::array<bool, kColumns> kRightAligned{true, false, true, true, true, true, false};
-
-Row cells(const predict::Result& r) {
-  return {fmt::format("{}", r.workers),
-          predict::to_string(r.predictor),
-          format_duration(r.step_time),
-          fmt::format("{:.1f}", r.throughput),
-          fmt::format("{:.2f}x", r.speedup),
-          fmt::format("{:.1f}%", r.efficiency * 100),
-          r.bottleneck};
+std::string memory_cell(const predict::Result& r) {
+  const predict::MemoryCheck& m = r.memory;
+  if (!m.known) return "-";
+  const std::string total = format_bytes(m.per_worker.total());
+  const std::string note = m.activations_modelled ? "" : " + activations";
+  if (!m.fits()) return fmt::format("does not fit: {}{} > {}", total, note, format_bytes(m.gpu_memory));
+  return total + note;
 }
 
-template <typename Cells>
-void append_row(fmt::memory_buffer& buf, const Cells& row, const std::array<std::size_t, kColumns>& width) {
+/// The columns the sweep needs: token rates and MFU for language models, memory per GPU when it
+/// is known and something to compare it with (a GPU size, or activations) is.
+std::vector<Column> columns_for(const std::vector<predict::Result>& predictions) {
+  bool tokens = false, mfu = false, memory = false;
+  for (const auto& r : predictions) {
+    tokens = tokens || r.tokens.tokens_per_s > 0;
+    mfu = mfu || r.tokens.mfu >= 0;
+    memory = memory || (r.memory.known && (r.memory.gpu_memory > 0 || r.memory.activations_modelled));
+  }
+  std::vector<Column> c;
+  c.push_back({"workers", true, [](const predict::Result& r) { return fmt::format("{}", r.workers); }});
+  c.push_back({"predictor", false, [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
+  c.push_back({"step time", true, [](const predict::Result& r) { return format_duration(r.step_time); }});
+  c.push_back({"throughput (samples/s)", true, [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }});
+  if (tokens) {
+    c.push_back({"tokens/s", true, [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s); }});
+    c.push_back({"tokens/s per GPU", true,
+                 [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s_per_worker); }});
+  }
+  if (mfu) {
+    c.push_back({"MFU", true, [](const predict::Result& r) {
+                   return r.tokens.mfu >= 0 ? fmt::format("{:.1f}%", 100 * r.tokens.mfu) : std::string("-");
+                 }});
+  }
+  c.push_back({"speed-up", true, [](const predict::Result& r) { return fmt::format("{:.2f}x", r.speedup); }});
+  c.push_back({"efficiency", true, [](const predict::Result& r) { return fmt::format("{:.1f}%", r.efficiency * 100); }});
+  if (memory) c.push_back({"memory per GPU", true, memory_cell});
+  c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
+  return c;
+}
+
+void append_row(fmt::memory_buffer& buf, const std::vector<Column>& columns, const Row& row,
+                const std::vector<std::size_t>& width) {
   auto it = std::back_inserter(buf);
-  for (std::size_t c = 0; c < kColumns; ++c) {
+  for (std::size_t c = 0; c < columns.size(); ++c) {
     if (c > 0) buf.append(std::string_view("  "));
-    if (c + 1 == kColumns) {
+    if (c + 1 == columns.size()) {
       // Last column unpadded: no trailing blanks, and a long bottleneck does not widen the table.
       buf.append(row[c]);
-    } else if (kRightAligned[c]) {
+    } else if (columns[c].right_aligned) {
       fmt::format_to(it, "{:>{}}", row[c], width[c]);
     } else {
       fmt::format_to(it, "{:<{}}", row[c], width[c]);
@@ -126,28 +157,68 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
   }
 }
 
+/// Per prediction of a language model: memory per GPU by kind, and MFU both ways.
+void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::MemoryCheck& m = r.memory;
+    if (!m.known || !(m.gpu_memory > 0 || m.activations_modelled)) continue;
+    const predict::Memory& p = m.per_worker;
+    fmt::format_to(it,
+                   "memory per GPU ({} worker{}): parameters {}, gradients {}, optimizer {}, activations {}, "
+                   "gathered buffers {}: {}{}\n",
+                   r.workers, r.workers == 1 ? "" : "s", format_bytes(p.parameters), format_bytes(p.gradients),
+                   format_bytes(p.optimizer), m.activations_modelled ? format_bytes(p.activations) : "not modelled",
+                   format_bytes(p.buffers), format_bytes(p.total()),
+                   m.gpu_memory > 0 ? fmt::format(" of {} ({})", format_bytes(m.gpu_memory),
+                                                  m.fits() ? "fits" : "does not fit")
+                                    : std::string());
+  }
+  const predict::Result& last = predictions.back();
+  if (last.tokens.model_flops_per_s_per_worker > 0) {
+    fmt::format_to(it, "model FLOPs ({} workers): {} per GPU", last.workers,
+                   format_flops(last.tokens.model_flops_per_s_per_worker));
+    if (last.tokens.mfu >= 0) {
+      fmt::format_to(it, ", MFU {:.1f}% with attention, {:.1f}% as 6 N per token", 100 * last.tokens.mfu,
+                     100 * last.tokens.mfu_6nd);
+    } else {
+      buf.append(std::string_view(" (MFU needs cluster.gpu.peak_flops)"));
+    }
+    buf.push_back('\n');
+  }
+}
+
 }  // namespace
 
 void write_table(std::ostream& out, const Sweep& sweep) {
+  const std::vector<Column> columns = columns_for(sweep.predictions);
   std::vector<Row> rows;
   rows.reserve(sweep.predictions.size());
-  for (const auto& r : sweep.predictions) rows.push_back(cells(r));
+  for (const auto& r : sweep.predictions) {
+    Row row;
+    for (const Column& c : columns) row.push_back(c.cell(r));
+    rows.push_back(std::move(row));
+  }
+  Row header;
+  for (const Column& c : columns) header.emplace_back(c.header);
 
-  std::array<std::size_t, kColumns> width{};
-  for (std::size_t c = 0; c < kColumns; ++c) {
-    width[c] = kHeader[c].size();
+  std::vector<std::size_t> width(columns.size());
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    width[c] = header[c].size();
     for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
   }
 
   fmt::memory_buffer buf;
   fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
-  append_row(buf, kHeader, width);
+  if (!sweep.compute_source.empty()) fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
+  append_row(buf, columns, header, width);
   if (rows.empty()) {
     buf.append(std::string_view("(no predictions)\n"));
   } else {
-    for (const auto& row : rows) append_row(buf, row, width);
+    for (const auto& row : rows) append_row(buf, columns, row, width);
     append_step_spreads(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
+    append_models(buf, sweep.predictions);
     append_where_time_goes(buf, sweep.predictions.back());
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));

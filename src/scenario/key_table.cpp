@@ -81,7 +81,27 @@ const Choices<Precision>& precisions() {
   return c;
 }
 const Choices<Scheme>& schemes() {
-  static const Choices<Scheme> c{{"ps", Scheme::ParameterServer}, {"allreduce", Scheme::AllReduce}};
+  static const Choices<Scheme> c{
+      {"ps", Scheme::ParameterServer}, {"allreduce", Scheme::AllReduce}, {"fsdp", Scheme::Fsdp}};
+  return c;
+}
+const Choices<scheme::FsdpSharding>& shardings() {
+  static const Choices<scheme::FsdpSharding> c{{"full", scheme::FsdpSharding::Full},
+                                               {"grad_op", scheme::FsdpSharding::GradOp},
+                                               {"optimizer", scheme::FsdpSharding::Optimizer},
+                                               {"hybrid", scheme::FsdpSharding::Hybrid}};
+  return c;
+}
+const Choices<scheme::Optimizer>& optimizers() {
+  static const Choices<scheme::Optimizer> c{{"adam", scheme::Optimizer::Adam},
+                                            {"momentum", scheme::Optimizer::Momentum},
+                                            {"sgd", scheme::Optimizer::Sgd}};
+  return c;
+}
+const Choices<workload::ActivationCheckpointing>& checkpointings() {
+  static const Choices<workload::ActivationCheckpointing> c{{"none", workload::ActivationCheckpointing::None},
+                                                            {"selective", workload::ActivationCheckpointing::Selective},
+                                                            {"full", workload::ActivationCheckpointing::Full}};
   return c;
 }
 const Choices<Mode>& modes() {
@@ -301,6 +321,72 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{s.workload.model, false};
                }});
+  // A decoder by shape. Integers with no default: 0 means "not given" (workload.model is used).
+  auto shape_key = [&t](const char* field, const char* description, auto member) {
+    t.push_back({{fmt::format("workload.transformer.{}", field), "integer >= 1", "(unset)", description},
+                 false,
+                 [member, field](const RawValue& v, Draft& d) {
+                   d.scenario.workload.transformer.*member =
+                       parse_integer<int64_t>(v, 1, int64_t{1} << 24, "an integer in [1, 16777216]");
+                   d.transformer_keys.push_back(field);
+                 },
+                 [member](const Scenario& s) {
+                   return Rendered{fmt::format("{}", s.workload.transformer.*member), true};
+                 }});
+  };
+  shape_key("layers", "decoder blocks", &zoo::TransformerShape::layers);
+  shape_key("hidden", "model width (heads x head size)", &zoo::TransformerShape::hidden);
+  shape_key("ffn_hidden", "MLP inner width (of each expert)", &zoo::TransformerShape::ffn_hidden);
+  shape_key("heads", "query heads", &zoo::TransformerShape::heads);
+  shape_key("kv_heads", "key/value heads (grouped-query attention); default: heads", &zoo::TransformerShape::kv_heads);
+  shape_key("vocab", "vocabulary size", &zoo::TransformerShape::vocab);
+  shape_key("experts", "mixture of experts: experts per MLP; default 1 (dense)", &zoo::TransformerShape::experts);
+  shape_key("top_k", "mixture of experts: experts per token; default 1", &zoo::TransformerShape::top_k);
+  auto shape_flag = [&t](const char* field, const char* def, const char* description, auto member) {
+    t.push_back(choice_key(fmt::format("workload.transformer.{}", field), def, booleans(), description,
+                           [member](auto& s) -> auto& { return s.workload.transformer.*member; }));
+  };
+  shape_flag("swiglu", "true", "gated MLP (gate, up, down; Llama) instead of up and down with GELU",
+             &zoo::TransformerShape::swiglu);
+  shape_flag("tied_embeddings", "false", "the LM head reuses the token embedding",
+             &zoo::TransformerShape::tied_embeddings);
+  t.push_back({{"workload.seq_len", "integer >= 1", "the zoo model's (llama3: 8192, llama2: 4096, gpt2: 1024)",
+                "tokens per sequence; a decoder's sample (batch_per_worker counts sequences)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.workload.seq_len = parse_integer<int64_t>(v, 1, int64_t{1} << 24, "an integer in [1, 16777216]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{fmt::format("{}", s.workload.seq_len), true};
+               }});
+  t.push_back(choice_key(
+      "workload.activation_checkpointing", "none", checkpointings(),
+      "decoders: recompute in backward: none, selective (attention scores), full (each block's forward)",
+      [](auto& s) -> auto& { return s.workload.checkpointing; }));
+  t.push_back(choice_key(
+      "workload.flash_attention", "true", booleans(),
+      "decoders: attention kernels that keep no seq x seq scores (FlashAttention, PyTorch SDPA); for memory",
+      [](auto& s) -> auto& { return s.workload.flash_attention; }));
+  t.push_back({{"workload.achieved_flops", "FLOP/s", "(unset)",
+                "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
+                "measured step time)"},
+               false,
+               [](const RawValue& v, Draft& d) { d.scenario.workload.achieved_flops = parse_flops(v.text, v.where); },
+               [](const Scenario& s) {
+                 return Rendered{s.workload.achieved_flops > 0 ? format_flops(s.workload.achieved_flops) : "unset",
+                                 false};
+               }});
+  t.push_back({{"workload.compute_efficiency", "number in (0, 1]", "(unset)",
+                "compute from FLOPs: the fraction of cluster.gpu.peak_flops one GPU achieves"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 const double e = parse_number(v, 0, false, "a number in (0, 1]");
+                 if (e > 1) fail(v, "a number in (0, 1]");
+                 d.scenario.workload.compute_efficiency = e;
+               },
+               [](const Scenario& s) {
+                 return Rendered{format_number(s.workload.compute_efficiency), true};
+               }});
   t.push_back({{"workload.profile", "path", "(none)",
                 "PyTorch profiler (Kineto) trace of the job, .json or .json.gz, relative to the "
                 "scenario file; replaces the zoo model's compute and the measured step time"},
@@ -492,9 +578,30 @@ std::vector<KeyDef> make_table() {
       "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
       [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
 
+  t.push_back({{"cluster.gpu_memory", "size", "(unset: no fit check)",
+                "memory of one GPU, e.g. 80GB; predictions say whether the job fits"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 const double bytes = parse_bytes(v.text, v.where);
+                 if (bytes <= 0) fail(v, "a size > 0");
+                 d.scenario.cluster.gpu_memory = bytes;
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.cluster.gpu_memory > 0 ? format_bytes(s.cluster.gpu_memory) : "unset", false};
+               }});
+  t.push_back({{"cluster.gpu.peak_flops", "FLOP/s", "(unset: no MFU)",
+                "peak dense FLOP/s of one GPU at the training precision (spec sheet: H100 SXM bf16 989TFLOPS)"},
+               false,
+               [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_peak_flops = parse_flops(v.text, v.where); },
+               [](const Scenario& s) {
+                 return Rendered{s.cluster.gpu_peak_flops > 0 ? format_flops(s.cluster.gpu_peak_flops) : "unset",
+                                 false};
+               }});
+
   // --- training
   t.push_back(choice_key(
-      "training.scheme", "allreduce", schemes(), "parameter server or all-reduce",
+      "training.scheme", "allreduce", schemes(),
+      "parameter server, all-reduce (DDP) or sharded data parallelism (FSDP, ZeRO)",
       [](auto& s) -> auto& { return s.scheme.scheme; }));
   t.push_back(choice_key(
       "training.mode", "sync", modes(), "synchronous steps, or asynchronous (parameter server only)",
@@ -540,6 +647,37 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{format_bytes(s.scheme.allreduce.bucket_bytes), false};
                }});
+
+  t.push_back(choice_key(
+      "training.fsdp.sharding", "full", shardings(),
+      "fsdp: full (ZeRO-3), grad_op (ZeRO-2), optimizer (ZeRO-1) or hybrid (HSDP: full inside a shard group)",
+      [](auto& s) -> auto& { return s.scheme.fsdp.sharding; }));
+  t.push_back({{"training.fsdp.shard_group", "integer >= 1", "the workers of one node",
+                "hybrid: workers a unit is sharded over; groups replicate each other"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.scheme.fsdp.shard_group = parse_integer<int>(v, 1, kMaxWorkers, "an integer in [1, 16384]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.scheme.fsdp.shard_group > 0 ? fmt::format("{}", s.scheme.fsdp.shard_group)
+                                                               : "one node",
+                                 s.scheme.fsdp.shard_group > 0};
+               }});
+  t.push_back(integer_key(
+      "training.fsdp.unit", "1", 1, kMaxWorkers,
+      "fsdp: transformer blocks per unit (gathered together); embedding and head are units of their own",
+      [](auto& s) -> auto& { return s.scheme.fsdp.unit_blocks; }));
+  t.push_back(integer_key(
+      "training.fsdp.prefetch", "1", 0, 64, "fsdp: units gathered ahead of the one computing (0: none)",
+      [](auto& s) -> auto& { return s.scheme.fsdp.prefetch; }));
+  t.push_back(choice_key(
+      "training.fsdp.reshard_after_forward", "true", booleans(),
+      "fsdp full/hybrid: free gathered parameters after the forward (gather again for the backward)",
+      [](auto& s) -> auto& { return s.scheme.fsdp.reshard_after_forward; }));
+  t.push_back(choice_key(
+      "training.optimizer", "adam", optimizers(),
+      "optimizer whose state the memory check counts (fp16/bf16: with fp32 master weights)",
+      [](auto& s) -> auto& { return s.scheme.optimizer; }));
 
   // --- prediction
   t.push_back(choice_key(

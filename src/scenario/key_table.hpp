@@ -32,6 +32,7 @@ struct Draft {
   bool model_given = false;
   std::optional<RawValue> custom_topology;  ///< cluster.custom, read once the NIC bandwidth is known
   std::optional<RawValue> compute_cv_auto;  ///< workload.compute_cv: auto, checked against the profile
+  std::vector<std::string> transformer_keys;  ///< workload.transformer.* fields given
 };
 
 /// A value rendered for resolved_keys.

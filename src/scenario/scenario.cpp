@@ -22,6 +22,7 @@
 #include "stepcast/detail/profile/tf_timeline.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
+#include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
@@ -351,6 +352,137 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
   return spec;
 }
 
+namespace {
+
+/// The model a scenario describes without a profile: the zoo's, rebuilt at workload.seq_len, or
+/// the decoder of workload.transformer. Throws Error naming the key of a bad shape.
+zoo::ModelSpec scenario_model(const Scenario& s) {
+  const WorkloadSpec& w = s.workload;
+  auto with_file = [&](const Error& e) {
+    return Error({s.file, 0, e.where().key}, e.message());
+  };
+  try {
+    if (w.transformer.layers > 0) {
+      zoo::TransformerShape shape = w.transformer;
+      shape.seq_len = w.seq_len;
+      return zoo::make_transformer("transformer", "decoder given by workload.transformer", shape);
+    }
+    const zoo::ModelSpec* model = zoo::find_model(w.model);
+    if (model == nullptr) throw Error({s.file, 0, "workload.model"}, detail::unknown_model_message(w.model));
+    if (model->transformer && w.seq_len > 0 && w.seq_len != model->transformer->seq_len) {
+      zoo::TransformerShape shape = *model->transformer;
+      shape.seq_len = w.seq_len;
+      return zoo::make_transformer(model->name, model->description, shape);
+    }
+    return *model;
+  } catch (const Error& e) {
+    if (!e.where().file.empty()) throw;
+    throw with_file(e);
+  }
+}
+
+}  // namespace
+
+zoo::ModelSpec model_of(const Scenario& scenario) { return scenario_model(scenario); }
+
+namespace {
+
+/// What parse_scenario settles once every key is read: the decoder's shape and sequence length,
+/// and the step time from whichever compute source was given (exactly one).
+void resolve_workload(Draft& draft, const Entries& entries, const std::string& file_name, Needs needs) {
+  Scenario& s = draft.scenario;
+  WorkloadSpec& w = s.workload;
+  const bool profiled = !w.profile.empty();
+  const bool shaped = !draft.transformer_keys.empty();
+  if (shaped) {
+    if (draft.model_given) {
+      throw Error(location_of(entries, "workload.model", file_name),
+                  "give workload.model or workload.transformer, not both");
+    }
+    for (const char* field : {"layers", "hidden", "ffn_hidden", "heads", "vocab"}) {
+      if (std::find(draft.transformer_keys.begin(), draft.transformer_keys.end(), field) ==
+          draft.transformer_keys.end()) {
+        throw Error({file_name, 0, fmt::format("workload.transformer.{}", field)},
+                    "required with workload.transformer (layers, hidden, ffn_hidden, heads and vocab)");
+      }
+    }
+    if (w.transformer.kv_heads == 0) w.transformer.kv_heads = w.transformer.heads;
+    if (w.transformer.experts == 0) w.transformer.experts = 1;
+    if (w.transformer.top_k == 0) w.transformer.top_k = 1;
+    if (w.seq_len == 0) {
+      throw Error({file_name, 0, "workload.seq_len"}, "required with workload.transformer: tokens per sequence");
+    }
+  }
+  const zoo::ModelSpec* zoo_model = draft.model_given ? zoo::find_model(w.model) : nullptr;
+  const bool decoder = shaped || (zoo_model != nullptr && zoo_model->transformer.has_value());
+  if (!decoder && !profiled) {
+    for (const char* key : {"workload.seq_len", "workload.activation_checkpointing"}) {
+      if (entries.count(key) != 0 && !(std::string_view(key) == "workload.activation_checkpointing" &&
+                                        w.checkpointing == workload::ActivationCheckpointing::None)) {
+        throw Error(location_of(entries, key, file_name),
+                    fmt::format("applies to transformer decoders (workload.model: {} is not one)", w.model));
+      }
+    }
+  }
+  if (zoo_model != nullptr && zoo_model->transformer && w.seq_len == 0) w.seq_len = zoo_model->transformer->seq_len;
+
+  // The compute source: exactly one.
+  std::vector<std::string> given;
+  if (draft.step_time) given.emplace_back(detail::kStepTimeKey);
+  if (draft.throughput) given.emplace_back(detail::kThroughputKey);
+  if (w.achieved_flops > 0) given.emplace_back("workload.achieved_flops");
+  if (w.compute_efficiency > 0) given.emplace_back("workload.compute_efficiency");
+  if (profiled) given.emplace_back("workload.profile");
+  if (given.size() > 1) {
+    throw Error(location_of(entries, given[1], file_name),
+                fmt::format("{} and {} both give the compute time; keep one", given[0], given[1]));
+  }
+  if (w.compute_efficiency > 0 && !(s.cluster.gpu_peak_flops > 0)) {
+    throw Error(location_of(entries, "workload.compute_efficiency", file_name),
+                "needs cluster.gpu.peak_flops (the GPU's spec-sheet FLOP/s) to turn into a rate");
+  }
+  if (profiled) {
+    w.compute_source = ComputeSource::Profile;
+    return;
+  }
+  if (draft.step_time) {
+    w.step_time = *draft.step_time;
+    w.compute_source = ComputeSource::Measured;
+  } else if (draft.throughput) {
+    w.step_time = w.batch_per_worker / *draft.throughput;
+    w.compute_source = ComputeSource::Measured;
+    // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
+    if (!(w.step_time <= limits::kMaxDuration)) {
+      throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
+                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s", *draft.throughput,
+                              w.batch_per_worker, w.step_time));
+    }
+  } else if (w.achieved_flops > 0 || w.compute_efficiency > 0) {
+    const bool achieved = w.achieved_flops > 0;
+    const std::string key = achieved ? "workload.achieved_flops" : "workload.compute_efficiency";
+    const double rate = achieved ? w.achieved_flops : w.compute_efficiency * s.cluster.gpu_peak_flops;
+    w.compute_source = achieved ? ComputeSource::AchievedFlops : ComputeSource::PeakEfficiency;
+    if (needs == Needs::Workload) {
+      const zoo::ModelSpec model = scenario_model(s);
+      const double flops = w.batch_per_worker * zoo::step_flops_per_sample(model, w.backward_to_forward, w.checkpointing);
+      w.step_time = flops / rate;
+      if (!(w.step_time > 0 && w.step_time <= limits::kMaxDuration)) {
+        throw Error(location_of(entries, key, file_name),
+                    fmt::format("{:.3g} FLOPs per step at {} is a step of {} s, outside (0, 1e6] s", flops,
+                                format_flops(rate), w.step_time));
+      }
+    }
+  } else if (needs == Needs::Workload) {
+    throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
+                "required: the compute time, as workload.step_time (e.g. '292ms') or "
+                "workload.single_worker_throughput (samples/s) measured on one worker, or "
+                "workload.achieved_flops (e.g. '180TFLOPS'), or workload.compute_efficiency with "
+                "cluster.gpu.peak_flops");
+  }
+}
+
+}  // namespace
+
 Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name,
                         const std::vector<std::string>& overrides, Needs needs,
                         const std::vector<int>& worker_sweep) {
@@ -389,25 +521,12 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     throw Error(location_of(entries, std::string(key), file_name),
                 "workload.profile gives the measured step time; remove this key");
   }
-  if (!draft.model_given && !profiled && needs == Needs::Workload) {
+  if (!draft.model_given && draft.transformer_keys.empty() && !profiled && needs == Needs::Workload) {
     throw Error({file_name, 0, "workload.model"},
-                fmt::format("required: a model from the zoo ({})", model_list()));
+                fmt::format("required: a model from the zoo ({}), or a decoder by shape (workload.transformer)",
+                            model_list()));
   }
-  if (draft.step_time) {
-    s.workload.step_time = *draft.step_time;
-  } else if (draft.throughput) {
-    s.workload.step_time = s.workload.batch_per_worker / *draft.throughput;
-    // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
-    if (!(s.workload.step_time <= limits::kMaxDuration)) {
-      throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
-                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s", *draft.throughput,
-                              s.workload.batch_per_worker, s.workload.step_time));
-    }
-  } else if (needs == Needs::Workload && !profiled) {
-    throw Error({file_name, 0, std::string(detail::kStepTimeKey)},
-                "required: workload.step_time (e.g. '292ms') or "
-                "workload.single_worker_throughput (samples/s), measured on one worker");
-  }
+  resolve_workload(draft, entries, file_name, needs);
 
   if (s.options.compute_cv_auto && draft.compute_cv_auto) {
     if (s.workload.profile.empty()) {
@@ -527,15 +646,40 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
 
 workload::Workload build_workload(const Scenario& scenario) {
   if (!scenario.workload.profile.empty()) return build_profiled_workload(scenario);
-  const zoo::ModelSpec* model = zoo::find_model(scenario.workload.model);
-  if (model == nullptr) {
-    throw Error({scenario.file, 0, "workload.model"}, detail::unknown_model_message(scenario.workload.model));
-  }
+  const zoo::ModelSpec model = scenario_model(scenario);
   const WorkloadSpec& w = scenario.workload;
-  return zoo::to_workload(*model, {.batch_per_worker = w.batch_per_worker,
-                                   .step_time = w.step_time,
-                                   .precision = w.precision,
-                                   .backward_to_forward = w.backward_to_forward});
+  workload::Workload out = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                                                    .step_time = w.step_time,
+                                                    .precision = w.precision,
+                                                    .backward_to_forward = w.backward_to_forward,
+                                                    .checkpointing = w.checkpointing});
+  if (model.transformer) {
+    const double element = workload::bytes_per_element(w.precision);
+    out.facts.activation_bytes =
+        zoo::activation_bytes(*model.transformer, w.batch_per_worker, w.checkpointing, element, w.flash_attention);
+  }
+  return out;
+}
+
+std::string compute_source_text(const Scenario& scenario) {
+  const WorkloadSpec& w = scenario.workload;
+  switch (w.compute_source) {
+    case ComputeSource::Measured:
+      return fmt::format("measured, {} per step of one worker alone (workload.step_time or "
+                         "workload.single_worker_throughput)",
+                         format_duration(w.step_time));
+    case ComputeSource::Profile:
+      return fmt::format("profiled, the ops of {} (workload.profile)", w.profile);
+    case ComputeSource::AchievedFlops:
+      return fmt::format("the model's FLOPs at {} per GPU (workload.achieved_flops): {} per step of one worker",
+                         format_flops(w.achieved_flops), format_duration(w.step_time));
+    case ComputeSource::PeakEfficiency:
+      return fmt::format("the model's FLOPs at {:.3g}% of {} peak (workload.compute_efficiency, "
+                         "cluster.gpu.peak_flops): {} per step of one worker",
+                         100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops),
+                         format_duration(w.step_time));
+  }
+  return "";
 }
 
 std::vector<ResolvedKey> resolved_keys(const Scenario& scenario) {

@@ -273,6 +273,31 @@ CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
   return cost;
 }
 
+CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op, const std::vector<std::vector<int>>& groups) {
+  CollectivePlan plan;
+  if (groups.empty() || groups.front().size() < 2) return plan;
+  const int g = static_cast<int>(groups.front().size());
+  std::vector<Transfer> shift;
+  for (const std::vector<int>& group : groups) {
+    STEPCAST_ASSERT(static_cast<int>(group.size()) == g);
+    for (const Transfer& t : ring_shift(group)) shift.push_back(t);
+  }
+  const int pattern = add_pattern(plan, make_pattern(c, shift));
+  switch (op) {
+    case CollectiveOp::AllReduce:
+      add_stages(plan, pattern, 2 * (g - 1), 1.0 / g);
+      break;
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter:
+      add_stages(plan, pattern, g - 1, 1.0 / g);
+      break;
+    case CollectiveOp::Broadcast:
+      STEPCAST_ASSERT(false && "no grouped broadcast");
+      break;
+  }
+  return plan;
+}
+
 bool needs_power_of_two(AllReduceAlgorithm algorithm) {
   return algorithm == AllReduceAlgorithm::HalvingDoubling || algorithm == AllReduceAlgorithm::Hdrm;
 }

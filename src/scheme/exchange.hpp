@@ -33,7 +33,9 @@ struct Delivered {  ///< parameter server: a message's last byte reached the far
 struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
   int shard;
 };
-struct StageDone {};  ///< all-reduce: a step of the running collective ended, latency included
+struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
+  int stream = 0;
+};
 using Event = std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone>;
 using StepEngine = sim::Engine<Event>;
 
@@ -42,6 +44,7 @@ inline constexpr int kNone = -1;
 /// Trace threads and processes shared by the runtime and the exchanges.
 struct TraceLayout {
   int pull = 0, push = 0, allreduce = 0, apply = 0;
+  int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
   int first_ps_process = 0;
 };
 
@@ -54,6 +57,8 @@ struct RepresentativeClient {
   std::vector<double> pull_latency, push_latency;                 ///< per shard, s
 };
 
+struct FsdpPlans;  // fsdp_exchange.hpp
+
 /// What the runtime and an exchange of one simulation share; borrowed, outlives both.
 struct StepContext {
   const workload::Workload& workload;
@@ -65,8 +70,13 @@ struct StepContext {
   TraceLayout layout;
   /// Set on the parameter-server fast path: only worker 0 is simulated.
   const RepresentativeClient* representative = nullptr;
-  /// Workers simulated (all of the cluster's, or the representative alone).
-  [[nodiscard]] int workers() const { return representative != nullptr ? 1 : cluster.spec.workers; }
+  /// Set on the sharded-data-parallel fast path (fsdp_fast_path.cpp): its collective plans on a
+  /// reduced network, worker 0 simulated for all.
+  const FsdpPlans* fsdp_plans = nullptr;
+  /// Workers simulated (all of the cluster's, or one standing for all).
+  [[nodiscard]] int workers() const {
+    return representative != nullptr || fsdp_plans != nullptr ? 1 : cluster.spec.workers;
+  }
   void span(int process, int thread, std::string name, const char* category, double start, double duration) const {
     trace->spans.push_back({process, thread, std::move(name), category, start, duration});
   }
@@ -88,6 +98,10 @@ class Exchange {
   virtual void step_started(int w) = 0;
   /// Worker w's op produced the gradient of tensor t.
   virtual void gradient_ready(int w, int tensor) = 0;
+  /// Worker w's op began, or ended (before the gradients it produced are reported). Schemes
+  /// that issue transfers as the computation goes (sharded data parallelism's prefetch) listen.
+  virtual void op_started(int /*w*/, int /*op*/) {}
+  virtual void op_finished(int /*w*/, int /*op*/) {}
   virtual void flow_done(net::FlowId flow) = 0;
   /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone).
   virtual void handle(const Event& event) = 0;

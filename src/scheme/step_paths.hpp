@@ -1,7 +1,8 @@
 // Private to scheme/: the ways simulate_steps runs a step. The full engine simulates every event
 // of every worker (step_simulation.cpp); a fast path computes the same result exactly where
 // workers are alike: up to their straggler factors for all-reduce (allreduce_fast_path.cpp), or
-// interchangeable parameter-server clients, one simulated for all (ps_fast_path.cpp). All fill
+// interchangeable parameter-server clients, one simulated for all (ps_fast_path.cpp), or
+// identical sharded-data-parallel workers (fsdp_fast_path.cpp). All fill
 // the window's loads the same way.
 #pragma once
 
@@ -30,7 +31,16 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
 [[nodiscard]] SimulationResult run_steps(const workload::Workload& workload, const cluster::Cluster& cluster,
                                          const SchemeConfig& scheme, const SimulationOptions& options,
                                          net::NetworkModel& network, const RepresentativeClient* representative,
-                                         const LinkBytesToCluster& to_cluster);
+                                         const LinkBytesToCluster& to_cluster,
+                                         const FsdpPlans* fsdp_plans = nullptr);
+
+/// Sharded data parallelism without straggler noise, exact: every worker runs the same op graph
+/// and every collective spans all of them, so worker 0 stands for all; its collectives run on a
+/// network reduced to one link per class of interchangeable links (fsdp_fast_path.cpp).
+[[nodiscard]] std::optional<SimulationResult> simulate_fsdp_fast(const workload::Workload& workload,
+                                                                 const cluster::ClusterSpec& cluster,
+                                                                 const SchemeConfig& scheme,
+                                                                 const SimulationOptions& options);
 
 /// Synchronous parameter server with interchangeable clients (sync, fifo order, no straggler
 /// noise, no node-local aggregation, max-min sharing, and a fabric on which every client's paths to the shards

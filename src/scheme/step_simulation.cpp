@@ -13,6 +13,7 @@
 #include "scheme/allreduce_exchange.hpp"
 #include "scheme/collective_timing.hpp"
 #include "scheme/exchange.hpp"
+#include "scheme/fsdp_exchange.hpp"
 #include "scheme/parameter_server_exchange.hpp"
 #include "scheme/step_paths.hpp"
 #include "scheme/worker_runtime.hpp"
@@ -34,6 +35,8 @@ std::unique_ptr<Exchange> make_exchange(const StepContext& context, WorkerRuntim
       return std::make_unique<ParameterServerExchange>(context, runtime);
     case Scheme::AllReduce:
       return std::make_unique<AllReduceExchange>(context, runtime);
+    case Scheme::Fsdp:
+      return std::make_unique<FsdpExchange>(context, runtime);
   }
   return nullptr;
 }
@@ -50,6 +53,10 @@ sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, int 
   layout.push = trace.add_thread("push");
   layout.allreduce = trace.add_thread("allreduce");
   layout.apply = trace.add_thread("apply");
+  if (scheme.scheme == Scheme::Fsdp) {
+    layout.gather = trace.add_thread("all-gather");
+    layout.reduce = trace.add_thread("reduce-scatter");
+  }
   return trace;
 }
 
@@ -111,7 +118,8 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
 
 SimulationResult run_steps(const Workload& w, const Cluster& cluster, const SchemeConfig& scheme,
                            const SimulationOptions& options, net::NetworkModel& network,
-                           const RepresentativeClient* representative, const LinkBytesToCluster& to_cluster) {
+                           const RepresentativeClient* representative, const LinkBytesToCluster& to_cluster,
+                           const FsdpPlans* fsdp_plans) {
   STEPCAST_ASSERT(workload::validate(w).empty());
   STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
   StepEngine engine(network);
@@ -119,7 +127,7 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   sim::Trace trace;
   if (options.record_trace) trace = make_trace_layout(w, scheme, cluster.spec.workers, layout);
   const StepContext context{w,      scheme, options, cluster, engine, options.record_trace ? &trace : nullptr,
-                            layout, representative};
+                            layout, representative, fsdp_plans};
   WorkerRuntime runtime(context);
   const std::unique_ptr<Exchange> exchange = make_exchange(context, runtime);
   runtime.attach(*exchange);
@@ -145,11 +153,12 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   SimulationResult r;
   r.events = engine.events();
   r.max_link_flows = network.max_link_flows();
-  r.engine = representative != nullptr ? SimulationEngine::Fast : SimulationEngine::Full;
+  const bool one_for_all = representative != nullptr || fsdp_plans != nullptr;
+  r.engine = one_for_all ? SimulationEngine::Fast : SimulationEngine::Full;
   const double window_start = std::max(runtime.window_start(), 0.0);
   r.window = engine.now() - window_start;
   r.workers = runtime.times();
-  if (representative != nullptr) r.workers.assign(cluster.spec.workers, r.workers.front());
+  if (one_for_all) r.workers.assign(cluster.spec.workers, r.workers.front());
   std::vector<double> bytes = network.link_bytes();
   const std::vector<double>& at_window = runtime.link_bytes_at_window();
   if (!at_window.empty()) {
@@ -211,6 +220,9 @@ SimulationResult simulate_steps(const Workload& workload, const cluster::Cluster
         break;
       case Scheme::ParameterServer:
         if (auto fast = simulate_ps_fast(workload, cluster, scheme, options)) return std::move(*fast);
+        break;
+      case Scheme::Fsdp:
+        if (auto fast = simulate_fsdp_fast(workload, cluster, scheme, options)) return std::move(*fast);
         break;
     }
   }

@@ -242,6 +242,15 @@ void check_cluster_values(const ClusterSpec& c) {
   expect_known("cluster.intra_node.link", c.intra_node_link);
   expect_int("cluster.intra_node.gpus_per_pcie_switch", c.gpus_per_pcie_switch, 1, kMaxWorkers);
   expect_int("cluster.nics_per_node", c.nics_per_node, 1, kMaxWorkers);
+  if (!(std::isfinite(c.gpu_memory) && c.gpu_memory >= 0 && c.gpu_memory <= limits::kMaxBytes)) {
+    fail("cluster.gpu_memory", fmt::format("expected a finite size in [0, {:g}] bytes (0: unknown), got {}",
+                                           limits::kMaxBytes, c.gpu_memory));
+  }
+  if (c.gpu_peak_flops != 0 && !(std::isfinite(c.gpu_peak_flops) && c.gpu_peak_flops >= limits::kMinFlops &&
+                                 c.gpu_peak_flops <= limits::kMaxFlops)) {
+    fail("cluster.gpu.peak_flops", fmt::format("expected 0 (unknown) or a rate in [{:g}, {:g}] FLOP/s, got {}",
+                                               limits::kMinFlops, limits::kMaxFlops, c.gpu_peak_flops));
+  }
   // 0 means "same as nic_bw".
   expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
   // Only the chosen topology's parameters shape the network; the others may hold anything.

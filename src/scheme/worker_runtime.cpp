@@ -81,6 +81,7 @@ void WorkerRuntime::try_start_ops(int w) {
       ctx_.span(w, static_cast<int>(lane), ctx_.workload.ops[op].name, "compute", now, duration);
     }
     ctx_.engine.schedule(now + duration, OpDone{w, op});
+    exchange_->op_started(w, op);
   }
 }
 
@@ -93,6 +94,7 @@ void WorkerRuntime::op_done(int w, int op) {
   worker.ops_done++;
   work_done_++;
   for (int d : dependents_[op]) worker.unmet[d]--;
+  exchange_->op_finished(w, op);
   for (int t : produced_[op]) exchange_->gradient_ready(w, t);
   if (worker.ops_done == num_ops_) {
     for (int t : unproduced_) exchange_->gradient_ready(w, t);
@@ -104,6 +106,11 @@ void WorkerRuntime::op_done(int w, int op) {
 void WorkerRuntime::input_arrived(int w, int tensor) {
   Worker& worker = workers_[w];
   for (int consumer : ctx_.workload.tensors[tensor].consumers) worker.unmet[consumer]--;
+  try_start_ops(w);
+}
+
+void WorkerRuntime::op_input_arrived(int w, int op) {
+  workers_[w].unmet[op]--;
   try_start_ops(w);
 }
 

@@ -26,6 +26,8 @@ class WorkerRuntime {
   // Driven by the exchange.
   /// One input every consumer of `tensor` waits for arrived at worker w.
   void input_arrived(int w, int tensor);
+  /// One input op `op` waits for arrived at worker w.
+  void op_input_arrived(int w, int op);
   /// One item of worker w's step finished.
   void item_done(int w);
   /// Worker w waited for others (a barrier) until now.

@@ -162,15 +162,18 @@ workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& par
     throw Error({"", 0, "workload.model"},
                 fmt::format("model \"{}\" has no FLOPs to split the step time across", model.name));
   }
+  const std::vector<double> recompute = recompute_flops(model, params.checkpointing);
+  const double step_flops = step_flops_per_sample(model, ratio, params.checkpointing);
 
   workload::Workload w;
   w.name = model.name;
   w.batch_per_worker = params.batch_per_worker;
+  w.precision = params.precision;
   w.lanes = {"gpu"};
   const int num_layers = static_cast<int>(model.layers.size());
-  // Time per FLOP of forward work; backward costs `ratio` times its forward, so forward and
-  // backward together take step_time.
-  const double seconds_per_flop = params.step_time / total_flops / (1 + ratio);
+  // Time per FLOP of work; a layer's backward costs `ratio` times its forward plus its
+  // recomputation, so forward and backward together take step_time.
+  const double seconds_per_flop = params.step_time / step_flops;
   auto add_op = [&](workload::OpKind kind, int layer, double duration) {
     const Layer& l = model.layers[static_cast<size_t>(layer)];
     workload::Op op{.name = (kind == workload::OpKind::Forward ? "fwd:" : "bwd:") + l.name,
@@ -183,11 +186,27 @@ workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& par
     w.ops.push_back(std::move(op));
   };
   for (int l = 0; l < num_layers; ++l) {
-    add_op(workload::OpKind::Forward, l,
-           model.layers[static_cast<size_t>(l)].forward_flops * seconds_per_flop);
+    add_op(workload::OpKind::Forward, l, model.layers[static_cast<size_t>(l)].forward_flops * seconds_per_flop);
   }
   for (int l = num_layers - 1; l >= 0; --l) {
-    add_op(workload::OpKind::Backward, l, ratio * w.ops[static_cast<size_t>(l)].duration);
+    const double flops = ratio * model.layers[static_cast<size_t>(l)].forward_flops + recompute[static_cast<size_t>(l)];
+    add_op(workload::OpKind::Backward, l, flops * seconds_per_flop);
+  }
+  w.facts.parameters = static_cast<double>(model.num_parameters());
+  if (model.transformer) {
+    const double tokens = static_cast<double>(model.transformer->seq_len);
+    w.facts.tokens_per_sample = tokens;
+    w.facts.flops_per_sample = training_flops_per_token(model) * tokens;
+    w.facts.flops_per_sample_6n = flops_per_token_6n(model) * tokens;
+    // Decoder blocks: layers "<block>.attention" and "<block>.mlp"/".moe" share a block;
+    // embeddings and head stand alone (FSDP wraps them as units of their own).
+    w.block_of_layer.assign(model.layers.size(), -1);
+    int block = -1;
+    for (size_t l = 0; l < model.layers.size(); ++l) {
+      const std::string& name = model.layers[l].name;
+      if (name.ends_with(".attention")) ++block;
+      if (name != "embeddings" && name != "head") w.block_of_layer[l] = block;
+    }
   }
 
   const double element_bytes = workload::bytes_per_element(params.precision);
@@ -203,6 +222,41 @@ workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& par
     }
   }
   return w;
+}
+
+double step_flops_per_sample(const ModelSpec& model, double backward_to_forward,
+                             workload::ActivationCheckpointing checkpointing) {
+  const std::vector<double> recompute = recompute_flops(model, checkpointing);
+  double flops = 0;
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    flops += model.layers[l].forward_flops * (1 + backward_to_forward) + recompute[l];
+  }
+  return flops;
+}
+
+std::vector<double> recompute_flops(const ModelSpec& model, workload::ActivationCheckpointing checkpointing) {
+  std::vector<double> r(model.layers.size(), 0.0);
+  if (!model.transformer) return r;
+  const TransformerShape& s = *model.transformer;
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    const Layer& layer = model.layers[l];
+    const bool in_block = layer.name != "embeddings" && layer.name != "head";
+    switch (checkpointing) {
+      case workload::ActivationCheckpointing::None:
+        break;
+      case workload::ActivationCheckpointing::Selective:
+        // Korthikanti et al. 2022: only the attention scores, softmax and context are recomputed.
+        if (layer.name.ends_with(".attention")) {
+          r[l] = 2.0 * 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
+                 static_cast<double>(s.hidden);
+        }
+        break;
+      case workload::ActivationCheckpointing::Full:
+        if (in_block) r[l] = layer.forward_flops;
+        break;
+    }
+  }
+  return r;
 }
 
 }  // namespace stepcast::zoo

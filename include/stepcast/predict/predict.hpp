@@ -48,6 +48,10 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
 /// Fills result.job from options.job (start-up I/O, steps, job time); leaves it empty when
 /// options.job.samples is 0. predict() calls it for every predictor.
 void account_job(Result& result, const workload::Workload& workload, const Options& options);
+/// Fills result.memory and result.tokens from the workload's ModelFacts, the cluster's GPU
+/// (memory, peak FLOP/s) and the scheme's sharding; every predictor's Result gets them.
+void account_model(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                   const scheme::SchemeConfig& scheme);
 [[nodiscard]] Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                     const scheme::SchemeConfig& scheme, const Options& options);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/predict/memory.hpp"
 #include "stepcast/sim/trace.hpp"
 
 namespace stepcast::predict {
@@ -96,6 +97,28 @@ struct Job {
   bool operator==(const Job&) const = default;
 };
 
+/// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit
+/// is a result, not an error.
+struct MemoryCheck {
+  bool known = false;                  ///< false: the workload has no parameter count
+  Memory per_worker;                   ///< bytes
+  bool activations_modelled = false;   ///< false: per_worker.activations is 0 because unknown
+  double gpu_memory = 0;               ///< bytes per GPU (cluster.gpu_memory); 0 = unknown
+  [[nodiscard]] bool fits() const { return !(gpu_memory > 0) || per_worker.total() <= gpu_memory; }
+  bool operator==(const MemoryCheck&) const = default;
+};
+
+/// Language models (Workload::facts.tokens_per_sample > 0): tokens, and model FLOPs against the
+/// GPU's peak. Model FLOPs leave recomputation out (MFU, as PaLM defines it).
+struct TokenRates {
+  double tokens_per_s = 0;                  ///< all workers
+  double tokens_per_s_per_worker = 0;
+  double model_flops_per_s_per_worker = 0;  ///< training FLOPs with attention, per GPU
+  double mfu = -1;                          ///< model FLOP/s / cluster.gpu.peak_flops; < 0: unknown
+  double mfu_6nd = -1;                      ///< same with 6 N FLOPs per token; < 0: unknown
+  bool operator==(const TokenRates&) const = default;
+};
+
 /// The synthetic execution trace (sim/trace.hpp), re-exported for report/.
 using TraceSpan = sim::TraceSpan;
 using Trace = sim::Trace;
@@ -129,6 +152,8 @@ struct Result {
   /// Options::compute_cv_auto the value taken from the workload's per-step samples.
   double compute_cv = 0;
   Job job{};
+  MemoryCheck memory{};
+  TokenRates tokens{};  ///< all zero (mfu -1) for workloads without tokens
   Trace trace;
   bool operator==(const Result&) const = default;
 };

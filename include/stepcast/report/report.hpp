@@ -26,6 +26,7 @@ struct Sweep {
   std::string scenario;  ///< name
   std::vector<Input> inputs;
   std::vector<predict::Result> predictions;  ///< one per worker count (and predictor)
+  std::string compute_source{};  ///< where the compute time came from, in words ("": not said)
 };
 
 /// Aligned text table: workers, predictor, step time, throughput (samples/s), speed-up,

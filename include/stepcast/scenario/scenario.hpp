@@ -17,6 +17,7 @@
 #include "stepcast/predict/result.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario {
 
@@ -26,8 +27,24 @@ enum class StepSamples : uint8_t {
   Representative,  ///< the representative step alone (one prediction; no spread)
 };
 
+/// Where a worker's compute time comes from (said in the table).
+enum class ComputeSource : uint8_t {
+  Measured,        ///< workload.step_time or workload.single_worker_throughput
+  Profile,         ///< workload.profile
+  AchievedFlops,   ///< the model's training FLOPs at workload.achieved_flops
+  PeakEfficiency,  ///< at cluster.gpu.peak_flops x workload.compute_efficiency
+};
+
 struct WorkloadSpec {
-  std::string model;  ///< zoo name ("" when a profile alone describes the job)
+  std::string model;  ///< zoo name ("" when a profile or workload.transformer describes the job)
+  /// A decoder by shape (workload.transformer.*), replacing the zoo model; layers == 0: none.
+  zoo::TransformerShape transformer{};
+  int64_t seq_len = 0;  ///< tokens per sequence (a decoder's sample); 0: the zoo model's own
+  workload::ActivationCheckpointing checkpointing = workload::ActivationCheckpointing::None;
+  bool flash_attention = true;    ///< decoders: attention kernels that store no seq x seq scores
+  double achieved_flops = 0;      ///< FLOP/s one GPU sustains on the model; 0: unset
+  double compute_efficiency = 0;  ///< fraction of cluster.gpu.peak_flops achieved; 0: unset
+  ComputeSource compute_source = ComputeSource::Measured;
   /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
   /// scenario file's directory); "" when none.
   std::string profile;
@@ -91,6 +108,14 @@ void check_consistency(const Scenario& scenario, const std::string& key = "clust
 /// workload.step_samples is representative. Throws Error on an unknown model, an unreadable trace, or a
 /// multi-worker prediction from a trace without gradient sizes and no model.
 [[nodiscard]] workload::Workload build_workload(const Scenario& scenario);
+
+/// The model of a scenario without a profile: the zoo model (rebuilt at workload.seq_len for a
+/// decoder), or the decoder of workload.transformer. Throws Error naming the file and key.
+[[nodiscard]] zoo::ModelSpec model_of(const Scenario& scenario);
+
+/// Where the compute time comes from, in words with its numbers ("measured: 1.2 s per step of one
+/// worker (workload.step_time)", "180 TFLOP/s per GPU (workload.achieved_flops): 1.9 s per step").
+[[nodiscard]] std::string compute_source_text(const Scenario& scenario);
 
 /// Every input after defaults and overrides, in key order, with units.
 [[nodiscard]] std::vector<ResolvedKey> resolved_keys(const Scenario& scenario);

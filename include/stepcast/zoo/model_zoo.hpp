@@ -145,11 +145,30 @@ struct WorkloadParams {
   double step_time = 0;  ///< measured seconds per step on one worker (> 0)
   workload::Precision precision = workload::Precision::FP32;
   double backward_to_forward = 2.0;  ///< backward time / forward time of each layer
+  /// Decoders: recomputation in the backward pass. full: each block's backward also runs its
+  /// forward again; selective: the attention layer's backward also recomputes its scores and
+  /// context (4 seq^2 hidden FLOPs per sequence). The measured step time includes it.
+  workload::ActivationCheckpointing checkpointing = workload::ActivationCheckpointing::None;
 };
 
+/// FLOPs of one sample's forward and backward: every layer's forward x (1 + backward_to_forward)
+/// plus what `checkpointing` recomputes. What a measured step time is split by, and what a rate
+/// (workload.achieved_flops) turns into a step time.
+[[nodiscard]] double step_flops_per_sample(const ModelSpec& model, double backward_to_forward,
+                                           workload::ActivationCheckpointing checkpointing);
+
+/// Forward FLOPs recomputed in the backward pass of each layer of `model` (per sample) under
+/// `checkpointing`: zero for models that are not decoders and for none.
+[[nodiscard]] std::vector<double> recompute_flops(const ModelSpec& model,
+                                                  workload::ActivationCheckpointing checkpointing);
+
 /// One forward op per layer (layer order) then one backward op per layer (reverse order), on
-/// one lane, durations proportional to FLOPs and summing to `step_time`. Every ParamTensor
-/// becomes a Tensor consumed by its layer's forward op and produced by its backward op.
+/// one lane, durations proportional to FLOPs and summing to `step_time`: a layer's backward costs
+/// backward_to_forward times its forward plus what it recomputes (recompute_flops). Every
+/// ParamTensor becomes a Tensor consumed by its layer's forward op and produced by its backward
+/// op. Decoders also get their ModelFacts (parameters, tokens and training FLOPs per sample;
+/// activation bytes are left to the caller) and blocks (each decoder block's attention and MLP
+/// layers; embeddings and head alone).
 /// Throws Error with key "workload.step_time", "workload.batch_per_worker" or
 /// "workload.backward_ratio" for a bad parameter, "workload.model" for a model without FLOPs.
 [[nodiscard]] workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& params);

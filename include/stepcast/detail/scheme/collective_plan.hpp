@@ -55,6 +55,13 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
                                              AllReduceAlgorithm algorithm);
 
+/// Rings over disjoint groups of workers (each group's worker indices in ring order, all groups
+/// the same size g), all running at once in the same stages: an all-gather or reduce-scatter is
+/// g - 1 steps of S / g per member, an all-reduce 2 (g - 1). What FSDP's per-unit collectives
+/// over shard groups (and HSDP's all-reduce across them) are. Empty for groups of one.
+[[nodiscard]] CollectivePlan plan_group_ring(const cluster::Cluster& cluster, CollectiveOp op,
+                                             const std::vector<std::vector<int>>& groups);
+
 /// How a size regime (cluster.collective_regimes; nullptr: none) changes a collective, in one place
 /// for the simulator and the closed form: each transfer's own rate bound (FlowSpec::max_rate), and
 /// how long a step lasts after its transfers end.
