@@ -155,7 +155,8 @@ UnitWindows unit_windows(const workload::Workload& w, const std::vector<scheme::
 /// backward the next unit's gather and the previous unit's reduce-scatter share the network
 /// while the current unit computes (exposure max(0, gather + reduce-scatter - backward)); the
 /// last reduce-scatter is exposed, and ZeRO-1's gathers of the updated parameters all are. Each
-/// collective takes its closed form alone (collective_cost). Prefetch 0: no gather overlaps.
+/// collective takes its closed form alone (collective_cost); two at once share bandwidth but not
+/// latency. Prefetch 0: no gather overlaps.
 Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme,
                  const Options& options) {
   Result r;
@@ -181,18 +182,35 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, 
       gather_after = sharded;
       break;
   }
+  // A collective's closed form alone, split into its transfers and its steps' latencies: two
+  // collectives on the two streams at once share the links' bandwidth, while their latencies
+  // pass side by side, so together they take max(each alone, both transfers back to back).
+  struct Timed {
+    double latency = 0, transfer = 0;
+    [[nodiscard]] double total() const { return latency + transfer; }
+    Timed& operator+=(const Timed& o) {
+      latency += o.latency;
+      transfer += o.transfer;
+      return *this;
+    }
+  };
+  auto together = [](const Timed& a, const Timed& b) {
+    return std::max({a.total(), b.total(), a.transfer + b.transfer});
+  };
   double sent = 0;  // bytes, all workers, one step
   auto timed = [&](const scheme::CollectivePlan& plan, double bytes) {
-    if (plan.stages.empty()) return 0.0;
+    if (plan.stages.empty()) return Timed{};
     sent += scheme::collective_bytes_sent(plan, bytes);
-    return scheme::collective_cost(c, plan, spec.regime_for(bytes)).time(bytes);
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(bytes));
+    return Timed{cost.latency, bytes * cost.seconds_per_byte};
   };
-  std::vector<double> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
+  std::vector<Timed> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
   for (size_t u = 0; u < n_units; ++u) {
     const double bytes = units[u].bytes;
     if (gather_forward) gather[u] = timed(plans.gather, bytes);
     if (gather_after) after[u] = timed(plans.gather, bytes);
-    reduce[u] = timed(plans.reduce, bytes) + timed(plans.replicate, bytes / plans.shard_degree);
+    reduce[u] = timed(plans.reduce, bytes);
+    reduce[u] += timed(plans.replicate, bytes / plans.shard_degree);
   }
   for (size_t j = 0; j < n_units; ++j) {
     if (gather_backward) gather_again[j] = timed(plans.gather, units[order[j]].bytes);
@@ -201,25 +219,25 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, 
   double exposed = 0;
   for (size_t u = 0; u < n_units; ++u) {
     if (u == 0 || !prefetch) {
-      exposed += gather[u];
+      exposed += gather[u].total();
     } else {
-      exposed += std::max(0.0, gather[u] - windows.forward[u - 1]);
+      exposed += std::max(0.0, gather[u].total() - windows.forward[u - 1]);
     }
   }
   // Backward: the first unit's gather (issued when the forward ends) is exposed; during unit j's
   // backward the network carries unit j+1's gather (prefetched) and unit j-1's reduce-scatter.
-  if (n_units > 0) exposed += gather_again[0];
+  if (n_units > 0) exposed += gather_again[0].total();
   for (size_t j = 0; j < n_units; ++j) {
-    const double next_gather = j + 1 < n_units ? gather_again[j + 1] : 0.0;
-    const double reducing = j >= 1 ? reduce[order[j - 1]] : 0.0;
+    const Timed next_gather = j + 1 < n_units ? gather_again[j + 1] : Timed{};
+    const Timed reducing = j >= 1 ? reduce[order[j - 1]] : Timed{};
     if (prefetch) {
-      exposed += std::max(0.0, next_gather + reducing - windows.backward[j]);
+      exposed += std::max(0.0, together(next_gather, reducing) - windows.backward[j]);
     } else {
-      exposed += next_gather + std::max(0.0, reducing - windows.backward[j]);
+      exposed += next_gather.total() + std::max(0.0, reducing.total() - windows.backward[j]);
     }
   }
-  if (n_units > 0) exposed += reduce[order[n_units - 1]];
-  for (double t : after) exposed += t;
+  if (n_units > 0) exposed += reduce[order[n_units - 1]].total();
+  for (const Timed& t : after) exposed += t.total();
 
   const double compute = w.step_time_alone();
   const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
@@ -228,7 +246,9 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, 
   r.breakdown.communication_exposed = exposed;
   r.breakdown.wait = straggle;
   double busy = 0;
-  for (size_t u = 0; u < n_units; ++u) busy += gather[u] + gather_again[u] + reduce[u] + after[u];
+  for (size_t u = 0; u < n_units; ++u) {
+    busy += gather[u].total() + gather_again[u].total() + reduce[u].total() + after[u].total();
+  }
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   if (busy > 0) r.utilization.push_back({"collectives (all-gather, reduce-scatter)", std::min(1.0, busy / r.step_time)});
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;

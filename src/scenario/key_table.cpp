@@ -725,7 +725,7 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.options.measure_steps; }));
   t.push_back(choice_key(
       "simulation.fast_paths", "true", booleans(),
-      "fine: take an exact fast path where one applies (synchronous all-reduce, a collective alone); "
+      "fine: take an exact fast path where one applies (synchronous all-reduce, a synchronous parameter server with interchangeable clients, FSDP without stragglers, a collective alone); "
       "false: the full event-by-event engine",
       [](auto& s) -> auto& { return s.options.fast_paths; }));
   t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},

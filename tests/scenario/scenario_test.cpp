@@ -316,7 +316,7 @@ TEST(Scenario, WrongType) {
   Error g = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "training:\n  scheme: mpi\n", "t.yaml"); });
   EXPECT_EQ(g.where().key, "training.scheme");
-  EXPECT_EQ(g.message(), "expected one of ps|allreduce, got 'mpi'");
+  EXPECT_EQ(g.message(), "expected one of ps|allreduce|fsdp, got 'mpi'");
 }
 
 TEST(Scenario, ZeroWorkers) {
