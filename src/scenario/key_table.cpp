@@ -376,6 +376,23 @@ std::vector<KeyDef> make_table() {
                  return Rendered{s.workload.achieved_flops > 0 ? format_flops(s.workload.achieved_flops) : "unset",
                                  false};
                }});
+  t.push_back({{"workload.layer_times", "path", "(none)",
+                "compute per layer measured on one GPU running a few of the model's layers: a layer table "
+                "(.csv) or a PyTorch profiler trace with 'stepcast:fwd:<layer>' / 'stepcast:bwd:<layer>' "
+                "ranges; blocks not measured repeat the measured ones"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 std::filesystem::path path(v.text);
+                 if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
+                 std::error_code ec;
+                 if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
+                   throw Error(v.where, fmt::format("no file at '{}'", path.string()));
+                 }
+                 d.scenario.workload.layer_times = path.string();
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.workload.layer_times.empty() ? "none" : s.workload.layer_times, false};
+               }});
   t.push_back({{"workload.compute_efficiency", "number in (0, 1]", "(unset)",
                 "compute from FLOPs: the fraction of cluster.gpu.peak_flops one GPU achieves"},
                false,

@@ -19,6 +19,7 @@
 #include "stepcast/detail/profile/chakra_trace.hpp"
 #include "stepcast/detail/profile/kineto_workload.hpp"
 #include "stepcast/detail/profile/layer_table.hpp"
+#include "stepcast/detail/profile/layer_times.hpp"
 #include "stepcast/detail/profile/tf_timeline.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
@@ -432,6 +433,7 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
   if (draft.throughput) given.emplace_back(detail::kThroughputKey);
   if (w.achieved_flops > 0) given.emplace_back("workload.achieved_flops");
   if (w.compute_efficiency > 0) given.emplace_back("workload.compute_efficiency");
+  if (!w.layer_times.empty()) given.emplace_back("workload.layer_times");
   if (profiled) given.emplace_back("workload.profile");
   if (given.size() > 1) {
     throw Error(location_of(entries, given[1], file_name),
@@ -457,6 +459,9 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
                   fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s", *draft.throughput,
                               w.batch_per_worker, w.step_time));
     }
+  } else if (!w.layer_times.empty()) {
+    w.compute_source = ComputeSource::LayerTimes;
+    if (needs == Needs::Workload) w.step_time = build_workload(s).step_time_alone();
   } else if (w.achieved_flops > 0 || w.compute_efficiency > 0) {
     const bool achieved = w.achieved_flops > 0;
     const std::string key = achieved ? "workload.achieved_flops" : "workload.compute_efficiency";
@@ -648,11 +653,21 @@ workload::Workload build_workload(const Scenario& scenario) {
   if (!scenario.workload.profile.empty()) return build_profiled_workload(scenario);
   const zoo::ModelSpec model = scenario_model(scenario);
   const WorkloadSpec& w = scenario.workload;
+  // Measured layer times replace the split of a step time, which then only has to be valid.
+  const bool measured_layers = !w.layer_times.empty();
   workload::Workload out = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
-                                                    .step_time = w.step_time,
+                                                    .step_time = measured_layers ? 1.0 : w.step_time,
                                                     .precision = w.precision,
                                                     .backward_to_forward = w.backward_to_forward,
                                                     .checkpointing = w.checkpointing});
+  if (measured_layers) {
+    try {
+      profile::apply_layer_times(out, profile::read_layer_times(w.layer_times));
+    } catch (const Error& e) {
+      throw Error({e.where().file.empty() ? scenario.file : e.where().file, e.where().line, "workload.layer_times"},
+                  e.message());
+    }
+  }
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);
     out.facts.activation_bytes =
@@ -673,6 +688,10 @@ std::string compute_source_text(const Scenario& scenario) {
     case ComputeSource::AchievedFlops:
       return fmt::format("the model's FLOPs at {} per GPU (workload.achieved_flops): {} per step of one worker",
                          format_flops(w.achieved_flops), format_duration(w.step_time));
+    case ComputeSource::LayerTimes:
+      return fmt::format("measured per layer on one GPU ({}, workload.layer_times; blocks not measured repeat "
+                         "the measured ones): {} per step of one worker",
+                         w.layer_times, format_duration(w.step_time));
     case ComputeSource::PeakEfficiency:
       return fmt::format("the model's FLOPs at {:.3g}% of {} peak (workload.compute_efficiency, "
                          "cluster.gpu.peak_flops): {} per step of one worker",

@@ -33,6 +33,7 @@ enum class ComputeSource : uint8_t {
   Profile,         ///< workload.profile
   AchievedFlops,   ///< the model's training FLOPs at workload.achieved_flops
   PeakEfficiency,  ///< at cluster.gpu.peak_flops x workload.compute_efficiency
+  LayerTimes,      ///< per-layer times measured on a few layers (workload.layer_times)
 };
 
 struct WorkloadSpec {
@@ -44,6 +45,9 @@ struct WorkloadSpec {
   bool flash_attention = true;    ///< decoders: attention kernels that store no seq x seq scores
   double achieved_flops = 0;      ///< FLOP/s one GPU sustains on the model; 0: unset
   double compute_efficiency = 0;  ///< fraction of cluster.gpu.peak_flops achieved; 0: unset
+  /// Per-layer times of a few layers (profile/layer_times.hpp: a layer table or a marked Kineto
+  /// trace; path resolved against the scenario file's directory); "" when none.
+  std::string layer_times;
   ComputeSource compute_source = ComputeSource::Measured;
   /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
   /// scenario file's directory); "" when none.
