@@ -22,12 +22,21 @@ struct Input {
   bool is_number = false;  ///< written unquoted in JSON
 };
 
+/// The swept keys' values of one prediction (`--sweep KEY=V1,V2`), as given, in sweep order:
+/// {"training.ps.count", "4", true}. Empty without a sweep.
+using Config = std::vector<Input>;
+
 struct Sweep {
   std::string scenario;  ///< name
   std::vector<Input> inputs;
   std::vector<predict::Result> predictions;  ///< one per worker count (and predictor)
   std::string compute_source{};  ///< where the compute time came from, in words ("": not said)
+  /// configs[i]: the swept settings of predictions[i]; empty (no sweep) or one per prediction.
+  std::vector<Config> configs{};
 };
+
+/// "training.ps.count=4, cluster.nic_bandwidth=25Gbps"; "" for an empty config.
+[[nodiscard]] std::string config_label(const Config& config);
 
 /// Aligned text table: workers, predictor, step time, throughput (samples/s), speed-up,
 /// efficiency, bottleneck; units in the header. Then, per prediction with per-step samples, one
