@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -22,6 +25,7 @@
 #include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
+#include "stepcast/sweep/sweep.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -72,6 +76,8 @@ struct PredictArgs {
   std::string trace_out;
   std::string seed;  // checked as the `seed` key: an unsigned 64-bit integer
   bool workers_given = false;
+  std::vector<std::string> sweeps;  // --sweep KEY=V1,V2 or KEY=A..B
+  int jobs = 0;                     // threads; 0 = all cores
 };
 
 int run_predict(const PredictArgs& args) {
@@ -87,40 +93,45 @@ int run_predict(const PredictArgs& args) {
   }
   // The rules hold at each swept count, not at the file's cluster.workers (which is not predicted).
   const std::vector<int> swept = args.workers_given ? parse_worker_list(args.workers) : std::vector<int>{};
-  stepcast::scenario::Scenario scenario =
-      stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload, swept);
-  const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
+  stepcast::sweep::Request request;
+  request.scenario = args.scenario;
+  request.overrides = overrides;
+  for (const std::string& text : args.sweeps) request.axes.push_back(stepcast::sweep::parse_axis(text));
+  request.workers = swept;
+  request.jobs = args.jobs;
+  request.record_trace = !args.trace_out.empty();
+  request.warn = [](const std::string& warning) { fmt::print(stderr, "stepcast: warning: {}\n", warning); };
+  // A progress bar on a terminal, once the run has lasted a second.
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  bool drew = false;
+  if (terminal) {
+    request.progress = [&](std::size_t done, std::size_t total) {
+      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1) && !drew) return;
+      drew = true;
+      constexpr int kWidth = 40;
+      const int filled = static_cast<int>(kWidth * done / std::max<std::size_t>(total, 1));
+      fmt::print(stderr, "\r[{:<{}}] {}/{} predictions", std::string(static_cast<size_t>(filled), '#'), kWidth, done,
+                 total);
+    };
+  }
+  // Checks the file once up front (errors name its line), then runs the grid.
+  const stepcast::scenario::Scenario scenario =
+      stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload,
+                                        request.axes.empty() ? swept : std::vector<int>{});
   if (!args.trace_out.empty() && scenario.options.predictor != stepcast::predict::Predictor::Fine) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
   }
-  const stepcast::workload::Workload workload = stepcast::scenario::build_workload(scenario);
-
-  stepcast::report::Sweep sweep;
-  sweep.scenario = scenario.name;
+  const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
+  stepcast::report::Sweep sweep = stepcast::sweep::run(request);
+  if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
-      workload.facts.tokens_per_sample > 0) {
+      (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
     sweep.compute_source = stepcast::scenario::compute_source_text(scenario);
   }
-  for (const auto& key : stepcast::scenario::resolved_keys(scenario)) {
-    sweep.inputs.push_back({key.key, key.value, key.is_number});
-  }
-  for (size_t i = 0; i < counts.size(); ++i) {
-    stepcast::scenario::Scenario at = scenario;
-    at.cluster.workers = counts[i];
-    stepcast::predict::Options options = at.options;
-    // The trace shows the largest configuration of the sweep (the last one given).
-    options.record_trace = !args.trace_out.empty() && i + 1 == counts.size();
-    // A profile is replayed at its own worker count and extrapolated at others: its workload
-    // depends on the count.
-    std::optional<stepcast::workload::Workload> rebuilt;
-    if (!at.workload.profile.empty() && at.cluster.workers != scenario.cluster.workers) {
-      rebuilt = stepcast::scenario::build_workload(at);
-    }
-    const stepcast::workload::Workload& at_workload = rebuilt ? *rebuilt : workload;
-    sweep.predictions.push_back(stepcast::predict::predict(
-        at_workload, at.cluster, at.scheme, options,
-        [](const std::string& warning) { fmt::print(stderr, "stepcast: warning: {}\n", warning); }));
-  }
+  // The name follows what --set changed, so two runs of one file do not read alike.
+  for (const std::string& set : args.sets) sweep.scenario += (&set == &args.sets.front() ? " (" : ", ") + set;
+  if (!args.sets.empty()) sweep.scenario += ")";
   if (!args.trace_out.empty()) {
     std::ofstream out = open_output(args.trace_out, "--trace-out");
     stepcast::report::write_chrome_trace(out, sweep.predictions.back().trace);
@@ -287,6 +298,10 @@ int main(int argc, char** argv) {
   predict->add_option("--trace-out", predict_args.trace_out,
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
   predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
+  predict->add_option("--sweep", predict_args.sweeps,
+                      "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (integers, doubling); repeatable, a grid");
+  predict->add_option("--jobs", predict_args.jobs, "Threads for a sweep (default: all cores); the output is the same")
+      ->check(CLI::Range(1, 1024));
 
   CollectiveArgs coll;
   std::string coll_workers, coll_workers_per_node, coll_nic, coll_latency;

@@ -31,8 +31,16 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
                  "bottleneck,step_samples,step_time_mean_s,step_time_p50_s,step_time_p95_s,"
                  "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
-                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits\n");
-  for (const auto& r : sweep.predictions) {
+                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits");
+  // The swept keys last, named after the keys, values as given.
+  const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
+  for (std::size_t k = 0; k < swept; ++k) {
+    buf.push_back(',');
+    append_csv_quoted(buf, sweep.configs.front()[k].key);
+  }
+  buf.push_back('\n');
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    const predict::Result& r = sweep.predictions[i];
     // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
     fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers, predict::to_string(r.predictor),
                    r.step_time, r.throughput, r.speedup, r.efficiency, r.breakdown.compute,
@@ -67,10 +75,15 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
     optional(r.memory.known, r.memory.per_worker.total());
     optional(r.memory.gpu_memory > 0, r.memory.gpu_memory);
     if (r.memory.known && r.memory.gpu_memory > 0) {
-      buf.append(std::string_view(r.memory.fits() ? ",true\n" : ",false\n"));
+      buf.append(std::string_view(r.memory.fits() ? ",true" : ",false"));
     } else {
-      buf.append(std::string_view(",\n"));
+      buf.push_back(',');
     }
+    for (std::size_t k = 0; k < swept; ++k) {
+      buf.push_back(',');
+      append_csv_quoted(buf, sweep.configs[i][k].value);
+    }
+    buf.push_back('\n');
     if (buf.size() >= detail::kFlushBytes) {
       out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
       buf.clear();

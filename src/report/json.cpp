@@ -72,8 +72,18 @@ void write_node(JsonWriter& json, const KeyNode& node) {
   json.end_object();
 }
 
-void write_prediction(JsonWriter& json, const predict::Result& r) {
+void write_prediction(JsonWriter& json, const predict::Result& r, const Config* config) {
   json.begin_object();
+  if (config != nullptr) {
+    // The swept keys' values as given: numbers as numbers, the rest ("25Gbps") as strings.
+    json.key("config");
+    json.begin_object();
+    for (const Input& setting : *config) {
+      json.key(setting.key);
+      write_value(json, setting);
+    }
+    json.end_object();
+  }
   json.key("workers");
   json.integer(r.workers);
   json.key("predictor");
@@ -237,7 +247,9 @@ void write_json(std::ostream& out, const Sweep& sweep) {
   write_node(json, scenario);
   json.key("predictions");
   json.begin_array();
-  for (const auto& r : sweep.predictions) write_prediction(json, r);
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    write_prediction(json, sweep.predictions[i], i < sweep.configs.size() ? &sweep.configs[i] : nullptr);
+  }
   json.end_array();
   json.end_object();
 }

@@ -191,16 +191,28 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
 }  // namespace
 
 void write_table(std::ostream& out, const Sweep& sweep) {
-  const std::vector<Column> columns = columns_for(sweep.predictions);
+  std::vector<Column> columns = columns_for(sweep.predictions);
+  // Swept keys first: the table reads as one block of worker counts per configuration.
+  const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
   std::vector<Row> rows;
   rows.reserve(sweep.predictions.size());
-  for (const auto& r : sweep.predictions) {
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
     Row row;
-    for (const Column& c : columns) row.push_back(c.cell(r));
+    for (std::size_t k = 0; k < swept; ++k) row.push_back(sweep.configs[i][k].value);
+    for (const Column& c : columns) row.push_back(c.cell(sweep.predictions[i]));
     rows.push_back(std::move(row));
   }
   Row header;
-  for (const Column& c : columns) header.emplace_back(c.header);
+  std::vector<Column> all;
+  for (std::size_t k = 0; k < swept; ++k) {
+    header.push_back(sweep.configs.front()[k].key);
+    all.push_back({"", false, nullptr});
+  }
+  for (const Column& c : columns) {
+    header.emplace_back(c.header);
+    all.push_back(c);
+  }
+  columns = std::move(all);
 
   std::vector<std::size_t> width(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -222,6 +234,12 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     append_where_time_goes(buf, sweep.predictions.back());
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+std::string config_label(const Config& config) {
+  std::string out;
+  for (const Input& setting : config) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", setting.key, setting.value);
+  return out;
 }
 
 }  // namespace stepcast::report

@@ -1,0 +1,63 @@
+// Sweeps over any scenario keys: a grid of configurations (`--sweep KEY=V1,V2`, ranges
+// `KEY=1..32`), each at one or more worker counts, predicted in parallel threads with the same
+// output whatever the number of threads. Every prediction carries its configuration (the swept
+// keys' values as given), for the table, JSON and CSV (report::Sweep::configs).
+//
+//   sweep::Request r{.scenario = "examples/resnet50-ps.yaml", .workers = {16}};
+//   r.axes = {sweep::parse_axis("training.ps.count=1,2,4,8"), sweep::parse_axis("cluster.nic_bandwidth=10Gbps,25Gbps")};
+//   report::Sweep s = sweep::run(r);   // 8 predictions, first axis outermost
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/report/report.hpp"
+#include "stepcast/scenario/scenario.hpp"
+
+namespace stepcast::sweep {
+
+/// One swept key and its values as given.
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+  bool operator==(const Axis&) const = default;
+};
+
+/// "KEY=V1,V2,..." or "KEY=A..B" (integers A <= B: A, 2A, 4A, ... up to B, and B itself when the
+/// doubling does not land on it). Throws Error (key "--sweep") for a missing '=', an empty value,
+/// a value given twice, or a bad range; the values themselves are checked by the scenario, with
+/// the key's own rules, when the grid runs.
+[[nodiscard]] Axis parse_axis(std::string_view text);
+
+/// Every combination of the axes' values, first axis outermost (the last varies fastest). One
+/// empty configuration without axes. Throws Error (key "--sweep") when a key is swept twice or
+/// the grid exceeds max_points.
+[[nodiscard]] std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_points = 1000000);
+
+struct Request {
+  std::string scenario;                ///< scenario file
+  std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
+  std::vector<Axis> axes;
+  std::vector<int> workers;            ///< worker counts per configuration; empty: cluster.workers
+  int jobs = 0;                        ///< threads; 0: all cores (std::thread::hardware_concurrency)
+  bool record_trace = false;           ///< the last prediction keeps its trace (fine only)
+  predict::WarningSink warn;           ///< called from worker threads, one at a time
+  /// Called from worker threads, one at a time, after each prediction: (done, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+/// Predicts every (configuration, worker count), configurations in grid order and worker counts
+/// in the given order within each. The result's inputs are the base scenario's (overrides, no
+/// axes) and its name the base scenario's; configs[i] is prediction i's configuration (empty
+/// without axes). Deterministic: the same for any `jobs`. Throws the Error of the first failing
+/// configuration in grid order (its message names the configuration).
+[[nodiscard]] report::Sweep run(const Request& request);
+
+/// How many threads run(): `jobs`, or all cores when 0, never more than `tasks`, at least 1.
+[[nodiscard]] int threads_for(int jobs, std::size_t tasks);
+
+}  // namespace stepcast::sweep

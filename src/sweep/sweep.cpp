@@ -1,0 +1,180 @@
+#include "stepcast/sweep/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw Error({"", 0, "--sweep"}, fmt::format("{} in '{}'", why, text));
+}
+
+bool is_number(std::string_view text) {
+  double value = 0;
+  const std::string_view s = !text.empty() && text.front() == '+' ? text.substr(1) : text;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+std::optional<long long> integer(std::string_view text) {
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Axis parse_axis(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) bad(text, "expected KEY=V1,V2,... or KEY=A..B");
+  Axis axis{std::string(text.substr(0, eq)), {}};
+  const std::string_view values = text.substr(eq + 1);
+  if (const size_t dots = values.find(".."); dots != std::string_view::npos) {
+    const auto lo = integer(values.substr(0, dots)), hi = integer(values.substr(dots + 2));
+    if (!lo || !hi || *lo < 1 || *hi < *lo || *hi > (1LL << 40)) {
+      bad(text, "a range is A..B with integers 1 <= A <= B");
+    }
+    for (long long v = *lo; v <= *hi; v *= 2) axis.values.push_back(std::to_string(v));
+    if (axis.values.back() != std::to_string(*hi)) axis.values.push_back(std::to_string(*hi));
+    return axis;
+  }
+  size_t pos = 0;
+  while (pos <= values.size()) {
+    size_t comma = values.find(',', pos);
+    if (comma == std::string_view::npos) comma = values.size();
+    std::string value(values.substr(pos, comma - pos));
+    if (value.empty()) bad(text, "an empty value");
+    if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end()) {
+      bad(text, fmt::format("{} is given twice", value));
+    }
+    axis.values.push_back(std::move(value));
+    pos = comma + 1;
+  }
+  return axis;
+}
+
+std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_points) {
+  std::size_t points = 1;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    for (size_t b = 0; b < a; ++b) {
+      if (axes[a].key == axes[b].key) throw Error({"", 0, "--sweep"}, fmt::format("{} is swept twice", axes[a].key));
+    }
+    if (axes[a].values.empty()) throw Error({"", 0, "--sweep"}, fmt::format("{} has no values", axes[a].key));
+    points *= axes[a].values.size();
+    if (points > max_points) {
+      throw Error({"", 0, "--sweep"}, fmt::format("the grid has more than {} configurations", max_points));
+    }
+  }
+  std::vector<report::Config> out(points);
+  for (std::size_t i = 0; i < points; ++i) {
+    std::size_t rest = i;
+    report::Config& config = out[i];
+    config.resize(axes.size());
+    for (size_t a = axes.size(); a-- > 0;) {
+      const std::string& value = axes[a].values[rest % axes[a].values.size()];
+      rest /= axes[a].values.size();
+      config[a] = {axes[a].key, value, is_number(value)};
+    }
+  }
+  return out;
+}
+
+int threads_for(int jobs, std::size_t tasks) {
+  unsigned n = jobs > 0 ? static_cast<unsigned>(jobs) : std::max(1u, std::thread::hardware_concurrency());
+  n = std::min<unsigned>(n, static_cast<unsigned>(std::max<std::size_t>(tasks, 1)));
+  return static_cast<int>(std::max(1u, n));
+}
+
+report::Sweep run(const Request& request) {
+  const std::vector<report::Config> configs = grid(request.axes);
+  const scenario::Needs needs = scenario::Needs::Workload;
+  const scenario::Scenario base = scenario::load_scenario(request.scenario, request.overrides, needs,
+                                                          request.axes.empty() ? request.workers : std::vector<int>{});
+  const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
+
+  // One task per configuration: it loads its scenario once and predicts every worker count, so
+  // the file is parsed and the workload built once per configuration.
+  const std::size_t tasks = configs.size();
+  const std::size_t total = tasks * counts.size();
+  std::vector<std::vector<predict::Result>> results(tasks);
+  std::vector<std::exception_ptr> errors(tasks);
+  std::atomic<std::size_t> next{0};
+  std::mutex report_mutex;
+  std::size_t done = 0;
+  auto warn = [&](const std::string& text) {
+    if (!request.warn) return;
+    std::lock_guard<std::mutex> lock(report_mutex);
+    request.warn(text);
+  };
+  auto work = [&] {
+    for (std::size_t t; (t = next.fetch_add(1)) < tasks;) {
+      try {
+        std::vector<std::string> overrides = request.overrides;
+        for (const report::Input& setting : configs[t]) overrides.push_back(setting.key + "=" + setting.value);
+        const scenario::Scenario at_config =
+            configs[t].empty() ? base : scenario::load_scenario(request.scenario, overrides, needs, request.workers);
+        const workload::Workload workload = scenario::build_workload(at_config);
+        for (size_t c = 0; c < counts.size(); ++c) {
+          scenario::Scenario at = at_config;
+          at.cluster.workers = counts[c];
+          predict::Options options = at.options;
+          options.record_trace = request.record_trace && t + 1 == tasks && c + 1 == counts.size();
+          // A profile is replayed at its own worker count and extrapolated at others.
+          std::optional<workload::Workload> rebuilt;
+          if (!at.workload.profile.empty() && at.cluster.workers != at_config.cluster.workers) {
+            rebuilt = scenario::build_workload(at);
+          }
+          results[t].push_back(predict::predict(rebuilt ? *rebuilt : workload, at.cluster, at.scheme, options, warn));
+          if (request.progress) {
+            std::lock_guard<std::mutex> lock(report_mutex);
+            request.progress(++done, total);
+          }
+        }
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    }
+  };
+  const int threads = threads_for(request.jobs, tasks);
+  if (threads == 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(threads));
+    for (int i = 0; i < threads; ++i) pool.emplace_back(work);
+    for (std::thread& th : pool) th.join();
+  }
+  for (std::size_t t = 0; t < tasks; ++t) {
+    if (!errors[t]) continue;
+    if (configs[t].empty()) std::rethrow_exception(errors[t]);
+    try {
+      std::rethrow_exception(errors[t]);
+    } catch (const Error& e) {
+      throw Error(e.where(), fmt::format("{} (at {})", e.message(), report::config_label(configs[t])));
+    }
+  }
+
+  report::Sweep out;
+  out.scenario = base.name;
+  for (const auto& key : scenario::resolved_keys(base)) out.inputs.push_back({key.key, key.value, key.is_number});
+  for (std::size_t t = 0; t < tasks; ++t) {
+    for (predict::Result& r : results[t]) {
+      out.predictions.push_back(std::move(r));
+      if (!request.axes.empty()) out.configs.push_back(configs[t]);
+    }
+  }
+  return out;
+}
+
+}  // namespace stepcast::sweep

@@ -1,0 +1,132 @@
+// Sweeps (sweep/sweep.hpp): the grid's syntax and order, and that a sweep is exactly the same
+// predictions run one by one, whatever the number of threads.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/sweep/sweep.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+const std::string kExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+
+std::vector<std::string> values(const Axis& a) { return a.values; }
+
+TEST(SweepAxis, ListsAndDoublingRanges) {
+  EXPECT_EQ(parse_axis("training.ps.count=1,2,4").key, "training.ps.count");
+  EXPECT_EQ(values(parse_axis("training.ps.count=1,2,4")), (std::vector<std::string>{"1", "2", "4"}));
+  EXPECT_EQ(values(parse_axis("k=1..32")), (std::vector<std::string>{"1", "2", "4", "8", "16", "32"}));
+  // The end point is kept when the doubling does not land on it.
+  EXPECT_EQ(values(parse_axis("k=3..20")), (std::vector<std::string>{"3", "6", "12", "20"}));
+  EXPECT_EQ(values(parse_axis("k=5..5")), (std::vector<std::string>{"5"}));
+  EXPECT_EQ(values(parse_axis("cluster.nic_bandwidth=10Gbps,25Gbps")),
+            (std::vector<std::string>{"10Gbps", "25Gbps"}));
+}
+
+TEST(SweepAxis, BadSyntaxIsAnErrorNamingTheOption) {
+  for (const char* text : {"no-equals", "=1,2", "k=", "k=1,,2", "k=1,1", "k=4..2", "k=0..4", "k=a..b", "k=1..x"}) {
+    try {
+      (void)parse_axis(text);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().key, "--sweep") << text;
+    }
+  }
+}
+
+TEST(SweepGrid, CartesianProductFirstAxisOutermost) {
+  const auto g = grid({parse_axis("a=1,2"), parse_axis("b=x,y,z")});
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(report::config_label(g[0]), "a=1, b=x");
+  EXPECT_EQ(report::config_label(g[2]), "a=1, b=z");
+  EXPECT_EQ(report::config_label(g[3]), "a=2, b=x");
+  EXPECT_TRUE(g[0][0].is_number);
+  EXPECT_FALSE(g[0][1].is_number);
+  EXPECT_EQ(grid({}).size(), 1u);
+  EXPECT_THROW((void)grid({parse_axis("a=1"), parse_axis("a=2")}), Error);
+  EXPECT_THROW((void)grid({parse_axis("a=1..1024"), parse_axis("b=1..1024")}, 50), Error);
+}
+
+Request ps_request(int jobs) {
+  Request r;
+  r.scenario = kExample;
+  r.overrides = {"steps.measure=2", "steps.warmup=1"};
+  r.axes = {parse_axis("training.ps.count=1,2,4"), parse_axis("cluster.nic_bandwidth=10Gbps,25Gbps")};
+  r.workers = {2, 8};
+  r.jobs = jobs;
+  return r;
+}
+
+TEST(SweepRun, EqualsThePredictionsRunOneByOne) {
+  const report::Sweep s = run(ps_request(2));
+  ASSERT_EQ(s.predictions.size(), 12u);
+  ASSERT_EQ(s.configs.size(), 12u);
+  size_t i = 0;
+  for (const char* count : {"1", "2", "4"}) {
+    for (const char* bw : {"10Gbps", "25Gbps"}) {
+      const scenario::Scenario sc = scenario::load_scenario(
+          kExample, {"steps.measure=2", "steps.warmup=1", std::string("training.ps.count=") + count,
+                     std::string("cluster.nic_bandwidth=") + bw});
+      const workload::Workload w = scenario::build_workload(sc);
+      for (int n : {2, 8}) {
+        cluster::ClusterSpec c = sc.cluster;
+        c.workers = n;
+        EXPECT_EQ(s.predictions[i], predict::predict(w, c, sc.scheme, sc.options)) << i;
+        EXPECT_EQ(s.configs[i][0].value, count);
+        EXPECT_EQ(s.configs[i][1].value, bw);
+        ++i;
+      }
+    }
+  }
+}
+
+TEST(SweepRun, SameOutputForOneTwoAndFourThreads) {
+  const report::Sweep one = run(ps_request(1));
+  for (int jobs : {2, 4}) {
+    const report::Sweep many = run(ps_request(jobs));
+    EXPECT_EQ(many.predictions, one.predictions) << jobs;
+    EXPECT_EQ(many.configs.size(), one.configs.size());
+  }
+}
+
+TEST(SweepRun, ABadValueNamesItsConfiguration) {
+  Request r = ps_request(2);
+  r.axes = {parse_axis("training.ps.count=2,0")};
+  try {
+    (void)run(r);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "training.ps.count");
+    EXPECT_NE(e.message().find("(at training.ps.count=0)"), std::string::npos) << e.message();
+  }
+}
+
+TEST(SweepRun, ProgressCountsEveryPrediction) {
+  Request r = ps_request(2);
+  size_t last = 0, calls = 0, total = 0;
+  r.progress = [&](size_t done, size_t of) {
+    ++calls;
+    EXPECT_GT(done, last);
+    last = done;
+    total = of;
+  };
+  (void)run(r);
+  EXPECT_EQ(calls, 12u);
+  EXPECT_EQ(total, 12u);
+  EXPECT_EQ(last, 12u);
+}
+
+TEST(SweepThreads, AtLeastOneAtMostTheTasks) {
+  EXPECT_EQ(threads_for(4, 2), 2);
+  EXPECT_EQ(threads_for(1, 100), 1);
+  EXPECT_GE(threads_for(0, 100), 1);
+  EXPECT_EQ(threads_for(8, 0), 1);
+}
+
+}  // namespace
+}  // namespace stepcast::sweep
