@@ -276,6 +276,8 @@ int run_options() {
 namespace stepcast::cli {
 // src/cli/inspect_command.cpp: registers `inspect`; the function runs it once parsed.
 std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app);
+// src/cli/advise_command.cpp: registers `advise`.
+std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app);
 }  // namespace stepcast::cli
 
 int main(int argc, char** argv) {
@@ -330,6 +332,7 @@ int main(int argc, char** argv) {
 
   CLI::App* options = app.add_subcommand("options", "List every scenario key with type and default");
   const auto [inspect, run_inspect] = stepcast::cli::add_inspect_command(app);
+  const auto [advise, run_advise] = stepcast::cli::add_advise_command(app);
   const auto run_export = stepcast::cli::add_export_command(app);
   stepcast::cli::CalibrateCommand calibrate(app);
 
@@ -368,6 +371,7 @@ int main(int argc, char** argv) {
     if (zoo_show->parsed()) return run_zoo_show(zoo_name);
     if (options->parsed()) return run_options();
     if (inspect->parsed()) return run_inspect();
+    if (advise->parsed()) return run_advise();
     if (app.got_subcommand("export")) return run_export();
     if (calibrate.parsed()) return calibrate.run();
   } catch (const Error& e) {

@@ -254,4 +254,10 @@ void write_json(std::ostream& out, const Sweep& sweep) {
   json.end_object();
 }
 
+namespace detail {
+void write_prediction_json(JsonWriter& json, const predict::Result& r, const Config* config) {
+  write_prediction(json, r, config);
+}
+}  // namespace detail
+
 }  // namespace stepcast::report

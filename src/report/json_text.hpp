@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/report/report.hpp"
+
 namespace stepcast::report::detail {
 
 /// Appends `text` as a JSON string literal, quotes included (see json_quote).
@@ -98,5 +100,8 @@ class JsonWriter {
   std::vector<bool> empty_;  ///< per open container: nothing written in it yet
   bool after_key_ = false;
 };
+
+/// One prediction as write_json writes it (with its swept configuration when not null).
+void write_prediction_json(JsonWriter& json, const predict::Result& result, const Config* config);
 
 }  // namespace stepcast::report::detail

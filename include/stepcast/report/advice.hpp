@@ -1,0 +1,59 @@
+// The advisor's answer as a value (sweep::advise computes it) and its two renderings: words for
+// people and JSON for programs.
+//
+//   report::Advice a = sweep::advise(request);
+//   report::write_advice_text(std::cout, a);
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "stepcast/predict/result.hpp"
+#include "stepcast/report/report.hpp"
+
+namespace stepcast::report {
+
+/// One point of the advisor's grid with its prediction.
+struct GridPoint {
+  Config config;
+  predict::Result result;
+  int cost = 0;  ///< sum over the varied keys of the value's position in its list (0 = first)
+  bool meets = false;
+};
+
+/// One change of one varied key from the scenario as given.
+struct Change {
+  std::string key;
+  std::string from;  ///< the scenario's value, as resolved ("10 Gbps")
+  std::string to;    ///< the value as given in --vary
+  predict::Result result;
+  double gain = 0;           ///< samples/s over the scenario as given
+  double gain_fraction = 0;  ///< gain / its throughput
+};
+
+struct Advice {
+  std::string scenario;  ///< name
+  std::string target;    ///< in words: "efficiency >= 80.0%"
+  double target_efficiency = 0;  ///< 0: not the target
+  double target_throughput = 0;  ///< samples/s; 0: not the target
+  predict::Result base;          ///< the scenario as given
+  std::vector<GridPoint> grid;
+  /// The cheapest points that meet the target (several when they tie on cost and throughput);
+  /// empty when none does.
+  std::vector<std::size_t> cheapest;
+  /// The best single changes (several on a tie); empty when no change raises throughput.
+  std::vector<Change> best_changes;
+  std::size_t best_point = 0;  ///< the grid's highest throughput, for an infeasible target
+};
+
+/// The answers in words: the scenario as given, the cheapest configuration that meets the target
+/// (or that none does, and the best there is), ties, and the best single change with its gain.
+void write_advice_text(std::ostream& out, const Advice& advice);
+/// {"scenario", "target": {...}, "as_given": prediction, "cheapest": [point...] (empty when
+/// infeasible), "feasible", "best_point", "best_changes": [...], "grid": [point...]}; a point is
+/// {"config", "cost", "meets", "prediction"}, predictions as in write_json.
+void write_advice_json(std::ostream& out, const Advice& advice);
+
+}  // namespace stepcast::report

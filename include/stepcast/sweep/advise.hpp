@@ -1,0 +1,34 @@
+// The advisor: over a grid of settings (`--vary KEY=V1,V2,...`, each key's values listed from
+// cheapest to dearest), the cheapest configuration that meets a target (efficiency or
+// throughput), and from the scenario as given, the one change among the varied keys that buys
+// the most throughput. Cost is the sum over keys of each value's position in its list (0 for the
+// first): the fewest steps up from the cheapest corner. Every answer is a prediction of the grid,
+// so re-predicting it gives the same numbers.
+//
+//   sweep::AdviseRequest r{.sweep = {.scenario = "examples/resnet50-ps.yaml", .workers = {16}}};
+//   r.sweep.axes = {sweep::parse_axis("training.ps.count=1..32")};
+//   r.target_efficiency = 0.8;
+//   report::Advice a = sweep::advise(r);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stepcast/report/advice.hpp"
+#include "stepcast/sweep/sweep.hpp"
+
+namespace stepcast::sweep {
+
+struct AdviseRequest {
+  Request sweep;                 ///< axes = the varied keys; one worker count (or none)
+  double target_efficiency = 0;  ///< 0..1; 0: not a target
+  double target_throughput = 0;  ///< samples/s; 0: not a target
+};
+
+/// Runs the grid at the request's worker count and answers. Throws Error (key "--target-*")
+/// without a target or with one out of range, (key "--vary") without a varied key, and (key
+/// "--workers") for more than one worker count (vary cluster.workers instead).
+[[nodiscard]] report::Advice advise(const AdviseRequest& request);
+
+}  // namespace stepcast::sweep

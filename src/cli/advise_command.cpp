@@ -1,0 +1,71 @@
+// `stepcast advise SCENARIO --vary KEY=V1,V2 ... --target-efficiency F | --target-throughput T`:
+// the cheapest configuration of the grid that meets the target and the best single change from
+// the scenario as given (sweep/advise.hpp). Registered by main.cpp through add_advise_command;
+// errors are stepcast::Error, which main turns into exit code 2.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stepcast/report/advice.hpp"
+#include "stepcast/sweep/advise.hpp"
+
+namespace stepcast::cli {
+
+namespace {
+
+struct AdviseArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::vector<std::string> varies;
+  int workers = 0;
+  double target_efficiency = 0;
+  double target_throughput = 0;
+  int jobs = 0;
+  bool json = false;
+};
+
+}  // namespace
+
+std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
+  auto args = std::make_shared<AdviseArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "advise", "The cheapest setting of the varied keys that meets a target, and the change that buys most");
+  cmd->add_option("scenario", args->scenario, "Scenario YAML file")->required();
+  cmd->add_option("--set", args->sets, "Override a scenario key: KEY=VALUE (repeatable)");
+  cmd->add_option("--vary", args->varies,
+                  "A key and its values from cheapest to dearest: KEY=V1,V2,... or KEY=A..B (repeatable)")
+      ->required();
+  cmd->add_option("--workers", args->workers, "Total workers (default: the scenario's cluster.workers)")
+      ->check(CLI::Range(1, 16384));
+  cmd->add_option("--target-efficiency", args->target_efficiency, "Scaling efficiency to reach, 0..1 (0.8 = 80%)");
+  cmd->add_option("--target-throughput", args->target_throughput, "Throughput to reach, samples/s");
+  cmd->add_option("--jobs", args->jobs, "Threads (default: all cores); the answer is the same")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  return {cmd, [args] {
+            sweep::AdviseRequest request;
+            request.sweep.scenario = args->scenario;
+            request.sweep.overrides = args->sets;
+            for (const std::string& text : args->varies) request.sweep.axes.push_back(sweep::parse_axis(text));
+            if (args->workers > 0) request.sweep.workers = {args->workers};
+            request.sweep.jobs = args->jobs;
+            request.sweep.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
+            request.target_efficiency = args->target_efficiency;
+            request.target_throughput = args->target_throughput;
+            const report::Advice advice = sweep::advise(request);
+            if (args->json) {
+              report::write_advice_json(std::cout, advice);
+            } else {
+              report::write_advice_text(std::cout, advice);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace stepcast::cli

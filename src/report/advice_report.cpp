@@ -1,0 +1,136 @@
+// write_advice_text and write_advice_json: the advisor's answer (report/advice.hpp).
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "report/json_text.hpp"
+#include "stepcast/report/advice.hpp"
+
+namespace stepcast::report {
+namespace {
+
+std::string describe(const predict::Result& r) {
+  return fmt::format("{:.1f} samples/s, efficiency {:.1f}%, step {:.4g} s; bottleneck: {}", r.throughput,
+                     100 * r.efficiency, r.step_time, r.bottleneck);
+}
+
+void write_point(detail::JsonWriter& json, const GridPoint& p) {
+  json.begin_object();
+  json.key("config");
+  json.begin_object();
+  for (const Input& setting : p.config) {
+    json.key(setting.key);
+    if (setting.is_number && detail::is_json_number(setting.value)) {
+      json.raw(setting.value);
+    } else {
+      json.string(setting.value);
+    }
+  }
+  json.end_object();
+  json.key("cost");
+  json.integer(p.cost);
+  json.key("meets");
+  json.boolean(p.meets);
+  json.key("prediction");
+  detail::write_prediction_json(json, p.result, nullptr);
+  json.end_object();
+}
+
+}  // namespace
+
+void write_advice_text(std::ostream& out, const Advice& a) {
+  fmt::memory_buffer buf;
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it, "scenario: {}\n", a.scenario);
+  fmt::format_to(it, "as given: {}\n", describe(a.base));
+  if (a.cheapest.empty()) {
+    if (!a.grid.empty()) {
+      const GridPoint& best = a.grid[a.best_point];
+      fmt::format_to(it, "no configuration of the {} tried meets {}; the best is {}: {}\n", a.grid.size(), a.target,
+                     config_label(best.config), describe(best.result));
+    }
+  } else {
+    const GridPoint& first = a.grid[a.cheapest.front()];
+    fmt::format_to(it, "cheapest that meets {}: {} ({} step{} up from the cheapest values): {}\n", a.target,
+                   config_label(first.config), first.cost, first.cost == 1 ? "" : "s", describe(first.result));
+    if (a.cheapest.size() > 1) {
+      fmt::format_to(it, "  tied (same cost, same throughput):");
+      for (size_t k = 1; k < a.cheapest.size(); ++k) fmt::format_to(it, " {};", config_label(a.grid[a.cheapest[k]].config));
+      buf.push_back('\n');
+    }
+  }
+  if (a.best_changes.empty()) {
+    fmt::format_to(it, "best single change: none of the varied values raises the throughput of the scenario as given\n");
+  } else {
+    const Change& c = a.best_changes.front();
+    fmt::format_to(it, "best single change: {} from {} to {}: {:+.1f} samples/s ({:+.1f}%), to {}\n", c.key, c.from,
+                   c.to, c.gain, 100 * c.gain_fraction, describe(c.result));
+    for (size_t k = 1; k < a.best_changes.size(); ++k) {
+      fmt::format_to(it, "  as good: {} from {} to {}\n", a.best_changes[k].key, a.best_changes[k].from,
+                     a.best_changes[k].to);
+    }
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+void write_advice_json(std::ostream& out, const Advice& a) {
+  detail::JsonWriter json(out);
+  json.begin_object();
+  json.key("scenario");
+  json.string(a.scenario);
+  json.key("target");
+  json.begin_object();
+  json.key("efficiency");
+  if (a.target_efficiency > 0) {
+    json.number(a.target_efficiency);
+  } else {
+    json.null();
+  }
+  json.key("throughput_samples_per_s");
+  if (a.target_throughput > 0) {
+    json.number(a.target_throughput);
+  } else {
+    json.null();
+  }
+  json.end_object();
+  json.key("feasible");
+  json.boolean(!a.cheapest.empty());
+  json.key("as_given");
+  detail::write_prediction_json(json, a.base, nullptr);
+  json.key("cheapest");
+  json.begin_array();
+  for (size_t i : a.cheapest) write_point(json, a.grid[i]);
+  json.end_array();
+  json.key("best_point");
+  if (a.grid.empty()) {
+    json.null();
+  } else {
+    write_point(json, a.grid[a.best_point]);
+  }
+  json.key("best_changes");
+  json.begin_array();
+  for (const Change& c : a.best_changes) {
+    json.begin_object();
+    json.key("key");
+    json.string(c.key);
+    json.key("from");
+    json.string(c.from);
+    json.key("to");
+    json.string(c.to);
+    json.key("gain_samples_per_s");
+    json.number(c.gain);
+    json.key("gain_fraction");
+    json.number(c.gain_fraction);
+    json.key("prediction");
+    detail::write_prediction_json(json, c.result, nullptr);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("grid");
+  json.begin_array();
+  for (const GridPoint& p : a.grid) write_point(json, p);
+  json.end_array();
+  json.end_object();
+}
+
+}  // namespace stepcast::report

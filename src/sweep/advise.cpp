@@ -1,0 +1,111 @@
+#include "stepcast/sweep/advise.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+std::string resolved_value(const scenario::Scenario& s, const std::string& key) {
+  for (const auto& k : scenario::resolved_keys(s)) {
+    if (k.key == key) return k.value;
+  }
+  return "";
+}
+
+}  // namespace
+
+report::Advice advise(const AdviseRequest& request) {
+  const bool by_efficiency = request.target_efficiency > 0, by_throughput = request.target_throughput > 0;
+  if (by_efficiency == by_throughput) {
+    throw Error({"", 0, "--target-efficiency"},
+                "give one target: --target-efficiency (0..1) or --target-throughput (samples/s)");
+  }
+  if (by_efficiency && !(request.target_efficiency <= 1)) {
+    throw Error({"", 0, "--target-efficiency"},
+                fmt::format("expected a fraction in (0, 1], got {}", request.target_efficiency));
+  }
+  if (by_throughput && !std::isfinite(request.target_throughput)) {
+    throw Error({"", 0, "--target-throughput"}, "expected a finite throughput in samples/s");
+  }
+  if (request.sweep.axes.empty()) {
+    throw Error({"", 0, "--vary"}, "nothing to choose from: give at least one --vary KEY=V1,V2,...");
+  }
+  if (request.sweep.workers.size() > 1) {
+    throw Error({"", 0, "--workers"}, "the advisor predicts at one worker count; vary cluster.workers instead");
+  }
+
+  report::Advice a;
+  Request base_request = request.sweep;
+  base_request.axes.clear();
+  base_request.record_trace = false;
+  a.base = run(base_request).predictions.front();
+
+  Request grid_request = request.sweep;
+  grid_request.record_trace = false;
+  report::Sweep s = run(grid_request);
+  const std::vector<Axis>& axes = request.sweep.axes;
+  for (size_t i = 0; i < s.predictions.size(); ++i) {
+    report::GridPoint p{s.configs[i], std::move(s.predictions[i]), 0, false};
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const auto& vals = axes[k].values;
+      p.cost += static_cast<int>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
+    }
+    p.meets = by_efficiency ? p.result.efficiency >= request.target_efficiency
+                            : p.result.throughput >= request.target_throughput;
+    a.grid.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < a.grid.size(); ++i) {
+    if (a.grid[i].result.throughput > a.grid[a.best_point].result.throughput) a.best_point = i;
+  }
+  // Cheapest that meets the target: least cost, then most throughput; equal on both is a tie.
+  for (size_t i = 0; i < a.grid.size(); ++i) {
+    if (!a.grid[i].meets) continue;
+    if (a.cheapest.empty()) {
+      a.cheapest.push_back(i);
+      continue;
+    }
+    const report::GridPoint& best = a.grid[a.cheapest.front()];
+    const report::GridPoint& p = a.grid[i];
+    if (p.cost < best.cost || (p.cost == best.cost && p.result.throughput > best.result.throughput)) {
+      a.cheapest = {i};
+    } else if (p.cost == best.cost && p.result.throughput == best.result.throughput) {
+      a.cheapest.push_back(i);
+    }
+  }
+
+  // One change from the scenario as given: each varied key to each of its other values.
+  const scenario::Scenario base = scenario::load_scenario(request.sweep.scenario, request.sweep.overrides);
+  for (const Axis& axis : axes) {
+    const std::string current = resolved_value(base, axis.key);
+    for (const std::string& value : axis.values) {
+      std::vector<std::string> overrides = request.sweep.overrides;
+      overrides.push_back(axis.key + "=" + value);
+      if (resolved_value(scenario::load_scenario(request.sweep.scenario, overrides), axis.key) == current) continue;
+      Request one = base_request;
+      one.overrides = overrides;
+      report::Change c{axis.key, current, value, run(one).predictions.front(), 0, 0};
+      c.gain = c.result.throughput - a.base.throughput;
+      c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
+      if (!(c.gain > 0)) continue;
+      if (a.best_changes.empty() || c.gain > a.best_changes.front().gain) {
+        a.best_changes = {std::move(c)};
+      } else if (c.gain == a.best_changes.front().gain) {
+        a.best_changes.push_back(std::move(c));
+      }
+    }
+  }
+
+  a.scenario = s.scenario;
+  a.target_efficiency = request.target_efficiency;
+  a.target_throughput = request.target_throughput;
+  a.target = by_efficiency ? fmt::format("efficiency >= {:.1f}%", 100 * request.target_efficiency)
+                           : fmt::format("throughput >= {:.1f} samples/s", request.target_throughput);
+  return a;
+}
+
+}  // namespace stepcast::sweep
