@@ -252,6 +252,42 @@ TEST(FsdpExposure, ComputeBoundStepExposesOnlyTheUnhideableCollectives) {
   }
 }
 
+// ---- Breakdown: identical workers never wait for each other.
+
+/// Wait per step of identical workers (no stragglers): every collective's barrier is released
+/// the instant the worker itself issued it, so all idle time is communication.
+void expect_no_wait(FsdpSharding sharding, bool reshard) {
+  const cluster::ClusterSpec spec = plain_switch(4, 12.5e9, 5e-6);
+  const workload::Workload one_unit = chain({8e7}, 1e-9, 1e-9);
+  const workload::Workload compute_bound = chain({40e6, 10e6, 20e6, 30e6}, 20e-3, 40e-3);
+  for (const workload::Workload* w : {&one_unit, &compute_bound}) {
+    for (bool fast_paths : {true, false}) {
+      const SimulationResult r = simulate_steps(*w, spec, fsdp(sharding, 1, reshard),
+                                                {.warmup_steps = 1, .measure_steps = 2, .fast_paths = fast_paths});
+      const WorkerTimes& t = r.workers.front();
+      const std::string what =
+          fmt::format("{}, reshard {}, {} units, fast {}", name(sharding), reshard, w->tensors.size(), fast_paths);
+      EXPECT_NEAR(t.wait, 0, 1e-12) << what << ": communication " << t.communication << ", wait " << t.wait;
+      EXPECT_TRUE(close(t.communication, t.cycle - t.compute)) << what;
+    }
+  }
+}
+
+TEST(FsdpBreakdown, IdenticalWorkersNeverWaitForEachOther) {
+  for (FsdpSharding sharding : {FsdpSharding::Full, FsdpSharding::GradOp, FsdpSharding::Hybrid}) {
+    for (bool reshard : {true, false}) expect_no_wait(sharding, reshard);
+  }
+}
+
+TEST(FsdpBreakdown, Zero1IdenticalWorkersNeverWaitForEachOther) {
+  GTEST_SKIP() << "BUG: ZeRO-1 counts the idle time before its after-step gathers are issued (the step's last "
+                  "reduce-scatter, and any still queued before it) as wait instead of communication: "
+                  "FsdpExchange::finished issues GatherAfterStep for every worker, and issue() calls "
+                  "release_all() then, so WorkerRuntime::close_idle takes [idle start, last reduce-scatter end] "
+                  "as waiting for other workers. The step time is right; only the breakdown is wrong.";
+  expect_no_wait(FsdpSharding::Optimizer, true);
+}
+
 // ---- 3. Properties on random scenarios.
 
 /// A random chain (1..10 layers), the zoo's GPT-2, or a small random decoder.
