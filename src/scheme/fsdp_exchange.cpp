@@ -268,13 +268,15 @@ void FsdpExchange::gradient_ready(int w, int tensor) {
   if (replicate_) issue(w, Kind::AllReduce, u);
 }
 
-void FsdpExchange::issue(int w, Kind kind, int unit) {
+void FsdpExchange::issue(int w, Kind kind, int unit, bool by_worker) {
   const int stream = stream_of(kind);
   Stream& s = streams_[stream];
   const int index = s.position[static_cast<size_t>(static_cast<int>(kind) * static_cast<int>(units_.size()) + unit)];
   STEPCAST_ASSERT(index >= 0);
   const int64_t id = static_cast<int64_t>(runtime_.step(w)) * static_cast<int64_t>(s.sequence.size()) + index;
-  if (++s.joined[id] == ctx_.workers()) runtime_.release_all();
+  // The last worker to issue releases the others, who waited for it; gathers the exchange issues
+  // itself (ZeRO-1's, when the reduce-scatters end) keep no one waiting but the network.
+  if (++s.joined[id] == ctx_.workers() && by_worker) runtime_.release_all();
   maybe_start(stream);
 }
 
@@ -393,7 +395,7 @@ void FsdpExchange::finished(int stream, const Collective& c, bool last_of_step) 
   // ZeRO-1: every worker updated its shard; the new parameters are gathered for the next step.
   if (stream == 1 && last_of_step && gather_after_step_) {
     for (int w = 0; w < n; ++w) {
-      for (int u = 0; u < static_cast<int>(units_.size()); ++u) issue(w, Kind::GatherAfterStep, u);
+      for (int u = 0; u < static_cast<int>(units_.size()); ++u) issue(w, Kind::GatherAfterStep, u, false);
     }
   }
 }

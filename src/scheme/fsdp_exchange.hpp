@@ -71,7 +71,8 @@ class FsdpExchange final : public Exchange {
   [[nodiscard]] const CollectivePlan& plan(const Stream& s, Kind kind) const {
     return *s.plan_of_kind[static_cast<int>(kind)];
   }
-  void issue(int w, Kind kind, int unit);
+  /// Worker w issues a collective; by_worker: its progress did (a barrier for the others).
+  void issue(int w, Kind kind, int unit, bool by_worker = true);
   void maybe_start(int stream);
   void start_stage(int stream);
   void on_stage_done(int stream);

@@ -78,11 +78,8 @@ void expect_agree(const Workload& w, const cluster::ClusterSpec& spec, const std
       const Result coarse = predict(w, spec, scheme, kCoarse);
       EXPECT_NEAR(coarse.step_time, fine.step_time, 0.05 * fine.step_time)
           << what << ", " << name(sharding) << ", reshard " << reshard;
-      // Identical workers wait for no one: the idle time is all communication. (ZeRO-1 compares
-      // communication + wait: the fine engine books part of it as wait, a known bug, see
-      // FsdpBreakdown.Zero1IdenticalWorkersNeverWaitForEachOther in tests/scheme/fsdp_test.cpp.)
-      const bool zero1 = sharding == FsdpSharding::Optimizer;
-      const double fine_exposed = fine.breakdown.communication_exposed + (zero1 ? fine.breakdown.wait : 0.0);
+      // Identical workers wait for no one: the idle time is all communication.
+      const double fine_exposed = fine.breakdown.communication_exposed;
       EXPECT_NEAR(coarse.breakdown.communication_exposed, fine_exposed, 0.05 * fine_exposed + 1e-9)
           << what << ", " << name(sharding) << ", reshard " << reshard;
       EXPECT_DOUBLE_EQ(coarse.breakdown.wait, 0) << what << ", " << name(sharding);
