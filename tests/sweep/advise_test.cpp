@@ -1,0 +1,107 @@
+// The advisor (sweep/advise.hpp): its cheapest answer, re-predicted on its own, meets the target
+// and no cheaper point of the grid does; an infeasible target says so and names the best point;
+// the best single change is the largest gain among one-key changes, each re-predicted.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/sweep/advise.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+const std::string kExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+
+AdviseRequest ps_request(double target_efficiency) {
+  AdviseRequest r;
+  r.sweep.scenario = kExample;
+  r.sweep.overrides = {"steps.measure=2", "steps.warmup=1", "predictor=coarse"};
+  r.sweep.axes = {parse_axis("training.ps.count=1..16"), parse_axis("cluster.nic_bandwidth=10Gbps,25Gbps,40Gbps")};
+  r.sweep.workers = {16};
+  r.target_efficiency = target_efficiency;
+  return r;
+}
+
+predict::Result repredict(const report::Config& config, const std::vector<std::string>& base) {
+  std::vector<std::string> overrides = base;
+  for (const report::Input& s : config) overrides.push_back(s.key + "=" + s.value);
+  scenario::Scenario sc = scenario::load_scenario(kExample, overrides);
+  sc.cluster.workers = 16;
+  return predict::predict(scenario::build_workload(sc), sc.cluster, sc.scheme, sc.options);
+}
+
+TEST(Advise, CheapestAnswerMeetsTheTargetAndNoCheaperPointDoes) {
+  const AdviseRequest r = ps_request(0.6);
+  const report::Advice a = advise(r);
+  ASSERT_FALSE(a.cheapest.empty());
+  const report::GridPoint& answer = a.grid[a.cheapest.front()];
+  const predict::Result again = repredict(answer.config, r.sweep.overrides);
+  EXPECT_EQ(again, answer.result);
+  EXPECT_GE(again.efficiency, 0.6);
+  for (const report::GridPoint& p : a.grid) {
+    if (p.cost < answer.cost) {
+      EXPECT_LT(repredict(p.config, r.sweep.overrides).efficiency, 0.6) << report::config_label(p.config);
+    }
+  }
+  EXPECT_EQ(a.grid.size(), 5u * 3u);
+}
+
+TEST(Advise, InfeasibleTargetSaysSoAndNamesTheBestPoint) {
+  const report::Advice a = advise(ps_request(0.999));
+  EXPECT_TRUE(a.cheapest.empty());
+  for (const report::GridPoint& p : a.grid) EXPECT_LE(p.result.throughput, a.grid[a.best_point].result.throughput);
+  std::ostringstream text;
+  report::write_advice_text(text, a);
+  EXPECT_NE(text.str().find("no configuration of the 15 tried meets efficiency >= 99.9%"), std::string::npos)
+      << text.str();
+  std::ostringstream json;
+  report::write_advice_json(json, a);
+  EXPECT_NE(json.str().find("\"feasible\": false"), std::string::npos) << json.str();
+}
+
+TEST(Advise, BestSingleChangeIsTheLargestOneKeyGain) {
+  const AdviseRequest r = ps_request(0.6);
+  const report::Advice a = advise(r);
+  ASSERT_FALSE(a.best_changes.empty());
+  const report::Change& best = a.best_changes.front();
+  EXPECT_GT(best.gain, 0);
+  EXPECT_NEAR(best.gain, best.result.throughput - a.base.throughput, 1e-9 * best.result.throughput);
+  // Every one-key change from the scenario as given (ps.count 1, 10 Gbps) gains no more.
+  for (const char* change : {"training.ps.count=2", "training.ps.count=4", "training.ps.count=8",
+                             "training.ps.count=16", "cluster.nic_bandwidth=25Gbps", "cluster.nic_bandwidth=40Gbps"}) {
+    std::vector<std::string> overrides = r.sweep.overrides;
+    overrides.push_back(change);
+    scenario::Scenario sc = scenario::load_scenario(kExample, overrides);
+    sc.cluster.workers = 16;
+    const double t = predict::predict(scenario::build_workload(sc), sc.cluster, sc.scheme, sc.options).throughput;
+    EXPECT_LE(t - a.base.throughput, best.gain * (1 + 1e-12)) << change;
+  }
+}
+
+TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
+  AdviseRequest none = ps_request(0);
+  EXPECT_THROW((void)advise(none), Error);
+  AdviseRequest both = ps_request(0.5);
+  both.target_throughput = 100;
+  EXPECT_THROW((void)advise(both), Error);
+  AdviseRequest over = ps_request(1.5);
+  EXPECT_THROW((void)advise(over), Error);
+  AdviseRequest no_axes = ps_request(0.5);
+  no_axes.sweep.axes.clear();
+  try {
+    (void)advise(no_axes);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "--vary");
+  }
+  AdviseRequest counts = ps_request(0.5);
+  counts.sweep.workers = {8, 16};
+  EXPECT_THROW((void)advise(counts), Error);
+}
+
+}  // namespace
+}  // namespace stepcast::sweep
