@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libfmt-dev libyaml-cpp-dev libcli11-dev
           libsimdjson-dev zlib1g-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
-          libbenchmark-dev time)
+          libbenchmark-dev time libopenmpi-dev openmpi-bin)
 # The optional SimGrid cross-check (make test-simgrid) also needs SimGrid.
 if [ "${STEPCAST_WITH_SIMGRID:-0}" = 1 ]; then packages+=(libsimgrid-dev); fi
 missing=()

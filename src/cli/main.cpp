@@ -100,9 +100,10 @@ int run_predict(const PredictArgs& args) {
   request.workers = swept;
   request.jobs = args.jobs;
   request.record_trace = !args.trace_out.empty();
+  request.distribute = true;
   request.warn = [](const std::string& warning) { fmt::print(stderr, "stepcast: warning: {}\n", warning); };
   // A progress bar on a terminal, once the run has lasted a second.
-  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0 && stepcast::sweep::process_ranks().rank == 0;
   const auto started = std::chrono::steady_clock::now();
   bool drew = false;
   if (terminal) {
@@ -124,6 +125,7 @@ int run_predict(const PredictArgs& args) {
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
+  if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
@@ -281,6 +283,9 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app);
 }  // namespace stepcast::cli
 
 int main(int argc, char** argv) {
+  // Under mpirun, MPI lives as long as main; ranks other than 0 compute and print nothing.
+  const stepcast::sweep::MpiSession mpi(argc, argv);
+  const bool root = stepcast::sweep::process_ranks().rank == 0;
   CLI::App app{"stepcast: predict the throughput of distributed deep-learning training"};
   app.set_version_flag("--version", std::string("stepcast ") + STEPCAST_VERSION);
   app.require_subcommand(1);
@@ -375,7 +380,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("export")) return run_export();
     if (calibrate.parsed()) return calibrate.run();
   } catch (const Error& e) {
-    fmt::print(stderr, "stepcast: error: {}\n", e.what());
+    if (root) fmt::print(stderr, "stepcast: error: {}\n", e.what());
     return kBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "stepcast: internal error: {}\n", e.what());

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "stepcast/error.hpp"
+#include "sweep/ranks.hpp"
+#include "sweep/result_wire.hpp"
 
 namespace stepcast::sweep {
 namespace {
@@ -109,6 +111,10 @@ report::Sweep run(const Request& request) {
   const std::size_t total = tasks * counts.size();
   std::vector<std::vector<predict::Result>> results(tasks);
   std::vector<std::exception_ptr> errors(tasks);
+  // Under MPI each rank takes every size-th configuration counted from the end, so that rank 0
+  // has the last one (the one a trace is recorded for).
+  const Ranks ranks = request.distribute ? process_ranks() : Ranks{};
+  auto owner = [&](std::size_t t) { return static_cast<int>((tasks - 1 - t) % static_cast<std::size_t>(ranks.size)); };
   std::atomic<std::size_t> next{0};
   std::mutex report_mutex;
   std::size_t done = 0;
@@ -119,6 +125,7 @@ report::Sweep run(const Request& request) {
   };
   auto work = [&] {
     for (std::size_t t; (t = next.fetch_add(1)) < tasks;) {
+      if (owner(t) != ranks.rank) continue;
       try {
         std::vector<std::string> overrides = request.overrides;
         for (const report::Input& setting : configs[t]) overrides.push_back(setting.key + "=" + setting.value);
@@ -155,13 +162,51 @@ report::Sweep run(const Request& request) {
     for (int i = 0; i < threads; ++i) pool.emplace_back(work);
     for (std::thread& th : pool) th.join();
   }
+  if (ranks.size > 1) {
+    // Messages between two ranks arrive in the order they were sent: configurations in grid order.
+    if (ranks.rank != 0) {
+      for (std::size_t t = 0; t < tasks; ++t) {
+        if (owner(t) != ranks.rank) continue;
+        wire::Outcome o;
+        if (errors[t]) {
+          o.failed = true;
+          try {
+            std::rethrow_exception(errors[t]);
+          } catch (const Error& e) {
+            o.where = e.where();
+            o.message = e.message();
+          } catch (const std::exception& e) {
+            o.message = e.what();
+          }
+        } else {
+          o.results = std::move(results[t]);
+        }
+        detail::send_to_root(0, wire::encode(o));
+      }
+      return {};
+    }
+    for (std::size_t t = 0; t < tasks; ++t) {
+      if (owner(t) == 0) continue;
+      wire::Outcome o = wire::decode(detail::receive_at_root(owner(t), 0));
+      if (o.failed) {
+        errors[t] = std::make_exception_ptr(Error(o.where, o.message));
+      } else {
+        results[t] = std::move(o.results);
+      }
+    }
+  }
   for (std::size_t t = 0; t < tasks; ++t) {
     if (!errors[t]) continue;
     if (configs[t].empty()) std::rethrow_exception(errors[t]);
     try {
       std::rethrow_exception(errors[t]);
     } catch (const Error& e) {
-      throw Error(e.where(), fmt::format("{} (at {})", e.message(), report::config_label(configs[t])));
+      // A swept value arrives as an override; say it came from --sweep.
+      SourceLocation where = e.where();
+      const bool swept = std::any_of(configs[t].begin(), configs[t].end(),
+                                     [&](const report::Input& s) { return s.key == where.key; });
+      if (swept && where.file == "--set") where.file = "--sweep";
+      throw Error(where, fmt::format("{} (at {})", e.message(), report::config_label(configs[t])));
     }
   }
 

@@ -38,6 +38,27 @@ struct Axis {
 /// the grid exceeds max_points.
 [[nodiscard]] std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_points = 1000000);
 
+/// The processes a sweep is split over: this one's rank among `size` (MPI_COMM_WORLD when the
+/// program runs under mpirun and was built with MPI; else one process).
+struct Ranks {
+  int rank = 0;
+  int size = 1;
+};
+[[nodiscard]] Ranks process_ranks();
+
+/// Starts MPI for the life of the object when the program was launched by mpirun (and built with
+/// MPI); otherwise does nothing, so the same binary runs serially. One per program (main).
+class MpiSession {
+ public:
+  MpiSession(int& argc, char**& argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  bool started_ = false;
+};
+
 struct Request {
   std::string scenario;                ///< scenario file
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
@@ -48,13 +69,18 @@ struct Request {
   predict::WarningSink warn;           ///< called from worker threads, one at a time
   /// Called from worker threads, one at a time, after each prediction: (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
+  /// Split the configurations over the MPI ranks (process_ranks()): rank 0 returns the whole
+  /// sweep, identical to a serial run; the other ranks return an empty one. false: every rank
+  /// runs every configuration.
+  bool distribute = false;
 };
 
 /// Predicts every (configuration, worker count), configurations in grid order and worker counts
 /// in the given order within each. The result's inputs are the base scenario's (overrides, no
 /// axes) and its name the base scenario's; configs[i] is prediction i's configuration (empty
-/// without axes). Deterministic: the same for any `jobs`. Throws the Error of the first failing
-/// configuration in grid order (its message names the configuration).
+/// without axes). Deterministic: the same for any `jobs` and any number of MPI ranks. Throws the
+/// Error of the first failing configuration in grid order (its message names the configuration);
+/// when distributed, only rank 0 throws.
 [[nodiscard]] report::Sweep run(const Request& request);
 
 /// How many threads run(): `jobs`, or all cores when 0, never more than `tasks`, at least 1.
