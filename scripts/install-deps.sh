@@ -3,9 +3,12 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libfmt-dev libyaml-cpp-dev libcli11-dev
           libsimdjson-dev zlib1g-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
-          libbenchmark-dev time libopenmpi-dev openmpi-bin)
+          libbenchmark-dev libjs-chart.js time libopenmpi-dev openmpi-bin)
 # The optional SimGrid cross-check (make test-simgrid) also needs SimGrid.
 if [ "${STEPCAST_WITH_SIMGRID:-0}" = 1 ]; then packages+=(libsimgrid-dev); fi
+# The HTML report's browser test (tests/report/html_report_test.cpp) runs headless Chromium;
+# without it that test is skipped.
+if [ "${STEPCAST_WITH_BROWSER:-0}" = 1 ]; then packages+=(chromium); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
