@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -12,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "cli/output_file.hpp"
 #include "stepcast/report/advice.hpp"
+#include "stepcast/report/html.hpp"
 #include "stepcast/sweep/advise.hpp"
 
 namespace stepcast::cli {
@@ -28,6 +31,7 @@ struct AdviseArgs {
   double target_throughput = 0;
   int jobs = 0;
   bool json = false;
+  std::string report;
 };
 
 }  // namespace
@@ -48,6 +52,7 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
   cmd->add_option("--jobs", args->jobs, "Threads (default: all cores); the answer is the same")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--report", args->report, "Also write the grid as a self-contained HTML report to FILE");
   return {cmd, [args] {
             sweep::AdviseRequest request;
             request.sweep.scenario = args->scenario;
@@ -59,6 +64,16 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             request.target_efficiency = args->target_efficiency;
             request.target_throughput = args->target_throughput;
             const report::Advice advice = sweep::advise(request);
+            if (!args->report.empty()) {
+              report::Sweep grid;
+              grid.scenario = advice.scenario + " (advise: " + advice.target + ")";
+              for (const report::GridPoint& p : advice.grid) {
+                grid.predictions.push_back(p.result);
+                grid.configs.push_back(p.config);
+              }
+              std::ofstream out = open_output(args->report, "--report");
+              report::write_html_report(out, grid);
+            }
             if (args->json) {
               report::write_advice_json(std::cout, advice);
             } else {

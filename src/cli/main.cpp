@@ -23,6 +23,7 @@
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/report/collective_report.hpp"
+#include "stepcast/report/html.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/sweep.hpp"
@@ -77,6 +78,7 @@ struct PredictArgs {
   std::string seed;  // checked as the `seed` key: an unsigned 64-bit integer
   bool workers_given = false;
   std::vector<std::string> sweeps;  // --sweep KEY=V1,V2 or KEY=A..B
+  std::string report;               // --report FILE.html
   int jobs = 0;                     // threads; 0 = all cores
 };
 
@@ -142,6 +144,10 @@ int run_predict(const PredictArgs& args) {
   if (!args.csv.empty()) {
     std::ofstream out = open_output(args.csv, "--csv");
     stepcast::report::write_csv(out, sweep);
+  }
+  if (!args.report.empty()) {
+    std::ofstream out = open_output(args.report, "--report");
+    stepcast::report::write_html_report(out, sweep);
   }
   if (args.json) {
     stepcast::report::write_json(std::cout, sweep);
@@ -307,6 +313,8 @@ int main(int argc, char** argv) {
   predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
   predict->add_option("--sweep", predict_args.sweeps,
                       "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (integers, doubling); repeatable, a grid");
+  predict->add_option("--report", predict_args.report,
+                      "Also write a self-contained HTML report (plots, breakdown, busiest resources) to FILE");
   predict->add_option("--jobs", predict_args.jobs, "Threads for a sweep (default: all cores); the output is the same")
       ->check(CLI::Range(1, 1024));
 
