@@ -173,6 +173,8 @@ struct CollectiveArgs {
   std::vector<std::string> flags;
   std::vector<std::pair<std::string, std::string>> flag_of_key;
   bool json = false;
+  std::vector<int> workers;          // --workers 8,16: one row per count
+  std::vector<std::string> sweeps;   // --sweep KEY=V1,V2
 };
 
 int run_collective(const CollectiveArgs& args) {
@@ -189,8 +191,6 @@ int run_collective(const CollectiveArgs& args) {
                                              args.op));
   }
   const CollectiveOp op = op_it->second;
-  const double bytes = stepcast::parse_bytes(args.size, {"", 0, "--size"});
-  if (bytes <= 0) throw Error({"", 0, "--size"}, "expected a size > 0");
 
   // The cluster comes from the same keys as `predict`: the collective's own defaults, then the
   // scenario file, then --set, then explicit flags.
@@ -217,17 +217,54 @@ int run_collective(const CollectiveArgs& args) {
   if (op != CollectiveOp::AllReduce && algorithm != stepcast::scheme::AllReduceAlgorithm::Ring) {
     throw Error({"", 0, "--algorithm"}, fmt::format("{} is only modelled with the ring", args.op));
   }
-  const stepcast::cluster::ClusterSpec& spec = scenario.cluster;
-  const stepcast::report::CollectiveReport report{
-      .op = op,
-      .algorithm = algorithm,
-      .cluster = spec,
-      .bytes = bytes,
-      .result = stepcast::scheme::simulate_collective(spec, bytes, op, algorithm)};
-  if (args.json) {
-    stepcast::report::write_json(std::cout, report);
+  // Lists (--size 1MB,4MB, --workers 8,16) and --sweep make nccl-tests style rows; one of each
+  // keeps the single collective's report.
+  std::vector<double> sizes;
+  for (size_t pos = 0; pos <= args.size.size();) {
+    size_t comma = args.size.find(',', pos);
+    if (comma == std::string::npos) comma = args.size.size();
+    const double b = stepcast::parse_bytes(args.size.substr(pos, comma - pos), {"", 0, "--size"});
+    if (b <= 0) throw Error({"", 0, "--size"}, "expected sizes > 0");
+    sizes.push_back(b);
+    pos = comma + 1;
+  }
+  std::vector<stepcast::sweep::Axis> axes;
+  for (const std::string& text : args.sweeps) axes.push_back(stepcast::sweep::parse_axis(text));
+  const std::vector<stepcast::report::Config> configs = stepcast::sweep::grid(axes);
+  const std::vector<int> counts = args.workers.empty() ? std::vector<int>{scenario.cluster.workers} : args.workers;
+  std::vector<stepcast::report::CollectiveReport> rows;
+  std::vector<stepcast::report::Config> row_configs;
+  for (const stepcast::report::Config& config : configs) {
+    stepcast::scenario::Scenario at = scenario;
+    if (!config.empty()) {
+      std::vector<std::string> more = overrides;
+      for (const auto& setting : config) more.push_back(setting.key + "=" + setting.value);
+      at = args.scenario.empty() ? stepcast::scenario::parse_scenario("{}", "collective", more, needs)
+                                 : stepcast::scenario::load_scenario(args.scenario, more, needs);
+    }
+    for (int n : counts) {
+      stepcast::cluster::ClusterSpec spec = at.cluster;
+      spec.workers = n;
+      for (double size : sizes) {
+        rows.push_back({.op = op,
+                        .algorithm = at.scheme.allreduce.algorithm,
+                        .cluster = spec,
+                        .bytes = size,
+                        .result = stepcast::scheme::simulate_collective(spec, size, op, at.scheme.allreduce.algorithm)});
+        if (!axes.empty()) row_configs.push_back(config);
+      }
+    }
+  }
+  if (rows.size() == 1 && axes.empty()) {
+    if (args.json) {
+      stepcast::report::write_json(std::cout, rows.front());
+    } else {
+      stepcast::report::write_table(std::cout, rows.front());
+    }
+  } else if (args.json) {
+    stepcast::report::write_json(std::cout, rows, row_configs);
   } else {
-    stepcast::report::write_table(std::cout, report);
+    stepcast::report::write_table(std::cout, rows, row_configs);
   }
   return 0;
 }
@@ -327,10 +364,12 @@ int main(int argc, char** argv) {
       ->add_option("--algorithm", coll.algorithm,
                    "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm")
       ->capture_default_str();
-  collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB")->capture_default_str();
+  collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB, or a list: 1MB,16MB,256MB")
+      ->capture_default_str();
   collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");
   collective->add_option("--set", coll.sets, "Override a scenario key: KEY=VALUE (repeatable)");
-  collective->add_option("--workers", coll_workers, "Number of workers (default 8)");
+  collective->add_option("--workers", coll_workers, "Number of workers (default 8), or a list: 8,16,32");
+  collective->add_option("--sweep", coll.sweeps, "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (repeatable)");
   collective->add_option("--workers-per-node", coll_workers_per_node, "Workers sharing one node and NIC");
   collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
   collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
@@ -371,6 +410,11 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < std::size(flag_keys); ++i) {
         const auto& [key, value] = flag_keys[i];
         if (value->empty()) continue;
+        // A list of worker counts is a row per count, not a key value.
+        if (i == 0 && value->find(',') != std::string::npos) {
+          coll.workers = parse_worker_list(*value);
+          continue;
+        }
         coll.flags.push_back(fmt::format("{}={}", key, *value));
         coll.flag_of_key.emplace_back(key, flag_names[i]);
       }

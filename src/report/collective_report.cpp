@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include <algorithm>
 #include <iterator>
 
 #include "report/json_text.hpp"
@@ -41,10 +45,24 @@ double bus_bandwidth(const CollectiveReport& r) {
   return algorithm_bandwidth(r) * factor;
 }
 
-void write_json(std::ostream& out, const CollectiveReport& r) {
+namespace {
+
+void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Config* config) {
   const cluster::ClusterSpec& spec = r.cluster;
-  detail::JsonWriter json(out, detail::JsonWriter::Layout::OneLine);
   json.begin_object();
+  if (config != nullptr) {
+    json.key("config");
+    json.begin_object();
+    for (const Input& setting : *config) {
+      json.key(setting.key);
+      if (setting.is_number && detail::is_json_number(setting.value)) {
+        json.raw(setting.value);
+      } else {
+        json.string(setting.value);
+      }
+    }
+    json.end_object();
+  }
   json.key("op");
   json.string(scheme::to_string(r.op));
   json.key("algorithm");
@@ -93,6 +111,75 @@ void write_json(std::ostream& out, const CollectiveReport& r) {
   }
   json.end_array();
   json.end_object();
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const CollectiveReport& r) {
+  detail::JsonWriter json(out, detail::JsonWriter::Layout::OneLine);
+  write_object(json, r, nullptr);
+}
+
+void write_json(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs) {
+  detail::JsonWriter json(out, detail::JsonWriter::Layout::Indented);
+  json.begin_object();
+  json.key("collectives");
+  json.begin_array();
+  for (std::size_t i = 0; i < rows.size(); ++i) write_object(json, rows[i], i < configs.size() ? &configs[i] : nullptr);
+  json.end_array();
+  json.end_object();
+}
+
+void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs) {
+  fmt::memory_buffer buf;
+  auto it = std::back_inserter(buf);
+  if (!rows.empty()) {
+    const CollectiveReport& first = rows.front();
+    fmt::format_to(it, "{} ({}) on a {} topology, {} per node\n", scheme::to_string(first.op),
+                   scheme::to_string(first.algorithm), cluster::to_string(first.cluster.topology),
+                   first.cluster.workers_per_node);
+  }
+  // nccl-tests' columns: one row per size, worker count and swept configuration.
+  std::vector<std::string> header;
+  const std::size_t swept = configs.empty() ? 0 : configs.front().size();
+  for (std::size_t k = 0; k < swept; ++k) header.push_back(configs.front()[k].key);
+  for (const char* h : {"workers", "size", "time", "algbw (GB/s)", "busbw (GB/s)", "steps", "flows/link"}) {
+    header.emplace_back(h);
+  }
+  std::vector<std::vector<std::string>> cells;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const CollectiveReport& r = rows[i];
+    std::vector<std::string> row;
+    for (std::size_t k = 0; k < swept; ++k) row.push_back(configs[i][k].value);
+    row.push_back(fmt::format("{}", r.cluster.workers));
+    row.push_back(format_bytes(r.bytes));
+    row.push_back(format_duration(r.result.time));
+    row.push_back(fmt::format("{:.3f}", algorithm_bandwidth(r) / 1e9));
+    row.push_back(fmt::format("{:.3f}", bus_bandwidth(r) / 1e9));
+    row.push_back(fmt::format("{}", r.result.stages));
+    row.push_back(fmt::format("{}", r.result.max_link_flows));
+    cells.push_back(std::move(row));
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : cells) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& row) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) buf.append(std::string_view("  "));
+      // Swept values on the left like words, the numbers on the right.
+      if (c < swept) {
+        fmt::format_to(it, "{:<{}}", row[c], width[c]);
+      } else {
+        fmt::format_to(it, "{:>{}}", row[c], width[c]);
+      }
+    }
+    buf.push_back('\n');
+  };
+  line(header);
+  for (const auto& row : cells) line(row);
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 void write_table(std::ostream& out, const CollectiveReport& r) {

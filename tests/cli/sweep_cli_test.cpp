@@ -106,5 +106,28 @@ TEST_F(SweepCli, AdviseAnswersInWordsAndJson) {
   EXPECT_NE(no_target.err.find("--target-efficiency"), std::string::npos) << no_target.err;
 }
 
+TEST_F(SweepCli, CollectiveListsAreOneRowPerSizeCountAndConfiguration) {
+  const RunResult r = run({"collective", "--size", "1MB,64MB", "--workers", "4,16", "--latency", "5us", "--sweep",
+                           "cluster.nic_bandwidth=100Gbps,400Gbps", "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  const Json& rows = doc["collectives"];
+  ASSERT_EQ(rows.array.size(), 2u * 2u * 2u);
+  // A ring all-reduce alone on a switch: 2 (N-1) steps of S/N at the NIC rate, each plus the
+  // latency (closed form, README "Time one collective").
+  for (const Json& row : rows.array) {
+    const double n = row["workers"].number, size = row["size_bytes"].number;
+    const double bw = row["config"]["cluster.nic_bandwidth"].string == "100Gbps" ? 12.5e9 : 50e9;
+    EXPECT_NEAR(row["time_s"].number, 2 * (n - 1) * (5e-6 + size / (n * bw)), 1e-9 * row["time_s"].number);
+  }
+  EXPECT_EQ(rows.array[0]["size_bytes"].number, 1e6);
+  EXPECT_EQ(rows.array[1]["size_bytes"].number, 64e6);
+  EXPECT_EQ(rows.array[2]["workers"].number, 16);
+  const RunResult table = run({"collective", "--size", "1MB,64MB", "--workers", "4,16"});
+  ASSERT_EQ(table.code, 0) << table.describe();
+  EXPECT_NE(table.out.find("workers   size     time  algbw (GB/s)  busbw (GB/s)"), std::string::npos) << table.out;
+  EXPECT_EQ(split_lines(table.out).size(), 2u + 4u) << table.out;
+}
+
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <ostream>
+#include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/report/report.hpp"
 
 namespace stepcast::report {
 
@@ -40,5 +42,13 @@ void write_json(std::ostream& out, const CollectiveReport& report);
 /// A title line naming the collective and the cluster, then time, algbw, busbw, steps, flows
 /// per link, the size regime (when one applies) and the ten busiest links.
 void write_table(std::ostream& out, const CollectiveReport& report);
+
+/// Several collectives (`collective --size 1MB,4MB --workers 8,16 --sweep ...`), nccl-tests
+/// style: a title line, then one row per collective: the swept keys' values (configs[i], when
+/// given), workers, size, time, algbw and busbw (GB/s), steps, most flows on a link.
+void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs);
+/// {"collectives": [...]}: each the object write_json writes for one, with "config" first when
+/// configs[i] is given.
+void write_json(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs);
 
 }  // namespace stepcast::report
