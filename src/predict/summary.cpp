@@ -15,7 +15,60 @@ namespace {
 constexpr double kSaturatedBusy = 0.5;
 // Exposed communication or waiting above this share of the step is worth naming.
 constexpr double kNoticeableLoss = 0.05;
+// A resource explains exposed communication when it is busy for at least this share of it.
+constexpr double kExplains = 0.5;
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+BottleneckKind kind_of(const std::string& resource) {
+  if (contains(resource, "compute")) return BottleneckKind::Compute;
+  if (contains(resource, "PS apply")) return BottleneckKind::PsApply;
+  if (contains(resource, "PS NIC") || resource.starts_with("server")) return BottleneckKind::PsNic;
+  return BottleneckKind::NetworkBandwidth;
+}
+
+/// The busiest resource that moves bytes (not compute), among the utilization and the links.
+const Utilization* busiest_network(const Result& r) {
+  const Utilization* best = nullptr;
+  for (const auto* list : {&r.utilization, &r.links}) {
+    for (const Utilization& u : *list) {
+      if (kind_of(u.resource) == BottleneckKind::Compute || kind_of(u.resource) == BottleneckKind::PsApply) continue;
+      if (best == nullptr || u.busy > best->busy) best = &u;
+    }
+  }
+  return best;
+}
+
+double busy_of(const Result& r, std::string_view resource) {
+  for (const Utilization& u : r.utilization) {
+    if (u.resource == resource) return u.busy;
+  }
+  return 0;
+}
+
 }  // namespace
+
+const char* to_string(BottleneckKind kind) {
+  switch (kind) {
+    case BottleneckKind::Compute:
+      return "compute";
+    case BottleneckKind::Host:
+      return "host";
+    case BottleneckKind::NetworkBandwidth:
+      return "network_bandwidth";
+    case BottleneckKind::NetworkLatency:
+      return "network_latency";
+    case BottleneckKind::PsNic:
+      return "ps_nic";
+    case BottleneckKind::PsApply:
+      return "ps_apply";
+    case BottleneckKind::Stragglers:
+      return "stragglers";
+    case BottleneckKind::Memory:
+      return "memory";
+  }
+  return "?";
+}
 
 void finish_result(Result& r, const workload::Workload& workload) {
   finish_result(r, workload.step_time_alone(), workload.batch_per_worker);
@@ -32,6 +85,8 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   if (!r.utilization.empty() && r.utilization.front().busy >= kSaturatedBusy) {
     const Utilization& top = r.utilization.front();
     r.bottleneck = fmt::format("{} {:.0f}% busy", top.resource, 100 * std::min(top.busy, 1.0));
+    r.bottleneck_kind = kind_of(top.resource);
+    r.bottleneck_resource = top.resource;
     // Compute-bound but still losing time: name what the lost time waits on, since that is what
     // limits scaling.
     const double lost =
@@ -47,12 +102,56 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     return;
   }
   const double step = std::max(r.step_time, 1e-300);
+  const double exposed = r.breakdown.communication_exposed / step, wait = r.breakdown.wait / step;
+  const Utilization* net = busiest_network(r);
   if (r.breakdown.wait >= r.breakdown.communication_exposed) {
-    r.bottleneck =
-        fmt::format("waiting for other workers or servers ({:.0f}% of step)", 100 * r.breakdown.wait / step);
-  } else {
-    r.bottleneck = fmt::format("network latency, no link saturated ({:.0f}% of step exposed)",
-                               100 * r.breakdown.communication_exposed / step);
+    r.bottleneck = fmt::format("waiting for other workers or servers ({:.0f}% of step)", 100 * wait);
+    // Waiting behind a barrier that the servers (or the network) hold up.
+    r.bottleneck_kind = net != nullptr ? kind_of(net->resource) : BottleneckKind::NetworkLatency;
+    r.bottleneck_resource = net != nullptr ? net->resource : "";
+    return;
+  }
+  // Exposed communication: a NIC busy one way then the other (pulls then pushes, serialised by
+  // the step's dependencies) explains it as much as one busy link does; else latency.
+  const double out = busy_of(r, "worker NIC out"), in = busy_of(r, "worker NIC in");
+  if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
+      (net == nullptr || out + in > net->busy)) {
+    r.bottleneck = fmt::format("pull then push serialised on the worker NIC (out {:.0f}% + in {:.0f}% of the step; "
+                               "{:.0f}% of step exposed)",
+                               100 * out, 100 * in, 100 * exposed);
+    r.bottleneck_kind = BottleneckKind::NetworkBandwidth;
+    r.bottleneck_resource = "worker NIC";
+    return;
+  }
+  if (net != nullptr && net->busy >= kExplains * exposed) {
+    r.bottleneck = fmt::format("{} {:.0f}% busy ({:.0f}% of step exposed communication)", net->resource,
+                               100 * std::min(net->busy, 1.0), 100 * exposed);
+    r.bottleneck_kind = kind_of(net->resource);
+    r.bottleneck_resource = net->resource;
+    return;
+  }
+  r.bottleneck = fmt::format("network latency, no link busy enough to explain it ({:.0f}% of step exposed{})",
+                             100 * exposed,
+                             net != nullptr ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy)
+                                            : std::string());
+  r.bottleneck_kind = BottleneckKind::NetworkLatency;
+  r.bottleneck_resource = "";
+}
+
+void attribute_after_prediction(Result& r) {
+  const double step = std::max(r.step_time, 1e-300);
+  if (r.compute_cv > 0 && r.breakdown.wait >= r.breakdown.communication_exposed &&
+      r.breakdown.wait / step >= kNoticeableLoss && r.bottleneck.starts_with("waiting")) {
+    r.bottleneck = fmt::format("waiting for the slowest worker ({:.0f}% of step; compute varies {:.1f}% per step)",
+                               100 * r.breakdown.wait / step, 100 * r.compute_cv);
+    r.bottleneck_kind = BottleneckKind::Stragglers;
+    r.bottleneck_resource = "";
+  }
+  if (r.memory.known && !r.memory.fits()) {
+    r.bottleneck = fmt::format("does not fit in GPU memory ({:.3g} GB > {:.3g} GB); if it did: {}",
+                               r.memory.per_worker.total() / 1e9, r.memory.gpu_memory / 1e9, r.bottleneck);
+    r.bottleneck_kind = BottleneckKind::Memory;
+    r.bottleneck_resource = "gpu memory";
   }
 }
 

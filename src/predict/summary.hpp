@@ -17,6 +17,11 @@ void finish_result(Result& result, const workload::Workload& workload);
 /// Same, with the single-worker-alone step time given (s) instead of taken from a workload.
 void finish_result(Result& result, double alone_step_time, int batch_per_worker);
 
+/// What only the whole prediction knows (predict(): stragglers' variation, memory): a wait for
+/// other workers with straggler noise becomes "waiting for the slowest worker"; a job that does
+/// not fit says so first (kind Memory), the rest of the sentence kept.
+void attribute_after_prediction(Result& result);
+
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);
 

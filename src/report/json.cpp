@@ -98,6 +98,14 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.number(r.efficiency);
   json.key("bottleneck");
   json.string(r.bottleneck);
+  json.key("bottleneck_kind");
+  json.string(predict::to_string(r.bottleneck_kind));
+  json.key("bottleneck_resource");
+  if (r.bottleneck_resource.empty()) {
+    json.null();
+  } else {
+    json.string(r.bottleneck_resource);
+  }
   json.key("breakdown_s");
   json.begin_object();
   json.key("compute");

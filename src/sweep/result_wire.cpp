@@ -94,6 +94,10 @@ void fields(IO& io, R& r) {
   f(r.speedup);
   f(r.efficiency);
   f(r.bottleneck);
+  auto kind = static_cast<uint8_t>(r.bottleneck_kind);
+  f(kind);
+  if constexpr (!std::is_same_v<IO, Writer>) r.bottleneck_kind = static_cast<predict::BottleneckKind>(kind);
+  f(r.bottleneck_resource);
   f(r.breakdown.compute);
   f(r.breakdown.communication_exposed);
   f(r.breakdown.wait);

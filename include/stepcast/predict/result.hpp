@@ -97,6 +97,19 @@ struct Job {
   bool operator==(const Job&) const = default;
 };
 
+/// What the step waits on, for programs (Result::bottleneck says it in words).
+enum class BottleneckKind : uint8_t {
+  Compute,           ///< the workers' ops
+  Host,              ///< the host side of a profiled step (data loading, Python, launches)
+  NetworkBandwidth,  ///< a link or NIC moving bytes (or a chain of transfers serialised on one)
+  NetworkLatency,    ///< per-transfer and per-step latencies, no link busy enough to explain it
+  PsNic,             ///< a parameter server's NIC
+  PsApply,           ///< a parameter server applying gradients
+  Stragglers,        ///< waiting for the slowest worker of a step
+  Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
+};
+[[nodiscard]] const char* to_string(BottleneckKind kind);
+
 /// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit
 /// is a result, not an error.
 struct MemoryCheck {
@@ -134,6 +147,10 @@ struct Result {
   double speedup = 0;      ///< throughput / single-worker throughput with no communication
   double efficiency = 0;   ///< speedup / workers
   std::string bottleneck;  ///< in words, e.g. "PS NIC out 97% busy"
+  BottleneckKind bottleneck_kind = BottleneckKind::Compute;
+  /// The resource named: a utilization's name ("worker NIC out", "PS apply"), "worker NIC" for
+  /// a pull-then-push chain on it, "gpu memory", or "" for latency and waiting.
+  std::string bottleneck_resource;
   Breakdown breakdown;
   std::vector<Utilization> utilization;
   double bytes_sent = 0;  ///< over the network during the measured steps
