@@ -39,7 +39,10 @@ struct Axis {
 [[nodiscard]] std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_points = 1000000);
 
 struct Request {
-  std::string scenario;                ///< scenario file
+  std::string scenario;                ///< scenario file; with scenario_text, only its name in messages
+  /// The scenario as YAML text (scenario::parse_scenario) instead of reading `scenario`; "" reads
+  /// the file. Relative paths in it resolve against the directory part of `scenario`.
+  std::string scenario_text;
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
   std::vector<Axis> axes;
   std::vector<int> workers;            ///< worker counts per configuration; empty: cluster.workers
@@ -49,6 +52,12 @@ struct Request {
   /// Called from worker threads, one at a time, after each prediction: (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };
+
+/// The request's scenario with `overrides` (not request.overrides): parse_scenario of
+/// scenario_text when given, else load_scenario of the file. Throws what they throw.
+[[nodiscard]] scenario::Scenario load_scenario(const Request& request, const std::vector<std::string>& overrides,
+                                               scenario::Needs needs = scenario::Needs::Workload,
+                                               const std::vector<int>& worker_sweep = {});
 
 /// Predicts every (configuration, worker count), configurations in grid order and worker counts
 /// in the given order within each. The result's inputs are the base scenario's (overrides, no
