@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan test-simgrid test-package python bench format tidy clean
+.PHONY: deps build demo test test-asan test-simgrid test-package test-python python bench format tidy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -53,3 +53,6 @@ python:
 	@STEPCAST_WITH_PYTHON=1 scripts/install-deps.sh
 	cmake --preset python -DPYTHON_EXECUTABLE=$(PYTHON) >/dev/null
 	cmake --build --preset python -j $(JOBS) --target stepcast_python stepcast
+
+test-python: python
+	PYTHONPATH=build/python STEPCAST_BINARY=build/python/stepcast $(PYTHON) -m pytest -q python/tests
