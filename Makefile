@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan test-simgrid test-package bench format tidy clean
+.PHONY: deps build demo test test-asan test-simgrid test-package test-python python bench format tidy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -44,3 +44,15 @@ test-simgrid:
 	cmake --preset simgrid >/dev/null
 	cmake --build --preset simgrid -j $(JOBS) --target net_tests simgrid_flows
 	ctest --preset simgrid -R SimGrid
+
+# The Python module (python/stepcast_module.cpp) and the command its tests compare with; then
+# PYTHONPATH=build/python python3 -c "import stepcast" (README, Python). Debian's interpreter,
+# the one its python3-* packages (pybind11, pytest, pandas) are installed for, unless PYTHON=...
+PYTHON ?= /usr/bin/python3
+python:
+	@STEPCAST_WITH_PYTHON=1 scripts/install-deps.sh
+	cmake --preset python -DPYTHON_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build --preset python -j $(JOBS) --target stepcast_python stepcast
+
+test-python: python
+	PYTHONPATH=build/python STEPCAST_BINARY=build/python/stepcast $(PYTHON) -m pytest -q python/tests

@@ -79,13 +79,13 @@ report::Advice advise(const AdviseRequest& request) {
   }
 
   // One change from the scenario as given: each varied key to each of its other values.
-  const scenario::Scenario base = scenario::load_scenario(request.sweep.scenario, request.sweep.overrides);
+  const scenario::Scenario base = load_scenario(request.sweep, request.sweep.overrides);
   for (const Axis& axis : axes) {
     const std::string current = resolved_value(base, axis.key);
     for (const std::string& value : axis.values) {
       std::vector<std::string> overrides = request.sweep.overrides;
       overrides.push_back(axis.key + "=" + value);
-      if (resolved_value(scenario::load_scenario(request.sweep.scenario, overrides), axis.key) == current) continue;
+      if (resolved_value(load_scenario(request.sweep, overrides), axis.key) == current) continue;
       Request one = base_request;
       one.overrides = overrides;
       report::Change c{axis.key, current, value, run(one).predictions.front(), 0, 0};

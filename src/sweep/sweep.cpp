@@ -98,11 +98,19 @@ int threads_for(int jobs, std::size_t tasks) {
   return static_cast<int>(std::max(1u, n));
 }
 
+scenario::Scenario load_scenario(const Request& request, const std::vector<std::string>& overrides,
+                                 scenario::Needs needs, const std::vector<int>& worker_sweep) {
+  if (request.scenario_text.empty()) {
+    return scenario::load_scenario(request.scenario, overrides, needs, worker_sweep);
+  }
+  return scenario::parse_scenario(request.scenario_text, request.scenario, overrides, needs, worker_sweep);
+}
+
 report::Sweep run(const Request& request) {
   const std::vector<report::Config> configs = grid(request.axes);
   const scenario::Needs needs = scenario::Needs::Workload;
-  const scenario::Scenario base = scenario::load_scenario(request.scenario, request.overrides, needs,
-                                                          request.axes.empty() ? request.workers : std::vector<int>{});
+  const scenario::Scenario base =
+      load_scenario(request, request.overrides, needs, request.axes.empty() ? request.workers : std::vector<int>{});
   const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
 
   // One task per configuration: it loads its scenario once and predicts every worker count, so
@@ -130,7 +138,7 @@ report::Sweep run(const Request& request) {
         std::vector<std::string> overrides = request.overrides;
         for (const report::Input& setting : configs[t]) overrides.push_back(setting.key + "=" + setting.value);
         const scenario::Scenario at_config =
-            configs[t].empty() ? base : scenario::load_scenario(request.scenario, overrides, needs, request.workers);
+            configs[t].empty() ? base : load_scenario(request, overrides, needs, request.workers);
         const workload::Workload workload = scenario::build_workload(at_config);
         for (size_t c = 0; c < counts.size(); ++c) {
           scenario::Scenario at = at_config;

@@ -2,6 +2,8 @@
 // predictions run one by one, whatever the number of threads.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,29 @@ TEST(SweepRun, ProgressCountsEveryPrediction) {
   EXPECT_EQ(calls, 12u);
   EXPECT_EQ(total, 12u);
   EXPECT_EQ(last, 12u);
+}
+
+TEST(SweepRun, ScenarioTextPredictsLikeTheFile) {
+  std::ifstream in(kExample);
+  std::stringstream text;
+  text << in.rdbuf();
+  Request from_text = ps_request(2);
+  from_text.scenario = "inline.yaml";
+  from_text.scenario_text = text.str();
+  const report::Sweep a = run(ps_request(2)), b = run(from_text);
+  EXPECT_EQ(b.predictions, a.predictions);
+  EXPECT_EQ(b.scenario, a.scenario);  // the file's `name:` key
+  // Errors name the text's name, and its line.
+  from_text.scenario_text = "cluster:\n  workers: 0\n";
+  from_text.axes.clear();
+  try {
+    (void)run(from_text);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().file, "inline.yaml");
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().key, "cluster.workers");
+  }
 }
 
 TEST(SweepThreads, AtLeastOneAtMostTheTasks) {

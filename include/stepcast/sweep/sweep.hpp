@@ -60,7 +60,10 @@ class MpiSession {
 };
 
 struct Request {
-  std::string scenario;                ///< scenario file
+  std::string scenario;                ///< scenario file; with scenario_text, only its name in messages
+  /// The scenario as YAML text (scenario::parse_scenario) instead of reading `scenario`; "" reads
+  /// the file. Relative paths in it resolve against the directory part of `scenario`.
+  std::string scenario_text;
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
   std::vector<Axis> axes;
   std::vector<int> workers;            ///< worker counts per configuration; empty: cluster.workers
@@ -74,6 +77,12 @@ struct Request {
   /// runs every configuration.
   bool distribute = false;
 };
+
+/// The request's scenario with `overrides` (not request.overrides): parse_scenario of
+/// scenario_text when given, else load_scenario of the file. Throws what they throw.
+[[nodiscard]] scenario::Scenario load_scenario(const Request& request, const std::vector<std::string>& overrides,
+                                               scenario::Needs needs = scenario::Needs::Workload,
+                                               const std::vector<int>& worker_sweep = {});
 
 /// Predicts every (configuration, worker count), configurations in grid order and worker counts
 /// in the given order within each. The result's inputs are the base scenario's (overrides, no

@@ -1,0 +1,758 @@
+// The Python module `stepcast` (pybind11): predictions, sweeps, the advisor, single collectives
+// and the model zoo, over the library's public API, with the inputs the command takes and the
+// outputs its --json writes. Depends on sweep/ (predict, advise), scenario/, report/ and zoo/.
+// Units are SI, named in the keys as in the JSON (step_time_s, throughput_samples_per_s, bytes).
+//
+//   import stepcast
+//   p = stepcast.predict("examples/resnet50-ps.yaml", workers=[1, 8], set={"training.ps.count": 4})
+//   p.results[1].throughput_samples_per_s; p.to_dict(); p.to_pandas()
+//
+// Results are kept as what report/'s JSON writers produce, parsed by Python's json module, so
+// to_dict() is `stepcast predict --json` by construction. stepcast::Error becomes stepcast.Error,
+// a ValueError carrying file, line and key. Predictions run with the GIL released.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stepcast/detail/report/collective_report.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/report/advice.hpp"
+#include "stepcast/report/report.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/sweep/advise.hpp"
+#include "stepcast/sweep/sweep.hpp"
+#include "stepcast/units.hpp"
+#include "stepcast/version.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using stepcast::Error;
+using stepcast::SourceLocation;
+
+// Same bound as the cluster.workers key and `stepcast predict --workers`.
+constexpr int kMaxWorkers = 16384;
+// What a dict scenario is called in messages (and its name, without a `name` key).
+constexpr const char* kDictScenario = "<dict>";
+
+// ---- Python values to the text the scenario reads ------------------------------------------
+
+py::object json_module() { return py::module_::import("json"); }
+
+/// JSON text of a value: valid YAML flow text, with strings quoted and escaped. Values JSON does
+/// not know (pathlib.Path, numpy scalars) are written as their str().
+std::string json_text(const py::handle& value) {
+  return json_module()
+      .attr("dumps")(value, py::arg("default") = py::module_::import("builtins").attr("str"),
+                     py::arg("allow_nan") = false)
+      .cast<std::string>();
+}
+
+/// A new dict of a Mapping's items, in its order.
+py::dict as_dict(const py::handle& mapping) { return py::dict(py::reinterpret_borrow<py::object>(mapping)); }
+
+bool is_mapping(const py::handle& value) {
+  return py::isinstance(value, py::module_::import("collections.abc").attr("Mapping"));
+}
+
+bool is_path(const py::handle& value) {
+  return py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) ||
+         py::isinstance(value, py::module_::import("os").attr("PathLike"));
+}
+
+std::string path_text(const py::handle& value) {
+  return py::module_::import("os").attr("fsdecode")(value).cast<std::string>();
+}
+
+/// A value as a `--set KEY=VALUE` or `--sweep` value: strings and paths as given, anything else
+/// as JSON (4, 2.5, true, [8, 8]), which the scenario reads as YAML.
+std::string value_text(const py::handle& value) {
+  if (is_path(value)) return path_text(value);
+  return json_text(value);
+}
+
+/// Block YAML of a mapping, scalars and lists in JSON form: one key per line, so an error's line
+/// is that key's.
+void emit_yaml(const py::handle& mapping, int indent, std::string& out) {
+  for (const auto& item : as_dict(mapping)) {
+    if (!py::isinstance<py::str>(item.first)) {
+      throw py::type_error("scenario: keys must be strings, got " + py::repr(item.first).cast<std::string>());
+    }
+    out.append(static_cast<std::size_t>(indent), ' ');
+    out += json_text(item.first) + ":";
+    if (is_mapping(item.second) && py::len(item.second) > 0) {
+      out += '\n';
+      emit_yaml(item.second, indent + 2, out);
+    } else {
+      out += ' ' + (is_mapping(item.second) ? std::string("{}") : json_text(item.second)) + '\n';
+    }
+  }
+}
+
+/// A scenario argument: a file (path) or YAML text made from a dict.
+struct ScenarioInput {
+  std::string name;  ///< the file, or kDictScenario
+  std::string text;  ///< YAML of a dict; "" for a file
+};
+
+ScenarioInput scenario_input(const py::handle& scenario) {
+  if (is_mapping(scenario)) {
+    std::string text;
+    emit_yaml(scenario, 0, text);
+    return {kDictScenario, text.empty() ? "{}" : text};
+  }
+  if (is_path(scenario)) return {path_text(scenario), ""};
+  throw py::type_error("scenario: expected a path (str or os.PathLike) or a dict, got " +
+                       py::repr(py::type::of(scenario)).cast<std::string>());
+}
+
+/// A request for `input`, for sweep::run, sweep::advise and sweep::load_scenario.
+stepcast::sweep::Request request_for(const ScenarioInput& input) {
+  stepcast::sweep::Request request;
+  request.scenario = input.name;
+  request.scenario_text = input.text;
+  return request;
+}
+
+/// `set`: a dict {key: value} or a list of "key=value" strings, in order.
+std::vector<std::string> overrides_of(const py::handle& set) {
+  std::vector<std::string> out;
+  if (set.is_none()) return out;
+  if (is_mapping(set)) {
+    for (const auto& item : as_dict(set)) {
+      out.push_back(py::str(item.first).cast<std::string>() + "=" + value_text(item.second));
+    }
+    return out;
+  }
+  if (py::isinstance<py::str>(set)) {
+    throw py::type_error("set: expected a dict {key: value} or a list of 'key=value' strings, got a str");
+  }
+  for (const auto& item : set) out.push_back(py::str(item).cast<std::string>());
+  return out;
+}
+
+/// `sweep` and `vary`: {key: [values]} or {key: "1..32"} / {key: "1,2,4"} (sweep::parse_axis).
+std::vector<stepcast::sweep::Axis> axes_of(const py::handle& axes, const std::string& option) {
+  std::vector<stepcast::sweep::Axis> out;
+  if (axes.is_none()) return out;
+  if (!is_mapping(axes))
+    throw py::type_error(option + ": expected a dict {key: [values]} or {key: \"A..B\"}");
+  for (const auto& item : as_dict(axes)) {
+    const std::string key = py::str(item.first).cast<std::string>();
+    if (py::isinstance<py::str>(item.second)) {
+      try {
+        out.push_back(stepcast::sweep::parse_axis(key + "=" + item.second.cast<std::string>()));
+      } catch (const Error& e) {
+        throw Error({"", 0, option}, e.message());
+      }
+      continue;
+    }
+    stepcast::sweep::Axis axis{key, {}};
+    for (const auto& value : item.second) {
+      std::string text = value_text(value);
+      if (text.empty()) throw Error({"", 0, option}, "an empty value of " + key);
+      if (std::find(axis.values.begin(), axis.values.end(), text) != axis.values.end()) {
+        throw Error({"", 0, option}, text + " is given twice for " + key);
+      }
+      axis.values.push_back(std::move(text));
+    }
+    if (axis.values.empty()) throw Error({"", 0, option}, key + " has no values");
+    out.push_back(std::move(axis));
+  }
+  return out;
+}
+
+/// `workers`: None, an int or a list of ints, each in [1, kMaxWorkers], each once.
+std::vector<int> workers_of(const py::handle& workers) {
+  std::vector<int> out;
+  if (workers.is_none()) return out;
+  std::vector<py::object> items;
+  if (py::isinstance<py::int_>(workers)) {
+    items.push_back(py::reinterpret_borrow<py::object>(workers));
+  } else {
+    for (const auto& w : workers) items.push_back(py::reinterpret_borrow<py::object>(w));
+  }
+  for (const py::object& item : items) {
+    const std::string text = py::repr(item).cast<std::string>();
+    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
+      throw Error({"", 0, "workers"}, "expected integers, got " + text);
+    }
+    const long long value = item.cast<long long>();
+    if (value < 1 || value > kMaxWorkers) {
+      throw Error({"", 0, "workers"},
+                  "expected integers in [1, " + std::to_string(kMaxWorkers) + "], got " + text);
+    }
+    if (std::find(out.begin(), out.end(), value) != out.end()) {
+      throw Error({"", 0, "workers"}, text + " is given twice; each count once");
+    }
+    out.push_back(static_cast<int>(value));
+  }
+  return out;
+}
+
+/// `predictor`: checked here, as the command's --predictor is, so that its error names it.
+std::string predictor_of(const py::handle& predictor) {
+  const std::string text = py::str(predictor).cast<std::string>();
+  if (text != "fine" && text != "coarse" && text != "analytic") {
+    throw Error({"", 0, "predictor"}, "expected fine, coarse or analytic, got '" + text + "'");
+  }
+  return text;
+}
+
+/// `seed`: an unsigned 64-bit integer, as the command's --seed.
+std::string seed_of(const py::handle& seed) {
+  const std::string text = py::repr(seed).cast<std::string>();
+  if (!py::isinstance<py::int_>(seed) || py::isinstance<py::bool_>(seed) ||
+      seed.cast<py::int_>() < py::int_(0) ||
+      seed.cast<py::int_>() > py::int_(py::module_::import("builtins").attr("pow")(2, 64)) - py::int_(1)) {
+    throw Error({"", 0, "seed"}, "expected an unsigned 64-bit integer, got " + text);
+  }
+  return text;
+}
+
+int jobs_of(int jobs) {
+  if (jobs < 0 || jobs > 1024) throw Error({"", 0, "jobs"}, "expected 0 (all cores) or 1..1024 threads");
+  return jobs;
+}
+
+/// Calls `fn`, renaming the command-line options the library's errors name ("--vary") to the
+/// Python arguments ("vary"); as the command does for its flags, such an error names no file.
+template <typename Fn>
+auto renaming_options(const std::vector<std::pair<std::string, std::string>>& names, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    for (const auto& [option, argument] : names) {
+      if (e.where().key == option) throw Error({"", 0, argument}, e.message());
+    }
+    throw;
+  }
+}
+
+/// The predictors' warnings, raised as Python RuntimeWarnings once the GIL is held again.
+void raise_warnings(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) {
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, w.c_str(), 1) != 0) throw py::error_already_set();
+  }
+}
+
+py::object parse_json(const std::string& text) { return json_module().attr("loads")(text); }
+
+py::object deep_copy(const py::handle& value) { return py::module_::import("copy").attr("deepcopy")(value); }
+
+// ---- Result, Prediction, Advice ------------------------------------------------------------
+
+/// One prediction as write_json writes it; attributes are its keys.
+struct PyResult {
+  py::dict data;
+};
+
+// write_json's keys of one prediction (src/report/json.cpp), each an attribute of Result.
+constexpr const char* kPredictionKeys[] = {"workers",
+                                           "predictor",
+                                           "step_time_s",
+                                           "throughput_samples_per_s",
+                                           "speedup",
+                                           "efficiency",
+                                           "bottleneck",
+                                           "breakdown_s",
+                                           "utilization",
+                                           "bytes_sent",
+                                           "bytes_received",
+                                           "events",
+                                           "engine",
+                                           "saturation_workers",
+                                           "compute_cv",
+                                           "job",
+                                           "memory_per_worker_bytes",
+                                           "gpu_memory_bytes",
+                                           "fits",
+                                           "tokens_per_s",
+                                           "tokens_per_s_per_worker",
+                                           "model_flops_per_s_per_worker",
+                                           "mfu",
+                                           "mfu_6nd",
+                                           "max_link_flows",
+                                           "links",
+                                           "step_time_samples"};
+
+/// The predictions of one call with everything the command prints from them.
+struct PyPrediction {
+  stepcast::report::Sweep sweep;
+  std::string json;  ///< write_json
+  py::list results;  ///< PyResult, one per prediction
+};
+
+/// The CSV's cell of an optional quantity: the value, or None where unknown.
+py::object optional_number(bool known, double value) {
+  return known ? py::object(py::float_(value)) : py::object(py::none());
+}
+
+/// A swept value as given: a number when the scenario says it is one ("4", "2.5"), else text.
+py::object config_value(const stepcast::report::Input& input) {
+  if (input.is_number) {
+    try {
+      return py::int_(py::str(input.value));
+    } catch (const py::error_already_set&) {
+      try {
+        return py::float_(py::str(input.value));
+      } catch (const py::error_already_set&) {
+      }
+    }
+  }
+  return py::str(input.value);
+}
+
+/// One row per prediction, the columns of `stepcast predict --csv` (report::write_csv) in its
+/// order, the swept keys last; None where the CSV has an empty cell.
+py::list rows_of(const stepcast::report::Sweep& sweep) {
+  py::list rows;
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    const stepcast::predict::Result& r = sweep.predictions[i];
+    const stepcast::predict::StepSpread& spread = r.step_samples;
+    const bool samples = spread.samples > 0, job = r.job.samples > 0, tokens = r.tokens.tokens_per_s > 0;
+    py::dict row;
+    row["workers"] = r.workers;
+    row["predictor"] = stepcast::predict::to_string(r.predictor);
+    row["step_time_s"] = r.step_time;
+    row["throughput_samples_per_s"] = r.throughput;
+    row["speedup"] = r.speedup;
+    row["efficiency"] = r.efficiency;
+    row["compute_s"] = r.breakdown.compute;
+    row["communication_exposed_s"] = r.breakdown.communication_exposed;
+    row["wait_s"] = r.breakdown.wait;
+    row["bytes_sent"] = r.bytes_sent;
+    row["bytes_received"] = r.bytes_received;
+    row["bottleneck"] = r.bottleneck;
+    row["step_samples"] = samples ? py::object(py::int_(spread.samples)) : py::object(py::none());
+    row["step_time_mean_s"] = optional_number(samples, spread.mean);
+    row["step_time_p50_s"] = optional_number(samples, spread.p50);
+    row["step_time_p95_s"] = optional_number(samples, spread.p95);
+    row["step_time_min_s"] = optional_number(samples, spread.min);
+    row["step_time_max_s"] = optional_number(samples, spread.max);
+    row["job_startup_s"] = optional_number(job, r.job.startup_time);
+    row["job_time_s"] = optional_number(job, r.job.time);
+    row["tokens_per_s"] = optional_number(tokens, r.tokens.tokens_per_s);
+    row["tokens_per_s_per_worker"] = optional_number(tokens, r.tokens.tokens_per_s_per_worker);
+    row["mfu"] = optional_number(r.tokens.mfu >= 0, r.tokens.mfu);
+    row["mfu_6nd"] = optional_number(r.tokens.mfu_6nd >= 0, r.tokens.mfu_6nd);
+    row["memory_per_worker_bytes"] = optional_number(r.memory.known, r.memory.per_worker.total());
+    row["gpu_memory_bytes"] = optional_number(r.memory.gpu_memory > 0, r.memory.gpu_memory);
+    row["fits"] = r.memory.known && r.memory.gpu_memory > 0 ? py::object(py::bool_(r.memory.fits()))
+                                                            : py::object(py::none());
+    if (i < sweep.configs.size()) {
+      for (const stepcast::report::Input& setting : sweep.configs[i])
+        row[py::str(setting.key)] = config_value(setting);
+    }
+    rows.append(row);
+  }
+  return rows;
+}
+
+std::string csv_of(const stepcast::report::Sweep& sweep) {
+  std::ostringstream out;
+  stepcast::report::write_csv(out, sweep);
+  return out.str();
+}
+
+PyPrediction make_prediction(stepcast::report::Sweep sweep) {
+  PyPrediction p;
+  std::ostringstream out;
+  stepcast::report::write_json(out, sweep);
+  p.json = out.str();
+  p.sweep = std::move(sweep);
+  py::object parsed = parse_json(p.json);
+  for (const auto& prediction : parsed["predictions"]) {
+    p.results.append(py::cast(PyResult{py::reinterpret_borrow<py::dict>(prediction)}));
+  }
+  return p;
+}
+
+/// What `stepcast advise --json` writes, and its text.
+struct PyAdvice {
+  std::string json;
+  std::string text;
+  py::dict data;
+};
+
+constexpr const char* kAdviceKeys[] = {"scenario", "target",     "feasible",     "as_given",
+                                       "cheapest", "best_point", "best_changes", "grid"};
+
+// ---- The functions -------------------------------------------------------------------------
+
+PyPrediction predict(const py::object& scenario, const py::object& workers, const py::object& set,
+                     const py::object& predictor, const py::object& sweep, int jobs, const py::object& seed) {
+  const ScenarioInput input = scenario_input(scenario);
+  // As `stepcast predict` builds them (src/cli/main.cpp): --set, then --predictor, then --seed.
+  const std::vector<std::string> sets = overrides_of(set);
+  std::vector<std::string> overrides = sets;
+  if (!predictor.is_none()) overrides.push_back("predictor=" + predictor_of(predictor));
+  if (!seed.is_none()) overrides.push_back("seed=" + seed_of(seed));
+  const std::vector<int> swept = workers_of(workers);
+  stepcast::sweep::Request request = request_for(input);
+  request.overrides = overrides;
+  request.axes = axes_of(sweep, "sweep");
+  request.workers = swept;
+  request.jobs = jobs_of(jobs);
+  std::vector<std::string> warnings;
+  request.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
+  stepcast::report::Sweep result;
+  {
+    py::gil_scoped_release release;
+    renaming_options({{"--sweep", "sweep"}, {"--workers", "workers"}}, [&] {
+      // Checks the scenario once up front (errors name its line), then runs the grid.
+      const stepcast::scenario::Scenario base =
+          stepcast::sweep::load_scenario(request, overrides, stepcast::scenario::Needs::Workload,
+                                         request.axes.empty() ? swept : std::vector<int>{});
+      result = stepcast::sweep::run(request);
+      if (base.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
+          (!result.predictions.empty() && result.predictions.front().tokens.tokens_per_s > 0)) {
+        result.compute_source = stepcast::scenario::compute_source_text(base);
+      }
+      return 0;
+    });
+  }
+  raise_warnings(warnings);
+  // The name follows what `set` changed, as the command's does.
+  for (const std::string& s : sets) result.scenario += (&s == &sets.front() ? " (" : ", ") + s;
+  if (!sets.empty()) result.scenario += ")";
+  return make_prediction(std::move(result));
+}
+
+py::object collective(const std::string& op_name, const py::object& size, const py::object& workers,
+                      const py::object& algorithm, const py::object& scenario, const py::object& set,
+                      const py::object& workers_per_node, const py::object& nic_bandwidth,
+                      const py::object& latency) {
+  using stepcast::scheme::CollectiveOp;
+  static const std::vector<std::pair<std::string, CollectiveOp>> ops{
+      {"allreduce", CollectiveOp::AllReduce},
+      {"allgather", CollectiveOp::AllGather},
+      {"reducescatter", CollectiveOp::ReduceScatter},
+      {"broadcast", CollectiveOp::Broadcast}};
+  auto op_it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == op_name; });
+  if (op_it == ops.end()) {
+    throw Error({"", 0, "op"}, "unsupported collective '" + op_name +
+                                   "' (supported: allreduce, allgather, reducescatter, broadcast)");
+  }
+  const CollectiveOp op = op_it->second;
+  double bytes = 0;
+  if (py::isinstance<py::str>(size)) {
+    bytes = stepcast::parse_bytes(size.cast<std::string>(), {"", 0, "size"});
+  } else if (py::isinstance<py::int_>(size) || py::isinstance<py::float_>(size)) {
+    bytes = size.cast<double>();
+  } else {
+    throw py::type_error("size: expected bytes (a number) or a size such as '100MB'");
+  }
+  if (!(bytes > 0)) throw Error({"", 0, "size"}, "expected a size > 0");
+
+  // As `stepcast collective` builds the cluster: its own defaults without a scenario, then the
+  // scenario, then `set`, then the keyword arguments, whose errors name them.
+  std::optional<ScenarioInput> input;
+  if (!scenario.is_none()) input = scenario_input(scenario);
+  std::vector<std::string> overrides;
+  if (!input) overrides = {"cluster.workers=8", "cluster.nic_bandwidth=100Gbps", "cluster.link_latency=2us"};
+  overrides.push_back("training.scheme=allreduce");
+  for (std::string& s : overrides_of(set)) overrides.push_back(std::move(s));
+  std::vector<std::pair<std::string, std::string>> argument_of_key;
+  const std::pair<const char*, const py::object*> flags[] = {{"workers", &workers},
+                                                             {"workers_per_node", &workers_per_node},
+                                                             {"nic_bandwidth", &nic_bandwidth},
+                                                             {"link_latency", &latency}};
+  for (const auto& [key, value] : flags) {
+    if (value->is_none()) continue;
+    overrides.push_back(std::string("cluster.") + key + "=" + value_text(*value));
+    argument_of_key.emplace_back(std::string("cluster.") + key,
+                                 key == std::string("link_latency") ? "latency" : key);
+  }
+  if (!algorithm.is_none() || !input) {
+    overrides.push_back("training.allreduce.algorithm=" +
+                        (algorithm.is_none() ? std::string("ring") : py::str(algorithm).cast<std::string>()));
+    argument_of_key.emplace_back("training.allreduce.algorithm", "algorithm");
+  }
+  std::string json;
+  {
+    py::gil_scoped_release release;
+    const auto needs = stepcast::scenario::Needs::ClusterOnly;
+    const stepcast::scenario::Scenario s = renaming_options(argument_of_key, [&] {
+      return input ? stepcast::sweep::load_scenario(request_for(*input), overrides, needs)
+                   : stepcast::scenario::parse_scenario("{}", "collective", overrides, needs);
+    });
+    const auto algo = s.scheme.allreduce.algorithm;
+    if (op != CollectiveOp::AllReduce && algo != stepcast::scheme::AllReduceAlgorithm::Ring) {
+      throw Error({"", 0, "algorithm"}, op_name + " is only modelled with the ring");
+    }
+    const stepcast::report::CollectiveReport report{
+        .op = op,
+        .algorithm = algo,
+        .cluster = s.cluster,
+        .bytes = bytes,
+        .result = stepcast::scheme::simulate_collective(s.cluster, bytes, op, algo)};
+    std::ostringstream out;
+    stepcast::report::write_json(out, report);
+    json = out.str();
+  }
+  return parse_json(json);
+}
+
+PyAdvice advise(const py::object& scenario, const py::object& vary, std::optional<double> target_efficiency,
+                std::optional<double> target_throughput, const py::object& workers, const py::object& set,
+                int jobs) {
+  const ScenarioInput input = scenario_input(scenario);
+  stepcast::sweep::AdviseRequest request;
+  request.sweep = request_for(input);
+  request.sweep.overrides = overrides_of(set);
+  request.sweep.axes = axes_of(vary, "vary");
+  request.sweep.workers = workers_of(workers);
+  request.sweep.jobs = jobs_of(jobs);
+  std::vector<std::string> warnings;
+  request.sweep.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
+  request.target_efficiency = target_efficiency.value_or(0);
+  request.target_throughput = target_throughput.value_or(0);
+  PyAdvice a;
+  {
+    py::gil_scoped_release release;
+    const stepcast::report::Advice advice =
+        renaming_options({{"--target-efficiency", "target_efficiency"},
+                          {"--target-throughput", "target_throughput"},
+                          {"--vary", "vary"},
+                          {"--sweep", "vary"},
+                          {"--workers", "workers"}},
+                         [&] { return stepcast::sweep::advise(request); });
+    std::ostringstream json, text;
+    stepcast::report::write_advice_json(json, advice);
+    stepcast::report::write_advice_text(text, advice);
+    a.json = json.str();
+    a.text = text.str();
+  }
+  raise_warnings(warnings);
+  a.data = parse_json(a.json);
+  return a;
+}
+
+py::dict model_summary(const stepcast::zoo::ModelSpec& m) {
+  py::dict d;
+  d["name"] = m.name;
+  d["parameters"] = m.num_parameters();
+  d["tensors"] = m.num_tensors();
+  d["forward_flops"] = m.forward_flops();
+  d["description"] = m.description;
+  return d;
+}
+
+py::list zoo() {
+  py::list out;
+  for (const auto& m : stepcast::zoo::all_models()) out.append(model_summary(m));
+  return out;
+}
+
+py::dict zoo_model(const std::string& name) {
+  const stepcast::zoo::ModelSpec* m = stepcast::zoo::find_model(name);
+  if (m == nullptr) {
+    std::string known;
+    for (const auto& x : stepcast::zoo::all_models()) known += (known.empty() ? "" : ", ") + x.name;
+    throw Error({"", 0, "name"}, "unknown model '" + name + "' (known: " + known + ")");
+  }
+  py::dict d = model_summary(*m);
+  py::list layers;
+  for (const auto& layer : m->layers) {
+    int64_t params = 0;
+    for (const auto& p : layer.params) params += p.elements;
+    py::dict l;
+    l["name"] = layer.name;
+    l["parameters"] = params;
+    l["tensors"] = layer.params.size();
+    l["forward_flops"] = layer.forward_flops;
+    layers.append(l);
+  }
+  d["layers"] = layers;
+  if (m->transformer) {
+    d["seq_len"] = m->transformer->seq_len;
+    d["training_flops_per_token"] = stepcast::zoo::training_flops_per_token(*m);
+    d["flops_per_token_6n"] = stepcast::zoo::flops_per_token_6n(*m);
+    d["active_parameters"] = stepcast::zoo::active_parameters(*m);
+  }
+  return d;
+}
+
+py::object to_pandas(const PyPrediction& p) {
+  py::object pandas;
+  try {
+    pandas = py::module_::import("pandas");
+  } catch (const py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    throw py::import_error(
+        "Prediction.to_pandas() needs pandas, which is not installed (Debian: apt-get install "
+        "python3-pandas; "
+        "or pip install pandas); Prediction.rows() gives the same rows as dicts");
+  }
+  // Columns in the CSV's order (a dict keeps its insertion order; every row has the same keys).
+  const py::list rows = rows_of(p.sweep);
+  py::list columns;
+  if (rows.size() > 0) {
+    for (const auto& item : py::dict(rows[0])) columns.append(item.first);
+  }
+  return pandas.attr("DataFrame")(rows, py::arg("columns") = columns);
+}
+
+std::string table_of(const stepcast::report::Sweep& sweep) {
+  std::ostringstream out;
+  stepcast::report::write_table(out, sweep);
+  return out.str();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(stepcast, m) {
+  m.doc() =
+      "stepcast: predict the throughput of distributed deep-learning training.\n\n"
+      "predict(), collective(), advise(), zoo() and zoo_model() take what the stepcast command\n"
+      "takes and return what its --json writes; bad input raises stepcast.Error (a ValueError).";
+  m.attr("__version__") = STEPCAST_VERSION;
+
+  // Leaked on purpose: a static py::object would be released after the interpreter is gone.
+  static auto* error_type = new py::exception<Error>(m, "Error", PyExc_ValueError);
+  error_type->doc() =
+      "Bad input (a scenario key, a value, an argument). str() reads 'file:line: key: message'; "
+      "the attributes file, line and key say where (None when unknown), message says what.";
+  for (const char* attr : {"file", "line", "key", "message"}) error_type->attr(attr) = py::none();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      // `set` is what Python calls the overrides the library knows as --set.
+      SourceLocation where = e.where();
+      if (where.file == "--set") where.file = "set";
+      const std::string prefix = stepcast::to_string(where);
+      py::object exception = py::reinterpret_borrow<py::object>(error_type->ptr())(
+          prefix.empty() ? e.message() : prefix + ": " + e.message());
+      exception.attr("file") = where.file.empty() ? py::object(py::none()) : py::object(py::str(where.file));
+      exception.attr("line") = where.line > 0 ? py::object(py::int_(where.line)) : py::object(py::none());
+      exception.attr("key") = where.key.empty() ? py::object(py::none()) : py::object(py::str(where.key));
+      exception.attr("message") = e.message();
+      PyErr_SetObject(error_type->ptr(), exception.ptr());
+    }
+  });
+
+  auto result =
+      py::class_<PyResult>(m, "Result",
+                           "One prediction: one configuration at one worker count. Attributes are the "
+                           "keys of `stepcast predict --json`'s predictions, units in their names.");
+  for (const char* key : kPredictionKeys) {
+    result.def_property_readonly(key,
+                                 [key](const PyResult& r) { return deep_copy(py::object(r.data[key])); });
+  }
+  result
+      .def_property_readonly(
+          "config",
+          [](const PyResult& r) {
+            return r.data.contains("config") ? deep_copy(py::object(r.data["config"]))
+                                             : py::object(py::dict());
+          },
+          "The swept keys' values as given ({} without a sweep).")
+      .def(
+          "to_dict", [](const PyResult& r) { return deep_copy(r.data); },
+          "The prediction as `stepcast predict --json` writes it.")
+      .def("__repr__", [](const PyResult& r) {
+        return py::str("<stepcast.Result workers={} predictor={} step_time_s={} throughput_samples_per_s={}>")
+            .attr("format")(r.data["workers"], r.data["predictor"], r.data["step_time_s"],
+                            r.data["throughput_samples_per_s"]);
+      });
+
+  py::class_<PyPrediction>(
+      m, "Prediction",
+      "The predictions of one predict() call: one Result per configuration x worker count, "
+      "configurations in grid order (first swept key outermost), worker counts within.")
+      .def_readonly("results", &PyPrediction::results, "list of Result")
+      .def_property_readonly(
+          "name", [](const PyPrediction& p) { return p.sweep.scenario; }, "The scenario's name (with `set`).")
+      .def_property_readonly(
+          "scenario", [](const PyPrediction& p) { return py::object(parse_json(p.json)["scenario"]); },
+          "Every resolved input, nested by dotted key, as in the JSON.")
+      .def_property_readonly(
+          "compute_source", [](const PyPrediction& p) { return p.sweep.compute_source; },
+          "Where the compute time came from, in words ('' when measured and not said).")
+      .def(
+          "to_dict", [](const PyPrediction& p) { return parse_json(p.json); },
+          "What `stepcast predict --json` prints: {'scenario': {...}, 'predictions': [...]}.")
+      .def(
+          "to_json", [](const PyPrediction& p) { return p.json; }, "The same as JSON text.")
+      .def(
+          "rows", [](const PyPrediction& p) { return rows_of(p.sweep); },
+          "One dict per prediction with the columns of `stepcast predict --csv`, swept keys last; None "
+          "where unknown.")
+      .def(
+          "to_csv", [](const PyPrediction& p) { return csv_of(p.sweep); }, "What `--csv` writes.")
+      .def("to_pandas", &to_pandas,
+           "A pandas.DataFrame of rows(): one row per configuration x worker count, SI units in the column "
+           "names, the swept keys as columns. Raises ImportError without pandas.")
+      .def(
+          "table", [](const PyPrediction& p) { return table_of(p.sweep); }, "The command's table, as text.")
+      .def("__len__", [](const PyPrediction& p) { return p.results.size(); })
+      .def("__getitem__", [](const PyPrediction& p, const py::object& i) { return py::object(p.results[i]); })
+      .def("__iter__", [](const PyPrediction& p) { return p.results.attr("__iter__")(); })
+      .def("__repr__", [](const PyPrediction& p) {
+        return "<stepcast.Prediction " + p.sweep.scenario + ": " + std::to_string(p.results.size()) +
+               " result" + (p.results.size() == 1 ? "" : "s") + ">";
+      });
+
+  auto advice =
+      py::class_<PyAdvice>(m, "Advice",
+                           "The advisor's answer. Attributes are the keys of `stepcast advise --json` "
+                           "(points and predictions as dicts).");
+  for (const char* key : kAdviceKeys) {
+    advice.def_property_readonly(key,
+                                 [key](const PyAdvice& a) { return deep_copy(py::object(a.data[key])); });
+  }
+  advice
+      .def(
+          "to_dict", [](const PyAdvice& a) { return deep_copy(a.data); },
+          "What `stepcast advise --json` prints.")
+      .def("to_json", [](const PyAdvice& a) { return a.json; })
+      .def(
+          "text", [](const PyAdvice& a) { return a.text; }, "The answer in words, as the command prints it.")
+      .def("__repr__",
+           [](const PyAdvice& a) { return "<stepcast.Advice " + a.text.substr(0, a.text.find('\n')) + ">"; });
+
+  m.def(
+      "predict", &predict, py::arg("scenario"), py::arg("workers") = py::none(), py::arg("set") = py::none(),
+      py::arg("predictor") = py::none(), py::arg("sweep") = py::none(), py::arg("jobs") = 0,
+      py::arg("seed") = py::none(),
+      "Predicts a scenario (a YAML file's path, or a dict of the same keys, nested or dotted) at each "
+      "worker\n"
+      "count of `workers` (default: cluster.workers), as `stepcast predict`. set: {key: value} overrides;\n"
+      "predictor: 'fine', 'coarse' or 'analytic'; sweep: {key: [values]} or {key: 'A..B'}, a grid;\n"
+      "jobs: threads (0: all cores; the output is the same); seed: overrides `seed`. Returns a Prediction.\n"
+      "Raises stepcast.Error on bad input.");
+  m.def("collective", &collective, py::arg("op") = "allreduce", py::arg("size") = "100MB",
+        py::arg("workers") = py::none(), py::arg("algorithm") = py::none(), py::arg("scenario") = py::none(),
+        py::arg("set") = py::none(), py::arg("workers_per_node") = py::none(),
+        py::arg("nic_bandwidth") = py::none(), py::arg("latency") = py::none(),
+        "Times one collective alone on the network, as `stepcast collective --json`: op 'allreduce',\n"
+        "'allgather', 'reducescatter' or 'broadcast'; size in bytes per worker (a number or '100MB').\n"
+        "Without a scenario the cluster is 8 workers, 100Gbps NICs, 2us latency, the ring; workers,\n"
+        "algorithm, workers_per_node, nic_bandwidth ('25Gbps') and latency ('5us') override the scenario\n"
+        "and `set`. Returns a dict: time_s, algbw_GBps, busbw_GBps, steps, links, ...");
+  m.def("advise", &advise, py::arg("scenario"), py::arg("vary"), py::arg("target_efficiency") = py::none(),
+        py::arg("target_throughput") = py::none(), py::arg("workers") = py::none(),
+        py::arg("set") = py::none(), py::arg("jobs") = 0,
+        "The cheapest point of the `vary` grid ({key: [values cheapest first]} or {key: 'A..B'}) that meets\n"
+        "target_efficiency (0..1) or target_throughput (samples/s), and the best single change, as\n"
+        "`stepcast advise --json`. workers: one count (default: cluster.workers). Returns an Advice.");
+  m.def("zoo", &zoo,
+        "The built-in models: a list of dicts with name, parameters, tensors, forward_flops (per sample) and "
+        "description.");
+  m.def("zoo_model", &zoo_model, py::arg("name"),
+        "One model: zoo()'s keys plus layers (name, parameters, tensors, forward_flops per sample) and, for "
+        "decoders, seq_len, training_flops_per_token, flops_per_token_6n and active_parameters.");
+}

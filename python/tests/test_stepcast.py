@@ -1,0 +1,339 @@
+# The Python module (python/stepcast_module.cpp): every function against the command's --json
+# for the same inputs, closed forms and counts derived here, and errors that name their key.
+# Run with the module and the command of one build: make test-python, or ctest --preset python.
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import stepcast
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "resnet50-ps.yaml"
+BINARY = os.environ.get("STEPCAST_BINARY", str(ROOT / "build" / "python" / "stepcast"))
+# Fewer simulated steps: the same model, faster tests.
+QUICK = {"steps.warmup": 1, "steps.measure": 2}
+QUICK_SETS = ["--set", "steps.warmup=1", "--set", "steps.measure=2"]
+
+
+def cli_json(*args):
+    """Runs the stepcast command of this build and parses what --json prints."""
+    done = subprocess.run([BINARY, *map(str, args), "--json"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# The example as a dict: the file's keys nested as in it.
+EXAMPLE_DICT = {
+    "name": "resnet50-ps-sync",
+    "workload": {"model": "resnet50", "batch_per_worker": 64, "single_worker_throughput": 367, "precision": "fp32"},
+    "cluster": {"workers": 8, "nic_bandwidth": "10Gbps", "link_latency": "20us"},
+    "training": {
+        "scheme": "ps",
+        "mode": "sync",
+        "ps": {"count": 2, "partition": "whole", "placement": "dedicated", "order": "random", "apply_time": "20us"},
+    },
+    "predictor": "fine",
+    "steps": {"warmup": 2, "measure": 5},
+    "seed": 1,
+}
+
+
+# ---- predict --------------------------------------------------------------------------------
+
+
+def test_predict_a_file_at_each_worker_count():
+    p = stepcast.predict(EXAMPLE, workers=[1, 4, 8], set=QUICK)
+    assert len(p) == 3 and [r.workers for r in p] == [1, 4, 8]
+    assert p.name == "resnet50-ps-sync (steps.warmup=1, steps.measure=2)"
+    for r in p.results:
+        assert r.predictor == "fine"
+        assert r.step_time_s > 0
+        # The speed-up is over one worker without communication: 367 samples/s, the file's own.
+        assert r.speedup == pytest.approx(r.throughput_samples_per_s / 367, rel=1e-9)
+        assert r.efficiency == pytest.approx(r.speedup / r.workers, rel=1e-9)
+        parts = r.breakdown_s
+        assert parts["compute"] + parts["communication_exposed"] + parts["wait"] == pytest.approx(r.step_time_s)
+        assert r.config == {}
+    # Every key of the JSON is an attribute.
+    for key, value in p.results[0].to_dict().items():
+        assert getattr(p.results[0], key) == value
+    assert p.results[1].throughput_samples_per_s > p.results[0].throughput_samples_per_s
+    assert p.to_dict()["predictions"] == [r.to_dict() for r in p]
+    assert "resnet50-ps-sync" in p.table()
+
+
+def test_predict_default_workers_and_path_types():
+    by_str = stepcast.predict(str(EXAMPLE), set=QUICK, predictor="coarse")
+    by_path = stepcast.predict(EXAMPLE, set=QUICK, predictor="coarse")
+    assert [r.workers for r in by_str] == [8]  # cluster.workers of the file
+    assert by_str.to_dict() == by_path.to_dict()
+    assert stepcast.predict(EXAMPLE, workers=4, set=QUICK, predictor="coarse").results[0].workers == 4
+
+
+def test_set_predictor_and_seed_are_overrides():
+    one = stepcast.predict(EXAMPLE, workers=[8], set={**QUICK, "training.ps.count": 1}, predictor="analytic")
+    four = stepcast.predict(EXAMPLE, workers=[8], set={**QUICK, "training.ps.count": 4}, predictor="analytic")
+    assert one.scenario["training"]["ps"]["count"] == 1
+    assert four.scenario["training"]["ps"]["count"] == 4
+    assert one.results[0].predictor == "analytic"
+    # Four servers share the gradients' traffic that one server carries alone.
+    assert four.results[0].throughput_samples_per_s > one.results[0].throughput_samples_per_s
+    as_list = stepcast.predict(EXAMPLE, workers=[8], set=["steps.warmup=1", "steps.measure=2", "training.ps.count=4"],
+                               predictor="analytic")
+    assert as_list.to_dict() == four.to_dict()
+    seeded = stepcast.predict(EXAMPLE, workers=[8], set=QUICK, seed=7)
+    assert seeded.scenario["seed"] == 7
+
+
+def test_a_dict_scenario_predicts_like_the_file():
+    from_file = stepcast.predict(EXAMPLE, workers=[2, 8], set=QUICK)
+    from_dict = stepcast.predict(EXAMPLE_DICT, workers=[2, 8], set=QUICK)
+    assert from_dict.to_dict() == from_file.to_dict()
+    # Dotted keys work as well as nesting, and a dict without `name` is called <dict>.
+    flat = {"workload": EXAMPLE_DICT["workload"], "cluster.nic_bandwidth": "10Gbps", "cluster.link_latency": "20us",
+            "training.scheme": "ps", "training.mode": "sync",
+            "training.ps": EXAMPLE_DICT["training"]["ps"], "predictor": "fine", "seed": 1}
+    p = stepcast.predict(flat, workers=[8], set=QUICK)
+    assert p.name.startswith("<dict>")
+    assert p.results[0].to_dict() == from_file.results[1].to_dict()
+
+
+def test_sweep_puts_each_configuration_in_its_results_and_rows():
+    p = stepcast.predict(EXAMPLE, workers=[2, 4], set=QUICK, predictor="coarse",
+                         sweep={"training.ps.count": "1..4", "cluster.nic_bandwidth": ["10Gbps", "25Gbps"]})
+    assert len(p) == 3 * 2 * 2
+    configs = [(r.config["training.ps.count"], r.config["cluster.nic_bandwidth"], r.workers) for r in p]
+    assert configs == [(c, b, n) for c in (1, 2, 4) for b in ("10Gbps", "25Gbps") for n in (2, 4)]
+    rows = p.rows()
+    assert [(row["training.ps.count"], row["cluster.nic_bandwidth"], row["workers"]) for row in rows] == configs
+    for row, r in zip(rows, p):
+        assert row["step_time_s"] == r.step_time_s
+        assert row["throughput_samples_per_s"] == r.throughput_samples_per_s
+        assert row["compute_s"] == r.breakdown_s["compute"]
+    # Each configuration equals the prediction with that setting given alone.
+    alone = stepcast.predict(EXAMPLE, workers=[2, 4], set={**QUICK, "training.ps.count": 2,
+                                                            "cluster.nic_bandwidth": "25Gbps"}, predictor="coarse")
+    assert [r.step_time_s for r in p.results[6:8]] == [r.step_time_s for r in alone]
+    # Threads do not change the answer.
+    one_thread = stepcast.predict(EXAMPLE, workers=[2, 4], set=QUICK, predictor="coarse", jobs=1,
+                                  sweep={"training.ps.count": "1..4", "cluster.nic_bandwidth": ["10Gbps", "25Gbps"]})
+    assert one_thread.to_dict() == p.to_dict()
+
+
+@pytest.mark.parametrize("python_args, cli_args", [
+    (dict(workers=[1, 4, 8], set=QUICK), ["--workers", "1,4,8", *QUICK_SETS]),
+    (dict(workers=[8], set={**QUICK, "training.ps.count": 4}, predictor="coarse"),
+     ["--workers", "8", *QUICK_SETS, "--set", "training.ps.count=4", "--predictor", "coarse"]),
+    (dict(workers=[2, 8], set=QUICK, sweep={"training.ps.count": [1, 4], "cluster.nic_bandwidth": "10Gbps,25Gbps"},
+          jobs=2),
+     ["--workers", "2,8", *QUICK_SETS, "--sweep", "training.ps.count=1,4", "--sweep",
+      "cluster.nic_bandwidth=10Gbps,25Gbps", "--jobs", "2"]),
+    (dict(set=QUICK, seed=3), [*QUICK_SETS, "--seed", "3"]),
+])
+def test_predictions_equal_the_commands_json(python_args, cli_args):
+    assert stepcast.predict(EXAMPLE, **python_args).to_dict() == cli_json("predict", EXAMPLE, *cli_args)
+
+
+def test_a_decoder_has_tokens_and_memory():
+    llama = ROOT / "examples" / "llama3-8b-fsdp.yaml"
+    p = stepcast.predict(llama, predictor="coarse")
+    assert p.to_dict() == cli_json("predict", llama, "--predictor", "coarse")
+    r = p.results[0]
+    assert r.tokens_per_s > 0 and 0 < r.mfu < 1
+    assert r.memory_per_worker_bytes["total"] > 0
+    assert p.compute_source != ""
+
+
+def test_to_pandas_has_a_row_per_configuration_and_worker_count(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    p = stepcast.predict(EXAMPLE, workers=[2, 8], set=QUICK, predictor="coarse", sweep={"training.ps.count": "1..4"})
+    df = p.to_pandas()
+    assert len(df) == 3 * 2
+    for column in ("workers", "predictor", "step_time_s", "throughput_samples_per_s", "speedup", "efficiency",
+                   "compute_s", "communication_exposed_s", "wait_s", "bytes_sent", "bottleneck",
+                   "memory_per_worker_bytes", "training.ps.count"):
+        assert column in df.columns
+    assert df["training.ps.count"].tolist() == [1, 1, 2, 2, 4, 4]
+    assert df["workers"].tolist() == [2, 8, 2, 8, 2, 8]
+    assert df["throughput_samples_per_s"].tolist() == [r.throughput_samples_per_s for r in p]
+    # The columns and numbers of `stepcast predict --csv`.
+    csv = tmp_path / "p.csv"
+    cli_json("predict", EXAMPLE, "--workers", "2,8", *QUICK_SETS, "--predictor", "coarse", "--sweep",
+             "training.ps.count=1..4", "--csv", csv)
+    from_cli = pandas.read_csv(csv, float_precision="round_trip")
+    assert list(df.columns) == list(from_cli.columns)
+    assert csv.read_text() == p.to_csv()
+    for column in ("step_time_s", "throughput_samples_per_s", "efficiency", "bytes_sent", "memory_per_worker_bytes"):
+        assert df[column].tolist() == from_cli[column].tolist()
+
+
+def test_to_pandas_without_pandas_says_so(monkeypatch):
+    p = stepcast.predict(EXAMPLE, workers=[2], set=QUICK, predictor="analytic")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    with pytest.raises(ImportError, match="needs pandas"):
+        p.to_pandas()
+    assert p.rows()[0]["workers"] == 2
+
+
+def test_the_gil_is_released_while_predicting():
+    done = []
+    worker = threading.Thread(target=lambda: done.append(
+        stepcast.predict(EXAMPLE, workers=[16, 32], sweep={"training.ps.count": [1, 2, 4, 8]}, jobs=1)))
+    ticks = 0
+    start = time.monotonic()
+    worker.start()
+    while worker.is_alive():
+        ticks += 1
+        time.sleep(0.001)
+    elapsed = time.monotonic() - start
+    assert done and len(done[0]) == 8
+    # About 0.4 s of predictions: held, the GIL would stop this loop for all of it.
+    assert elapsed > 0.05 and ticks > 20, (ticks, elapsed)
+
+
+# ---- collective ------------------------------------------------------------------------------
+
+
+def test_ring_allreduce_on_a_switch_is_the_closed_form():
+    for n in (2, 8, 64):
+        c = stepcast.collective(size=100e6, workers=n, nic_bandwidth="10Gbps", latency="5us")
+        a, b, s = 5e-6, 10e9 / 8, 100e6  # s, bytes/s each way, bytes per worker
+        expected = 2 * (n - 1) * (a + s / (n * b))
+        assert c["time_s"] == pytest.approx(expected, rel=1e-9)
+        assert c["op"] == "allreduce" and c["algorithm"] == "ring" and c["topology"] == "switch"
+        assert c["workers"] == n and c["size_bytes"] == s
+        assert c["algbw_GBps"] == pytest.approx(s / c["time_s"] / 1e9, rel=1e-9)
+        assert c["busbw_GBps"] == pytest.approx(c["algbw_GBps"] * 2 * (n - 1) / n, rel=1e-9)
+
+
+def test_collective_equals_the_commands_json():
+    assert stepcast.collective() == cli_json("collective")
+    assert stepcast.collective(op="allgather", size="64MiB", workers=16) == cli_json(
+        "collective", "--op", "allgather", "--size", "64MiB", "--workers", "16")
+    assert stepcast.collective(algorithm="tree", size=1 << 20, workers=32, workers_per_node=8) == cli_json(
+        "collective", "--algorithm", "tree", "--size", "1048576", "--workers", "32", "--workers-per-node", "8")
+    # The cluster of a scenario, a file or a dict.
+    from_file = stepcast.collective(scenario=EXAMPLE, size="25MB")
+    assert from_file == cli_json("collective", "--scenario", EXAMPLE, "--size", "25MB")
+    assert stepcast.collective(scenario=EXAMPLE_DICT, size="25MB") == from_file
+    assert from_file["workers"] == 8
+    assert stepcast.collective(scenario=EXAMPLE, set={"cluster.workers": 4}, size="25MB")["workers"] == 4
+
+
+# ---- advise ----------------------------------------------------------------------------------
+
+
+def test_advise_answers_the_cheapest_point_that_meets_the_target():
+    vary = {"training.ps.count": "1..8", "cluster.nic_bandwidth": ["10Gbps", "25Gbps", "100Gbps"]}
+    a = stepcast.advise(EXAMPLE, vary=vary, target_efficiency=0.8, workers=8, set=QUICK)
+    d = a.to_dict()
+    assert d == cli_json("advise", EXAMPLE, "--vary", "training.ps.count=1..8", "--vary",
+                         "cluster.nic_bandwidth=10Gbps,25Gbps,100Gbps", "--target-efficiency", "0.8",
+                         "--workers", "8", *QUICK_SETS)
+    assert a.feasible and a.target == {"efficiency": 0.8, "throughput_samples_per_s": None}
+    answer = a.cheapest[0]
+    assert answer["meets"] and answer["prediction"]["efficiency"] >= 0.8
+    assert len(a.grid) == 4 * 3
+    for point in a.grid:
+        # Cost: the values' positions in their lists.
+        position = [1, 2, 4, 8].index(point["config"]["training.ps.count"]) + \
+            ["10Gbps", "25Gbps", "100Gbps"].index(point["config"]["cluster.nic_bandwidth"])
+        assert point["cost"] == position
+        assert point["meets"] == (point["prediction"]["efficiency"] >= 0.8)
+        if point["cost"] < answer["cost"]:
+            assert not point["meets"], point["config"]
+    assert "cheapest that meets" in a.text()
+
+
+def test_advise_by_throughput_and_from_a_dict():
+    a = stepcast.advise(EXAMPLE_DICT, vary={"training.ps.count": [1, 2, 4]}, target_throughput=1e9, set=QUICK)
+    assert not a.feasible and a.cheapest == []
+    assert a.best_point["config"]["training.ps.count"] in (1, 2, 4)
+    b = stepcast.advise(EXAMPLE, vary={"training.ps.count": [1, 2, 4]}, target_throughput=1e9, set=QUICK)
+    assert a.to_dict()["grid"] == b.to_dict()["grid"]
+
+
+# ---- zoo -------------------------------------------------------------------------------------
+
+
+def test_zoo_counts():
+    models = {m["name"]: m for m in stepcast.zoo()}
+    assert models["resnet50"]["parameters"] == 25_557_032
+    assert models["llama2-7b"]["parameters"] == 6_738_415_616
+    for m in models.values():
+        assert set(m) == {"name", "parameters", "tensors", "forward_flops", "description"}
+        assert m["tensors"] > 0 and m["forward_flops"] > 0
+    resnet = stepcast.zoo_model("resnet50")
+    assert sum(layer["parameters"] for layer in resnet["layers"]) == 25_557_032
+    assert sum(layer["tensors"] for layer in resnet["layers"]) == resnet["tensors"]
+    assert sum(layer["forward_flops"] for layer in resnet["layers"]) == pytest.approx(resnet["forward_flops"])
+    llama = stepcast.zoo_model("llama2-7b")
+    assert llama["seq_len"] > 0 and llama["flops_per_token_6n"] == 6 * llama["active_parameters"]
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+
+def expect_error(key, call, *args, **kwargs):
+    with pytest.raises(stepcast.Error) as caught:
+        call(*args, **kwargs)
+    e = caught.value
+    assert isinstance(e, ValueError)
+    assert e.key == key, str(e)
+    assert key in str(e)
+    return e
+
+
+def test_errors_name_their_key():
+    e = expect_error("cluster.wrkers", stepcast.predict, EXAMPLE, set={"cluster.wrkers": 4})
+    assert "unknown key" in str(e)
+    e = expect_error("cluster.workers", stepcast.predict, EXAMPLE, set={"cluster.workers": 0})
+    assert e.file == "set" and e.line is None
+    assert str(e) == f"set: cluster.workers: {e.message}"
+    expect_error("cluster.nic_bandwidth", stepcast.predict, EXAMPLE, set={"cluster.nic_bandwidth": "fast"})
+    expect_error("predictor", stepcast.predict, EXAMPLE, predictor="exact")
+    expect_error("seed", stepcast.predict, EXAMPLE, seed=-1)
+    expect_error("jobs", stepcast.predict, EXAMPLE, jobs=-1)
+    expect_error("workers", stepcast.predict, EXAMPLE, workers=[0])
+    expect_error("workers", stepcast.predict, EXAMPLE, workers=[2, 2])
+    expect_error("sweep", stepcast.predict, EXAMPLE, sweep={"training.ps.count": "4..2"})
+    e = expect_error("training.ps.count", stepcast.predict, EXAMPLE, set=QUICK, sweep={"training.ps.count": [2, 0]})
+    assert "(at training.ps.count=0)" in str(e)
+    expect_error("op", stepcast.collective, op="alltoall")
+    expect_error("size", stepcast.collective, size="5XB")
+    expect_error("size", stepcast.collective, size=0)
+    e = expect_error("workers", stepcast.collective, workers=0)
+    assert e.file is None
+    expect_error("algorithm", stepcast.collective, algorithm="butterfly")
+    expect_error("target_efficiency", stepcast.advise, EXAMPLE, vary={"training.ps.count": [1, 2]})
+    expect_error("workers", stepcast.advise, EXAMPLE, vary={"training.ps.count": [1, 2]}, target_efficiency=0.5,
+                 workers=[2, 4])
+    expect_error("name", stepcast.zoo_model, "resnet51")
+
+
+def test_errors_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workload:\n  model: resnet50\n  step_time: 1s\ncluster:\n  workers: 0\n")
+    e = expect_error("cluster.workers", stepcast.predict, bad)
+    assert (e.file, e.line) == (str(bad), 5)
+    assert str(e).startswith(f"{bad}:5: cluster.workers: ")
+    d = {"workload": {"model": "resnet50", "step_time": "1s"}, "cluster": {"workers": 0}}
+    e = expect_error("cluster.workers", stepcast.predict, d)
+    assert e.file == "<dict>" and e.line == 5
+    expect_error("workload.model", stepcast.predict, {"workload": {"model": "resnet51", "step_time": "1s"}})
+
+
+def test_wrong_python_types_are_type_errors():
+    with pytest.raises(TypeError):
+        stepcast.predict(42)
+    with pytest.raises(TypeError):
+        stepcast.predict({1: "x"})
+    with pytest.raises(TypeError):
+        stepcast.collective(size=[1])
