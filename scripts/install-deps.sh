@@ -3,17 +3,13 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config libfmt-dev libyaml-cpp-dev libcli11-dev
           libsimdjson-dev zlib1g-dev libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev
-          libbenchmark-dev libjs-chart.js time libopenmpi-dev openmpi-bin)
+          libbenchmark-dev libjs-chart.js time libopenmpi-dev openmpi-bin
+          python3-pybind11 pybind11-dev python3-pytest python3-dev python3-pandas)
 # The optional SimGrid cross-check (make test-simgrid) also needs SimGrid.
 if [ "${STEPCAST_WITH_SIMGRID:-0}" = 1 ]; then packages+=(libsimgrid-dev); fi
 # The HTML report's browser test (tests/report/html_report_test.cpp) runs headless Chromium;
 # without it that test is skipped.
 if [ "${STEPCAST_WITH_BROWSER:-0}" = 1 ]; then packages+=(chromium); fi
-# The optional Python module (make python, make test-python): pybind11, the headers, pytest, and
-# pandas for Prediction.to_pandas (its test is skipped without it).
-if [ "${STEPCAST_WITH_PYTHON:-0}" = 1 ]; then
-  packages+=(python3-pybind11 pybind11-dev python3-pytest python3-dev python3-pandas)
-fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
