@@ -108,7 +108,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   account_job(r, workload, options);
   account_model(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
-  attribute_after_prediction(r);
+  attribute_after_prediction(r, workload);
   return r;
 }
 

@@ -17,6 +17,8 @@ constexpr double kSaturatedBusy = 0.5;
 constexpr double kNoticeableLoss = 0.05;
 // A resource explains exposed communication when it is busy for at least this share of it.
 constexpr double kExplains = 0.5;
+// A profiled step whose GPUs are idle more than this share of it is host-bound.
+constexpr double kHostBound = 0.5;
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
@@ -138,8 +140,26 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   r.bottleneck_resource = "";
 }
 
-void attribute_after_prediction(Result& r) {
+void attribute_after_prediction(Result& r, const workload::Workload& w) {
   const double step = std::max(r.step_time, 1e-300);
+  if (w.traced_workers > 0) r.mode = w.replayed ? "replay" : "extrapolated";
+  // Host-bound profiles: a step whose GPUs are idle most of the time on one worker alone is bound
+  // by the host (data loading, Python, kernel launches), and that part does not shrink with more
+  // workers; the compute "100% busy" of the table would hide it.
+  const bool has_host = std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("cpu"); });
+  const bool has_gpu = std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("gpu"); });
+  const double alone = w.step_time_alone();
+  if (has_host && has_gpu && alone > 0) {
+    r.gpu_busy_fraction = std::min(1.0, w.busy_alone("gpu") / alone);
+    const double idle = 1 - r.gpu_busy_fraction;
+    if (idle > kHostBound && r.bottleneck_kind == BottleneckKind::Compute) {
+      r.bottleneck = fmt::format("host-bound: GPU idle {:.0f}% of the step (data loading, Python, kernel launches); "
+                                 "the host part does not shrink with more workers",
+                                 100 * idle);
+      r.bottleneck_kind = BottleneckKind::Host;
+      r.bottleneck_resource = "host";
+    }
+  }
   if (r.compute_cv > 0 && r.breakdown.wait >= r.breakdown.communication_exposed &&
       r.breakdown.wait / step >= kNoticeableLoss && r.bottleneck.starts_with("waiting")) {
     r.bottleneck = fmt::format("waiting for the slowest worker ({:.0f}% of step; compute varies {:.1f}% per step)",

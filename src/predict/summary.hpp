@@ -20,7 +20,9 @@ void finish_result(Result& result, double alone_step_time, int batch_per_worker)
 /// What only the whole prediction knows (predict(): stragglers' variation, memory): a wait for
 /// other workers with straggler noise becomes "waiting for the slowest worker"; a job that does
 /// not fit says so first (kind Memory), the rest of the sentence kept.
-void attribute_after_prediction(Result& result);
+/// Also: a profile's mode (replay or extrapolated) and, when its GPUs are idle more than half of
+/// one worker's step, "host-bound" (kind Host) instead of compute.
+void attribute_after_prediction(Result& result, const workload::Workload& workload);
 
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);

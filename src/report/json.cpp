@@ -98,6 +98,18 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.number(r.efficiency);
   json.key("bottleneck");
   json.string(r.bottleneck);
+  json.key("mode");
+  if (r.mode.empty()) {
+    json.null();
+  } else {
+    json.string(r.mode);
+  }
+  json.key("gpu_busy_fraction");
+  if (r.gpu_busy_fraction >= 0) {
+    json.number(r.gpu_busy_fraction);
+  } else {
+    json.null();
+  }
   json.key("bottleneck_kind");
   json.string(predict::to_string(r.bottleneck_kind));
   json.key("bottleneck_resource");

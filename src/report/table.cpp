@@ -38,14 +38,16 @@ std::string memory_cell(const predict::Result& r) {
 /// The columns the sweep needs: token rates and MFU for language models, memory per GPU when it
 /// is known and something to compare it with (a GPU size, or activations) is.
 std::vector<Column> columns_for(const std::vector<predict::Result>& predictions) {
-  bool tokens = false, mfu = false, memory = false;
+  bool tokens = false, mfu = false, memory = false, mode = false;
   for (const auto& r : predictions) {
+    mode = mode || !r.mode.empty();
     tokens = tokens || r.tokens.tokens_per_s > 0;
     mfu = mfu || r.tokens.mfu >= 0;
     memory = memory || (r.memory.known && (r.memory.gpu_memory > 0 || r.memory.activations_modelled));
   }
   std::vector<Column> c;
   c.push_back({"workers", true, [](const predict::Result& r) { return fmt::format("{}", r.workers); }});
+  if (mode) c.push_back({"mode", false, [](const predict::Result& r) { return r.mode.empty() ? std::string("-") : r.mode; }});
   c.push_back({"predictor", false, [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
   c.push_back({"step time", true, [](const predict::Result& r) { return format_duration(r.step_time); }});
   c.push_back({"throughput (samples/s)", true, [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }});

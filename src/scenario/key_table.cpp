@@ -151,6 +151,10 @@ const Choices<StepSamples>& step_samples() {
                                       {"representative", StepSamples::Representative}};
   return c;
 }
+const Choices<ReplayMode>& replay_modes() {
+  static const Choices<ReplayMode> c{{"auto", ReplayMode::Auto}, {"never", ReplayMode::Never}};
+  return c;
+}
 const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{
       {"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}, {"analytic", Predictor::Analytic}};
@@ -426,6 +430,11 @@ std::vector<KeyDef> make_table() {
       "step time; the step time is their mean; k steps cost k predictions) or the representative "
       "step alone",
       [](auto& s) -> auto& { return s.workload.step_samples; }));
+  t.push_back(choice_key(
+      "workload.replay", "auto", replay_modes(),
+      "with workload.profile at the trace's own worker count: replay its measured collectives (auto) or "
+      "simulate them as at any other count (never: a continuous curve through the traced size)",
+      [](auto& s) -> auto& { return s.workload.replay; }));
   t.push_back(integer_key(
       "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));

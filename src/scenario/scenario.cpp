@@ -609,7 +609,9 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
     throw Error(where, e.what());
   }
   const int traced_workers = trace.metadata.world_size.value_or(1);
-  const bool replay = scenario.cluster.workers == traced_workers;
+  // At the trace's own size its measured collectives are replayed, unless the user asked for the
+  // model at every size (a continuous curve through the traced size).
+  const bool replay = scenario.cluster.workers == traced_workers && w.replay == ReplayMode::Auto;
   profile::KinetoWorkloadOptions options;
   options.batch_per_worker = w.batch_per_worker;
   options.step_samples = w.step_samples == StepSamples::All;
@@ -621,6 +623,8 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
   } catch (const Error& e) {
     throw Error(where, e.what());
   }
+  converted.workload.traced_workers = traced_workers;
+  converted.workload.replayed = replay;
   if (replay) {
     // The measured collectives already hold the communication: simulate none on top.
     converted.workload.tensors.clear();

@@ -61,6 +61,38 @@ double Workload::step_time_alone() const {
   return last;
 }
 
+double Workload::busy_alone(std::string_view lane_prefix) const {
+  // The schedule of step_time_alone(), keeping the intervals of the matching lanes' ops.
+  std::vector<double> lane_free(lanes.size(), 0.0);
+  std::vector<double> end(ops.size(), 0.0);
+  std::vector<std::pair<double, double>> busy;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    const bool on_lane = op.lane >= 0 && op.lane < static_cast<int>(lane_free.size());
+    double start = on_lane ? lane_free[op.lane] : 0.0;
+    for (int d : op.deps) {
+      if (d >= 0 && static_cast<size_t>(d) < i) start = std::max(start, end[d]);
+    }
+    end[i] = start + op.duration;
+    if (on_lane) {
+      lane_free[op.lane] = end[i];
+      if (lanes[op.lane].starts_with(lane_prefix) && op.duration > 0) busy.emplace_back(start, end[i]);
+    }
+  }
+  std::sort(busy.begin(), busy.end());
+  double total = 0, open = 0, close = -1;
+  for (const auto& [a, b] : busy) {
+    if (a > close) {
+      total += std::max(0.0, close - open);
+      open = a;
+      close = b;
+    } else {
+      close = std::max(close, b);
+    }
+  }
+  return total + std::max(0.0, close - open);
+}
+
 std::size_t Workload::num_samples() const { return ops.empty() ? 0 : ops.front().samples.size(); }
 
 Workload with_sample(const Workload& workload, std::size_t k) {

@@ -169,6 +169,12 @@ struct Result {
   /// Options::compute_cv_auto the value taken from the workload's per-step samples.
   double compute_cv = 0;
   Job job{};
+  /// From a profile: "replay" (the trace's measured collectives, at its own worker count) or
+  /// "extrapolated" (simulated collectives); "" for other workloads.
+  std::string mode{};
+  /// From a profile: the share of one worker's step its GPUs are busy (busy_alone("gpu") /
+  /// step_time_alone()); < 0 for workloads without host lanes.
+  double gpu_busy_fraction = -1;
   MemoryCheck memory{};
   TokenRates tokens{};  ///< all zero (mfu -1) for workloads without tokens
   Trace trace;

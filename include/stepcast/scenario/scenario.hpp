@@ -27,6 +27,10 @@ enum class StepSamples : uint8_t {
   Representative,  ///< the representative step alone (one prediction; no spread)
 };
 
+/// With a profile at the trace's own worker count: replay its measured collectives (auto), or
+/// simulate them as at any other count (never).
+enum class ReplayMode : uint8_t { Auto, Never };
+
 /// Where a worker's compute time comes from (said in the table).
 enum class ComputeSource : uint8_t {
   Measured,        ///< workload.step_time or workload.single_worker_throughput
@@ -57,6 +61,7 @@ struct WorkloadSpec {
   workload::Precision precision = workload::Precision::FP32;
   double backward_to_forward = 2.0;
   StepSamples step_samples = StepSamples::All;
+  ReplayMode replay = ReplayMode::Auto;
   bool operator==(const WorkloadSpec&) const = default;
 };
 

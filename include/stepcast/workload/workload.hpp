@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepcast::workload {
@@ -81,6 +82,10 @@ struct Workload {
   int batch_per_worker = 1;  ///< samples per step per worker
   Precision precision = Precision::FP32;  ///< of parameters and gradients (tensor bytes use it)
   ModelFacts facts{};
+  /// A profile's world size (the trace's distributedInfo), 0 when the workload is not a profile;
+  /// and whether its measured collectives are replayed (true) or simulated (extrapolated).
+  int traced_workers = 0;
+  bool replayed = false;
   /// The model block (a transformer block: its attention and MLP layers) of each layer, the
   /// unit FSDP wraps; empty, or -1 for a layer: the layer is a block of its own.
   std::vector<int> block_of_layer{};
@@ -97,6 +102,10 @@ struct Workload {
   /// Step time of one worker alone, with no communication: ops start as soon as their lane is
   /// free and their deps are done (lanes overlap). Equals compute_time() with one lane.
   [[nodiscard]] double step_time_alone() const;
+  /// Time of step_time_alone()'s schedule during which at least one op runs on a lane whose name
+  /// starts with `lane_prefix` (a profile's GPU streams are "gpu D stream S", its host threads
+  /// "cpu P:T"): a host-bound step keeps its GPUs busy for much less than the step.
+  [[nodiscard]] double busy_alone(std::string_view lane_prefix) const;
   /// Per-step samples per op: ops.front().samples.size() (validate() checks that every op has
   /// the same number); 0 when the workload has none or no ops.
   [[nodiscard]] std::size_t num_samples() const;
