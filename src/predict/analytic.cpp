@@ -180,6 +180,10 @@ void account_job(Result& r, const workload::Workload& workload, const Options& o
   r.job.startup_time = job.startup_fixed + (job.io == StartupIo::Sequential ? r.workers : 1) * read;
   r.job.time = r.job.startup_time + r.job.steps * r.step_time;
   r.job.throughput = job.samples / r.job.time;
+  if (job.epochs > 0) {
+    r.job.epochs = job.epochs;
+    r.job.epoch_time = (r.job.time - r.job.startup_time) / job.epochs;
+  }
 }
 
 }  // namespace stepcast::predict

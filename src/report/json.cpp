@@ -161,7 +161,9 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
                                      {"steps", r.job.steps},
                                      {"startup_s", r.job.startup_time},
                                      {"time_s", r.job.time},
-                                     {"throughput_samples_per_s", r.job.throughput}}) {
+                                     {"throughput_samples_per_s", r.job.throughput},
+                                     {"epochs", r.job.epochs},
+                                     {"epoch_time_s", r.job.epoch_time}}) {
       json.key(key);
       json.number(value);
     }

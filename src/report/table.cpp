@@ -104,17 +104,29 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
   }
 }
 
+/// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
+std::string format_span(double seconds) {
+  if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
+  const auto total = static_cast<long long>(std::llround(seconds));
+  const long long days = total / 86400, hours = total % 86400 / 3600, minutes = total % 3600 / 60, secs = total % 60;
+  if (days > 0) return fmt::format("{} d {} h", days, hours);
+  if (hours > 0) return fmt::format("{} h {} min", hours, minutes);
+  return fmt::format("{} min {} s", minutes, secs);
+}
+
 /// One line per prediction with a job (Options::job): start-up, steps and the whole job's time.
 void append_jobs(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
   auto it = std::back_inserter(buf);
   for (const auto& r : predictions) {
     const predict::Job& j = r.job;
     if (j.samples <= 0) continue;
-    fmt::format_to(it,
-                   "job ({} worker{}, {}): {:.0f} samples in {:.0f} steps of {:.2f} ms after a {:.2f} s "
-                   "start-up: {:.1f} s in all, {:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
-                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples, j.steps,
-                   r.step_time * 1e3, j.startup_time, j.time, j.throughput, 100 * j.startup_time / j.time);
+    fmt::format_to(it, "job ({} worker{}, {}): {:.0f} samples{} in {:.0f} steps of {} after a {} start-up: {} in all{}, "
+                   "{:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
+                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples,
+                   j.epochs > 0 ? fmt::format(" ({:.4g} epochs)", j.epochs) : std::string(), j.steps,
+                   format_duration(r.step_time), format_duration(j.startup_time), format_span(j.time),
+                   j.epochs > 0 ? fmt::format(" ({} per epoch)", format_span(j.epoch_time)) : std::string(),
+                   j.throughput, 100 * j.startup_time / j.time);
   }
 }
 

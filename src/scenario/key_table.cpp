@@ -716,6 +716,42 @@ std::vector<KeyDef> make_table() {
       "job.samples", "0", 0, true,
       "samples to train over all workers (epochs x dataset size); 0 = no job time",
       [](auto& s) -> auto& { return s.options.job.samples; }));
+  t.push_back({{"job.epochs", "number > 0", "(unset)",
+                "passes over job.dataset to train: job.samples = epochs x the dataset's size"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.job.epochs = parse_number(v, 0, false, "a number of epochs > 0");
+                 if (d.scenario.options.job.epochs > 1e9) fail(v, "a number of epochs in (0, 1e9]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{format_number(s.options.job.epochs), true};
+               }});
+  t.push_back({{"job.dataset", "dataset name or size", "(unset)",
+                "with job.epochs: imagenet-1k (1,281,167 images), imagenet-21k (14,197,122), cifar-10 and cifar-100 "
+                "(50,000), mnist (60,000), coco (118,287), or a number of samples"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 static const std::vector<std::pair<std::string_view, double>> kDatasets{
+                     {"imagenet-1k", 1281167}, {"imagenet-21k", 14197122}, {"cifar-10", 50000},
+                     {"cifar-100", 50000},     {"mnist", 60000},           {"coco", 118287}};
+                 for (const auto& [name, size] : kDatasets) {
+                   if (v.text == name) {
+                     d.dataset_size = size;
+                     d.dataset_name = v.text;
+                     return;
+                   }
+                 }
+                 d.dataset_size = parse_number(v, 0, false,
+                                               "imagenet-1k, imagenet-21k, cifar-10, cifar-100, mnist, coco or a "
+                                               "number of samples > 0");
+                 d.dataset_name = v.text;
+                 d.dataset_where = v.where;
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.options.job.epochs > 0 ? format_number(s.options.job.samples / s.options.job.epochs)
+                                                          : "unset",
+                                 s.options.job.epochs > 0};
+               }});
   t.push_back({{"job.startup.bytes", "size", "the model's parameter bytes",
                 "bytes each worker reads from storage at start-up (model, data shard)"},
                false,

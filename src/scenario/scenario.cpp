@@ -532,6 +532,27 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                             model_list()));
   }
   resolve_workload(draft, entries, file_name, needs);
+  // The job as epochs of a dataset.
+  predict::JobOptions& job = s.options.job;
+  if (job.epochs > 0 || draft.dataset_size) {
+    if (!(job.epochs > 0)) {
+      throw Error(location_of(entries, "job.dataset", file_name), "job.dataset needs job.epochs (how many passes)");
+    }
+    if (!draft.dataset_size) {
+      throw Error(location_of(entries, "job.epochs", file_name),
+                  "job.epochs needs job.dataset (a name such as imagenet-1k, or a number of samples)");
+    }
+    if (entries.count("job.samples") != 0) {
+      throw Error(location_of(entries, "job.samples", file_name),
+                  "give job.samples or job.epochs with job.dataset, not both");
+    }
+    job.samples = job.epochs * *draft.dataset_size;
+    if (!(job.samples <= limits::kMaxSamples)) {
+      throw Error(location_of(entries, "job.epochs", file_name),
+                  fmt::format("{} epochs of {} samples is {:.3g} samples, more than 1e15", job.epochs,
+                              *draft.dataset_size, job.samples));
+    }
+  }
 
   if (s.options.compute_cv_auto && draft.compute_cv_auto) {
     if (s.workload.profile.empty()) {

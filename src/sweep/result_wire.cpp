@@ -122,6 +122,8 @@ void fields(IO& io, R& r) {
   f(r.job.startup_time);
   f(r.job.time);
   f(r.job.throughput);
+  f(r.job.epochs);
+  f(r.job.epoch_time);
   f(r.mode);
   f(r.gpu_busy_fraction);
   f(r.memory.known);

@@ -417,7 +417,7 @@ TEST(WriteCsv, JobFillsItsTwoColumns) {
   EXPECT_NE(csv.find("\"PS NIC out 97% busy\",,,,,,,4.5,7.7,,,,,,,\n"), std::string::npos) << csv;
   const std::string json = without_whitespace(render(write_json, sweep));
   EXPECT_NE(json.find("\"job\":{\"samples\":1000,\"steps\":32,\"startup_s\":4.5,\"time_s\":7.7,"
-                      "\"throughput_samples_per_s\":129.87}"),
+                      "\"throughput_samples_per_s\":129.87,\"epochs\":0,\"epoch_time_s\":0}"),
             std::string::npos)
       << json;
 }

@@ -31,6 +31,7 @@ struct JobOptions {
   double storage_bw = 0;      ///< bytes/s of one worker's read; 0: start-up I/O not modelled
   StartupIo io = StartupIo::Parallel;
   double startup_fixed = 0;  ///< s of start-up besides reading (process launch, init)
+  double epochs = 0;         ///< epochs `samples` makes (job.epochs), for the per-epoch time; 0: not given
   bool operator==(const JobOptions&) const = default;
 };
 
@@ -94,6 +95,8 @@ struct Job {
   double startup_time = 0;  ///< s
   double time = 0;          ///< s, start-up + steps x step time
   double throughput = 0;    ///< samples/s over the whole job, start-up included
+  double epochs = 0;        ///< as given (JobOptions::epochs); 0: not given
+  double epoch_time = 0;    ///< s of steps per epoch (start-up excluded); 0 without epochs
   bool operator==(const Job&) const = default;
 };
 
