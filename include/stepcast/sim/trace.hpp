@@ -3,6 +3,23 @@
 // instant markers and counters. Plain values; report/ writes them as Chrome trace JSON
 // (write_chrome_trace), which Perfetto and chrome://tracing open. Times in seconds.
 //
+// What the fine engine records (src/scheme/), each track holding spans that are disjoint or
+// nested, never partially overlapping (Perfetto draws only properly nested slices):
+// - a worker's compute lanes: one span per op (category "compute");
+// - a worker's "steps" track: one span per step, "warm-up N" or "step N" (category "step");
+// - parameter server: one track per connection, "pull from ps S" and "push to ps S" on the
+//   worker's process (with node-local aggregation also "broadcast from leader" and "gather to
+//   leader"), each message one span covering its transmission (a connection sends one message
+//   at a time; the path's latency follows the span); the shard's "apply" track on its process;
+// - all-reduce: "allreduce" on every worker, one span per bucket's collective;
+// - sharded data parallelism: "all-gather" and "reduce-scatter" on every worker;
+// - the "network" process: counters of the busiest links' utilisation and flows, and of the
+//   NICs' mean utilisation (src/scheme/trace_network.hpp says how they are sampled);
+// - an instant "measured window opens" where the measured steps begin.
+// Flows: a pull (or broadcast, or all-gather) to the op that waited for it (the op's last
+// missing input, drawn when the op started the instant it arrived); a push to its apply at the
+// shard; the op that filled an all-reduce bucket (or produced an FSDP unit's last gradient) to
+// that bucket's collective on the same worker.
 //
 //   Trace t; int p = t.add_process("worker 0"); int th = t.add_thread("compute");
 //   t.spans.push_back({p, th, "fwd:conv1", "compute", 0.0, 1e-3});
