@@ -19,6 +19,7 @@
 
 #include "cli/calibrate_command.hpp"
 #include "cli/output_file.hpp"
+#include "cli/trace_options.hpp"
 #include "cli/export_command.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -75,6 +76,8 @@ struct PredictArgs {
   bool json = false;
   std::string csv;
   std::string trace_out;
+  std::string trace_workers;  // --trace-workers 0-3,8 (cli/trace_options.hpp)
+  int trace_steps = 0;        // --trace-steps N
   std::string seed;  // checked as the `seed` key: an unsigned 64-bit integer
   bool workers_given = false;
   std::vector<std::string> sweeps;  // --sweep KEY=V1,V2 or KEY=A..B
@@ -126,6 +129,12 @@ int run_predict(const PredictArgs& args) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
+  std::string trace_note;
+  request.trace_selection = stepcast::cli::trace_selection(args.trace_workers, args.trace_steps, counts.back(),
+                                                           request.record_trace, trace_note);
+  if (!trace_note.empty() && stepcast::sweep::process_ranks().rank == 0) {
+    fmt::print(stderr, "stepcast: note: {}\n", trace_note);
+  }
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
   if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
@@ -347,6 +356,11 @@ int main(int argc, char** argv) {
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
+  predict->add_option("--trace-workers", predict_args.trace_workers,
+                      "Workers the trace keeps: indices and ranges (0-3,8) or all; default: the first 8");
+  predict->add_option("--trace-steps", predict_args.trace_steps,
+                      "Measured steps the trace keeps (warm-up dropped); default: every step")
+      ->check(CLI::Range(1, 1000));
   predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
   predict->add_option("--sweep", predict_args.sweeps,
                       "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (integers, doubling); repeatable, a grid");

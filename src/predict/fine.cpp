@@ -20,6 +20,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   sim_options.measure_steps = options.measure_steps;
   sim_options.seed = options.seed;
   sim_options.record_trace = options.record_trace;
+  sim_options.trace_selection = options.trace_selection;
   sim_options.compute_cv = options.compute_cv;
   sim_options.fast_paths = options.fast_paths;
   LongRunWarning long_run(warn, cluster.workers);

@@ -83,6 +83,22 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
   }
   if (!known(job.io)) fail("job.startup.io", fmt::format("unknown value {}", static_cast<int>(job.io)));
   expect_non_negative("job.startup.fixed", job.startup_fixed, "duration (s)", limits::kMaxDuration);
+  // What a trace keeps: named after the predict flags that set it.
+  const sim::TraceSelection& kept = options.trace_selection;
+  for (size_t i = 0; i < kept.workers.size(); ++i) {
+    const int w = kept.workers[i];
+    if (w < 0 || w >= cluster.workers || (i > 0 && w <= kept.workers[i - 1])) {
+      fail("--trace-workers", fmt::format("expected increasing worker indices in [0, {}], got {}",
+                                          cluster.workers - 1, w));
+    }
+  }
+  if (kept.first_workers < 0) {
+    fail("--trace-workers", fmt::format("expected a number of workers >= 0, got {}", kept.first_workers));
+  }
+  if (kept.steps < 0 || kept.steps > options.measure_steps) {
+    fail("--trace-steps", fmt::format("expected a number of measured steps in [1, {}] (steps.measure), got {}",
+                                      options.measure_steps, kept.steps));
+  }
 }
 
 }  // namespace stepcast::predict

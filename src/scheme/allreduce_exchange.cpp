@@ -16,6 +16,7 @@ AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& 
     for (int t : buckets_[b].tensors) bucket_of_tensor_[t] = b;
   }
   bucket_missing_.assign(ctx_.workers(), std::vector<int>(buckets_.size()));
+  if (ctx_.trace != nullptr) filled_by_.assign(ctx_.workers(), std::vector<int>(buckets_.size(), kNone));
 }
 
 void AllReduceExchange::begin(WorkerRuntime& runtime) {
@@ -30,7 +31,10 @@ void AllReduceExchange::step_started(int w) {
 void AllReduceExchange::gradient_ready(int w, int tensor) {
   if (ctx_.workers() <= 1) return;
   const int b = bucket_of_tensor_[tensor];
-  if (--bucket_missing_[w][b] == 0) join(w, b);
+  if (--bucket_missing_[w][b] == 0) {
+    if (ctx_.trace != nullptr) filled_by_[w][b] = runtime_.finishing_span(w);
+    join(w, b);
+  }
 }
 
 void AllReduceExchange::join(int w, int bucket) {
@@ -88,10 +92,21 @@ void AllReduceExchange::on_stage_done() {
   const int n = ctx_.workers();
   const double now = ctx_.engine.now();
   if (ctx_.trace != nullptr) {
-    const int bucket = static_cast<int>(next_collective_ % static_cast<int64_t>(buckets_.size()));
+    const auto buckets = static_cast<int64_t>(buckets_.size());
+    const int bucket = static_cast<int>(next_collective_ % buckets);
+    const int step = static_cast<int>(next_collective_ / buckets);
     for (int w = 0; w < n; ++w) {
-      ctx_.span(w, ctx_.layout.allreduce, fmt::format("allreduce bucket {}", bucket), "allreduce",
-                collective_start_, now - collective_start_);
+      if (!ctx_.layout.keeps(w, step)) continue;
+      const int span = ctx_.span({.process = w,
+                                  .thread = ctx_.layout.allreduce,
+                                  .name = fmt::format("allreduce bucket {}", bucket),
+                                  .category = "allreduce",
+                                  .start = collective_start_,
+                                  .duration = now - collective_start_,
+                                  .step = step,
+                                  .bytes = running_bucket().bytes,
+                                  .bucket = bucket});
+      ctx_.flow(filled_by_[w][bucket], span, "bucket ready");
     }
   }
   running_ = false;

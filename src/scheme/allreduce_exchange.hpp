@@ -44,6 +44,7 @@ class AllReduceExchange final : public Exchange {
   std::vector<workload::Bucket> buckets_;
   std::vector<int> bucket_of_tensor_;
   std::vector<std::vector<int>> bucket_missing_;  // worker -> bucket -> gradients not yet produced
+  std::vector<std::vector<int>> filled_by_;       // trace: worker -> bucket -> span of the op that filled it
   CollectivePlan plan_;
   std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
   int64_t next_collective_ = 0;

@@ -5,6 +5,7 @@
 // make_exchange's switch (step_simulation.cpp).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -29,6 +30,7 @@ struct StartStep {  ///< worker runtime: a worker begins a step (its next, or it
 struct Delivered {  ///< parameter server: a message's last byte reached the far end
   int connection;
   int piece;
+  int span = -1;  ///< its trace span, if recorded
 };
 struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
   int shard;
@@ -41,11 +43,23 @@ using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;
 
-/// Trace threads and processes shared by the runtime and the exchanges.
+/// Trace threads and processes shared by the runtime and the exchanges, and what the trace keeps
+/// (SimulationOptions::trace_selection).
 struct TraceLayout {
-  int pull = 0, push = 0, allreduce = 0, apply = 0;
+  int steps = 0;
+  int first_pull = 0, first_push = 0;  ///< + shard: a worker's connection tracks to each shard
+  int broadcast = 0, local_gather = 0;  ///< node-local aggregation's connections
+  int allreduce = 0, apply = 0;
   int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
   int first_ps_process = 0;
+  int network_process = 0;
+  std::vector<uint8_t> kept_workers;  ///< worker -> 1 when its spans are recorded
+  int first_step = 0, last_step = 0;  ///< steps whose spans are recorded
+  [[nodiscard]] bool keeps_step(int step) const { return step >= first_step && step <= last_step; }
+  [[nodiscard]] bool keeps(int worker, int step) const {
+    return worker >= 0 && static_cast<size_t>(worker) < kept_workers.size() && kept_workers[worker] != 0 &&
+           keeps_step(step);
+  }
 };
 
 /// One parameter-server client standing for `clients` interchangeable ones (the fast path,
@@ -77,8 +91,14 @@ struct StepContext {
   [[nodiscard]] int workers() const {
     return representative != nullptr || fsdp_plans != nullptr ? 1 : cluster.spec.workers;
   }
-  void span(int process, int thread, std::string name, const char* category, double start, double duration) const {
-    trace->spans.push_back({process, thread, std::move(name), category, start, duration});
+  /// Records a span (trace must be set); returns its index in trace->spans.
+  int span(sim::TraceSpan s) const {
+    trace->spans.push_back(std::move(s));
+    return static_cast<int>(trace->spans.size()) - 1;
+  }
+  /// An arrow between two recorded spans; nothing when either was not recorded (kNone).
+  void flow(int from, int to, const char* name) const {
+    if (from >= 0 && to >= 0) trace->flows.push_back({static_cast<size_t>(from), static_cast<size_t>(to), name});
   }
 };
 

@@ -184,6 +184,7 @@ FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime)
     s.gradients_left.resize(num_units);
     s.forward_started.resize(num_units);
     s.backward_started.resize(num_units);
+    if (ctx_.trace != nullptr) s.reduced_by.assign(num_units, kNone);
   }
 }
 
@@ -264,6 +265,7 @@ void FsdpExchange::gradient_ready(int w, int tensor) {
   WorkerState& s = workers_[static_cast<size_t>(w)];
   const int u = unit_of_tensor_[tensor];
   if (--s.gradients_left[u] > 0) return;
+  if (ctx_.trace != nullptr) s.reduced_by[u] = runtime_.finishing_span(w);
   if (reduce_) issue(w, Kind::ReduceScatter, u);
   if (replicate_) issue(w, Kind::AllReduce, u);
 }
@@ -343,47 +345,59 @@ void FsdpExchange::on_stage_done(int stream) {
     return;
   }
   s.running = false;
-  const bool last_of_step = (s.next + 1) % static_cast<int64_t>(s.sequence.size()) == 0;
+  const auto per_step = static_cast<int64_t>(s.sequence.size());
+  const bool last_of_step = (s.next + 1) % per_step == 0;
+  const int step = static_cast<int>(s.next / per_step);
   s.next++;
-  finished(stream, c, last_of_step);
+  finished(stream, c, step, last_of_step);
   maybe_start(stream);
 }
 
-void FsdpExchange::finished(int stream, const Collective& c, bool last_of_step) {
+void FsdpExchange::finished(int stream, const Collective& c, int step, bool last_of_step) {
   const Stream& s = streams_[stream];
   const int n = ctx_.workers();
   const double now = ctx_.engine.now();
-  if (ctx_.trace != nullptr) {
-    const char* what = "";
-    switch (c.kind) {
-      case Kind::GatherForward:
-        what = "all-gather (forward)";
-        break;
-      case Kind::GatherBackward:
-        what = "all-gather (backward)";
-        break;
-      case Kind::GatherAfterStep:
-        what = "all-gather (updated)";
-        break;
-      case Kind::ReduceScatter:
-        what = "reduce-scatter";
-        break;
-      case Kind::AllReduce:
-        what = "all-reduce (across groups)";
-        break;
-    }
-    for (int w = 0; w < n; ++w) {
-      ctx_.span(w, s.thread, fmt::format("{} unit {}", what, c.unit), "fsdp", s.start, now - s.start);
-    }
+  const char* what = "";
+  switch (c.kind) {
+    case Kind::GatherForward:
+      what = "all-gather (forward)";
+      break;
+    case Kind::GatherBackward:
+      what = "all-gather (backward)";
+      break;
+    case Kind::GatherAfterStep:
+      what = "all-gather (updated)";
+      break;
+    case Kind::ReduceScatter:
+      what = "reduce-scatter";
+      break;
+    case Kind::AllReduce:
+      what = "all-reduce (across groups)";
+      break;
   }
   const FsdpUnit& unit = units_[static_cast<size_t>(c.unit)];
   for (int w = 0; w < n; ++w) {
+    int span = kNone;
+    if (ctx_.trace != nullptr && ctx_.layout.keeps(w, step)) {
+      span = ctx_.span({.process = w,
+                        .thread = s.thread,
+                        .name = fmt::format("{} unit {}", what, c.unit),
+                        .category = "fsdp",
+                        .start = s.start,
+                        .duration = now - s.start,
+                        .step = step,
+                        .bytes = buffer_bytes(c),
+                        .unit = c.unit});
+      if (c.kind == Kind::ReduceScatter) {
+        ctx_.flow(workers_[static_cast<size_t>(w)].reduced_by[static_cast<size_t>(c.unit)], span, "gradients ready");
+      }
+    }
     switch (c.kind) {
       case Kind::GatherForward:
-        for (int op : unit.forward_ops) runtime_.op_input_arrived(w, op);
+        for (int op : unit.forward_ops) runtime_.op_input_arrived(w, op, span);
         break;
       case Kind::GatherBackward:
-        for (int op : unit.backward_ops) runtime_.op_input_arrived(w, op);
+        for (int op : unit.backward_ops) runtime_.op_input_arrived(w, op, span);
         break;
       case Kind::GatherAfterStep:
       case Kind::ReduceScatter:

@@ -76,7 +76,7 @@ class FsdpExchange final : public Exchange {
   void maybe_start(int stream);
   void start_stage(int stream);
   void on_stage_done(int stream);
-  void finished(int stream, const Collective& c, bool last_of_step);
+  void finished(int stream, const Collective& c, int step, bool last_of_step);
   /// Bytes of the collective's buffer: the unit's parameters, or for HSDP's all-reduce its shard.
   [[nodiscard]] double buffer_bytes(const Collective& c) const;
   [[nodiscard]] int stream_of(Kind kind) const;
@@ -103,6 +103,7 @@ class FsdpExchange final : public Exchange {
     std::vector<int> forward_left, backward_left, gradients_left;  // per unit
     std::vector<uint8_t> forward_started, backward_started;        // per unit
     int forward_done = 0;
+    std::vector<int> reduced_by;  // trace: unit -> span of the op that produced its last gradient
   };
   std::vector<WorkerState> workers_;
 };

@@ -1,6 +1,7 @@
 #include "scheme/parameter_server_exchange.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "scheme/worker_runtime.hpp"
 #include "stepcast/error.hpp"
@@ -87,6 +88,18 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       connect_path(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
     }
   }
+  if (ctx_.trace != nullptr) {
+    // The links of each traced connection, once, for its spans' args.
+    for (Connection& c : connections_) {
+      if (!ctx_.layout.keeps(c.worker, ctx_.layout.first_step)) continue;
+      std::string links;
+      for (const net::LinkUse& use : c.path) {
+        if (!links.empty()) links += " > ";
+        links += cluster.links[use.link].name;
+      }
+      c.trace_path = ctx_.trace->add_path(std::move(links));
+    }
+  }
 }
 
 void ParameterServerExchange::begin(WorkerRuntime& runtime) {
@@ -126,7 +139,7 @@ void ParameterServerExchange::gradient_ready(int w, int tensor) {
 
 void ParameterServerExchange::handle(const Event& event) {
   if (const auto* delivered = std::get_if<Delivered>(&event)) {
-    on_delivered(delivered->connection, delivered->piece);
+    on_delivered(*delivered);
   } else if (const auto* applied = std::get_if<ApplyDone>(&event)) {
     on_apply_done(applied->shard);
   }
@@ -186,24 +199,52 @@ void ParameterServerExchange::on_message_sent(int connection) {
   Connection& c = connections_[connection];
   const int piece = c.in_flight;
   const double now = ctx_.engine.now();
+  int span = kNone;
   if (ctx_.trace != nullptr) {
-    const bool inbound = c.kind == Kind::Pull || c.kind == Kind::Broadcast;
-    const int process = c.kind == Kind::Push ? ctx_.layout.first_ps_process + c.shard : c.worker;
-    const std::string& name = ctx_.workload.tensors[pieces_[piece].tensor].name;
-    const double duration = now + c.latency - c.send_start;
-    ctx_.span(process, inbound ? ctx_.layout.pull : ctx_.layout.push, name, inbound ? "pull" : "push",
-              c.send_start, duration);
-    if (c.kind == Kind::Push) {  // the push as the worker sees it
-      ctx_.span(c.worker, ctx_.layout.push, name, "push", c.send_start, duration);
+    const int step = runtime_.step(c.worker);
+    if (ctx_.layout.keeps(c.worker, step)) {
+      const TraceLayout& layout = ctx_.layout;
+      int thread = layout.broadcast;
+      const char* category = "broadcast";
+      switch (c.kind) {
+        case Kind::Pull:
+          thread = layout.first_pull + c.shard;
+          category = "pull";
+          break;
+        case Kind::Push:
+          thread = layout.first_push + c.shard;
+          category = "push";
+          break;
+        case Kind::Broadcast:
+          break;
+        case Kind::Gather:
+          thread = layout.local_gather;
+          category = "gather";
+          break;
+      }
+      const bool to_server = c.kind == Kind::Pull || c.kind == Kind::Push;
+      // The transmission only: the next message on the connection starts as this one's last
+      // byte leaves, so a span up to its delivery (latency later) would overlap it.
+      span = ctx_.span({.process = c.worker,
+                        .thread = thread,
+                        .name = ctx_.workload.tensors[pieces_[piece].tensor].name,
+                        .category = category,
+                        .start = c.send_start,
+                        .duration = now - c.send_start,
+                        .step = step,
+                        .bytes = pieces_[piece].bytes,
+                        .shard = to_server ? c.shard : -1,
+                        .path = c.trace_path});
     }
   }
-  ctx_.engine.schedule(now + c.latency, Delivered{connection, piece});
+  ctx_.engine.schedule(now + c.latency, Delivered{connection, piece, span});
   // Keep the connection's flow for the next message: its share of the links does not change.
   send_next(connection, true);
 }
 
-void ParameterServerExchange::on_delivered(int connection, int piece) {
-  const Connection& c = connections_[connection];
+void ParameterServerExchange::on_delivered(const Delivered& delivered) {
+  const Connection& c = connections_[delivered.connection];
+  const int piece = delivered.piece;
   switch (c.kind) {
     case Kind::Pull:
       if (nodes_.enabled()) {
@@ -214,14 +255,14 @@ void ParameterServerExchange::on_delivered(int connection, int piece) {
       }
       [[fallthrough]];
     case Kind::Broadcast:
-      runtime_.input_arrived(c.worker, pieces_[piece].tensor);
+      runtime_.input_arrived(c.worker, pieces_[piece].tensor, delivered.span);
       break;
     case Kind::Gather:
       gradient_gathered(nodes_.client_of(c.worker), piece);
       break;
     case Kind::Push: {
       Shard& shard = shards_[c.shard];
-      shard.applies.push(piece);
+      shard.applies.push({piece, c.worker, runtime_.step(c.worker), delivered.span});
       if (!shard.busy) start_apply(c.shard);
       break;
     }
@@ -233,7 +274,8 @@ void ParameterServerExchange::start_apply(int s) {
   Shard& shard = shards_[s];
   const PsConfig& ps = ctx_.scheme.ps;
   while (!shard.applies.empty()) {
-    const int piece = shard.applies.front();
+    const Apply& apply = shard.applies.front();
+    const int piece = apply.piece;
     const double bytes = pieces_[piece].bytes;
     // A representative client's gradient stands for that of every client it represents, applied
     // one after another.
@@ -246,9 +288,19 @@ void ParameterServerExchange::start_apply(int s) {
     const double now = ctx_.engine.now();
     shard.busy = true;
     shard.apply_start = now;
-    if (ctx_.trace != nullptr) {
-      ctx_.span(ctx_.layout.first_ps_process + s, ctx_.layout.apply,
-                ctx_.workload.tensors[pieces_[piece].tensor].name, "apply", now, duration);
+    // Every worker's gradients: the shard's lane is one resource, whichever workers are traced.
+    if (ctx_.trace != nullptr && ctx_.layout.keeps_step(apply.step)) {
+      const int span = ctx_.span({.process = ctx_.layout.first_ps_process + s,
+                                  .thread = ctx_.layout.apply,
+                                  .name = ctx_.workload.tensors[pieces_[piece].tensor].name,
+                                  .category = "apply",
+                                  .start = now,
+                                  .duration = duration,
+                                  .step = apply.step,
+                                  .bytes = bytes,
+                                  .shard = s,
+                                  .worker = apply.worker});
+      ctx_.flow(apply.push, span, "push");
     }
     ctx_.engine.schedule(now + duration, ApplyDone{s});
     return;
@@ -260,7 +312,7 @@ void ParameterServerExchange::on_apply_done(int s) {
   shard.busy = false;
   const double window_start = runtime_.window_start();
   if (window_start >= 0) shard.busy_time_in_window += ctx_.engine.now() - std::max(shard.apply_start, window_start);
-  const int piece = shard.applies.front();
+  const int piece = shard.applies.front().piece;
   shard.applies.pop();
   on_piece_applied(piece);
   start_apply(s);

@@ -56,9 +56,16 @@ class ParameterServerExchange final : public Exchange {
     int in_flight = kNone;  // piece being sent
     double send_start = 0;
     net::FlowId flow{};
+    int trace_path = kNone;  ///< index into the trace's paths
+  };
+  struct Apply {
+    int piece;
+    int worker;  ///< the client leader whose gradient it is
+    int step;    ///< of that worker
+    int push;    ///< the push's trace span, or kNone
   };
   struct Shard {
-    std::queue<int> applies;  // pieces
+    std::queue<Apply> applies;
     bool busy = false;
     double busy_time_in_window = 0;
     double apply_start = 0;
@@ -78,7 +85,7 @@ class ParameterServerExchange final : public Exchange {
   void enqueue(int connection, int piece, uint64_t priority);
   void send_next(int connection, bool reuse_flow);
   void on_message_sent(int connection);
-  void on_delivered(int connection, int piece);
+  void on_delivered(const Delivered& delivered);
   void start_apply(int shard);
   void on_apply_done(int shard);
   void on_piece_applied(int piece);

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <memory>
 #include <numbers>
+#include <optional>
+#include <utility>
 
 #include "scheme/allreduce_exchange.hpp"
 #include "scheme/collective_timing.hpp"
@@ -16,6 +18,7 @@
 #include "scheme/fsdp_exchange.hpp"
 #include "scheme/parameter_server_exchange.hpp"
 #include "scheme/step_paths.hpp"
+#include "scheme/trace_network.hpp"
 #include "scheme/worker_runtime.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/detail/hash.hpp"
@@ -41,23 +44,60 @@ std::unique_ptr<Exchange> make_exchange(const StepContext& context, WorkerRuntim
   return nullptr;
 }
 
-sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, int workers, TraceLayout& layout) {
+sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, const SimulationOptions& options,
+                             int workers, TraceLayout& layout) {
+  const sim::TraceSelection& kept = options.trace_selection;
+  layout.kept_workers.assign(workers, kept.workers.empty() ? 1 : 0);
+  for (int v : kept.workers) {
+    if (v >= 0 && v < workers) layout.kept_workers[v] = 1;
+  }
+  if (kept.workers.empty() && kept.first_workers > 0) {
+    for (int v = kept.first_workers; v < workers; ++v) layout.kept_workers[v] = 0;
+  }
+  layout.first_step = kept.steps > 0 ? options.warmup_steps : 0;
+  layout.last_step = kept.steps > 0 ? options.warmup_steps + kept.steps - 1 : options.warmup_steps + options.measure_steps - 1;
+
   sim::Trace trace;
-  for (int i = 0; i < workers; ++i) trace.add_process(fmt::format("worker {}", i));
+  // Workers not kept keep their index, unnamed (not written).
+  for (int i = 0; i < workers; ++i) trace.add_process(layout.kept_workers[i] ? fmt::format("worker {}", i) : "");
   layout.first_ps_process = workers;
   if (scheme.scheme == Scheme::ParameterServer) {
     for (int s = 0; s < scheme.ps.count; ++s) trace.add_process(fmt::format("ps {}", s));
   }
-  for (const std::string& lane : w.lanes) trace.add_thread(lane);
-  layout.pull = trace.add_thread("pull");
-  layout.push = trace.add_thread("push");
-  layout.allreduce = trace.add_thread("allreduce");
-  layout.apply = trace.add_thread("apply");
-  if (scheme.scheme == Scheme::Fsdp) {
-    layout.gather = trace.add_thread("all-gather");
-    layout.reduce = trace.add_thread("reduce-scatter");
+  layout.network_process = trace.add_process("network");
+  for (const std::string& lane : w.lanes) trace.add_thread(lane);  // thread = lane (worker_runtime.cpp)
+  layout.steps = trace.add_thread("steps");
+  switch (scheme.scheme) {
+    case Scheme::ParameterServer:
+      // One track per connection: a connection sends one message at a time, so its spans never
+      // overlap, where one track for all of a worker's pulls would hold concurrent ones.
+      layout.first_pull = static_cast<int>(trace.threads.size());
+      for (int s = 0; s < scheme.ps.count; ++s) trace.add_thread(fmt::format("pull from ps {}", s));
+      layout.first_push = static_cast<int>(trace.threads.size());
+      for (int s = 0; s < scheme.ps.count; ++s) trace.add_thread(fmt::format("push to ps {}", s));
+      layout.broadcast = trace.add_thread("broadcast from leader");
+      layout.local_gather = trace.add_thread("gather to leader");
+      layout.apply = trace.add_thread("apply");
+      break;
+    case Scheme::AllReduce:
+      layout.allreduce = trace.add_thread("allreduce");
+      break;
+    case Scheme::Fsdp:
+      layout.gather = trace.add_thread("all-gather");
+      layout.reduce = trace.add_thread("reduce-scatter");
+      break;
   }
   return trace;
+}
+
+/// The time the trace's spans cover.
+std::pair<double, double> span_window(const sim::Trace& trace) {
+  double t0 = net::kInfinity, t1 = -net::kInfinity;
+  for (const sim::TraceSpan& s : trace.spans) {
+    t0 = std::min(t0, s.start);
+    t1 = std::max(t1, s.start + s.duration);
+  }
+  return {t0, t1};
 }
 
 void sort_links(std::vector<LinkLoad>& links) {
@@ -122,10 +162,13 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
                            const FsdpPlans* fsdp_plans) {
   STEPCAST_ASSERT(workload::validate(w).empty());
   STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
-  StepEngine engine(network);
+  // A trace also records the links' load, through a network that forwards every call.
+  std::optional<TracedNetwork> traced;
+  if (options.record_trace) traced.emplace(network, cluster.links.size());
+  StepEngine engine(traced ? static_cast<net::NetworkModel&>(*traced) : network);
   TraceLayout layout;
   sim::Trace trace;
-  if (options.record_trace) trace = make_trace_layout(w, scheme, cluster.spec.workers, layout);
+  if (options.record_trace) trace = make_trace_layout(w, scheme, options, cluster.spec.workers, layout);
   const StepContext context{w,      scheme, options, cluster, engine, options.record_trace ? &trace : nullptr,
                             layout, representative, fsdp_plans};
   WorkerRuntime runtime(context);
@@ -168,6 +211,12 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   exchange->add_loads(r, window_start);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
+  if (traced) {
+    if (options.warmup_steps == 0) trace.instants.push_back({-1, "measured window opens", 0.0});
+    traced->finish(engine.now());
+    const auto [t0, t1] = span_window(trace);
+    traced->add_counters(trace, cluster, layout.network_process, t0, t1);
+  }
   r.trace = std::move(trace);
   return r;
 }

@@ -1,5 +1,7 @@
 #include "scheme/worker_runtime.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace stepcast::scheme {
@@ -32,6 +34,11 @@ WorkerRuntime::WorkerRuntime(const StepContext& context)
     worker.lane_next.resize(w.lanes.size());
     worker.lane_busy.resize(w.lanes.size());
     worker.step_ends.reserve(target_steps_ + 1);
+    if (ctx_.trace != nullptr) {
+      worker.op_span.assign(num_ops_, kNone);
+      worker.waited_for.assign(num_ops_, kNone);
+      worker.waited_at.assign(num_ops_, 0.0);
+    }
   }
 }
 
@@ -78,7 +85,21 @@ void WorkerRuntime::try_start_ops(int w) {
     worker.lane_next[lane]++;
     const double duration = ctx_.workload.ops[op].duration * worker.compute_scale;
     if (ctx_.trace != nullptr) {
-      ctx_.span(w, static_cast<int>(lane), ctx_.workload.ops[op].name, "compute", now, duration);
+      worker.op_span[op] = kNone;
+      if (ctx_.layout.keeps(w, worker.step)) {
+        worker.op_span[op] = ctx_.span({.process = w,
+                                        .thread = static_cast<int>(lane),
+                                        .name = ctx_.workload.ops[op].name,
+                                        .category = "compute",
+                                        .start = now,
+                                        .duration = duration,
+                                        .step = worker.step});
+        // The input it got last, if that is what it was waiting for (it starts as it arrives).
+        if (worker.waited_for[op] != kNone && worker.waited_at[op] == now) {
+          ctx_.flow(worker.waited_for[op], worker.op_span[op], "input");
+        }
+      }
+      worker.waited_for[op] = kNone;
     }
     ctx_.engine.schedule(now + duration, OpDone{w, op});
     exchange_->op_started(w, op);
@@ -94,23 +115,32 @@ void WorkerRuntime::op_done(int w, int op) {
   worker.ops_done++;
   work_done_++;
   for (int d : dependents_[op]) worker.unmet[d]--;
+  if (ctx_.trace != nullptr) worker.finishing_span = worker.op_span[op];
   exchange_->op_finished(w, op);
   for (int t : produced_[op]) exchange_->gradient_ready(w, t);
   if (worker.ops_done == num_ops_) {
     for (int t : unproduced_) exchange_->gradient_ready(w, t);
   }
+  worker.finishing_span = kNone;
   try_start_ops(w);
   maybe_finish_step(w);
 }
 
-void WorkerRuntime::input_arrived(int w, int tensor) {
+void WorkerRuntime::unmet_input(int w, int op, int source) {
   Worker& worker = workers_[w];
-  for (int consumer : ctx_.workload.tensors[tensor].consumers) worker.unmet[consumer]--;
+  if (--worker.unmet[op] == 0 && source != kNone) {
+    worker.waited_for[op] = source;
+    worker.waited_at[op] = ctx_.engine.now();
+  }
+}
+
+void WorkerRuntime::input_arrived(int w, int tensor, int source) {
+  for (int consumer : ctx_.workload.tensors[tensor].consumers) unmet_input(w, consumer, source);
   try_start_ops(w);
 }
 
-void WorkerRuntime::op_input_arrived(int w, int op) {
-  workers_[w].unmet[op]--;
+void WorkerRuntime::op_input_arrived(int w, int op, int source) {
+  unmet_input(w, op, source);
   try_start_ops(w);
 }
 
@@ -141,8 +171,17 @@ void WorkerRuntime::maybe_finish_step(int w) {
   const double cycle = now - worker.step_start;
   const double compute = std::max(0.0, cycle - worker.wait - worker.communication);
   worker.step_ends.push_back(now);
-  worker.step++;
   const int warmup = ctx_.options.warmup_steps;
+  if (ctx_.trace != nullptr && ctx_.layout.keeps(w, worker.step)) {
+    ctx_.span({.process = w,
+               .thread = ctx_.layout.steps,
+               .name = fmt::format("{} {}", worker.step < warmup ? "warm-up" : "step", worker.step),
+               .category = "step",
+               .start = worker.step_start,
+               .duration = cycle,
+               .step = worker.step});
+  }
+  worker.step++;
   if (worker.step > warmup && worker.step <= target_steps_) {
     worker.measured_compute += compute;
     worker.measured_communication += worker.communication;
@@ -153,6 +192,7 @@ void WorkerRuntime::maybe_finish_step(int w) {
   if (worker.step == warmup && ++past_warmup_ == static_cast<int>(workers_.size()) && window_start_ < 0) {
     window_start_ = now;
     link_bytes_at_window_ = ctx_.engine.network().link_bytes();
+    if (ctx_.trace != nullptr) ctx_.trace->instants.push_back({-1, "measured window opens", now});
   }
   // The next step starts now, but after everything else that happens now: what it requests
   // (a parameter server's pulls) must see every delivery of this instant, not only those of

@@ -24,10 +24,11 @@ class WorkerRuntime {
   void op_done(int w, int op);
 
   // Driven by the exchange.
-  /// One input every consumer of `tensor` waits for arrived at worker w.
-  void input_arrived(int w, int tensor);
-  /// One input op `op` waits for arrived at worker w.
-  void op_input_arrived(int w, int op);
+  /// One input every consumer of `tensor` waits for arrived at worker w; `source` is the trace
+  /// span that brought it (kNone if not recorded), drawn as a flow to an op that waited for it.
+  void input_arrived(int w, int tensor, int source = kNone);
+  /// One input op `op` waits for arrived at worker w (`source` as for input_arrived).
+  void op_input_arrived(int w, int op, int source = kNone);
   /// One item of worker w's step finished.
   void item_done(int w);
   /// Worker w waited for others (a barrier) until now.
@@ -35,6 +36,9 @@ class WorkerRuntime {
   void release_all();
 
   [[nodiscard]] int step(int w) const { return workers_[w].step; }
+  /// While worker w's op is ending (the exchange's op_finished and gradient_ready): its trace
+  /// span, or kNone when not recorded.
+  [[nodiscard]] int finishing_span(int w) const { return workers_[w].finishing_span; }
   /// Ops and exchange items done so far over those of every worker's steps (0..1): the run's
   /// progress, for SimulationOptions::progress.
   [[nodiscard]] double fraction_done() const;
@@ -50,6 +54,7 @@ class WorkerRuntime {
   void try_start_ops(int w);
   void maybe_finish_step(int w);
   void close_idle(int w);
+  void unmet_input(int w, int op, int source);
 
   const StepContext& ctx_;
   Exchange* exchange_ = nullptr;
@@ -74,6 +79,10 @@ class WorkerRuntime {
     double release = 0;                  // latest time a barrier this worker waited on was released
     double communication = 0, wait = 0;  // idle time of the current step
     std::vector<double> step_ends;
+    // Trace only: op -> its span this step; the span of the input it got last and when.
+    std::vector<int> op_span, waited_for;
+    std::vector<double> waited_at;
+    int finishing_span = kNone;
     double measured_compute = 0, measured_communication = 0, measured_wait = 0;
   };
   std::vector<Worker> workers_;

@@ -145,6 +145,7 @@ report::Sweep run(const Request& request) {
           at.cluster.workers = counts[c];
           predict::Options options = at.options;
           options.record_trace = request.record_trace && t + 1 == tasks && c + 1 == counts.size();
+          if (options.record_trace) options.trace_selection = request.trace_selection;
           // A profile is replayed at its own worker count and extrapolated at others.
           std::optional<workload::Workload> rebuilt;
           if (!at.workload.profile.empty() && at.cluster.workers != at_config.cluster.workers) {

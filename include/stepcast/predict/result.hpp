@@ -53,6 +53,8 @@ struct Options {
   /// false forces the full event-by-event engine.
   bool fast_paths = true;
   JobOptions job{};
+  /// With record_trace: the workers and steps the trace keeps (predict --trace-workers, --trace-steps).
+  sim::TraceSelection trace_selection{};
   bool operator==(const Options&) const = default;
 };
 

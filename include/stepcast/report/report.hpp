@@ -52,7 +52,11 @@ void write_json(std::ostream& out, const Sweep& sweep);
 /// per-step samples.
 void write_csv(std::ostream& out, const Sweep& sweep);
 /// Chrome trace event JSON: {"traceEvents": [...], "displayTimeUnit": "ms"}; one pid per
-/// process, one tid per thread, "M" metadata naming them, "X" events in microseconds.
+/// process, one tid per thread, "M" metadata naming them, "X" events in microseconds (times
+/// rounded to the nanosecond, ends too, so spans disjoint in the trace stay disjoint) with the
+/// spans' set fields as "args"; flows as "s"/"f" pairs (cat "flow", "bp": "e") at the start of
+/// the spans they join, right after them; instants as "i" (scope "g" or "p"); counters as "C".
+/// Processes named "" are written only if something uses them.
 void write_chrome_trace(std::ostream& out, const predict::Trace& trace);
 
 /// JSON string escaping (quotes included), shared by the writers.

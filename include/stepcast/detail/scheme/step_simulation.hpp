@@ -56,6 +56,8 @@ struct SimulationOptions {
   /// work done: ops and exchange items (transfers, collectives) of every worker's steps. For a
   /// caller's progress report or cost warning; never changes the result. Fast paths do not call it.
   std::function<void(double fraction_done)> progress{};
+  /// With record_trace: the workers and steps the trace keeps (the simulation is the same).
+  sim::TraceSelection trace_selection{};
 };
 
 /// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
