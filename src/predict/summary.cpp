@@ -73,7 +73,9 @@ const char* to_string(BottleneckKind kind) {
 }
 
 void finish_result(Result& r, const workload::Workload& workload) {
-  finish_result(r, workload.step_time_alone(), workload.batch_per_worker);
+  const double baseline =
+      workload.facts.baseline_step_time > 0 ? workload.facts.baseline_step_time : workload.step_time_alone();
+  finish_result(r, baseline, workload.batch_per_worker);
 }
 
 void finish_result(Result& r, double alone_step_time, int batch_per_worker) {

@@ -155,6 +155,11 @@ const Choices<ReplayMode>& replay_modes() {
   static const Choices<ReplayMode> c{{"auto", ReplayMode::Auto}, {"never", ReplayMode::Never}};
   return c;
 }
+const Choices<MeasuredWith>& measured_withs() {
+  static const Choices<MeasuredWith> c{
+      {"alone", MeasuredWith::Alone}, {"ps", MeasuredWith::Ps}, {"allreduce", MeasuredWith::Allreduce}};
+  return c;
+}
 const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{
       {"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}, {"analytic", Predictor::Analytic}};
@@ -430,6 +435,12 @@ std::vector<KeyDef> make_table() {
       "step time; the step time is their mean; k steps cost k predictions) or the representative "
       "step alone",
       [](auto& s) -> auto& { return s.workload.step_samples; }));
+  t.push_back(choice_key(
+      "workload.measured_with", "alone", measured_withs(),
+      "what the measured single-worker step included: compute alone, a round trip to the parameter servers "
+      "of training.ps.* (ps: the compute is the measurement less one worker's predicted communication, and "
+      "speed-up is against the measurement), or a one-worker all-reduce (no communication)",
+      [](auto& s) -> auto& { return s.workload.measured_with; }));
   t.push_back(choice_key(
       "workload.replay", "auto", replay_modes(),
       "with workload.profile at the trace's own worker count: replay its measured collectives (auto) or "

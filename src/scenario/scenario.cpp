@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "key_table.hpp"
 #include "stepcast/detail/text_file.hpp"
+#include "stepcast/predict/predict.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/detail/profile/astrasim_workload.hpp"
 #include "stepcast/detail/profile/chakra_trace.hpp"
@@ -692,6 +694,50 @@ workload::Workload build_workload(const Scenario& scenario) {
       throw Error({e.where().file.empty() ? scenario.file : e.where().file, e.where().line, "workload.layer_times"},
                   e.message());
     }
+  }
+  if (w.measured_with == MeasuredWith::Ps && w.compute_source == ComputeSource::Measured) {
+    // The measurement included one worker's round trip to the servers: the compute is what is
+    // left once that is taken out.
+    scheme::SchemeConfig ps = scenario.scheme;
+    ps.scheme = scheme::Scheme::ParameterServer;
+    ps.mode = scheme::Mode::Sync;
+    cluster::ClusterSpec one = scenario.cluster;
+    one.workers = 1;
+    predict::Options options = scenario.options;
+    options.job = {};
+    options.compute_cv = 0;
+    options.compute_cv_auto = false;
+    auto one_worker_step = [&](double compute) {
+      const workload::Workload at = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                                                              .step_time = compute,
+                                                              .precision = w.precision,
+                                                              .backward_to_forward = w.backward_to_forward,
+                                                              .checkpointing = w.checkpointing});
+      return predict::predict(at, one, ps, options).step_time;
+    };
+    // The one-worker step grows with the compute; bisect for the compute that gives the
+    // measurement (a fixed point can oscillate where pulls overlap the forward pass).
+    double lo = 1e-9 * w.step_time, hi = w.step_time;
+    if (one_worker_step(lo) >= w.step_time) {
+      throw Error({scenario.file, 0, "workload.measured_with"},
+                  fmt::format("one worker's predicted round trip to the servers ({}) is at least the measured step "
+                              "({}): the measurement cannot have included it",
+                              format_duration(one_worker_step(lo)), format_duration(w.step_time)));
+    }
+    double compute = hi;
+    for (int i = 0; i < 100; ++i) {
+      compute = 0.5 * (lo + hi);
+      const double step = one_worker_step(compute);
+      if (std::fabs(step - w.step_time) <= 1e-12 * w.step_time) break;
+      (step < w.step_time ? lo : hi) = compute;
+      if (hi - lo <= 1e-13 * w.step_time) break;
+    }
+    out = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                                   .step_time = compute,
+                                   .precision = w.precision,
+                                   .backward_to_forward = w.backward_to_forward,
+                                   .checkpointing = w.checkpointing});
+    out.facts.baseline_step_time = w.step_time;
   }
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);

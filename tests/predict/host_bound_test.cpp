@@ -79,3 +79,31 @@ TEST_F(SharedTrace, ReplayedAtItsOwnSizeExtrapolatedElsewhereOrWhenAsked) {
 
 }  // namespace
 }  // namespace stepcast::predict
+
+namespace stepcast::predict {
+namespace {
+
+const std::string kPsExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+
+Result ps_at(int workers, const std::vector<std::string>& more) {
+  std::vector<std::string> overrides = more;
+  overrides.push_back("cluster.workers=" + std::to_string(workers));
+  const scenario::Scenario s = scenario::load_scenario(kPsExample, overrides);
+  return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+}
+
+TEST(MeasuredWith, AMeasurementThatIncludedThePsGivesOneWorkerSpeedUpOne) {
+  for (const char* predictor : {"fine", "coarse"}) {
+    const std::vector<std::string> with{"workload.measured_with=ps", std::string("predictor=") + predictor};
+    const Result one = ps_at(1, with);
+    EXPECT_NEAR(one.speedup, 1.0, 1e-6) << predictor;
+    // Taken as compute alone, the same measurement adds a round trip on top: slower than measured.
+    const Result alone = ps_at(1, {std::string("predictor=") + predictor});
+    EXPECT_LT(alone.speedup, 0.99) << predictor;
+    // Less compute per step: at scale the prediction is faster, and its compute share smaller.
+    EXPECT_LT(ps_at(16, with).step_time, ps_at(16, {std::string("predictor=") + predictor}).step_time) << predictor;
+  }
+}
+
+}  // namespace
+}  // namespace stepcast::predict

@@ -31,6 +31,11 @@ enum class StepSamples : uint8_t {
 /// simulate them as at any other count (never).
 enum class ReplayMode : uint8_t { Auto, Never };
 
+/// What the measured single-worker step time included besides compute: nothing (alone), a round
+/// trip to the scenario's parameter servers (ps), or a one-worker all-reduce (allreduce: no
+/// communication with one worker, so the same as alone).
+enum class MeasuredWith : uint8_t { Alone, Ps, Allreduce };
+
 /// Where a worker's compute time comes from (said in the table).
 enum class ComputeSource : uint8_t {
   Measured,        ///< workload.step_time or workload.single_worker_throughput
@@ -62,6 +67,7 @@ struct WorkloadSpec {
   double backward_to_forward = 2.0;
   StepSamples step_samples = StepSamples::All;
   ReplayMode replay = ReplayMode::Auto;
+  MeasuredWith measured_with = MeasuredWith::Alone;
   bool operator==(const WorkloadSpec&) const = default;
 };
 

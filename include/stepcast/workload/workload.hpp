@@ -71,6 +71,10 @@ struct ModelFacts {
   /// (zoo::training_flops_per_token x tokens), and as 6 N per token (zoo::flops_per_token_6n).
   double flops_per_sample = 0;
   double flops_per_sample_6n = 0;
+  /// s: the measured single-worker step the compute was derived from when that measurement
+  /// included communication (workload.measured_with: ps); speed-up is against it. 0: the compute
+  /// alone (step_time_alone()) is the baseline.
+  double baseline_step_time = 0;
   /// bytes of activations one worker stores at the peak of a step (its batch, the checkpointing
   /// mode); < 0: not modelled for this workload.
   double activation_bytes = -1;
