@@ -109,7 +109,9 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
   };
   std::vector<Layer> layers;
   for (size_t l = 0; l < num_layers; ++l) {
-    const auto& [line, t] = lines[l + 2];
+    // Not a structured binding: lambdas capture those only from clang 16 on (the fuzz build uses 14).
+    const int line = lines[l + 2].first;
+    const std::vector<std::string_view>& t = lines[l + 2].second;
     // Classic rows have 12 fields; 21 when a GEMM shape (3 numbers) follows each compute time.
     if (t.size() != 12 && t.size() != 21) {
       throw Error(
