@@ -67,8 +67,9 @@ for t in $targets; do
     done
   fi
   log=$build/logs/$t.log
+  : >"$log"
   repro=$(repro_files "$t")
-  if [ -n "$repro" ] && ! "$bin" -runs=1 $repro >"$log" 2>&1; then
+  if [ -n "$repro" ] && ! "$bin" -runs=1 $repro >>"$log" 2>&1; then
     echo "run-fuzz: $t: a pinned reproducer crashes again; see $log" >&2
     tail -n 30 "$log" >&2
     failed+=("$t")
