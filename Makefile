@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan test-simgrid test-package test-python python bench format tidy clean
+.PHONY: deps build demo test test-asan test-simgrid test-package test-python python bench format tidy clean fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -37,6 +37,16 @@ tidy: build
 
 clean:
 	rm -rf build
+
+# libFuzzer on every reader and loader (tests/fuzz/README.md): clang with ASan and UBSan, each
+# target FUZZ_SECONDS (60) seconds after the pinned reproducers of tests/data/fuzz/; corpora in
+# build/fuzz/corpus/<target>. `FUZZ_SECONDS=30 make fuzz`; FUZZ_TARGETS="scenario kineto" picks.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@STEPCAST_WITH_FUZZ=1 scripts/install-deps.sh
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS) --target fuzz_targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
 
 # Cross-check of the flow model against SimGrid's max-min model (README, Development).
 test-simgrid:

@@ -7,6 +7,9 @@ packages=(cmake ninja-build g++ make pkg-config libfmt-dev libyaml-cpp-dev libcl
           python3-pybind11 pybind11-dev python3-pytest python3-dev python3-pandas)
 # The optional SimGrid cross-check (make test-simgrid) also needs SimGrid.
 if [ "${STEPCAST_WITH_SIMGRID:-0}" = 1 ]; then packages+=(libsimgrid-dev); fi
+# The fuzz targets (make fuzz) need clang with libFuzzer and the sanitizer runtimes (Debian 12:
+# clang 14; libFuzzer is in libclang-rt-14-dev) and llvm-symbolizer (llvm-14) for stack traces.
+if [ "${STEPCAST_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang clang-14 libclang-rt-14-dev llvm-14); fi
 # The HTML report's browser test (tests/report/html_report_test.cpp) runs headless Chromium;
 # without it that test is skipped.
 if [ "${STEPCAST_WITH_BROWSER:-0}" = 1 ]; then packages+=(chromium); fi

@@ -12,6 +12,7 @@
 
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::calibrate {
 
@@ -68,6 +69,24 @@ void for_each_line(std::string_view text, F&& f) {
     if (end == std::string_view::npos) end = text.size();
     f(++number, text.substr(pos, end - pos));
     pos = end + 1;
+  }
+}
+
+/// The least time a measurement may give: nccl-tests prints microseconds with two decimals, and
+/// no collective completes in under a nanosecond. Below it, a time that is positive in the file can
+/// be 0 s or subnormal once converted (4004.9e-324 us), and the fitted bandwidth is infinite.
+constexpr double kMinTime = 1e-9;
+
+/// A point of a real sweep: a size in (0, 1 PB] and a time in [1 ns, 1e6 s] (limits in units.hpp).
+void check_point(const std::string& file, int line, double bytes, std::string_view bytes_text, double time,
+                 const std::string& time_key, std::string_view time_text) {
+  if (!(bytes > 0 && bytes <= limits::kMaxBytes)) {
+    throw Error({file, line, "size"}, fmt::format("expected a size in (0, {:g}] bytes, got '{}'", limits::kMaxBytes,
+                                                  bytes_text));
+  }
+  if (!(time >= kMinTime && time <= limits::kMaxDuration)) {
+    throw Error({file, line, time_key}, fmt::format("'{}' is a time of {:g} s, outside [1 ns, {:g} s]", time_text,
+                                                    time, limits::kMaxDuration));
   }
 }
 
@@ -147,6 +166,7 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& fil
     if (*bytes <= 0) {
       throw Error({file_name, number, "size"}, fmt::format("expected a size > 0 bytes, got '{}'", f[0]));
     }
+    check_point(file_name, number, *bytes, f[0], *time_us * 1e-6, "time", f[half]);
     log.points.push_back({*bytes, *time_us * 1e-6, number});
   });
   finish(log, "all_reduce_perf");
@@ -204,9 +224,12 @@ CollectiveLog parse_xla_table(std::string_view text, const std::string& file_nam
     const double bytes = number_at("bytes");
     // The throughput is the measurement (bytes / runtime); time_us is derived from it and
     // rounded to 10 ns, which is 0.03% at the smallest sizes.
+    const char* time_column =
+        column.contains("network_throughput_bytes_per_sec") ? "network_throughput_bytes_per_sec" : "time_us";
     const double time = column.contains("network_throughput_bytes_per_sec")
                             ? bytes / number_at("network_throughput_bytes_per_sec")
                             : number_at("time_us") * 1e-6;
+    check_point(file_name, number, bytes, f[column.at("bytes")], time, time_column, f[column.at(time_column)]);
     if (column.contains("group_size")) {
       const double group_cell = number_at("group_size");
       if (group_cell > 1e6 || group_cell != std::floor(group_cell)) {

@@ -12,6 +12,7 @@
 
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::profile {
 namespace {
@@ -38,6 +39,26 @@ double number(std::string_view token, const SourceLocation& where) {
   }
   if (value < 0) throw Error(where, fmt::format("expected a number >= 0, got '{}'", token));
   return value;
+}
+
+/// A communication size within the physical range (units.hpp): 1e308 bytes passed the reader and
+/// made the workload invalid, an error that named no file or line.
+double comm_bytes(std::string_view token, const SourceLocation& where) {
+  const double bytes = number(token, where);
+  if (bytes > limits::kMaxBytes) {
+    throw Error(where, fmt::format("'{}' bytes is more than stepcast takes ({:g} bytes)", token, limits::kMaxBytes));
+  }
+  return bytes;
+}
+
+/// A time in ticks, in seconds, within the physical range of one op (units.hpp).
+double ticks(std::string_view token, const SourceLocation& where, double seconds_per_tick) {
+  const double seconds = number(token, where) * seconds_per_tick;
+  if (!(seconds <= limits::kMaxDuration)) {
+    throw Error(where, fmt::format("'{}' ticks of {:g} s is more than stepcast takes ({:g} s)", token,
+                                   seconds_per_tick, limits::kMaxDuration));
+  }
+  return seconds;
 }
 
 /// ASTRA-sim 1.0 reads comm types by prefix (ALLREDUCE, ALLGATHER, REDUCESCATTER, ALLTOALL, with
@@ -109,7 +130,9 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
   };
   std::vector<Layer> layers;
   for (size_t l = 0; l < num_layers; ++l) {
-    const auto& [line, t] = lines[l + 2];
+    // Not a structured binding: lambdas capture those only from clang 16 on (the fuzz build uses 14).
+    const int line = lines[l + 2].first;
+    const std::vector<std::string_view>& t = lines[l + 2].second;
     // Classic rows have 12 fields; 21 when a GEMM shape (3 numbers) follows each compute time.
     if (t.size() != 12 && t.size() != 21) {
       throw Error(
@@ -126,9 +149,9 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     double times[3];
     for (size_t p = 0; p < 3; ++p) {
       const std::string base = pass_names[p];
-      times[p] = number(field(p, 0), {file_name, line, base + "_compute_time"}) * options.seconds_per_tick;
+      times[p] = ticks(field(p, 0), {file_name, line, base + "_compute_time"}, options.seconds_per_tick);
       const Comm type = comm_type(field(p, 1), {file_name, line, base + "_comm_type"});
-      const double bytes = number(field(p, 2), {file_name, line, base + "_comm_size"});
+      const double bytes = comm_bytes(field(p, 2), {file_name, line, base + "_comm_size"});
       if (p == 2 && type == Comm::AllReduce) {
         layer.wg_allreduce = bytes > 0;
         layer.wg_bytes = bytes;
@@ -140,7 +163,7 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     layer.fwd = times[0];
     layer.ig = times[1];
     layer.wg = times[2];
-    layer.update = number(t.back(), {file_name, line, "wg_update_time"}) * options.seconds_per_tick;
+    layer.update = ticks(t.back(), {file_name, line, "wg_update_time"}, options.seconds_per_tick);
     layers.push_back(std::move(layer));
   }
 
@@ -162,6 +185,12 @@ workload::Workload parse_astrasim_workload(std::string_view text, const std::str
     wg_op[l] = add("wg:" + layers[l].name, workload::OpKind::Backward, layers[l].wg, l);
     add("ig:" + layers[l].name, workload::OpKind::Backward, layers[l].ig, l);
     update += layers[l].update;
+  }
+  // One op holds every layer's update: the sum has the limit of one op too.
+  if (!(update <= limits::kMaxDuration)) {
+    throw Error({file_name, lines.back().first, "wg_update_time"},
+                fmt::format("the update times add up to {:g} s, more than one op takes ({:g} s)", update,
+                            limits::kMaxDuration));
   }
   if (update > 0) add("update", workload::OpKind::Other, update, -1);
   for (int l = 0; l < n; ++l) {

@@ -29,6 +29,11 @@ using workload::Precision;
   throw Error(value.where, fmt::format("expected {}, got '{}'", expected, value.text));
 }
 
+// Bounds of number keys without a physical limit in units.hpp: far beyond real values (a
+// backward pass is 2-3x the forward, fat-trees are oversubscribed up to about 10:1).
+constexpr double kMaxBackwardRatio = 1000;
+constexpr double kMaxOversubscription = 1000;
+
 // YAML allows "+8"; std::from_chars does not.
 std::string_view number_text(const RawValue& value) {
   std::string_view s = value.text;
@@ -196,15 +201,20 @@ KeyDef integer_key(std::string key, std::string def, int min, int max, std::stri
       }};
 }
 
+/// A plain number in [min, max] ((min, max] without min_allowed). Every number key has a
+/// finite upper bound: without one 1e308 passes here and overflows the predictors' sums (a NaN
+/// or inf step time, reported without the key or the line).
 template <class F>
-KeyDef number_key(std::string key, std::string def, double min, bool min_allowed, std::string description,
-                  F field) {
-  std::string bound = fmt::format("{} {}", min_allowed ? ">=" : ">", min);
+KeyDef number_key(std::string key, std::string def, double min, bool min_allowed, double max,
+                  std::string description, F field) {
+  std::string bound = fmt::format("in {}{}, {}]", min_allowed ? "[" : "(", format_number(min), format_number(max));
   std::string expected = "a number " + bound;
   return {{std::move(key), "number " + bound, std::move(def), std::move(description)},
           true,
-          [field, min, min_allowed, expected](const RawValue& v, Draft& d) {
-            field(d.scenario) = parse_number(v, min, min_allowed, expected);
+          [field, min, min_allowed, max, expected](const RawValue& v, Draft& d) {
+            const double x = parse_number(v, min, min_allowed, expected);
+            if (x > max) fail(v, expected);
+            field(d.scenario) = x;
           },
           [field](const Scenario& s) {
             return Rendered{format_number(field(s)), true};
@@ -476,7 +486,7 @@ std::vector<KeyDef> make_table() {
       "precision of parameters and gradients (sets bytes per element)",
       [](auto& s) -> auto& { return s.workload.precision; }));
   t.push_back(number_key(
-      "workload.backward_ratio", "2", 0, true, "backward time / forward time of each layer",
+      "workload.backward_ratio", "2", 0, true, kMaxBackwardRatio, "backward time / forward time of each layer",
       [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
   t.push_back({{"workload.compute_cv", "number in [0, 10] or auto", "0",
                 "stragglers: coefficient of variation of a worker's compute time per step (seeded, per "
@@ -512,7 +522,8 @@ std::vector<KeyDef> make_table() {
       "cluster.fat_tree.radix", "16", 2, 256, "switch ports k: k/2 hosts per leaf and k/2 uplinks",
       [](auto& s) -> auto& { return s.cluster.fat_tree.radix; }));
   t.push_back(number_key(
-      "cluster.fat_tree.oversubscription", "1", 1, true, "host bandwidth below a switch / bandwidth above it",
+      "cluster.fat_tree.oversubscription", "1", 1, true, kMaxOversubscription,
+      "host bandwidth below a switch / bandwidth above it",
       [](auto& s) -> auto& { return s.cluster.fat_tree.oversubscription; }));
   t.push_back(integer_key(
       "cluster.bigraph.switches_per_half", "4", 1, 1024,
@@ -724,7 +735,7 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.options.predictor; }));
   // --- the whole job: start-up and steps (every predictor)
   t.push_back(number_key(
-      "job.samples", "0", 0, true,
+      "job.samples", "0", 0, true, limits::kMaxSamples,
       "samples to train over all workers (epochs x dataset size); 0 = no job time",
       [](auto& s) -> auto& { return s.options.job.samples; }));
   t.push_back({{"job.epochs", "number > 0", "(unset)",

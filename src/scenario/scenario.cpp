@@ -415,6 +415,14 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     if (w.seq_len == 0) {
       throw Error({file_name, 0, "workload.seq_len"}, "required with workload.transformer: tokens per sequence");
     }
+    // Checked here, where the lines are known (build_workload's error named only the file).
+    zoo::TransformerShape shape = w.transformer;
+    shape.seq_len = w.seq_len;
+    try {
+      zoo::validate(shape);
+    } catch (const Error& e) {
+      throw Error(location_of(entries, e.where().key, file_name), e.message());
+    }
   }
   const zoo::ModelSpec* zoo_model = draft.model_given ? zoo::find_model(w.model) : nullptr;
   const bool decoder = shaped || (zoo_model != nullptr && zoo_model->transformer.has_value());
@@ -428,6 +436,16 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     }
   }
   if (zoo_model != nullptr && zoo_model->transformer && w.seq_len == 0) w.seq_len = zoo_model->transformer->seq_len;
+  if (zoo_model != nullptr && zoo_model->transformer && w.seq_len != zoo_model->transformer->seq_len) {
+    // The zoo decoder rebuilt at workload.seq_len (GPT-2 has 1024 learned positions).
+    zoo::TransformerShape shape = *zoo_model->transformer;
+    shape.seq_len = w.seq_len;
+    try {
+      zoo::validate(shape);
+    } catch (const Error& e) {
+      throw Error(location_of(entries, e.where().key, file_name), e.message());
+    }
+  }
 
   // The compute source: exactly one.
   std::vector<std::string> given;

@@ -279,9 +279,12 @@ void check_cluster_values(const ClusterSpec& c) {
         expect_int("cluster.torus.dims", d, 1, 4096);
         routers *= d;
       }
-      // topology_capacity() counts the routers in an int.
-      if (routers > std::numeric_limits<int>::max()) {
-        fail("cluster.torus.dims", fmt::format("{} routers are more than the simulator can hold", routers));
+      // The cluster builds every router and its links (4096x4096 took minutes and gigabytes for 2
+      // workers), and topology_capacity() counts them in an int.
+      if (routers > kMaxRouters) {
+        fail("cluster.torus.dims", fmt::format("{} routers are more than the simulator can hold (at most {}, a "
+                                               "router per node)",
+                                               routers, kMaxRouters));
       }
       break;
     }

@@ -20,17 +20,20 @@ std::string resolved_value(const scenario::Scenario& s, const std::string& key) 
 }  // namespace
 
 report::Advice advise(const AdviseRequest& request) {
-  const bool by_efficiency = request.target_efficiency > 0, by_throughput = request.target_throughput > 0;
+  // 0 is "not a target"; any other value must be one the flag takes (a negative or NaN target
+  // used to read as "no target" and the message named the wrong flag).
+  const double efficiency = request.target_efficiency, throughput = request.target_throughput;
+  if (efficiency != 0 && !(efficiency > 0 && efficiency <= 1)) {
+    throw Error({"", 0, "--target-efficiency"}, fmt::format("expected a fraction in (0, 1], got {}", efficiency));
+  }
+  if (throughput != 0 && !(throughput > 0 && std::isfinite(throughput))) {
+    throw Error({"", 0, "--target-throughput"},
+                fmt::format("expected a finite throughput > 0 in samples/s, got {}", throughput));
+  }
+  const bool by_efficiency = efficiency > 0, by_throughput = throughput > 0;
   if (by_efficiency == by_throughput) {
     throw Error({"", 0, "--target-efficiency"},
                 "give one target: --target-efficiency (0..1) or --target-throughput (samples/s)");
-  }
-  if (by_efficiency && !(request.target_efficiency <= 1)) {
-    throw Error({"", 0, "--target-efficiency"},
-                fmt::format("expected a fraction in (0, 1], got {}", request.target_efficiency));
-  }
-  if (by_throughput && !std::isfinite(request.target_throughput)) {
-    throw Error({"", 0, "--target-throughput"}, "expected a finite throughput in samples/s");
   }
   if (request.sweep.axes.empty()) {
     throw Error({"", 0, "--vary"}, "nothing to choose from: give at least one --vary KEY=V1,V2,...");

@@ -38,6 +38,31 @@ void require_positive(int64_t value, const std::string& field) {
   if (value < 1) bad_shape(field, fmt::format("expected an integer >= 1, got {}", value));
 }
 
+// Tensors and FLOPs of one MLP (a dense block's, or one expert's) on `tokens` tokens.
+void mlp(Layer& layer, const std::string& prefix, const TransformerShape& s, double tokens,
+         const char* gate_name, const char* up_name, const char* down_name) {
+  if (s.swiglu) linear(layer, prefix + "." + gate_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
+  linear(layer, prefix + "." + up_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
+  linear(layer, prefix + "." + down_name, s.ffn_hidden, s.hidden, tokens, s.linear_biases);
+}
+
+// Parameters of one expert's MLP, to leave out the experts a token is not routed to.
+int64_t expert_parameters(const TransformerShape& s) {
+  const int64_t matrices = s.swiglu ? 3 : 2;
+  const int64_t biases = s.linear_biases ? (matrices - 1) * s.ffn_hidden + s.hidden : 0;
+  return matrices * s.hidden * s.ffn_hidden + biases;
+}
+
+const TransformerShape& decoder_shape(const ModelSpec& model) {
+  if (!model.transformer) {
+    throw Error({"", 0, "workload.model"},
+                fmt::format("model \"{}\" is not a transformer decoder, so it has no tokens", model.name));
+  }
+  return *model.transformer;
+}
+
+}  // namespace
+
 void validate(const TransformerShape& s) {
   require_positive(s.layers, "layers");
   require_positive(s.hidden, "hidden");
@@ -47,6 +72,13 @@ void validate(const TransformerShape& s) {
   require_positive(s.vocab, "vocab");
   require_positive(s.experts, "experts");
   require_positive(s.top_k, "top_k");
+  // Every block and expert is built as layers and tensors of their own: 16 million blocks or
+  // experts took minutes and tens of gigabytes before anything was predicted.
+  if (s.experts > kMaxBlockExperts / s.layers) {  // layers x experts, without overflow
+    bad_shape(s.experts > 1 ? "experts" : "layers",
+              fmt::format("expected at most {} decoder blocks x experts per MLP, got {} x {}", kMaxBlockExperts,
+                          s.layers, s.experts));
+  }
   if (s.hidden % s.heads != 0) {
     bad_shape("heads", fmt::format("expected a divisor of hidden ({}), got {}", s.hidden, s.heads));
   }
@@ -75,31 +107,6 @@ void validate(const TransformerShape& s) {
     if (s.experts != 1) bad_shape("experts", "the GPT-2 layout is dense; use the Llama layout for experts");
   }
 }
-
-// Tensors and FLOPs of one MLP (a dense block's, or one expert's) on `tokens` tokens.
-void mlp(Layer& layer, const std::string& prefix, const TransformerShape& s, double tokens,
-         const char* gate_name, const char* up_name, const char* down_name) {
-  if (s.swiglu) linear(layer, prefix + "." + gate_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
-  linear(layer, prefix + "." + up_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
-  linear(layer, prefix + "." + down_name, s.ffn_hidden, s.hidden, tokens, s.linear_biases);
-}
-
-// Parameters of one expert's MLP, to leave out the experts a token is not routed to.
-int64_t expert_parameters(const TransformerShape& s) {
-  const int64_t matrices = s.swiglu ? 3 : 2;
-  const int64_t biases = s.linear_biases ? (matrices - 1) * s.ffn_hidden + s.hidden : 0;
-  return matrices * s.hidden * s.ffn_hidden + biases;
-}
-
-const TransformerShape& decoder_shape(const ModelSpec& model) {
-  if (!model.transformer) {
-    throw Error({"", 0, "workload.model"},
-                fmt::format("model \"{}\" is not a transformer decoder, so it has no tokens", model.name));
-  }
-  return *model.transformer;
-}
-
-}  // namespace
 
 ModelSpec make_transformer(std::string name, std::string description, const TransformerShape& shape) {
   validate(shape);

@@ -51,6 +51,7 @@ TEST_F(FuzzRepros, ProfilesAndTopologiesEndInErrorsNamingTheirFile) {
   };
   const std::vector<Case> cases = {
       {"astrasim-1.bin", "workload.txt", "profile", {"workload.txt:2:", "layers"}},
+      {"astrasim-2.bin", "workload.txt", "profile", {"workload.txt:3:", "wg_comm_size", "1e30"}},
       {"layer_table-1.bin", "layers.csv", "profile", {"layers.csv:2:", "forward_time", "1e308s"}},
       {"tf-1b.bin", "timeline.json", "profile", {"timeline.json", "pid", "not an integer"}},
       {"topology-1.bin", "topology.yaml", "custom", {"topology.yaml:4:", "node99999999999"}},
@@ -80,6 +81,20 @@ TEST_F(FuzzRepros, CollectiveLogsWithARepeatedHeaderColumnAreRejected) {
                      {"nccl-1.bin:1:", "appears twice"});
   expect_clear_error(run({"calibrate", "nccl-tests", (kFuzz / "nccl-1b.bin").string(), "--workers", "8"}),
                      {"nccl-1b.bin:1:", "bytes", "appears twice"});
+}
+
+TEST_F(FuzzRepros, CollectiveLogTimesThatVanishInSecondsAreRejected) {
+  // 4e-324 us is positive but 0 s: the fit saw an infinitely fast point.
+  expect_clear_error(run({"calibrate", "nccl-tests", (kFuzz / "nccl-2.bin").string(), "--workers", "8"}),
+                     {"nccl-2.bin:2:", "time_us", "4e-324"});
+  // The same in an nccl-tests log: the out-of-place time of the first row.
+  std::string log = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                    "     time   algbw   busbw #wrong\n";
+  for (const auto& [size, time] : {std::pair{"1024", "1e-320"}, {"1048576", "60.0"}, {"16777216", "400.0"}}) {
+    log += std::string(size) + " 256 float sum -1 " + time + " 0.00 0.00 0 60.0 0.00 0.00 0\n";
+  }
+  const std::string f = file("tiny.log", log);
+  expect_clear_error(run({"calibrate", "nccl-tests", f, "--workers", "8"}), {"tiny.log:2:", "time", "1e-320"});
 }
 
 TEST_F(FuzzRepros, AnEndlessInputIsRefusedNotReadUntilMemoryRunsOut) {

@@ -26,6 +26,10 @@ inline constexpr int kMaxServers = 4096;
 /// Worker-server connections (training.ps.count x cluster.workers) the fine simulator keeps per
 /// direction; beyond this its memory and time grow past what a prediction should cost.
 inline constexpr int64_t kMaxConnections = int64_t{1} << 20;
+/// Torus routers (the product of cluster.torus.dims): more than three times the most nodes a job
+/// can have (kMaxWorkers + kMaxServers); every one is built with its links (16 million took
+/// minutes and gigabytes).
+inline constexpr int64_t kMaxRouters = int64_t{1} << 16;
 
 /// Checks the cluster and the scheme, alone and together. Throws Error({"", 0, key}, why).
 void validate(const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);

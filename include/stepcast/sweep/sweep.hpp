@@ -56,7 +56,7 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 
  private:
-  bool started_ = false;
+  [[maybe_unused]] bool started_ = false;  // used only when built with MPI
 };
 
 struct Request {

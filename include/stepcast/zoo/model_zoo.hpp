@@ -111,6 +111,13 @@ struct ModelSpec {
 [[nodiscard]] ModelSpec make_transformer(std::string name, std::string description,
                                          const TransformerShape& shape);
 
+/// The most decoder blocks x experts per MLP a shape may have (Mixtral: 32 x 8; the largest
+/// released MoE models about 60 x 256); each is built as layers and tensors of its own.
+inline constexpr int64_t kMaxBlockExperts = int64_t{1} << 16;
+
+/// The checks of make_transformer alone, without building the model: throws the same Errors.
+void validate(const TransformerShape& shape);
+
 /// Parameters one token's forward pass multiplies with: every parameter except those only
 /// looked up (the untied token embedding, a learned position table), and of each MoE layer's
 /// experts only top_k (balanced routing). A tied embedding counts once: the logits use it.

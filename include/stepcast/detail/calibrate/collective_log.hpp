@@ -1,6 +1,7 @@
 // Readers for measured all-reduce sweeps: the text log of nccl-tests' all_reduce_perf and XLA's
 // collective performance table (CSV). Both become a CollectiveLog: one (bytes, seconds) point
-// per message size, sorted by size, with the line each came from. Depends on error.hpp only.
+// per message size, sorted by size, with the line each came from. Depends on error.hpp and
+// units.hpp (the physical limits a point must meet).
 //
 // nccl-tests rows are `size count type redop [root] time algbw busbw #wrong time algbw busbw
 // #wrong` (out-of-place, then in-place; time in us). Lines starting with '#' and lines that do
@@ -46,8 +47,8 @@ struct CollectiveLog {
 [[nodiscard]] std::string_view to_string(LogFormat format);
 
 /// Parses the text of an all_reduce_perf log. `file_name` is only used in messages. Throws
-/// stepcast::Error (file, line) on a malformed row, a duplicate size, a non-positive time, or
-/// when no data row is found.
+/// stepcast::Error (file, line) on a malformed row, a duplicate size, a non-positive time, a size
+/// above 1 PB or a time outside [1 ns, 1e6 s] (once in seconds), or when no data row is found.
 [[nodiscard]] CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& file_name,
                                                  Placement placement = Placement::OutOfPlace);
 

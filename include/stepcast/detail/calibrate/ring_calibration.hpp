@@ -160,6 +160,7 @@ struct CalibrationSource {
   LogFormat format = LogFormat::NcclTests;
   Placement placement = Placement::OutOfPlace;
   int workers_per_node = 1;
+  bool operator==(const CalibrationSource&) const = default;
 };
 
 }  // namespace stepcast::calibrate

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets built by the fuzz preset (make fuzz; tests/fuzz/README.md): first every
+# pinned reproducer of tests/data/fuzz/ once through its target (a regression fails at once), then
+# each target for FUZZ_SECONDS (default 60), seeded from tests/fuzz/seeds/, examples/ and the
+# reproducers. The corpus grows in build/fuzz/corpus/<target> (kept between runs, never
+# committed); a crash leaves build/fuzz/artifacts/<target>/crash-<sha1> and the log in
+# build/fuzz/logs/<target>.log. Exits 1 when any target crashed.
+#
+#   FUZZ_SECONDS=30 scripts/run-fuzz.sh
+#   FUZZ_TARGETS="scenario kineto" FUZZ_SECONDS=600 scripts/run-fuzz.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-60}
+build=${FUZZ_BUILD:-build/fuzz}
+all="astrasim chakra collective_log custom_topology kineto layer_table scenario scenario_set scenario_predict tf_timeline"
+targets=${FUZZ_TARGETS:-$all}
+repros=tests/data/fuzz
+
+# Seeds of a target: its own (tests/fuzz/seeds/<target>), the examples it reads, and the pinned
+# reproducers named after its reader (README of tests/data/fuzz).
+seed_files() {
+  local t=$1
+  ls -d tests/fuzz/seeds/"$t"/* 2>/dev/null || true
+  case $t in
+    astrasim) ls $repros/astrasim-* ;;
+    chakra) ls $repros/chakra-* ;;
+    collective_log) ls $repros/nccl-* ;;
+    custom_topology) ls examples/topologies/*.yaml $repros/topology-* ;;
+    kineto) ls tests/fuzz/seeds/tf_timeline/* $repros/kineto-* $repros/tf-* ;;
+    layer_table) ls examples/layer-table/*.csv $repros/layer_table-* ;;
+    scenario | scenario_predict) ls examples/*.yaml $repros/scenario-* ;;
+    scenario_set) ls $repros/scenario_set-* ;;
+    tf_timeline) ls tests/fuzz/seeds/kineto/* $repros/tf-* ;;
+  esac 2>/dev/null || true
+}
+# Reproducers that must run clean through the target (the seeds from tests/data/fuzz).
+repro_files() { seed_files "$1" | grep "^$repros/" || true; }
+
+dict_of() {
+  case $1 in
+    scenario | scenario_set | scenario_predict) echo tests/fuzz/dict/scenario.dict ;;
+    kineto | tf_timeline) echo tests/fuzz/dict/json.dict ;;
+    custom_topology) echo tests/fuzz/dict/topology.dict ;;
+    astrasim | layer_table | collective_log) echo tests/fuzz/dict/text.dict ;;
+  esac
+}
+
+failed=()
+for t in $targets; do
+  bin=$build/${t}_fuzz
+  if [ ! -x "$bin" ]; then
+    echo "run-fuzz: $bin is missing (cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_targets)" >&2
+    exit 2
+  fi
+  seeds=$build/seeds/$t
+  rm -rf "$seeds"
+  mkdir -p "$seeds" "$build/corpus/$t" "$build/artifacts/$t" "$build/logs"
+  for f in $(seed_files "$t"); do cp "$f" "$seeds/"; done
+  if [ "$t" = scenario_set ]; then
+    # An override line, then a scenario.
+    i=0
+    for f in examples/*.yaml; do
+      for set in cluster.workers=8 training.scheme=ps cluster.nic_bandwidth=100Gbps workload.compute_cv=0.1; do
+        i=$((i + 1))
+        { echo "$set"; cat "$f"; } >"$seeds/example-$i.txt"
+      done
+    done
+  fi
+  log=$build/logs/$t.log
+  : >"$log"
+  repro=$(repro_files "$t")
+  if [ -n "$repro" ] && ! "$bin" -runs=1 $repro >>"$log" 2>&1; then
+    echo "run-fuzz: $t: a pinned reproducer crashes again; see $log" >&2
+    tail -n 30 "$log" >&2
+    failed+=("$t")
+    continue
+  fi
+  dict=$(dict_of "$t")
+  echo "run-fuzz: $t for ${seconds}s"
+  # -timeout: an input taking more than 20 s is a stall; -rss_limit_mb: one that grows past 2.5 GB
+  # is reading what it should refuse.
+  if "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=8192 -print_final_stats=1 \
+      ${dict:+-dict=$dict} -artifact_prefix="$build/artifacts/$t/" "$build/corpus/$t" "$seeds" >>"$log" 2>&1; then
+    grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$log" | tr '\n' ' ' | sed "s/^/run-fuzz: $t: /"
+    echo
+  else
+    echo "run-fuzz: $t: CRASH; input in $build/artifacts/$t/, log $log" >&2
+    grep -E "ERROR|BUG|runtime error|terminate|Assertion|assertion" "$log" | head -n 5 >&2 || true
+    failed+=("$t")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-fuzz: crashes in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "run-fuzz: no crash in $targets"

@@ -1,0 +1,322 @@
+// A table of bad inputs, each run through the command: values at and past the limits of double
+// (1e308, NaN, inf, with and without units), counts past their ranges and past int, sizes past
+// uint64, torus dimensions whose product overflows, unknown keys, wrong types, empty, truncated
+// and endless files, bad cells of layer tables and custom topologies, the decoder-shape, FLOP/s,
+// memory and FSDP keys, --sweep syntax and advise's targets. Every one must end with exit code 2
+// and a message naming the file and line (where there is one) and the key or flag; never a
+// crash, a hang, a NaN or a success. Kinds of defects found before: ../shared/fuzz-repros.
+#include "cli/cli_support.hpp"
+
+namespace stepcast_cli_test {
+namespace {
+
+using BadInputTable = CliTest;
+
+// Lines 1-5; a case's own lines start at 6.
+constexpr const char* kHead =
+    "name: t\n"             // 1
+    "workload:\n"           // 2
+    "  model: resnet50\n"   // 3
+    "  step_time: 100ms\n"  // 4
+    "cluster:\n";           // 5
+
+std::string head(const std::string& rest) { return std::string(kHead) + rest; }
+
+constexpr const char* kLayerScenario =
+    "workload: {profile: layers.csv, batch_per_worker: 32}\n"
+    "cluster: {workers: 2}\n";
+constexpr const char* kLayerHeader = "layer,forward_time,backward_time,parameter_bytes\n";
+
+constexpr const char* kCustomScenario =
+    "workload: {model: resnet50, step_time: 100ms}\n"
+    "cluster: {workers: 2, topology: custom, custom: topo.yaml}\n";
+
+// A decoder by shape, lines 2-9; `extra` goes at line 10.
+std::string decoder(const std::string& fields, const std::string& extra = "") {
+  return "workload:\n"         // 1
+         "  transformer:\n" +  // 2
+         fields +              // 3..
+         "  seq_len: 128\n"
+         "  step_time: 1s\n" +
+         extra;
+}
+constexpr const char* kShape =
+    "    layers: 2\n"        // 3
+    "    hidden: 64\n"       // 4
+    "    ffn_hidden: 256\n"  // 5
+    "    heads: 4\n"         // 6
+    "    vocab: 100\n";      // 7
+
+constexpr const char* kFsdpHead =
+    "workload:\n"            // 1
+    "  model: llama3-8b\n"   // 2
+    "  step_time: 1s\n"      // 3
+    "training:\n"            // 4
+    "  scheme: fsdp\n"       // 5
+    "  fsdp:\n";             // 6
+
+struct Case {
+  const char* name;
+  std::string scenario;  ///< written as <name>.yaml; "" writes none
+  /// The command; "@" is the scenario's path, "@dir" the test's directory. Empty: predict @ --workers 2.
+  std::vector<std::string> args;
+  std::vector<std::string> needles;  ///< each must be in stderr; "@" is the scenario's path
+  std::vector<std::pair<std::string, std::string>> files = {};  ///< other files, by name
+};
+
+std::string expand(const std::string& s, const std::string& scenario, const std::string& dir) {
+  if (s == "@dir") return dir;
+  return s == "@" ? scenario : (s.rfind("@:", 0) == 0 ? scenario + s.substr(1) : s);
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> table = {
+      // --- numbers near the limits of double, NaN and inf, with and without units
+      {"nic_bandwidth_1e308", head("  nic_bandwidth: 1e308Gbps\n"), {}, {"@:6:", "cluster.nic_bandwidth", "1e308Gbps"}},
+      {"nic_bandwidth_nan", head("  nic_bandwidth: .nan\n"), {}, {"@:6:", "cluster.nic_bandwidth", ".nan"}},
+      {"nic_bandwidth_inf_with_unit", head("  nic_bandwidth: infGbps\n"), {}, {"@:6:", "cluster.nic_bandwidth"}},
+      {"nic_bandwidth_denormal", head("  nic_bandwidth: 1e-300Gbps\n"), {}, {"@:6:", "cluster.nic_bandwidth", "less than"}},
+      {"bandwidth_past_uint64",
+       head("  intra_node:\n    bandwidth: 18446744073709551616B/s\n"),
+       {},
+       {"@:7:", "cluster.intra_node.bandwidth"}},
+      {"ps_nic_bandwidth_past_max", head("  ps_nic_bandwidth: 1e16GB/s\n"), {}, {"@:6:", "cluster.ps_nic_bandwidth"}},
+      {"link_latency_1e308", head("  link_latency: 1e308s\n"), {}, {"@:6:", "cluster.link_latency", "1e308s"}},
+      {"link_latency_nan", head("  link_latency: .nan\n"), {}, {"@:6:", "cluster.link_latency"}},
+      {"intra_node_latency_inf", head("  intra_node:\n    latency: .inf\n"), {}, {"@:7:", "cluster.intra_node.latency"}},
+      {"regime_bandwidth_1e308",
+       head("  collective_regimes: [\"1MiB 5us 1e308GB/s\"]\n"),
+       {},
+       {"@:6:", "cluster.collective_regimes", "1e308GB/s"}},
+      {"step_time_1e308", "workload:\n  model: resnet50\n  step_time: 1e308s\n", {}, {"@:3:", "workload.step_time"}},
+      {"step_time_nan_with_unit", "workload:\n  model: resnet50\n  step_time: nanms\n", {}, {"@:3:", "workload.step_time"}},
+      {"throughput_inf",
+       "workload:\n  model: resnet50\n  single_worker_throughput: .inf\n",
+       {},
+       {"@:3:", "workload.single_worker_throughput"}},
+      {"compute_cv_nan", head("  workers: 2\n"), {"predict", "@", "--set", "workload.compute_cv=.nan"},
+       {"--set", "workload.compute_cv", ".nan"}},
+      {"compute_cv_past_max",
+       "workload:\n  model: resnet50\n  step_time: 100ms\n  compute_cv: 11\n",
+       {},
+       {"@:4:", "workload.compute_cv", "11"}},
+      {"job_samples_1e308",
+       "workload:\n  model: resnet50\n  step_time: 100ms\njob:\n  samples: 1e308\n",
+       {},
+       {"@:5:", "job.samples", "1e308"}},
+      {"job_samples_nan",
+       "workload:\n  model: resnet50\n  step_time: 100ms\njob:\n  samples: .nan\n",
+       {},
+       {"@:5:", "job.samples"}},
+      {"startup_bytes_inf",
+       "workload:\n  model: resnet50\n  step_time: 100ms\njob:\n  startup:\n    bytes: .inf\n",
+       {},
+       {"@:6:", "job.startup.bytes"}},
+      {"startup_bytes_past_uint64",
+       "workload:\n  model: resnet50\n  step_time: 100ms\njob:\n  startup:\n    bytes: 18446744073709551617\n",
+       {},
+       {"@:6:", "job.startup.bytes"}},
+      {"bucket_size_1e300MB",
+       "workload:\n  model: resnet50\n  step_time: 100ms\ntraining:\n  allreduce:\n    bucket_size: 1e300MB\n",
+       {},
+       {"@:6:", "training.allreduce.bucket_size"}},
+      {"apply_time_1e308",
+       "workload:\n  model: resnet50\n  step_time: 100ms\ntraining:\n  scheme: ps\n  ps:\n    apply_time: 1e308s\n",
+       {},
+       {"@:7:", "training.ps.apply_time"}},
+      {"backward_ratio_1e308",
+       "workload:\n  model: resnet50\n  step_time: 100ms\n  backward_ratio: 1e308\n",
+       {},
+       {"@:4:", "workload.backward_ratio", "1e308"}},
+      {"oversubscription_1e308",
+       head("  workers: 64\n  topology: fat_tree\n  fat_tree:\n    oversubscription: 1e308\n"),
+       {},
+       {"@:9:", "cluster.fat_tree.oversubscription"}},
+      {"gpu_memory_1e300GB", head("  gpu_memory: 1e300GB\n"), {}, {"@:6:", "cluster.gpu_memory"}},
+      {"gpu_memory_negative", head("  gpu_memory: -1GB\n"), {}, {"@:6:", "cluster.gpu_memory"}},
+      {"peak_flops_nan", head("  gpu:\n    peak_flops: .nan\n"), {}, {"@:7:", "cluster.gpu.peak_flops"}},
+      // --- worker and node counts past their limits and past int
+      {"workers_past_max", head("  workers: 16385\n"), {"predict", "@"}, {"@:6:", "cluster.workers", "16385"}},
+      {"workers_past_int", head("  workers: 2147483648\n"), {"predict", "@"}, {"@:6:", "cluster.workers"}},
+      {"workers_in_float_notation", head("  workers: 1e4\n"), {"predict", "@"}, {"@:6:", "cluster.workers", "1e4"}},
+      {"workers_per_node_past_max", head("  workers_per_node: 16385\n"), {}, {"@:6:", "cluster.workers_per_node"}},
+      {"nics_above_workers_per_node",
+       head("  workers_per_node: 2\n  nics_per_node: 3\n"),
+       {},
+       {"@:7:", "cluster.nics_per_node"}},
+      {"ps_count_past_max",
+       "workload:\n  model: resnet50\n  step_time: 100ms\ntraining:\n  scheme: ps\n  ps:\n    count: 4097\n",
+       {},
+       {"@:7:", "training.ps.count", "4097"}},
+      {"workers_flag_past_max", head("  workers: 2\n"), {"predict", "@", "--workers", "16385"}, {"--workers", "16385"}},
+      {"workers_flag_past_uint64",
+       head("  workers: 2\n"),
+       {"predict", "@", "--workers", "99999999999999999999"},
+       {"--workers"}},
+      {"set_workers_past_max", head("  workers: 2\n"), {"predict", "@", "--set", "cluster.workers=16385"},
+       {"--set", "cluster.workers", "16385"}},
+      // --- topologies: dimensions whose product overflows, or too large to build
+      {"torus_dims_product_overflows_int",
+       head("  topology: torus\n  torus:\n    dims: 2048x2048x2048\n"),
+       {},
+       {"@:8:", "cluster.torus.dims", "routers"}},
+      {"torus_dims_too_many_routers",
+       head("  topology: torus\n  torus:\n    dims: 4096x4096\n"),
+       {},
+       {"@:8:", "cluster.torus.dims", "routers"}},
+      {"torus_dim_past_int", head("  topology: torus\n  torus:\n    dims: 2147483648x2\n"), {}, {"@:8:", "cluster.torus.dims"}},
+      {"fat_tree_radix_past_max",
+       head("  topology: fat_tree\n  fat_tree:\n    radix: 2147483647\n"),
+       {},
+       {"@:8:", "cluster.fat_tree.radix"}},
+      {"custom_link_bandwidth_1e308",
+       kCustomScenario,
+       {},
+       {"topo.yaml:4:", "links.bandwidth", "1e308Gbps"},
+       {{"topo.yaml", "switches: [s]\nlinks:\n  - [node0, s]\n  - {a: node1, b: s, bandwidth: 1e308Gbps}\n"}}},
+      {"custom_link_latency_nan",
+       kCustomScenario,
+       {},
+       {"topo.yaml:4:", "links.latency"},
+       {{"topo.yaml", "switches: [s]\nlinks:\n  - [node0, s]\n  - {a: node1, b: s, latency: .nan}\n"}}},
+      {"custom_node_past_int",
+       kCustomScenario,
+       {},
+       {"topo.yaml:3:", "node2147483648"},
+       {{"topo.yaml", "switches: [s]\nlinks:\n  - [node2147483648, s]\n  - [node1, s]\n"}}},
+      // --- unknown keys and wrong types
+      {"unknown_nested_key", head("  gpu:\n    bogus: 1\n"), {}, {"@:7:", "cluster.gpu.bogus", "unknown key"}},
+      {"unknown_section", "bogus_section: 1\nworkload: {model: resnet50, step_time: 100ms}\n", {},
+       {"@:1:", "bogus_section", "unknown key"}},
+      {"list_for_choice", head("  topology: [a, b]\n"), {}, {"@:6:", "cluster.topology", "list"}},
+      {"list_for_duration", "workload:\n  model: resnet50\n  step_time: [1, 2]\n", {}, {"@:3:", "workload.step_time"}},
+      {"scalar_for_section", "workload: resnet50\n", {}, {"@:1:", "workload", "section"}},
+      {"set_unknown_key", head("  workers: 2\n"), {"predict", "@", "--set", "cluster.bogus=1"}, {"--set", "cluster.bogus"}},
+      // --- empty, truncated, binary and endless files, a directory
+      {"empty_file", "", {"predict", "@"}, {"@", "empty"}, {{"empty_file.yaml", ""}}},
+      {"truncated_flow_list", "workload:\n  model: [resnet50\n", {}, {"@:", "invalid YAML"}},
+      {"truncated_flow_map", "workload:\n  model: resnet50\n  step_time: 100ms\ncluster: {workers: 2\n", {},
+       {"@:", "invalid YAML"}},
+      {"truncated_in_quote", "workload:\n  model: resnet50\n  step_time: \"100ms", {}, {"@:3:", "invalid YAML"}},
+      {"binary_garbage", std::string("\x00\x01\x02\xff", 4), {}, {"@:1:"}},
+      {"directory_as_scenario", "", {"predict", "@dir"}, {"@dir", "directory"}},
+      {"dev_zero_as_scenario", "", {"predict", "/dev/zero"}, {"/dev/zero", "64 MiB"}},
+      // --- layer tables with bad cells
+      {"layer_cell_not_a_duration", kLayerScenario, {}, {"layers.csv:2:", "backward_time", "abc"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1.2ms,abc,100\n"}}},
+      {"layer_cell_nan", kLayerScenario, {}, {"layers.csv:2:", "forward_time", "nan"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,nan,1ms,100\n"}}},
+      {"layer_cell_1e308s", kLayerScenario, {}, {"layers.csv:2:", "forward_time", "1e308s"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1e308s,1ms,100\n"}}},
+      {"layer_bytes_past_uint64", kLayerScenario, {}, {"layers.csv:2:", "parameter_bytes"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1ms,1ms,18446744073709551617\n"}}},
+      {"layer_negative_time", kLayerScenario, {}, {"layers.csv:2:", "backward_time", "-1ms"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1ms,-1ms,5\n"}}},
+      {"layer_row_too_short", kLayerScenario, {}, {"layers.csv:2:", "cells"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1ms,1ms\n"}}},
+      {"layer_unknown_column", kLayerScenario, {}, {"layers.csv:1:", "color"},
+       {{"layers.csv", "layer,forward_time,backward_time,parameter_bytes,color\nconv1,1ms,1ms,1,red\n"}}},
+      {"layer_duplicate", kLayerScenario, {}, {"layers.csv:3:", "duplicate"},
+       {{"layers.csv", std::string(kLayerHeader) + "conv1,1ms,1ms,5\nconv1,1ms,1ms,5\n"}}},
+      {"layer_unterminated_quote", kLayerScenario, {}, {"layers.csv:2:", "quote"},
+       {{"layers.csv", std::string(kLayerHeader) + "\"conv1,1ms,1ms,5\n"}}},
+      {"layer_header_only", kLayerScenario, {}, {"layers.csv:", "no layers"}, {{"layers.csv", kLayerHeader}}},
+      // --- workload.transformer.*, workload.seq_len
+      {"transformer_missing_fields", "workload:\n  transformer:\n    layers: 2\n  step_time: 1s\n", {},
+       {"@", "workload.transformer.hidden", "required"}},
+      {"transformer_zero_heads", decoder("    layers: 2\n    hidden: 64\n    ffn_hidden: 256\n    heads: 0\n    vocab: 100\n"),
+       {}, {"@:6:", "workload.transformer.heads"}},
+      {"transformer_heads_not_dividing_hidden",
+       decoder("    layers: 2\n    hidden: 65\n    ffn_hidden: 256\n    heads: 4\n    vocab: 100\n"),
+       {},
+       {"@:6:", "workload.transformer.heads", "divisor"}},
+      {"transformer_kv_heads_not_dividing_heads", decoder(std::string(kShape) + "    kv_heads: 3\n"), {},
+       {"@:8:", "workload.transformer.kv_heads", "divisor"}},
+      {"transformer_too_many_experts", decoder(std::string(kShape) + "    experts: 1000000\n"), {},
+       {"@:8:", "workload.transformer.experts"}},
+      {"transformer_layers_past_int",
+       decoder("    layers: 2147483648\n    hidden: 64\n    ffn_hidden: 256\n    heads: 4\n    vocab: 100\n"),
+       {},
+       {"@:3:", "workload.transformer.layers"}},
+      {"transformer_unknown_field", decoder(std::string(kShape) + "    bogus: 1\n"), {},
+       {"@:8:", "workload.transformer.bogus", "unknown key"}},
+      {"transformer_and_model", "workload:\n  model: resnet50\n  transformer:\n    layers: 2\n  step_time: 1s\n", {},
+       {"@:2:", "workload.model", "not both"}},
+      {"seq_len_on_a_cnn", "workload:\n  model: resnet50\n  seq_len: 128\n  step_time: 1s\n", {},
+       {"@:3:", "workload.seq_len", "transformer"}},
+      {"seq_len_past_range", "workload:\n  model: llama3-8b\n  seq_len: 2147483648\n  step_time: 1s\n", {},
+       {"@:3:", "workload.seq_len"}},
+      {"seq_len_past_learned_positions", "workload:\n  model: gpt2\n  seq_len: 2048\n  step_time: 1s\n", {},
+       {"@:3:", "workload.seq_len", "1024"}},
+      // --- workload.achieved_flops, workload.compute_efficiency, cluster.gpu_memory
+      {"achieved_flops_past_max", "workload:\n  model: llama3-8b\n  achieved_flops: 1e30\n", {},
+       {"@:3:", "workload.achieved_flops"}},
+      {"achieved_flops_nan", "workload:\n  model: llama3-8b\n  achieved_flops: .nan\n", {},
+       {"@:3:", "workload.achieved_flops"}},
+      {"compute_efficiency_without_peak_flops", "workload:\n  model: llama3-8b\n  compute_efficiency: 0.5\n", {},
+       {"@:3:", "workload.compute_efficiency", "cluster.gpu.peak_flops"}},
+      {"compute_efficiency_above_one",
+       "workload:\n  model: llama3-8b\n  compute_efficiency: 1.5\ncluster:\n  gpu:\n    peak_flops: 989TFLOPS\n",
+       {},
+       {"@:3:", "workload.compute_efficiency"}},
+      {"gpu_memory_nan", "workload:\n  model: llama3-8b\n  step_time: 1s\ncluster:\n  gpu_memory: nanGB\n", {},
+       {"@:5:", "cluster.gpu_memory"}},
+      // --- training.fsdp.*
+      {"fsdp_sharding_unknown", std::string(kFsdpHead) + "    sharding: bogus\n", {}, {"@:7:", "training.fsdp.sharding", "bogus"}},
+      {"fsdp_shard_group_zero", std::string(kFsdpHead) + "    shard_group: 0\n", {}, {"@:7:", "training.fsdp.shard_group"}},
+      {"fsdp_shard_group_past_int", std::string(kFsdpHead) + "    shard_group: 2147483648\n", {},
+       {"@:7:", "training.fsdp.shard_group"}},
+      {"fsdp_unit_not_a_number", std::string(kFsdpHead) + "    unit: bogus\n", {}, {"@:7:", "training.fsdp.unit"}},
+      {"fsdp_prefetch_not_a_number", std::string(kFsdpHead) + "    prefetch: maybe\n", {}, {"@:7:", "training.fsdp.prefetch"}},
+      {"fsdp_reshard_not_a_boolean", std::string(kFsdpHead) + "    reshard_after_forward: 2\n", {},
+       {"@:7:", "training.fsdp.reshard_after_forward"}},
+      {"fsdp_unknown_key", std::string(kFsdpHead) + "    bogus: 1\n", {}, {"@:7:", "training.fsdp.bogus"}},
+      {"fsdp_scalar_for_section", "workload:\n  model: llama3-8b\n  step_time: 1s\ntraining:\n  scheme: fsdp\n  fsdp: 5\n",
+       {}, {"@:6:", "training.fsdp"}},
+      // --- --sweep syntax
+      {"sweep_without_values", head("  workers: 2\n"), {"predict", "@", "--sweep", "cluster.workers"}, {"--sweep", "KEY=V1"}},
+      {"sweep_empty_value", head("  workers: 2\n"), {"predict", "@", "--sweep", "cluster.workers="}, {"--sweep", "empty"}},
+      {"sweep_reversed_range", head("  workers: 2\n"), {"predict", "@", "--sweep", "cluster.workers=8..2"},
+       {"--sweep", "8..2"}},
+      {"sweep_range_of_bandwidths", head("  workers: 2\n"), {"predict", "@", "--sweep", "cluster.nic_bandwidth=1Gbps..10Gbps"},
+       {"--sweep", "A..B"}},
+      {"sweep_unknown_key", head("  workers: 2\n"), {"predict", "@", "--sweep", "nosuch=1,2"}, {"--sweep", "nosuch"}},
+      {"sweep_past_max", head("  workers: 2\n"), {"predict", "@", "--sweep", "cluster.workers=1..100000"},
+       {"--sweep", "cluster.workers"}},
+      // --- advise without a target, or with one it cannot take
+      {"advise_without_target", head("  workers: 2\n"), {"advise", "@", "--vary", "cluster.workers=2,4"},
+       {"--target-efficiency", "give one target"}},
+      {"advise_without_vary", head("  workers: 2\n"), {"advise", "@", "--target-efficiency", "0.5"}, {"--vary"}},
+      {"advise_negative_throughput", head("  workers: 2\n"),
+       {"advise", "@", "--vary", "cluster.workers=2,4", "--target-throughput", "-5"}, {"--target-throughput", "-5"}},
+      {"advise_nan_efficiency", head("  workers: 2\n"),
+       {"advise", "@", "--vary", "cluster.workers=2,4", "--target-efficiency", "nan"}, {"--target-efficiency", "nan"}},
+      {"advise_efficiency_above_one", head("  workers: 2\n"),
+       {"advise", "@", "--vary", "cluster.workers=2,4", "--target-efficiency", "1.5"}, {"--target-efficiency", "1.5"}},
+  };
+  return table;
+}
+
+TEST_F(BadInputTable, EveryCaseExitsTwoNamingFileLineAndKey) {
+  ASSERT_GE(cases().size(), 40u);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    for (const auto& [name, text] : c.files) file(name, text);
+    const std::string scenario =
+        c.scenario.empty() ? path(std::string(c.name) + ".yaml").string() : file(std::string(c.name) + ".yaml", c.scenario);
+    std::vector<std::string> args = c.args.empty() ? std::vector<std::string>{"predict", "@", "--workers", "2"} : c.args;
+    for (std::string& a : args) a = expand(a, scenario, dir_.string());
+    const RunResult r = run(args, 20);
+    EXPECT_EQ(r.code, 2) << r.describe();
+    EXPECT_NE(r.err.find("stepcast: error:"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err.find("nan s"), std::string::npos) << r.describe();
+    for (const std::string& needle : c.needles) {
+      const std::string n = expand(needle, scenario, dir_.string());
+      EXPECT_NE(r.err.find(n), std::string::npos) << "stderr should contain '" << n << "'\n" << r.describe();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepcast_cli_test
