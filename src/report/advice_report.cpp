@@ -17,16 +17,7 @@ std::string describe(const predict::Result& r) {
 void write_point(detail::JsonWriter& json, const GridPoint& p) {
   json.begin_object();
   json.key("config");
-  json.begin_object();
-  for (const Input& setting : p.config) {
-    json.key(setting.key);
-    if (setting.is_number && detail::is_json_number(setting.value)) {
-      json.raw(setting.value);
-    } else {
-      json.string(setting.value);
-    }
-  }
-  json.end_object();
+  detail::write_config_json(json, p.config);
   json.key("cost");
   json.integer(p.cost);
   json.key("meets");

@@ -52,16 +52,7 @@ void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Con
   json.begin_object();
   if (config != nullptr) {
     json.key("config");
-    json.begin_object();
-    for (const Input& setting : *config) {
-      json.key(setting.key);
-      if (setting.is_number && detail::is_json_number(setting.value)) {
-        json.raw(setting.value);
-      } else {
-        json.string(setting.value);
-      }
-    }
-    json.end_object();
+    detail::write_config_json(json, *config);
   }
   json.key("op");
   json.string(scheme::to_string(r.op));

@@ -77,12 +77,7 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   if (config != nullptr) {
     // The swept keys' values as given: numbers as numbers, the rest ("25Gbps") as strings.
     json.key("config");
-    json.begin_object();
-    for (const Input& setting : *config) {
-      json.key(setting.key);
-      write_value(json, setting);
-    }
-    json.end_object();
+    detail::write_config_json(json, *config);
   }
   json.key("workers");
   json.integer(r.workers);
@@ -277,6 +272,15 @@ void write_json(std::ostream& out, const Sweep& sweep) {
 }
 
 namespace detail {
+void write_config_json(JsonWriter& json, const Config& config) {
+  json.begin_object();
+  for (const Input& setting : config) {
+    json.key(setting.key);
+    write_value(json, setting);
+  }
+  json.end_object();
+}
+
 void write_prediction_json(JsonWriter& json, const predict::Result& r, const Config* config) {
   write_prediction(json, r, config);
 }

@@ -101,6 +101,9 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
+/// A swept configuration as one object: each key with its value as given, numbers unquoted.
+void write_config_json(JsonWriter& json, const Config& config);
+
 /// One prediction as write_json writes it (with its swept configuration when not null).
 void write_prediction_json(JsonWriter& json, const predict::Result& result, const Config* config);
 
