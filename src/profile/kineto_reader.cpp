@@ -16,6 +16,7 @@
 #include "profile/event_scanner.hpp"
 #include "profile/gzip_reader.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 #include "stepcast/detail/profile/kineto.hpp"
 
 namespace stepcast::profile {
@@ -553,6 +554,11 @@ class KinetoReader {
       if (!ts_us) return warn(ev, "complete event without \"ts\"");
       if (!dur_us) return warn(ev, "complete event without \"dur\"");
       if (*dur_us < 0) return warn(ev, fmt::format("negative duration {} us", *dur_us));
+      // Longer than one op or step may be (units.hpp): such an event made an invalid workload
+      // whose error named no file.
+      if (*dur_us > limits::kMaxDuration * 1e6) {
+        return warn(ev, fmt::format("duration {} us, more than stepcast takes ({:g} s)", *dur_us, limits::kMaxDuration));
+      }
       ev.dur = *dur_us / 1e6;
     } else if (!has_ph) {
       return warn(ev, "event without \"ph\"");

@@ -189,6 +189,11 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     ev.ts = field("ts") * 1e-6;
     ev.dur = field("dur") * 1e-6;
     if (ev.dur < 0) throw Error({path, 0, key}, fmt::format("negative duration {} us", ev.dur * 1e6));
+    // An op longer than stepcast takes (units.hpp) made an invalid workload, reported without the file.
+    if (!(ev.dur <= limits::kMaxDuration)) {
+      throw Error({path, 0, key},
+                  fmt::format("duration {} us is more than one op takes ({:g} s)", ev.dur * 1e6, limits::kMaxDuration));
+    }
     const std::string event_name = text("name");
     ev.node = event_name;
     ev.op = event_name;
@@ -203,6 +208,10 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
           if (auto s = string_of(v); !s.empty()) ev.inputs.push_back(input_node(s));
         } else if (k == "bytes" || k == "tensor_bytes" || k == "size") {
           if (auto n = number_of(v)) {
+            if (!(*n >= 0 && *n <= limits::kMaxBytes)) {
+              throw Error({path, 0, key + ".args." + std::string(k)},
+                          fmt::format("expected a size in [0, {:g}] bytes, got {}", limits::kMaxBytes, *n));
+            }
             ev.bytes = *n;
           } else if (auto s = string_of(v); !s.empty()) {
             ev.bytes = parse_bytes(s, {path, 0, key + ".args." + std::string(k)});

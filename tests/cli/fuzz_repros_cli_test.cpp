@@ -13,6 +13,7 @@ const fs::path kFuzz = kSourceDir / "tests" / "data" / "fuzz";
 void expect_clear_error(const RunResult& r, const std::vector<std::string>& needles) {
   EXPECT_EQ(r.code, 2) << r.describe();
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("invalid workload"), std::string::npos) << r.describe();
   EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.describe();
   for (const std::string& needle : needles) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << "stderr should contain '" << needle << "'\n"
@@ -54,6 +55,9 @@ TEST_F(FuzzRepros, ProfilesAndTopologiesEndInErrorsNamingTheirFile) {
       {"astrasim-2.bin", "workload.txt", "profile", {"workload.txt:3:", "wg_comm_size", "1e30"}},
       {"layer_table-1.bin", "layers.csv", "profile", {"layers.csv:2:", "forward_time", "1e308s"}},
       {"tf-1b.bin", "timeline.json", "profile", {"timeline.json", "pid", "not an integer"}},
+      {"tf-2.bin", "timeline.json", "profile", {"timeline.json", "traceEvents[0]", "more than one op takes"}},
+      // The step of 2e12 us is skipped (with a warning), so the trace has no step.
+      {"kineto-1.bin", "trace.json", "profile", {"trace.json", "ProfilerStep"}},
       {"topology-1.bin", "topology.yaml", "custom", {"topology.yaml:4:", "node99999999999"}},
   };
   for (const Case& c : cases) {

@@ -125,11 +125,12 @@ struct ReadResult {
 using EventVisitor = std::function<void(const EventView&)>;
 
 /// Reads `path` (.json or gzipped; detected from the content) in one pass and calls `visit` for
-/// every usable event, in file order. Complete ("X") events with a missing or negative "dur" or
-/// missing "ts" are skipped with a warning. Metadata that follows the events in the file is
-/// complete only in the returned value. Throws stepcast::Error (naming the file and the event
-/// index or byte offset) when the file cannot be opened, the gzip stream is truncated or
-/// corrupt, the JSON is invalid or has no "traceEvents". Exceptions from `visit` propagate.
+/// every usable event, in file order. Complete ("X") events with a missing or negative "dur", a
+/// "dur" above 1e6 s (limits::kMaxDuration) or a missing "ts" are skipped with a warning.
+/// Metadata that follows the events in the file is complete only in the returned value. Throws
+/// stepcast::Error (naming the file and the event index or byte offset) when the file cannot be
+/// opened, the gzip stream is truncated or corrupt, the JSON is invalid or has no "traceEvents".
+/// Exceptions from `visit` propagate.
 ReadResult read_kineto_events(const std::string& path, const EventVisitor& visit,
                               const ReadOptions& options = {});
 
