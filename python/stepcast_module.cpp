@@ -287,6 +287,7 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "model_flops_per_s_per_worker",
                                            "mfu",
                                            "mfu_6nd",
+                                           "collectives",
                                            "max_link_flows",
                                            "links",
                                            "step_time_samples"};

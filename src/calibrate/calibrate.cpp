@@ -5,8 +5,11 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <tuple>
 
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -164,8 +167,6 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-
-
 // A size's measured and predicted time; the leave-one-out fields are left to the caller.
 SizeError score(const Measurement& m, double predicted, bool used) {
   SizeError e;
@@ -193,6 +194,98 @@ void summarise(Calibration& c, bool loo, Scored scored) {
     c.median_error = median(summary);
     c.max_error = *std::max_element(summary.begin(), summary.end());
   }
+}
+
+// FitMethod::Nccl on the eligible sizes (ascending, distinct, at least two). Every link of the
+// calibrated cluster runs at a multiple of B and every latency constant is lambda times NCCL's,
+// so each candidate c (ring or tree, one protocol) costs lambda L_c + S k_c / B exactly, with L_c
+// and k_c from its closed form at lambda = 1, B = 1 GB/s: the search over (lambda, B) never
+// rebuilds a plan.
+Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::vector<Measurement>& eligible,
+                           int workers, const FitOptions& options) {
+  const int per_node = options.workers_per_node;
+  if (per_node < 1 || per_node > workers) {
+    throw Error({"", 0, "--workers-per-node"},
+                fmt::format("expected an integer in [1, --workers = {}], got {}", workers, per_node));
+  }
+  constexpr double kReferenceBw = 1e9;
+  const NcclFit reference{workers, per_node, kReferenceBw, 1};
+  const cluster::Cluster cluster = cluster::build_cluster(reference.spec(workers));
+  struct Candidate {
+    double latency = 0;    // s at lambda = 1
+    double byte_cost = 0;  // s per byte at B = 1 B/s
+  };
+  std::vector<Candidate> candidates;
+  for (scheme::AllReduceAlgorithm algorithm :
+       {scheme::AllReduceAlgorithm::Ring, scheme::AllReduceAlgorithm::Tree}) {
+    for (scheme::CollectiveProtocol protocol :
+         {scheme::CollectiveProtocol::LL, scheme::CollectiveProtocol::LL128,
+          scheme::CollectiveProtocol::Simple}) {
+      const scheme::AllReducePlanner planner(cluster, algorithm, protocol);
+      const scheme::AllReducePlanner::Choice choice = planner.choose(1);
+      const scheme::CollectiveCost cost =
+          scheme::collective_cost(cluster, planner.plan(choice), choice.terms);
+      candidates.push_back({cost.latency, cost.seconds_per_byte * kReferenceBw});
+    }
+  }
+  auto model = [&](double bytes, double lambda, double bw) {
+    double best = kInfinity;
+    for (const Candidate& c : candidates)
+      best = std::min(best, lambda * c.latency + bytes * c.byte_cost / bw);
+    return best;
+  };
+  auto objective = [&](double log_lambda, double log_bw) {
+    const double lambda = std::exp(log_lambda), bw = std::exp(log_bw);
+    double sum = 0;
+    for (const Measurement& m : eligible) {
+      const double e = (model(m.bytes, lambda, bw) - m.time) / m.time;
+      sum += e * e;
+    }
+    return sum;
+  };
+  // A grid over both (lambda 1e-2 .. 1e3, B 1 MB/s .. 1 PB/s), then coordinate refinement with a
+  // shrinking step: the objective is a sum of min-of-lines terms, piecewise smooth, not convex.
+  double best_l = 0, best_b = std::log(kReferenceBw), best = kInfinity;
+  const double l_lo = std::log(1e-2), l_hi = std::log(1e3), b_lo = std::log(1e6),
+               b_hi = std::log(limits::kMaxBandwidth);
+  constexpr int kGrid = 120;
+  for (int i = 0; i <= kGrid; ++i) {
+    for (int j = 0; j <= kGrid; ++j) {
+      const double l = l_lo + (l_hi - l_lo) * i / kGrid, b = b_lo + (b_hi - b_lo) * j / kGrid;
+      const double v = objective(l, b);
+      if (v < best) std::tie(best, best_l, best_b) = std::tuple{v, l, b};
+    }
+  }
+  for (double step = (l_hi - l_lo) / kGrid; step > 1e-9; step /= 2) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const auto& [dl, db] : {std::pair{step, 0.0}, {-step, 0.0}, {0.0, step}, {0.0, -step}}) {
+        const double v = objective(best_l + dl, best_b + db);
+        if (v < best) {
+          std::tie(best, best_l, best_b) = std::tuple{v, best_l + dl, best_b + db};
+          moved = true;
+        }
+      }
+    }
+  }
+  Calibration c;
+  c.options = options;
+  c.fit.workers = workers;
+  c.nccl = {workers, per_node, std::exp(best_b), std::exp(best_l)};
+  for (const Measurement& m : points) {
+    const bool used = m.bytes >= options.min_bytes && m.bytes <= options.max_bytes;
+    SizeError e = score(m, c.nccl.time(m.bytes), used);
+    e.loo_predicted = e.predicted;
+    e.loo_error = e.error;
+    c.sizes.push_back(e);
+  }
+  std::sort(c.sizes.begin(), c.sizes.end(),
+            [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
+  c.summary_in_sample = std::none_of(c.sizes.begin(), c.sizes.end(), [&](const SizeError& e) {
+    return e.bytes >= options.report_min_bytes && !e.used;
+  });
+  summarise(c, /*loo=*/false, [&](const SizeError& e) { return c.summary_in_sample || !e.used; });
+  return c;
 }
 
 // FitMethod::Regimes on the eligible sizes (ascending, distinct, at least two).
@@ -257,9 +350,10 @@ Calibration calibrate_regimes(const std::vector<Measurement>& points,
   c.regimes = make_regime_fit(workers, bytes, full[chosen]);
   for (const Regime& r : c.regimes.regimes) {
     if (!(std::isfinite(r.bw) && r.bw > 0 && r.bw <= limits::kMaxBandwidth)) {
-      throw Error({"", 0, ""}, fmt::format("the measured time does not grow with the size between {} B and {} B; "
-                                           "no positive bandwidth fits (none below 1 PB/s)",
-                                           r.first_bytes, r.last_bytes));
+      throw Error({"", 0, ""},
+                  fmt::format("the measured time does not grow with the size between {} B and {} B; "
+                              "no positive bandwidth fits (none below 1 PB/s)",
+                              r.first_bytes, r.last_bytes));
     }
   }
   c.fit = c.regimes.envelope();
@@ -329,6 +423,7 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
                     options.min_bytes, options.max_bytes, eligible.size()));
   }
   if (options.method == FitMethod::Regimes) return calibrate_regimes(points, eligible, workers, options);
+  if (options.method == FitMethod::Nccl) return calibrate_nccl(points, eligible, workers, options);
   std::vector<Measurement> used;
   if (options.method == FitMethod::Endpoints) {
     used = {eligible.front(), eligible.back()};
@@ -377,6 +472,28 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
   return c;
 }
 
+cluster::ClusterSpec NcclFit::spec(int ranks) const {
+  cluster::ClusterSpec s;
+  s.workers = ranks;
+  s.workers_per_node = std::min(workers_per_node, ranks);
+  s.nic_bw = nic_bw;
+  s.intra_node_bw = kNcclIntraToNic * nic_bw;
+  for (cluster::NcclCost* costs : {s.nccl.ring, s.nccl.tree}) {
+    for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+      costs[p].base_latency *= latency_scale;
+      for (double& hop : costs[p].hop_latency) hop *= latency_scale;
+    }
+  }
+  return s;
+}
+
+double NcclFit::time(double bytes, int ranks) const {
+  return scheme::simulate_collective(spec(ranks > 0 ? ranks : workers), bytes,
+                                     scheme::CollectiveOp::AllReduce, scheme::AllReduceAlgorithm::Auto,
+                                     scheme::NetworkKind::MaxMin, true, scheme::CollectiveProtocol::Auto)
+      .time;
+}
+
 cluster::ClusterSpec apply_fit(const RingFit& fit, int workers_per_node, cluster::ClusterSpec base) {
   STEPCAST_ASSERT(workers_per_node >= 1 && fit.bw > 0 && fit.step_latency >= 0);
   base.workers = fit.workers;
@@ -417,6 +534,8 @@ const char* to_string(FitMethod method) {
       return "least-squares";
     case FitMethod::Regimes:
       return "regimes";
+    case FitMethod::Nccl:
+      return "nccl";
   }
   return "?";
 }

@@ -2,13 +2,12 @@
 // predict/ and report/, and turns stepcast::Error into a message and exit code 2.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
-
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -18,17 +17,17 @@
 #include <vector>
 
 #include "cli/calibrate_command.hpp"
+#include "cli/export_command.hpp"
 #include "cli/output_file.hpp"
 #include "cli/trace_options.hpp"
-#include "cli/export_command.hpp"
+#include "stepcast/detail/report/collective_report.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/report/html.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/sweep.hpp"
-#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
@@ -58,7 +57,8 @@ std::vector<int> parse_worker_list(const std::string& text) {
           fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
     }
     if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw Error({"", 0, "--workers"}, fmt::format("{} is given twice in '{}'; each count once", value, text));
+      throw Error({"", 0, "--workers"},
+                  fmt::format("{} is given twice in '{}'; each count once", value, text));
     }
     out.push_back(value);
     pos = comma + 1;
@@ -78,7 +78,7 @@ struct PredictArgs {
   std::string trace_out;
   std::string trace_workers;  // --trace-workers 0-3,8 (cli/trace_options.hpp)
   int trace_steps = 0;        // --trace-steps N
-  std::string seed;  // checked as the `seed` key: an unsigned 64-bit integer
+  std::string seed;           // checked as the `seed` key: an unsigned 64-bit integer
   bool workers_given = false;
   std::vector<std::string> sweeps;  // --sweep KEY=V1,V2 or KEY=A..B
   std::string report;               // --report FILE.html
@@ -117,8 +117,8 @@ int run_predict(const PredictArgs& args) {
       drew = true;
       constexpr int kWidth = 40;
       const int filled = static_cast<int>(kWidth * done / std::max<std::size_t>(total, 1));
-      fmt::print(stderr, "\r[{:<{}}] {}/{} predictions", std::string(static_cast<size_t>(filled), '#'), kWidth, done,
-                 total);
+      fmt::print(stderr, "\r[{:<{}}] {}/{} predictions", std::string(static_cast<size_t>(filled), '#'),
+                 kWidth, done, total);
     };
   }
   // Checks the file once up front (errors name its line), then runs the grid.
@@ -130,8 +130,8 @@ int run_predict(const PredictArgs& args) {
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
   std::string trace_note;
-  request.trace_selection = stepcast::cli::trace_selection(args.trace_workers, args.trace_steps, counts.back(),
-                                                           request.record_trace, trace_note);
+  request.trace_selection = stepcast::cli::trace_selection(args.trace_workers, args.trace_steps,
+                                                           counts.back(), request.record_trace, trace_note);
   if (!trace_note.empty() && stepcast::sweep::process_ranks().rank == 0) {
     fmt::print(stderr, "stepcast: note: {}\n", trace_note);
   }
@@ -174,6 +174,7 @@ int run_predict(const PredictArgs& args) {
 struct CollectiveArgs {
   std::string op = "allreduce";
   std::string algorithm = "ring";
+  std::string protocol;  // empty: the scenario's (links, or auto with algorithm auto)
   std::string size = "100MB";
   std::string scenario;
   std::vector<std::string> sets;
@@ -182,8 +183,8 @@ struct CollectiveArgs {
   std::vector<std::string> flags;
   std::vector<std::pair<std::string, std::string>> flag_of_key;
   bool json = false;
-  std::vector<int> workers;          // --workers 8,16: one row per count
-  std::vector<std::string> sweeps;   // --sweep KEY=V1,V2
+  std::vector<int> workers;         // --workers 8,16: one row per count
+  std::vector<std::string> sweeps;  // --sweep KEY=V1,V2
 };
 
 int run_collective(const CollectiveArgs& args) {
@@ -240,7 +241,8 @@ int run_collective(const CollectiveArgs& args) {
   std::vector<stepcast::sweep::Axis> axes;
   for (const std::string& text : args.sweeps) axes.push_back(stepcast::sweep::parse_axis(text));
   const std::vector<stepcast::report::Config> configs = stepcast::sweep::grid(axes);
-  const std::vector<int> counts = args.workers.empty() ? std::vector<int>{scenario.cluster.workers} : args.workers;
+  const std::vector<int> counts =
+      args.workers.empty() ? std::vector<int>{scenario.cluster.workers} : args.workers;
   std::vector<stepcast::report::CollectiveReport> rows;
   std::vector<stepcast::report::Config> row_configs;
   for (const stepcast::report::Config& config : configs) {
@@ -259,7 +261,9 @@ int run_collective(const CollectiveArgs& args) {
                         .algorithm = at.scheme.allreduce.algorithm,
                         .cluster = spec,
                         .bytes = size,
-                        .result = stepcast::scheme::simulate_collective(spec, size, op, at.scheme.allreduce.algorithm)});
+                        .result = stepcast::scheme::simulate_collective(
+                            spec, size, op, at.scheme.allreduce.algorithm,
+                            stepcast::scheme::NetworkKind::MaxMin, true, at.scheme.allreduce.protocol)});
         if (!axes.empty()) row_configs.push_back(config);
       }
     }
@@ -358,15 +362,20 @@ int main(int argc, char** argv) {
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
   predict->add_option("--trace-workers", predict_args.trace_workers,
                       "Workers the trace keeps: indices and ranges (0-3,8) or all; default: the first 8");
-  predict->add_option("--trace-steps", predict_args.trace_steps,
-                      "Measured steps the trace keeps (warm-up dropped); default: every step")
+  predict
+      ->add_option("--trace-steps", predict_args.trace_steps,
+                   "Measured steps the trace keeps (warm-up dropped); default: every step")
       ->check(CLI::Range(1, 1000));
   predict->add_option("--seed", predict_args.seed, "Seed for every random choice (overrides `seed`)");
-  predict->add_option("--sweep", predict_args.sweeps,
-                      "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (integers, doubling); repeatable, a grid");
-  predict->add_option("--report", predict_args.report,
-                      "Also write a self-contained HTML report (plots, breakdown, busiest resources) to FILE");
-  predict->add_option("--jobs", predict_args.jobs, "Threads for a sweep (default: all cores); the output is the same")
+  predict->add_option(
+      "--sweep", predict_args.sweeps,
+      "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (integers, doubling); repeatable, a grid");
+  predict->add_option(
+      "--report", predict_args.report,
+      "Also write a self-contained HTML report (plots, breakdown, busiest resources) to FILE");
+  predict
+      ->add_option("--jobs", predict_args.jobs,
+                   "Threads for a sweep (default: all cores); the output is the same")
       ->check(CLI::Range(1, 1024));
 
   CollectiveArgs coll;
@@ -376,14 +385,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   collective
       ->add_option("--algorithm", coll.algorithm,
-                   "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm")
+                   "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm, auto")
       ->capture_default_str();
+  collective->add_option("--protocol", coll.protocol,
+                         "links (the links alone), ll, ll128, simple (NCCL's model of that protocol) or "
+                         "auto (the fastest); default links, auto with --algorithm auto");
   collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB, or a list: 1MB,16MB,256MB")
       ->capture_default_str();
   collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");
   collective->add_option("--set", coll.sets, "Override a scenario key: KEY=VALUE (repeatable)");
   collective->add_option("--workers", coll_workers, "Number of workers (default 8), or a list: 8,16,32");
-  collective->add_option("--sweep", coll.sweeps, "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (repeatable)");
+  collective->add_option("--sweep", coll.sweeps,
+                         "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (repeatable)");
   collective->add_option("--workers-per-node", coll_workers_per_node, "Workers sharing one node and NIC");
   collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
   collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
@@ -435,6 +448,10 @@ int main(int argc, char** argv) {
       if (collective->count("--algorithm") > 0 || coll.scenario.empty()) {
         coll.flags.push_back("training.allreduce.algorithm=" + coll.algorithm);
         coll.flag_of_key.emplace_back("training.allreduce.algorithm", "--algorithm");
+      }
+      if (!coll.protocol.empty()) {
+        coll.flags.push_back("training.allreduce.protocol=" + coll.protocol);
+        coll.flag_of_key.emplace_back("training.allreduce.protocol", "--protocol");
       }
       return run_collective(coll);
     }

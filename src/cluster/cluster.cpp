@@ -6,8 +6,8 @@
 #include <deque>
 #include <numeric>
 
-#include "stepcast/error.hpp"
 #include "stepcast/detail/hash.hpp"
+#include "stepcast/error.hpp"
 
 namespace stepcast::cluster {
 namespace {
@@ -47,7 +47,9 @@ class Builder {
 // Switch names for link labels.
 std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
   const ClusterSpec& spec = c.spec;
-  const int nodes = c.num_nodes;
+  // A random placement builds the whole fabric of its slots and attaches the nodes afterwards.
+  const bool scattered = spec.node_placement == NodePlacement::Random;
+  const int nodes = scattered ? fabric_slots(spec) : c.num_nodes;
   std::vector<std::string> names;
   c.node_switch.assign(nodes, 0);
   switch (spec.topology) {
@@ -158,6 +160,19 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
       break;
     }
   }
+  if (scattered) {
+    // Node n takes slot chosen[n]: the first num_nodes of a seeded shuffle of the slots.
+    std::vector<int> slots(static_cast<size_t>(nodes));
+    std::iota(slots.begin(), slots.end(), 0);
+    for (int i = nodes - 1; i > 0; --i) {
+      const uint64_t key = mix64(spec.placement_seed ^ mix64(static_cast<uint64_t>(i)));
+      std::swap(slots[static_cast<size_t>(i)],
+                slots[static_cast<size_t>(key % static_cast<uint64_t>(i + 1))]);
+    }
+    std::vector<int> slot_switch = std::move(c.node_switch);
+    c.node_switch.resize(static_cast<size_t>(c.num_nodes));
+    for (int n = 0; n < c.num_nodes; ++n) c.node_switch[n] = slot_switch[static_cast<size_t>(slots[n])];
+  }
   return names;
 }
 
@@ -171,6 +186,34 @@ double custom_nic_bw(const ClusterSpec& spec, int n) {
 }
 
 }  // namespace
+
+const char* to_string(NcclProtocol protocol) {
+  switch (protocol) {
+    case NcclProtocol::LL:
+      return "LL";
+    case NcclProtocol::LL128:
+      return "LL128";
+    case NcclProtocol::Simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+std::string nccl_key(bool tree, NcclProtocol protocol) {
+  const char* name = "?";
+  switch (protocol) {
+    case NcclProtocol::LL:
+      name = "ll";
+      break;
+    case NcclProtocol::LL128:
+      name = "ll128";
+      break;
+    case NcclProtocol::Simple:
+      name = "simple";
+      break;
+  }
+  return std::string("cluster.nccl.") + (tree ? "tree." : "ring.") + name;
+}
 
 const char* to_string(Topology topology) {
   switch (topology) {
@@ -194,6 +237,10 @@ const CollectiveRegime* ClusterSpec::regime_for(double bytes) const {
     if (bytes >= it->from_bytes) return &*it;
   }
   return nullptr;
+}
+
+int fabric_slots(const ClusterSpec& spec) {
+  return spec.fabric_nodes > 0 ? spec.fabric_nodes : topology_capacity(spec);
 }
 
 int topology_capacity(const ClusterSpec& spec) {

@@ -11,10 +11,10 @@
 #include <limits>
 
 #include "predict/summary.hpp"
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
+#include "stepcast/predict/predict.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -34,14 +34,16 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
     // rate, and one collective's latency (the others' only add to it). Without regimes this is
     // the cost of one collective of the whole gradient.
     const cluster::Cluster c = cluster::build_cluster(spec);
-    const scheme::CollectivePlan plan =
-        scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm);
+    const scheme::AllReducePlanner planner(c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
     double latency = std::numeric_limits<double>::infinity();
     for (const workload::Bucket& b : workload::make_buckets(w, scheme.allreduce.bucket_bytes)) {
-      const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
+      const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
+      const scheme::CollectivePlan& plan = planner.plan(choice);
+      const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, choice.terms);
       collective += b.bytes * cost.seconds_per_byte;
       latency = std::min(latency, cost.latency);
-      r.bytes_sent += scheme::collective_bytes_sent(plan, b.bytes);  // per step, all workers
+      // per step, all workers
+      r.bytes_sent += scheme::collective_bytes_sent(plan, b.bytes * scheme::wire_factor(choice.terms));
     }
     if (std::isfinite(latency)) collective += latency;
   }
@@ -67,7 +69,7 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double clients = aggregate ? std::ceil(static_cast<double>(n) / per_node) : n;
   const double model = w.parameter_bytes();
   worker.network = (aggregate ? model : per_node * model) / spec.nic_bw;
-  const double apply = shards.largest_apply();  // s per client step at the busiest shard's apply lane
+  const double apply = shards.largest_apply();          // s per client step at the busiest shard's apply lane
   const double server_nic = largest_shard / server_bw;  // s per client step, per direction
   const double server = std::max(server_nic, apply);
   const double worker_step = std::max(worker.compute, worker.network);
@@ -91,8 +93,8 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
 /// perfectly. The shard-group collectives (gathers, reduce-scatters) share one set of links and
 /// add up; HSDP's all-reduce across groups runs on others (the NICs when a group is a node), so
 /// the step lasts as long as the busier of the two, or compute, plus one collective's latency.
-Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme,
-                  const WorkerSide& worker) {
+Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                  const scheme::SchemeConfig& scheme, const WorkerSide& worker) {
   Result r;
   const cluster::Cluster c = cluster::build_cluster(spec);
   const std::vector<scheme::FsdpUnit> units = scheme::fsdp_units(w, scheme.fsdp.unit_blocks);
@@ -112,7 +114,7 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   double latency = std::numeric_limits<double>::infinity();
   auto add = [&](const scheme::CollectivePlan& plan, double bytes, double count, double& into) {
     if (plan.stages.empty()) return;
-    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(bytes));
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, {.regime = spec.regime_for(bytes)});
     into += count * bytes * cost.seconds_per_byte;
     latency = std::min(latency, cost.latency);
     r.bytes_sent += count * scheme::collective_bytes_sent(plan, bytes);

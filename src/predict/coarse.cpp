@@ -6,11 +6,11 @@
 #include <numeric>
 
 #include "predict/summary.hpp"
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/predict/predict.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -25,18 +25,20 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   const cluster::Cluster c = cluster::build_cluster(spec);
   // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
   // (for the ring on a switch, exactly 2(N-1)(a + S/(N B))), in the regime of the bucket's size.
-  const scheme::CollectivePlan plan =
-      scheme::plan_collective(c, scheme::CollectiveOp::AllReduce, scheme.allreduce.algorithm);
+  // With algorithm or protocol auto, each bucket's own choice.
+  const scheme::AllReducePlanner planner(c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
   double comm = 0;
   double last = 0;
   double latency = 0;  // of all buckets together
   double sent = 0;     // bytes, all workers, one step
   for (const workload::Bucket& b : buckets) {
-    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(b.bytes));
+    const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
+    const scheme::CollectivePlan& plan = planner.plan(choice);
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, choice.terms);
     last = cost.time(b.bytes);
     comm += last;
     latency += cost.latency;
-    sent += scheme::collective_bytes_sent(plan, b.bytes);
+    sent += scheme::collective_bytes_sent(plan, b.bytes * scheme::wire_factor(choice.terms));
   }
   // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
   // bucket can hide behind backward compute. Without it the phase model over-predicts the step
@@ -157,8 +159,8 @@ UnitWindows unit_windows(const workload::Workload& w, const std::vector<scheme::
 /// last reduce-scatter is exposed, and ZeRO-1's gathers of the updated parameters all are. Each
 /// collective takes its closed form alone (collective_cost); two at once share bandwidth but not
 /// latency. Prefetch 0: no gather overlaps.
-Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme,
-                 const Options& options) {
+Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                 const scheme::SchemeConfig& scheme, const Options& options) {
   Result r;
   const cluster::Cluster c = cluster::build_cluster(spec);
   const std::vector<scheme::FsdpUnit> units = scheme::fsdp_units(w, scheme.fsdp.unit_blocks);
@@ -201,7 +203,7 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, 
   auto timed = [&](const scheme::CollectivePlan& plan, double bytes) {
     if (plan.stages.empty()) return Timed{};
     sent += scheme::collective_bytes_sent(plan, bytes);
-    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, spec.regime_for(bytes));
+    const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, {.regime = spec.regime_for(bytes)});
     return Timed{cost.latency, bytes * cost.seconds_per_byte};
   };
   std::vector<Timed> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
@@ -250,7 +252,8 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec, 
     busy += gather[u].total() + gather_again[u].total() + reduce[u].total() + after[u].total();
   }
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
-  if (busy > 0) r.utilization.push_back({"collectives (all-gather, reduce-scatter)", std::min(1.0, busy / r.step_time)});
+  if (busy > 0)
+    r.utilization.push_back({"collectives (all-gather, reduce-scatter)", std::min(1.0, busy / r.step_time)});
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }

@@ -6,9 +6,9 @@
 
 #include "predict/long_run.hpp"
 #include "predict/summary.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -102,12 +102,14 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   // Inputs are held to physical ranges, so this should not happen; if a combination still
   // overflows, say so rather than print "nan".
   if (!(std::isfinite(r.step_time) && std::isfinite(r.throughput))) {
-    throw Error({"", 0, ""}, fmt::format("the {} prediction for {} workers is not a finite number (step time {} s, "
-                                         "throughput {} samples/s): the inputs are outside what stepcast models",
-                                         to_string(options.predictor), cluster.workers, r.step_time, r.throughput));
+    throw Error({"", 0, ""},
+                fmt::format("the {} prediction for {} workers is not a finite number (step time {} s, "
+                            "throughput {} samples/s): the inputs are outside what stepcast models",
+                            to_string(options.predictor), cluster.workers, r.step_time, r.throughput));
   }
   account_job(r, workload, options);
   account_model(r, workload, cluster, scheme);
+  account_collectives(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);
   return r;

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <utility>
 
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::predict {
@@ -34,7 +35,8 @@ const Utilization* busiest_network(const Result& r) {
   const Utilization* best = nullptr;
   for (const auto* list : {&r.utilization, &r.links}) {
     for (const Utilization& u : *list) {
-      if (kind_of(u.resource) == BottleneckKind::Compute || kind_of(u.resource) == BottleneckKind::PsApply) continue;
+      if (kind_of(u.resource) == BottleneckKind::Compute || kind_of(u.resource) == BottleneckKind::PsApply)
+        continue;
       if (best == nullptr || u.busy > best->busy) best = &u;
     }
   }
@@ -120,9 +122,10 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   const double out = busy_of(r, "worker NIC out"), in = busy_of(r, "worker NIC in");
   if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
       (net == nullptr || out + in > net->busy)) {
-    r.bottleneck = fmt::format("pull then push serialised on the worker NIC (out {:.0f}% + in {:.0f}% of the step; "
-                               "{:.0f}% of step exposed)",
-                               100 * out, 100 * in, 100 * exposed);
+    r.bottleneck = fmt::format(
+        "pull then push serialised on the worker NIC (out {:.0f}% + in {:.0f}% of the step; "
+        "{:.0f}% of step exposed)",
+        100 * out, 100 * in, 100 * exposed);
     r.bottleneck_kind = BottleneckKind::NetworkBandwidth;
     r.bottleneck_resource = "worker NIC";
     return;
@@ -134,12 +137,26 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     r.bottleneck_resource = net->resource;
     return;
   }
-  r.bottleneck = fmt::format("network latency, no link busy enough to explain it ({:.0f}% of step exposed{})",
-                             100 * exposed,
-                             net != nullptr ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy)
-                                            : std::string());
+  r.bottleneck = fmt::format(
+      "network latency, no link busy enough to explain it ({:.0f}% of step exposed{})", 100 * exposed,
+      net != nullptr ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy) : std::string());
   r.bottleneck_kind = BottleneckKind::NetworkLatency;
   r.bottleneck_resource = "";
+}
+
+void account_collectives(Result& r, const workload::Workload& w, const cluster::ClusterSpec& spec,
+                         const scheme::SchemeConfig& scheme) {
+  const scheme::AllReduceConfig& allreduce = scheme.allreduce;
+  const bool chosen = allreduce.algorithm == scheme::AllReduceAlgorithm::Auto ||
+                      allreduce.protocol != scheme::CollectiveProtocol::Links;
+  if (scheme.scheme != scheme::Scheme::AllReduce || !chosen || spec.workers <= 1) return;
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const scheme::AllReducePlanner planner(c, allreduce.algorithm, allreduce.protocol);
+  for (const workload::Bucket& b : workload::make_buckets(w, allreduce.bucket_bytes)) {
+    const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
+    r.collectives.push_back(
+        {b.bytes, scheme::to_string(choice.algorithm), scheme::to_string(choice.protocol)});
+  }
 }
 
 void attribute_after_prediction(Result& r, const workload::Workload& w) {
@@ -148,24 +165,28 @@ void attribute_after_prediction(Result& r, const workload::Workload& w) {
   // Host-bound profiles: a step whose GPUs are idle most of the time on one worker alone is bound
   // by the host (data loading, Python, kernel launches), and that part does not shrink with more
   // workers; the compute "100% busy" of the table would hide it.
-  const bool has_host = std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("cpu"); });
-  const bool has_gpu = std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("gpu"); });
+  const bool has_host =
+      std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("cpu"); });
+  const bool has_gpu =
+      std::any_of(w.lanes.begin(), w.lanes.end(), [](const std::string& l) { return l.starts_with("gpu"); });
   const double alone = w.step_time_alone();
   if (has_host && has_gpu && alone > 0) {
     r.gpu_busy_fraction = std::min(1.0, w.busy_alone("gpu") / alone);
     const double idle = 1 - r.gpu_busy_fraction;
     if (idle > kHostBound && r.bottleneck_kind == BottleneckKind::Compute) {
-      r.bottleneck = fmt::format("host-bound: GPU idle {:.0f}% of the step (data loading, Python, kernel launches); "
-                                 "the host part does not shrink with more workers",
-                                 100 * idle);
+      r.bottleneck = fmt::format(
+          "host-bound: GPU idle {:.0f}% of the step (data loading, Python, kernel launches); "
+          "the host part does not shrink with more workers",
+          100 * idle);
       r.bottleneck_kind = BottleneckKind::Host;
       r.bottleneck_resource = "host";
     }
   }
   if (r.compute_cv > 0 && r.breakdown.wait >= r.breakdown.communication_exposed &&
       r.breakdown.wait / step >= kNoticeableLoss && r.bottleneck.starts_with("waiting")) {
-    r.bottleneck = fmt::format("waiting for the slowest worker ({:.0f}% of step; compute varies {:.1f}% per step)",
-                               100 * r.breakdown.wait / step, 100 * r.compute_cv);
+    r.bottleneck =
+        fmt::format("waiting for the slowest worker ({:.0f}% of step; compute varies {:.1f}% per step)",
+                    100 * r.breakdown.wait / step, 100 * r.compute_cv);
     r.bottleneck_kind = BottleneckKind::Stragglers;
     r.bottleneck_resource = "";
   }

@@ -1,11 +1,14 @@
-// Private: what every predictor does last: speed-up, efficiency and the bottleneck in words;
-// and how a workload with per-step samples becomes one Result.
+// Private: what every predictor does last: speed-up, efficiency and the bottleneck in words, the
+// all-reduce buckets' chosen algorithms; and how a workload with per-step samples becomes one
+// Result.
 #pragma once
 
 #include <functional>
 #include <vector>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/result.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast::predict {
@@ -23,6 +26,10 @@ void finish_result(Result& result, double alone_step_time, int batch_per_worker)
 /// Also: a profile's mode (replay or extrapolated) and, when its GPUs are idle more than half of
 /// one worker's step, "host-bound" (kind Host) instead of compute.
 void attribute_after_prediction(Result& result, const workload::Workload& workload);
+/// Result::collectives: each all-reduce bucket's algorithm and protocol, as the exchange, the fast
+/// path and the closed forms choose them (AllReducePlanner), when there is a choice to report.
+void account_collectives(Result& result, const workload::Workload& workload,
+                         const cluster::ClusterSpec& cluster, const scheme::SchemeConfig& scheme);
 
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);

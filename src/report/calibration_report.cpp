@@ -103,6 +103,17 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
     for (const calibrate::Regime& r : c.regimes.regimes) write_regime(json, r);
   }
   json.end_array();
+  json.key("nccl");
+  if (c.options.method == FitMethod::Nccl) {
+    json.begin_object();
+    json.key("nic_bandwidth_Bps");
+    json.number(c.nccl.nic_bw);
+    json.key("latency_scale");
+    json.number(c.nccl.latency_scale);
+    json.end_object();
+  } else {
+    json.null();
+  }
   json.key("regime_scores");
   json.begin_array();
   // Infinity where that many regimes do not fit: null, as JSON has no infinity.
@@ -140,6 +151,7 @@ void write_table(std::ostream& out, const CalibrationReport& report) {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "{}\n{}",
                  c.options.method == FitMethod::Regimes ? "ring all-reduce calibration in size regimes"
+                 : c.options.method == FitMethod::Nccl  ? "all-reduce calibration of NCCL's tuning model"
                                                         : "ring all-reduce calibration",
                  calibration_header(c, report.source));
   if (!report.output.empty()) fmt::format_to(it, "wrote the cluster keys to {}\n", report.output);

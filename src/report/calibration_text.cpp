@@ -129,7 +129,9 @@ std::string error_table(const Calibration& c, const std::string& prefix) {
 std::string calibration_header(const Calibration& c, const CalibrationSource& source,
                                const std::string& prefix) {
   const RingFit& fit = c.fit;
-  const cluster::ClusterSpec spec = apply_fit(fit, source.workers_per_node);
+  const cluster::ClusterSpec spec = c.options.method == FitMethod::Nccl
+                                        ? c.nccl.spec(fit.workers)
+                                        : apply_fit(fit, source.workers_per_node);
 
   std::string used;
   int count = 0;
@@ -141,7 +143,7 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
     used += fmt::format("{}{:.0f} B", count == 0 ? "" : " and ", e.bytes);
     ++count;
   }
-  if (c.options.method == FitMethod::LeastSquares) {
+  if (c.options.method == FitMethod::LeastSquares || c.options.method == FitMethod::Nccl) {
     used = fmt::format("{} sizes from {:.0f} B to {:.0f} B, relative error", count,
                        c.sizes.empty() ? 0.0 : first_used, last_used);
   }
@@ -153,6 +155,15 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
                      to_string(source.format), placement, fit.workers, spec.workers_per_node);
   if (c.options.method == FitMethod::Regimes) {
     out += regime_summary(c, count, first_used, last_used, prefix);
+  } else if (c.options.method == FitMethod::Nccl) {
+    out += prefix +
+           "model: NCCL's tuning model as `training.allreduce.algorithm: auto` runs it: ring or tree, LL, "
+           "LL128 or\n" +
+           prefix +
+           "  Simple, the fastest for each size; NCCL 2.18's latency constants x lambda, node NIC B\n";
+    out += fmt::format("{}fit: nccl ({})\n", prefix, used);
+    out += fmt::format("{}B = {:.6g} GB/s per node NIC (intra-node links {:g} x B), lambda = {:.4g}\n",
+                       prefix, c.nccl.nic_bw / 1e9, calibrate::kNcclIntraToNic, c.nccl.latency_scale);
   } else {
     out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
     out += fmt::format("{}fit: {} ({}){}\n", prefix, to_string(c.options.method), used,
@@ -165,7 +176,44 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
   return strip_trailing_spaces(out);
 }
 
+/// The keys of an NCCL fit: the node NIC, the intra-node links, every latency constant scaled, and
+/// algorithm auto (so that a scenario including the file runs NCCL's choice).
+std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
+  const cluster::ClusterSpec spec = c.nccl.spec(c.nccl.workers);
+  std::string out =
+      "# Calibrated by `stepcast calibrate nccl-tests --fit nccl` from a measured all-reduce sweep.\n";
+  out += calibration_header(c, source, "# ");
+  out += "cluster:\n";
+  out += fmt::format("  workers: {}\n", spec.workers);
+  out += fmt::format("  workers_per_node: {}\n", spec.workers_per_node);
+  out += fmt::format("  nic_bandwidth: {}  # B\n", bandwidth_value(spec.nic_bw));
+  out += "  intra_node:\n";
+  out += fmt::format(
+      "    bandwidth: {}  # {:g} x B so the network stays the bottleneck; raise to the real link figure\n",
+      bandwidth_value(spec.intra_node_bw), calibrate::kNcclIntraToNic);
+  out += fmt::format("  nccl:  # NCCL 2.18's latency constants x lambda = {:.6g}\n", c.nccl.latency_scale);
+  for (const bool tree : {false, true}) {
+    out += fmt::format("    {}:\n", tree ? "tree" : "ring");
+    for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+      const cluster::NcclCost& cost = (tree ? spec.nccl.tree : spec.nccl.ring)[p];
+      const std::string key = cluster::nccl_key(tree, static_cast<cluster::NcclProtocol>(p));
+      out += fmt::format("      {}:\n", key.substr(key.rfind('.') + 1));
+      out += fmt::format("        base_latency: {}\n", duration_value(cost.base_latency));
+      out += "        hop_latency:\n";
+      out += fmt::format("          nvlink: {}\n",
+                         duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::NvLink)]));
+      out += fmt::format("          pcie: {}\n",
+                         duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Pcie)]));
+      out += fmt::format("          net: {}\n",
+                         duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Net)]));
+    }
+  }
+  out += "training:\n  allreduce:\n    algorithm: auto  # protocol auto follows\n";
+  return out;
+}
+
 std::string calibration_yaml(const Calibration& c, const CalibrationSource& source) {
+  if (c.options.method == FitMethod::Nccl) return nccl_yaml(c, source);
   const cluster::ClusterSpec defaults;
   const bool regimes = c.options.method == FitMethod::Regimes;
   const cluster::ClusterSpec spec = regimes ? apply_regime_fit(c.regimes, source.workers_per_node, defaults)

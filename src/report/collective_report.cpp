@@ -4,11 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
-
-#include <algorithm>
-#include <iterator>
 
 #include "report/json_text.hpp"
 #include "stepcast/units.hpp"
@@ -47,6 +45,17 @@ double bus_bandwidth(const CollectiveReport& r) {
 
 namespace {
 
+/// The size regime that applied (only under protocol links).
+const cluster::CollectiveRegime* shown_regime(const CollectiveReport& r) {
+  return r.result.protocol == scheme::CollectiveProtocol::Links ? r.cluster.regime_for(r.bytes) : nullptr;
+}
+
+/// "tree/LL", "ring": what ran, for tables.
+std::string ran(const CollectiveReport& r) {
+  if (r.result.protocol == scheme::CollectiveProtocol::Links) return scheme::to_string(r.result.algorithm);
+  return fmt::format("{}/{}", scheme::to_string(r.result.algorithm), scheme::to_string(r.result.protocol));
+}
+
 void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Config* config) {
   const cluster::ClusterSpec& spec = r.cluster;
   json.begin_object();
@@ -58,6 +67,11 @@ void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Con
   json.string(scheme::to_string(r.op));
   json.key("algorithm");
   json.string(scheme::to_string(r.algorithm));
+  // What ran: the algorithm and protocol auto chose (or those asked for).
+  json.key("ran_algorithm");
+  json.string(scheme::to_string(r.result.algorithm));
+  json.key("protocol");
+  json.string(scheme::to_string(r.result.protocol));
   json.key("topology");
   json.string(cluster::to_string(spec.topology));
   json.key("workers");
@@ -75,7 +89,7 @@ void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Con
   json.key("max_link_flows");
   json.integer(r.result.max_link_flows);
   json.key("regime");
-  if (const cluster::CollectiveRegime* regime = spec.regime_for(r.bytes)) {
+  if (const cluster::CollectiveRegime* regime = shown_regime(r)) {
     json.begin_object();
     json.key("from_bytes");
     json.number(regime->from_bytes);
@@ -111,17 +125,20 @@ void write_json(std::ostream& out, const CollectiveReport& r) {
   write_object(json, r, nullptr);
 }
 
-void write_json(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs) {
+void write_json(std::ostream& out, const std::vector<CollectiveReport>& rows,
+                const std::vector<Config>& configs) {
   detail::JsonWriter json(out, detail::JsonWriter::Layout::Indented);
   json.begin_object();
   json.key("collectives");
   json.begin_array();
-  for (std::size_t i = 0; i < rows.size(); ++i) write_object(json, rows[i], i < configs.size() ? &configs[i] : nullptr);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    write_object(json, rows[i], i < configs.size() ? &configs[i] : nullptr);
   json.end_array();
   json.end_object();
 }
 
-void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows, const std::vector<Config>& configs) {
+void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows,
+                 const std::vector<Config>& configs) {
   fmt::memory_buffer buf;
   auto it = std::back_inserter(buf);
   if (!rows.empty()) {
@@ -134,9 +151,15 @@ void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows, c
   std::vector<std::string> header;
   const std::size_t swept = configs.empty() ? 0 : configs.front().size();
   for (std::size_t k = 0; k < swept; ++k) header.push_back(configs.front()[k].key);
+  // What ran, when it may differ from row to row or from the algorithm asked for.
+  const bool chosen = std::any_of(rows.begin(), rows.end(), [](const CollectiveReport& r) {
+    return r.algorithm == scheme::AllReduceAlgorithm::Auto ||
+           r.result.protocol != scheme::CollectiveProtocol::Links;
+  });
   for (const char* h : {"workers", "size", "time", "algbw (GB/s)", "busbw (GB/s)", "steps", "flows/link"}) {
     header.emplace_back(h);
   }
+  if (chosen) header.emplace_back("ran");
   std::vector<std::vector<std::string>> cells;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const CollectiveReport& r = rows[i];
@@ -149,6 +172,7 @@ void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows, c
     row.push_back(fmt::format("{:.3f}", bus_bandwidth(r) / 1e9));
     row.push_back(fmt::format("{}", r.result.stages));
     row.push_back(fmt::format("{}", r.result.max_link_flows));
+    if (chosen) row.push_back(ran(r));
     cells.push_back(std::move(row));
   }
   std::vector<std::size_t> width(header.size());
@@ -186,7 +210,14 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
                  format_duration(r.result.time), algorithm_bandwidth(r) / 1e9, bus_bandwidth(r) / 1e9);
   fmt::format_to(it, "  steps            {}\n  max flows/link   {} (in one step, one direction)\n",
                  r.result.stages, r.result.max_link_flows);
-  if (const cluster::CollectiveRegime* regime = spec.regime_for(r.bytes)) {
+  if (r.algorithm == scheme::AllReduceAlgorithm::Auto ||
+      r.result.protocol != scheme::CollectiveProtocol::Links) {
+    fmt::format_to(it, "  ran              {}{}\n", ran(r),
+                   r.algorithm == scheme::AllReduceAlgorithm::Auto
+                       ? " (auto: least closed-form time at this size)"
+                       : "");
+  }
+  if (const cluster::CollectiveRegime* regime = shown_regime(r)) {
     // GB/s as calibrate writes it (the fitted figure is a bus bandwidth, not a NIC's bit rate).
     fmt::format_to(it, "  regime           from {}: each step >= {}, each transfer <= {:.6g} GB/s\n",
                    format_bytes(regime->from_bytes), format_duration(regime->step_latency), regime->bw / 1e9);

@@ -213,6 +213,19 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
       json.raw("null");
     }
   }
+  json.key("collectives");
+  json.begin_array();
+  for (const predict::BucketCollective& b : r.collectives) {
+    json.begin_object();
+    json.key("bytes");
+    json.number(b.bytes);
+    json.key("algorithm");
+    json.string(b.algorithm);
+    json.key("protocol");
+    json.string(b.protocol);
+    json.end_object();
+  }
+  json.end_array();
   json.key("max_link_flows");
   json.integer(r.max_link_flows);
   json.key("links");

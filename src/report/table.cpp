@@ -47,14 +47,20 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   }
   std::vector<Column> c;
   c.push_back({"workers", true, [](const predict::Result& r) { return fmt::format("{}", r.workers); }});
-  if (mode) c.push_back({"mode", false, [](const predict::Result& r) { return r.mode.empty() ? std::string("-") : r.mode; }});
-  c.push_back({"predictor", false, [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
+  if (mode)
+    c.push_back(
+        {"mode", false, [](const predict::Result& r) { return r.mode.empty() ? std::string("-") : r.mode; }});
+  c.push_back({"predictor", false,
+               [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
   c.push_back({"step time", true, [](const predict::Result& r) { return format_duration(r.step_time); }});
-  c.push_back({"throughput (samples/s)", true, [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }});
+  c.push_back({"throughput (samples/s)", true,
+               [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }});
   if (tokens) {
-    c.push_back({"tokens/s", true, [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s); }});
-    c.push_back({"tokens/s per GPU", true,
-                 [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s_per_worker); }});
+    c.push_back({"tokens/s", true,
+                 [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s); }});
+    c.push_back({"tokens/s per GPU", true, [](const predict::Result& r) {
+                   return fmt::format("{:.0f}", r.tokens.tokens_per_s_per_worker);
+                 }});
   }
   if (mfu) {
     c.push_back({"MFU", true, [](const predict::Result& r) {
@@ -62,7 +68,8 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
                  }});
   }
   c.push_back({"speed-up", true, [](const predict::Result& r) { return fmt::format("{:.2f}x", r.speedup); }});
-  c.push_back({"efficiency", true, [](const predict::Result& r) { return fmt::format("{:.1f}%", r.efficiency * 100); }});
+  c.push_back({"efficiency", true,
+               [](const predict::Result& r) { return fmt::format("{:.1f}%", r.efficiency * 100); }});
   if (memory) c.push_back({"memory per GPU", true, memory_cell});
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
@@ -108,7 +115,8 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
 std::string format_span(double seconds) {
   if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
   const auto total = static_cast<long long>(std::llround(seconds));
-  const long long days = total / 86400, hours = total % 86400 / 3600, minutes = total % 3600 / 60, secs = total % 60;
+  const long long days = total / 86400, hours = total % 86400 / 3600, minutes = total % 3600 / 60,
+                  secs = total % 60;
   if (days > 0) return fmt::format("{} d {} h", days, hours);
   if (hours > 0) return fmt::format("{} h {} min", hours, minutes);
   return fmt::format("{} min {} s", minutes, secs);
@@ -120,13 +128,15 @@ void append_jobs(fmt::memory_buffer& buf, const std::vector<predict::Result>& pr
   for (const auto& r : predictions) {
     const predict::Job& j = r.job;
     if (j.samples <= 0) continue;
-    fmt::format_to(it, "job ({} worker{}, {}): {:.0f} samples{} in {:.0f} steps of {} after a {} start-up: {} in all{}, "
-                   "{:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
-                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples,
-                   j.epochs > 0 ? fmt::format(" ({:.4g} epochs)", j.epochs) : std::string(), j.steps,
-                   format_duration(r.step_time), format_duration(j.startup_time), format_span(j.time),
-                   j.epochs > 0 ? fmt::format(" ({} per epoch)", format_span(j.epoch_time)) : std::string(),
-                   j.throughput, 100 * j.startup_time / j.time);
+    fmt::format_to(
+        it,
+        "job ({} worker{}, {}): {:.0f} samples{} in {:.0f} steps of {} after a {} start-up: {} in all{}, "
+        "{:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
+        r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples,
+        j.epochs > 0 ? fmt::format(" ({:.4g} epochs)", j.epochs) : std::string(), j.steps,
+        format_duration(r.step_time), format_duration(j.startup_time), format_span(j.time),
+        j.epochs > 0 ? fmt::format(" ({} per epoch)", format_span(j.epoch_time)) : std::string(),
+        j.throughput, 100 * j.startup_time / j.time);
   }
 }
 
@@ -178,15 +188,16 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
     const predict::MemoryCheck& m = r.memory;
     if (!m.known || !(m.gpu_memory > 0 || m.activations_modelled)) continue;
     const predict::Memory& p = m.per_worker;
-    fmt::format_to(it,
-                   "memory per GPU ({} worker{}): parameters {}, gradients {}, optimizer {}, activations {}, "
-                   "gathered buffers {}: {}{}\n",
-                   r.workers, r.workers == 1 ? "" : "s", format_bytes(p.parameters), format_bytes(p.gradients),
-                   format_bytes(p.optimizer), m.activations_modelled ? format_bytes(p.activations) : "not modelled",
-                   format_bytes(p.buffers), format_bytes(p.total()),
-                   m.gpu_memory > 0 ? fmt::format(" of {} ({})", format_bytes(m.gpu_memory),
-                                                  m.fits() ? "fits" : "does not fit")
-                                    : std::string());
+    fmt::format_to(
+        it,
+        "memory per GPU ({} worker{}): parameters {}, gradients {}, optimizer {}, activations {}, "
+        "gathered buffers {}: {}{}\n",
+        r.workers, r.workers == 1 ? "" : "s", format_bytes(p.parameters), format_bytes(p.gradients),
+        format_bytes(p.optimizer), m.activations_modelled ? format_bytes(p.activations) : "not modelled",
+        format_bytes(p.buffers), format_bytes(p.total()),
+        m.gpu_memory > 0
+            ? fmt::format(" of {} ({})", format_bytes(m.gpu_memory), m.fits() ? "fits" : "does not fit")
+            : std::string());
   }
   const predict::Result& last = predictions.back();
   if (last.tokens.model_flops_per_s_per_worker > 0) {
@@ -200,6 +211,32 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
     }
     buf.push_back('\n');
   }
+}
+
+/// What auto chose for the all-reduce buckets of the last prediction: runs of equal choices,
+/// "all-reduce buckets (64 workers): 1-3 tree/LL128 (1.05 MB .. 16 MB), 4-6 ring/Simple (25 MB)".
+void append_collectives(fmt::memory_buffer& buf, const predict::Result& r) {
+  if (r.collectives.empty()) return;
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it, "all-reduce buckets ({} workers):", r.workers);
+  for (std::size_t first = 0; first < r.collectives.size();) {
+    const predict::BucketCollective& b = r.collectives[first];
+    std::size_t last = first;
+    double lo = b.bytes, hi = b.bytes;
+    while (last + 1 < r.collectives.size() && r.collectives[last + 1].algorithm == b.algorithm &&
+           r.collectives[last + 1].protocol == b.protocol) {
+      ++last;
+      lo = std::min(lo, r.collectives[last].bytes);
+      hi = std::max(hi, r.collectives[last].bytes);
+    }
+    const std::string ran = b.protocol == "links" ? b.algorithm : b.algorithm + "/" + b.protocol;
+    const std::string which = first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+    const std::string sizes =
+        lo == hi ? format_bytes(lo) : fmt::format("{} .. {}", format_bytes(lo), format_bytes(hi));
+    fmt::format_to(it, "{} {} {} ({})", first == 0 ? "" : ",", which, ran, sizes);
+    first = last + 1;
+  }
+  buf.push_back('\n');
 }
 
 }  // namespace
@@ -236,7 +273,8 @@ void write_table(std::ostream& out, const Sweep& sweep) {
 
   fmt::memory_buffer buf;
   fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
-  if (!sweep.compute_source.empty()) fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
+  if (!sweep.compute_source.empty())
+    fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
   append_row(buf, columns, header, width);
   if (rows.empty()) {
     buf.append(std::string_view("(no predictions)\n"));
@@ -245,6 +283,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     append_step_spreads(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
+    append_collectives(buf, sweep.predictions.back());
     append_where_time_goes(buf, sweep.predictions.back());
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -252,7 +291,8 @@ void write_table(std::ostream& out, const Sweep& sweep) {
 
 std::string config_label(const Config& config) {
   std::string out;
-  for (const Input& setting : config) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", setting.key, setting.value);
+  for (const Input& setting : config)
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", setting.key, setting.value);
   return out;
 }
 

@@ -18,6 +18,7 @@ namespace {
 
 using predict::Predictor;
 using scheme::AllReduceAlgorithm;
+using scheme::CollectiveProtocol;
 using scheme::Mode;
 using scheme::PsOrder;
 using scheme::PsPartition;
@@ -104,9 +105,10 @@ const Choices<scheme::Optimizer>& optimizers() {
   return c;
 }
 const Choices<workload::ActivationCheckpointing>& checkpointings() {
-  static const Choices<workload::ActivationCheckpointing> c{{"none", workload::ActivationCheckpointing::None},
-                                                            {"selective", workload::ActivationCheckpointing::Selective},
-                                                            {"full", workload::ActivationCheckpointing::Full}};
+  static const Choices<workload::ActivationCheckpointing> c{
+      {"none", workload::ActivationCheckpointing::None},
+      {"selective", workload::ActivationCheckpointing::Selective},
+      {"full", workload::ActivationCheckpointing::Full}};
   return c;
 }
 const Choices<Mode>& modes() {
@@ -131,7 +133,21 @@ const Choices<AllReduceAlgorithm>& algorithms() {
                                              {"halving_doubling", AllReduceAlgorithm::HalvingDoubling},
                                              {"hierarchical", AllReduceAlgorithm::Hierarchical},
                                              {"hdrm", AllReduceAlgorithm::Hdrm},
-                                             {"tree", AllReduceAlgorithm::Tree}};
+                                             {"tree", AllReduceAlgorithm::Tree},
+                                             {"auto", AllReduceAlgorithm::Auto}};
+  return c;
+}
+const Choices<CollectiveProtocol>& protocols() {
+  static const Choices<CollectiveProtocol> c{{"links", CollectiveProtocol::Links},
+                                             {"auto", CollectiveProtocol::Auto},
+                                             {"ll", CollectiveProtocol::LL},
+                                             {"ll128", CollectiveProtocol::LL128},
+                                             {"simple", CollectiveProtocol::Simple}};
+  return c;
+}
+const Choices<cluster::NodePlacement>& node_placements() {
+  static const Choices<cluster::NodePlacement> c{{"packed", cluster::NodePlacement::Packed},
+                                                 {"random", cluster::NodePlacement::Random}};
   return c;
 }
 const Choices<cluster::Topology>& topologies() {
@@ -207,7 +223,8 @@ KeyDef integer_key(std::string key, std::string def, int min, int max, std::stri
 template <class F>
 KeyDef number_key(std::string key, std::string def, double min, bool min_allowed, double max,
                   std::string description, F field) {
-  std::string bound = fmt::format("in {}{}, {}]", min_allowed ? "[" : "(", format_number(min), format_number(max));
+  std::string bound =
+      fmt::format("in {}{}, {}]", min_allowed ? "[" : "(", format_number(min), format_number(max));
   std::string expected = "a number " + bound;
   return {{std::move(key), "number " + bound, std::move(def), std::move(description)},
           true,
@@ -357,27 +374,32 @@ std::vector<KeyDef> make_table() {
   shape_key("hidden", "model width (heads x head size)", &zoo::TransformerShape::hidden);
   shape_key("ffn_hidden", "MLP inner width (of each expert)", &zoo::TransformerShape::ffn_hidden);
   shape_key("heads", "query heads", &zoo::TransformerShape::heads);
-  shape_key("kv_heads", "key/value heads (grouped-query attention); default: heads", &zoo::TransformerShape::kv_heads);
+  shape_key("kv_heads", "key/value heads (grouped-query attention); default: heads",
+            &zoo::TransformerShape::kv_heads);
   shape_key("vocab", "vocabulary size", &zoo::TransformerShape::vocab);
-  shape_key("experts", "mixture of experts: experts per MLP; default 1 (dense)", &zoo::TransformerShape::experts);
+  shape_key("experts", "mixture of experts: experts per MLP; default 1 (dense)",
+            &zoo::TransformerShape::experts);
   shape_key("top_k", "mixture of experts: experts per token; default 1", &zoo::TransformerShape::top_k);
   auto shape_flag = [&t](const char* field, const char* def, const char* description, auto member) {
-    t.push_back(choice_key(fmt::format("workload.transformer.{}", field), def, booleans(), description,
-                           [member](auto& s) -> auto& { return s.workload.transformer.*member; }));
+    t.push_back(choice_key(
+        fmt::format("workload.transformer.{}", field), def, booleans(),
+        description, [member](auto& s) -> auto& { return s.workload.transformer.*member; }));
   };
   shape_flag("swiglu", "true", "gated MLP (gate, up, down; Llama) instead of up and down with GELU",
              &zoo::TransformerShape::swiglu);
   shape_flag("tied_embeddings", "false", "the LM head reuses the token embedding",
              &zoo::TransformerShape::tied_embeddings);
-  t.push_back({{"workload.seq_len", "integer >= 1", "the zoo model's (llama3: 8192, llama2: 4096, gpt2: 1024)",
-                "tokens per sequence; a decoder's sample (batch_per_worker counts sequences)"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 d.scenario.workload.seq_len = parse_integer<int64_t>(v, 1, int64_t{1} << 24, "an integer in [1, 16777216]");
-               },
-               [](const Scenario& s) {
-                 return Rendered{fmt::format("{}", s.workload.seq_len), true};
-               }});
+  t.push_back(
+      {{"workload.seq_len", "integer >= 1", "the zoo model's (llama3: 8192, llama2: 4096, gpt2: 1024)",
+        "tokens per sequence; a decoder's sample (batch_per_worker counts sequences)"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         d.scenario.workload.seq_len =
+             parse_integer<int64_t>(v, 1, int64_t{1} << 24, "an integer in [1, 16777216]");
+       },
+       [](const Scenario& s) {
+         return Rendered{fmt::format("{}", s.workload.seq_len), true};
+       }});
   t.push_back(choice_key(
       "workload.activation_checkpointing", "none", checkpointings(),
       "decoders: recompute in backward: none, selective (attention scores), full (each block's forward)",
@@ -386,15 +408,16 @@ std::vector<KeyDef> make_table() {
       "workload.flash_attention", "true", booleans(),
       "decoders: attention kernels that keep no seq x seq scores (FlashAttention, PyTorch SDPA); for memory",
       [](auto& s) -> auto& { return s.workload.flash_attention; }));
-  t.push_back({{"workload.achieved_flops", "FLOP/s", "(unset)",
-                "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
-                "measured step time)"},
-               false,
-               [](const RawValue& v, Draft& d) { d.scenario.workload.achieved_flops = parse_flops(v.text, v.where); },
-               [](const Scenario& s) {
-                 return Rendered{s.workload.achieved_flops > 0 ? format_flops(s.workload.achieved_flops) : "unset",
-                                 false};
-               }});
+  t.push_back(
+      {{"workload.achieved_flops", "FLOP/s", "(unset)",
+        "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
+        "measured step time)"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.workload.achieved_flops = parse_flops(v.text, v.where); },
+       [](const Scenario& s) {
+         return Rendered{s.workload.achieved_flops > 0 ? format_flops(s.workload.achieved_flops) : "unset",
+                         false};
+       }});
   t.push_back({{"workload.layer_times", "path", "(none)",
                 "compute per layer measured on one GPU running a few of the model's layers: a layer table "
                 "(.csv) or a PyTorch profiler trace with 'stepcast:fwd:<layer>' / 'stepcast:bwd:<layer>' "
@@ -486,7 +509,8 @@ std::vector<KeyDef> make_table() {
       "precision of parameters and gradients (sets bytes per element)",
       [](auto& s) -> auto& { return s.workload.precision; }));
   t.push_back(number_key(
-      "workload.backward_ratio", "2", 0, true, kMaxBackwardRatio, "backward time / forward time of each layer",
+      "workload.backward_ratio", "2", 0, true, kMaxBackwardRatio,
+      "backward time / forward time of each layer",
       [](auto& s) -> auto& { return s.workload.backward_to_forward; }));
   t.push_back({{"workload.compute_cv", "number in [0, 10] or auto", "0",
                 "stragglers: coefficient of variation of a worker's compute time per step (seeded, per "
@@ -598,6 +622,40 @@ std::vector<KeyDef> make_table() {
                  return Rendered{out.empty() ? "none" : out, false};
                },
                true});
+  // NCCL's tuning model, one row per constant: cluster.nccl.<ring|tree>.<ll|ll128|simple>.<field>.
+  for (const bool tree : {false, true}) {
+    for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+      const auto protocol = static_cast<cluster::NcclProtocol>(p);
+      const std::string key = cluster::nccl_key(tree, protocol);
+      const cluster::NcclCost defaults = (tree ? cluster::NcclTuning{}.tree : cluster::NcclTuning{}.ring)[p];
+      const std::string what =
+          fmt::format("NCCL {} {}", tree ? "tree" : "ring", cluster::to_string(protocol));
+      auto cost = [ tree, p ](auto& s) -> auto& {
+        return (tree ? s.cluster.nccl.tree : s.cluster.nccl.ring)[p];
+      };
+      t.push_back(duration_key(
+          key + ".base_latency", format_duration(defaults.base_latency),
+          what + ": latency once per collective", [cost](auto& s) -> auto& { return cost(s).base_latency; }));
+      const std::pair<cluster::NcclHop, const char*> hops[] = {{cluster::NcclHop::NvLink, "nvlink"},
+                                                               {cluster::NcclHop::Pcie, "pcie"},
+                                                               {cluster::NcclHop::Net, "net"}};
+      for (const auto& [hop, name] : hops) {
+        const int h = static_cast<int>(hop);
+        t.push_back(duration_key(
+            fmt::format("{}.hop_latency.{}", key, name), format_duration(defaults.hop_latency[h]),
+            fmt::format("{}: latency per step over {}", what,
+                        hop == cluster::NcclHop::Net      ? "the network (between nodes)"
+                        : hop == cluster::NcclHop::NvLink ? "NVLink (inside a node, intra_node.link nvlink)"
+                                                          : "PCIe (inside a node, intra_node.link pcie)"),
+            [ cost, h ](auto& s) -> auto& { return cost(s).hop_latency[h]; }));
+      }
+      t.push_back(number_key(
+          key + ".efficiency", format_number(defaults.efficiency), 0.01, true, 1.0,
+          what + ": payload bytes per wire byte (the links' bandwidth it can use)", [cost](auto& s) -> auto& {
+            return cost(s).efficiency;
+          }));
+    }
+  }
   t.push_back(
       {{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
         "NIC bandwidth of a dedicated parameter-server node, each way"},
@@ -625,26 +683,38 @@ std::vector<KeyDef> make_table() {
       "cluster.nics_per_node", "1", 1, kMaxWorkers,
       "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
       [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
+  t.push_back(choice_key(
+      "cluster.node_placement", "packed", node_placements(),
+      "where the job's nodes sit in the fabric: packed (node n in slot n) or random (slots chosen with "
+      "`seed` among cluster.fabric_nodes, as a batch system scatters a job); fat_tree, bigraph and torus",
+      [](auto& s) -> auto& { return s.cluster.node_placement; }));
+  t.push_back(integer_key(
+      "cluster.fabric_nodes", "0", 0, 4 * kMaxWorkers,
+      "node_placement random: the fabric's node slots; 0 = the topology's capacity (a leaf-spine "
+      "fat_tree needs it)",
+      [](auto& s) -> auto& { return s.cluster.fabric_nodes; }));
 
-  t.push_back({{"cluster.gpu_memory", "size", "(unset: no fit check)",
-                "memory of one GPU, e.g. 80GB; predictions say whether the job fits"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 const double bytes = parse_bytes(v.text, v.where);
-                 if (bytes <= 0) fail(v, "a size > 0");
-                 d.scenario.cluster.gpu_memory = bytes;
-               },
-               [](const Scenario& s) {
-                 return Rendered{s.cluster.gpu_memory > 0 ? format_bytes(s.cluster.gpu_memory) : "unset", false};
-               }});
-  t.push_back({{"cluster.gpu.peak_flops", "FLOP/s", "(unset: no MFU)",
-                "peak dense FLOP/s of one GPU at the training precision (spec sheet: H100 SXM bf16 989TFLOPS)"},
-               false,
-               [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_peak_flops = parse_flops(v.text, v.where); },
-               [](const Scenario& s) {
-                 return Rendered{s.cluster.gpu_peak_flops > 0 ? format_flops(s.cluster.gpu_peak_flops) : "unset",
-                                 false};
-               }});
+  t.push_back(
+      {{"cluster.gpu_memory", "size", "(unset: no fit check)",
+        "memory of one GPU, e.g. 80GB; predictions say whether the job fits"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         const double bytes = parse_bytes(v.text, v.where);
+         if (bytes <= 0) fail(v, "a size > 0");
+         d.scenario.cluster.gpu_memory = bytes;
+       },
+       [](const Scenario& s) {
+         return Rendered{s.cluster.gpu_memory > 0 ? format_bytes(s.cluster.gpu_memory) : "unset", false};
+       }});
+  t.push_back(
+      {{"cluster.gpu.peak_flops", "FLOP/s", "(unset: no MFU)",
+        "peak dense FLOP/s of one GPU at the training precision (spec sheet: H100 SXM bf16 989TFLOPS)"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_peak_flops = parse_flops(v.text, v.where); },
+       [](const Scenario& s) {
+         return Rendered{s.cluster.gpu_peak_flops > 0 ? format_flops(s.cluster.gpu_peak_flops) : "unset",
+                         false};
+       }});
 
   // --- training
   t.push_back(choice_key(
@@ -684,8 +754,24 @@ std::vector<KeyDef> make_table() {
          return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
        }});
   t.push_back(choice_key(
-      "training.allreduce.algorithm", "ring", algorithms(), "collective algorithm",
+      "training.allreduce.algorithm", "ring", algorithms(),
+      "collective algorithm; auto: ring or tree for each bucket, as NCCL's tuner picks",
       [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
+  {
+    KeyDef protocol = choice_key(
+        "training.allreduce.protocol", "links (auto with algorithm auto)", protocols(),
+        "how a collective step costs: links = the links' latency and bandwidth (and "
+        "cluster.collective_regimes); ll, ll128, simple = NCCL's tuning model of that protocol "
+        "(cluster.nccl.*); auto = the fastest of the three for each bucket",
+        [](auto& s) -> auto& { return s.scheme.allreduce.protocol; });
+    protocol.apply_default = false;  // scenario.cpp: auto when the algorithm is auto
+    auto parse = protocol.apply;
+    protocol.apply = [parse](const RawValue& v, Draft& d) {
+      parse(v, d);
+      d.protocol_given = true;
+    };
+    t.push_back(std::move(protocol));
+  }
   t.push_back({{"training.allreduce.bucket_size", "size", "25MB",
                 "gradient bucket size (PyTorch DDP); 0 = one bucket per gradient"},
                true,
@@ -704,7 +790,8 @@ std::vector<KeyDef> make_table() {
                 "hybrid: workers a unit is sharded over; groups replicate each other"},
                false,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.scheme.fsdp.shard_group = parse_integer<int>(v, 1, kMaxWorkers, "an integer in [1, 16384]");
+                 d.scenario.scheme.fsdp.shard_group =
+                     parse_integer<int>(v, 1, kMaxWorkers, "an integer in [1, 16384]");
                },
                [](const Scenario& s) {
                  return Rendered{s.scheme.fsdp.shard_group > 0 ? fmt::format("{}", s.scheme.fsdp.shard_group)
@@ -748,32 +835,33 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{format_number(s.options.job.epochs), true};
                }});
-  t.push_back({{"job.dataset", "dataset name or size", "(unset)",
-                "with job.epochs: imagenet-1k (1,281,167 images), imagenet-21k (14,197,122), cifar-10 and cifar-100 "
-                "(50,000), mnist (60,000), coco (118,287), or a number of samples"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 static const std::vector<std::pair<std::string_view, double>> kDatasets{
-                     {"imagenet-1k", 1281167}, {"imagenet-21k", 14197122}, {"cifar-10", 50000},
-                     {"cifar-100", 50000},     {"mnist", 60000},           {"coco", 118287}};
-                 for (const auto& [name, size] : kDatasets) {
-                   if (v.text == name) {
-                     d.dataset_size = size;
-                     d.dataset_name = v.text;
-                     return;
-                   }
-                 }
-                 d.dataset_size = parse_number(v, 0, false,
-                                               "imagenet-1k, imagenet-21k, cifar-10, cifar-100, mnist, coco or a "
-                                               "number of samples > 0");
-                 d.dataset_name = v.text;
-                 d.dataset_where = v.where;
-               },
-               [](const Scenario& s) {
-                 return Rendered{s.options.job.epochs > 0 ? format_number(s.options.job.samples / s.options.job.epochs)
-                                                          : "unset",
-                                 s.options.job.epochs > 0};
-               }});
+  t.push_back(
+      {{"job.dataset", "dataset name or size", "(unset)",
+        "with job.epochs: imagenet-1k (1,281,167 images), imagenet-21k (14,197,122), cifar-10 and cifar-100 "
+        "(50,000), mnist (60,000), coco (118,287), or a number of samples"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         static const std::vector<std::pair<std::string_view, double>> kDatasets{
+             {"imagenet-1k", 1281167}, {"imagenet-21k", 14197122}, {"cifar-10", 50000},
+             {"cifar-100", 50000},     {"mnist", 60000},           {"coco", 118287}};
+         for (const auto& [name, size] : kDatasets) {
+           if (v.text == name) {
+             d.dataset_size = size;
+             d.dataset_name = v.text;
+             return;
+           }
+         }
+         d.dataset_size = parse_number(v, 0, false,
+                                       "imagenet-1k, imagenet-21k, cifar-10, cifar-100, mnist, coco or a "
+                                       "number of samples > 0");
+         d.dataset_name = v.text;
+         d.dataset_where = v.where;
+       },
+       [](const Scenario& s) {
+         return Rendered{
+             s.options.job.epochs > 0 ? format_number(s.options.job.samples / s.options.job.epochs) : "unset",
+             s.options.job.epochs > 0};
+       }});
   t.push_back({{"job.startup.bytes", "size", "the model's parameter bytes",
                 "bytes each worker reads from storage at start-up (model, data shard)"},
                false,
@@ -809,7 +897,8 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.options.measure_steps; }));
   t.push_back(choice_key(
       "simulation.fast_paths", "true", booleans(),
-      "fine: take an exact fast path where one applies (synchronous all-reduce, a synchronous parameter server with interchangeable clients, FSDP without stragglers, a collective alone); "
+      "fine: take an exact fast path where one applies (synchronous all-reduce, a synchronous parameter "
+      "server with interchangeable clients, FSDP without stragglers, a collective alone); "
       "false: the full event-by-event engine",
       [](auto& s) -> auto& { return s.options.fast_paths; }));
   t.push_back({{"seed", "unsigned integer", "1", "seed of every random choice"},
@@ -878,14 +967,9 @@ std::string suggest(std::string_view unknown) {
       best = candidate;
     }
   }
-  // A third of the length catches "nic_bw" for "nic_bandwidth" without proposing unrelated keys.
-  if (best_distance <= std::max<size_t>(2, unknown.size() / 3)) return best;
-  // Right name, wrong section ("workers" at the top level, "training.workers").
-  for (const KeyDef& def : key_table()) {
-    if (last_component(def.info.key) == last_component(unknown)) return def.info.key;
-  }
   // An abbreviation in the right section: "cluster.nic_bw" for "cluster.nic_bandwidth" is too
   // many edits away but keeps the letters in order.
+  std::string abbreviated;
   std::string_view leaf = last_component(unknown);
   std::string_view section = unknown.substr(0, unknown.size() - leaf.size());
   for (const KeyDef& def : key_table()) {
@@ -893,10 +977,19 @@ std::string suggest(std::string_view unknown) {
     std::string_view known_leaf = last_component(key);
     if (leaf.size() >= 2 && key.substr(0, key.size() - known_leaf.size()) == section &&
         known_leaf.front() == leaf.front() && is_subsequence(leaf, known_leaf)) {
-      return def.info.key;
+      abbreviated = def.info.key;
+      break;
     }
   }
-  return "";
+  // A third of the length catches "nic_bw" for "nic_bandwidth" without proposing unrelated keys;
+  // a key the name abbreviates beats a section a few edits away ("cluster.nccl" for "cluster.nic_bw").
+  const bool section_over_key = !abbreviated.empty() && !find_key(best);
+  if (best_distance <= std::max<size_t>(2, unknown.size() / 3) && !section_over_key) return best;
+  // Right name, wrong section ("workers" at the top level, "training.workers").
+  for (const KeyDef& def : key_table()) {
+    if (last_component(def.info.key) == last_component(unknown)) return def.info.key;
+  }
+  return abbreviated;
 }
 
 }  // namespace

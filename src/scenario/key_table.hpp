@@ -30,8 +30,9 @@ struct Draft {
   std::optional<double> step_time;   ///< s
   bool name_given = false;
   bool model_given = false;
-  std::optional<RawValue> custom_topology;  ///< cluster.custom, read once the NIC bandwidth is known
-  std::optional<RawValue> compute_cv_auto;  ///< workload.compute_cv: auto, checked against the profile
+  bool protocol_given = false;                ///< training.allreduce.protocol
+  std::optional<RawValue> custom_topology;    ///< cluster.custom, read once the NIC bandwidth is known
+  std::optional<RawValue> compute_cv_auto;    ///< workload.compute_cv: auto, checked against the profile
   std::vector<std::string> transformer_keys;  ///< workload.transformer.* fields given
   std::optional<double> dataset_size;         ///< job.dataset, in samples
   std::string dataset_name;                   ///< job.dataset as given

@@ -4,25 +4,26 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "key_table.hpp"
-#include "stepcast/detail/text_file.hpp"
-#include "stepcast/predict/predict.hpp"
-#include "stepcast/error.hpp"
 #include "stepcast/detail/profile/astrasim_workload.hpp"
 #include "stepcast/detail/profile/chakra_trace.hpp"
 #include "stepcast/detail/profile/kineto_workload.hpp"
 #include "stepcast/detail/profile/layer_table.hpp"
 #include "stepcast/detail/profile/layer_times.hpp"
 #include "stepcast/detail/profile/tf_timeline.hpp"
+#include "stepcast/detail/text_file.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/zoo/activation_memory.hpp"
@@ -118,6 +119,7 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
       throw Error({file, line, prefix}, "expected a plain key name, got " + std::string(describe(key_node)));
     }
     std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
+    if (key == "include") continue;  // read_entries reads the included files first
     SourceLocation where{file, line, key};
     if (detail::is_section(key)) {
       // "cluster:" with nothing under it is an empty section: every key takes its default.
@@ -147,7 +149,49 @@ void flatten(const YAML::Node& map, const std::string& prefix, const std::string
   }
 }
 
-Entries read_entries(std::string_view yaml_text, const std::string& file) {
+Entries read_entries(std::string_view yaml_text, const std::string& file, int depth = 0);
+
+/// `include: calib.yaml` (or a list): scenario files whose keys this one starts from, paths
+/// relative to the including file. Later includes win over earlier ones, and the including file's
+/// own keys over all of them, so a calibration file (`stepcast calibrate ... -o calib.yaml`) can be
+/// shared by scenarios without copying its keys; each key keeps the file and line it came from.
+Entries included_entries(const YAML::Node& include, const std::string& file, int depth) {
+  constexpr int kMaxIncludeDepth = 8;
+  const SourceLocation where{file, line_of(include), "include"};
+  std::vector<YAML::Node> paths;
+  if (include.IsScalar()) {
+    paths.push_back(include);
+  } else if (include.IsSequence()) {
+    for (const YAML::Node& item : include) paths.push_back(item);
+  }
+  if (paths.empty()) throw Error(where, "expected a file name or a list of file names");
+  if (depth >= kMaxIncludeDepth) {
+    throw Error(where, fmt::format("includes nest more than {} deep (does a file include itself?)",
+                                   kMaxIncludeDepth));
+  }
+  Entries merged;
+  for (const YAML::Node& item : paths) {
+    if (!item.IsScalar() || item.Scalar().empty()) {
+      throw Error({file, line_of(item), "include"},
+                  fmt::format("expected a file name, got {}", describe(item)));
+    }
+    std::filesystem::path path(item.Scalar());
+    if (path.is_relative()) path = std::filesystem::path(file).parent_path() / path;
+    const std::string name = path.string();
+    {
+      std::ifstream probe(path);
+      if (!probe)
+        throw Error({file, line_of(item), "include"},
+                    fmt::format("cannot read the included file '{}'", name));
+    }
+    for (auto& [key, value] : read_entries(read_text_file(name, "included scenario file"), name, depth + 1)) {
+      merged.insert_or_assign(key, value);
+    }
+  }
+  return merged;
+}
+
+Entries read_entries(std::string_view yaml_text, const std::string& file, int depth) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
@@ -163,7 +207,13 @@ Entries read_entries(std::string_view yaml_text, const std::string& file) {
                             root.IsScalar() ? "'" + root.Scalar() + "'" : describe(root)));
   }
   Entries entries;
-  flatten(root, "", file, yaml_text, entries);
+  // The const operator[] looks the key up without adding it.
+  if (const YAML::Node include = std::as_const(root)["include"]; include.IsDefined()) {
+    entries = included_entries(include, file, depth);
+  }
+  Entries mine;
+  flatten(root, "", file, yaml_text, mine);
+  for (auto& [key, value] : mine) entries.insert_or_assign(key, value);
   return entries;
 }
 
@@ -330,8 +380,8 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
       const std::string& node = a_node ? link.a : link.b;
       const std::string digits = node.substr(4);
       if (digits.size() > 5 || std::stoi(digits) >= scheme::kMaxWorkers) {
-        throw Error(where, fmt::format("'{}': nodes are numbered below {}, the most workers stepcast takes", node,
-                                       scheme::kMaxWorkers));
+        throw Error(where, fmt::format("'{}': nodes are numbered below {}, the most workers stepcast takes",
+                                       node, scheme::kMaxWorkers));
       }
       const int n = std::stoi(digits);
       if (node_line.count(n)) {
@@ -361,9 +411,7 @@ namespace {
 /// the decoder of workload.transformer. Throws Error naming the key of a bad shape.
 zoo::ModelSpec scenario_model(const Scenario& s) {
   const WorkloadSpec& w = s.workload;
-  auto with_file = [&](const Error& e) {
-    return Error({s.file, 0, e.where().key}, e.message());
-  };
+  auto with_file = [&](const Error& e) { return Error({s.file, 0, e.where().key}, e.message()); };
   try {
     if (w.transformer.layers > 0) {
       zoo::TransformerShape shape = w.transformer;
@@ -413,7 +461,8 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     if (w.transformer.experts == 0) w.transformer.experts = 1;
     if (w.transformer.top_k == 0) w.transformer.top_k = 1;
     if (w.seq_len == 0) {
-      throw Error({file_name, 0, "workload.seq_len"}, "required with workload.transformer: tokens per sequence");
+      throw Error({file_name, 0, "workload.seq_len"},
+                  "required with workload.transformer: tokens per sequence");
     }
     // Checked here, where the lines are known (build_workload's error named only the file).
     zoo::TransformerShape shape = w.transformer;
@@ -429,13 +478,14 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
   if (!decoder && !profiled) {
     for (const char* key : {"workload.seq_len", "workload.activation_checkpointing"}) {
       if (entries.count(key) != 0 && !(std::string_view(key) == "workload.activation_checkpointing" &&
-                                        w.checkpointing == workload::ActivationCheckpointing::None)) {
+                                       w.checkpointing == workload::ActivationCheckpointing::None)) {
         throw Error(location_of(entries, key, file_name),
                     fmt::format("applies to transformer decoders (workload.model: {} is not one)", w.model));
       }
     }
   }
-  if (zoo_model != nullptr && zoo_model->transformer && w.seq_len == 0) w.seq_len = zoo_model->transformer->seq_len;
+  if (zoo_model != nullptr && zoo_model->transformer && w.seq_len == 0)
+    w.seq_len = zoo_model->transformer->seq_len;
   if (zoo_model != nullptr && zoo_model->transformer && w.seq_len != zoo_model->transformer->seq_len) {
     // The zoo decoder rebuilt at workload.seq_len (GPT-2 has 1024 learned positions).
     zoo::TransformerShape shape = *zoo_model->transformer;
@@ -476,8 +526,8 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
     if (!(w.step_time <= limits::kMaxDuration)) {
       throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
-                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s", *draft.throughput,
-                              w.batch_per_worker, w.step_time));
+                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s",
+                              *draft.throughput, w.batch_per_worker, w.step_time));
     }
   } else if (!w.layer_times.empty()) {
     w.compute_source = ComputeSource::LayerTimes;
@@ -489,7 +539,8 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     w.compute_source = achieved ? ComputeSource::AchievedFlops : ComputeSource::PeakEfficiency;
     if (needs == Needs::Workload) {
       const zoo::ModelSpec model = scenario_model(s);
-      const double flops = w.batch_per_worker * zoo::step_flops_per_sample(model, w.backward_to_forward, w.checkpointing);
+      const double flops =
+          w.batch_per_worker * zoo::step_flops_per_sample(model, w.backward_to_forward, w.checkpointing);
       w.step_time = flops / rate;
       if (!(w.step_time > 0 && w.step_time <= limits::kMaxDuration)) {
         throw Error(location_of(entries, key, file_name),
@@ -536,6 +587,10 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
   }
 
   Scenario& s = draft.scenario;
+  s.cluster.placement_seed = s.options.seed;  // every random choice takes the scenario's seed
+  if (!draft.protocol_given && s.scheme.allreduce.algorithm == scheme::AllReduceAlgorithm::Auto) {
+    s.scheme.allreduce.protocol = scheme::CollectiveProtocol::Auto;
+  }
   if (!draft.name_given) {
     s.name = std::filesystem::path(file_name).stem().string();
     if (s.name.empty()) s.name = "scenario";
@@ -547,16 +602,18 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                 "workload.profile gives the measured step time; remove this key");
   }
   if (!draft.model_given && draft.transformer_keys.empty() && !profiled && needs == Needs::Workload) {
-    throw Error({file_name, 0, "workload.model"},
-                fmt::format("required: a model from the zoo ({}), or a decoder by shape (workload.transformer)",
-                            model_list()));
+    throw Error(
+        {file_name, 0, "workload.model"},
+        fmt::format("required: a model from the zoo ({}), or a decoder by shape (workload.transformer)",
+                    model_list()));
   }
   resolve_workload(draft, entries, file_name, needs);
   // The job as epochs of a dataset.
   predict::JobOptions& job = s.options.job;
   if (job.epochs > 0 || draft.dataset_size) {
     if (!(job.epochs > 0)) {
-      throw Error(location_of(entries, "job.dataset", file_name), "job.dataset needs job.epochs (how many passes)");
+      throw Error(location_of(entries, "job.dataset", file_name),
+                  "job.dataset needs job.epochs (how many passes)");
     }
     if (!draft.dataset_size) {
       throw Error(location_of(entries, "job.epochs", file_name),
@@ -709,8 +766,9 @@ workload::Workload build_workload(const Scenario& scenario) {
     try {
       profile::apply_layer_times(out, profile::read_layer_times(w.layer_times));
     } catch (const Error& e) {
-      throw Error({e.where().file.empty() ? scenario.file : e.where().file, e.where().line, "workload.layer_times"},
-                  e.message());
+      throw Error(
+          {e.where().file.empty() ? scenario.file : e.where().file, e.where().line, "workload.layer_times"},
+          e.message());
     }
   }
   if (w.measured_with == MeasuredWith::Ps && w.compute_source == ComputeSource::Measured) {
@@ -727,20 +785,21 @@ workload::Workload build_workload(const Scenario& scenario) {
     options.compute_cv_auto = false;
     auto one_worker_step = [&](double compute) {
       const workload::Workload at = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
-                                                              .step_time = compute,
-                                                              .precision = w.precision,
-                                                              .backward_to_forward = w.backward_to_forward,
-                                                              .checkpointing = w.checkpointing});
+                                                             .step_time = compute,
+                                                             .precision = w.precision,
+                                                             .backward_to_forward = w.backward_to_forward,
+                                                             .checkpointing = w.checkpointing});
       return predict::predict(at, one, ps, options).step_time;
     };
     // The one-worker step grows with the compute; bisect for the compute that gives the
     // measurement (a fixed point can oscillate where pulls overlap the forward pass).
     double lo = 1e-9 * w.step_time, hi = w.step_time;
     if (one_worker_step(lo) >= w.step_time) {
-      throw Error({scenario.file, 0, "workload.measured_with"},
-                  fmt::format("one worker's predicted round trip to the servers ({}) is at least the measured step "
-                              "({}): the measurement cannot have included it",
-                              format_duration(one_worker_step(lo)), format_duration(w.step_time)));
+      throw Error(
+          {scenario.file, 0, "workload.measured_with"},
+          fmt::format("one worker's predicted round trip to the servers ({}) is at least the measured step "
+                      "({}): the measurement cannot have included it",
+                      format_duration(one_worker_step(lo)), format_duration(w.step_time)));
     }
     double compute = hi;
     for (int i = 0; i < 100; ++i) {
@@ -759,8 +818,8 @@ workload::Workload build_workload(const Scenario& scenario) {
   }
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);
-    out.facts.activation_bytes =
-        zoo::activation_bytes(*model.transformer, w.batch_per_worker, w.checkpointing, element, w.flash_attention);
+    out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,
+                                                       w.checkpointing, element, w.flash_attention);
   }
   return out;
 }
@@ -769,23 +828,27 @@ std::string compute_source_text(const Scenario& scenario) {
   const WorkloadSpec& w = scenario.workload;
   switch (w.compute_source) {
     case ComputeSource::Measured:
-      return fmt::format("measured, {} per step of one worker alone (workload.step_time or "
-                         "workload.single_worker_throughput)",
-                         format_duration(w.step_time));
+      return fmt::format(
+          "measured, {} per step of one worker alone (workload.step_time or "
+          "workload.single_worker_throughput)",
+          format_duration(w.step_time));
     case ComputeSource::Profile:
       return fmt::format("profiled, the ops of {} (workload.profile)", w.profile);
     case ComputeSource::AchievedFlops:
-      return fmt::format("the model's FLOPs at {} per GPU (workload.achieved_flops): {} per step of one worker",
-                         format_flops(w.achieved_flops), format_duration(w.step_time));
+      return fmt::format(
+          "the model's FLOPs at {} per GPU (workload.achieved_flops): {} per step of one worker",
+          format_flops(w.achieved_flops), format_duration(w.step_time));
     case ComputeSource::LayerTimes:
-      return fmt::format("measured per layer on one GPU ({}, workload.layer_times; blocks not measured repeat "
-                         "the measured ones): {} per step of one worker",
-                         w.layer_times, format_duration(w.step_time));
+      return fmt::format(
+          "measured per layer on one GPU ({}, workload.layer_times; blocks not measured repeat "
+          "the measured ones): {} per step of one worker",
+          w.layer_times, format_duration(w.step_time));
     case ComputeSource::PeakEfficiency:
-      return fmt::format("the model's FLOPs at {:.3g}% of {} peak (workload.compute_efficiency, "
-                         "cluster.gpu.peak_flops): {} per step of one worker",
-                         100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops),
-                         format_duration(w.step_time));
+      return fmt::format(
+          "the model's FLOPs at {:.3g}% of {} peak (workload.compute_efficiency, "
+          "cluster.gpu.peak_flops): {} per step of one worker",
+          100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops),
+          format_duration(w.step_time));
   }
   return "";
 }

@@ -10,7 +10,8 @@ AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& 
     : ctx_(context),
       runtime_(runtime),
       buckets_(workload::make_buckets(context.workload, context.scheme.allreduce.bucket_bytes)),
-      plan_(plan_collective(context.cluster, CollectiveOp::AllReduce, context.scheme.allreduce.algorithm)) {
+      planner_(context.cluster, context.scheme.allreduce.algorithm, context.scheme.allreduce.protocol) {
+  for (const workload::Bucket& b : buckets_) choice_of_bucket_.push_back(planner_.choose(b.bytes));
   bucket_of_tensor_.assign(ctx_.workload.tensors.size(), kNone);
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
     for (int t : buckets_[b].tensors) bucket_of_tensor_[t] = b;
@@ -54,29 +55,30 @@ void AllReduceExchange::maybe_start_collective() {
   joined_.erase(it);
   running_ = true;
   collective_start_ = ctx_.engine.now();
-  regime_ = ctx_.cluster.spec.regime_for(running_bucket().bytes);
   stage_ = 0;
   start_stage();
 }
 
 void AllReduceExchange::start_stage() {
-  if (stage_ == plan_.stages.size()) {
+  const CollectivePlan& plan = running_plan();
+  if (stage_ == plan.stages.size()) {
     on_stage_done();
     return;
   }
-  const double bytes = running_bucket().bytes;
-  const Stage& stage = plan_.stages[stage_];
-  const Pattern& pattern = plan_.patterns[stage.pattern];
+  const CollectiveTerms& terms = running_choice().terms;
+  const double bytes = running_bucket().bytes * wire_factor(terms);
+  const Stage& stage = plan.stages[stage_];
+  const Pattern& pattern = plan.patterns[stage.pattern];
   stage_flows_left_ = static_cast<int>(pattern.groups.size());
   for (const FlowGroup& group : pattern.groups) {
     ctx_.engine.network().start_flow(
-        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(regime_)}, ctx_.engine.now());
+        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(terms)}, ctx_.engine.now());
   }
 }
 
 void AllReduceExchange::flow_done(net::FlowId /*flow*/) {
   if (--stage_flows_left_ > 0) return;
-  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(plan_.patterns[plan_.stages[stage_].pattern], regime_),
+  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(running_plan(), stage_, running_choice().terms),
                        StageDone{});
 }
 
@@ -84,8 +86,17 @@ void AllReduceExchange::handle(const Event& event) {
   if (std::holds_alternative<StageDone>(event)) on_stage_done();
 }
 
+std::string AllReduceExchange::choice_label(int bucket) const {
+  const AllReducePlanner::Choice& choice = choice_of_bucket_[static_cast<size_t>(bucket)];
+  if (choice.protocol == CollectiveProtocol::Links) {
+    return fmt::format("allreduce bucket {} ({})", bucket, to_string(choice.algorithm));
+  }
+  return fmt::format("allreduce bucket {} ({}/{})", bucket, to_string(choice.algorithm),
+                     to_string(choice.protocol));
+}
+
 void AllReduceExchange::on_stage_done() {
-  if (stage_ < plan_.stages.size() && ++stage_ < plan_.stages.size()) {
+  if (const size_t stages = running_plan().stages.size(); stage_ < stages && ++stage_ < stages) {
     start_stage();
     return;
   }
@@ -99,7 +110,7 @@ void AllReduceExchange::on_stage_done() {
       if (!ctx_.layout.keeps(w, step)) continue;
       const int span = ctx_.span({.process = w,
                                   .thread = ctx_.layout.allreduce,
-                                  .name = fmt::format("allreduce bucket {}", bucket),
+                                  .name = choice_label(bucket),
                                   .category = "allreduce",
                                   .start = collective_start_,
                                   .duration = now - collective_start_,

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "scheme/exchange.hpp"
@@ -35,6 +36,8 @@ class AllReduceExchange final : public Exchange {
   void maybe_start_collective();
   void start_stage();
   void on_stage_done();
+  /// "allreduce bucket 3 (tree/LL)": the trace span's name.
+  [[nodiscard]] std::string choice_label(int bucket) const;
   [[nodiscard]] const workload::Bucket& running_bucket() const {
     return buckets_[next_collective_ % static_cast<int64_t>(buckets_.size())];
   }
@@ -45,14 +48,18 @@ class AllReduceExchange final : public Exchange {
   std::vector<int> bucket_of_tensor_;
   std::vector<std::vector<int>> bucket_missing_;  // worker -> bucket -> gradients not yet produced
   std::vector<std::vector<int>> filled_by_;       // trace: worker -> bucket -> span of the op that filled it
-  CollectivePlan plan_;
+  AllReducePlanner planner_;
+  std::vector<AllReducePlanner::Choice> choice_of_bucket_;  ///< algorithm, protocol per bucket size
   std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
   int64_t next_collective_ = 0;
   bool running_ = false;
   size_t stage_ = 0;  // of the running collective
   int stage_flows_left_ = 0;
   double collective_start_ = 0;
-  const cluster::CollectiveRegime* regime_ = nullptr;  ///< of the running collective, if any
+  [[nodiscard]] const AllReducePlanner::Choice& running_choice() const {
+    return choice_of_bucket_[next_collective_ % static_cast<int64_t>(buckets_.size())];
+  }
+  [[nodiscard]] const CollectivePlan& running_plan() const { return planner_.plan(running_choice()); }
 };
 
 }  // namespace stepcast::scheme

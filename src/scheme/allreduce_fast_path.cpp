@@ -16,9 +16,9 @@
 
 #include "scheme/collective_timing.hpp"
 #include "scheme/step_paths.hpp"
-#include "stepcast/error.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/sim/event_queue.hpp"
+#include "stepcast/error.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -77,8 +77,10 @@ AloneSchedule schedule_alone(const workload::Workload& w) {
 
 }  // namespace
 
-std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload& w, const cluster::ClusterSpec& spec,
-                                                        const SchemeConfig& scheme, const SimulationOptions& options) {
+std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload& w,
+                                                        const cluster::ClusterSpec& spec,
+                                                        const SchemeConfig& scheme,
+                                                        const SimulationOptions& options) {
   STEPCAST_ASSERT(workload::validate(w).empty());
   STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
   const AloneSchedule alone = schedule_alone(w);
@@ -95,17 +97,21 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
   SimulationResult r;
   r.engine = SimulationEngine::Fast;
   std::vector<double> link_bytes(cluster.links.size(), 0.0);
-  const CollectivePlan plan =
-      exchanges ? plan_collective(cluster, CollectiveOp::AllReduce, scheme.allreduce.algorithm) : CollectivePlan{};
-  CollectiveTiming timing(cluster, plan, options.network);
+  const AllReducePlanner planner(cluster, exchanges ? scheme.allreduce.algorithm : AllReduceAlgorithm::Ring,
+                                 scheme.allreduce.protocol);
+  std::vector<CollectiveTiming> timings;
+  timings.reserve(planner.plans().size());
+  for (const CollectivePlan& plan : planner.plans()) timings.emplace_back(cluster, plan, options.network);
   for (size_t b = 0; b < num_buckets; ++b) {
     for (int t : buckets[b].tensors) {
       // A gradient no op produces is ready when the step's compute ends.
       const int producer = w.tensors[t].producer;
       filled[b] = std::max(filled[b], producer < 0 ? alone.compute_end : alone.op_end[producer]);
     }
-    duration[b] = timing.time(buckets[b].bytes, spec.regime_for(buckets[b].bytes));
-    timing.add_link_bytes(link_bytes, buckets[b].bytes, options.measure_steps);
+    const AllReducePlanner::Choice choice = planner.choose(buckets[b].bytes);
+    CollectiveTiming& timing = timings[static_cast<size_t>(choice.plan)];
+    duration[b] = timing.time(buckets[b].bytes, choice.terms);
+    timing.add_link_bytes(link_bytes, buckets[b].bytes, options.measure_steps, choice.terms);
   }
 
   const int warmup = options.warmup_steps;
@@ -157,8 +163,11 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
     r.workers[v].wait = sums[v].wait / m;
   }
   r.window = end - window_start;
-  r.events = events + timing.events();
-  r.max_link_flows = timing.max_link_flows();
+  r.events = events;
+  for (const CollectiveTiming& timing : timings) {
+    r.events += timing.events();
+    r.max_link_flows = std::max(r.max_link_flows, timing.max_link_flows());
+  }
   add_window_loads(r, cluster, scheme, link_bytes);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });

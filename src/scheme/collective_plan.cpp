@@ -40,6 +40,7 @@ Pattern make_pattern(const Cluster& c, const std::vector<Transfer>& transfers, R
   std::map<double, int> members;
   Pattern pattern;
   for (const Transfer& t : transfers) {
+    if (c.worker_endpoint(t.from).node != c.worker_endpoint(t.to).node) pattern.crosses_nodes = true;
     cluster::Path p = route(t);
     pattern.latency = std::max(pattern.latency, p.latency);
     auto& uses = by_size[t.size_factor];
@@ -52,7 +53,6 @@ Pattern make_pattern(const Cluster& c, const std::vector<Transfer>& transfers, R
     for (const net::LinkUse& u : g.path) per_link[u.link] += u.count;
     pattern.groups.push_back(std::move(g));
   }
-  (void)c;
   for (auto [link, count] : per_link) pattern.max_link_members = std::max(pattern.max_link_members, count);
   return pattern;
 }
@@ -72,8 +72,39 @@ std::vector<Transfer> ring_shift(const std::vector<int>& ranks) {
   return t;
 }
 
+/// `count` steps of `pattern`, each paying the pattern's slowest path latency (links) or one hop
+/// of its class (NCCL's model).
 void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
-  for (int i = 0; i < count; ++i) plan.stages.push_back({pattern, fraction});
+  const Pattern& p = plan.patterns[pattern];
+  const StageHop hop = p.crosses_nodes ? StageHop::Inter : StageHop::Intra;
+  for (int i = 0; i < count; ++i) plan.stages.push_back({pattern, fraction, p.latency, hop});
+}
+
+/// The workers of each node, in node order (the last node may hold fewer).
+std::vector<std::vector<int>> workers_by_node(const Cluster& c) {
+  const int n = c.spec.workers, g = std::min(c.spec.workers_per_node, n);
+  std::vector<std::vector<int>> nodes;
+  for (int w = 0; w < n; ++w) {
+    if (w % g == 0) nodes.emplace_back();
+    nodes.back().push_back(w);
+  }
+  return nodes;
+}
+
+/// NCCL's channels: one per NIC of a node (cluster.nics_per_node), each moving its share of the
+/// data over its own NIC.
+int channels(const Cluster& c) {
+  return std::max(1, std::min(c.spec.nics_per_node, c.spec.workers_per_node));
+}
+
+/// The local GPUs (0 .. m - 1) of a node using NIC `nic`, as Cluster::nic_of assigns them.
+std::vector<int> gpus_of_nic(const Cluster& c, int m, int nic) {
+  std::vector<int> gpus;
+  const int k = channels(c), g = c.spec.workers_per_node;
+  for (int d = 0; d < m; ++d) {
+    if (std::min(k - 1, d * k / g) == nic) gpus.push_back(d);
+  }
+  return gpus;
 }
 
 int add_pattern(CollectivePlan& plan, Pattern p) {
@@ -87,18 +118,52 @@ std::vector<int> identity(int n) {
   return r;
 }
 
+/// NCCL's rings: the GPUs of a node adjacent, nodes in order. With K channels (one per NIC) there
+/// are K rings, each moving 1 / K of the data; ring k leaves every node from a GPU of NIC k (the
+/// node's GPUs rotated to end there), so each NIC carries one ring each way.
+std::vector<Transfer> channel_rings(const Cluster& c) {
+  const int k = channels(c);
+  std::vector<Transfer> shift;
+  for (int channel = 0; channel < k; ++channel) {
+    std::vector<int> ring;
+    for (const std::vector<int>& node : workers_by_node(c)) {
+      const int m = static_cast<int>(node.size());
+      const std::vector<int> exits = gpus_of_nic(c, m, channel);
+      const int exit = exits.empty() ? m - 1 : exits.back();
+      for (int i = 1; i <= m; ++i) ring.push_back(node[(exit + i) % m]);
+    }
+    for (Transfer t : ring_shift(ring)) {
+      t.size_factor = 1.0 / k;
+      shift.push_back(t);
+    }
+  }
+  return shift;
+}
+
+/// Ring steps of an all-reduce (2 (N-1)) or all-gather / reduce-scatter (N-1); for NCCL's latency
+/// model as many of them are node-to-node hops of a chunk's path as it crosses nodes (2 (M-1)
+/// or M-1 for M nodes), the rest hops inside a node.
+void add_ring_stages(CollectivePlan& plan, int pattern, int steps, int inter_steps, double fraction) {
+  add_stages(plan, pattern, steps, fraction);
+  const size_t first = plan.stages.size() - static_cast<size_t>(steps);
+  for (int i = 0; i < steps; ++i) {
+    plan.stages[first + i].hop = i < inter_steps ? StageHop::Inter : StageHop::Intra;
+  }
+}
+
 CollectivePlan ring_plan(const Cluster& c, CollectiveOp op) {
   CollectivePlan plan;
   const int n = c.spec.workers;
   if (n < 2) return plan;
-  const int shift = add_pattern(plan, make_pattern(c, ring_shift(identity(n))));
+  const int nodes = c.spec.num_worker_nodes();
   switch (op) {
     case CollectiveOp::AllReduce:
-      add_stages(plan, shift, 2 * (n - 1), 1.0 / n);
+      add_ring_stages(plan, add_pattern(plan, make_pattern(c, channel_rings(c))), 2 * (n - 1),
+                      2 * (nodes - 1), 1.0 / n);
       break;
     case CollectiveOp::AllGather:
     case CollectiveOp::ReduceScatter:
-      add_stages(plan, shift, n - 1, 1.0 / n);
+      add_ring_stages(plan, add_pattern(plan, make_pattern(c, channel_rings(c))), n - 1, nodes - 1, 1.0 / n);
       break;
     case CollectiveOp::Broadcast: {
       // Pipelined along the ring from rank 0: C chunks take N - 2 + C steps; every hop of the
@@ -106,8 +171,7 @@ CollectivePlan ring_plan(const Cluster& c, CollectiveOp op) {
       constexpr int kChunks = 64;
       std::vector<Transfer> chain;
       for (int i = 0; i + 1 < n; ++i) chain.push_back({i, i + 1, 1});
-      plan.patterns[shift] = make_pattern(c, chain);
-      add_stages(plan, shift, n - 2 + kChunks, 1.0 / kChunks);
+      add_stages(plan, add_pattern(plan, make_pattern(c, chain)), n - 2 + kChunks, 1.0 / kChunks);
       break;
     }
   }
@@ -142,29 +206,89 @@ CollectivePlan halving_doubling_plan(const Cluster& c, const std::vector<int>& w
   return plan;
 }
 
-/// NCCL's double binary tree. Tree 1 is a binary heap over the ranks (children of i: 2i+1,
-/// 2i+2); tree 2 mirrors it (rank r at position N-1-r), so a rank is interior in at most one of
-/// them. Each tree reduces half of the data up to its root and broadcasts it back, in
-/// kTreeChunks pipelined chunks: depth + chunks - 1 steps each way, every edge counted busy in
-/// every step (an upper bound during pipeline fill and drain). kTreeChunks is in the header.
-
+/// NCCL's tree all-reduce. Inside a node a chain through its GPUs; across nodes a double binary
+/// tree over the nodes: tree A a binary heap (children of node i: 2i+1, 2i+2), tree B its mirror
+/// (node i at position M-1-i), so a node is interior in at most one of them. Each channel (one per
+/// NIC) runs both, so there are T = 2 K trees, each reducing 1 / T of the data up to its root and
+/// broadcasting it back; a node's chain of tree u starts at a GPU of NIC u's (its leader, which
+/// alone talks to other nodes), A's chain ascending from the first GPU of that NIC, B's descending
+/// from the last, so the two trees of one NIC meet no link inside the node.
+///
+/// Each way is pipelined in kTreeChunks chunks over the levels of the tree (the chain's edges,
+/// then the node tree's from the leaves up; the reverse on the way down): in step s the edges of
+/// levels s - C + 1 .. s move a chunk each. Only the first `depth` steps (filling the pipeline)
+/// pay a hop's latency; later steps overlap theirs with the chunks behind them, so the latency is
+/// 2 ((G-1) intra + floor(log2 M) inter hops), NCCL's tree latency.
 CollectivePlan tree_plan(const Cluster& c) {
   CollectivePlan plan;
   const int n = c.spec.workers;
   if (n < 2) return plan;
-  std::vector<Transfer> up, down;
-  for (int i = 1; i < n; ++i) {
-    const int parent = (i - 1) / 2;
-    up.push_back({i, parent, 1});
-    up.push_back({n - 1 - i, n - 1 - parent, 1});
-    down.push_back({parent, i, 1});
-    down.push_back({n - 1 - parent, n - 1 - i, 1});
+  const std::vector<std::vector<int>> nodes = workers_by_node(c);
+  const int num_nodes = static_cast<int>(nodes.size());
+  const int g = std::min(c.spec.workers_per_node, n);
+  const int k = channels(c), trees = 2 * k;
+  const int node_depth = std::bit_width(static_cast<unsigned>(num_nodes)) - 1;  // edge levels of the heap
+  const int chain_levels = g - 1, depth = chain_levels + node_depth;
+  // Reduce-direction edges by level: chain levels 0 .. G-2 (level G-2 ends at the leader), then
+  // node levels, deepest first.
+  std::vector<std::vector<Transfer>> level_edges(depth);
+  for (int u = 0; u < trees; ++u) {
+    const bool mirrored = u % 2 == 1;
+    const int nic = (u / 2 + u % 2) % k;
+    std::vector<int> leader(num_nodes);
+    for (int node = 0; node < num_nodes; ++node) {
+      const int m = static_cast<int>(nodes[node].size());
+      const std::vector<int> gpus = gpus_of_nic(c, m, nic);
+      const int lead = gpus.empty() ? (mirrored ? m - 1 : 0) : (mirrored ? gpus.back() : gpus.front());
+      leader[node] = nodes[node][lead];
+      // chain[0] is the leader; chain[i + 1] sends to chain[i] at level G-2-i.
+      for (int i = 0; i + 1 < m; ++i) {
+        const int from = mirrored ? (lead - i - 1 + m) % m : (lead + i + 1) % m;
+        const int to = mirrored ? (lead - i + m) % m : (lead + i) % m;
+        level_edges[chain_levels - 1 - i].push_back({nodes[node][from], nodes[node][to], 1.0 / trees});
+      }
+    }
+    for (int pos = 1; pos < num_nodes; ++pos) {
+      const int parent = (pos - 1) / 2;
+      const int heap_depth = std::bit_width(static_cast<unsigned>(pos + 1)) - 1;
+      const int child_node = mirrored ? num_nodes - 1 - pos : pos;
+      const int parent_node = mirrored ? num_nodes - 1 - parent : parent;
+      level_edges[chain_levels + node_depth - heap_depth].push_back(
+          {leader[child_node], leader[parent_node], 1.0 / trees});
+    }
   }
-  const int depth = std::bit_width(static_cast<unsigned>(n)) - 1;  // edge levels of the heap
-  const int steps = depth + kTreeChunks - 1;
-  const double chunk = 0.5 / kTreeChunks;  // half the data per tree, in chunks
-  add_stages(plan, add_pattern(plan, make_pattern(c, up)), steps, chunk);
-  add_stages(plan, add_pattern(plan, make_pattern(c, down)), steps, chunk);
+  const int chunks = kTreeChunks;
+  const double fraction = 1.0 / chunks;
+  for (const bool down : {false, true}) {
+    // Way down: the same edges reversed, levels in the opposite order.
+    auto edges_at = [&](int step_level) {
+      std::vector<Transfer> edges = level_edges[down ? depth - 1 - step_level : step_level];
+      if (down) {
+        for (Transfer& t : edges) std::swap(t.from, t.to);
+      }
+      return edges;
+    };
+    std::map<std::pair<int, int>, int> pattern_of_levels;
+    for (int step = 0; step + 1 < depth + chunks; ++step) {
+      const int lo = std::max(0, step - chunks + 1), hi = std::min(step, depth - 1);
+      auto [it, added] = pattern_of_levels.try_emplace({lo, hi}, -1);
+      if (added) {
+        std::vector<Transfer> active;
+        for (int level = lo; level <= hi; ++level) {
+          for (const Transfer& t : edges_at(level)) active.push_back(t);
+        }
+        it->second = add_pattern(plan, make_pattern(c, active));
+      }
+      Stage stage{it->second, fraction, 0.0, StageHop::Pipelined};
+      if (step < depth) {
+        // Filling: this step's new level sets the pace of the chunk at the front.
+        const Pattern front = make_pattern(c, edges_at(step));
+        stage.latency = front.latency;
+        stage.hop = front.crosses_nodes ? StageHop::Inter : StageHop::Intra;
+      }
+      plan.stages.push_back(stage);
+    }
+  }
   return plan;
 }
 
@@ -250,13 +374,51 @@ const char* to_string(AllReduceAlgorithm algorithm) {
       return "hdrm";
     case AllReduceAlgorithm::Tree:
       return "tree";
+    case AllReduceAlgorithm::Auto:
+      return "auto";
   }
   return "?";
 }
 
-CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
-                               const cluster::CollectiveRegime* regime) {
-  const double bound = transfer_bound(regime);
+const char* to_string(CollectiveProtocol protocol) {
+  switch (protocol) {
+    case CollectiveProtocol::Links:
+      return "links";
+    case CollectiveProtocol::Auto:
+      return "auto";
+    case CollectiveProtocol::LL:
+      return "LL";
+    case CollectiveProtocol::LL128:
+      return "LL128";
+    case CollectiveProtocol::Simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+double stage_latency(const CollectivePlan& plan, size_t index, const CollectiveTerms& terms) {
+  const Stage& stage = plan.stages[index];
+  if (terms.protocol != nullptr) {
+    double latency = 0;
+    switch (stage.hop) {
+      case StageHop::Intra:
+        latency = terms.protocol->hop_latency[static_cast<int>(terms.intra_hop)];
+        break;
+      case StageHop::Inter:
+        latency = terms.protocol->hop_latency[static_cast<int>(cluster::NcclHop::Net)];
+        break;
+      case StageHop::Pipelined:
+        break;
+    }
+    if (index + 1 == plan.stages.size()) latency += terms.protocol->base_latency;
+    return latency;
+  }
+  const bool floored = terms.regime != nullptr && stage.hop != StageHop::Pipelined;
+  return floored ? std::max(stage.latency, terms.regime->step_latency) : stage.latency;
+}
+
+CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan, const CollectiveTerms& terms) {
+  const double bound = transfer_bound(terms);
   std::vector<double> per_byte(plan.patterns.size(), 0.0);  // of a stage with fraction 1
   for (size_t p = 0; p < plan.patterns.size(); ++p) {
     for (const FlowGroup& g : plan.patterns[p].groups) {
@@ -266,14 +428,16 @@ CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan,
     }
   }
   CollectiveCost cost;
-  for (const Stage& stage : plan.stages) {
-    cost.latency += stage_latency(plan.patterns[stage.pattern], regime);
-    cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern];
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& stage = plan.stages[i];
+    cost.latency += stage_latency(plan, i, terms);
+    cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern] * wire_factor(terms);
   }
   return cost;
 }
 
-CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op, const std::vector<std::vector<int>>& groups) {
+CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op,
+                               const std::vector<std::vector<int>>& groups) {
   CollectivePlan plan;
   if (groups.empty() || groups.front().size() < 2) return plan;
   const int g = static_cast<int>(groups.front().size());
@@ -304,6 +468,10 @@ bool needs_power_of_two(AllReduceAlgorithm algorithm) {
 
 CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgorithm algorithm) {
   if (op != CollectiveOp::AllReduce || algorithm == AllReduceAlgorithm::Ring) return ring_plan(c, op);
+  if (algorithm == AllReduceAlgorithm::Auto) {
+    throw Error({"", 0, "training.allreduce.algorithm"},
+                "auto chooses an algorithm for each collective's size: plan it with AllReducePlanner");
+  }
   const int n = c.spec.workers;
   // A public entry point (simulate_collective, a caller's own Cluster): a bad spec is bad input,
   // so it throws as validate() does rather than reaching the plans' assertions.
@@ -334,9 +502,75 @@ CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgor
       });
     }
     case AllReduceAlgorithm::Ring:
+    case AllReduceAlgorithm::Auto:
       break;
   }
   return ring_plan(c, op);
+}
+
+namespace {
+
+CollectiveTerms terms_for(const Cluster& c, AllReduceAlgorithm algorithm, CollectiveProtocol protocol,
+                          double bytes) {
+  CollectiveTerms terms;
+  terms.intra_hop = c.spec.intra_node_link == cluster::IntraNodeLink::Pcie ? cluster::NcclHop::Pcie
+                                                                           : cluster::NcclHop::NvLink;
+  const cluster::NcclCost* costs =
+      algorithm == AllReduceAlgorithm::Tree ? c.spec.nccl.tree : c.spec.nccl.ring;
+  switch (protocol) {
+    case CollectiveProtocol::Links:
+      terms.regime = c.spec.regime_for(bytes);
+      break;
+    case CollectiveProtocol::LL:
+      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::LL)];
+      break;
+    case CollectiveProtocol::LL128:
+      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::LL128)];
+      break;
+    case CollectiveProtocol::Simple:
+      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::Simple)];
+      break;
+    case CollectiveProtocol::Auto:
+      STEPCAST_ASSERT(false && "auto is resolved by the planner");
+      break;
+  }
+  return terms;
+}
+
+}  // namespace
+
+AllReducePlanner::AllReducePlanner(const Cluster& cluster, AllReduceAlgorithm algorithm,
+                                   CollectiveProtocol protocol)
+    : cluster_(cluster), protocol_(protocol) {
+  if (algorithm == AllReduceAlgorithm::Auto) {
+    algorithms_ = {AllReduceAlgorithm::Ring, AllReduceAlgorithm::Tree};
+  } else {
+    algorithms_ = {algorithm};
+  }
+  for (AllReduceAlgorithm a : algorithms_)
+    plans_.push_back(plan_collective(cluster, CollectiveOp::AllReduce, a));
+}
+
+AllReducePlanner::Choice AllReducePlanner::choose(double bytes) const {
+  std::vector<CollectiveProtocol> protocols{protocol_};
+  if (protocol_ == CollectiveProtocol::Auto) {
+    protocols = {CollectiveProtocol::LL, CollectiveProtocol::LL128, CollectiveProtocol::Simple};
+  }
+  Choice best;
+  double best_time = net::kInfinity;
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    for (CollectiveProtocol p : protocols) {
+      const CollectiveTerms terms = terms_for(cluster_, algorithms_[i], p, bytes);
+      const double t = plans_.size() == 1 && protocols.size() == 1
+                           ? 0.0
+                           : collective_cost(cluster_, plans_[i], terms).time(bytes);
+      if (t < best_time) {
+        best_time = t;
+        best = {static_cast<int>(i), algorithms_[i], p, terms};
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace stepcast::scheme

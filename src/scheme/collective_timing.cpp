@@ -28,7 +28,8 @@ std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities, 
   return nullptr;
 }
 
-CollectiveTiming::CollectiveTiming(const cluster::Cluster& cluster, const CollectivePlan& plan, NetworkKind network)
+CollectiveTiming::CollectiveTiming(const cluster::Cluster& cluster, const CollectivePlan& plan,
+                                   NetworkKind network)
     : cluster_(cluster), plan_(plan), network_(network), link_bytes_per_byte_(cluster.links.size(), 0.0) {
   std::vector<double> fraction_of_pattern(plan.patterns.size(), 0.0);
   for (const Stage& stage : plan.stages) fraction_of_pattern[stage.pattern] += stage.fraction;
@@ -61,18 +62,21 @@ double CollectiveTiming::seconds_per_byte(int pattern, double bound) {
   return per_byte;
 }
 
-double CollectiveTiming::time(double bytes, const cluster::CollectiveRegime* regime) {
-  const double bound = transfer_bound(regime);
+double CollectiveTiming::time(double bytes, const CollectiveTerms& terms) {
+  const double bound = transfer_bound(terms);
+  const double wire = bytes * wire_factor(terms);
   double t = 0;
-  for (const Stage& stage : plan_.stages) {
-    t += bytes * stage.fraction * seconds_per_byte(stage.pattern, bound) +
-         stage_latency(plan_.patterns[stage.pattern], regime);
+  for (size_t i = 0; i < plan_.stages.size(); ++i) {
+    const Stage& stage = plan_.stages[i];
+    t += wire * stage.fraction * seconds_per_byte(stage.pattern, bound) + stage_latency(plan_, i, terms);
   }
   return t;
 }
 
-void CollectiveTiming::add_link_bytes(std::vector<double>& link_bytes, double bytes, double count) const {
-  for (size_t l = 0; l < link_bytes.size(); ++l) link_bytes[l] += count * bytes * link_bytes_per_byte_[l];
+void CollectiveTiming::add_link_bytes(std::vector<double>& link_bytes, double bytes, double count,
+                                      const CollectiveTerms& terms) const {
+  const double wire = bytes * wire_factor(terms);
+  for (size_t l = 0; l < link_bytes.size(); ++l) link_bytes[l] += count * wire * link_bytes_per_byte_[l];
 }
 
 }  // namespace stepcast::scheme

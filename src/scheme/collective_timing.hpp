@@ -24,10 +24,11 @@ class CollectiveTiming {
   CollectiveTiming(const cluster::Cluster& cluster, const CollectivePlan& plan, NetworkKind network);
 
   /// s, from the first transfer's start to the end of the last stage's latency.
-  [[nodiscard]] double time(double bytes, const cluster::CollectiveRegime* regime);
+  [[nodiscard]] double time(double bytes, const CollectiveTerms& terms);
   /// Adds the bytes each link carries in `count` such collectives of `bytes` (regimes bound
-  /// rates, not bytes).
-  void add_link_bytes(std::vector<double>& link_bytes, double bytes, double count) const;
+  /// rates, not bytes; a protocol's framing adds bytes).
+  void add_link_bytes(std::vector<double>& link_bytes, double bytes, double count,
+                      const CollectiveTerms& terms) const;
   /// Most transfers that shared one link direction in the stages timed so far.
   [[nodiscard]] uint32_t max_link_flows() const { return max_link_flows_; }
   /// Flow completions of the timing runs (a cost measure).
@@ -47,8 +48,10 @@ class CollectiveTiming {
 };
 
 /// The network model of `kind` over the cluster's links.
-[[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(const cluster::Cluster& cluster, NetworkKind kind);
+[[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(const cluster::Cluster& cluster,
+                                                              NetworkKind kind);
 /// The network model of `kind` over links of these capacities (bytes/s).
-[[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities, NetworkKind kind);
+[[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities,
+                                                              NetworkKind kind);
 
 }  // namespace stepcast::scheme

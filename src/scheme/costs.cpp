@@ -1,7 +1,6 @@
 #include "stepcast/detail/scheme/costs.hpp"
 
 #include <algorithm>
-#include <bit>
 
 #include "stepcast/detail/scheme/placement.hpp"
 
@@ -49,11 +48,9 @@ double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers, int
     case AllReduceAlgorithm::Ring:
     case AllReduceAlgorithm::HalvingDoubling:
     case AllReduceAlgorithm::Hdrm:
+    case AllReduceAlgorithm::Tree:
+    case AllReduceAlgorithm::Auto:
       return ring;
-    case AllReduceAlgorithm::Tree: {
-      const int depth = std::bit_width(static_cast<unsigned>(n)) - 1;
-      return ring * (depth + kTreeChunks - 1) / kTreeChunks;
-    }
     case AllReduceAlgorithm::Hierarchical: {
       // Counted ring by ring, since a last node with fewer GPUs has a shorter local ring (or none,
       // alone) and leaves some cross-node rings a node short: a ring of k >= 2 members sends k
@@ -64,7 +61,8 @@ double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers, int
       for (int node = 0; node < nodes; ++node) local += ring_members(std::min(g, n - node * g));
       for (int j = 0; j < g; ++j) across += ring_members(j < n - (nodes - 1) * g ? nodes : nodes - 1);
       // Reduce-scatter and all-gather inside: 2 (G-1) steps of S/G; across: 2 (M-1) of S/(G M).
-      const double total = 2.0 * (g - 1) * local * bytes / g + 2.0 * (nodes - 1) * across * bytes / (g * nodes);
+      const double total =
+          2.0 * (g - 1) * local * bytes / g + 2.0 * (nodes - 1) * across * bytes / (g * nodes);
       return total / n;
     }
   }

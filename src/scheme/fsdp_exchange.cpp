@@ -41,7 +41,8 @@ std::vector<FsdpUnit> fsdp_units(const workload::Workload& w, int unit_blocks) {
   }
   std::vector<Block> ordered;
   for (auto& [key, block] : blocks) ordered.push_back(std::move(block));
-  std::sort(ordered.begin(), ordered.end(), [](const Block& a, const Block& b) { return a.first_op < b.first_op; });
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Block& a, const Block& b) { return a.first_op < b.first_op; });
 
   std::vector<FsdpUnit> units;
   int blocks_in_last = 0;
@@ -74,8 +75,9 @@ std::vector<FsdpUnit> fsdp_units(const workload::Workload& w, int unit_blocks) {
 std::vector<int> fsdp_backward_order(const std::vector<FsdpUnit>& units) {
   std::vector<int> order(units.size());
   for (size_t u = 0; u < units.size(); ++u) order[u] = static_cast<int>(u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return units[a].backward_ops.front() < units[b].backward_ops.front(); });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return units[a].backward_ops.front() < units[b].backward_ops.front();
+  });
   return order;
 }
 
@@ -104,7 +106,8 @@ FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime)
     : ctx_(context),
       runtime_(runtime),
       units_(fsdp_units(context.workload, context.scheme.fsdp.unit_blocks)),
-      own_plans_(context.fsdp_plans != nullptr ? FsdpPlans{} : make_fsdp_plans(context.cluster, context.scheme.fsdp)),
+      own_plans_(context.fsdp_plans != nullptr ? FsdpPlans{}
+                                               : make_fsdp_plans(context.cluster, context.scheme.fsdp)),
       plans_(context.fsdp_plans != nullptr ? *context.fsdp_plans : own_plans_) {
   const FsdpConfig& fsdp = ctx_.scheme.fsdp;
   const bool sharded = !plans_.gather.stages.empty();
@@ -273,7 +276,8 @@ void FsdpExchange::gradient_ready(int w, int tensor) {
 void FsdpExchange::issue(int w, Kind kind, int unit, bool by_worker) {
   const int stream = stream_of(kind);
   Stream& s = streams_[stream];
-  const int index = s.position[static_cast<size_t>(static_cast<int>(kind) * static_cast<int>(units_.size()) + unit)];
+  const int index =
+      s.position[static_cast<size_t>(static_cast<int>(kind) * static_cast<int>(units_.size()) + unit)];
   STEPCAST_ASSERT(index >= 0);
   const int64_t id = static_cast<int64_t>(runtime_.step(w)) * static_cast<int64_t>(s.sequence.size()) + index;
   // The last worker to issue releases the others, who waited for it; gathers the exchange issues
@@ -291,7 +295,7 @@ void FsdpExchange::maybe_start(int stream) {
   s.running = true;
   s.start = ctx_.engine.now();
   const Collective& c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
-  s.regime = ctx_.cluster.spec.regime_for(buffer_bytes(c));
+  s.terms = {.regime = ctx_.cluster.spec.regime_for(buffer_bytes(c))};
   s.stage = 0;
   start_stage(stream);
 }
@@ -311,11 +315,11 @@ void FsdpExchange::start_stage(int stream) {
   s.flows_left = static_cast<int>(pattern.groups.size());
   for (const FlowGroup& group : pattern.groups) {
     const net::FlowId id = ctx_.engine.network().start_flow(
-        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(s.regime)}, ctx_.engine.now());
+        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(s.terms)}, ctx_.engine.now());
     stream_of_flow_[net::index(id)] = stream;
   }
   if (s.flows_left == 0) {
-    ctx_.engine.schedule(ctx_.engine.now() + stage_latency(pattern, s.regime), StageDone{stream});
+    ctx_.engine.schedule(ctx_.engine.now() + stage_latency(p, s.stage, s.terms), StageDone{stream});
   }
 }
 
@@ -328,9 +332,7 @@ void FsdpExchange::flow_done(net::FlowId flow) {
   if (--s.flows_left > 0) return;
   const Collective& c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
   const CollectivePlan& p = plan(s, c.kind);
-  ctx_.engine.schedule(
-      ctx_.engine.now() + stage_latency(p.patterns[static_cast<size_t>(p.stages[s.stage].pattern)], s.regime),
-      StageDone{stream});
+  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(p, s.stage, s.terms), StageDone{stream});
 }
 
 void FsdpExchange::handle(const Event& event) {
@@ -389,7 +391,8 @@ void FsdpExchange::finished(int stream, const Collective& c, int step, bool last
                         .bytes = buffer_bytes(c),
                         .unit = c.unit});
       if (c.kind == Kind::ReduceScatter) {
-        ctx_.flow(workers_[static_cast<size_t>(w)].reduced_by[static_cast<size_t>(c.unit)], span, "gradients ready");
+        ctx_.flow(workers_[static_cast<size_t>(w)].reduced_by[static_cast<size_t>(c.unit)], span,
+                  "gradients ready");
       }
     }
     switch (c.kind) {

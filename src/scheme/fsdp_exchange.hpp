@@ -64,8 +64,8 @@ class FsdpExchange final : public Exchange {
     size_t stage = 0;
     int flows_left = 0;
     double start = 0;
-    const cluster::CollectiveRegime* regime = nullptr;
-    int thread = 0;  ///< trace thread
+    CollectiveTerms terms;  ///< of the running collective (its size regime)
+    int thread = 0;         ///< trace thread
   };
 
   [[nodiscard]] const CollectivePlan& plan(const Stream& s, Kind kind) const {
@@ -88,13 +88,13 @@ class FsdpExchange final : public Exchange {
   const FsdpPlans& plans_;
   bool gather_forward_ = false, gather_backward_ = false, gather_after_step_ = false;
   bool reduce_ = false, replicate_ = false;
-  std::vector<int> inputs_;            // op -> inputs a step waits for (0 or 1)
+  std::vector<int> inputs_;                             // op -> inputs a step waits for (0 or 1)
   std::vector<std::vector<int>> forward_units_of_op_;   // op -> units whose parameters it reads
   std::vector<std::vector<int>> backward_units_of_op_;  // op -> units whose gradients it produces
   std::vector<int> unit_of_tensor_;
   std::vector<int> backward_rank_;  // unit -> position in backward order
   std::vector<int> unit_at_rank_;   // position in backward order -> unit
-  int forward_ops_ = 0;                // ops that read a unit's parameters
+  int forward_ops_ = 0;             // ops that read a unit's parameters
   int items_per_step_ = 0;
   Stream streams_[2];
   std::unordered_map<uint32_t, int> stream_of_flow_;

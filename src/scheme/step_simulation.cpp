@@ -20,10 +20,10 @@
 #include "scheme/step_paths.hpp"
 #include "scheme/trace_network.hpp"
 #include "scheme/worker_runtime.hpp"
-#include "stepcast/error.hpp"
 #include "stepcast/detail/hash.hpp"
 #include "stepcast/detail/net/network_model.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scheme {
@@ -55,11 +55,13 @@ sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, cons
     for (int v = kept.first_workers; v < workers; ++v) layout.kept_workers[v] = 0;
   }
   layout.first_step = kept.steps > 0 ? options.warmup_steps : 0;
-  layout.last_step = kept.steps > 0 ? options.warmup_steps + kept.steps - 1 : options.warmup_steps + options.measure_steps - 1;
+  layout.last_step = kept.steps > 0 ? options.warmup_steps + kept.steps - 1
+                                    : options.warmup_steps + options.measure_steps - 1;
 
   sim::Trace trace;
   // Workers not kept keep their index, unnamed (not written).
-  for (int i = 0; i < workers; ++i) trace.add_process(layout.kept_workers[i] ? fmt::format("worker {}", i) : "");
+  for (int i = 0; i < workers; ++i)
+    trace.add_process(layout.kept_workers[i] ? fmt::format("worker {}", i) : "");
   layout.first_ps_process = workers;
   if (scheme.scheme == Scheme::ParameterServer) {
     for (int s = 0; s < scheme.ps.count; ++s) trace.add_process(fmt::format("ps {}", s));
@@ -111,7 +113,8 @@ void sort_links(std::vector<LinkLoad>& links) {
 void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeConfig& scheme,
                       const std::vector<double>& bytes) {
   double compute_busy = 0;
-  for (const WorkerTimes& times : r.workers) compute_busy += times.cycle > 0 ? times.compute / times.cycle : 1.0;
+  for (const WorkerTimes& times : r.workers)
+    compute_busy += times.cycle > 0 ? times.compute / times.cycle : 1.0;
   r.loads.push_back({"worker compute (mean)", compute_busy / static_cast<double>(r.workers.size())});
 
   // Link loads over the window, grouped by role.
@@ -140,7 +143,8 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
   for (size_t i = 0; i < cluster.pcie_up.size(); ++i) {
     bus = std::max({bus, busy(cluster.pcie_up[i]), busy(cluster.pcie_down[i])});
   }
-  const bool colocated = scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Colocated;
+  const bool colocated =
+      scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Colocated;
   const char* node_nic = colocated ? "node NIC" : "worker NIC";
   r.loads.push_back({fmt::format("{} out", node_nic), worker_out});
   r.loads.push_back({fmt::format("{} in", node_nic), worker_in});
@@ -169,8 +173,9 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   TraceLayout layout;
   sim::Trace trace;
   if (options.record_trace) trace = make_trace_layout(w, scheme, options, cluster.spec.workers, layout);
-  const StepContext context{w,      scheme, options, cluster, engine, options.record_trace ? &trace : nullptr,
-                            layout, representative, fsdp_plans};
+  const StepContext context{w,       scheme,         options,
+                            cluster, engine,         options.record_trace ? &trace : nullptr,
+                            layout,  representative, fsdp_plans};
   WorkerRuntime runtime(context);
   const std::unique_ptr<Exchange> exchange = make_exchange(context, runtime);
   runtime.attach(*exchange);
@@ -223,7 +228,8 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
 
 SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSpec& spec,
                                      const SchemeConfig& scheme, const SimulationOptions& options) {
-  const bool dedicated = scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Dedicated;
+  const bool dedicated =
+      scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Dedicated;
   const Cluster cluster = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
   const std::unique_ptr<net::NetworkModel> network = make_network(cluster, options.network);
   return run_steps(w, cluster, scheme, options, *network, nullptr, {});
@@ -258,8 +264,8 @@ SimulationResult simulate_steps(const Workload& workload, const cluster::Cluster
   validate(workload, cluster, scheme);
   if (options.warmup_steps < 0 || options.measure_steps < 1) {
     throw Error({"", 0, options.measure_steps < 1 ? "steps.measure" : "steps.warmup"},
-                fmt::format("needs steps.warmup >= 0 and steps.measure >= 1, got {} and {}", options.warmup_steps,
-                            options.measure_steps));
+                fmt::format("needs steps.warmup >= 0 and steps.measure >= 1, got {} and {}",
+                            options.warmup_steps, options.measure_steps));
   }
   // A trace shows every event, so it comes from the full engine.
   if (options.fast_paths && !options.record_trace) {
@@ -284,55 +290,76 @@ RingBottleneck ring_bottleneck(const cluster::Cluster& cluster) {
   const Pattern& ring = plan.patterns.front();
   RingBottleneck r{net::kInfinity, ring.latency};
   for (const FlowGroup& g : ring.groups) {
-    for (const net::LinkUse& u : g.path) r.bw = std::min(r.bw, cluster.links[u.link].bw / u.count);
+    // A channel's transfer carries size_factor of a step's share, so its link rate counts for
+    // 1 / size_factor of the step's.
+    for (const net::LinkUse& u : g.path)
+      r.bw = std::min(r.bw, cluster.links[u.link].bw / (u.count * g.size_factor));
   }
   return r;
 }
 
 CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double bytes, CollectiveOp op,
-                                     AllReduceAlgorithm algorithm, NetworkKind network, bool fast_path) {
+                                     AllReduceAlgorithm algorithm, NetworkKind network, bool fast_path,
+                                     CollectiveProtocol protocol) {
   SchemeConfig scheme;
   scheme.allreduce.algorithm = algorithm;
+  scheme.allreduce.protocol = protocol;
   validate(spec, scheme);
   if (!(std::isfinite(bytes) && bytes >= 0)) {
-    throw Error({"", 0, "--size"}, fmt::format("expected a finite collective size >= 0 bytes, got {}", bytes));
+    throw Error({"", 0, "--size"},
+                fmt::format("expected a finite collective size >= 0 bytes, got {}", bytes));
   }
   CollectiveResult r;
+  r.algorithm = algorithm;
+  r.protocol = protocol;
   if (spec.workers <= 1) return r;
   const Cluster c = cluster::build_cluster(spec);
-  const CollectivePlan plan = plan_collective(c, op, algorithm);
-  const cluster::CollectiveRegime* regime = spec.regime_for(bytes);
+  // An all-reduce runs as training.allreduce would run it (auto: chosen for this size); the other
+  // collectives are rings under the links' costs.
+  const bool allreduce = op == CollectiveOp::AllReduce;
+  const AllReducePlanner planner(c, allreduce ? algorithm : AllReduceAlgorithm::Ring,
+                                 allreduce ? protocol : CollectiveProtocol::Links);
+  const AllReducePlanner::Choice choice = planner.choose(bytes);
+  const CollectivePlan other =
+      allreduce ? CollectivePlan{} : plan_collective(c, op, AllReduceAlgorithm::Ring);
+  const CollectivePlan& plan = allreduce ? planner.plan(choice) : other;
+  const CollectiveTerms terms = allreduce ? choice.terms : CollectiveTerms{.regime = spec.regime_for(bytes)};
+  if (allreduce) {
+    r.algorithm = choice.algorithm;
+    r.protocol = choice.protocol;
+  }
   std::vector<double> bytes_on(c.links.size(), 0.0);
-  for (const Stage& stage : plan.stages) r.max_link_flows = std::max(r.max_link_flows, plan.patterns[stage.pattern].max_link_members);
+  for (const Stage& stage : plan.stages)
+    r.max_link_flows = std::max(r.max_link_flows, plan.patterns[stage.pattern].max_link_members);
   r.stages = static_cast<int>(plan.stages.size());
   if (fast_path) {
     CollectiveTiming timing(c, plan, network);
-    r.time = timing.time(bytes, regime);
+    r.time = timing.time(bytes, terms);
     r.events = timing.events();
-    timing.add_link_bytes(bytes_on, bytes, 1);
+    timing.add_link_bytes(bytes_on, bytes, 1, terms);
     r.engine = SimulationEngine::Fast;
   } else {
     // Stage after stage on the engine: a stage's transfers start together, the next stage
     // starts its latency after the last one ended.
     const std::unique_ptr<net::NetworkModel> net = make_network(c, network);
     sim::Engine<StageDone> engine(*net);
-    const double bound = transfer_bound(regime);
+    const double bound = transfer_bound(terms);
+    const double wire = bytes * wire_factor(terms);
     size_t stage = 0;
     size_t left = 0;
     auto start_stage = [&] {
       const Stage& s = plan.stages[stage];
       const Pattern& pattern = plan.patterns[s.pattern];
       for (const FlowGroup& g : pattern.groups)
-        net->start_flow({g.path, bytes * s.fraction * g.size_factor, bound}, engine.now());
+        net->start_flow({g.path, wire * s.fraction * g.size_factor, bound}, engine.now());
       left = pattern.groups.size();
-      if (left == 0) engine.schedule(engine.now() + stage_latency(pattern, regime), StageDone{});
+      if (left == 0) engine.schedule(engine.now() + stage_latency(plan, stage, terms), StageDone{});
     };
     if (!plan.stages.empty()) start_stage();
     engine.run_until([&] { return stage == plan.stages.size(); },
                      [&](net::FlowId) {
                        if (--left == 0) {
-                         engine.schedule(engine.now() + stage_latency(plan.patterns[plan.stages[stage].pattern], regime),
-                                         StageDone{});
+                         engine.schedule(engine.now() + stage_latency(plan, stage, terms), StageDone{});
                        }
                      },
                      [&](const StageDone&) {
@@ -353,8 +380,9 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
 }
 
 CollectiveResult simulate_allreduce(const cluster::ClusterSpec& spec, double bytes,
-                                    AllReduceAlgorithm algorithm, NetworkKind network, bool fast_path) {
-  return simulate_collective(spec, bytes, CollectiveOp::AllReduce, algorithm, network, fast_path);
+                                    AllReduceAlgorithm algorithm, NetworkKind network, bool fast_path,
+                                    CollectiveProtocol protocol) {
+  return simulate_collective(spec, bytes, CollectiveOp::AllReduce, algorithm, network, fast_path, protocol);
 }
 
 }  // namespace stepcast::scheme

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
-#include "stepcast/detail/scheme/collective_plan.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -122,6 +122,18 @@ bool known(AllReduceAlgorithm v) {
     case AllReduceAlgorithm::Hierarchical:
     case AllReduceAlgorithm::Hdrm:
     case AllReduceAlgorithm::Tree:
+    case AllReduceAlgorithm::Auto:
+      return true;
+  }
+  return false;
+}
+bool known(CollectiveProtocol v) {
+  switch (v) {
+    case CollectiveProtocol::Links:
+    case CollectiveProtocol::Auto:
+    case CollectiveProtocol::LL:
+    case CollectiveProtocol::LL128:
+    case CollectiveProtocol::Simple:
       return true;
   }
   return false;
@@ -133,6 +145,14 @@ bool known(Topology v) {
     case Topology::BiGraph:
     case Topology::Torus:
     case Topology::Custom:
+      return true;
+  }
+  return false;
+}
+bool known(cluster::NodePlacement v) {
+  switch (v) {
+    case cluster::NodePlacement::Packed:
+    case cluster::NodePlacement::Random:
       return true;
   }
   return false;
@@ -193,8 +213,8 @@ void check_custom(const cluster::CustomTopologySpec& custom) {
                              bandwidth_range(), link.bw));
     }
     if (!(std::isfinite(link.latency) && link.latency >= 0 && link.latency <= limits::kMaxLatency)) {
-      fail(kKey, fmt::format("link {} - {}: expected a finite latency >= 0 and <= {:g} s, got {}", link.a, link.b,
-                             limits::kMaxLatency, link.latency));
+      fail(kKey, fmt::format("link {} - {}: expected a finite latency >= 0 and <= {:g} s, got {}", link.a,
+                             link.b, limits::kMaxLatency, link.latency));
     }
     if (a_node >= 0 || b_node >= 0) {
       const int n = std::max(a_node, b_node);
@@ -234,12 +254,15 @@ void check_custom(const cluster::CustomTopologySpec& custom) {
 void check_cluster_values(const ClusterSpec& c) {
   expect_int("cluster.workers", c.workers, 1, kMaxWorkers);
   expect_int("cluster.workers_per_node", c.workers_per_node, 1, kMaxWorkers);
+  expect_int("cluster.fabric_nodes", c.fabric_nodes, 0, 4 * kMaxWorkers);
   expect_known("cluster.topology", c.topology);
   expect_bandwidth("cluster.nic_bandwidth", c.nic_bw);
   expect_non_negative("cluster.link_latency", c.latency, "duration (s)", limits::kMaxLatency);
   expect_bandwidth("cluster.intra_node.bandwidth", c.intra_node_bw);
-  expect_non_negative("cluster.intra_node.latency", c.intra_node_latency, "duration (s)", limits::kMaxLatency);
+  expect_non_negative("cluster.intra_node.latency", c.intra_node_latency, "duration (s)",
+                      limits::kMaxLatency);
   expect_known("cluster.intra_node.link", c.intra_node_link);
+  expect_known("cluster.node_placement", c.node_placement);
   expect_int("cluster.intra_node.gpus_per_pcie_switch", c.gpus_per_pcie_switch, 1, kMaxWorkers);
   expect_int("cluster.nics_per_node", c.nics_per_node, 1, kMaxWorkers);
   if (!(std::isfinite(c.gpu_memory) && c.gpu_memory >= 0 && c.gpu_memory <= limits::kMaxBytes)) {
@@ -248,8 +271,9 @@ void check_cluster_values(const ClusterSpec& c) {
   }
   if (c.gpu_peak_flops != 0 && !(std::isfinite(c.gpu_peak_flops) && c.gpu_peak_flops >= limits::kMinFlops &&
                                  c.gpu_peak_flops <= limits::kMaxFlops)) {
-    fail("cluster.gpu.peak_flops", fmt::format("expected 0 (unknown) or a rate in [{:g}, {:g}] FLOP/s, got {}",
-                                               limits::kMinFlops, limits::kMaxFlops, c.gpu_peak_flops));
+    fail("cluster.gpu.peak_flops",
+         fmt::format("expected 0 (unknown) or a rate in [{:g}, {:g}] FLOP/s, got {}", limits::kMinFlops,
+                     limits::kMaxFlops, c.gpu_peak_flops));
   }
   // 0 means "same as nic_bw".
   expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
@@ -282,9 +306,10 @@ void check_cluster_values(const ClusterSpec& c) {
       // The cluster builds every router and its links (4096x4096 took minutes and gigabytes for 2
       // workers), and topology_capacity() counts them in an int.
       if (routers > kMaxRouters) {
-        fail("cluster.torus.dims", fmt::format("{} routers are more than the simulator can hold (at most {}, a "
-                                               "router per node)",
-                                               routers, kMaxRouters));
+        fail("cluster.torus.dims",
+             fmt::format("{} routers are more than the simulator can hold (at most {}, a "
+                         "router per node)",
+                         routers, kMaxRouters));
       }
       break;
     }
@@ -301,12 +326,14 @@ void check_cluster_values(const ClusterSpec& c) {
     const cluster::CollectiveRegime& r = c.collective_regimes[i];
     const std::string label = fmt::format("regime {}: ", i + 1);
     if (!(std::isfinite(r.from_bytes) && r.from_bytes >= 0 && r.from_bytes <= limits::kMaxBytes)) {
-      fail("cluster.collective_regimes", fmt::format("{}expected a finite size >= 0 and <= {:g} bytes, got {}",
-                                                     label, limits::kMaxBytes, r.from_bytes));
+      fail("cluster.collective_regimes",
+           fmt::format("{}expected a finite size >= 0 and <= {:g} bytes, got {}", label, limits::kMaxBytes,
+                       r.from_bytes));
     }
     if (!(std::isfinite(r.step_latency) && r.step_latency >= 0 && r.step_latency <= limits::kMaxLatency)) {
-      fail("cluster.collective_regimes", fmt::format("{}expected a finite step latency >= 0 and <= {:g} s, got {}",
-                                                     label, limits::kMaxLatency, r.step_latency));
+      fail("cluster.collective_regimes",
+           fmt::format("{}expected a finite step latency >= 0 and <= {:g} s, got {}", label,
+                       limits::kMaxLatency, r.step_latency));
     }
     if (!plausible_bandwidth(r.bw)) {
       fail("cluster.collective_regimes",
@@ -317,6 +344,27 @@ void check_cluster_values(const ClusterSpec& c) {
       fail("cluster.collective_regimes",
            fmt::format("{}sizes must be strictly ascending: {} follows {}", label, r.from_bytes,
                        c.collective_regimes[i - 1].from_bytes));
+    }
+  }
+  for (const bool tree : {false, true}) {
+    for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+      const cluster::NcclCost& cost = tree ? c.nccl.tree[p] : c.nccl.ring[p];
+      const std::string key = cluster::nccl_key(tree, static_cast<cluster::NcclProtocol>(p));
+      auto check_latency = [&](double value, std::string_view field) {
+        if (!(std::isfinite(value) && value >= 0 && value <= limits::kMaxLatency)) {
+          fail(fmt::format("{}.{}", key, field),
+               fmt::format("expected a finite latency >= 0 and <= {:g} s, got {}", limits::kMaxLatency,
+                           value));
+        }
+      };
+      check_latency(cost.base_latency, "base_latency");
+      check_latency(cost.hop_latency[static_cast<int>(cluster::NcclHop::NvLink)], "hop_latency.nvlink");
+      check_latency(cost.hop_latency[static_cast<int>(cluster::NcclHop::Pcie)], "hop_latency.pcie");
+      check_latency(cost.hop_latency[static_cast<int>(cluster::NcclHop::Net)], "hop_latency.net");
+      if (!(std::isfinite(cost.efficiency) && cost.efficiency >= 0.01 && cost.efficiency <= 1)) {
+        fail(key + ".efficiency",
+             fmt::format("expected a bandwidth efficiency in [0.01, 1], got {}", cost.efficiency));
+      }
     }
   }
 }
@@ -331,6 +379,7 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
+  expect_known("training.allreduce.protocol", s.allreduce.protocol);
   expect_known("training.fsdp.sharding", s.fsdp.sharding);
   expect_known("training.optimizer", s.optimizer);
   expect_int("training.fsdp.shard_group", s.fsdp.shard_group, 0, kMaxWorkers);
@@ -338,8 +387,8 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_int("training.fsdp.prefetch", s.fsdp.prefetch, 0, 64);
   // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
   if (!(std::isfinite(s.allreduce.bucket_bytes) && s.allreduce.bucket_bytes <= limits::kMaxBytes)) {
-    fail("training.allreduce.bucket_size",
-         fmt::format("expected a finite size <= {:g} bytes, got {}", limits::kMaxBytes, s.allreduce.bucket_bytes));
+    fail("training.allreduce.bucket_size", fmt::format("expected a finite size <= {:g} bytes, got {}",
+                                                       limits::kMaxBytes, s.allreduce.bucket_bytes));
   }
 }
 
@@ -368,6 +417,28 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
                      cluster::to_string(c.topology), capacity, nodes, c.num_worker_nodes(),
                      dedicated ? fmt::format(" + {} dedicated servers", sc.ps.count) : ""));
   }
+  if (c.node_placement == cluster::NodePlacement::Random) {
+    constexpr std::string_view kKey = "cluster.node_placement";
+    if (c.topology == Topology::Switch || c.topology == Topology::Custom) {
+      fail(kKey,
+           fmt::format("random placement needs a fabric with positions (fat_tree, bigraph, torus); on a "
+                       "{} topology every node sits the same way",
+                       cluster::to_string(c.topology)));
+    }
+    const int slots = cluster::fabric_slots(c);
+    if (slots == 0) {
+      fail("cluster.fabric_nodes",
+           "a leaf-spine fat_tree grows with its nodes: give the fabric's node slots");
+    }
+    if (capacity > 0 && slots > capacity) {
+      fail("cluster.fabric_nodes", fmt::format("the {} topology holds {} nodes, fewer than fabric_nodes = {}",
+                                               cluster::to_string(c.topology), capacity, slots));
+    }
+    if (slots < nodes) {
+      fail("cluster.fabric_nodes",
+           fmt::format("the job needs {} nodes, more than the fabric's {} slots", nodes, slots));
+    }
+  }
   if (c.topology == Topology::Custom && capacity == 0) {
     fail("cluster.custom", "a custom topology needs a link for every node (node0, node1, ...)");
   }
@@ -385,6 +456,21 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
     if (needs_power_of_two(algorithm) && (c.workers & (c.workers - 1)) != 0) {
       fail(kKey,
            fmt::format("{} needs a power-of-two number of workers, got {}", to_string(algorithm), c.workers));
+    }
+    if (sc.allreduce.protocol != CollectiveProtocol::Links) {
+      constexpr std::string_view kProtocol = "training.allreduce.protocol";
+      if (algorithm != AllReduceAlgorithm::Ring && algorithm != AllReduceAlgorithm::Tree &&
+          algorithm != AllReduceAlgorithm::Auto) {
+        fail(kProtocol, fmt::format("NCCL's protocol model covers its ring and tree (or auto), not {}; use "
+                                    "protocol links",
+                                    to_string(algorithm)));
+      }
+      if (!c.collective_regimes.empty()) {
+        fail(kProtocol, fmt::format("protocol {} uses NCCL's tuning model (cluster.nccl); "
+                                    "cluster.collective_regimes is another calibration of the same costs: "
+                                    "use one (protocol links with the regimes)",
+                                    to_string(sc.allreduce.protocol)));
+      }
     }
     if (algorithm == AllReduceAlgorithm::Hdrm) {
       const int full = 2 * c.bigraph.switches_per_half * c.bigraph.hosts_per_switch;
@@ -407,7 +493,8 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
       fail("training.fsdp.shard_group",
            fmt::format("hybrid sharding needs shard groups that divide the workers: {} workers in groups "
                        "of {}{}",
-                       c.workers, group, sc.fsdp.shard_group == 0 ? " (one node: cluster.workers_per_node)" : ""));
+                       c.workers, group,
+                       sc.fsdp.shard_group == 0 ? " (one node: cluster.workers_per_node)" : ""));
     }
   }
 }

@@ -11,7 +11,7 @@ namespace {
 class Writer {
  public:
   template <class T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   void put(T value) {
     char bytes[sizeof(T)];
     std::memcpy(bytes, &value, sizeof(T));
@@ -24,6 +24,11 @@ class Writer {
   void put(const predict::Utilization& u) {
     put(u.resource);
     put(u.busy);
+  }
+  void put(const predict::BucketCollective& b) {
+    put(b.bytes);
+    put(b.algorithm);
+    put(b.protocol);
   }
   template <class T>
   void put(const std::vector<T>& items) {
@@ -40,7 +45,7 @@ class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
   template <class T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   void get(T& value) {
     need(sizeof(T));
     std::memcpy(&value, in_.data(), sizeof(T));
@@ -56,6 +61,11 @@ class Reader {
   void get(predict::Utilization& u) {
     get(u.resource);
     get(u.busy);
+  }
+  void get(predict::BucketCollective& b) {
+    get(b.bytes);
+    get(b.algorithm);
+    get(b.protocol);
   }
   template <class T>
   void get(std::vector<T>& items) {
@@ -139,6 +149,7 @@ void fields(IO& io, R& r) {
   f(r.tokens.model_flops_per_s_per_worker);
   f(r.tokens.mfu);
   f(r.tokens.mfu_6nd);
+  f(r.collectives);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
@@ -47,8 +47,11 @@ TEST(CollectiveBytes, CoarseAndAnalyticCountWhatTheFineSimulatorSends) {
       {AllReduceAlgorithm::Ring, cluster_of(6, 4), true},
       {AllReduceAlgorithm::HalvingDoubling, cluster_of(8, 1), true},
       {AllReduceAlgorithm::Hdrm, bigraph, true},
-      {AllReduceAlgorithm::Tree, cluster_of(8, 1), false},
-      {AllReduceAlgorithm::Tree, cluster_of(13, 1), false},
+      // Each of the trees has N - 1 edges and moves its share over each once each way: the ring's.
+      {AllReduceAlgorithm::Tree, cluster_of(8, 1), true},
+      {AllReduceAlgorithm::Tree, cluster_of(13, 1), true},
+      {AllReduceAlgorithm::Tree, cluster_of(12, 4), true},
+      {AllReduceAlgorithm::Auto, cluster_of(16, 8), true},
       {AllReduceAlgorithm::Hierarchical, cluster_of(8, 4), true},  // full nodes: as the ring
       {AllReduceAlgorithm::Hierarchical, cluster_of(5, 4), false},
   };

@@ -43,22 +43,33 @@ TEST(HalvingDoubling, MatchesClosedFormOnASwitch) {
 }
 
 TEST(DoubleBinaryTree, MatchesItsPipelinedClosedForm) {
-  // Two mirrored binary trees, each moving S/2 in C = 8 chunks: D + C - 1 steps up and as many
-  // down, D = floor(log2 N). A rank sends to two parents (one per tree) and receives from at most
-  // two children, so each transfer gets B/2: every step takes a + (S/16) / (B/2) = a + S/(8 B).
-  for (int n : {3, 4, 8, 16, 100, 1024}) {
-    SCOPED_TRACE("N = " + std::to_string(n));
-    const double depth = std::floor(std::log2(n));
-    const double expected = 2 * (depth + 8 - 1) * (kLatency + kBytes / (8 * kBw));
-    const CollectiveResult r =
-        simulate_collective(switch_of(n), kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Tree);
-    EXPECT_NEAR(r.time, expected, 0.01 * expected);
-    EXPECT_EQ(r.max_link_flows, 2u);
-  }
+  // One GPU per node, so the tree is NCCL's double binary tree over the nodes alone; T = 2 trees
+  // each move S/2 in C = kTreeChunks chunks, a step moving one chunk S/(2C) per active edge; only
+  // the D = floor(log2 N) filling steps each way pay a latency.
+  // N = 2: tree A 1 -> 0, tree B 0 -> 1, one flow per NIC direction: C steps of S/(2C B) each way:
+  //   S/B + 2 a.
+  // N = 4: A = heap 0 <- {1, 2}, 1 <- 3; B = its mirror 3 <- {2, 1}, 2 <- 0. Up: the deepest level
+  // alone (one flow per NIC direction), then C - 1 steps with both (nodes 1 and 2 send to two
+  // parents, nodes 0 and 3 hear two children: two flows), then the top level alone (two flows):
+  //   (1 + 2 (C - 1) + 2) S/(2C B) = (2C + 1) S/(2C B) each way, and 2 D a = 4 a of latency.
+  const double c = kTreeChunks;
+  const double two = kBytes / kBw + 2 * kLatency;
+  const double four = (2 * c + 1) / c * kBytes / kBw + 4 * kLatency;
+  const CollectiveResult r2 =
+      simulate_collective(switch_of(2), kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Tree);
+  const CollectiveResult r4 =
+      simulate_collective(switch_of(4), kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Tree);
+  EXPECT_NEAR(r2.time, two, 0.01 * two);
+  EXPECT_NEAR(r4.time, four, 0.01 * four);
+  EXPECT_EQ(r2.max_link_flows, 1u);
+  EXPECT_EQ(r4.max_link_flows, 2u);
+  // Steps: D + C - 1 each way.
+  EXPECT_EQ(r2.stages, 2 * (1 + kTreeChunks - 1));
+  EXPECT_EQ(r4.stages, 2 * (2 + kTreeChunks - 1));
 }
 
 TEST(DoubleBinaryTree, BeatsTheRingOnLatencyForSmallMessages) {
-  // 1 kB on 256 workers: the ring pays 510 latencies, the tree 2 (8 + 7).
+  // 1 kB on 256 workers: the ring pays 510 latencies, the tree 2 x 8 (its filling steps).
   const auto ring =
       simulate_collective(switch_of(256), 1e3, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
   const auto tree =

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/predict/predict.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -172,9 +172,9 @@ TEST(CollectiveRegimes, SimulatorMatchesClosedCostForEveryAlgorithm) {
     for (double bw : {400e9, 40e9, 10e9}) {
       spec.collective_regimes = {{0, 8e-6, bw}};
       const cluster::Cluster c = cluster::build_cluster(spec);
-      const double closed =
-          collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, algorithm), spec.regime_for(bytes))
-              .time(bytes);
+      const double closed = collective_cost(c, plan_collective(c, CollectiveOp::AllReduce, algorithm),
+                                            {.regime = spec.regime_for(bytes)})
+                                .time(bytes);
       const double simulated = simulate_allreduce(spec, bytes, algorithm).time;
       EXPECT_NEAR(simulated, closed, 1e-9 * closed) << "regime bandwidth " << bw;
       EXPECT_GE(simulated, previous * (1 - 1e-12));

@@ -18,7 +18,8 @@ using cluster::ClusterSpec;
 workload::Workload tensors_of(const std::vector<double>& bytes) {
   workload::Workload w;
   for (size_t t = 0; t < bytes.size(); ++t) {
-    w.tensors.push_back({.name = std::string("w") + std::to_string(t), .bytes = bytes[t], .producer = -1, .consumers = {}});
+    w.tensors.push_back(
+        {.name = std::string("w") + std::to_string(t), .bytes = bytes[t], .producer = -1, .consumers = {}});
   }
   return w;
 }
@@ -60,8 +61,8 @@ TEST(PsCosts, ShardLoadsFollowThePlacement) {
   ASSERT_EQ(whole.bytes.size(), 2u);
   EXPECT_DOUBLE_EQ(whole.bytes[0], 10e6);
   EXPECT_DOUBLE_EQ(whole.bytes[1], 7e6);
-  EXPECT_DOUBLE_EQ(whole.apply[0], 1e-3 + 10e6 / 1e9);      // 11 ms
-  EXPECT_DOUBLE_EQ(whole.apply[1], 2 * 1e-3 + 7e6 / 1e9);   // 9 ms
+  EXPECT_DOUBLE_EQ(whole.apply[0], 1e-3 + 10e6 / 1e9);     // 11 ms
+  EXPECT_DOUBLE_EQ(whole.apply[1], 2 * 1e-3 + 7e6 / 1e9);  // 9 ms
   EXPECT_DOUBLE_EQ(whole.largest_bytes(), 10e6);
   EXPECT_DOUBLE_EQ(whole.largest_apply(), 11e-3);
   // split: every tensor halved over both shards, 8.5 MB each, three pieces each.
@@ -81,11 +82,10 @@ TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {
        {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling, AllReduceAlgorithm::Hdrm}) {
     EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(a, 8, 1, kS), 2.0 * 7 / 8 * kS);  // 175 MB
   }
-  // Tree on 8 workers: depth floor(log2 8) = 3, 8 chunks: 3 + 8 - 1 = 10 steps each way where
-  // every edge carries a chunk of S/16, 2 x 7 edges per step (two trees): 2 x 10 x 14 x S/16 =
-  // 17.5 S in all, 2.1875 S per worker, which is the ring's 1.75 S x 10/8.
-  EXPECT_DOUBLE_EQ(kTreeChunks, 8);
-  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Tree, 8, 1, kS), 2.1875 * kS);
+  // Tree: each of the T trees has N - 1 edges and moves its S/T over each edge once each way (in
+  // C chunks), so 2 (N-1) S in all, the ring's 2 (N-1)/N S per worker, whatever C and the nodes.
+  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Tree, 8, 1, kS), 1.75 * kS);
+  EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Tree, 16, 4, kS), 2.0 * 15 / 16 * kS);
   // Hierarchical with full nodes (8 workers, 4 per node, 2 nodes): 2 x 3/4 S inside plus
   // 2 x 1/8 S across = 1.75 S, the ring's.
   EXPECT_DOUBLE_EQ(allreduce_bytes_per_worker(AllReduceAlgorithm::Hierarchical, 8, 4, kS), 1.75 * kS);

@@ -20,7 +20,9 @@ namespace {
 
 constexpr double kTolerance = 1e-9;
 
-bool close(double a, double b) { return std::fabs(a - b) <= kTolerance * std::max({std::fabs(a), std::fabs(b), 1e-12}); }
+bool close(double a, double b) {
+  return std::fabs(a - b) <= kTolerance * std::max({std::fabs(a), std::fabs(b), 1e-12});
+}
 
 /// A random op graph: a forward chain on lane 0, a backward chain producing each tensor's
 /// gradient, and with two lanes some backward ops moved to a second stream with a dependency on
@@ -50,8 +52,10 @@ workload::Workload random_workload(std::mt19937_64& rng) {
     op.deps = {previous};
     if (two_lanes && std::bernoulli_distribution(0.3)(rng)) op.lane = 1;
     w.ops.push_back(op);
-    w.tensors.push_back({.name = fmt::format("p{}", l), .bytes = uniform(1e4, 4e7),
-                         .producer = static_cast<int>(w.ops.size()) - 1, .consumers = {l}});
+    w.tensors.push_back({.name = fmt::format("p{}", l),
+                         .bytes = uniform(1e4, 4e7),
+                         .producer = static_cast<int>(w.ops.size()) - 1,
+                         .consumers = {l}});
   }
   std::reverse(w.tensors.begin(), w.tensors.end());  // layer order
   return w;
@@ -75,8 +79,8 @@ void random_topology(std::mt19937_64& rng, cluster::ClusterSpec& s, int radix, i
       break;
     case 1:
       s.topology = cluster::Topology::FatTree;
-      s.fat_tree = {.levels = 2, .radix = radix,
-                    .oversubscription = std::uniform_real_distribution<double>(1, 4)(rng)};
+      s.fat_tree = {
+          .levels = 2, .radix = radix, .oversubscription = std::uniform_real_distribution<double>(1, 4)(rng)};
       break;
     case 2:
       s.topology = cluster::Topology::Torus;
@@ -100,10 +104,18 @@ Case random_case(uint64_t seed) {
   Case c;
   c.workload = zoo_or_random_workload(rng);
   c.scheme.scheme = Scheme::AllReduce;
-  const AllReduceAlgorithm algorithms[] = {AllReduceAlgorithm::Ring, AllReduceAlgorithm::HalvingDoubling,
-                                           AllReduceAlgorithm::Hierarchical, AllReduceAlgorithm::Hdrm,
-                                           AllReduceAlgorithm::Tree};
-  c.scheme.allreduce.algorithm = algorithms[pick(0, 4)];
+  const AllReduceAlgorithm algorithms[] = {
+      AllReduceAlgorithm::Ring,         AllReduceAlgorithm::HalvingDoubling,
+      AllReduceAlgorithm::Hierarchical, AllReduceAlgorithm::Hdrm,
+      AllReduceAlgorithm::Tree,         AllReduceAlgorithm::Auto};
+  c.scheme.allreduce.algorithm = algorithms[pick(0, 5)];
+  const AllReduceAlgorithm a = c.scheme.allreduce.algorithm;
+  const bool nccl_model =
+      a == AllReduceAlgorithm::Ring || a == AllReduceAlgorithm::Tree || a == AllReduceAlgorithm::Auto;
+  const CollectiveProtocol protocols[] = {CollectiveProtocol::Links, CollectiveProtocol::Auto,
+                                          CollectiveProtocol::LL, CollectiveProtocol::LL128,
+                                          CollectiveProtocol::Simple};
+  c.scheme.allreduce.protocol = nccl_model ? protocols[pick(0, 4)] : CollectiveProtocol::Links;
   c.scheme.allreduce.bucket_bytes = pick(0, 3) == 0 ? 0.0 : uniform(1e6, 5e7);
   cluster::ClusterSpec& s = c.cluster;
   s.nic_bw = uniform(1, 100) * 1e9 / 8;
@@ -120,22 +132,25 @@ Case random_case(uint64_t seed) {
     if (power_of_two && s.workers % s.workers_per_node != 0) s.workers_per_node = 1;
     random_topology(rng, s, 4, s.num_worker_nodes());
     if (s.workers_per_node > 1 && pick(0, 1) == 1) s.intra_node_link = cluster::IntraNodeLink::Pcie;
+    s.nics_per_node = pick(1, s.workers_per_node);
   }
-  if (pick(0, 2) == 0) {
-    s.collective_regimes = {{.from_bytes = 0, .step_latency = uniform(5e-6, 5e-5), .bw = uniform(1e9, 2e10)},
-                            {.from_bytes = 4e6, .step_latency = uniform(1e-5, 1e-4), .bw = uniform(1e9, 5e10)}};
+  if (c.scheme.allreduce.protocol == CollectiveProtocol::Links && pick(0, 2) == 0) {
+    s.collective_regimes = {
+        {.from_bytes = 0, .step_latency = uniform(5e-6, 5e-5), .bw = uniform(1e9, 2e10)},
+        {.from_bytes = 4e6, .step_latency = uniform(1e-5, 1e-4), .bw = uniform(1e9, 5e10)}};
   }
   c.options.warmup_steps = pick(0, 2);
   c.options.measure_steps = pick(1, 3);
   c.options.seed = seed;
   c.options.compute_cv = pick(0, 1) == 1 ? uniform(0.01, 0.3) : 0.0;
   c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
-  c.description = fmt::format("seed {}: {} workers ({} per node), topology {}, {}, {} B buckets, cv {:.3f}, "
-                              "{} regimes, warmup {}, measure {}",
-                              seed, s.workers, s.workers_per_node, static_cast<int>(s.topology),
-                              to_string(c.scheme.allreduce.algorithm), c.scheme.allreduce.bucket_bytes,
-                              c.options.compute_cv, s.collective_regimes.size(), c.options.warmup_steps,
-                              c.options.measure_steps);
+  c.description = fmt::format(
+      "seed {}: {} workers ({} per node, {} NICs), topology {}, {}/{}, {} B buckets, "
+      "cv {:.3f}, {} regimes, warmup {}, measure {}",
+      seed, s.workers, s.workers_per_node, s.nics_per_node, static_cast<int>(s.topology),
+      to_string(c.scheme.allreduce.algorithm), to_string(c.scheme.allreduce.protocol),
+      c.scheme.allreduce.bucket_bytes, c.options.compute_cv, s.collective_regimes.size(),
+      c.options.warmup_steps, c.options.measure_steps);
   return c;
 }
 
@@ -144,7 +159,8 @@ void expect_same(const SimulationResult& fast, const SimulationResult& full, con
   for (size_t w = 0; w < full.workers.size(); ++w) {
     EXPECT_TRUE(close(fast.workers[w].cycle, full.workers[w].cycle))
         << what << " worker " << w << " cycle " << fast.workers[w].cycle << " vs " << full.workers[w].cycle;
-    EXPECT_TRUE(close(fast.workers[w].compute, full.workers[w].compute)) << what << " worker " << w << " compute";
+    EXPECT_TRUE(close(fast.workers[w].compute, full.workers[w].compute))
+        << what << " worker " << w << " compute";
     EXPECT_TRUE(close(fast.workers[w].communication, full.workers[w].communication))
         << what << " worker " << w << " communication " << fast.workers[w].communication << " vs "
         << full.workers[w].communication;
@@ -152,7 +168,8 @@ void expect_same(const SimulationResult& fast, const SimulationResult& full, con
         << what << " worker " << w << " wait " << fast.workers[w].wait << " vs " << full.workers[w].wait;
   }
   EXPECT_TRUE(close(fast.window, full.window)) << what << " window";
-  EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent)) << what << " bytes sent " << fast.bytes_sent << " vs " << full.bytes_sent;
+  EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent))
+      << what << " bytes sent " << fast.bytes_sent << " vs " << full.bytes_sent;
   EXPECT_TRUE(close(fast.bytes_received, full.bytes_received)) << what << " bytes received";
   EXPECT_EQ(fast.max_link_flows, full.max_link_flows) << what;
   ASSERT_EQ(fast.loads.size(), full.loads.size()) << what;
@@ -160,7 +177,8 @@ void expect_same(const SimulationResult& fast, const SimulationResult& full, con
     auto it = std::find_if(fast.loads.begin(), fast.loads.end(),
                            [&](const ResourceLoad& l) { return l.resource == load.resource; });
     ASSERT_NE(it, fast.loads.end()) << what << " " << load.resource;
-    EXPECT_TRUE(close(it->busy, load.busy)) << what << " " << load.resource << " " << it->busy << " vs " << load.busy;
+    EXPECT_TRUE(close(it->busy, load.busy))
+        << what << " " << load.resource << " " << it->busy << " vs " << load.busy;
   }
   ASSERT_EQ(fast.links.size(), full.links.size()) << what;
   for (size_t l = 0; l < full.links.size(); ++l) {
@@ -266,8 +284,8 @@ TEST(FastPath, InterchangeableParameterServerClientsEqualTheFullEngineOnRandomSc
     const bool full_nodes = s.workers % s.workers_per_node == 0 &&
                             (s.intra_node_link == cluster::IntraNodeLink::NvLink ||
                              s.workers_per_node % s.gpus_per_pcie_switch == 0 || s.workers_per_node == 1);
-    if (in_domain && s.topology == cluster::Topology::Switch && c.scheme.ps.placement == PsPlacement::Dedicated &&
-        full_nodes) {
+    if (in_domain && s.topology == cluster::Topology::Switch &&
+        c.scheme.ps.placement == PsPlacement::Dedicated && full_nodes) {
       dedicated_on_switch++;
       fast_on_switch += fast.engine == SimulationEngine::Fast ? 1 : 0;
     }
@@ -307,7 +325,8 @@ TEST(FastPath, AGradientNoOpProducesIsReadyWhenComputeEnds) {
       const SimulationOptions options{.warmup_steps = 1, .measure_steps = 2, .fast_paths = fast_paths};
       const SimulationResult with_orphan = simulate_steps(orphan, spec, scheme, options);
       const SimulationResult with_name = simulate_steps(named, spec, scheme, options);
-      expect_same(with_orphan, with_name, fmt::format("scheme {}, fast paths {}", static_cast<int>(kind), fast_paths));
+      expect_same(with_orphan, with_name,
+                  fmt::format("scheme {}, fast paths {}", static_cast<int>(kind), fast_paths));
     }
   }
 }
@@ -320,10 +339,10 @@ TEST(FastPath, CollectiveAloneEqualsStageByStageSimulation) {
                                 CollectiveOp::Broadcast};
     const CollectiveOp op = ops[std::uniform_int_distribution<int>(0, 3)(rng)];
     const double bytes = std::uniform_real_distribution<double>(1e3, 2e8)(rng);
-    const CollectiveResult full =
-        simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm, c.options.network, false);
-    const CollectiveResult fast =
-        simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm, c.options.network, true);
+    const CollectiveResult full = simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm,
+                                                      c.options.network, false, c.scheme.allreduce.protocol);
+    const CollectiveResult fast = simulate_collective(c.cluster, bytes, op, c.scheme.allreduce.algorithm,
+                                                      c.options.network, true, c.scheme.allreduce.protocol);
     const std::string what = fmt::format("{}, {} of {} bytes", c.description, to_string(op), bytes);
     EXPECT_TRUE(close(fast.time, full.time)) << what << ": " << fast.time << " vs " << full.time;
     EXPECT_EQ(fast.stages, full.stages) << what;

@@ -75,6 +75,49 @@ struct CollectiveRegime {
   bool operator==(const CollectiveRegime&) const = default;
 };
 
+/// NCCL's protocols: LL (8-byte stores with a flag: lowest latency, a quarter of the bandwidth),
+/// LL128 (128-byte lines, 120 of payload) and Simple (bulk copies with a fence per chunk: full
+/// bandwidth, highest latency).
+enum class NcclProtocol : uint8_t { LL, LL128, Simple };
+inline constexpr int kNcclProtocols = 3;
+/// NCCL's hardware classes for a hop's latency.
+enum class NcclHop : uint8_t { NvLink, Pcie, Net };
+inline constexpr int kNcclHops = 3;
+
+/// One (algorithm, protocol) of NCCL's tuning model: a collective costs `base_latency` once, each
+/// step of a chunk's path one hop latency of its hardware class, and moves data at `efficiency`
+/// of the links' bandwidth (the rest is the protocol's flags and framing).
+struct NcclCost {
+  double base_latency = 0;                    ///< s, once per collective
+  double hop_latency[kNcclHops] = {0, 0, 0};  ///< s per step over NVLink, PCIe, the network
+  double efficiency = 1;                      ///< payload bytes / wire bytes, in (0, 1]
+  bool operator==(const NcclCost&) const = default;
+};
+
+/// NCCL's tuning constants for the all-reduce algorithms it chooses between (ring, tree), by
+/// protocol. Defaults: NCCL 2.18's tables (src/graph/tuning.cc: baseLat, hwLat; the LL and LL128
+/// bandwidth factors 1/4 and 120/128 of its ring model).
+struct NcclTuning {
+  NcclCost ring[kNcclProtocols] = {
+      {6.6e-6, {0.6e-6, 1.0e-6, 2.7e-6}, 0.25},
+      {14.0e-6, {1.9e-6, 2.5e-6, 4.0e-6}, 0.9375},
+      {8.4e-6, {3.4e-6, 5.7e-6, 14.0e-6}, 1.0},
+  };
+  NcclCost tree[kNcclProtocols] = {
+      {6.8e-6, {0.6e-6, 1.0e-6, 5.0e-6}, 0.25},
+      {14.0e-6, {1.25e-6, 1.9e-6, 8.5e-6}, 0.9375},
+      {0.0, {4.0e-6, 28.0e-6, 28.0e-6}, 1.0},
+  };
+  bool operator==(const NcclTuning&) const = default;
+};
+[[nodiscard]] const char* to_string(NcclProtocol protocol);
+/// "cluster.nccl.tree.ll128": the scenario keys of one (algorithm, protocol) start so.
+[[nodiscard]] std::string nccl_key(bool tree, NcclProtocol protocol);
+
+/// Where a job's nodes sit in a fabric larger than the job: packed (node n in slot n, as now) or
+/// random (a seeded choice of slots, as a batch system that places nodes wherever they are free).
+enum class NodePlacement : uint8_t { Packed, Random };
+
 struct ClusterSpec {
   int workers = 1;           ///< total workers N
   int workers_per_node = 1;  ///< GPUs (workers) per node
@@ -88,15 +131,21 @@ struct ClusterSpec {
   int nics_per_node = 1;         ///< 1 .. workers_per_node; GPU d uses NIC d * nics / workers_per_node
   double ps_nic_bw = 0;          ///< bytes/s of a dedicated server node's NIC; 0 = nic_bw
   double gpu_memory = 0;         ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
-  double gpu_peak_flops = 0;     ///< FLOP/s per GPU at the training precision (spec sheet, dense); 0 = unknown
+  double gpu_peak_flops = 0;  ///< FLOP/s per GPU at the training precision (spec sheet, dense); 0 = unknown
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
   TorusSpec torus;
   CustomTopologySpec custom;
   uint64_t routing_seed = 1;  ///< picks among equal-cost paths
+  NodePlacement node_placement = NodePlacement::Packed;
+  /// random: the fabric's node slots the job's nodes are scattered over; 0 = the topology's
+  /// capacity (a leaf-spine, which grows with its nodes, needs it)
+  int fabric_nodes = 0;
+  uint64_t placement_seed = 1;  ///< random: which slots
   /// Ascending from_bytes, distinct; empty: collectives are limited by the links alone (so are
   /// collectives smaller than the first regime's from_bytes).
   std::vector<CollectiveRegime> collective_regimes;
+  NcclTuning nccl;  ///< used by training.allreduce.protocol other than `links` (and algorithm auto)
 
   bool operator==(const ClusterSpec&) const = default;
   /// The regime a collective of `bytes` runs in, nullptr when none applies.
@@ -115,6 +164,8 @@ struct Link {
 /// How many nodes a topology holds (0 = unbounded: the topology grows with the nodes).
 [[nodiscard]] int topology_capacity(const ClusterSpec& spec);
 [[nodiscard]] const char* to_string(Topology topology);
+/// The slots a random placement chooses from: fabric_nodes, or the topology's capacity.
+[[nodiscard]] int fabric_slots(const ClusterSpec& spec);
 
 /// The host CPU of a node (where a co-located parameter server runs), as opposed to its GPUs.
 inline constexpr int kHostDevice = -1;

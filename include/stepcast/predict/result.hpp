@@ -118,10 +118,10 @@ enum class BottleneckKind : uint8_t {
 /// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit
 /// is a result, not an error.
 struct MemoryCheck {
-  bool known = false;                  ///< false: the workload has no parameter count
-  Memory per_worker;                   ///< bytes
-  bool activations_modelled = false;   ///< false: per_worker.activations is 0 because unknown
-  double gpu_memory = 0;               ///< bytes per GPU (cluster.gpu_memory); 0 = unknown
+  bool known = false;                 ///< false: the workload has no parameter count
+  Memory per_worker;                  ///< bytes
+  bool activations_modelled = false;  ///< false: per_worker.activations is 0 because unknown
+  double gpu_memory = 0;              ///< bytes per GPU (cluster.gpu_memory); 0 = unknown
   [[nodiscard]] bool fits() const { return !(gpu_memory > 0) || per_worker.total() <= gpu_memory; }
   bool operator==(const MemoryCheck&) const = default;
 };
@@ -129,7 +129,7 @@ struct MemoryCheck {
 /// Language models (Workload::facts.tokens_per_sample > 0): tokens, and model FLOPs against the
 /// GPU's peak. Model FLOPs leave recomputation out (MFU, as PaLM defines it).
 struct TokenRates {
-  double tokens_per_s = 0;                  ///< all workers
+  double tokens_per_s = 0;  ///< all workers
   double tokens_per_s_per_worker = 0;
   double model_flops_per_s_per_worker = 0;  ///< training FLOPs with attention, per GPU
   double mfu = -1;                          ///< model FLOP/s / cluster.gpu.peak_flops; < 0: unknown
@@ -140,6 +140,14 @@ struct TokenRates {
 /// The synthetic execution trace (sim/trace.hpp), re-exported for report/.
 using TraceSpan = sim::TraceSpan;
 using Trace = sim::Trace;
+
+/// One all-reduce bucket and how its collective ran: what `auto` chose for its size.
+struct BucketCollective {
+  double bytes = 0;
+  std::string algorithm;  ///< "ring", "tree", ...
+  std::string protocol;   ///< "links" (the links' costs), "LL", "LL128" or "Simple" (NCCL's model)
+  bool operator==(const BucketCollective&) const = default;
+};
 
 struct Result {
   int workers = 0;
@@ -160,7 +168,7 @@ struct Result {
   std::vector<Utilization> utilization;
   double bytes_sent = 0;  ///< over the network during the measured steps
   double bytes_received = 0;
-  uint64_t events = 0;             ///< discrete events processed (fine predictor)
+  uint64_t events = 0;  ///< discrete events processed (fine predictor)
   /// Fine: "fast" when an exact fast path computed it, "full" for the event-by-event engine;
   /// empty for coarse and analytic.
   std::string engine;
@@ -182,6 +190,9 @@ struct Result {
   double gpu_busy_fraction = -1;
   MemoryCheck memory{};
   TokenRates tokens{};  ///< all zero (mfu -1) for workloads without tokens
+  /// All-reduce with algorithm or protocol auto, or an NCCL protocol: each bucket's collective, in
+  /// bucket order; empty otherwise (every bucket runs training.allreduce.algorithm on the links).
+  std::vector<BucketCollective> collectives{};
   Trace trace;
   bool operator==(const Result&) const = default;
 };

@@ -23,13 +23,20 @@ enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// random: each step each worker's parameters are sent in an arbitrary (seeded) order, as
 /// TensorFlow does; fifo: in layer order, which is also the order the forward pass needs them.
 enum class PsOrder : uint8_t { Random, Fifo };
-/// ring: 2(N-1) neighbour steps; tree: NCCL's double binary tree (two trees, each reducing then
-/// broadcasting half the data in pipelined chunks); halving_doubling: recursive halving then
-/// doubling (Rabenseifner);
+/// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
+/// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
+/// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
+/// chunks, two trees per NIC); halving_doubling: recursive halving then doubling (Rabenseifner);
 /// hierarchical: reduce-scatter inside each node, all-reduce across nodes, all-gather inside;
 /// hdrm: halving-doubling with the BiGraph rank mapping of EFLOPS (every step between the two
-/// halves of switches, or inside one switch).
-enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree };
+/// halves of switches, or inside one switch); auto: ring or tree, whichever NCCL's tuning model
+/// (with the protocol) makes fastest for each collective's size and scale.
+enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree, Auto };
+/// How a collective's step costs latency and bandwidth: links: the links' latencies and
+/// bandwidths alone (and cluster.collective_regimes); ll, ll128, simple: NCCL's tuning model for
+/// that protocol (cluster.nccl: per-hop latency, a base latency, a bandwidth efficiency); auto:
+/// the fastest of the three for each collective, as NCCL's tuner picks.
+enum class CollectiveProtocol : uint8_t { Links, Auto, LL, LL128, Simple };
 
 /// What sharded data parallelism shards, and when it gathers (DESIGN.md 4.2):
 /// - full (ZeRO-3, FSDP FULL_SHARD): parameters, gradients and optimizer state; each unit's
@@ -81,6 +88,7 @@ struct PsConfig {
 
 struct AllReduceConfig {
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
+  CollectiveProtocol protocol = CollectiveProtocol::Links;
   double bucket_bytes = 25e6;  ///< DDP default 25 MB; <= 0: one bucket per gradient
   bool operator==(const AllReduceConfig&) const = default;
 };

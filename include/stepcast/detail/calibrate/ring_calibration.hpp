@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
 
 namespace stepcast::calibrate {
 
@@ -39,6 +39,9 @@ enum class FitMethod : uint8_t {
   /// (least squares of the relative error per range, at least 3 sizes per range); the number
   /// of ranges is the smallest whose leave-one-out mean |relative error| is within 5% of the best
   Regimes,
+  /// NCCL's tuning model (NcclFit): every eligible size, least squares of the relative error over
+  /// the node NIC's bandwidth and one scale of NCCL's latency constants
+  Nccl,
 };
 /// The name the command line takes (--fit): "endpoints", "least-squares", "regimes".
 [[nodiscard]] const char* to_string(FitMethod method);
@@ -49,6 +52,7 @@ struct FitOptions {
   double max_bytes = std::numeric_limits<double>::infinity();  ///< nor sizes above
   double report_min_bytes = 1 << 20;  ///< the held-out summary covers sizes >= this (1 MiB)
   int max_regimes = 4;                ///< Regimes: the most ranges tried, 1 .. kMaxRegimes
+  int workers_per_node = 1;           ///< Nccl: GPUs per node of the measurement
   bool operator==(const FitOptions&) const = default;
 };
 
@@ -93,6 +97,28 @@ struct RegimeFit {
   [[nodiscard]] RingFit envelope() const;
 };
 
+/// Intra-node links of an NCCL fit run at this many times its NIC bandwidth: one all-reduce sweep
+/// cannot tell the two apart, and NCCL's collectives on NVLink machines are bound by the network.
+inline constexpr double kNcclIntraToNic = 8;
+
+/// NCCL's tuning model fitted to a sweep: the all-reduce runs as `training.allreduce.algorithm:
+/// auto` runs it (ring or tree, LL, LL128 or Simple, the fastest for each size), on nodes of
+/// workers_per_node GPUs with one NIC of `nic_bw` each way and intra-node links of
+/// kNcclIntraToNic x nic_bw, with every latency constant of NCCL's tables (cluster.nccl: base and
+/// per-hop, ring and tree, all protocols) multiplied by `latency_scale`. Two numbers, so a sweep
+/// at one scale determines them; the model's structure (hops per node count) predicts others.
+struct NcclFit {
+  int workers = 2;
+  int workers_per_node = 1;
+  double nic_bw = 0;         ///< bytes/s, B
+  double latency_scale = 1;  ///< lambda, x NCCL 2.18's constants
+  bool operator==(const NcclFit&) const = default;
+  /// The calibrated cluster with `ranks` workers (workers_per_node per node).
+  [[nodiscard]] cluster::ClusterSpec spec(int ranks) const;
+  /// s, the all-reduce of `bytes` on `ranks` (default: the measured workers) as simulated.
+  [[nodiscard]] double time(double bytes, int ranks = 0) const;
+};
+
 /// Measured against predicted at one size.
 struct SizeError {
   double bytes = 0;
@@ -118,6 +144,7 @@ struct Calibration {
   /// of at least 3 sizes with a positive bandwidth do not fit).
   RegimeFit regimes;
   std::vector<double> regime_scores;
+  NcclFit nccl;  ///< Nccl only (else nic_bw 0)
   /// |error| over the sizes >= options.report_min_bytes that were not used to fit; with
   /// LeastSquares every eligible size is used, so these fall back to the in-sample sizes.
   /// Regimes: |loo_error| over every size >= report_min_bytes (never in sample).

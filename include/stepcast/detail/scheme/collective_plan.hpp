@@ -35,11 +35,18 @@ struct Pattern {
   std::vector<FlowGroup> groups;
   double latency = 0;             ///< s, slowest transfer's path latency
   uint32_t max_link_members = 0;  ///< most transfers sharing one link direction
+  bool crosses_nodes = false;     ///< some transfer goes from one node to another
 };
+
+/// What a step's latency is, for NCCL's model: one hop of a chunk's path inside a node or across
+/// nodes, or none (a pipelined step whose latency overlaps the previous chunks' transfers).
+enum class StageHop : uint8_t { Intra, Inter, Pipelined };
 
 struct Stage {
   int pattern = 0;
   double fraction = 0;  ///< bytes per transfer / collective bytes (before size_factor)
+  double latency = 0;   ///< s after the step's transfers end, from the links (protocol `links`)
+  StageHop hop = StageHop::Inter;
 };
 
 struct CollectivePlan {
@@ -62,15 +69,26 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_group_ring(const cluster::Cluster& cluster, CollectiveOp op,
                                              const std::vector<std::vector<int>>& groups);
 
-/// How a size regime (cluster.collective_regimes; nullptr: none) changes a collective, in one place
-/// for the simulator and the closed form: each transfer's own rate bound (FlowSpec::max_rate), and
-/// how long a step lasts after its transfers end.
-[[nodiscard]] inline double transfer_bound(const cluster::CollectiveRegime* regime) {
-  return regime != nullptr ? regime->bw : net::kInfinity;
+/// What a collective of a given size pays beyond its plan's transfers: a size regime
+/// (cluster.collective_regimes) or one protocol of NCCL's model (cluster.nccl), or neither (the
+/// links alone). In one place for the simulator, the fast paths and the closed forms.
+struct CollectiveTerms {
+  const cluster::CollectiveRegime* regime = nullptr;
+  const cluster::NcclCost* protocol = nullptr;
+  cluster::NcclHop intra_hop = cluster::NcclHop::NvLink;  ///< the class of a hop inside a node
+};
+
+/// Each transfer's own rate bound (FlowSpec::max_rate).
+[[nodiscard]] inline double transfer_bound(const CollectiveTerms& terms) {
+  return terms.regime != nullptr ? terms.regime->bw : net::kInfinity;
 }
-[[nodiscard]] inline double stage_latency(const Pattern& pattern, const cluster::CollectiveRegime* regime) {
-  return regime != nullptr && regime->step_latency > pattern.latency ? regime->step_latency : pattern.latency;
+/// Wire bytes per payload byte: a protocol's flags and framing travel with the data.
+[[nodiscard]] inline double wire_factor(const CollectiveTerms& terms) {
+  return terms.protocol != nullptr ? 1.0 / terms.protocol->efficiency : 1.0;
 }
+/// How long stage `index` of `plan` lasts after its transfers end (the last stage also pays the
+/// protocol's base latency, once per collective).
+[[nodiscard]] double stage_latency(const CollectivePlan& plan, size_t index, const CollectiveTerms& terms);
 
 /// The plan's time as a closed form t(S) = latency + S x seconds_per_byte, taking each flow
 /// group alone at its narrowest link (shared only among its own members): exact on a network
@@ -84,11 +102,40 @@ struct CollectiveCost {
   [[nodiscard]] double time(double bytes) const { return latency + bytes * seconds_per_byte; }
 };
 [[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan,
-                                             const cluster::CollectiveRegime* regime = nullptr);
+                                             const CollectiveTerms& terms = {});
 
-/// Chunks each tree of the tree all-reduce pipelines half the data in: each way (reduce up,
-/// broadcast down) takes depth + kTreeChunks - 1 steps of S / (2 kTreeChunks) per edge.
-inline constexpr int kTreeChunks = 8;
+/// Chunks each tree of the tree all-reduce pipelines its share of the data in: each way (reduce
+/// up, broadcast down) takes depth + kTreeChunks - 1 steps of S / (T kTreeChunks) per edge, T
+/// trees in all; only the first depth steps (the pipeline filling) pay a hop's latency.
+inline constexpr int kTreeChunks = 32;
+
+/// The all-reduce of training.allreduce as it runs for each size: the plans of the algorithms it
+/// may use (ring and tree for `auto`), and for a size the plan and terms chosen. With algorithm
+/// auto or protocol auto the choice is the one with the least closed-form time
+/// (collective_cost), NCCL's tuner's rule on the same constants.
+class AllReducePlanner {
+ public:
+  AllReducePlanner(const cluster::Cluster& cluster, AllReduceAlgorithm algorithm,
+                   CollectiveProtocol protocol);
+
+  struct Choice {
+    int plan = 0;  ///< index into plans()
+    AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
+    CollectiveProtocol protocol = CollectiveProtocol::Links;  ///< never Auto
+    CollectiveTerms terms;
+  };
+  [[nodiscard]] Choice choose(double bytes) const;
+  [[nodiscard]] const std::vector<CollectivePlan>& plans() const { return plans_; }
+  [[nodiscard]] const CollectivePlan& plan(const Choice& choice) const { return plans_[choice.plan]; }
+
+ private:
+  const cluster::Cluster& cluster_;
+  CollectiveProtocol protocol_;
+  std::vector<AllReduceAlgorithm> algorithms_;  ///< of plans_, in order
+  std::vector<CollectivePlan> plans_;
+};
+
+[[nodiscard]] const char* to_string(CollectiveProtocol protocol);
 
 /// Which algorithms need a power-of-two number of workers.
 [[nodiscard]] bool needs_power_of_two(AllReduceAlgorithm algorithm);

@@ -45,13 +45,14 @@ struct ShardLoads {
 /// The closed form of collective_bytes_sent for an all-reduce planned by plan_collective, per
 /// worker (total / N), on N = `workers` workers with `workers_per_node` per node:
 /// - ring, halving_doubling, hdrm: 2 (N-1)/N S (reduce-scatter then all-gather, each (N-1)/N S);
-/// - tree: 2 (N-1)/N S (depth + C - 1)/C with depth = floor(log2 N), C = kTreeChunks: the plan
-///   counts every edge busy in each of the depth + C - 1 pipelined steps of each way of each tree;
+/// - tree: the same: each of the T trees has N - 1 edges (N - M in the chains, M - 1 across
+///   nodes), each moving C chunks of S / (T C) each way; auto picks ring or tree, so the same;
+///   a protocol's framing (wire_factor) is not counted: these are payload bytes;
 /// - hierarchical, G = min(workers_per_node, N) GPUs per node, M nodes: 2 (G-1)/G S inside nodes
 ///   plus 2 (M-1)/(G M) S across them (for full nodes that adds up to the ring's 2 (N-1)/N S; a
 ///   last node with fewer GPUs changes which rings exist, and so the sum).
 /// 0 for N <= 1.
-[[nodiscard]] double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers, int workers_per_node,
-                                                double bytes);
+[[nodiscard]] double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers,
+                                                int workers_per_node, double bytes);
 
 }  // namespace stepcast::scheme

@@ -19,9 +19,8 @@
 //   SimulationResult r = simulate_steps(workload, cluster_spec, scheme, {.measure_steps = 5});
 #pragma once
 
-#include <functional>
-
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -115,6 +114,8 @@ struct CollectiveResult {
   int stages = 0;
   std::vector<LinkLoad> links;  ///< links that carried bytes, busiest first
   SimulationEngine engine = SimulationEngine::Full;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;  ///< the one run (auto: the one chosen)
+  CollectiveProtocol protocol = CollectiveProtocol::Links;  ///< the one run (auto: the one chosen)
 };
 
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
@@ -128,16 +129,19 @@ struct RingBottleneck {
 /// One collective of `bytes` (per worker: the buffer all-reduced, the output gathered, the input
 /// scattered, the message broadcast) across all workers of `cluster`, alone on the network.
 /// fast_path: each distinct stage pattern is solved once and its time scaled by the stage's
-/// bytes (exact for a collective alone); false: stage after stage on the engine.
+/// bytes (exact for a collective alone); false: stage after stage on the engine. `algorithm` and
+/// `protocol` apply to an all-reduce (auto: chosen for `bytes`); the other collectives are rings.
 [[nodiscard]] CollectiveResult simulate_collective(const cluster::ClusterSpec& cluster, double bytes,
                                                    CollectiveOp op, AllReduceAlgorithm algorithm,
                                                    NetworkKind network = NetworkKind::MaxMin,
-                                                   bool fast_path = true);
+                                                   bool fast_path = true,
+                                                   CollectiveProtocol protocol = CollectiveProtocol::Links);
 
 /// One all-reduce of `bytes` across all workers of `cluster`, nothing else on the network.
 [[nodiscard]] CollectiveResult simulate_allreduce(const cluster::ClusterSpec& cluster, double bytes,
                                                   AllReduceAlgorithm algorithm,
                                                   NetworkKind network = NetworkKind::MaxMin,
-                                                  bool fast_path = true);
+                                                  bool fast_path = true,
+                                                  CollectiveProtocol protocol = CollectiveProtocol::Links);
 
 }  // namespace stepcast::scheme
