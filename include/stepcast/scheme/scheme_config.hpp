@@ -28,7 +28,8 @@ enum class PsOrder : uint8_t { Random, Fifo };
 /// doubling (Rabenseifner);
 /// hierarchical: reduce-scatter inside each node, all-reduce across nodes, all-gather inside;
 /// hdrm: halving-doubling with the BiGraph rank mapping of EFLOPS (every step between the two
-/// halves of switches, or inside one switch).
+/// halves of switches, or inside one switch, one transfer per link direction; where a switch has
+/// more hosts than links to the other half, the steps across run in rounds).
 enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree };
 
 /// What sharded data parallelism shards, and when it gathers (DESIGN.md 4.2):
