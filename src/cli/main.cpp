@@ -87,7 +87,9 @@ struct PredictArgs {
 
 int run_predict(const PredictArgs& args) {
   std::vector<std::string> overrides = args.sets;
-  if (!args.predictor.empty()) overrides.push_back("predictor=" + args.predictor);
+  // all: each of the three at every point, side by side (report::write_comparison_table).
+  const bool all_predictors = args.predictor == "all";
+  if (!args.predictor.empty() && !all_predictors) overrides.push_back("predictor=" + args.predictor);
   if (!args.seed.empty()) {
     uint64_t seed = 0;
     auto [end, ec] = std::from_chars(args.seed.data(), args.seed.data() + args.seed.size(), seed);
@@ -103,6 +105,15 @@ int run_predict(const PredictArgs& args) {
   request.overrides = overrides;
   for (const std::string& text : args.sweeps) request.axes.push_back(stepcast::sweep::parse_axis(text));
   request.workers = swept;
+  if (all_predictors) {
+    for (const stepcast::sweep::Axis& axis : request.axes) {
+      if (axis.key == "predictor") {
+        throw Error({"", 0, "--predictor"}, "all already runs every predictor; do not also sweep predictor");
+      }
+    }
+    request.predictors = {stepcast::predict::Predictor::Fine, stepcast::predict::Predictor::Coarse,
+                          stepcast::predict::Predictor::Analytic};
+  }
   request.jobs = args.jobs;
   request.record_trace = !args.trace_out.empty();
   request.distribute = true;
@@ -125,8 +136,8 @@ int run_predict(const PredictArgs& args) {
   const stepcast::scenario::Scenario scenario =
       stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload,
                                         request.axes.empty() ? swept : std::vector<int>{});
-  if (!args.trace_out.empty() && scenario.options.predictor != stepcast::predict::Predictor::Fine) {
-    throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor");
+  if (!args.trace_out.empty() && (all_predictors || scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
+    throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor alone");
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
   std::string trace_note;
@@ -158,9 +169,15 @@ int run_predict(const PredictArgs& args) {
     std::ofstream out = open_output(args.report, "--report");
     stepcast::report::write_html_report(out, sweep);
   }
+  // Predictors that disagree are worth a word wherever the output goes (the JSON says it too).
+  for (const stepcast::report::PredictorComparison& c : stepcast::report::compare_predictors(sweep)) {
+    if (c.disagrees()) fmt::print(stderr, "stepcast: warning: {}\n", stepcast::report::disagreement_warning(sweep, c));
+  }
   if (args.json) {
     stepcast::report::write_json(std::cout, sweep);
     std::cout << '\n';
+  } else if (all_predictors) {
+    stepcast::report::write_comparison_table(std::cout, sweep);
   } else {
     stepcast::report::write_table(std::cout, sweep);
     if (!args.trace_out.empty()) {
@@ -354,8 +371,9 @@ int main(int argc, char** argv) {
   predict->add_option("--workers", predict_args.workers, "Sweep over total worker counts, e.g. 1,2,4,8");
   predict
       ->add_option("--predictor", predict_args.predictor,
-                   "fine (simulation), coarse (phases) or analytic (busiest-resource bound)")
-      ->check(CLI::IsMember({"fine", "coarse", "analytic"}));
+                   "fine (simulation), coarse (phases), analytic (busiest-resource bound), or all: the "
+                   "three side by side, with a warning where they differ by more than 20%")
+      ->check(CLI::IsMember({"fine", "coarse", "analytic", "all"}));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,

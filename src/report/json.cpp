@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -260,6 +261,57 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.end_object();
 }
 
+void write_optional(JsonWriter& json, const std::optional<double>& value) {
+  if (value) {
+    json.number(*value);
+  } else {
+    json.null();
+  }
+}
+
+/// One compare_predictors() point: each predictor's step time and throughput side by side.
+void write_comparison(JsonWriter& json, const Sweep& sweep, const PredictorComparison& c) {
+  json.begin_object();
+  if (c.first < sweep.configs.size()) {
+    json.key("config");
+    detail::write_config_json(json, sweep.configs[c.first]);
+  }
+  json.key("workers");
+  json.integer(c.workers);
+  for (const auto& [key, value_of] :
+       {std::pair<std::string_view, double (*)(const predict::Result&)>{
+            "step_time_s", [](const predict::Result& r) { return r.step_time; }},
+        {"throughput_samples_per_s", [](const predict::Result& r) { return r.throughput; }}}) {
+    json.key(key);
+    json.begin_object();
+    for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+      json.key(predict::to_string(p));
+      const int index = c.prediction[static_cast<std::size_t>(p)];
+      if (index < 0) {
+        json.null();
+      } else {
+        json.number(value_of(sweep.predictions[static_cast<std::size_t>(index)]));
+      }
+    }
+    json.end_object();
+  }
+  json.key("coarse_vs_fine");
+  write_optional(json, c.coarse_vs_fine);
+  json.key("analytic_vs_fine");
+  write_optional(json, c.analytic_vs_fine);
+  json.key("spread");
+  json.number(c.spread);
+  json.key("disagree");
+  json.raw(c.disagrees() ? "true" : "false");
+  json.key("warning");
+  if (c.disagrees()) {
+    json.string(disagreement_warning(sweep, c));
+  } else {
+    json.null();
+  }
+  json.end_object();
+}
+
 }  // namespace
 
 void write_json(std::ostream& out, const Sweep& sweep) {
@@ -281,6 +333,12 @@ void write_json(std::ostream& out, const Sweep& sweep) {
     write_prediction(json, sweep.predictions[i], i < sweep.configs.size() ? &sweep.configs[i] : nullptr);
   }
   json.end_array();
+  if (const std::vector<PredictorComparison> comparisons = compare_predictors(sweep); !comparisons.empty()) {
+    json.key("comparisons");
+    json.begin_array();
+    for (const PredictorComparison& c : comparisons) write_comparison(json, sweep, c);
+    json.end_array();
+  }
   json.end_object();
 }
 

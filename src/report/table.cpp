@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,21 +76,39 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   return c;
 }
 
-void append_row(fmt::memory_buffer& buf, const std::vector<Column>& columns, const Row& row,
+void append_row(fmt::memory_buffer& buf, const std::vector<bool>& right_aligned, const Row& row,
                 const std::vector<std::size_t>& width) {
   auto it = std::back_inserter(buf);
-  for (std::size_t c = 0; c < columns.size(); ++c) {
+  for (std::size_t c = 0; c < right_aligned.size(); ++c) {
     if (c > 0) buf.append(std::string_view("  "));
-    if (c + 1 == columns.size()) {
+    if (c + 1 == right_aligned.size()) {
       // Last column unpadded: no trailing blanks, and a long bottleneck does not widen the table.
       buf.append(row[c]);
-    } else if (columns[c].right_aligned) {
+    } else if (right_aligned[c]) {
       fmt::format_to(it, "{:>{}}", row[c], width[c]);
     } else {
       fmt::format_to(it, "{:<{}}", row[c], width[c]);
     }
   }
   buf.push_back('\n');
+}
+
+/// The header and the rows, each column as wide as its widest cell.
+void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vector<bool>& right_aligned,
+                    const std::vector<Row>& rows) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  append_row(buf, right_aligned, header, width);
+  for (const auto& row : rows) append_row(buf, right_aligned, row, width);
+}
+
+/// The lines above every table: the scenario's name and where its compute time came from.
+void append_heading(fmt::memory_buffer& buf, const Sweep& sweep) {
+  fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
+  if (!sweep.compute_source.empty()) fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
 }
 
 std::string percent_of(double part, double whole) {
@@ -254,38 +273,92 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     rows.push_back(std::move(row));
   }
   Row header;
-  std::vector<Column> all;
+  std::vector<bool> right_aligned;
   for (std::size_t k = 0; k < swept; ++k) {
     header.push_back(sweep.configs.front()[k].key);
-    all.push_back({"", false, nullptr});
+    right_aligned.push_back(false);
   }
   for (const Column& c : columns) {
     header.emplace_back(c.header);
-    all.push_back(c);
-  }
-  columns = std::move(all);
-
-  std::vector<std::size_t> width(columns.size());
-  for (std::size_t c = 0; c < columns.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+    right_aligned.push_back(c.right_aligned);
   }
 
   fmt::memory_buffer buf;
-  fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
-  if (!sweep.compute_source.empty())
-    fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
-  append_row(buf, columns, header, width);
+  append_heading(buf, sweep);
+  append_aligned(buf, header, right_aligned, rows);
   if (rows.empty()) {
     buf.append(std::string_view("(no predictions)\n"));
   } else {
-    for (const auto& row : rows) append_row(buf, columns, row, width);
     append_step_spreads(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
     append_collectives(buf, sweep.predictions.back());
     append_where_time_goes(buf, sweep.predictions.back());
   }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+void write_comparison_table(std::ostream& out, const Sweep& sweep) {
+  const std::vector<PredictorComparison> comparisons = compare_predictors(sweep);
+  // A column per predictor that ran anywhere, in the enum's order (fine, coarse, analytic).
+  std::vector<predict::Predictor> ran;
+  for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+    const bool any = std::any_of(comparisons.begin(), comparisons.end(), [&](const PredictorComparison& c) {
+      return c.prediction[static_cast<std::size_t>(p)] >= 0;
+    });
+    if (any) ran.push_back(p);
+  }
+  const bool coarse = std::any_of(comparisons.begin(), comparisons.end(),
+                                  [](const PredictorComparison& c) { return c.coarse_vs_fine.has_value(); });
+  const bool analytic = std::any_of(comparisons.begin(), comparisons.end(),
+                                    [](const PredictorComparison& c) { return c.analytic_vs_fine.has_value(); });
+  const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
+
+  Row header;
+  std::vector<bool> right_aligned;
+  auto column = [&](std::string name, bool right) {
+    header.push_back(std::move(name));
+    right_aligned.push_back(right);
+  };
+  for (std::size_t k = 0; k < swept; ++k) column(sweep.configs.front()[k].key, false);
+  column("workers", true);
+  for (predict::Predictor p : ran) column(fmt::format("{} step", predict::to_string(p)), true);
+  for (predict::Predictor p : ran) column(fmt::format("{} samples/s", predict::to_string(p)), true);
+  if (coarse) column("coarse vs fine", true);
+  if (analytic) column("analytic vs fine", true);
+  column("spread", false);
+
+  auto signed_percent = [](const std::optional<double>& fraction) {
+    if (!fraction) return std::string("-");
+    const double percent = 100 * *fraction;  // no "-0.0%" for a rounding error below fine
+    return fmt::format("{:+.1f}%", std::fabs(percent) < 0.05 ? 0.0 : percent);
+  };
+  std::vector<Row> rows;
+  for (const PredictorComparison& c : comparisons) {
+    Row row;
+    for (std::size_t k = 0; k < swept; ++k) row.push_back(sweep.configs[c.first][k].value);
+    row.push_back(fmt::format("{}", c.workers));
+    auto cell = [&](predict::Predictor p, auto text) {
+      const int index = c.prediction[static_cast<std::size_t>(p)];
+      return index < 0 ? std::string("-") : text(sweep.predictions[static_cast<std::size_t>(index)]);
+    };
+    for (predict::Predictor p : ran) {
+      row.push_back(cell(p, [](const predict::Result& r) { return format_duration(r.step_time); }));
+    }
+    for (predict::Predictor p : ran) {
+      row.push_back(cell(p, [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }));
+    }
+    if (coarse) row.push_back(signed_percent(c.coarse_vs_fine));
+    if (analytic) row.push_back(signed_percent(c.analytic_vs_fine));
+    row.push_back(c.disagrees() ? fmt::format("{:.1f}% (over {:.0f}%)", 100 * c.spread, 100 * kPredictorDisagreement)
+                                : fmt::format("{:.1f}%", 100 * c.spread));
+    rows.push_back(std::move(row));
+  }
+
+  fmt::memory_buffer buf;
+  append_heading(buf, sweep);
+  append_aligned(buf, header, right_aligned, rows);
+  if (rows.empty()) buf.append(std::string_view("(no configuration was predicted by more than one predictor)\n"));
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 

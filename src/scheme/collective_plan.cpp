@@ -72,12 +72,16 @@ std::vector<Transfer> ring_shift(const std::vector<int>& ranks) {
   return t;
 }
 
-/// `count` steps of `pattern`, each paying the pattern's slowest path latency (links) or one hop
-/// of its class (NCCL's model).
+/// A step of `pattern` paying the pattern's slowest path latency (links) or one hop of its class
+/// (NCCL's model). Every plan makes its stages here, so none is left without its latency.
+Stage stage_of(const CollectivePlan& plan, int pattern, double fraction) {
+  const Pattern& p = plan.patterns[static_cast<size_t>(pattern)];
+  return {pattern, fraction, p.latency, p.crosses_nodes ? StageHop::Inter : StageHop::Intra};
+}
+
+/// `count` steps of `pattern`.
 void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
-  const Pattern& p = plan.patterns[pattern];
-  const StageHop hop = p.crosses_nodes ? StageHop::Inter : StageHop::Intra;
-  for (int i = 0; i < count; ++i) plan.stages.push_back({pattern, fraction, p.latency, hop});
+  for (int i = 0; i < count; ++i) plan.stages.push_back(stage_of(plan, pattern, fraction));
 }
 
 /// The workers of each node, in node order (the last node may hold fewer).
@@ -195,7 +199,7 @@ CollectivePlan halving_doubling_plan(const Cluster& c, const std::vector<int>& w
   // Reduce-scatter: step k exchanges half of what is left: S/2, S/4, ..., S/N.
   double fraction = 0.5;
   for (int p : pattern_of_distance) {
-    plan.stages.push_back({p, fraction});
+    plan.stages.push_back(stage_of(plan, p, fraction));
     fraction /= 2;
   }
   // All-gather mirrors it: S/N, ..., S/2.
@@ -324,26 +328,86 @@ CollectivePlan hierarchical_plan(const Cluster& c) {
   return plan;
 }
 
-/// EFLOPS-style rank mapping for BiGraph: the low rank bits pick the host under a switch, the
-/// next bits the switch index, the top bit a half, and a switch's half is the parity of its
-/// rank bits above the host bits. Flipping any non-host bit then flips the half, so every
-/// halving-doubling step is either inside one switch or between the halves, and two switches
-/// of one half never talk (which would need two hops through the other half). With one host per
-/// switch every link carries at most one flow per direction per step.
+}  // namespace
+
+/// EFLOPS-style rank mapping for halving-doubling on a full BiGraph: s switches per half, h
+/// hosts per switch, n = 2 s h ranks, one worker per node. In a step across the halves the hosts
+/// of a switch must reach distinct switches of the other half, one A-B link each; a switch has
+/// s such links, so at most g = min(h, s) of its hosts cross at once.
+///
+/// A rank's low 1 + log2 s + log2 g bits (its "cross" part c) place it among g hosts of each
+/// switch; its high log2(h / g) bits (v) say which g of the h. The half is the parity of c, so
+/// every step that flips a bit of c crosses the halves (never two switches of one half, which
+/// would take two hops through the other half). Bits of c: c0, then j (log2 g bits), m (log2 g),
+/// t (log2 s - log2 g). Half A: switch (m, t), host j. Half B: switch (j, t), host m. A step
+/// that flips one bit of c joins A switch (m, t) and B switch (j', t') by one transfer at most
+/// among the ranks of one v: the two switches fix m, t and j (j' and t' up to the flipped bit),
+/// hence the A end. Ranks of different v on the same switches would share the link, which is
+/// why hdrm_plan runs a step on c in one round per v. (Half A's
+/// switches are the cosets of one subgroup of the even ranks, half B's of another meeting it
+/// only in 0 (Z_2 linear algebra), which needs g <= s.) Flipping a bit of v moves to another
+/// host of the same switch: one NIC each way per host, through the switch.
 std::vector<int> hdrm_mapping(const Cluster& c) {
   const int n = c.spec.workers;
   const int h = c.spec.bigraph.hosts_per_switch, s = c.spec.bigraph.switches_per_half;
+  const int g = std::min(h, s);
+  const int lane_bits = std::countr_zero(static_cast<unsigned>(g));
   std::vector<int> worker_of_rank(n);
-  const int host_bits = std::countr_zero(static_cast<unsigned>(std::max(1, h)));
   for (int r = 0; r < n; ++r) {
-    const int host = r & ((1 << host_bits) - 1);
-    const int above = r >> host_bits;  // switch bits and the half bit
-    const int switch_index = above % s;
-    const int half = std::popcount(static_cast<unsigned>(above)) & 1;
+    const int cross = r % (2 * s * g), group = r / (2 * s * g);
+    const int half = std::popcount(static_cast<unsigned>(cross)) & 1;
+    const int j = (cross >> 1) & (g - 1), m = (cross >> (1 + lane_bits)) & (g - 1);
+    const int t = cross >> (1 + 2 * lane_bits);
+    const int switch_index = (half == 0 ? m : j) + g * t;
+    const int host = group * g + (half == 0 ? j : m);
     const int node = (half * s + switch_index) * h + host;
     worker_of_rank[r] = node * c.spec.workers_per_node;  // first GPU of the node
   }
   return worker_of_rank;
+}
+
+namespace {
+
+/// Halving-doubling over hdrm_mapping. The high bits (v) come first, every rank at once, inside
+/// the switches; then each bit of c in h / g rounds, round v by the ranks with that v (a step
+/// on c keeps v, so a round's pairs stay in it). With h <= s that is one round: log2 n steps
+/// each way, every link direction one transfer, the closed form 2 log2(n) a + 2 (n-1)/n S/B.
+/// With h > s the rounds add steps but keep one transfer per link; the cross steps come last,
+/// where transfers are smallest, so they cost 2 (1 - 1/(2 s g)) S/B and the steps inside the
+/// switches 2 (1 - g/h) S/B.
+CollectivePlan hdrm_plan(const Cluster& c) {
+  CollectivePlan plan;
+  const int n = c.spec.workers;
+  if (n < 2) return plan;
+  const int s = c.spec.bigraph.switches_per_half, h = c.spec.bigraph.hosts_per_switch;
+  const int g = std::min(h, s), cross_ranks = 2 * s * g;
+  const std::vector<int> worker_of_rank = hdrm_mapping(c);
+  auto exchange = [&](int distance, int round) {  // round -1: every rank
+    std::vector<Transfer> t;
+    for (int r = 0; r < n; ++r) {
+      if (round < 0 || r / cross_ranks == round) t.push_back({worker_of_rank[r], worker_of_rank[r ^ distance], 1});
+    }
+    return add_pattern(plan, make_pattern(c, t));
+  };
+  // Reduce-scatter: step k exchanges half of what is left: S/2, S/4, ..., S/N.
+  double fraction = 0.5;
+  for (int d = n / 2; d >= 1; d /= 2, fraction /= 2) {
+    if (d >= cross_ranks) {
+      const int pattern = exchange(d, -1);
+      plan.stages.push_back(stage_of(plan, pattern, fraction));
+    } else {
+      for (int round = 0; round < h / g; ++round) {
+        const int pattern = exchange(d, round);
+        plan.stages.push_back(stage_of(plan, pattern, fraction));
+      }
+    }
+  }
+  // All-gather mirrors it.
+  for (size_t i = plan.stages.size(); i-- > 0;) {
+    const Stage stage = plan.stages[i];
+    plan.stages.push_back(stage);
+  }
+  return plan;
 }
 
 }  // namespace
@@ -497,9 +561,7 @@ CollectivePlan plan_collective(const Cluster& c, CollectiveOp op, AllReduceAlgor
       return tree_plan(c);
     case AllReduceAlgorithm::Hdrm: {
       STEPCAST_ASSERT(c.spec.topology == cluster::Topology::BiGraph && c.spec.workers_per_node == 1);
-      return halving_doubling_plan(c, hdrm_mapping(c), [&c](const Transfer& t) {
-        return c.path(c.worker_endpoint(t.from), c.worker_endpoint(t.to));
-      });
+      return hdrm_plan(c);
     }
     case AllReduceAlgorithm::Ring:
     case AllReduceAlgorithm::Auto:

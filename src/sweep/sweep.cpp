@@ -116,7 +116,9 @@ report::Sweep run(const Request& request) {
   // One task per configuration: it loads its scenario once and predicts every worker count, so
   // the file is parsed and the workload built once per configuration.
   const std::size_t tasks = configs.size();
-  const std::size_t total = tasks * counts.size();
+  const std::vector<predict::Predictor> predictors =
+      request.predictors.empty() ? std::vector<predict::Predictor>{base.options.predictor} : request.predictors;
+  const std::size_t total = tasks * counts.size() * predictors.size();
   std::vector<std::vector<predict::Result>> results(tasks);
   std::vector<std::exception_ptr> errors(tasks);
   // Under MPI each rank takes every size-th configuration counted from the end, so that rank 0
@@ -143,18 +145,22 @@ report::Sweep run(const Request& request) {
         for (size_t c = 0; c < counts.size(); ++c) {
           scenario::Scenario at = at_config;
           at.cluster.workers = counts[c];
-          predict::Options options = at.options;
-          options.record_trace = request.record_trace && t + 1 == tasks && c + 1 == counts.size();
-          if (options.record_trace) options.trace_selection = request.trace_selection;
           // A profile is replayed at its own worker count and extrapolated at others.
           std::optional<workload::Workload> rebuilt;
           if (!at.workload.profile.empty() && at.cluster.workers != at_config.cluster.workers) {
             rebuilt = scenario::build_workload(at);
           }
-          results[t].push_back(predict::predict(rebuilt ? *rebuilt : workload, at.cluster, at.scheme, options, warn));
-          if (request.progress) {
-            std::lock_guard<std::mutex> lock(report_mutex);
-            request.progress(++done, total);
+          for (size_t p = 0; p < predictors.size(); ++p) {
+            predict::Options options = at.options;
+            if (!request.predictors.empty()) options.predictor = predictors[p];
+            options.record_trace =
+                request.record_trace && t + 1 == tasks && c + 1 == counts.size() && p + 1 == predictors.size();
+            if (options.record_trace) options.trace_selection = request.trace_selection;
+            results[t].push_back(predict::predict(rebuilt ? *rebuilt : workload, at.cluster, at.scheme, options, warn));
+            if (request.progress) {
+              std::lock_guard<std::mutex> lock(report_mutex);
+              request.progress(++done, total);
+            }
           }
         }
       } catch (...) {

@@ -42,6 +42,16 @@ TEST(HalvingDoubling, MatchesClosedFormOnASwitch) {
   }
 }
 
+TEST(HalvingDoubling, ATinyMessagePaysTwoLog2NLatencies) {
+  // 1 byte isolates the latency term: 2 log2 N steps, each the path latency a.
+  for (int n : {2, 16, 256}) {
+    const double expected = 2 * std::log2(n) * kLatency;
+    EXPECT_NEAR(simulate_collective(switch_of(n), 1, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling).time,
+                expected, 1e-3 * expected)
+        << n;
+  }
+}
+
 TEST(DoubleBinaryTree, MatchesItsPipelinedClosedForm) {
   // One GPU per node, so the tree is NCCL's double binary tree over the nodes alone; T = 2 trees
   // each move S/2 in C = kTreeChunks chunks, a step moving one chunk S/(2C) per active edge; only

@@ -124,7 +124,8 @@ Case random_case(uint64_t seed) {
   const bool power_of_two = needs_power_of_two(c.scheme.allreduce.algorithm);
   if (c.scheme.allreduce.algorithm == AllReduceAlgorithm::Hdrm) {
     s.topology = cluster::Topology::BiGraph;
-    s.bigraph = {.switches_per_half = 2, .hosts_per_switch = pick(1, 2) * 2};
+    // Hosts per switch at most, equal to and above switches per half (then in rounds).
+    s.bigraph = {.switches_per_half = 1 << pick(0, 2), .hosts_per_switch = 1 << pick(0, 2)};
     s.workers = 2 * s.bigraph.switches_per_half * s.bigraph.hosts_per_switch;
   } else {
     s.workers_per_node = pick(1, 4);

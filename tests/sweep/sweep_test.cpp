@@ -146,6 +146,35 @@ TEST(SweepRun, ScenarioTextPredictsLikeTheFile) {
   }
 }
 
+TEST(SweepRun, EveryPredictorAtEveryPointEqualsThatPredictorAlone) {
+  // `predict --predictor all`: at each (configuration, worker count) the predictors in the order
+  // given, each the prediction its own `predictor=` gives.
+  Request r = ps_request(2);
+  r.axes = {parse_axis("training.ps.count=1,2")};
+  r.predictors = {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic};
+  size_t total = 0;
+  r.progress = [&](size_t, size_t of) { total = of; };
+  const report::Sweep s = run(r);
+  ASSERT_EQ(s.predictions.size(), 12u);  // 2 configurations x 2 counts x 3 predictors
+  EXPECT_EQ(total, 12u);
+  size_t i = 0;
+  for (const char* count : {"1", "2"}) {
+    for (int n : {2, 8}) {
+      for (const char* predictor : {"fine", "coarse", "analytic"}) {
+        const scenario::Scenario sc = scenario::load_scenario(
+            kExample, {"steps.measure=2", "steps.warmup=1", std::string("training.ps.count=") + count,
+                       std::string("predictor=") + predictor});
+        cluster::ClusterSpec c = sc.cluster;
+        c.workers = n;
+        EXPECT_EQ(s.predictions[i], predict::predict(scenario::build_workload(sc), c, sc.scheme, sc.options))
+            << i << ": " << predictor;
+        EXPECT_EQ(s.configs[i].size(), 1u);  // the predictor is not a swept key
+        ++i;
+      }
+    }
+  }
+}
+
 TEST(SweepThreads, AtLeastOneAtMostTheTasks) {
   EXPECT_EQ(threads_for(4, 2), 2);
   EXPECT_EQ(threads_for(1, 100), 1);

@@ -6,6 +6,9 @@
 //   report::write_table(std::cout, sweep);
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -35,6 +38,33 @@ struct Sweep {
   std::vector<Config> configs{};
 };
 
+/// How far apart the predictors of one configuration may be before it is flagged (`predict
+/// --predictor all`): the largest throughput over the smallest, minus 1.
+inline constexpr double kPredictorDisagreement = 0.2;
+
+/// One configuration and worker count predicted by more than one predictor (`predict
+/// --predictor all`): the predictions with equal configs[i] and workers.
+struct PredictorComparison {
+  std::size_t first = 0;  ///< index into Sweep::predictions of its first prediction
+  int workers = 0;
+  /// Index into Sweep::predictions by predict::Predictor (fine, coarse, analytic); -1: not run.
+  std::array<int, 3> prediction{-1, -1, -1};
+  /// Throughput relative to fine's, x / fine - 1; empty without both.
+  std::optional<double> coarse_vs_fine{};
+  std::optional<double> analytic_vs_fine{};
+  double spread = 0;  ///< largest throughput / smallest - 1 over the predictors that ran
+  [[nodiscard]] bool disagrees() const { return spread > kPredictorDisagreement; }
+};
+
+/// The points of `sweep` that several predictors predicted, in order of first appearance; a point
+/// predicted once is left out (so a sweep with one predictor gives none).
+[[nodiscard]] std::vector<PredictorComparison> compare_predictors(const Sweep& sweep);
+/// For a comparison that disagrees, one line naming its configuration and the throughputs:
+/// "predictors differ by 129.7% (over 20%) at 16 workers (training.ps.count=4): fine 1206.3
+/// samples/s, coarse 657.1 (-45.5% vs fine), analytic 1509.5 (+25.1% vs fine)"; "" when it
+/// does not.
+[[nodiscard]] std::string disagreement_warning(const Sweep& sweep, const PredictorComparison& comparison);
+
 /// "training.ps.count=4, cluster.nic_bandwidth=25Gbps"; "" for an empty config.
 [[nodiscard]] std::string config_label(const Config& config);
 
@@ -43,9 +73,16 @@ struct Sweep {
 /// line "per-step samples (N workers, fine): k steps, predicted step time mean ... ms, p50, p95,
 /// min, max".
 void write_table(std::ostream& out, const Sweep& sweep);
+/// The predictors side by side, one row per compare_predictors() point: swept keys, workers, each
+/// predictor's step time and throughput, coarse and analytic relative to fine, and the spread
+/// (marked when above kPredictorDisagreement). Same heading lines and alignment as write_table.
+void write_comparison_table(std::ostream& out, const Sweep& sweep);
 /// {"scenario": {...inputs as nested objects by dotted key...}, "predictions": [...]}; each
 /// prediction has "step_time_samples": {"count", "mean_s", "p50_s", "p95_s", "min_s", "max_s",
-/// "step_times_s": [...]}, or null without per-step samples.
+/// "step_times_s": [...]}, or null without per-step samples. When several predictors predicted a
+/// point (compare_predictors), also "comparisons": [{"config" (with a sweep), "workers",
+/// "step_time_s": {"fine", "coarse", "analytic"}, "throughput_samples_per_s": {...},
+/// "coarse_vs_fine", "analytic_vs_fine", "spread", "disagree", "warning"}], null where unknown.
 void write_json(std::ostream& out, const Sweep& sweep);
 /// One row per prediction, header first; columns in SI units named in the header. The last
 /// six (step_samples, step_time_mean_s, _p50_s, _p95_s, _min_s, _max_s) are empty without

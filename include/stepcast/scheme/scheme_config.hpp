@@ -29,8 +29,10 @@ enum class PsOrder : uint8_t { Random, Fifo };
 /// chunks, two trees per NIC); halving_doubling: recursive halving then doubling (Rabenseifner);
 /// hierarchical: reduce-scatter inside each node, all-reduce across nodes, all-gather inside;
 /// hdrm: halving-doubling with the BiGraph rank mapping of EFLOPS (every step between the two
-/// halves of switches, or inside one switch); auto: ring or tree, whichever NCCL's tuning model
-/// (with the protocol) makes fastest for each collective's size and scale.
+/// halves of switches, or inside one switch, one transfer per link direction; where a switch has
+/// more hosts than links to the other half, the steps across run in rounds); auto: ring or tree,
+/// whichever NCCL's tuning model (with the protocol) makes fastest for each collective's size and
+/// scale.
 enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree, Auto };
 /// How a collective's step costs latency and bandwidth: links: the links' latencies and
 /// bandwidths alone (and cluster.collective_regimes); ll, ll128, simple: NCCL's tuning model for

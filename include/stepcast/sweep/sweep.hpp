@@ -67,6 +67,9 @@ struct Request {
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
   std::vector<Axis> axes;
   std::vector<int> workers;            ///< worker counts per configuration; empty: cluster.workers
+  /// Predictors to run at every (configuration, worker count), in this order, each its own
+  /// prediction (`predict --predictor all`); empty: the scenario's `predictor` alone.
+  std::vector<predict::Predictor> predictors;
   int jobs = 0;                        ///< threads; 0: all cores (std::thread::hardware_concurrency)
   bool record_trace = false;           ///< the last prediction keeps its trace (fine only)
   sim::TraceSelection trace_selection;  ///< what that trace keeps (its workers and steps)
@@ -86,7 +89,7 @@ struct Request {
                                                const std::vector<int>& worker_sweep = {});
 
 /// Predicts every (configuration, worker count), configurations in grid order and worker counts
-/// in the given order within each. The result's inputs are the base scenario's (overrides, no
+/// in the given order within each, and at each count every request.predictors in its order. The result's inputs are the base scenario's (overrides, no
 /// axes) and its name the base scenario's; configs[i] is prediction i's configuration (empty
 /// without axes). Deterministic: the same for any `jobs` and any number of MPI ranks. Throws the
 /// Error of the first failing configuration in grid order (its message names the configuration);

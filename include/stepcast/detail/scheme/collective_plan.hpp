@@ -62,6 +62,14 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_collective(const cluster::Cluster& cluster, CollectiveOp op,
                                              AllReduceAlgorithm algorithm);
 
+/// The worker of each rank of hdrm's halving-doubling on a full BiGraph (cluster.topology =
+/// bigraph, one worker per node, workers = 2 x switches_per_half x hosts_per_switch, a power of
+/// two): ranks r and r ^ 2^k are partners in step k. In every step each pair either shares a
+/// switch or joins the two halves, and each link between two switches carries at most one pair
+/// (with more hosts per switch than switches per half, the steps across the halves run in
+/// rounds: see plan_collective). Assumes the spec is such a BiGraph (validate() checks it).
+[[nodiscard]] std::vector<int> hdrm_mapping(const cluster::Cluster& cluster);
+
 /// Rings over disjoint groups of workers (each group's worker indices in ring order, all groups
 /// the same size g), all running at once in the same stages: an all-gather or reduce-scatter is
 /// g - 1 steps of S / g per member, an all-reduce 2 (g - 1). What FSDP's per-unit collectives
