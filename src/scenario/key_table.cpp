@@ -117,6 +117,12 @@ const Choices<PsPartition>& partitions() {
   static const Choices<PsPartition> c{{"whole", PsPartition::Whole}, {"split", PsPartition::Split}};
   return c;
 }
+const Choices<scheme::PsPlacementStrategy>& placement_strategies() {
+  static const Choices<scheme::PsPlacementStrategy> c{{"least_loaded", scheme::PsPlacementStrategy::LeastLoaded},
+                                                      {"greedy_sorted", scheme::PsPlacementStrategy::GreedySorted},
+                                                      {"round_robin", scheme::PsPlacementStrategy::RoundRobin}};
+  return c;
+}
 const Choices<PsPlacement>& placements() {
   static const Choices<PsPlacement> c{{"dedicated", PsPlacement::Dedicated},
                                       {"colocated", PsPlacement::Colocated}};
@@ -659,8 +665,14 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.scheme.ps.count; }));
   t.push_back(choice_key(
       "training.ps.partition", "whole", partitions(),
-      "whole tensors per shard (greedy by bytes) or every tensor split evenly",
+      "whole tensors per shard (see training.ps.placement_strategy) or every tensor split evenly",
       [](auto& s) -> auto& { return s.scheme.ps.partition; }));
+  t.push_back(choice_key(
+      "training.ps.placement_strategy", "least_loaded", placement_strategies(),
+      "partition whole: each tensor in creation order to the shard with the fewest bytes so far "
+      "(TensorFlow's greedy strategy, tf_cnn_benchmarks), greedy over tensors sorted largest first, or "
+      "round-robin in creation order (replica_device_setter's default)",
+      [](auto& s) -> auto& { return s.scheme.ps.placement_strategy; }));
   t.push_back(choice_key(
       "training.ps.placement", "dedicated", placements(), "a node per shard, or shard s on worker node s",
       [](auto& s) -> auto& { return s.scheme.ps.placement; }));

@@ -99,6 +99,15 @@ bool known(PsPartition v) {
   }
   return false;
 }
+bool known(PsPlacementStrategy v) {
+  switch (v) {
+    case PsPlacementStrategy::LeastLoaded:
+    case PsPlacementStrategy::GreedySorted:
+    case PsPlacementStrategy::RoundRobin:
+      return true;
+  }
+  return false;
+}
 bool known(PsPlacement v) {
   switch (v) {
     case PsPlacement::Dedicated:
@@ -326,6 +335,7 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_known("training.mode", s.mode);
   expect_int("training.ps.count", s.ps.count, 1, kMaxServers);
   expect_known("training.ps.partition", s.ps.partition);
+  expect_known("training.ps.placement_strategy", s.ps.placement_strategy);
   expect_known("training.ps.placement", s.ps.placement);
   expect_known("training.ps.order", s.ps.order);
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);

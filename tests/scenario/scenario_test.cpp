@@ -161,6 +161,21 @@ TEST(Scenario, JobKeys) {
   EXPECT_EQ(e.where().key, "job.samples");
 }
 
+TEST(Scenario, PsPlacementStrategy) {
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml").scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::LeastLoaded);  // today's placement stays the default
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=round_robin"})
+                .scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::RoundRobin);
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=greedy_sorted"})
+                .scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::GreedySorted);
+  const Error e =
+      expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=sorted"}); });
+  EXPECT_EQ(e.where().key, "training.ps.placement_strategy");
+  EXPECT_TRUE(contains(e.message(), "one of least_loaded|greedy_sorted|round_robin")) << e.what();
+}
+
 TEST(Scenario, ComputeCvNumberOrAutoWithAProfile) {
   EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"workload.compute_cv=0.05"}).options.compute_cv, 0.05);
   EXPECT_FALSE(parse_scenario(kMinimal, "t.yaml").options.compute_cv_auto);

@@ -380,6 +380,16 @@ std::vector<Case> cases() {
          in.scheme.ps.apply_bw = 1e10;
        },
        "training.ps.apply_bandwidth", "finite"},
+      {"unknown_placement_strategy",
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.placement_strategy = static_cast<PsPlacementStrategy>(9);
+       },
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.placement_strategy = PsPlacementStrategy::RoundRobin;
+       },
+       "training.ps.placement_strategy", "unknown value 9"},
       {"nan_bucket_size", [](Inputs& in) { in.scheme.allreduce.bucket_bytes = kNaN; },
        [](Inputs& in) { in.scheme.allreduce.bucket_bytes = 0; }, "training.allreduce.bucket_size", "finite"},
       {"unknown_scheme", [](Inputs& in) { in.scheme.scheme = static_cast<Scheme>(7); }, [](Inputs&) {},

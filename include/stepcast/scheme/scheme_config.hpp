@@ -13,10 +13,19 @@ namespace stepcast::scheme {
 
 enum class Scheme : uint8_t { ParameterServer, AllReduce, Fsdp };
 enum class Mode : uint8_t { Sync, Async };
-/// whole: each tensor lives whole on one shard, placed in creation order onto the shard with the
-/// fewest bytes so far (TensorFlow's GreedyLoadBalancingStrategy), so one large tensor can make
-/// its shard the bottleneck; split: every tensor is cut evenly over all shards.
+/// whole: each tensor lives whole on one shard (where: PsPlacementStrategy), so one large tensor
+/// can make its shard the bottleneck; split: every tensor is cut evenly over all shards.
 enum class PsPartition : uint8_t { Whole, Split };
+/// Which shard a whole tensor goes to (partition whole; split ignores it):
+/// - least_loaded: in creation (layer) order, each tensor to the shard with the fewest bytes so
+///   far, ties to the lowest index: TensorFlow's GreedyLoadBalancingStrategy and tf_cnn_benchmarks'
+///   ParamServerDeviceSetter, which place variables as the model creates them;
+/// - greedy_sorted: the same greedy rule over the tensors sorted by bytes, largest first (ties in
+///   creation order): the longest-processing-time heuristic, which balances better (its largest
+///   shard is at most 4/3 of the best possible) but is not what a framework does by itself;
+/// - round_robin: in creation order onto shards 0, 1, ..., P-1, 0, 1, ... whatever their sizes:
+///   the default of TensorFlow's replica_device_setter.
+enum class PsPlacementStrategy : uint8_t { LeastLoaded, GreedySorted, RoundRobin };
 /// dedicated: each shard has a node of its own; colocated: shard s runs on the host CPU of
 /// worker node s.
 enum class PsPlacement : uint8_t { Dedicated, Colocated };
@@ -68,6 +77,7 @@ enum class Optimizer : uint8_t { Adam, Momentum, Sgd };
 struct PsConfig {
   int count = 1;
   PsPartition partition = PsPartition::Whole;
+  PsPlacementStrategy placement_strategy = PsPlacementStrategy::LeastLoaded;
   PsPlacement placement = PsPlacement::Dedicated;
   PsOrder order = PsOrder::Random;
   double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
