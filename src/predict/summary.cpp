@@ -25,6 +25,7 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 BottleneckKind kind_of(const std::string& resource) {
   if (contains(resource, "compute")) return BottleneckKind::Compute;
   if (contains(resource, "PS apply")) return BottleneckKind::PsApply;
+  if (contains(resource, "PS messages")) return BottleneckKind::PsMessages;
   if (contains(resource, "PS NIC") || resource.starts_with("server")) return BottleneckKind::PsNic;
   return BottleneckKind::NetworkBandwidth;
 }
@@ -34,7 +35,10 @@ const Utilization* busiest_network(const Result& r) {
   const Utilization* best = nullptr;
   for (const auto* list : {&r.utilization, &r.links}) {
     for (const Utilization& u : *list) {
-      if (kind_of(u.resource) == BottleneckKind::Compute || kind_of(u.resource) == BottleneckKind::PsApply) continue;
+      const BottleneckKind kind = kind_of(u.resource);
+      if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply || kind == BottleneckKind::PsMessages) {
+        continue;
+      }
       if (best == nullptr || u.busy > best->busy) best = &u;
     }
   }
@@ -64,6 +68,8 @@ const char* to_string(BottleneckKind kind) {
       return "ps_nic";
     case BottleneckKind::PsApply:
       return "ps_apply";
+    case BottleneckKind::PsMessages:
+      return "ps_messages";
     case BottleneckKind::Stragglers:
       return "stragglers";
     case BottleneckKind::Memory:

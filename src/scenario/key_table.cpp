@@ -613,6 +613,15 @@ std::vector<KeyDef> make_table() {
          double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
          return Rendered{format_bandwidth(bw), false};
        }});
+  t.push_back({{"cluster.rpc_latency", "duration", "unset (the link latency)",
+                "latency of a parameter-server pull or push message (RPC stack and wire), in place of the "
+                "path's latency"},
+               false,
+               [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
+               [](const Scenario& s) {
+                 return Rendered{s.cluster.rpc_latency ? format_duration(*s.cluster.rpc_latency) : "link latency",
+                                 false};
+               }});
   t.push_back(bandwidth_key(
       "cluster.intra_node.bandwidth", "12GB/s", "bandwidth of each device's link inside a node, each way",
       [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
@@ -683,6 +692,11 @@ std::vector<KeyDef> make_table() {
   t.push_back(duration_key(
       "training.ps.apply_time", "0", "time to apply one gradient tensor at a shard, serialized per shard",
       [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
+  t.push_back(duration_key(
+      "training.ps.message_overhead", "0",
+      "CPU time per pull or push message at each end: at the shard one message at a time, at the worker "
+      "per connection (e.g. 50us)",
+      [](auto& s) -> auto& { return s.scheme.ps.message_overhead; }));
   t.push_back(choice_key(
       "training.ps.local_aggregation", "false", booleans(),
       "GPUs of a node sum gradients first; one copy per node to and from the servers",

@@ -35,10 +35,18 @@ struct Delivered {  ///< parameter server: a message's last byte reached the far
 struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
   int shard;
 };
+struct MessagePrepared {  ///< parameter server: the sender's message overhead ended; transmit now
+  int connection;
+};
+struct MessageHandled {  ///< parameter server: the receiving end's message overhead ended
+  int connection;
+  int piece;
+  int span = -1;
+};
 struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
   int stream = 0;
 };
-using Event = std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone>;
+using Event = std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;
@@ -123,7 +131,7 @@ class Exchange {
   virtual void op_started(int /*w*/, int /*op*/) {}
   virtual void op_finished(int /*w*/, int /*op*/) {}
   virtual void flow_done(net::FlowId flow) = 0;
-  /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone).
+  /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled).
   virtual void handle(const Event& event) = 0;
   /// Adds the exchange's own resources' loads over the measured window [window_start, now].
   virtual void add_loads(SimulationResult& result, double window_start) const = 0;

@@ -1,6 +1,7 @@
 #include "scheme/parameter_server_exchange.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "scheme/worker_runtime.hpp"
@@ -31,12 +32,15 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       sync_(context.scheme.mode == Mode::Sync),
       shards_count_(context.scheme.ps.count),
       clients_represented_(context.representative != nullptr ? context.representative->clients : 1),
+      overhead_(context.scheme.ps.message_overhead),
       pieces_(place_parameters(context.workload, context.scheme.ps)),
       nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(), context.cluster.spec.workers_per_node,
              pieces_.size()) {
   const workload::Workload& w = ctx_.workload;
   const cluster::Cluster& cluster = ctx_.cluster;
-  STEPCAST_ASSERT(ctx_.representative == nullptr || (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo));
+  // One client cannot stand for many on a message lane: they would queue behind each other there.
+  STEPCAST_ASSERT(ctx_.representative == nullptr ||
+                  (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo && !(overhead_ > 0)));
   const int p = shards_count_;
   const int n = ctx_.workers();
   pieces_of_tensor_.resize(w.tensors.size());
@@ -53,10 +57,13 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
   shards_.resize(p);
   const int clients = nodes_.clients();
   connections_.resize(static_cast<size_t>(2) * clients * p + (nodes_.enabled() ? 2 * n : 0));
+  const std::optional<double>& rpc_latency = cluster.spec.rpc_latency;
   auto connect = [&](int index, Kind kind, int worker, int shard, std::vector<net::LinkUse> path, double latency) {
     Connection& c = connections_[index];
     c.path = std::move(path);
-    c.latency = latency;
+    // Pulls and pushes are RPCs; node-local broadcasts and gathers are not.
+    const bool rpc = kind == Kind::Pull || kind == Kind::Push;
+    c.latency = rpc && rpc_latency ? *rpc_latency : latency;
     c.worker = worker;
     c.shard = shard;
     c.kind = kind;
@@ -142,6 +149,12 @@ void ParameterServerExchange::handle(const Event& event) {
     on_delivered(*delivered);
   } else if (const auto* applied = std::get_if<ApplyDone>(&event)) {
     on_apply_done(applied->shard);
+  } else if (const auto* prepared = std::get_if<MessagePrepared>(&event)) {
+    if (connections_[prepared->connection].kind == Kind::Pull) message_lane_done(connections_[prepared->connection].shard);
+    transmit(prepared->connection, false);
+  } else if (const auto* handled = std::get_if<MessageHandled>(&event)) {
+    if (connections_[handled->connection].kind == Kind::Push) message_lane_done(connections_[handled->connection].shard);
+    on_handled(handled->connection, handled->piece, handled->span);
   }
 }
 
@@ -178,9 +191,51 @@ void ParameterServerExchange::send_next(int connection, bool reuse_flow) {
     c.in_flight = kNone;
     return;
   }
-  const int piece = c.pending.top().second;
+  c.in_flight = c.pending.top().second;
   c.pending.pop();
-  c.in_flight = piece;
+  // The sender's CPU prepares the message first: a shard on its message lane, behind the messages
+  // of every client; a worker on this connection.
+  const double now = ctx_.engine.now();
+  double ready = now;
+  if (overhead_ > 0) {
+    switch (c.kind) {
+      case Kind::Pull:
+        ready = book_message_lane(c.shard);
+        break;
+      case Kind::Push:
+        ready = now + overhead_;
+        break;
+      case Kind::Broadcast:
+      case Kind::Gather:
+        break;
+    }
+  }
+  if (ready > now) {
+    // The connection's flow ended and is not restarted: the network shares its links out.
+    ctx_.engine.schedule(ready, MessagePrepared{connection});
+    return;
+  }
+  transmit(connection, reuse_flow);
+}
+
+double ParameterServerExchange::book_message_lane(int s) {
+  Shard& shard = shards_[s];
+  const double start = std::max(ctx_.engine.now(), shard.message_lane_free);
+  shard.message_lane_free = start + overhead_;
+  return shard.message_lane_free;
+}
+
+void ParameterServerExchange::message_lane_done(int s) {
+  // Every booking lasts o and ends now: its part after the window opened counts.
+  const double window_start = runtime_.window_start();
+  if (window_start < 0) return;
+  const double now = ctx_.engine.now();
+  shards_[s].message_busy_in_window += now - std::max(now - overhead_, window_start);
+}
+
+void ParameterServerExchange::transmit(int connection, bool reuse_flow) {
+  Connection& c = connections_[connection];
+  const int piece = c.in_flight;
   const double now = ctx_.engine.now();
   c.send_start = now;
   const double bytes = pieces_[piece].bytes;
@@ -243,8 +298,35 @@ void ParameterServerExchange::on_message_sent(int connection) {
 }
 
 void ParameterServerExchange::on_delivered(const Delivered& delivered) {
-  const Connection& c = connections_[delivered.connection];
+  Connection& c = connections_[delivered.connection];
   const int piece = delivered.piece;
+  if (overhead_ > 0) {
+    // The receiving end handles the message before anything uses it: the worker one message at a
+    // time per connection, the shard on its message lane.
+    const double now = ctx_.engine.now();
+    double handled = now;
+    switch (c.kind) {
+      case Kind::Pull:
+        handled = std::max(now, c.handled_until) + overhead_;
+        c.handled_until = handled;
+        break;
+      case Kind::Push:
+        handled = book_message_lane(c.shard);
+        break;
+      case Kind::Broadcast:
+      case Kind::Gather:
+        break;
+    }
+    if (handled > now) {
+      ctx_.engine.schedule(handled, MessageHandled{delivered.connection, piece, delivered.span});
+      return;
+    }
+  }
+  on_handled(delivered.connection, piece, delivered.span);
+}
+
+void ParameterServerExchange::on_handled(int connection, int piece, int span) {
+  const Connection& c = connections_[connection];
   switch (c.kind) {
     case Kind::Pull:
       if (nodes_.enabled()) {
@@ -255,14 +337,14 @@ void ParameterServerExchange::on_delivered(const Delivered& delivered) {
       }
       [[fallthrough]];
     case Kind::Broadcast:
-      runtime_.input_arrived(c.worker, pieces_[piece].tensor, delivered.span);
+      runtime_.input_arrived(c.worker, pieces_[piece].tensor, span);
       break;
     case Kind::Gather:
       gradient_gathered(nodes_.client_of(c.worker), piece);
       break;
     case Kind::Push: {
       Shard& shard = shards_[c.shard];
-      shard.applies.push({piece, c.worker, runtime_.step(c.worker), delivered.span});
+      shard.applies.push({piece, c.worker, runtime_.step(c.worker), span});
       if (!shard.busy) start_apply(c.shard);
       break;
     }
@@ -336,6 +418,11 @@ void ParameterServerExchange::on_piece_applied(int piece) {
 }
 
 void ParameterServerExchange::add_loads(SimulationResult& r, double window_start) const {
+  if (overhead_ > 0) {
+    double messages = 0;
+    for (const Shard& shard : shards_) messages = std::max(messages, r.window > 0 ? shard.message_busy_in_window / r.window : 0.0);
+    r.loads.push_back({"PS messages", messages});
+  }
   const PsConfig& ps = ctx_.scheme.ps;
   if (!(ps.apply_time > 0 || ps.apply_bw > 0)) return;
   const double now = ctx_.engine.now();

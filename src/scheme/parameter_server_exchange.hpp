@@ -6,6 +6,13 @@
 // next version exists once every client's gradient of the step was applied, and a pull waits
 // for it. Async: no barrier, and workers start at seeded offsets. Clients are workers, or nodes
 // with node-local aggregation (node_aggregation.hpp).
+//
+// Per-message costs (PsConfig::message_overhead, o): a shard's CPU handles one message at a
+// time on its message lane, FCFS, for pulls (before it transmits the piece) and pushes (after
+// the piece arrived, before its apply), so k messages cost it at least k o; a worker spends o
+// on the connection before it transmits a push and after a pull arrived (one message at a time
+// per connection). Pulls and pushes pay ClusterSpec::rpc_latency instead of their path's latency
+// when it is set. Node-local broadcasts and gathers are no RPCs and pay neither.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +46,7 @@ class ParameterServerExchange final : public Exchange {
   void gradient_ready(int w, int tensor) override;
   void flow_done(net::FlowId flow) override { on_message_sent(flow_owner_[net::index(flow)]); }
   void handle(const Event& event) override;
+  /// The PS apply and message lanes' loads.
   void add_loads(SimulationResult& result, double window_start) const override;
 
  private:
@@ -53,8 +61,9 @@ class ParameterServerExchange final : public Exchange {
     Kind kind = Kind::Pull;
     std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>>
         pending;
-    int in_flight = kNone;  // piece being sent
+    int in_flight = kNone;  // piece being prepared or sent
     double send_start = 0;
+    double handled_until = 0;  ///< pull: when the worker is done handling the pieces delivered so far
     net::FlowId flow{};
     int trace_path = kNone;  ///< index into the trace's paths
   };
@@ -69,6 +78,8 @@ class ParameterServerExchange final : public Exchange {
     bool busy = false;
     double busy_time_in_window = 0;
     double apply_start = 0;
+    double message_lane_free = 0;  ///< when the message lane is done with the messages given it
+    double message_busy_in_window = 0;
   };
 
   [[nodiscard]] int pull_connection(int client, int shard) const { return client * shards_count_ + shard; }
@@ -84,8 +95,14 @@ class ParameterServerExchange final : public Exchange {
   void gradient_gathered(int client, int piece);
   void enqueue(int connection, int piece, uint64_t priority);
   void send_next(int connection, bool reuse_flow);
+  void transmit(int connection, bool reuse_flow);
+  /// Books o on shard s's message lane from now (FCFS); returns when it ends.
+  double book_message_lane(int shard);
+  /// A message handling on shard s's lane ended now: its time in the measured window.
+  void message_lane_done(int shard);
   void on_message_sent(int connection);
   void on_delivered(const Delivered& delivered);
+  void on_handled(int connection, int piece, int span);
   void start_apply(int shard);
   void on_apply_done(int shard);
   void on_piece_applied(int piece);
@@ -95,6 +112,7 @@ class ParameterServerExchange final : public Exchange {
   const bool sync_;
   const int shards_count_;
   const int clients_represented_;  ///< clients each simulated client stands for
+  const double overhead_;          ///< s per message at each end (PsConfig::message_overhead)
   std::vector<Piece> pieces_;
   std::vector<std::vector<int>> pieces_of_tensor_;
   std::vector<int> pieces_needed_;  // op -> pieces it waits for

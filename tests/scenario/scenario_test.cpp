@@ -176,6 +176,25 @@ TEST(Scenario, PsPlacementStrategy) {
   EXPECT_TRUE(contains(e.message(), "one of least_loaded|greedy_sorted|round_robin")) << e.what();
 }
 
+TEST(Scenario, MessageOverheadAndRpcLatency) {
+  const Scenario d = parse_scenario(kMinimal, "t.yaml");
+  EXPECT_EQ(d.scheme.ps.message_overhead, 0);
+  EXPECT_FALSE(d.cluster.rpc_latency.has_value());  // unset: the link latency
+  const Scenario s = parse_scenario(kMinimal, "t.yaml",
+                                    {"training.ps.message_overhead=50us", "cluster.rpc_latency=0.2ms"});
+  EXPECT_DOUBLE_EQ(s.scheme.ps.message_overhead, 50e-6);
+  ASSERT_TRUE(s.cluster.rpc_latency.has_value());
+  EXPECT_DOUBLE_EQ(*s.cluster.rpc_latency, 0.2e-3);
+  EXPECT_EQ(*parse_scenario(kMinimal, "t.yaml", {"cluster.rpc_latency=0"}).cluster.rpc_latency, 0);
+  for (const char* bad : {"training.ps.message_overhead=-5us", "training.ps.message_overhead=fast",
+                          "training.ps.message_overhead=20s", "cluster.rpc_latency=-1us", "cluster.rpc_latency=11s"}) {
+    SCOPED_TRACE(bad);
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    const Error e = expect_error([&] { (void)parse_scenario(kMinimal, "t.yaml", {bad}); });
+    EXPECT_EQ(e.where().key, key) << e.what();
+  }
+}
+
 TEST(Scenario, ComputeCvNumberOrAutoWithAProfile) {
   EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"workload.compute_cv=0.05"}).options.compute_cv, 0.05);
   EXPECT_FALSE(parse_scenario(kMinimal, "t.yaml").options.compute_cv_auto);

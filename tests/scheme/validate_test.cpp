@@ -294,6 +294,10 @@ std::vector<Case> cases() {
        [](Inputs& in) { in.cluster.ps_nic_bw = 0; }, "cluster.ps_nic_bandwidth", ">= 0"},
       {"nan_ps_nic_bandwidth", [](Inputs& in) { in.cluster.ps_nic_bw = kNaN; },
        [](Inputs& in) { in.cluster.ps_nic_bw = 5e9; }, "cluster.ps_nic_bandwidth", "finite"},
+      {"negative_rpc_latency", [](Inputs& in) { in.cluster.rpc_latency = -1e-6; },
+       [](Inputs& in) { in.cluster.rpc_latency = 0; }, "cluster.rpc_latency", ">= 0"},
+      {"huge_rpc_latency", [](Inputs& in) { in.cluster.rpc_latency = 1e3; },
+       [](Inputs& in) { in.cluster.rpc_latency = 10; }, "cluster.rpc_latency", "<= 10"},
       {"fat_tree_levels",
        [](Inputs& in) {
          in.cluster.topology = Topology::FatTree;
@@ -380,6 +384,26 @@ std::vector<Case> cases() {
          in.scheme.ps.apply_bw = 1e10;
        },
        "training.ps.apply_bandwidth", "finite"},
+      {"negative_message_overhead",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = -50e-6;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = 50e-6;
+       },
+       "training.ps.message_overhead", ">= 0"},
+      {"nan_message_overhead",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = kNaN;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = 0;
+       },
+       "training.ps.message_overhead", "finite"},
       {"unknown_placement_strategy",
        [](Inputs& in) {
          ps(in, 2, PsPlacement::Dedicated);

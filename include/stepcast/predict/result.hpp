@@ -110,6 +110,7 @@ enum class BottleneckKind : uint8_t {
   NetworkLatency,    ///< per-transfer and per-step latencies, no link busy enough to explain it
   PsNic,             ///< a parameter server's NIC
   PsApply,           ///< a parameter server applying gradients
+  PsMessages,        ///< a parameter server's CPU handling messages (training.ps.message_overhead)
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
 };

@@ -82,6 +82,10 @@ struct PsConfig {
   PsOrder order = PsOrder::Random;
   double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
   double apply_bw = 0;    ///< bytes/s of applying gradients at a shard; 0 = free
+  /// s of CPU each message (one piece pulled or pushed) costs at both ends: at the shard on one
+  /// lane for all its messages, one at a time (k messages cost it k x this), and at the worker on
+  /// the connection (a pull after it arrives, a push before it is sent); 0 = free.
+  double message_overhead = 0;
   /// true: the GPUs of a node first sum their gradients at the node's first GPU, which alone
   /// talks to the servers and broadcasts parameters inside the node (TensorFlow's
   /// distributed_replicated, BytePS); false: every GPU talks to the servers (parameter_server).
