@@ -244,6 +244,21 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
     json.end_array();
     json.end_object();
   }
+  json.key("staleness");
+  if (r.staleness.pushes == 0) {
+    json.raw("null");
+  } else {
+    json.begin_object();
+    json.key("pushes");
+    json.integer(r.staleness.pushes);
+    for (const auto& [key, value] : {std::pair<std::string_view, double>{"mean", r.staleness.mean},
+                                     {"p95", r.staleness.p95},
+                                     {"max", r.staleness.max}}) {
+      json.key(key);
+      json.number(value);
+    }
+    json.end_object();
+  }
   json.end_object();
 }
 

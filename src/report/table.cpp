@@ -104,6 +104,20 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
   }
 }
 
+/// One line per asynchronous parameter-server prediction that measured its gradients' staleness.
+void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::Staleness& s = r.staleness;
+    if (s.pushes == 0) continue;
+    fmt::format_to(it,
+                   "staleness ({} worker{}, {}): mean {:.2f}, p95 {:.1f}, max {:.0f} updates applied between a "
+                   "pull and its gradient's push ({} pushes)\n",
+                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.mean, s.p95, s.max,
+                   s.pushes);
+  }
+}
+
 /// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
 std::string format_span(double seconds) {
   if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
@@ -243,6 +257,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
   } else {
     for (const auto& row : rows) append_row(buf, columns, row, width);
     append_step_spreads(buf, sweep.predictions);
+    append_staleness(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
     append_where_time_goes(buf, sweep.predictions.back());

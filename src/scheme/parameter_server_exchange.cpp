@@ -95,6 +95,13 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       connect_path(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
     }
   }
+  if (!sync_) {
+    const size_t slots = static_cast<size_t>(clients) * pieces_.size();
+    pulled_version_.assign(slots, 0);
+    pulled_step_.assign(slots, -1);
+    pulled_counts_.assign(slots, 0);
+    client_started_.assign(clients, 0);
+  }
   if (ctx_.trace != nullptr) {
     // The links of each traced connection, once, for its spans' args.
     for (Connection& c : connections_) {
@@ -129,6 +136,10 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
 void ParameterServerExchange::step_started(int w) {
   const int client = nodes_.client_of(w);
   if (!nodes_.member_started(client)) return;
+  if (!sync_ && client_started_[client] == 0) {
+    client_started_[client] = 1;
+    clients_started_++;
+  }
   for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client, piece);
 }
 
@@ -164,6 +175,14 @@ void ParameterServerExchange::request_pull(int client, int piece) {
   if (sync_ && version_[piece] < step) {
     waiting_[piece].push_back(client);
     return;
+  }
+  if (!sync_) {
+    // The shard reads the piece for this step as it is now, as TensorFlow's server runs its part
+    // of a step (the variable read) when the step starts, whenever the bytes then leave.
+    const size_t slot = static_cast<size_t>(client) * pieces_.size() + piece;
+    pulled_version_[slot] = version_[piece];
+    pulled_step_[slot] = step;
+    pulled_counts_[slot] = clients_started_ == nodes_.clients() && step >= ctx_.options.warmup_steps ? 1 : 0;
   }
   uint64_t priority = static_cast<uint64_t>(piece);
   if (ctx_.scheme.ps.order == PsOrder::Random) {
@@ -300,6 +319,7 @@ void ParameterServerExchange::on_message_sent(int connection) {
 void ParameterServerExchange::on_delivered(const Delivered& delivered) {
   Connection& c = connections_[delivered.connection];
   const int piece = delivered.piece;
+  if (!sync_ && c.kind == Kind::Push) count_staleness(nodes_.client_of(c.worker), piece);
   if (overhead_ > 0) {
     // The receiving end handles the message before anything uses it: the worker one message at a
     // time per connection, the shard on its message lane.
@@ -323,6 +343,16 @@ void ParameterServerExchange::on_delivered(const Delivered& delivered) {
     }
   }
   on_handled(delivered.connection, piece, delivered.span);
+}
+
+void ParameterServerExchange::count_staleness(int client, int piece) {
+  const size_t slot = static_cast<size_t>(client) * pieces_.size() + piece;
+  const int step = runtime_.step(nodes_.leader_of_client(client));
+  // Only a push whose pull was counted, of the same step, while every worker still runs.
+  if (pulled_counts_[slot] == 0 || pulled_step_[slot] != step || runtime_.finished() > 0) return;
+  const auto stale = static_cast<size_t>(version_[piece] - pulled_version_[slot]);
+  if (stale >= staleness_counts_.size()) staleness_counts_.resize(stale + 1, 0);
+  staleness_counts_[stale]++;
 }
 
 void ParameterServerExchange::on_handled(int connection, int piece, int span) {
@@ -418,6 +448,7 @@ void ParameterServerExchange::on_piece_applied(int piece) {
 }
 
 void ParameterServerExchange::add_loads(SimulationResult& r, double window_start) const {
+  r.staleness_counts = staleness_counts_;
   if (overhead_ > 0) {
     double messages = 0;
     for (const Shard& shard : shards_) messages = std::max(messages, r.window > 0 ? shard.message_busy_in_window / r.window : 0.0);

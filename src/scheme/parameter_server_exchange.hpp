@@ -13,6 +13,12 @@
 // on the connection before it transmits a push and after a pull arrived (one message at a time
 // per connection). Pulls and pushes pay ClusterSpec::rpc_latency instead of their path's latency
 // when it is set. Node-local broadcasts and gathers are no RPCs and pay neither.
+//
+// Staleness (async): when a client requests a piece at the start of its step, the shard reads
+// it and notes its version (updates applied so far); when that client's push of the piece
+// arrives, the versions in between are its staleness. Counted for pushes of measured steps
+// whose pull came after every client had started and that arrive before any worker stopped,
+// so the count sees all workers running.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +52,7 @@ class ParameterServerExchange final : public Exchange {
   void gradient_ready(int w, int tensor) override;
   void flow_done(net::FlowId flow) override { on_message_sent(flow_owner_[net::index(flow)]); }
   void handle(const Event& event) override;
-  /// The PS apply and message lanes' loads.
+  /// The PS apply and message lanes' loads, and with async training the pushes' staleness.
   void add_loads(SimulationResult& result, double window_start) const override;
 
  private:
@@ -103,6 +109,7 @@ class ParameterServerExchange final : public Exchange {
   void on_message_sent(int connection);
   void on_delivered(const Delivered& delivered);
   void on_handled(int connection, int piece, int span);
+  void count_staleness(int client, int piece);
   void start_apply(int shard);
   void on_apply_done(int shard);
   void on_piece_applied(int piece);
@@ -124,6 +131,13 @@ class ParameterServerExchange final : public Exchange {
   std::vector<int> aggregated_;  // piece -> gradients applied towards the next version
   std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   std::vector<Shard> shards_;
+  // Async staleness. Index client * pieces + piece: the piece's version when the client requested
+  // it, the client's step then, and whether that pull may be counted.
+  std::vector<int> pulled_version_, pulled_step_;
+  std::vector<uint8_t> pulled_counts_;
+  int clients_started_ = 0;
+  std::vector<uint8_t> client_started_;
+  std::vector<uint64_t> staleness_counts_;  ///< pushes by staleness
 };
 
 }  // namespace stepcast::scheme

@@ -139,6 +139,10 @@ void fields(IO& io, R& r) {
   f(r.tokens.model_flops_per_s_per_worker);
   f(r.tokens.mfu);
   f(r.tokens.mfu_6nd);
+  f(r.staleness.pushes);
+  f(r.staleness.mean);
+  f(r.staleness.p95);
+  f(r.staleness.max);
 }
 
 }  // namespace
