@@ -87,7 +87,9 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.utilization.push_back({"worker NIC", worker.network / r.step_time});
   r.utilization.push_back({"PS NIC (busiest shard)", clients * server_nic / r.step_time});
   if (apply > 0) r.utilization.push_back({"PS apply (busiest shard)", clients * apply / r.step_time});
-  if (messages > 0) r.utilization.push_back({"PS messages (busiest shard)", clients * messages / r.step_time});
+  if (messages > 0) {
+    r.utilization.push_back({"PS messages (busiest shard)", clients * messages / r.step_time});
+  }
   return r;
 }
 

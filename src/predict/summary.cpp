@@ -36,7 +36,8 @@ const Utilization* busiest_network(const Result& r) {
   for (const auto* list : {&r.utilization, &r.links}) {
     for (const Utilization& u : *list) {
       const BottleneckKind kind = kind_of(u.resource);
-      if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply || kind == BottleneckKind::PsMessages) {
+      if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply ||
+          kind == BottleneckKind::PsMessages) {
         continue;
       }
       if (best == nullptr || u.busy > best->busy) best = &u;
@@ -307,8 +308,9 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
     if (s.staleness.pushes > 0) {
       const auto before = static_cast<double>(r.staleness.pushes);
       r.staleness.pushes += s.staleness.pushes;
-      r.staleness.mean = (r.staleness.mean * before + s.staleness.mean * static_cast<double>(s.staleness.pushes)) /
-                         static_cast<double>(r.staleness.pushes);
+      r.staleness.mean =
+          (r.staleness.mean * before + s.staleness.mean * static_cast<double>(s.staleness.pushes)) /
+          static_cast<double>(r.staleness.pushes);
       r.staleness.p95 = std::max(r.staleness.p95, s.staleness.p95);
       r.staleness.max = std::max(r.staleness.max, s.staleness.max);
     }

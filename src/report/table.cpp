@@ -110,11 +110,12 @@ void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result
   for (const auto& r : predictions) {
     const predict::Staleness& s = r.staleness;
     if (s.pushes == 0) continue;
-    fmt::format_to(it,
-                   "staleness ({} worker{}, {}): mean {:.2f}, p95 {:.1f}, max {:.0f} updates applied between a "
-                   "pull and its gradient's push ({} pushes)\n",
-                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.mean, s.p95, s.max,
-                   s.pushes);
+    fmt::format_to(
+        it,
+        "staleness ({} worker{}, {}): mean {:.2f}, p95 {:.1f}, max {:.0f} updates applied between a "
+        "pull and its gradient's push ({} pushes)\n",
+        r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.mean, s.p95, s.max,
+        s.pushes);
   }
 }
 

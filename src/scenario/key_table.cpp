@@ -118,9 +118,10 @@ const Choices<PsPartition>& partitions() {
   return c;
 }
 const Choices<scheme::PsPlacementStrategy>& placement_strategies() {
-  static const Choices<scheme::PsPlacementStrategy> c{{"least_loaded", scheme::PsPlacementStrategy::LeastLoaded},
-                                                      {"greedy_sorted", scheme::PsPlacementStrategy::GreedySorted},
-                                                      {"round_robin", scheme::PsPlacementStrategy::RoundRobin}};
+  static const Choices<scheme::PsPlacementStrategy> c{
+      {"least_loaded", scheme::PsPlacementStrategy::LeastLoaded},
+      {"greedy_sorted", scheme::PsPlacementStrategy::GreedySorted},
+      {"round_robin", scheme::PsPlacementStrategy::RoundRobin}};
   return c;
 }
 const Choices<PsPlacement>& placements() {
@@ -613,15 +614,16 @@ std::vector<KeyDef> make_table() {
          double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
          return Rendered{format_bandwidth(bw), false};
        }});
-  t.push_back({{"cluster.rpc_latency", "duration", "unset (the link latency)",
-                "latency of a parameter-server pull or push message (RPC stack and wire), in place of the "
-                "path's latency"},
-               false,
-               [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
-               [](const Scenario& s) {
-                 return Rendered{s.cluster.rpc_latency ? format_duration(*s.cluster.rpc_latency) : "link latency",
-                                 false};
-               }});
+  t.push_back(
+      {{"cluster.rpc_latency", "duration", "unset (the link latency)",
+        "latency of a parameter-server pull or push message (RPC stack and wire), in place of the "
+        "path's latency"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
+       [](const Scenario& s) {
+         return Rendered{s.cluster.rpc_latency ? format_duration(*s.cluster.rpc_latency) : "link latency",
+                         false};
+       }});
   t.push_back(bandwidth_key(
       "cluster.intra_node.bandwidth", "12GB/s", "bandwidth of each device's link inside a node, each way",
       [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));

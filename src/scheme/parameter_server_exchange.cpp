@@ -161,10 +161,13 @@ void ParameterServerExchange::handle(const Event& event) {
   } else if (const auto* applied = std::get_if<ApplyDone>(&event)) {
     on_apply_done(applied->shard);
   } else if (const auto* prepared = std::get_if<MessagePrepared>(&event)) {
-    if (connections_[prepared->connection].kind == Kind::Pull) message_lane_done(connections_[prepared->connection].shard);
+    // A pull's preparation was its shard's lane; a push's, the worker's end.
+    const Connection& c = connections_[prepared->connection];
+    if (c.kind == Kind::Pull) message_lane_done(c.shard);
     transmit(prepared->connection, false);
   } else if (const auto* handled = std::get_if<MessageHandled>(&event)) {
-    if (connections_[handled->connection].kind == Kind::Push) message_lane_done(connections_[handled->connection].shard);
+    const Connection& c = connections_[handled->connection];
+    if (c.kind == Kind::Push) message_lane_done(c.shard);
     on_handled(handled->connection, handled->piece, handled->span);
   }
 }
@@ -451,7 +454,9 @@ void ParameterServerExchange::add_loads(SimulationResult& r, double window_start
   r.staleness_counts = staleness_counts_;
   if (overhead_ > 0) {
     double messages = 0;
-    for (const Shard& shard : shards_) messages = std::max(messages, r.window > 0 ? shard.message_busy_in_window / r.window : 0.0);
+    for (const Shard& shard : shards_) {
+      messages = std::max(messages, r.window > 0 ? shard.message_busy_in_window / r.window : 0.0);
+    }
     r.loads.push_back({"PS messages", messages});
   }
   const PsConfig& ps = ctx_.scheme.ps;

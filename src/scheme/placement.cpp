@@ -7,7 +7,8 @@ namespace stepcast::scheme {
 namespace {
 
 /// The shard of each whole tensor under `strategy` (PsPlacementStrategy), index = tensor.
-std::vector<int> whole_tensor_shards(const workload::Workload& workload, PsPlacementStrategy strategy, int shards) {
+std::vector<int> whole_tensor_shards(const workload::Workload& workload, PsPlacementStrategy strategy,
+                                     int shards) {
   const int tensors = static_cast<int>(workload.tensors.size());
   std::vector<int> shard(tensors, 0);
   std::vector<int> order(tensors);

@@ -43,9 +43,9 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
                                                                  const SimulationOptions& options);
 
 /// Synchronous parameter server with interchangeable clients (sync, fifo order, no straggler
-/// noise, no message overhead, no node-local aggregation, max-min sharing, and a fabric on which every client's paths to the shards
-/// are copies of worker 0's: ps_fast_path.cpp), exact: worker 0 alone, its flows standing for
-/// every client's. nullopt otherwise.
+/// noise, no message overhead, no node-local aggregation, max-min sharing, and a fabric on which
+/// every client's paths to the shards are copies of worker 0's: ps_fast_path.cpp), exact: worker 0
+/// alone, its flows standing for every client's. nullopt otherwise.
 [[nodiscard]] std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& workload,
                                                                const cluster::ClusterSpec& cluster,
                                                                const SchemeConfig& scheme,

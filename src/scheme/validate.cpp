@@ -262,7 +262,9 @@ void check_cluster_values(const ClusterSpec& c) {
   }
   // 0 means "same as nic_bw".
   expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
-  if (c.rpc_latency) expect_non_negative("cluster.rpc_latency", *c.rpc_latency, "duration (s)", limits::kMaxLatency);
+  if (c.rpc_latency) {
+    expect_non_negative("cluster.rpc_latency", *c.rpc_latency, "duration (s)", limits::kMaxLatency);
+  }
   // Only the chosen topology's parameters shape the network; the others may hold anything.
   switch (c.topology) {
     case Topology::Switch:
@@ -342,7 +344,8 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   // A per-message cost beyond a latency's range is no RPC stack's.
-  expect_non_negative("training.ps.message_overhead", s.ps.message_overhead, "duration (s)", limits::kMaxLatency);
+  expect_non_negative("training.ps.message_overhead", s.ps.message_overhead, "duration (s)",
+                      limits::kMaxLatency);
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
   expect_known("training.fsdp.sharding", s.fsdp.sharding);
   expect_known("training.optimizer", s.optimizer);

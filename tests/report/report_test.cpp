@@ -266,14 +266,16 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
   EXPECT_EQ(count(compact, "{\"workers\":"), 3u);  // one per prediction object
   EXPECT_NE(compact.find("\"workers\":8,\"predictor\":\"fine\",\"step_time_s\":0.25,"), std::string::npos)
       << compact;
-  EXPECT_NE(compact.find("\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
-                         "\"events\":123456,\"engine\":null,\"saturation_workers\":null,\"compute_cv\":0,\"job\":null,"
-                         // No parameter count, no GPU, no tokens: every memory and token field null.
-                         "\"memory_per_worker_bytes\":null,\"gpu_memory_bytes\":null,\"fits\":null,"
-                         "\"tokens_per_s\":null,\"tokens_per_s_per_worker\":null,\"model_flops_per_s_per_worker\":null,"
-                         "\"mfu\":null,\"mfu_6nd\":null,"
-                         "\"max_link_flows\":0,\"links\":{},\"step_time_samples\":null,\"staleness\":null}"),
-            std::string::npos);
+  EXPECT_NE(
+      compact.find(
+          "\"bytes_sent\":1500000000,\"bytes_received\":2500000000,"
+          "\"events\":123456,\"engine\":null,\"saturation_workers\":null,\"compute_cv\":0,\"job\":null,"
+          // No parameter count, no GPU, no tokens: every memory and token field null.
+          "\"memory_per_worker_bytes\":null,\"gpu_memory_bytes\":null,\"fits\":null,"
+          "\"tokens_per_s\":null,\"tokens_per_s_per_worker\":null,\"model_flops_per_s_per_worker\":null,"
+          "\"mfu\":null,\"mfu_6nd\":null,"
+          "\"max_link_flows\":0,\"links\":{},\"step_time_samples\":null,\"staleness\":null}"),
+      std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"
                          "\"ps NIC out (max over shards)\":0.97,"),
             std::string::npos);
@@ -311,7 +313,8 @@ TEST(WriteJson, StalenessIsAnObjectOrNull) {
   ASSERT_EQ(json_error(json), "") << json;
   const std::string compact = without_whitespace(json);
   EXPECT_EQ(count(compact, "\"staleness\":null"), 2u) << compact;
-  EXPECT_NE(compact.find("\"staleness\":{\"pushes\":560,\"mean\":6.5,\"p95\":7,\"max\":9}}"), std::string::npos)
+  EXPECT_NE(compact.find("\"staleness\":{\"pushes\":560,\"mean\":6.5,\"p95\":7,\"max\":9}}"),
+            std::string::npos)
       << compact;
 }
 

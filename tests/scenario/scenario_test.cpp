@@ -170,8 +170,8 @@ TEST(Scenario, PsPlacementStrategy) {
   EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=greedy_sorted"})
                 .scheme.ps.placement_strategy,
             scheme::PsPlacementStrategy::GreedySorted);
-  const Error e =
-      expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=sorted"}); });
+  const Error e = expect_error(
+      [] { (void)parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=sorted"}); });
   EXPECT_EQ(e.where().key, "training.ps.placement_strategy");
   EXPECT_TRUE(contains(e.message(), "one of least_loaded|greedy_sorted|round_robin")) << e.what();
 }
@@ -180,14 +180,15 @@ TEST(Scenario, MessageOverheadAndRpcLatency) {
   const Scenario d = parse_scenario(kMinimal, "t.yaml");
   EXPECT_EQ(d.scheme.ps.message_overhead, 0);
   EXPECT_FALSE(d.cluster.rpc_latency.has_value());  // unset: the link latency
-  const Scenario s = parse_scenario(kMinimal, "t.yaml",
-                                    {"training.ps.message_overhead=50us", "cluster.rpc_latency=0.2ms"});
+  const Scenario s =
+      parse_scenario(kMinimal, "t.yaml", {"training.ps.message_overhead=50us", "cluster.rpc_latency=0.2ms"});
   EXPECT_DOUBLE_EQ(s.scheme.ps.message_overhead, 50e-6);
   ASSERT_TRUE(s.cluster.rpc_latency.has_value());
   EXPECT_DOUBLE_EQ(*s.cluster.rpc_latency, 0.2e-3);
   EXPECT_EQ(*parse_scenario(kMinimal, "t.yaml", {"cluster.rpc_latency=0"}).cluster.rpc_latency, 0);
-  for (const char* bad : {"training.ps.message_overhead=-5us", "training.ps.message_overhead=fast",
-                          "training.ps.message_overhead=20s", "cluster.rpc_latency=-1us", "cluster.rpc_latency=11s"}) {
+  for (const char* bad :
+       {"training.ps.message_overhead=-5us", "training.ps.message_overhead=fast",
+        "training.ps.message_overhead=20s", "cluster.rpc_latency=-1us", "cluster.rpc_latency=11s"}) {
     SCOPED_TRACE(bad);
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
     const Error e = expect_error([&] { (void)parse_scenario(kMinimal, "t.yaml", {bad}); });

@@ -241,21 +241,22 @@ Case random_ps_case(uint64_t seed) {
   if (std::uniform_int_distribution<int>(0, 3)(more) == 0) {
     s.rpc_latency = std::uniform_real_distribution<double>(0, 5e-5)(more);
   }
-  const PsPlacementStrategy strategies[] = {PsPlacementStrategy::LeastLoaded, PsPlacementStrategy::GreedySorted,
-                                            PsPlacementStrategy::RoundRobin};
+  const PsPlacementStrategy strategies[] = {
+      PsPlacementStrategy::LeastLoaded, PsPlacementStrategy::GreedySorted, PsPlacementStrategy::RoundRobin};
   ps.placement_strategy = strategies[std::uniform_int_distribution<int>(0, 2)(more)];
   if (std::uniform_int_distribution<int>(0, 9)(more) == 0) {
     ps.message_overhead = std::uniform_real_distribution<double>(1e-6, 1e-4)(more);
   }
   c.description = fmt::format(
-      "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {} strategy {}, topology {}, apply {} s + "
-      "bw {}, order {}, mode {}, cv {:.3f}, rpc latency {}, message overhead {}, warmup {}, measure {}",
+      "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {} strategy {}, topology {}, "
+      "apply {} s + bw {}, order {}, mode {}, cv {:.3f}, rpc latency {}, message overhead {}, "
+      "warmup {}, measure {}",
       seed, s.workers, s.workers_per_node, ps.local_aggregation ? ", aggregated" : "", ps.count,
       ps.placement == PsPlacement::Dedicated ? "dedicated" : "colocated", static_cast<int>(ps.partition),
       static_cast<int>(ps.placement_strategy), static_cast<int>(s.topology), ps.apply_time, ps.apply_bw,
       static_cast<int>(ps.order), static_cast<int>(c.scheme.mode), c.options.compute_cv,
-      s.rpc_latency ? fmt::format("{}", *s.rpc_latency) : "unset", ps.message_overhead, c.options.warmup_steps,
-      c.options.measure_steps);
+      s.rpc_latency ? fmt::format("{}", *s.rpc_latency) : "unset", ps.message_overhead,
+      c.options.warmup_steps, c.options.measure_steps);
   return c;
 }
 

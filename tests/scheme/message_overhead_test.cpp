@@ -27,17 +27,27 @@ Workload layered(int layers, double tensor_bytes, double forward_time, double ba
   w.name = "layered";
   w.batch_per_worker = 32;
   for (int l = 0; l < layers; ++l) {
-    w.ops.push_back({.name = fmt::format("fwd{}", l), .kind = OpKind::Forward, .duration = forward_time,
-                     .lane = 0, .layer = l, .deps = {}});
+    w.ops.push_back({.name = fmt::format("fwd{}", l),
+                     .kind = OpKind::Forward,
+                     .duration = forward_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {}});
     if (l > 0) w.ops.back().deps = {l - 1};
   }
   for (int l = layers - 1; l >= 0; --l) {
     const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = fmt::format("bwd{}", l), .kind = OpKind::Backward, .duration = backward_time,
-                     .lane = 0, .layer = l, .deps = {index - 1}});
+    w.ops.push_back({.name = fmt::format("bwd{}", l),
+                     .kind = OpKind::Backward,
+                     .duration = backward_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {index - 1}});
   }
   for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("w{}", l), .bytes = tensor_bytes, .producer = 2 * layers - 1 - l,
+    w.tensors.push_back({.name = fmt::format("w{}", l),
+                         .bytes = tensor_bytes,
+                         .producer = 2 * layers - 1 - l,
                          .consumers = {l}});
   }
   EXPECT_EQ(workload::validate(w), "");
@@ -97,10 +107,10 @@ TEST(MessageOverhead, SyncStepGrowsByTheBusiestShardsMessagesTimesTheOverhead) {
     int messages;  // m at the busiest shard
   };
   for (const Case& c : std::vector<Case>{{1, 1, PsPartition::Split, 8},
-                                          {4, 1, PsPartition::Split, 8},
-                                          {16, 2, PsPartition::Split, 8},
-                                          {16, 3, PsPartition::Whole, 3},
-                                          {32, 4, PsPartition::Whole, 2}}) {
+                                         {4, 1, PsPartition::Split, 8},
+                                         {16, 2, PsPartition::Split, 8},
+                                         {16, 3, PsPartition::Whole, 3},
+                                         {32, 4, PsPartition::Whole, 2}}) {
     SCOPED_TRACE("N = " + std::to_string(c.workers) + ", P = " + std::to_string(c.shards));
     const ClusterSpec spec = cluster_of(c.workers, 1e15, 1e-9);
     const SimulationOptions options{.warmup_steps = 1, .measure_steps = 3};
@@ -143,9 +153,9 @@ TEST(MessageOverhead, NoOrderBeatsTheBusiestLane) {
     for (uint64_t seed : {1, 2, 3}) {
       SCOPED_TRACE(std::string(mode == Mode::Sync ? "sync" : "async") + ", seed " + std::to_string(seed));
       const int n = 8;
-      const SimulationResult r = simulate_steps(w, cluster_of(n, 1e15, 1e-9),
-                                                ps(mode, 1, PsPartition::Split, PsOrder::Random, o),
-                                                {.warmup_steps = 2, .measure_steps = 4, .seed = seed});
+      const SimulationResult r =
+          simulate_steps(w, cluster_of(n, 1e15, 1e-9), ps(mode, 1, PsPartition::Split, PsOrder::Random, o),
+                         {.warmup_steps = 2, .measure_steps = 4, .seed = seed});
       // 2% for the measured window's edges.
       EXPECT_GE(mean_cycle(r), 2.0 * n * 8 * o * (1 - 0.02));
       EXPECT_LE(busy(r, "PS messages"), 1 + 1e-9);
@@ -204,7 +214,8 @@ TEST(MessageOverhead, RpcLatencyReplacesThePathLatencyOfPullsAndPushes) {
     const SimulationResult r = simulate_steps(w, spec, scheme, options);
     EXPECT_EQ(r.engine, fast_paths ? SimulationEngine::Fast : SimulationEngine::Full);
     EXPECT_NEAR(mean_cycle(r) - base, 2 * (1e-3 - 2e-6), 1e-3 * 2e-3);
-    EXPECT_NEAR(predict::predict_coarse(w, spec, scheme, {}).step_time - base_coarse, 2 * (1e-3 - 2e-6), 1e-9);
+    EXPECT_NEAR(predict::predict_coarse(w, spec, scheme, {}).step_time - base_coarse, 2 * (1e-3 - 2e-6),
+                1e-9);
   }
 }
 
@@ -220,8 +231,12 @@ TEST(MessageOverhead, ThroughputStopsScalingAtScale) {
   for (int n : workers) {
     const ClusterSpec spec = cluster_of(n, 12.5e9, 5e-6);
     const predict::Options options{.warmup_steps = 1, .measure_steps = 2};
-    without.push_back(predict::predict(w, spec, ps(Mode::Sync, 1, PsPartition::Whole, PsOrder::Fifo, 0), options).throughput);
-    with.push_back(predict::predict(w, spec, ps(Mode::Sync, 1, PsPartition::Whole, PsOrder::Fifo, 50e-6), options).throughput);
+    without.push_back(
+        predict::predict(w, spec, ps(Mode::Sync, 1, PsPartition::Whole, PsOrder::Fifo, 0), options)
+            .throughput);
+    with.push_back(
+        predict::predict(w, spec, ps(Mode::Sync, 1, PsPartition::Whole, PsOrder::Fifo, 50e-6), options)
+            .throughput);
   }
   for (size_t i = 1; i < workers.size(); ++i) {
     SCOPED_TRACE("N = " + std::to_string(workers[i]));

@@ -2,6 +2,8 @@
 // strategy's assignment on a workload solved by hand, the balance of round-robin against the
 // sorted greedy rule on a model with one huge tensor, and the step time of a PS-bound job
 // following the largest shard.
+#include "stepcast/detail/scheme/placement.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
@@ -31,18 +32,28 @@ Workload layered(const std::vector<double>& tensor_bytes, double op_time) {
   w.name = "layered";
   w.batch_per_worker = 32;
   for (int l = 0; l < layers; ++l) {
-    w.ops.push_back({.name = fmt::format("fwd{}", l), .kind = OpKind::Forward, .duration = op_time, .lane = 0,
-                     .layer = l, .deps = {}});
+    w.ops.push_back({.name = fmt::format("fwd{}", l),
+                     .kind = OpKind::Forward,
+                     .duration = op_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {}});
     if (l > 0) w.ops.back().deps = {l - 1};
   }
   for (int l = layers - 1; l >= 0; --l) {
     const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = fmt::format("bwd{}", l), .kind = OpKind::Backward, .duration = op_time, .lane = 0,
-                     .layer = l, .deps = {index - 1}});
+    w.ops.push_back({.name = fmt::format("bwd{}", l),
+                     .kind = OpKind::Backward,
+                     .duration = op_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {index - 1}});
   }
   for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("w{}", l), .bytes = tensor_bytes[l],
-                         .producer = 2 * layers - 1 - l, .consumers = {l}});
+    w.tensors.push_back({.name = fmt::format("w{}", l),
+                         .bytes = tensor_bytes[l],
+                         .producer = 2 * layers - 1 - l,
+                         .consumers = {l}});
   }
   EXPECT_EQ(workload::validate(w), "");
   return w;
@@ -70,8 +81,8 @@ double largest_shard(const Workload& w, const PsConfig& ps) {
   return *std::max_element(bytes.begin(), bytes.end());
 }
 
-constexpr PsPlacementStrategy kStrategies[] = {PsPlacementStrategy::LeastLoaded, PsPlacementStrategy::GreedySorted,
-                                               PsPlacementStrategy::RoundRobin};
+constexpr PsPlacementStrategy kStrategies[] = {
+    PsPlacementStrategy::LeastLoaded, PsPlacementStrategy::GreedySorted, PsPlacementStrategy::RoundRobin};
 
 TEST(PsPlacementStrategy, EachStrategyGivesItsKnownAssignment) {
   // Tensors of 1, 1, 1 and 3 MB in creation order on 2 shards.
@@ -121,7 +132,8 @@ TEST(PsPlacementStrategy, RoundRobinIsNoBetterBalancedThanSortedGreedyWithOneHug
     EXPECT_NEAR(sorted, std::max(huge, w.parameter_bytes() / p), 1e-9 * sorted);
   }
   // Round-robin on ResNet-50 (many small tensors in creation order) is worse than the sorted rule too.
-  const Workload resnet = zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.1});
+  const Workload resnet =
+      zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.1});
   EXPECT_GT(largest_shard(resnet, whole(4, PsPlacementStrategy::RoundRobin)),
             largest_shard(resnet, whole(4, PsPlacementStrategy::GreedySorted)));
 }
@@ -138,15 +150,16 @@ TEST(PsPlacementStrategy, StepTimeFollowsTheLargestShardWhenPsBound) {
   for (PsOrder order : {PsOrder::Fifo, PsOrder::Random}) {
     for (predict::Predictor predictor :
          {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
-      SCOPED_TRACE(std::string(order == PsOrder::Fifo ? "fifo, " : "random, ") + predict::to_string(predictor));
+      SCOPED_TRACE(std::string(order == PsOrder::Fifo ? "fifo, " : "random, ") +
+                   predict::to_string(predictor));
       std::vector<std::pair<double, double>> load_and_step;
       for (PsPlacementStrategy strategy : kStrategies) {
         SchemeConfig scheme;
         scheme.scheme = Scheme::ParameterServer;
         scheme.ps = whole(2, strategy);
         scheme.ps.order = order;
-        const predict::Result r =
-            predict::predict(w, spec, scheme, {.predictor = predictor, .warmup_steps = 1, .measure_steps = 3});
+        const predict::Result r = predict::predict(
+            w, spec, scheme, {.predictor = predictor, .warmup_steps = 1, .measure_steps = 3});
         load_and_step.emplace_back(largest_shard(w, scheme.ps), r.step_time);
       }
       std::sort(load_and_step.begin(), load_and_step.end());

@@ -26,17 +26,27 @@ Workload layered(int layers, double tensor_bytes, double forward_time, double ba
   w.name = "layered";
   w.batch_per_worker = 32;
   for (int l = 0; l < layers; ++l) {
-    w.ops.push_back({.name = fmt::format("fwd{}", l), .kind = OpKind::Forward, .duration = forward_time,
-                     .lane = 0, .layer = l, .deps = {}});
+    w.ops.push_back({.name = fmt::format("fwd{}", l),
+                     .kind = OpKind::Forward,
+                     .duration = forward_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {}});
     if (l > 0) w.ops.back().deps = {l - 1};
   }
   for (int l = layers - 1; l >= 0; --l) {
     const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = fmt::format("bwd{}", l), .kind = OpKind::Backward, .duration = backward_time,
-                     .lane = 0, .layer = l, .deps = {index - 1}});
+    w.ops.push_back({.name = fmt::format("bwd{}", l),
+                     .kind = OpKind::Backward,
+                     .duration = backward_time,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {index - 1}});
   }
   for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("w{}", l), .bytes = tensor_bytes, .producer = 2 * layers - 1 - l,
+    w.tensors.push_back({.name = fmt::format("w{}", l),
+                         .bytes = tensor_bytes,
+                         .producer = 2 * layers - 1 - l,
                          .consumers = {l}});
   }
   EXPECT_EQ(workload::validate(w), "");

@@ -1,8 +1,8 @@
 // The bytes a Result crosses MPI ranks as (src/sweep/result_wire.hpp): what comes back equals
 // what went, field by field, the trace aside.
-#include <gtest/gtest.h>
-
 #include "sweep/result_wire.hpp"
+
+#include <gtest/gtest.h>
 
 namespace stepcast::sweep::wire {
 namespace {
@@ -20,7 +20,12 @@ TEST(ResultWire, AResultComesBackEqual) {
   r.utilization = {{"PS messages", 0.97}, {"worker compute (mean)", 0.4}};
   r.engine = "full";
   r.links = {{"server0.nic.up", 0.5}};
-  r.step_samples = {.samples = 2, .mean = 0.25, .p50 = 0.25, .p95 = 0.26, .min = 0.24, .max = 0.26,
+  r.step_samples = {.samples = 2,
+                    .mean = 0.25,
+                    .p50 = 0.25,
+                    .p95 = 0.26,
+                    .min = 0.24,
+                    .max = 0.26,
                     .step_times = {0.24, 0.26}};
   r.saturation_workers = 7.5;
   r.mode = "extrapolated";

@@ -96,9 +96,10 @@ struct StepSpread {
 /// of the step, when the shard reads it) and the push's arrival: other workers' gradients applied
 /// to parameters this gradient was not computed from. A piece pulled at the start of a step and
 /// pushed at its end sees every other worker's update once, N - 1; one pushed earlier in the
-/// backward pass sees fewer, about (N - 1) x (time from pull to push / step time). Over the pushes of every worker's measured steps; p95 interpolates
-/// linearly between order statistics, as StepSpread does. pushes == 0: not measured (sync
-/// training, where it is 0 by the barrier, and the coarse and analytic predictors).
+/// backward pass sees fewer, about (N - 1) x (time from pull to push / step time). Over the
+/// pushes of every worker's measured steps; p95 interpolates linearly between order statistics,
+/// as StepSpread does. pushes == 0: not measured (sync training, where it is 0 by the barrier,
+/// and the coarse and analytic predictors).
 struct Staleness {
   uint64_t pushes = 0;  ///< gradient pushes counted
   double mean = 0;      ///< updates
