@@ -290,7 +290,8 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "collectives",
                                            "max_link_flows",
                                            "links",
-                                           "step_time_samples"};
+                                           "step_time_samples",
+                                           "staleness"};
 
 /// The predictions of one call with everything the command prints from them.
 struct PyPrediction {

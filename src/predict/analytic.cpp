@@ -71,7 +71,10 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   worker.network = (aggregate ? model : per_node * model) / spec.nic_bw;
   const double apply = shards.largest_apply();          // s per client step at the busiest shard's apply lane
   const double server_nic = largest_shard / server_bw;  // s per client step, per direction
-  const double server = std::max(server_nic, apply);
+  // The busiest shard's message lane: one pull and one push per piece and client step, each
+  // costing training.ps.message_overhead, one at a time.
+  const double messages = 2 * shards.largest_messages() * scheme.ps.message_overhead;
+  const double server = std::max({server_nic, apply, messages});
   const double worker_step = std::max(worker.compute, worker.network);
   // clients x server = worker_step at N*: the servers take updates exactly as fast as the workers
   // make them (per worker: server time per client step, spread over the workers of a client).
@@ -86,6 +89,9 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.utilization.push_back({"worker NIC", worker.network / r.step_time});
   r.utilization.push_back({"PS NIC (busiest shard)", clients * server_nic / r.step_time});
   if (apply > 0) r.utilization.push_back({"PS apply (busiest shard)", clients * apply / r.step_time});
+  if (messages > 0) {
+    r.utilization.push_back({"PS messages (busiest shard)", clients * messages / r.step_time});
+  }
   return r;
 }
 

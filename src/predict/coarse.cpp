@@ -73,14 +73,26 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double server_bw = scheme::ps_server_bw(spec, scheme.ps);
   // A worker's NIC is shared by the workers of its node.
   const double worker_bw = spec.nic_bw / std::min(spec.workers_per_node, n);
-  const double latency = spec.latency;
+  // Pulls and pushes are RPCs: cluster.rpc_latency where set.
+  const double latency = spec.rpc_latency.value_or(spec.latency);
   const double compute = w.step_time_alone();
+  // Per-message cost o (training.ps.message_overhead): the busiest shard's message lane handles
+  // its m pieces of every client one at a time, m o per client and direction (pulls and pushes
+  // share the lane); a worker's own end adds one o to a phase (it prepares or handles its
+  // messages as the lane serves them, so only the last one is exposed).
+  const double overhead = scheme.ps.message_overhead;
+  const double lane_per_client = shards.largest_messages() * overhead;  // s per client step and direction
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
-  const double alone = model / worker_bw + latency;
+  const double alone = model / worker_bw + latency + lane_per_client + overhead;
   if (scheme.mode == Mode::Sync) {
     // Contention heuristic: every worker moves its share of each shard through that shard's NIC
     // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
-    const double phase = std::max(alone, n * largest_shard / server_bw + latency);
+    // Message heuristic: the busiest shard's lane is serial, N m o a phase; it runs while the NIC
+    // transfers other clients' messages (and while a worker's own end works on another message),
+    // so the phase is the longest of the terms. Without it the phase model misses that a PS
+    // bound by per-message costs stops scaling (docs/validation.md).
+    const double lanes = n * lane_per_client + latency;
+    const double phase = std::max({alone, n * largest_shard / server_bw + latency, lanes});
     const double server_apply = n * apply_per_step;
     // Stragglers: the barrier of each step waits for the slowest worker's compute.
     const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
@@ -91,12 +103,15 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     r.utilization.push_back({"PS NIC out", n * largest_shard / server_bw / r.step_time});
     r.utilization.push_back({"PS NIC in", n * largest_shard / server_bw / r.step_time});
     if (server_apply > 0) r.utilization.push_back({"PS apply", server_apply / r.step_time});
+    if (overhead > 0) r.utilization.push_back({"PS messages", 2 * n * lane_per_client / r.step_time});
   } else {
     // Async: each worker cycles on its own; the servers cap the total rate at the busiest shard's
-    // NIC (S_s bytes per worker step each way) or its apply lane.
+    // NIC (S_s bytes per worker step each way), its apply lane, or its message lane (2 m o per
+    // worker step: its pulls and its pushes).
     const double cycle = compute + 2 * alone;
     double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
     if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
+    if (lane_per_client > 0) cap = std::min(cap, 1.0 / (2 * lane_per_client));
     const double steps_per_second = std::min(n / cycle, cap);
     r.step_time = n / steps_per_second;
     r.breakdown.compute = compute;
@@ -105,6 +120,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     r.utilization.push_back({"PS NIC out", steps_per_second * largest_shard / server_bw});
     r.utilization.push_back({"PS NIC in", steps_per_second * largest_shard / server_bw});
     if (apply_per_step > 0) r.utilization.push_back({"PS apply", steps_per_second * apply_per_step});
+    if (overhead > 0) r.utilization.push_back({"PS messages", steps_per_second * 2 * lane_per_client});
   }
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC in", model / worker_bw / r.step_time});

@@ -51,6 +51,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.engine = scheme::to_string(sim.engine);
   r.max_link_flows = sim.max_link_flows;
   for (const scheme::LinkLoad& link : sim.links) r.links.push_back({link.name, link.busy});
+  r.staleness = staleness_of(sim.staleness_counts);
   r.trace = std::move(sim.trace);
   finish_result(r, workload);
   return r;

@@ -26,6 +26,7 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 BottleneckKind kind_of(const std::string& resource) {
   if (contains(resource, "compute")) return BottleneckKind::Compute;
   if (contains(resource, "PS apply")) return BottleneckKind::PsApply;
+  if (contains(resource, "PS messages")) return BottleneckKind::PsMessages;
   if (contains(resource, "PS NIC") || resource.starts_with("server")) return BottleneckKind::PsNic;
   return BottleneckKind::NetworkBandwidth;
 }
@@ -35,8 +36,11 @@ const Utilization* busiest_network(const Result& r) {
   const Utilization* best = nullptr;
   for (const auto* list : {&r.utilization, &r.links}) {
     for (const Utilization& u : *list) {
-      if (kind_of(u.resource) == BottleneckKind::Compute || kind_of(u.resource) == BottleneckKind::PsApply)
+      const BottleneckKind kind = kind_of(u.resource);
+      if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply ||
+          kind == BottleneckKind::PsMessages) {
         continue;
+      }
       if (best == nullptr || u.busy > best->busy) best = &u;
     }
   }
@@ -66,6 +70,8 @@ const char* to_string(BottleneckKind kind) {
       return "ps_nic";
     case BottleneckKind::PsApply:
       return "ps_apply";
+    case BottleneckKind::PsMessages:
+      return "ps_messages";
     case BottleneckKind::Stragglers:
       return "stragglers";
     case BottleneckKind::Memory:
@@ -219,6 +225,33 @@ StepSpread step_spread(std::vector<double> step_times) {
   return s;
 }
 
+Staleness staleness_of(const std::vector<uint64_t>& counts) {
+  Staleness s;
+  double sum = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    s.pushes += counts[k];
+    sum += static_cast<double>(k) * static_cast<double>(counts[k]);
+    if (counts[k] > 0) s.max = static_cast<double>(k);
+  }
+  if (s.pushes == 0) return s;
+  s.mean = sum / static_cast<double>(s.pushes);
+  // The i-th smallest staleness (0-based), read off the counts.
+  const auto order_statistic = [&](uint64_t i) {
+    uint64_t seen = 0;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      seen += counts[k];
+      if (i < seen) return static_cast<double>(k);
+    }
+    return s.max;
+  };
+  const double pos = 0.95 * static_cast<double>(s.pushes - 1);
+  const auto lo = static_cast<uint64_t>(std::floor(pos));
+  const uint64_t hi = std::min(lo + 1, s.pushes - 1);
+  const double at_lo = order_statistic(lo);
+  s.p95 = at_lo + (pos - static_cast<double>(lo)) * (order_statistic(hi) - at_lo);
+  return s;
+}
+
 namespace {
 
 // Busy fractions of like-named resources over the run of all samples: weighted by step time.
@@ -290,6 +323,17 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
     r.events += s.events;
     r.max_link_flows = std::max(r.max_link_flows, s.max_link_flows);
     seconds_per_sample += s.throughput > 0 ? 1.0 / s.throughput : 0;
+    // Staleness over all sample steps' pushes: the mean weighted by pushes, the largest max, and
+    // (the counts being gone) the largest p95, an upper bound on the p95 of all pushes together.
+    if (s.staleness.pushes > 0) {
+      const auto before = static_cast<double>(r.staleness.pushes);
+      r.staleness.pushes += s.staleness.pushes;
+      r.staleness.mean =
+          (r.staleness.mean * before + s.staleness.mean * static_cast<double>(s.staleness.pushes)) /
+          static_cast<double>(r.staleness.pushes);
+      r.staleness.p95 = std::max(r.staleness.p95, s.staleness.p95);
+      r.staleness.max = std::max(r.staleness.max, s.staleness.max);
+    }
   }
   r.throughput = seconds_per_sample > 0 ? n / seconds_per_sample : 0;
   r.utilization = weighted_busy(results, &Result::utilization);

@@ -34,6 +34,10 @@ void account_collectives(Result& result, const workload::Workload& workload,
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);
 
+/// Mean, p95 (linear interpolation between order statistics, as step_spread) and max of the
+/// staleness of pushes counted by value (counts[k] pushes of staleness k); pushes 0 when empty.
+[[nodiscard]] Staleness staleness_of(const std::vector<uint64_t>& counts);
+
 /// Predicts one step workload (no samples); record_trace: fill Result::trace.
 using PredictStep = std::function<Result(const workload::Workload& step, bool record_trace)>;
 

@@ -258,6 +258,21 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
     json.end_array();
     json.end_object();
   }
+  json.key("staleness");
+  if (r.staleness.pushes == 0) {
+    json.raw("null");
+  } else {
+    json.begin_object();
+    json.key("pushes");
+    json.integer(r.staleness.pushes);
+    for (const auto& [key, value] : {std::pair<std::string_view, double>{"mean", r.staleness.mean},
+                                     {"p95", r.staleness.p95},
+                                     {"max", r.staleness.max}}) {
+      json.key(key);
+      json.number(value);
+    }
+    json.end_object();
+  }
   json.end_object();
 }
 
@@ -284,7 +299,8 @@ void write_comparison(JsonWriter& json, const Sweep& sweep, const PredictorCompa
         {"throughput_samples_per_s", [](const predict::Result& r) { return r.throughput; }}}) {
     json.key(key);
     json.begin_object();
-    for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+    for (predict::Predictor p :
+         {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
       json.key(predict::to_string(p));
       const int index = c.prediction[static_cast<std::size_t>(p)];
       if (index < 0) {

@@ -108,7 +108,8 @@ void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vecto
 /// The lines above every table: the scenario's name and where its compute time came from.
 void append_heading(fmt::memory_buffer& buf, const Sweep& sweep) {
   fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
-  if (!sweep.compute_source.empty()) fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
+  if (!sweep.compute_source.empty())
+    fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
 }
 
 std::string percent_of(double part, double whole) {
@@ -127,6 +128,21 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
                    "p50 {:.3f} ms, p95 {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n",
                    r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.samples,
                    s.mean * 1e3, s.p50 * 1e3, s.p95 * 1e3, s.min * 1e3, s.max * 1e3);
+  }
+}
+
+/// One line per asynchronous parameter-server prediction that measured its gradients' staleness.
+void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::Staleness& s = r.staleness;
+    if (s.pushes == 0) continue;
+    fmt::format_to(
+        it,
+        "staleness ({} worker{}, {}): mean {:.2f}, p95 {:.1f}, max {:.0f} updates applied between a "
+        "pull and its gradient's push ({} pushes)\n",
+        r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.mean, s.p95, s.max,
+        s.pushes);
   }
 }
 
@@ -290,6 +306,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     buf.append(std::string_view("(no predictions)\n"));
   } else {
     append_step_spreads(buf, sweep.predictions);
+    append_staleness(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
     append_collectives(buf, sweep.predictions.back());
@@ -302,7 +319,8 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
   const std::vector<PredictorComparison> comparisons = compare_predictors(sweep);
   // A column per predictor that ran anywhere, in the enum's order (fine, coarse, analytic).
   std::vector<predict::Predictor> ran;
-  for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+  for (predict::Predictor p :
+       {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
     const bool any = std::any_of(comparisons.begin(), comparisons.end(), [&](const PredictorComparison& c) {
       return c.prediction[static_cast<std::size_t>(p)] >= 0;
     });
@@ -310,8 +328,9 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
   }
   const bool coarse = std::any_of(comparisons.begin(), comparisons.end(),
                                   [](const PredictorComparison& c) { return c.coarse_vs_fine.has_value(); });
-  const bool analytic = std::any_of(comparisons.begin(), comparisons.end(),
-                                    [](const PredictorComparison& c) { return c.analytic_vs_fine.has_value(); });
+  const bool analytic = std::any_of(comparisons.begin(), comparisons.end(), [](const PredictorComparison& c) {
+    return c.analytic_vs_fine.has_value();
+  });
   const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
 
   Row header;
@@ -350,15 +369,17 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
     }
     if (coarse) row.push_back(signed_percent(c.coarse_vs_fine));
     if (analytic) row.push_back(signed_percent(c.analytic_vs_fine));
-    row.push_back(c.disagrees() ? fmt::format("{:.1f}% (over {:.0f}%)", 100 * c.spread, 100 * kPredictorDisagreement)
-                                : fmt::format("{:.1f}%", 100 * c.spread));
+    row.push_back(c.disagrees()
+                      ? fmt::format("{:.1f}% (over {:.0f}%)", 100 * c.spread, 100 * kPredictorDisagreement)
+                      : fmt::format("{:.1f}%", 100 * c.spread));
     rows.push_back(std::move(row));
   }
 
   fmt::memory_buffer buf;
   append_heading(buf, sweep);
   append_aligned(buf, header, right_aligned, rows);
-  if (rows.empty()) buf.append(std::string_view("(no configuration was predicted by more than one predictor)\n"));
+  if (rows.empty())
+    buf.append(std::string_view("(no configuration was predicted by more than one predictor)\n"));
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 

@@ -119,13 +119,21 @@ const Choices<PsPartition>& partitions() {
   static const Choices<PsPartition> c{{"whole", PsPartition::Whole}, {"split", PsPartition::Split}};
   return c;
 }
+const Choices<scheme::PsPlacementStrategy>& placement_strategies() {
+  static const Choices<scheme::PsPlacementStrategy> c{
+      {"least_loaded", scheme::PsPlacementStrategy::LeastLoaded},
+      {"greedy_sorted", scheme::PsPlacementStrategy::GreedySorted},
+      {"round_robin", scheme::PsPlacementStrategy::RoundRobin}};
+  return c;
+}
 const Choices<PsPlacement>& placements() {
   static const Choices<PsPlacement> c{{"dedicated", PsPlacement::Dedicated},
                                       {"colocated", PsPlacement::Colocated}};
   return c;
 }
 const Choices<PsOrder>& orders() {
-  static const Choices<PsOrder> c{{"random", PsOrder::Random}, {"fifo", PsOrder::Fifo}};
+  static const Choices<PsOrder> c{
+      {"random", PsOrder::Random}, {"fifo", PsOrder::Fifo}, {"tic", PsOrder::Tic}, {"tac", PsOrder::Tac}};
   return c;
 }
 const Choices<AllReduceAlgorithm>& algorithms() {
@@ -665,6 +673,16 @@ std::vector<KeyDef> make_table() {
          double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
          return Rendered{format_bandwidth(bw), false};
        }});
+  t.push_back(
+      {{"cluster.rpc_latency", "duration", "unset (the link latency)",
+        "latency of a parameter-server pull or push message (RPC stack and wire), in place of the "
+        "path's latency"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
+       [](const Scenario& s) {
+         return Rendered{s.cluster.rpc_latency ? format_duration(*s.cluster.rpc_latency) : "link latency",
+                         false};
+       }});
   t.push_back(bandwidth_key(
       "cluster.intra_node.bandwidth", "12GB/s", "bandwidth of each device's link inside a node, each way",
       [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));
@@ -729,8 +747,14 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.scheme.ps.count; }));
   t.push_back(choice_key(
       "training.ps.partition", "whole", partitions(),
-      "whole tensors per shard (greedy by bytes) or every tensor split evenly",
+      "whole tensors per shard (see training.ps.placement_strategy) or every tensor split evenly",
       [](auto& s) -> auto& { return s.scheme.ps.partition; }));
+  t.push_back(choice_key(
+      "training.ps.placement_strategy", "least_loaded", placement_strategies(),
+      "partition whole: each tensor in creation order to the shard with the fewest bytes so far "
+      "(TensorFlow's greedy strategy, tf_cnn_benchmarks), greedy over tensors sorted largest first, or "
+      "round-robin in creation order (replica_device_setter's default)",
+      [](auto& s) -> auto& { return s.scheme.ps.placement_strategy; }));
   t.push_back(choice_key(
       "training.ps.placement", "dedicated", placements(), "a node per shard, or shard s on worker node s",
       [](auto& s) -> auto& { return s.scheme.ps.placement; }));
@@ -741,6 +765,11 @@ std::vector<KeyDef> make_table() {
   t.push_back(duration_key(
       "training.ps.apply_time", "0", "time to apply one gradient tensor at a shard, serialized per shard",
       [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));
+  t.push_back(duration_key(
+      "training.ps.message_overhead", "0",
+      "CPU time per pull or push message at each end: at the shard one message at a time, at the worker "
+      "per connection (e.g. 50us)",
+      [](auto& s) -> auto& { return s.scheme.ps.message_overhead; }));
   t.push_back(choice_key(
       "training.ps.local_aggregation", "false", booleans(),
       "GPUs of a node sum gradients first; one copy per node to and from the servers",

@@ -21,14 +21,6 @@
 #include "stepcast/error.hpp"
 
 namespace stepcast::scheme {
-namespace {
-
-/// One worker alone with factor 1, lanes and dependencies as the worker runtime runs them.
-struct AloneSchedule {
-  std::vector<double> op_end;
-  double compute_end = 0;
-  bool idles_inside = false;  ///< no lane busy for a while before the last op ended
-};
 
 AloneSchedule schedule_alone(const workload::Workload& w) {
   const int num_ops = static_cast<int>(w.ops.size());
@@ -41,6 +33,7 @@ AloneSchedule schedule_alone(const workload::Workload& w) {
   }
   AloneSchedule s;
   s.op_end.assign(num_ops, 0.0);
+  s.op_start.assign(num_ops, 0.0);
   std::vector<size_t> lane_next(w.lanes.size(), 0);
   std::vector<uint8_t> lane_busy(w.lanes.size(), 0);
   int busy = 0;
@@ -55,6 +48,7 @@ AloneSchedule schedule_alone(const workload::Workload& w) {
       lane_busy[lane] = 1;
       busy++;
       lane_next[lane]++;
+      s.op_start[op] = now;
       queue.push(now + w.ops[op].duration, op);
     }
   };
@@ -74,8 +68,6 @@ AloneSchedule schedule_alone(const workload::Workload& w) {
   STEPCAST_ASSERT(done == num_ops);
   return s;
 }
-
-}  // namespace
 
 std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload& w,
                                                         const cluster::ClusterSpec& spec,

@@ -20,12 +20,18 @@ double ShardLoads::largest_bytes() const { return *std::max_element(bytes.begin(
 
 double ShardLoads::largest_apply() const { return *std::max_element(apply.begin(), apply.end()); }
 
+int ShardLoads::largest_messages() const { return *std::max_element(messages.begin(), messages.end()); }
+
 ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps) {
   const std::vector<Piece> pieces = place_parameters(workload, ps);
   ShardLoads load;
   load.bytes = shard_bytes(pieces, ps.count);
   load.apply.assign(load.bytes.size(), 0.0);
-  for (const Piece& p : pieces) load.apply[p.shard] += ps_apply_time(ps, p.bytes);
+  load.messages.assign(load.bytes.size(), 0);
+  for (const Piece& p : pieces) {
+    load.apply[p.shard] += ps_apply_time(ps, p.bytes);
+    load.messages[p.shard]++;
+  }
   return load;
 }
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/detail/sim/engine.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/sim/trace.hpp"
 #include "stepcast/workload/workload.hpp"
 
@@ -35,10 +35,19 @@ struct Delivered {  ///< parameter server: a message's last byte reached the far
 struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
   int shard;
 };
+struct MessagePrepared {  ///< parameter server: the sender's message overhead ended; transmit now
+  int connection;
+};
+struct MessageHandled {  ///< parameter server: the receiving end's message overhead ended
+  int connection;
+  int piece;
+  int span = -1;
+};
 struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
   int stream = 0;
 };
-using Event = std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone>;
+using Event =
+    std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;
@@ -47,7 +56,7 @@ inline constexpr int kNone = -1;
 /// (SimulationOptions::trace_selection).
 struct TraceLayout {
   int steps = 0;
-  int first_pull = 0, first_push = 0;  ///< + shard: a worker's connection tracks to each shard
+  int first_pull = 0, first_push = 0;   ///< + shard: a worker's connection tracks to each shard
   int broadcast = 0, local_gather = 0;  ///< node-local aggregation's connections
   int allreduce = 0, apply = 0;
   int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
@@ -98,7 +107,8 @@ struct StepContext {
   }
   /// An arrow between two recorded spans; nothing when either was not recorded (kNone).
   void flow(int from, int to, const char* name) const {
-    if (from >= 0 && to >= 0) trace->flows.push_back({static_cast<size_t>(from), static_cast<size_t>(to), name});
+    if (from >= 0 && to >= 0)
+      trace->flows.push_back({static_cast<size_t>(from), static_cast<size_t>(to), name});
   }
 };
 
@@ -123,7 +133,7 @@ class Exchange {
   virtual void op_started(int /*w*/, int /*op*/) {}
   virtual void op_finished(int /*w*/, int /*op*/) {}
   virtual void flow_done(net::FlowId flow) = 0;
-  /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone).
+  /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled).
   virtual void handle(const Event& event) = 0;
   /// Adds the exchange's own resources' loads over the measured window [window_start, now].
   virtual void add_loads(SimulationResult& result, double window_start) const = 0;

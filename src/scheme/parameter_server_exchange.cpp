@@ -1,12 +1,15 @@
 #include "scheme/parameter_server_exchange.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <string>
 
+#include "scheme/step_paths.hpp"
 #include "scheme/worker_runtime.hpp"
-#include "stepcast/error.hpp"
 #include "stepcast/detail/hash.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/error.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -25,27 +28,90 @@ cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsCon
   return {dedicated ? cluster.spec.num_worker_nodes() + shard : shard, cluster::kHostDevice};
 }
 
+namespace {
+
+/// TicTac's orders of parameter transfers: each piece ranked by when its tensor's first reader
+/// runs, by dependency depth (tic: ops on the longest chain before it, lane order included) or by
+/// its start in one worker's schedule alone (tac); ties and tensors no op reads go by piece index.
+std::vector<uint64_t> need_ranks(const workload::Workload& w, const std::vector<Piece>& pieces,
+                                 PsOrder order) {
+  const int num_ops = static_cast<int>(w.ops.size());
+  std::vector<double> when(static_cast<size_t>(num_ops), 0.0);
+  if (order == PsOrder::Tac) {
+    when = schedule_alone(w).op_start;
+  } else {
+    // Depth in the graph of dependencies and lane order (Kahn's order).
+    std::vector<std::vector<int>> next(static_cast<size_t>(num_ops));
+    std::vector<int> unmet(static_cast<size_t>(num_ops), 0);
+    std::vector<int> last_on_lane(w.lanes.size(), -1);
+    for (int op = 0; op < num_ops; ++op) {
+      std::vector<int> before = w.ops[op].deps;
+      int& previous = last_on_lane[static_cast<size_t>(w.ops[op].lane)];
+      if (previous >= 0) before.push_back(previous);
+      previous = op;
+      for (int b : before) {
+        next[static_cast<size_t>(b)].push_back(op);
+        unmet[static_cast<size_t>(op)]++;
+      }
+    }
+    std::vector<int> ready;
+    for (int op = 0; op < num_ops; ++op) {
+      if (unmet[static_cast<size_t>(op)] == 0) ready.push_back(op);
+    }
+    while (!ready.empty()) {
+      const int op = ready.back();
+      ready.pop_back();
+      for (int n : next[static_cast<size_t>(op)]) {
+        when[static_cast<size_t>(n)] =
+            std::max(when[static_cast<size_t>(n)], when[static_cast<size_t>(op)] + 1);
+        if (--unmet[static_cast<size_t>(n)] == 0) ready.push_back(n);
+      }
+    }
+  }
+  std::vector<double> key(pieces.size(), std::numeric_limits<double>::infinity());
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    for (int reader : w.tensors[static_cast<size_t>(pieces[p].tensor)].consumers) {
+      key[p] = std::min(key[p], when[static_cast<size_t>(reader)]);
+    }
+  }
+  std::vector<size_t> by_need(pieces.size());
+  for (size_t p = 0; p < by_need.size(); ++p) by_need[p] = p;
+  std::stable_sort(by_need.begin(), by_need.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  std::vector<uint64_t> rank(pieces.size());
+  for (size_t i = 0; i < by_need.size(); ++i) rank[by_need[i]] = i;
+  return rank;
+}
+
+}  // namespace
+
 ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime)
     : ctx_(context),
       runtime_(runtime),
       sync_(context.scheme.mode == Mode::Sync),
       shards_count_(context.scheme.ps.count),
       clients_represented_(context.representative != nullptr ? context.representative->clients : 1),
+      overhead_(context.scheme.ps.message_overhead),
       pieces_(place_parameters(context.workload, context.scheme.ps)),
-      nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(), context.cluster.spec.workers_per_node,
-             pieces_.size()) {
+      nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(),
+             context.cluster.spec.workers_per_node, pieces_.size()) {
   const workload::Workload& w = ctx_.workload;
   const cluster::Cluster& cluster = ctx_.cluster;
-  STEPCAST_ASSERT(ctx_.representative == nullptr || (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo));
+  // One client cannot stand for many on a message lane: they would queue behind each other there.
+  STEPCAST_ASSERT(ctx_.representative == nullptr ||
+                  (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo && !(overhead_ > 0)));
   const int p = shards_count_;
   const int n = ctx_.workers();
   pieces_of_tensor_.resize(w.tensors.size());
-  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i) pieces_of_tensor_[pieces_[i].tensor].push_back(i);
+  for (int i = 0; i < static_cast<int>(pieces_.size()); ++i)
+    pieces_of_tensor_[pieces_[i].tensor].push_back(i);
   pieces_needed_.assign(w.ops.size(), 0);
   for (size_t t = 0; t < w.tensors.size(); ++t) {
     for (int consumer : w.tensors[t].consumers) {
       pieces_needed_[consumer] += static_cast<int>(pieces_of_tensor_[t].size());
     }
+  }
+  if (ctx_.scheme.ps.order == PsOrder::Tic || ctx_.scheme.ps.order == PsOrder::Tac) {
+    need_rank_ = need_ranks(w, pieces_, ctx_.scheme.ps.order);
   }
   version_.assign(pieces_.size(), 0);
   aggregated_.assign(pieces_.size(), 0);
@@ -53,15 +119,20 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
   shards_.resize(p);
   const int clients = nodes_.clients();
   connections_.resize(static_cast<size_t>(2) * clients * p + (nodes_.enabled() ? 2 * n : 0));
-  auto connect = [&](int index, Kind kind, int worker, int shard, std::vector<net::LinkUse> path, double latency) {
+  const std::optional<double>& rpc_latency = cluster.spec.rpc_latency;
+  auto connect = [&](int index, Kind kind, int worker, int shard, std::vector<net::LinkUse> path,
+                     double latency) {
     Connection& c = connections_[index];
     c.path = std::move(path);
-    c.latency = latency;
+    // Pulls and pushes are RPCs; node-local broadcasts and gathers are not.
+    const bool rpc = kind == Kind::Pull || kind == Kind::Push;
+    c.latency = rpc && rpc_latency ? *rpc_latency : latency;
     c.worker = worker;
     c.shard = shard;
     c.kind = kind;
   };
-  auto connect_path = [&](int index, Kind kind, int worker, int shard, cluster::Endpoint from, cluster::Endpoint to) {
+  auto connect_path = [&](int index, Kind kind, int worker, int shard, cluster::Endpoint from,
+                          cluster::Endpoint to) {
     const cluster::Path path = cluster.path(from, to);
     connect(index, kind, worker, shard, to_link_uses(path), path.latency);
   };
@@ -87,6 +158,13 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       connect_path(broadcast_connection(v), Kind::Broadcast, v, 0, leader, cluster.worker_endpoint(v));
       connect_path(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
     }
+  }
+  if (!sync_) {
+    const size_t slots = static_cast<size_t>(clients) * pieces_.size();
+    pulled_version_.assign(slots, 0);
+    pulled_step_.assign(slots, -1);
+    pulled_counts_.assign(slots, 0);
+    client_started_.assign(clients, 0);
   }
   if (ctx_.trace != nullptr) {
     // The links of each traced connection, once, for its spans' args.
@@ -122,13 +200,17 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
 void ParameterServerExchange::step_started(int w) {
   const int client = nodes_.client_of(w);
   if (!nodes_.member_started(client)) return;
+  if (!sync_ && client_started_[client] == 0) {
+    client_started_[client] = 1;
+    clients_started_++;
+  }
   for (int piece = 0; piece < static_cast<int>(pieces_.size()); ++piece) request_pull(client, piece);
 }
 
 void ParameterServerExchange::gradient_ready(int w, int tensor) {
   for (int piece : pieces_of_tensor_[tensor]) {
     if (!nodes_.enabled()) {
-      enqueue(push_connection(w, pieces_[piece].shard), piece, push_sequence_++);
+      enqueue(push_connection(w, pieces_[piece].shard), piece, push_priority(piece));
     } else if (nodes_.leader_of(w) == w) {
       gradient_gathered(nodes_.client_of(w), piece);
     } else {
@@ -142,6 +224,15 @@ void ParameterServerExchange::handle(const Event& event) {
     on_delivered(*delivered);
   } else if (const auto* applied = std::get_if<ApplyDone>(&event)) {
     on_apply_done(applied->shard);
+  } else if (const auto* prepared = std::get_if<MessagePrepared>(&event)) {
+    // A pull's preparation was its shard's lane; a push's, the worker's end.
+    const Connection& c = connections_[prepared->connection];
+    if (c.kind == Kind::Pull) message_lane_done(c.shard);
+    transmit(prepared->connection, false);
+  } else if (const auto* handled = std::get_if<MessageHandled>(&event)) {
+    const Connection& c = connections_[handled->connection];
+    if (c.kind == Kind::Push) message_lane_done(c.shard);
+    on_handled(handled->connection, handled->piece, handled->span);
   }
 }
 
@@ -152,7 +243,16 @@ void ParameterServerExchange::request_pull(int client, int piece) {
     waiting_[piece].push_back(client);
     return;
   }
-  uint64_t priority = static_cast<uint64_t>(piece);
+  if (!sync_) {
+    // The shard reads the piece for this step as it is now, as TensorFlow's server runs its part
+    // of a step (the variable read) when the step starts, whenever the bytes then leave.
+    const size_t slot = static_cast<size_t>(client) * pieces_.size() + piece;
+    pulled_version_[slot] = version_[piece];
+    pulled_step_[slot] = step;
+    pulled_counts_[slot] = clients_started_ == nodes_.clients() && step >= ctx_.options.warmup_steps ? 1 : 0;
+  }
+  uint64_t priority =
+      need_rank_.empty() ? static_cast<uint64_t>(piece) : need_rank_[static_cast<size_t>(piece)];
   if (ctx_.scheme.ps.order == PsOrder::Random) {
     priority = mix64(ctx_.options.seed ^ mix64(static_cast<uint64_t>(client) * 0x100000001ULL + step) ^
                      mix64(static_cast<uint64_t>(piece) + 0x5bd1e995ULL));
@@ -163,7 +263,7 @@ void ParameterServerExchange::request_pull(int client, int piece) {
 void ParameterServerExchange::gradient_gathered(int client, int piece) {
   // The leader sums the node's gradients of a piece and pushes the sum once all are in.
   if (!nodes_.gradient_gathered(client, piece)) return;
-  enqueue(push_connection(client, pieces_[piece].shard), piece, push_sequence_++);
+  enqueue(push_connection(client, pieces_[piece].shard), piece, push_priority(piece));
 }
 
 void ParameterServerExchange::enqueue(int connection, int piece, uint64_t priority) {
@@ -178,9 +278,51 @@ void ParameterServerExchange::send_next(int connection, bool reuse_flow) {
     c.in_flight = kNone;
     return;
   }
-  const int piece = c.pending.top().second;
+  c.in_flight = c.pending.top().second;
   c.pending.pop();
-  c.in_flight = piece;
+  // The sender's CPU prepares the message first: a shard on its message lane, behind the messages
+  // of every client; a worker on this connection.
+  const double now = ctx_.engine.now();
+  double ready = now;
+  if (overhead_ > 0) {
+    switch (c.kind) {
+      case Kind::Pull:
+        ready = book_message_lane(c.shard);
+        break;
+      case Kind::Push:
+        ready = now + overhead_;
+        break;
+      case Kind::Broadcast:
+      case Kind::Gather:
+        break;
+    }
+  }
+  if (ready > now) {
+    // The connection's flow ended and is not restarted: the network shares its links out.
+    ctx_.engine.schedule(ready, MessagePrepared{connection});
+    return;
+  }
+  transmit(connection, reuse_flow);
+}
+
+double ParameterServerExchange::book_message_lane(int s) {
+  Shard& shard = shards_[s];
+  const double start = std::max(ctx_.engine.now(), shard.message_lane_free);
+  shard.message_lane_free = start + overhead_;
+  return shard.message_lane_free;
+}
+
+void ParameterServerExchange::message_lane_done(int s) {
+  // Every booking lasts o and ends now: its part after the window opened counts.
+  const double window_start = runtime_.window_start();
+  if (window_start < 0) return;
+  const double now = ctx_.engine.now();
+  shards_[s].message_busy_in_window += now - std::max(now - overhead_, window_start);
+}
+
+void ParameterServerExchange::transmit(int connection, bool reuse_flow) {
+  Connection& c = connections_[connection];
+  const int piece = c.in_flight;
   const double now = ctx_.engine.now();
   c.send_start = now;
   const double bytes = pieces_[piece].bytes;
@@ -243,8 +385,46 @@ void ParameterServerExchange::on_message_sent(int connection) {
 }
 
 void ParameterServerExchange::on_delivered(const Delivered& delivered) {
-  const Connection& c = connections_[delivered.connection];
+  Connection& c = connections_[delivered.connection];
   const int piece = delivered.piece;
+  if (!sync_ && c.kind == Kind::Push) count_staleness(nodes_.client_of(c.worker), piece);
+  if (overhead_ > 0) {
+    // The receiving end handles the message before anything uses it: the worker one message at a
+    // time per connection, the shard on its message lane.
+    const double now = ctx_.engine.now();
+    double handled = now;
+    switch (c.kind) {
+      case Kind::Pull:
+        handled = std::max(now, c.handled_until) + overhead_;
+        c.handled_until = handled;
+        break;
+      case Kind::Push:
+        handled = book_message_lane(c.shard);
+        break;
+      case Kind::Broadcast:
+      case Kind::Gather:
+        break;
+    }
+    if (handled > now) {
+      ctx_.engine.schedule(handled, MessageHandled{delivered.connection, piece, delivered.span});
+      return;
+    }
+  }
+  on_handled(delivered.connection, piece, delivered.span);
+}
+
+void ParameterServerExchange::count_staleness(int client, int piece) {
+  const size_t slot = static_cast<size_t>(client) * pieces_.size() + piece;
+  const int step = runtime_.step(nodes_.leader_of_client(client));
+  // Only a push whose pull was counted, of the same step, while every worker still runs.
+  if (pulled_counts_[slot] == 0 || pulled_step_[slot] != step || runtime_.finished() > 0) return;
+  const auto stale = static_cast<size_t>(version_[piece] - pulled_version_[slot]);
+  if (stale >= staleness_counts_.size()) staleness_counts_.resize(stale + 1, 0);
+  staleness_counts_[stale]++;
+}
+
+void ParameterServerExchange::on_handled(int connection, int piece, int span) {
+  const Connection& c = connections_[connection];
   switch (c.kind) {
     case Kind::Pull:
       if (nodes_.enabled()) {
@@ -255,14 +435,14 @@ void ParameterServerExchange::on_delivered(const Delivered& delivered) {
       }
       [[fallthrough]];
     case Kind::Broadcast:
-      runtime_.input_arrived(c.worker, pieces_[piece].tensor, delivered.span);
+      runtime_.input_arrived(c.worker, pieces_[piece].tensor, span);
       break;
     case Kind::Gather:
       gradient_gathered(nodes_.client_of(c.worker), piece);
       break;
     case Kind::Push: {
       Shard& shard = shards_[c.shard];
-      shard.applies.push({piece, c.worker, runtime_.step(c.worker), delivered.span});
+      shard.applies.push({piece, c.worker, runtime_.step(c.worker), span});
       if (!shard.busy) start_apply(c.shard);
       break;
     }
@@ -311,7 +491,8 @@ void ParameterServerExchange::on_apply_done(int s) {
   Shard& shard = shards_[s];
   shard.busy = false;
   const double window_start = runtime_.window_start();
-  if (window_start >= 0) shard.busy_time_in_window += ctx_.engine.now() - std::max(shard.apply_start, window_start);
+  if (window_start >= 0)
+    shard.busy_time_in_window += ctx_.engine.now() - std::max(shard.apply_start, window_start);
   const int piece = shard.applies.front().piece;
   shard.applies.pop();
   on_piece_applied(piece);
@@ -336,6 +517,14 @@ void ParameterServerExchange::on_piece_applied(int piece) {
 }
 
 void ParameterServerExchange::add_loads(SimulationResult& r, double window_start) const {
+  r.staleness_counts = staleness_counts_;
+  if (overhead_ > 0) {
+    double messages = 0;
+    for (const Shard& shard : shards_) {
+      messages = std::max(messages, r.window > 0 ? shard.message_busy_in_window / r.window : 0.0);
+    }
+    r.loads.push_back({"PS messages", messages});
+  }
   const PsConfig& ps = ctx_.scheme.ps;
   if (!(ps.apply_time > 0 || ps.apply_bw > 0)) return;
   const double now = ctx_.engine.now();

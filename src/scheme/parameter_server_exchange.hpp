@@ -6,6 +6,19 @@
 // next version exists once every client's gradient of the step was applied, and a pull waits
 // for it. Async: no barrier, and workers start at seeded offsets. Clients are workers, or nodes
 // with node-local aggregation (node_aggregation.hpp).
+//
+// Per-message costs (PsConfig::message_overhead, o): a shard's CPU handles one message at a
+// time on its message lane, FCFS, for pulls (before it transmits the piece) and pushes (after
+// the piece arrived, before its apply), so k messages cost it at least k o; a worker spends o
+// on the connection before it transmits a push and after a pull arrived (one message at a time
+// per connection). Pulls and pushes pay ClusterSpec::rpc_latency instead of their path's latency
+// when it is set. Node-local broadcasts and gathers are no RPCs and pay neither.
+//
+// Staleness (async): when a client requests a piece at the start of its step, the shard reads
+// it and notes its version (updates applied so far); when that client's push of the piece
+// arrives, the versions in between are its staleness. Counted for pushes of measured steps
+// whose pull came after every client had started and that arrive before any worker stopped,
+// so the count sees all workers running.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +33,8 @@
 namespace stepcast::scheme {
 
 /// Where shard `shard` runs: its own server node (dedicated) or the host of worker node `shard`.
-[[nodiscard]] cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsConfig& ps, int shard);
+[[nodiscard]] cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsConfig& ps,
+                                                  int shard);
 
 /// With a StepContext::representative, one client (worker 0) stands for all of them: its flows
 /// carry every client's members and each gradient it pushes is applied once per client.
@@ -39,6 +53,7 @@ class ParameterServerExchange final : public Exchange {
   void gradient_ready(int w, int tensor) override;
   void flow_done(net::FlowId flow) override { on_message_sent(flow_owner_[net::index(flow)]); }
   void handle(const Event& event) override;
+  /// The PS apply and message lanes' loads, and with async training the pushes' staleness.
   void add_loads(SimulationResult& result, double window_start) const override;
 
  private:
@@ -53,8 +68,9 @@ class ParameterServerExchange final : public Exchange {
     Kind kind = Kind::Pull;
     std::priority_queue<std::pair<uint64_t, int>, std::vector<std::pair<uint64_t, int>>, std::greater<>>
         pending;
-    int in_flight = kNone;  // piece being sent
+    int in_flight = kNone;  // piece being prepared or sent
     double send_start = 0;
+    double handled_until = 0;  ///< pull: when the worker is done handling the pieces delivered so far
     net::FlowId flow{};
     int trace_path = kNone;  ///< index into the trace's paths
   };
@@ -69,6 +85,8 @@ class ParameterServerExchange final : public Exchange {
     bool busy = false;
     double busy_time_in_window = 0;
     double apply_start = 0;
+    double message_lane_free = 0;  ///< when the message lane is done with the messages given it
+    double message_busy_in_window = 0;
   };
 
   [[nodiscard]] int pull_connection(int client, int shard) const { return client * shards_count_ + shard; }
@@ -84,8 +102,15 @@ class ParameterServerExchange final : public Exchange {
   void gradient_gathered(int client, int piece);
   void enqueue(int connection, int piece, uint64_t priority);
   void send_next(int connection, bool reuse_flow);
+  void transmit(int connection, bool reuse_flow);
+  /// Books o on shard s's message lane from now (FCFS); returns when it ends.
+  double book_message_lane(int shard);
+  /// A message handling on shard s's lane ended now: its time in the measured window.
+  void message_lane_done(int shard);
   void on_message_sent(int connection);
   void on_delivered(const Delivered& delivered);
+  void on_handled(int connection, int piece, int span);
+  void count_staleness(int client, int piece);
   void start_apply(int shard);
   void on_apply_done(int shard);
   void on_piece_applied(int piece);
@@ -95,17 +120,32 @@ class ParameterServerExchange final : public Exchange {
   const bool sync_;
   const int shards_count_;
   const int clients_represented_;  ///< clients each simulated client stands for
+  const double overhead_;          ///< s per message at each end (PsConfig::message_overhead)
   std::vector<Piece> pieces_;
+  /// tic / tac: each piece's place in the order its parameters are first needed (pulls and
+  /// pushes go out in it); empty for random and fifo.
+  std::vector<uint64_t> need_rank_;
   std::vector<std::vector<int>> pieces_of_tensor_;
   std::vector<int> pieces_needed_;  // op -> pieces it waits for
   NodeAggregation nodes_;
   std::vector<Connection> connections_;
   std::vector<int> flow_owner_;  // flow index -> connection sending on it
   uint64_t push_sequence_ = 0;
-  std::vector<int> version_;     // piece -> updates completed (sync: steps aggregated)
-  std::vector<int> aggregated_;  // piece -> gradients applied towards the next version
+  /// A push's place in its connection's queue: the need order under tic / tac, else production order.
+  [[nodiscard]] uint64_t push_priority(int piece) {
+    return need_rank_.empty() ? push_sequence_++ : need_rank_[static_cast<size_t>(piece)];
+  }
+  std::vector<int> version_;               // piece -> updates completed (sync: steps aggregated)
+  std::vector<int> aggregated_;            // piece -> gradients applied towards the next version
   std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   std::vector<Shard> shards_;
+  // Async staleness. Index client * pieces + piece: the piece's version when the client requested
+  // it, the client's step then, and whether that pull may be counted.
+  std::vector<int> pulled_version_, pulled_step_;
+  std::vector<uint8_t> pulled_counts_;
+  int clients_started_ = 0;
+  std::vector<uint8_t> client_started_;
+  std::vector<uint64_t> staleness_counts_;  ///< pushes by staleness
 };
 
 }  // namespace stepcast::scheme

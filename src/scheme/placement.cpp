@@ -1,8 +1,40 @@
 #include "stepcast/detail/scheme/placement.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace stepcast::scheme {
+namespace {
+
+/// The shard of each whole tensor under `strategy` (PsPlacementStrategy), index = tensor.
+std::vector<int> whole_tensor_shards(const workload::Workload& workload, PsPlacementStrategy strategy,
+                                     int shards) {
+  const int tensors = static_cast<int>(workload.tensors.size());
+  std::vector<int> shard(tensors, 0);
+  std::vector<int> order(tensors);
+  std::iota(order.begin(), order.end(), 0);
+  switch (strategy) {
+    case PsPlacementStrategy::RoundRobin:
+      for (int t = 0; t < tensors; ++t) shard[t] = t % shards;
+      return shard;
+    case PsPlacementStrategy::GreedySorted:
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return workload.tensors[a].bytes > workload.tensors[b].bytes; });
+      break;
+    case PsPlacementStrategy::LeastLoaded:
+      break;
+  }
+  std::vector<double> load(shards, 0.0);
+  for (int t : order) {
+    // min_element returns the first of equal loads: ties go to the lowest index.
+    const int s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[s] += workload.tensors[t].bytes;
+    shard[t] = s;
+  }
+  return shard;
+}
+
+}  // namespace
 
 std::vector<Piece> place_parameters(const workload::Workload& workload, const PsConfig& ps) {
   std::vector<Piece> pieces;
@@ -13,11 +45,9 @@ std::vector<Piece> place_parameters(const workload::Workload& workload, const Ps
     }
     return pieces;
   }
-  std::vector<double> load(shards, 0.0);
+  const std::vector<int> shard = whole_tensor_shards(workload, ps.placement_strategy, shards);
   for (int t = 0; t < static_cast<int>(workload.tensors.size()); ++t) {
-    const int s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[s] += workload.tensors[t].bytes;
-    pieces.push_back({t, s, workload.tensors[t].bytes});
+    pieces.push_back({t, shard[t], workload.tensors[t].bytes});
   }
   return pieces;
 }

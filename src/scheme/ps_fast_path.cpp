@@ -14,6 +14,9 @@
 // - A shard applies one gradient per client of a piece, one after another; the representative's
 //   one gradient is applied for as long as all of them.
 // - Every link of the cluster carries the bytes of its image in the reduced network.
+// - cluster.rpc_latency replaces every client's pull and push latency alike. A message overhead
+//   (training.ps.message_overhead) would not: a shard's lane serves the clients one by one, so
+//   the path declines it.
 // The check costs one path per (client, shard, direction); the simulation, one client's events.
 #include <cstdint>
 #include <optional>
@@ -108,6 +111,9 @@ std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& w,
                                                  const SimulationOptions& options) {
   const PsConfig& ps = scheme.ps;
   if (scheme.mode != Mode::Sync || ps.order != PsOrder::Fifo || options.compute_cv > 0) return std::nullopt;
+  // A shard's message lane handles the clients' messages one after another, so clients that were
+  // alike leave it at different times: no one client stands for the others.
+  if (ps.message_overhead > 0) return std::nullopt;
   if (ps.local_aggregation && spec.workers_per_node > 1) return std::nullopt;
   // Without sharing, clients on one link do not slow each other, but a group's members would
   // (each member's rate is the link over the members): only max-min reads member counts right.

@@ -18,7 +18,8 @@
 namespace stepcast::scheme {
 
 [[nodiscard]] SimulationResult simulate_steps_full(const workload::Workload& workload,
-                                                   const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
+                                                   const cluster::ClusterSpec& cluster,
+                                                   const SchemeConfig& scheme,
                                                    const SimulationOptions& options);
 
 /// Maps the bytes each link of a run's network carried to the cluster's links (the identity when
@@ -30,7 +31,8 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
 /// a representative client) until every worker finished, then the window's loads.
 [[nodiscard]] SimulationResult run_steps(const workload::Workload& workload, const cluster::Cluster& cluster,
                                          const SchemeConfig& scheme, const SimulationOptions& options,
-                                         net::NetworkModel& network, const RepresentativeClient* representative,
+                                         net::NetworkModel& network,
+                                         const RepresentativeClient* representative,
                                          const LinkBytesToCluster& to_cluster,
                                          const FsdpPlans* fsdp_plans = nullptr);
 
@@ -43,9 +45,9 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
                                                                  const SimulationOptions& options);
 
 /// Synchronous parameter server with interchangeable clients (sync, fifo order, no straggler
-/// noise, no node-local aggregation, max-min sharing, and a fabric on which every client's paths to the shards
-/// are copies of worker 0's: ps_fast_path.cpp), exact: worker 0 alone, its flows standing for
-/// every client's. nullopt otherwise.
+/// noise, no message overhead, no node-local aggregation, max-min sharing, and a fabric on which
+/// every client's paths to the shards are copies of worker 0's: ps_fast_path.cpp), exact: worker 0
+/// alone, its flows standing for every client's. nullopt otherwise.
 [[nodiscard]] std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& workload,
                                                                const cluster::ClusterSpec& cluster,
                                                                const SchemeConfig& scheme,
@@ -58,6 +60,15 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
                                                                       const cluster::ClusterSpec& cluster,
                                                                       const SchemeConfig& scheme,
                                                                       const SimulationOptions& options);
+
+/// One worker alone with factor 1, lanes and dependencies as the worker runtime runs them.
+struct AloneSchedule {
+  std::vector<double> op_start;  ///< s from the step's start
+  std::vector<double> op_end;
+  double compute_end = 0;
+  bool idles_inside = false;  ///< no lane busy for a while before the last op ended
+};
+[[nodiscard]] AloneSchedule schedule_alone(const workload::Workload& workload);
 
 /// Fills r.loads (worker compute, NICs, servers' NICs, intra-node links), r.links, r.bytes_sent
 /// and r.bytes_received from r.workers, r.window and the bytes each link carried in the window.

@@ -99,6 +99,15 @@ bool known(PsPartition v) {
   }
   return false;
 }
+bool known(PsPlacementStrategy v) {
+  switch (v) {
+    case PsPlacementStrategy::LeastLoaded:
+    case PsPlacementStrategy::GreedySorted:
+    case PsPlacementStrategy::RoundRobin:
+      return true;
+  }
+  return false;
+}
 bool known(PsPlacement v) {
   switch (v) {
     case PsPlacement::Dedicated:
@@ -111,6 +120,8 @@ bool known(PsOrder v) {
   switch (v) {
     case PsOrder::Random:
     case PsOrder::Fifo:
+    case PsOrder::Tic:
+    case PsOrder::Tac:
       return true;
   }
   return false;
@@ -277,6 +288,9 @@ void check_cluster_values(const ClusterSpec& c) {
   }
   // 0 means "same as nic_bw".
   expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
+  if (c.rpc_latency) {
+    expect_non_negative("cluster.rpc_latency", *c.rpc_latency, "duration (s)", limits::kMaxLatency);
+  }
   // Only the chosen topology's parameters shape the network; the others may hold anything.
   switch (c.topology) {
     case Topology::Switch:
@@ -374,10 +388,14 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_known("training.mode", s.mode);
   expect_int("training.ps.count", s.ps.count, 1, kMaxServers);
   expect_known("training.ps.partition", s.ps.partition);
+  expect_known("training.ps.placement_strategy", s.ps.placement_strategy);
   expect_known("training.ps.placement", s.ps.placement);
   expect_known("training.ps.order", s.ps.order);
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
+  // A per-message cost beyond a latency's range is no RPC stack's.
+  expect_non_negative("training.ps.message_overhead", s.ps.message_overhead, "duration (s)",
+                      limits::kMaxLatency);
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
   expect_known("training.allreduce.protocol", s.allreduce.protocol);
   expect_known("training.fsdp.sharding", s.fsdp.sharding);

@@ -43,6 +43,8 @@ class WorkerRuntime {
   /// progress, for SimulationOptions::progress.
   [[nodiscard]] double fraction_done() const;
   [[nodiscard]] bool all_done() const { return finished_ == static_cast<int>(workers_.size()); }
+  /// Workers that finished their last step.
+  [[nodiscard]] int finished() const { return finished_; }
   /// Start of the measured window, or -1 while warm-up steps are still running.
   [[nodiscard]] double window_start() const { return window_start_; }
   /// Link bytes when the window opened (empty if it opened at time 0).

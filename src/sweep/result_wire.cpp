@@ -150,6 +150,10 @@ void fields(IO& io, R& r) {
   f(r.tokens.mfu);
   f(r.tokens.mfu_6nd);
   f(r.collectives);
+  f(r.staleness.pushes);
+  f(r.staleness.mean);
+  f(r.staleness.p95);
+  f(r.staleness.max);
 }
 
 }  // namespace

@@ -274,7 +274,7 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
           "\"memory_per_worker_bytes\":null,\"gpu_memory_bytes\":null,\"fits\":null,"
           "\"tokens_per_s\":null,\"tokens_per_s_per_worker\":null,\"model_flops_per_s_per_worker\":null,"
           "\"mfu\":null,\"mfu_6nd\":null,\"collectives\":[],"
-          "\"max_link_flows\":0,\"links\":{},\"step_time_samples\":null}"),
+          "\"max_link_flows\":0,\"links\":{},\"step_time_samples\":null,\"staleness\":null}"),
       std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"
                          "\"ps NIC out (max over shards)\":0.97,"),
@@ -301,9 +301,32 @@ TEST(WriteJson, StepTimeSamplesAreAnObjectOrNull) {
   std::string compact = without_whitespace(json);
   EXPECT_EQ(count(compact, "\"step_time_samples\":null"), 2u) << compact;
   EXPECT_NE(compact.find("\"step_time_samples\":{\"count\":3,\"mean_s\":0.25,\"p50_s\":0.25,\"p95_s\":0.259,"
-                         "\"min_s\":0.24,\"max_s\":0.26,\"step_times_s\":[0.24,0.26,0.25]}}"),
+                         "\"min_s\":0.24,\"max_s\":0.26,\"step_times_s\":[0.24,0.26,0.25]},"),
             std::string::npos)
       << compact;
+}
+
+TEST(WriteJson, StalenessIsAnObjectOrNull) {
+  Sweep sweep = make_sweep();
+  sweep.predictions[1].staleness = {.pushes = 560, .mean = 6.5, .p95 = 7, .max = 9};
+  const std::string json = render(write_json, sweep);
+  ASSERT_EQ(json_error(json), "") << json;
+  const std::string compact = without_whitespace(json);
+  EXPECT_EQ(count(compact, "\"staleness\":null"), 2u) << compact;
+  EXPECT_NE(compact.find("\"staleness\":{\"pushes\":560,\"mean\":6.5,\"p95\":7,\"max\":9}}"),
+            std::string::npos)
+      << compact;
+}
+
+TEST(WriteTable, StalenessLineOnlyWhereMeasured) {
+  Sweep sweep = make_sweep();
+  std::string table = render(write_table, sweep);
+  EXPECT_EQ(table.find("staleness"), std::string::npos) << table;
+  sweep.predictions[1].staleness = {.pushes = 560, .mean = 6.5, .p95 = 7, .max = 9};
+  table = render(write_table, sweep);
+  EXPECT_EQ(count(table, "staleness ("), 1u) << table;
+  EXPECT_NE(table.find("mean 6.50, p95 7.0, max 9 updates"), std::string::npos) << table;
+  EXPECT_NE(table.find("(560 pushes)"), std::string::npos) << table;
 }
 
 TEST(WriteJson, DottedKeysBecomeNestedObjectsInFirstAppearanceOrder) {

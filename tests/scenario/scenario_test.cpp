@@ -1,6 +1,5 @@
 // Scenario parsing: defaults, units, overrides, and every class of bad input naming file, line
 // and key. Scenarios are parsed from strings; one test writes a file for load_scenario.
-#include "expect_error.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -25,8 +25,8 @@ constexpr const char* kMinimal =
     "  model: resnet50\n"
     "  step_time: 292ms\n";
 
-using stepcast::testing::expect_error;
 using stepcast::testing::contains;
+using stepcast::testing::expect_error;
 
 TEST(Scenario, DefaultsApplied) {
   Scenario s = parse_scenario(kMinimal, "dir/resnet.yaml");
@@ -159,6 +159,41 @@ TEST(Scenario, JobKeys) {
   EXPECT_EQ(e.where().key, "job.startup.io");
   e = expect_error([] { (void)parse_scenario(kMinimal, "t.yaml", {"job.samples=-5"}); });
   EXPECT_EQ(e.where().key, "job.samples");
+}
+
+TEST(Scenario, PsPlacementStrategy) {
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml").scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::LeastLoaded);  // today's placement stays the default
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=round_robin"})
+                .scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::RoundRobin);
+  EXPECT_EQ(parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=greedy_sorted"})
+                .scheme.ps.placement_strategy,
+            scheme::PsPlacementStrategy::GreedySorted);
+  const Error e = expect_error(
+      [] { (void)parse_scenario(kMinimal, "t.yaml", {"training.ps.placement_strategy=sorted"}); });
+  EXPECT_EQ(e.where().key, "training.ps.placement_strategy");
+  EXPECT_TRUE(contains(e.message(), "one of least_loaded|greedy_sorted|round_robin")) << e.what();
+}
+
+TEST(Scenario, MessageOverheadAndRpcLatency) {
+  const Scenario d = parse_scenario(kMinimal, "t.yaml");
+  EXPECT_EQ(d.scheme.ps.message_overhead, 0);
+  EXPECT_FALSE(d.cluster.rpc_latency.has_value());  // unset: the link latency
+  const Scenario s =
+      parse_scenario(kMinimal, "t.yaml", {"training.ps.message_overhead=50us", "cluster.rpc_latency=0.2ms"});
+  EXPECT_DOUBLE_EQ(s.scheme.ps.message_overhead, 50e-6);
+  ASSERT_TRUE(s.cluster.rpc_latency.has_value());
+  EXPECT_DOUBLE_EQ(*s.cluster.rpc_latency, 0.2e-3);
+  EXPECT_EQ(*parse_scenario(kMinimal, "t.yaml", {"cluster.rpc_latency=0"}).cluster.rpc_latency, 0);
+  for (const char* bad :
+       {"training.ps.message_overhead=-5us", "training.ps.message_overhead=fast",
+        "training.ps.message_overhead=20s", "cluster.rpc_latency=-1us", "cluster.rpc_latency=11s"}) {
+    SCOPED_TRACE(bad);
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    const Error e = expect_error([&] { (void)parse_scenario(kMinimal, "t.yaml", {bad}); });
+    EXPECT_EQ(e.where().key, key) << e.what();
+  }
 }
 
 TEST(Scenario, ComputeCvNumberOrAutoWithAProfile) {

@@ -206,8 +206,9 @@ TEST(FastPath, SynchronousAllReduceEqualsTheFullEngineOnRandomScenarios) {
 
 /// A parameter-server case: mostly the fast path's domain (sync, fifo, no stragglers), on every
 /// topology and placement, with shards, partitions, apply costs, server NICs, GPUs per node
-/// (with and without node-local aggregation); one case in five leaves the domain (random order,
-/// stragglers or async) to check that it falls back.
+/// (with and without node-local aggregation), RPC latencies and placement strategies; one case
+/// in five leaves the domain (random order, stragglers or async), and one in ten has a message
+/// overhead, to check that it falls back.
 Case random_ps_case(uint64_t seed) {
   std::mt19937_64 rng(seed * 104729);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -252,13 +253,29 @@ Case random_ps_case(uint64_t seed) {
     default:
       break;
   }
+  // The later keys draw from a generator of their own, so the cases above stay as they were: an
+  // RPC latency the fast path takes (every client's alike), placement strategies, and in one case
+  // in ten a message overhead, which it must decline.
+  std::mt19937_64 more(seed * 7919 + 17);
+  if (std::uniform_int_distribution<int>(0, 3)(more) == 0) {
+    s.rpc_latency = std::uniform_real_distribution<double>(0, 5e-5)(more);
+  }
+  const PsPlacementStrategy strategies[] = {
+      PsPlacementStrategy::LeastLoaded, PsPlacementStrategy::GreedySorted, PsPlacementStrategy::RoundRobin};
+  ps.placement_strategy = strategies[std::uniform_int_distribution<int>(0, 2)(more)];
+  if (std::uniform_int_distribution<int>(0, 9)(more) == 0) {
+    ps.message_overhead = std::uniform_real_distribution<double>(1e-6, 1e-4)(more);
+  }
   c.description = fmt::format(
-      "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {}, topology {}, apply {} s + bw {}, "
-      "order {}, mode {}, cv {:.3f}, warmup {}, measure {}",
+      "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {} strategy {}, topology {}, "
+      "apply {} s + bw {}, order {}, mode {}, cv {:.3f}, rpc latency {}, message overhead {}, "
+      "warmup {}, measure {}",
       seed, s.workers, s.workers_per_node, ps.local_aggregation ? ", aggregated" : "", ps.count,
       ps.placement == PsPlacement::Dedicated ? "dedicated" : "colocated", static_cast<int>(ps.partition),
-      static_cast<int>(s.topology), ps.apply_time, ps.apply_bw, static_cast<int>(ps.order),
-      static_cast<int>(c.scheme.mode), c.options.compute_cv, c.options.warmup_steps, c.options.measure_steps);
+      static_cast<int>(ps.placement_strategy), static_cast<int>(s.topology), ps.apply_time, ps.apply_bw,
+      static_cast<int>(ps.order), static_cast<int>(c.scheme.mode), c.options.compute_cv,
+      s.rpc_latency ? fmt::format("{}", *s.rpc_latency) : "unset", ps.message_overhead,
+      c.options.warmup_steps, c.options.measure_steps);
   return c;
 }
 
@@ -273,7 +290,8 @@ TEST(FastPath, InterchangeableParameterServerClientsEqualTheFullEngineOnRandomSc
     ASSERT_EQ(full.engine, SimulationEngine::Full);
     const bool in_domain = c.scheme.mode == Mode::Sync && c.scheme.ps.order == PsOrder::Fifo &&
                            c.options.compute_cv == 0 && c.options.network == NetworkKind::MaxMin &&
-                           !(c.scheme.ps.local_aggregation && c.cluster.workers_per_node > 1);
+                           !(c.scheme.ps.local_aggregation && c.cluster.workers_per_node > 1) &&
+                           c.scheme.ps.message_overhead == 0;
     if (!in_domain) {
       EXPECT_EQ(fast.engine, SimulationEngine::Full) << c.description;
     }

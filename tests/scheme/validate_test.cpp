@@ -1,7 +1,6 @@
 // scheme::validate and predict::predict on inputs built in C++: every rule throws stepcast::Error
 // naming its key (no file, line 0) instead of aborting in a predictor, and a valid neighbour of
 // each bad input passes. A rule that aborted would kill this binary, failing the test.
-#include "expect_error.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 #include <gtest/gtest.h>
@@ -12,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
-#include "stepcast/detail/scheme/step_simulation.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -41,7 +41,12 @@ Inputs base() {
   workload::Workload& w = in.workload;
   w.name = "tiny";
   w.batch_per_worker = 8;
-  w.ops = {{.name = "fwd0", .kind = workload::OpKind::Forward, .duration = 1e-3, .lane = 0, .layer = 0, .deps = {}},
+  w.ops = {{.name = "fwd0",
+            .kind = workload::OpKind::Forward,
+            .duration = 1e-3,
+            .lane = 0,
+            .layer = 0,
+            .deps = {}},
            {.name = "fwd1",
             .kind = workload::OpKind::Forward,
             .duration = 1e-3,
@@ -294,6 +299,10 @@ std::vector<Case> cases() {
        [](Inputs& in) { in.cluster.ps_nic_bw = 0; }, "cluster.ps_nic_bandwidth", ">= 0"},
       {"nan_ps_nic_bandwidth", [](Inputs& in) { in.cluster.ps_nic_bw = kNaN; },
        [](Inputs& in) { in.cluster.ps_nic_bw = 5e9; }, "cluster.ps_nic_bandwidth", "finite"},
+      {"negative_rpc_latency", [](Inputs& in) { in.cluster.rpc_latency = -1e-6; },
+       [](Inputs& in) { in.cluster.rpc_latency = 0; }, "cluster.rpc_latency", ">= 0"},
+      {"huge_rpc_latency", [](Inputs& in) { in.cluster.rpc_latency = 1e3; },
+       [](Inputs& in) { in.cluster.rpc_latency = 10; }, "cluster.rpc_latency", "<= 10"},
       {"fat_tree_levels",
        [](Inputs& in) {
          in.cluster.topology = Topology::FatTree;
@@ -380,6 +389,36 @@ std::vector<Case> cases() {
          in.scheme.ps.apply_bw = 1e10;
        },
        "training.ps.apply_bandwidth", "finite"},
+      {"negative_message_overhead",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = -50e-6;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = 50e-6;
+       },
+       "training.ps.message_overhead", ">= 0"},
+      {"nan_message_overhead",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = kNaN;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.message_overhead = 0;
+       },
+       "training.ps.message_overhead", "finite"},
+      {"unknown_placement_strategy",
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.placement_strategy = static_cast<PsPlacementStrategy>(9);
+       },
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.placement_strategy = PsPlacementStrategy::RoundRobin;
+       },
+       "training.ps.placement_strategy", "unknown value 9"},
       {"nan_bucket_size", [](Inputs& in) { in.scheme.allreduce.bucket_bytes = kNaN; },
        [](Inputs& in) { in.scheme.allreduce.bucket_bytes = 0; }, "training.allreduce.bucket_size", "finite"},
       {"unknown_scheme", [](Inputs& in) { in.scheme.scheme = static_cast<Scheme>(7); }, [](Inputs&) {},
@@ -499,8 +538,9 @@ TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
   e = expect_error([&] { (void)simulate_allreduce(spec, 1e6, AllReduceAlgorithm::Ring); });
   EXPECT_EQ(e.where().key, "cluster.nic_bandwidth");
   spec.nic_bw = 1.25e9;
-  e = expect_error(
-      [&] { (void)simulate_allreduce(spec, std::numeric_limits<double>::quiet_NaN(), AllReduceAlgorithm::Ring); });
+  e = expect_error([&] {
+    (void)simulate_allreduce(spec, std::numeric_limits<double>::quiet_NaN(), AllReduceAlgorithm::Ring);
+  });
   EXPECT_EQ(e.where().key, "--size");
   workload::Workload w;
   w.ops.push_back({.name = "op", .duration = 1e-3, .deps = {}});
@@ -510,8 +550,8 @@ TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
   spec.workers = 0;
   e = expect_error([&] { (void)simulate_steps(w, spec, scheme, {}); });
   EXPECT_EQ(e.where().key, "cluster.workers");
-  using Predictor = predict::Result (*)(const workload::Workload&, const cluster::ClusterSpec&, const SchemeConfig&,
-                                        const predict::Options&);
+  using Predictor = predict::Result (*)(const workload::Workload&, const cluster::ClusterSpec&,
+                                        const SchemeConfig&, const predict::Options&);
   const Predictor fine = [](const workload::Workload& a, const cluster::ClusterSpec& b, const SchemeConfig& c,
                             const predict::Options& d) { return predict::predict_fine(a, b, c, d); };
   for (Predictor predictor : {fine, &predict::predict_coarse, &predict::predict_analytic}) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,10 @@ struct ClusterSpec {
   int gpus_per_pcie_switch = 2;  ///< pcie only: GPUs sharing one PCIe switch uplink
   int nics_per_node = 1;         ///< 1 .. workers_per_node; GPU d uses NIC d * nics / workers_per_node
   double ps_nic_bw = 0;          ///< bytes/s of a dedicated server node's NIC; 0 = nic_bw
-  double gpu_memory = 0;         ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
+  /// s from a parameter-server message's last byte sent to its delivery (RPC stack and wire), in
+  /// place of the path's latency, for pulls and pushes; unset: the path's latency.
+  std::optional<double> rpc_latency;
+  double gpu_memory = 0;      ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
   double gpu_peak_flops = 0;  ///< FLOP/s per GPU at the training precision (spec sheet, dense); 0 = unknown
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;

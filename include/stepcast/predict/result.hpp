@@ -90,6 +90,24 @@ struct StepSpread {
   bool operator==(const StepSpread&) const = default;
 };
 
+/// Asynchronous parameter server (fine predictor): how stale gradients are when they reach their
+/// shard. A push's staleness is the number of updates the shard applied to its piece (a tensor,
+/// or its slice on that shard) between the worker's pull of that piece (its request at the start
+/// of the step, when the shard reads it) and the push's arrival: other workers' gradients applied
+/// to parameters this gradient was not computed from. A piece pulled at the start of a step and
+/// pushed at its end sees every other worker's update once, N - 1; one pushed earlier in the
+/// backward pass sees fewer, about (N - 1) x (time from pull to push / step time). Over the
+/// pushes of every worker's measured steps; p95 interpolates linearly between order statistics,
+/// as StepSpread does. pushes == 0: not measured (sync training, where it is 0 by the barrier,
+/// and the coarse and analytic predictors).
+struct Staleness {
+  uint64_t pushes = 0;  ///< gradient pushes counted
+  double mean = 0;      ///< updates
+  double p95 = 0;       ///< updates
+  double max = 0;       ///< updates
+  bool operator==(const Staleness&) const = default;
+};
+
 /// The whole job (Options::job): start-up, then steps of Result::step_time. samples == 0: off.
 struct Job {
   double samples = 0;       ///< samples asked for
@@ -110,6 +128,7 @@ enum class BottleneckKind : uint8_t {
   NetworkLatency,    ///< per-transfer and per-step latencies, no link busy enough to explain it
   PsNic,             ///< a parameter server's NIC
   PsApply,           ///< a parameter server applying gradients
+  PsMessages,        ///< a parameter server's CPU handling messages (training.ps.message_overhead)
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
 };
@@ -193,6 +212,7 @@ struct Result {
   /// All-reduce with algorithm or protocol auto, or an NCCL protocol: each bucket's collective, in
   /// bucket order; empty otherwise (every bucket runs training.allreduce.algorithm on the links).
   std::vector<BucketCollective> collectives{};
+  Staleness staleness{};  ///< async parameter server, fine predictor; pushes == 0 otherwise
   Trace trace;
   bool operator==(const Result&) const = default;
 };

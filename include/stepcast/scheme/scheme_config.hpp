@@ -13,16 +13,28 @@ namespace stepcast::scheme {
 
 enum class Scheme : uint8_t { ParameterServer, AllReduce, Fsdp };
 enum class Mode : uint8_t { Sync, Async };
-/// whole: each tensor lives whole on one shard, placed in creation order onto the shard with the
-/// fewest bytes so far (TensorFlow's GreedyLoadBalancingStrategy), so one large tensor can make
-/// its shard the bottleneck; split: every tensor is cut evenly over all shards.
+/// whole: each tensor lives whole on one shard (where: PsPlacementStrategy), so one large tensor
+/// can make its shard the bottleneck; split: every tensor is cut evenly over all shards.
 enum class PsPartition : uint8_t { Whole, Split };
+/// Which shard a whole tensor goes to (partition whole; split ignores it):
+/// - least_loaded: in creation (layer) order, each tensor to the shard with the fewest bytes so
+///   far, ties to the lowest index: TensorFlow's GreedyLoadBalancingStrategy and tf_cnn_benchmarks'
+///   ParamServerDeviceSetter, which place variables as the model creates them;
+/// - greedy_sorted: the same greedy rule over the tensors sorted by bytes, largest first (ties in
+///   creation order): the longest-processing-time heuristic, which balances better (its largest
+///   shard is at most 4/3 of the best possible) but is not what a framework does by itself;
+/// - round_robin: in creation order onto shards 0, 1, ..., P-1, 0, 1, ... whatever their sizes:
+///   the default of TensorFlow's replica_device_setter.
+enum class PsPlacementStrategy : uint8_t { LeastLoaded, GreedySorted, RoundRobin };
 /// dedicated: each shard has a node of its own; colocated: shard s runs on the host CPU of
 /// worker node s.
 enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// random: each step each worker's parameters are sent in an arbitrary (seeded) order, as
-/// TensorFlow does; fifo: in layer order, which is also the order the forward pass needs them.
-enum class PsOrder : uint8_t { Random, Fifo };
+/// TensorFlow does; fifo: in creation (layer) order; tic: TicTac's timing-independent order, by
+/// the dependency depth of the first forward op that reads each parameter (pushes likewise);
+/// tac: TicTac's timing-aware order, by when that op starts in one worker's schedule alone.
+/// For a plain chain of layers all three orders but random coincide.
+enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac };
 /// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
 /// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
 /// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
@@ -77,10 +89,15 @@ enum class Optimizer : uint8_t { Adam, Momentum, Sgd };
 struct PsConfig {
   int count = 1;
   PsPartition partition = PsPartition::Whole;
+  PsPlacementStrategy placement_strategy = PsPlacementStrategy::LeastLoaded;
   PsPlacement placement = PsPlacement::Dedicated;
   PsOrder order = PsOrder::Random;
   double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
   double apply_bw = 0;    ///< bytes/s of applying gradients at a shard; 0 = free
+  /// s of CPU each message (one piece pulled or pushed) costs at both ends: at the shard on one
+  /// lane for all its messages, one at a time (k messages cost it k x this), and at the worker on
+  /// the connection (a pull after it arrives, a push before it is sent); 0 = free.
+  double message_overhead = 0;
   /// true: the GPUs of a node first sum their gradients at the node's first GPU, which alone
   /// talks to the servers and broadcasts parameters inside the node (TensorFlow's
   /// distributed_replicated, BytePS); false: every GPU talks to the servers (parameter_server).

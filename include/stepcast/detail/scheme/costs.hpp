@@ -25,13 +25,16 @@ namespace stepcast::scheme {
 [[nodiscard]] double ps_server_bw(const cluster::ClusterSpec& spec, const PsConfig& ps);
 
 /// What one client step asks of each shard under ps's placement (place_parameters): the bytes it
-/// holds (pulled once and pushed once per client step) and the time its apply lane needs (one
-/// ps_apply_time per received piece). Index = shard, max(1, ps.count) entries.
+/// holds (pulled once and pushed once per client step), the time its apply lane needs (one
+/// ps_apply_time per received piece) and the messages it handles (one per piece each way, each
+/// costing ps.message_overhead on its message lane). Index = shard, max(1, ps.count) entries.
 struct ShardLoads {
   std::vector<double> bytes;  ///< bytes per shard
   std::vector<double> apply;  ///< s per shard
+  std::vector<int> messages;  ///< pieces per shard: messages per client step in each direction
   [[nodiscard]] double largest_bytes() const;
   [[nodiscard]] double largest_apply() const;
+  [[nodiscard]] int largest_messages() const;
 };
 [[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
 

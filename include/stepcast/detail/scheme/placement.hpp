@@ -1,5 +1,7 @@
-// Where parameters live on parameter-server shards: each tensor whole on one shard (greedy by
-// bytes in creation order, as TensorFlow's GreedyLoadBalancingStrategy does) or split evenly.
+// Where parameters live on parameter-server shards: each tensor whole on one shard, placed by
+// ps.placement_strategy (least-loaded in creation order as TensorFlow's
+// GreedyLoadBalancingStrategy and tf_cnn_benchmarks do, greedy over sizes sorted largest first, or
+// round-robin as replica_device_setter does), or every tensor split evenly.
 //
 //   auto pieces = place_parameters(workload, ps_config);   // one Piece per (tensor, shard)
 #pragma once
@@ -19,8 +21,9 @@ struct Piece {
   bool operator==(const Piece&) const = default;
 };
 
-/// Pieces in tensor order. whole: one piece per tensor on the shard with the least bytes so far
-/// (ties to the lowest index); split: `count` pieces per tensor of bytes/count each.
+/// Pieces in tensor order. whole: one piece per tensor, on the shard ps.placement_strategy picks
+/// (PsPlacementStrategy; greedy ties go to the lowest index); split: `count` pieces per tensor of
+/// bytes/count each.
 [[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload, const PsConfig& ps);
 
 /// Bytes stored on each shard.

@@ -94,6 +94,10 @@ struct SimulationResult {
   uint32_t max_link_flows = 0;
   std::vector<LinkLoad> links;  ///< the busiest links over the window, busiest first (at most 10)
   SimulationEngine engine = SimulationEngine::Full;
+  /// Asynchronous parameter server: pushes of the workers' measured steps by staleness (index =
+  /// updates the shard applied to the piece between its pull and the push's arrival); empty
+  /// for sync training and other schemes.
+  std::vector<uint64_t> staleness_counts;
   sim::Trace trace;
 };
 
