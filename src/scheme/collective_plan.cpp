@@ -385,7 +385,8 @@ CollectivePlan hdrm_plan(const Cluster& c) {
   auto exchange = [&](int distance, int round) {  // round -1: every rank
     std::vector<Transfer> t;
     for (int r = 0; r < n; ++r) {
-      if (round < 0 || r / cross_ranks == round) t.push_back({worker_of_rank[r], worker_of_rank[r ^ distance], 1});
+      if (round < 0 || r / cross_ranks == round)
+        t.push_back({worker_of_rank[r], worker_of_rank[r ^ distance], 1});
     }
     return add_pattern(plan, make_pattern(c, t));
   };
@@ -611,21 +612,33 @@ AllReducePlanner::AllReducePlanner(const Cluster& cluster, AllReduceAlgorithm al
   }
   for (AllReduceAlgorithm a : algorithms_)
     plans_.push_back(plan_collective(cluster, CollectiveOp::AllReduce, a));
+  candidates_ = {protocol_};
+  if (protocol_ == CollectiveProtocol::Auto) {
+    candidates_ = {CollectiveProtocol::LL, CollectiveProtocol::LL128, CollectiveProtocol::Simple};
+  }
+  const bool a_choice = plans_.size() > 1 || candidates_.size() > 1;
+  if (a_choice && protocol_ != CollectiveProtocol::Links) {
+    for (size_t i = 0; i < plans_.size(); ++i) {
+      for (CollectiveProtocol p : candidates_) {
+        nccl_costs_.push_back(collective_cost(cluster, plans_[i], terms_for(cluster, algorithms_[i], p, 0)));
+      }
+    }
+  }
 }
 
 AllReducePlanner::Choice AllReducePlanner::choose(double bytes) const {
-  std::vector<CollectiveProtocol> protocols{protocol_};
-  if (protocol_ == CollectiveProtocol::Auto) {
-    protocols = {CollectiveProtocol::LL, CollectiveProtocol::LL128, CollectiveProtocol::Simple};
-  }
   Choice best;
   double best_time = net::kInfinity;
   for (size_t i = 0; i < plans_.size(); ++i) {
-    for (CollectiveProtocol p : protocols) {
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      const CollectiveProtocol p = candidates_[k];
       const CollectiveTerms terms = terms_for(cluster_, algorithms_[i], p, bytes);
-      const double t = plans_.size() == 1 && protocols.size() == 1
-                           ? 0.0
-                           : collective_cost(cluster_, plans_[i], terms).time(bytes);
+      double t = 0;  // a single candidate needs no time
+      if (!nccl_costs_.empty()) {
+        t = nccl_costs_[i * candidates_.size() + k].time(bytes);
+      } else if (plans_.size() > 1 || candidates_.size() > 1) {
+        t = collective_cost(cluster_, plans_[i], terms).time(bytes);  // links: the regime depends on the size
+      }
       if (t < best_time) {
         best_time = t;
         best = {static_cast<int>(i), algorithms_[i], p, terms};

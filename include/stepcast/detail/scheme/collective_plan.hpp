@@ -139,8 +139,12 @@ class AllReducePlanner {
  private:
   const cluster::Cluster& cluster_;
   CollectiveProtocol protocol_;
+  std::vector<CollectiveProtocol> candidates_;  ///< the protocols tried (never Auto)
   std::vector<AllReduceAlgorithm> algorithms_;  ///< of plans_, in order
   std::vector<CollectivePlan> plans_;
+  /// Under an NCCL protocol a candidate's closed form does not depend on the size: computed once
+  /// per (plan, candidate protocol), plans_.size() x candidates_.size(); empty under `links`.
+  std::vector<CollectiveCost> nccl_costs_;
 };
 
 [[nodiscard]] const char* to_string(CollectiveProtocol protocol);
