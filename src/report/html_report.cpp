@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <sstream>
@@ -220,7 +221,8 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
   json.end_array();
   // A wide range of worker counts (1 to 1,024) is unreadable on a linear axis.
   json.key("workers_log_scale");
-  json.boolean(fewest >= 1 && most >= 8 * fewest);
+  json.boolean(fewest >= 1 &&
+               int64_t{most} >= 8 * int64_t{fewest});  // 64-bit: an empty sweep leaves fewest at INT_MAX
   json.key("time_unit");
   json.string(unit.name);
   json.key("time_per_s");
