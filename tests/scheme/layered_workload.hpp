@@ -1,5 +1,5 @@
 // Test helper shared by the parameter-server suites: a one-lane chain of layers, each with one
-// tensor, and the mean step of a simulation.
+// tensor, a switch cluster, and the mean step of a simulation.
 #pragma once
 
 #include <fmt/format.h>
@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/workload/workload.hpp"
 
@@ -54,6 +55,15 @@ inline workload::Workload layered(int layers, double tensor_bytes, double forwar
                                   bool head_first = false) {
   return layered(std::vector<double>(static_cast<size_t>(layers), tensor_bytes), forward_time, backward_time,
                  head_first);
+}
+
+/// `workers` workers, one per node, on a switch with NICs of nic_bw (bytes/s) and `latency` (s).
+inline cluster::ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
+  cluster::ClusterSpec spec;
+  spec.workers = workers;
+  spec.nic_bw = nic_bw;
+  spec.latency = latency;
+  return spec;
 }
 
 /// s, the mean over workers of their step cycle.

@@ -17,19 +17,12 @@
 namespace stepcast::scheme {
 namespace {
 
+using test_workloads::cluster_of;
 using test_workloads::layered;
 using test_workloads::mean_cycle;
 
 using cluster::ClusterSpec;
 using workload::Workload;
-
-ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
-  ClusterSpec spec;
-  spec.workers = workers;
-  spec.nic_bw = nic_bw;
-  spec.latency = latency;
-  return spec;
-}
 
 SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order, double overhead) {
   SchemeConfig s;

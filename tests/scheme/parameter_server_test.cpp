@@ -7,67 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
-#include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast::scheme {
 namespace {
 
 using cluster::ClusterSpec;
-using workload::OpKind;
+using test_workloads::cluster_of;
+using test_workloads::layered;
+using test_workloads::mean_cycle;
 using workload::Workload;
-
-/// One lane; forward ops of layers 0..L-1, then backward ops of layers L-1..0, each depending on
-/// the op before it. Layer l has one tensor of tensor_bytes[l], read by its forward op and whose
-/// gradient its backward op produces.
-Workload layered(const std::vector<double>& tensor_bytes, double forward_time, double backward_time) {
-  const int layers = static_cast<int>(tensor_bytes.size());
-  Workload w;
-  w.name = "layered";
-  w.batch_per_worker = 32;
-  for (int l = 0; l < layers; ++l) {
-    workload::Op op{.name = "fwd" + std::to_string(l),
-                    .kind = OpKind::Forward,
-                    .duration = forward_time,
-                    .lane = 0,
-                    .layer = l,
-                    .deps = {}};
-    if (l > 0) op.deps = {l - 1};
-    w.ops.push_back(op);
-  }
-  for (int l = layers - 1; l >= 0; --l) {
-    const int index = static_cast<int>(w.ops.size());
-    w.ops.push_back({.name = "bwd" + std::to_string(l),
-                     .kind = OpKind::Backward,
-                     .duration = backward_time,
-                     .lane = 0,
-                     .layer = l,
-                     .deps = {index - 1}});
-  }
-  for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = "w" + std::to_string(l),
-                         .bytes = tensor_bytes[l],
-                         .producer = 2 * layers - 1 - l,
-                         .consumers = {l}});
-  }
-  EXPECT_EQ(workload::validate(w), "");
-  return w;
-}
 
 Workload uniform(int layers, double total_bytes, double forward_time, double backward_time) {
   return layered(std::vector<double>(layers, total_bytes / layers), forward_time, backward_time);
-}
-
-ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
-  ClusterSpec spec;
-  spec.workers = workers;
-  spec.nic_bw = nic_bw;
-  spec.latency = latency;
-  return spec;
 }
 
 SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order = PsOrder::Random) {
@@ -78,12 +36,6 @@ SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order = Ps
   s.ps.partition = partition;
   s.ps.order = order;
   return s;
-}
-
-double mean_cycle(const SimulationResult& r) {
-  double sum = 0;
-  for (const WorkerTimes& t : r.workers) sum += t.cycle;
-  return sum / static_cast<double>(r.workers.size());
 }
 
 double steps_per_second(const SimulationResult& r) {
