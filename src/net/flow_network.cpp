@@ -12,7 +12,12 @@ namespace {
 // the rounding of remaining/rate, so that a flow never lingers with a few bytes left.
 constexpr double kRelativeTimeTolerance = 1e-12;
 constexpr double kAbsoluteTimeTolerance = 1e-15;
-constexpr uint32_t kNoLink = ~uint32_t{0};
+// Affected-set re-sharing compares rates filled in different orders (and loads kept by
+// differences): within this, two rates are equal and a link with this share of its capacity left
+// is saturated. Far below what a simulated time can resolve, far above the rounding.
+constexpr double kFairnessTolerance = 1e-9;
+// Rounds of expanding the affected set before the whole component is re-filled instead.
+constexpr int kMaxAffectedRounds = 8;
 
 bool completes_by(double finish, double t) {
   return finish <= t + kAbsoluteTimeTolerance + kRelativeTimeTolerance * std::fabs(t);
@@ -26,7 +31,11 @@ FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share, Resharing r
       link_bytes_(capacity_.size(), 0.0),
       links_(capacity_.size()),
       remaining_capacity_(capacity_.size(), 0.0),
-      unfixed_weight_(capacity_.size(), 0) {
+      unfixed_weight_(capacity_.size(), 0),
+      load_(capacity_.size(), 0.0),
+      level_(capacity_.size(), 0.0),
+      held_(capacity_.size(), 0),
+      local_of_(capacity_.size(), 0) {
   for (double c : capacity_) STEPCAST_ASSERT(c > 0 && std::isfinite(c));
 }
 
@@ -65,6 +74,8 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     }
   }
   flow.path.resize(out);
+  flow.rate = 0;  // books nothing on its links until it is filled
+  flow.bottleneck = kNoLink;
   bool alone = true;  // no other flow on any of its links
   for (const LinkUse& use : flow.path) {
     alone = alone && links_[use.link].weight == 0;
@@ -95,10 +106,11 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
   } else if (runs_alone) {
     // Its narrowest link, shared only among its own members: the flow is alone (a ring step's
     // group, a single transfer), or sharing is off. Nothing is re-shared (nor counted as such).
-    flow.rate = rate_alone(flow);
+    const Alone alone_rate = rate_alone(flow);
+    flow.rate = alone_rate.rate;
+    flow.bottleneck = alone_rate.bottleneck;
     schedule(f);
   } else {
-    flow.rate = 0;
     for (const LinkUse& use : flow.path) marked_links_.push_back(use.link);
     dirty_ = true;
   }
@@ -190,6 +202,7 @@ void FlowNetwork::remove(uint32_t f) {
     flows_[unlisted_[unlisted_slot]].unlisted_slot = unlisted_slot;
     unlisted_.pop_back();
   }
+  if (flow.listed) book(flow, -1);
   for (size_t i = 0; i < flow.path.size(); ++i) {
     const uint32_t link = flow.path[i].link;
     if (flow.listed) {
@@ -202,6 +215,7 @@ void FlowNetwork::remove(uint32_t f) {
       if (next != kNoNode) flows_[flow_of(next)].prev_on_link[entry_of(next)] = prev;
     }
     links_[link].weight -= flow.path[i].count;
+    if (links_[link].weight == 0) load_[link] = 0;  // no drift survives an empty link
     // Only the flows left on its links (and those connected to them) may speed up.
     if (share_ && links_[link].weight > 0) {
       marked_links_.push_back(link);
@@ -236,6 +250,19 @@ void FlowNetwork::list(uint32_t f) {
     links_[link].head = node;
   }
   flow.listed = true;
+  book(flow, +1);
+}
+
+void FlowNetwork::book(const Flow& flow, double sign) const {
+  for (const LinkUse& use : flow.path) load_[use.link] += sign * flow.rate * use.count;
+  if (flow.bottleneck == kNoLink) return;
+  const uint32_t b = flow.bottleneck;
+  if (sign > 0) {
+    level_[b] = held_[b] == 0 ? flow.rate : std::max(level_[b], flow.rate);
+    ++held_[b];
+  } else {
+    --held_[b];
+  }
 }
 
 void FlowNetwork::list_unlisted() {
@@ -246,10 +273,13 @@ void FlowNetwork::list_unlisted() {
   unlisted_.clear();
 }
 
-double FlowNetwork::rate_alone(const Flow& flow) const {
-  double rate = flow.max_rate;
-  for (const LinkUse& use : flow.path) rate = std::min(rate, capacity_[use.link] / use.count);
-  return rate;
+FlowNetwork::Alone FlowNetwork::rate_alone(const Flow& flow) const {
+  Alone alone{flow.max_rate, kNoLink};
+  for (const LinkUse& use : flow.path) {
+    const double share = capacity_[use.link] / use.count;
+    if (share < alone.rate) alone = {share, use.link};
+  }
+  return alone;
 }
 
 void FlowNetwork::schedule(uint32_t f) const {
@@ -317,11 +347,26 @@ void FlowNetwork::collect_component() const {
 void FlowNetwork::reshare() const {
   dirty_ = false;
   ++recomputations_;
+  if (resharing_ == Resharing::Incremental && reshare_affected()) return;
   collect_component();
   flows_reshared_ += component_flows_.size();
   fill_component();
+  commit_component();
   for (uint32_t f : component_flows_) schedule(f);
   compact_completions();
+}
+
+void FlowNetwork::commit_component() const {
+  // Every flow on a component link is in the component: recount its links from scratch.
+  for (uint32_t l : component_links_) {
+    load_[l] = 0;
+    held_[l] = 0;
+  }
+  for (uint32_t f : component_flows_) {
+    Flow& flow = flows_[f];
+    flow.bottleneck = flow.next_bottleneck;
+    book(flow, +1);
+  }
 }
 
 void FlowNetwork::fill_component() const {
@@ -334,7 +379,9 @@ void FlowNetwork::fill_component() const {
   if (component_flows_.size() == 1) {
     // A flow alone (a ring step's group, a single transfer) runs at its narrowest link.
     Flow& flow = flows_[component_flows_.front()];
-    flow.rate = rate_alone(flow);
+    const Alone alone = rate_alone(flow);
+    flow.rate = alone.rate;
+    flow.next_bottleneck = alone.bottleneck;
     return;
   }
   // Progressive filling: repeatedly take the lowest level, a link's fair share per unfixed member
@@ -365,6 +412,7 @@ void FlowNetwork::fill_component() const {
     --unfixed;
     Flow& flow = flows_[f];
     flow.rate = rate;
+    flow.next_bottleneck = skip_link;
     for (const LinkUse& use : flow.path) {
       remaining_capacity_[use.link] = std::max(0.0, remaining_capacity_[use.link] - rate * use.count);
       unfixed_weight_[use.link] -= use.count;
@@ -389,6 +437,202 @@ void FlowNetwork::fill_component() const {
       node = flows_[f].next_on_link[entry_of(node)];
       if (!fixed_[f]) fix(f, top.share, l);
     }
+  }
+}
+
+bool FlowNetwork::reshare_affected() const {
+  if (++stamp_ == 0) {  // wrapped: forget every old stamp
+    for (LinkState& link : links_) link.visit = 0;
+    for (Flow& flow : flows_) flow.visit = 0;
+    stamp_ = 1;
+  }
+  affected_flows_.clear();
+  affected_links_.clear();
+  for (uint32_t l : marked_links_) {
+    if (links_[l].head != kNoNode) expand(affected_link(l));
+  }
+  for (int round = 0;; ++round) {
+    fill_affected();
+    find_violations();
+    if (violations_.empty()) break;
+    if (round == kMaxAffectedRounds || 2 * affected_flows_.size() > active_.size()) {
+      // Most of the component is in already: filling it whole is cheaper than more rounds.
+      marked_links_.clear();
+      for (const AffectedLink& a : affected_links_) marked_links_.push_back(a.link);
+      return false;
+    }
+    for (uint32_t local : violations_) expand(local);
+  }
+  marked_links_.clear();
+  flows_reshared_ += affected_flows_.size();
+  commit_affected();
+  compact_completions();
+  return true;
+}
+
+uint32_t FlowNetwork::affected_link(uint32_t link) const {
+  if (links_[link].visit != stamp_) {
+    links_[link].visit = stamp_;
+    local_of_[link] = static_cast<uint32_t>(affected_links_.size());
+    AffectedLink a;
+    a.link = link;
+    a.capacity_left = capacity_[link] - load_[link];
+    affected_links_.push_back(a);
+  }
+  return local_of_[link];
+}
+
+void FlowNetwork::add_affected(uint32_t f) const {
+  Flow& flow = flows_[f];
+  flow.visit = stamp_;
+  affected_flows_.push_back(f);
+  // Bring it to now_ at its old rate before the rate changes.
+  flow.remaining = std::max(0.0, flow.remaining - flow.rate * (now_ - flow.updated));
+  flow.updated = now_;
+  for (const LinkUse& use : flow.path) {
+    AffectedLink& a = affected_links_[affected_link(use.link)];
+    a.weight += use.count;
+    a.old_load += flow.rate * use.count;
+    a.capacity_left += flow.rate * use.count;
+    if (flow.bottleneck == use.link) ++a.held_before;
+  }
+}
+
+void FlowNetwork::expand(uint32_t local) const {
+  if (affected_links_[local].expanded) return;
+  affected_links_[local].expanded = true;
+  for (uint64_t node = links_[affected_links_[local].link].head; node != kNoNode;) {
+    const uint32_t f = flow_of(node);
+    node = flows_[f].next_on_link[entry_of(node)];
+    if (flows_[f].visit != stamp_) add_affected(f);
+  }
+}
+
+void FlowNetwork::fill_affected() const {
+  // The affected flows of each link, contiguous (counting sort by link), so that fixing a link
+  // walks its affected flows and not its whole list.
+  for (AffectedLink& a : affected_links_) a.first = a.end = 0;
+  for (uint32_t f : affected_flows_) {
+    for (const LinkUse& use : flows_[f].path) ++affected_links_[local_of_[use.link]].end;
+  }
+  uint32_t offset = 0;
+  for (AffectedLink& a : affected_links_) {
+    a.first = offset;
+    offset += a.end;
+    a.end = a.first;
+  }
+  affected_on_link_.resize(offset);
+  for (uint32_t f : affected_flows_) {
+    for (const LinkUse& use : flows_[f].path) affected_on_link_[affected_links_[local_of_[use.link]].end++] = f;
+  }
+  // Progressive filling over the affected flows, as in fill_component, on what the others leave.
+  if (fixed_.size() < flows_.size()) fixed_.resize(flows_.size(), 0);
+  std::vector<LinkShare>& heap = levels_;
+  heap.clear();
+  for (uint32_t f : affected_flows_) {
+    fixed_[f] = 0;
+    if (flows_[f].max_rate < kInfinity) heap.push_back({flows_[f].max_rate, f, true});
+  }
+  for (uint32_t i = 0; i < affected_links_.size(); ++i) {
+    AffectedLink& a = affected_links_[i];
+    a.remaining = std::max(0.0, a.capacity_left);
+    a.unfixed = a.weight;
+    heap.push_back({a.remaining / a.unfixed, i});
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  size_t unfixed = affected_flows_.size();
+  auto fix = [&](uint32_t f, double rate, uint32_t held_by) {
+    fixed_[f] = 1;
+    --unfixed;
+    Flow& flow = flows_[f];
+    flow.next_rate = rate;
+    flow.next_bottleneck = held_by == kNoLink ? kNoLink : affected_links_[held_by].link;
+    for (const LinkUse& use : flow.path) {
+      const uint32_t local = local_of_[use.link];
+      AffectedLink& a = affected_links_[local];
+      a.remaining = std::max(0.0, a.remaining - rate * use.count);
+      a.unfixed -= use.count;
+      if (a.unfixed > 0 && local != held_by) {
+        heap.push_back({a.remaining / a.unfixed, local});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    }
+  };
+  while (unfixed > 0 && !heap.empty()) {
+    const LinkShare top = heap.front();
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.pop_back();
+    if (top.is_bound) {
+      if (!fixed_[top.id]) fix(top.id, top.share, kNoLink);
+      continue;
+    }
+    const AffectedLink& a = affected_links_[top.id];
+    if (a.unfixed == 0 || top.share != a.remaining / a.unfixed) continue;
+    for (uint32_t k = a.first; k < a.end; ++k) {
+      if (!fixed_[affected_on_link_[k]]) fix(affected_on_link_[k], top.share, top.id);
+    }
+  }
+}
+
+void FlowNetwork::find_violations() const {
+  // Affected flows held by a link are saturating it and no affected flow on it is faster; what is
+  // left to check is the unaffected flows on the same links.
+  violations_.clear();
+  for (uint32_t i = 0; i < affected_links_.size(); ++i) {
+    const AffectedLink& a = affected_links_[i];
+    const uint32_t l = a.link;
+    if (links_[l].weight == a.weight) continue;  // every flow on it is affected
+    double fastest = 0, slowest_held = kInfinity;
+    for (uint32_t k = a.first; k < a.end; ++k) {
+      const Flow& flow = flows_[affected_on_link_[k]];
+      fastest = std::max(fastest, flow.next_rate);
+      if (flow.next_bottleneck == l) slowest_held = std::min(slowest_held, flow.next_rate);
+    }
+    // Unaffected flows it holds keep their rate: it must stay saturated with none faster.
+    if (held_[l] > a.held_before) {
+      const bool saturated = a.remaining <= kFairnessTolerance * capacity_[l];
+      if (!saturated || fastest > level_[l] * (1 + kFairnessTolerance)) {
+        violations_.push_back(i);
+        continue;
+      }
+    }
+    // Affected flows it now holds must be no slower than any unaffected flow on it. If it held
+    // flows before, none on it was faster than its level; otherwise look.
+    if (slowest_held == kInfinity) continue;
+    if (held_[l] > 0 && slowest_held >= level_[l] * (1 - kFairnessTolerance)) continue;
+    double fastest_other = 0;
+    for (uint64_t node = links_[l].head; node != kNoNode;) {
+      const Flow& flow = flows_[flow_of(node)];
+      node = flow.next_on_link[entry_of(node)];
+      if (flow.visit != stamp_) fastest_other = std::max(fastest_other, flow.rate);
+    }
+    if (slowest_held < fastest_other * (1 - kFairnessTolerance)) violations_.push_back(i);
+  }
+}
+
+void FlowNetwork::commit_affected() const {
+  for (uint32_t f : affected_flows_) {
+    const Flow& flow = flows_[f];
+    if (flow.bottleneck != kNoLink) --held_[flow.bottleneck];
+    for (const LinkUse& use : flow.path) affected_links_[local_of_[use.link]].new_load += flow.next_rate * use.count;
+  }
+  for (const AffectedLink& a : affected_links_) {
+    // A link whose flows are all affected is recounted exactly; others by the difference.
+    load_[a.link] = links_[a.link].weight == a.weight ? a.new_load : load_[a.link] + (a.new_load - a.old_load);
+  }
+  for (uint32_t f : affected_flows_) {
+    Flow& flow = flows_[f];
+    const bool changed = flow.next_rate != flow.rate;
+    flow.rate = flow.next_rate;
+    flow.bottleneck = flow.next_bottleneck;
+    if (flow.bottleneck != kNoLink) {
+      const uint32_t b = flow.bottleneck;
+      level_[b] = held_[b] == 0 ? flow.rate : std::max(level_[b], flow.rate);
+      ++held_[b];
+    }
+    // A flow whose rate is unchanged keeps its completion entry (its remaining bytes were only
+    // brought to now_ at that same rate).
+    if (changed) schedule(f);
   }
 }
 

@@ -1,13 +1,23 @@
 // Private: the max-min flow network behind make_maxmin_network (and, with sharing turned off,
 // make_no_contention_network).
 //
-// Re-sharing is incremental: every link keeps the list of flows crossing it (a flow that runs alone
-// on all its links joins the lists only once another flow meets it), the links of flows
-// that started or ended since the last re-share are marked, and only the connected component of
-// the flow-link graph reachable from the marked links is re-filled (max-min rates in one
-// component do not depend on any other). Flows elsewhere keep their rate, their bookkeeping and
-// their scheduled completion. Resharing::Full re-fills everything on every change; it is kept as
-// the reference the incremental mode is tested and benchmarked against.
+// Re-sharing is incremental. Every link keeps the list of flows crossing it (a flow that runs
+// alone on all its links joins the lists only once another flow meets it), the links of flows
+// that started or ended since the last re-share are marked, and only the flows whose rate may
+// change are re-filled:
+//  - the affected set starts as the flows on the marked links; progressive filling runs over it
+//    with the capacity the other flows leave on each link;
+//  - the result is max-min fair if every flow still has a bottleneck (a saturated link on its
+//    path where no flow is faster, or its own bound). Every flow remembers the link that holds it
+//    and every link how many flows it holds and at what rate (its level), so this is checked on
+//    the links the affected flows cross, in O(1) for a link that holds none of the others;
+//  - where it fails, every flow on that link joins the set and the filling runs again. The set
+//    only grows, and never beyond the connected component of the change (max-min rates in one
+//    component do not depend on any other); past half the active flows or a few rounds the
+//    whole component is re-filled instead.
+// An incast (N clients to P servers) re-shares about N + P flows per change, not N x P.
+// Resharing::Full re-fills everything on every change; it is kept as the reference the
+// incremental mode is tested and benchmarked against.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +47,7 @@ class FlowNetwork final : public NetworkModel {
   [[nodiscard]] uint64_t flows_reshared() const override { return flows_reshared_; }
 
  private:
+  static constexpr uint32_t kNoLink = ~uint32_t{0};
   enum class State : uint8_t { Free, Active, Finished };
   struct Flow {
     std::vector<LinkUse> path;
@@ -53,6 +64,9 @@ class FlowNetwork final : public NetworkModel {
     uint32_t generation = 0;     ///< invalidates stale completion-heap entries
     uint32_t visit = 0;          ///< component search stamp
     uint32_t unlisted_slot = 0;  ///< its index in unlisted_ while not listed
+    uint32_t bottleneck = kNoLink;  ///< the link that holds its rate; kNoLink: its bound (or unset)
+    double next_rate = 0;           ///< of the re-share in progress
+    uint32_t next_bottleneck = kNoLink;
     bool listed = false;         ///< in the per-link lists (next_on_link/prev_on_link valid)
     State state = State::Free;
   };
@@ -75,6 +89,19 @@ class FlowNetwork final : public NetworkModel {
     }
   };
 
+  // A link crossed by the affected flows of the re-share in progress (reshare_affected).
+  struct AffectedLink {
+    uint32_t link = 0;
+    uint32_t weight = 0;            ///< members of affected flows crossing it
+    uint32_t held_before = 0;       ///< affected flows it held before the re-share
+    bool expanded = false;          ///< all of its flows are affected
+    double capacity_left = 0;       ///< by the unaffected flows
+    double old_load = 0, new_load = 0;  ///< of the affected flows, before and after
+    double remaining = 0;           ///< progressive filling: capacity not yet given out
+    uint32_t unfixed = 0;           ///< progressive filling: members not yet fixed
+    uint32_t first = 0, end = 0;    ///< its affected flows in affected_on_link_[first, end)
+  };
+
   // A list entry names a flow and the index of the link in its path.
   static constexpr uint64_t kNoNode = ~uint64_t{0};
   static uint64_t node_of(uint32_t flow, size_t entry) { return (uint64_t{flow} << 32) | entry; }
@@ -86,6 +113,20 @@ class FlowNetwork final : public NetworkModel {
   void reshare() const;
   void collect_component() const;
   void fill_component() const;
+  /// Brings the component's link bookkeeping (load, held flows, level) in line with its new rates.
+  void commit_component() const;
+  /// Re-shares only the flows whose rate may change (see the file comment); false if it gave up
+  /// for the whole component, whose links it then leaves in marked_links_.
+  bool reshare_affected() const;
+  uint32_t affected_link(uint32_t link) const;
+  void add_affected(uint32_t f) const;
+  void expand(uint32_t local) const;
+  void fill_affected() const;
+  /// Local indices of links where the filled rates break max-min fairness with unaffected flows.
+  void find_violations() const;
+  void commit_affected() const;
+  /// Adds (sign +1) or takes off (-1) a listed flow's load and hold on its links.
+  void book(const Flow& flow, double sign) const;
   void schedule(uint32_t f) const;
   void compact_completions() const;
   /// The earliest entry of completions_ (a min-heap kept with std::push_heap/pop_heap, so that
@@ -97,8 +138,13 @@ class FlowNetwork final : public NetworkModel {
   void list(uint32_t f);
   /// Lists every active flow that ran alone so far (see unlisted_).
   void list_unlisted();
-  /// Its narrowest link shared only among its own members, or its own bound if lower.
-  [[nodiscard]] double rate_alone(const Flow& flow) const;
+  /// Its narrowest link shared only among its own members, or its own bound if lower
+  /// (bottleneck kNoLink).
+  struct Alone {
+    double rate;
+    uint32_t bottleneck;
+  };
+  [[nodiscard]] Alone rate_alone(const Flow& flow) const;
 
   std::vector<double> capacity_;
   bool share_;
@@ -135,6 +181,16 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<uint32_t> unfixed_weight_;
   mutable std::vector<uint8_t> fixed_;
   mutable std::vector<LinkShare> levels_;  ///< progressive filling's min-heap
+  // Per link, over the listed flows: the bandwidth they use, how many it holds (their bottleneck
+  // is this link) and at what rate. Exact after a component fill; kept by differences otherwise.
+  mutable std::vector<double> load_, level_;
+  mutable std::vector<uint32_t> held_;
+  // Affected-set re-sharing buffers.
+  mutable std::vector<uint32_t> affected_flows_;
+  mutable std::vector<AffectedLink> affected_links_;
+  mutable std::vector<uint32_t> local_of_;  ///< link -> index in affected_links_ (this stamp)
+  mutable std::vector<uint32_t> affected_on_link_;
+  mutable std::vector<uint32_t> violations_;
 };
 
 }  // namespace stepcast::net

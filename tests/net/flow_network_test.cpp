@@ -504,8 +504,65 @@ TEST(FlowNetwork, StartingFlowReachesOnlyItsComponent) {
   const FlowId e = net->start_flow(on({2}, 100.0), 1.0);  // joins b on link 2
   EXPECT_DOUBLE_EQ(net->rate(e), 5.0);
   EXPECT_DOUBLE_EQ(net->rate(b), 5.0);
-  EXPECT_EQ(net->flows_reshared() - before, 3u) << "a, b and e; not c";
+  // a is held by link 1, which stays saturated at the same level (5 each for a and b): a keeps
+  // its rate and is not re-filled; c is in another component.
+  EXPECT_EQ(net->flows_reshared() - before, 2u) << "b and e; not a, not c";
+  EXPECT_DOUBLE_EQ(net->rate(a), 5.0);
   EXPECT_DOUBLE_EQ(net->rate(c), 10.0);
+}
+
+// A change that ripples two links away: the affected set starts with the flow on the changed
+// link and has to grow twice. Links 0, 1, 2 of capacity 4, 10, 17; a on {0}, b on {0,1}, c on
+// {1,2}, d on {2}. Before a ends: link 0 gives a and b 2 each; link 1 leaves c 10 - 2 = 8 (below
+// link 2's 17/2); link 2 leaves d 17 - 8 = 9. After: b alone on link 0 gets 4, c gets 10 - 4 = 6,
+// d gets 17 - 6 = 11.
+TEST(FlowNetwork, EndingFlowRipplesThroughTwoLinks) {
+  for (const Resharing resharing : {Resharing::Incremental, Resharing::Full}) {
+    SCOPED_TRACE(resharing == Resharing::Full ? "full" : "incremental");
+    auto net = make_maxmin_network({4.0, 10.0, 17.0}, resharing);
+    const FlowId a = net->start_flow(on({0}, 2.0), 0.0);  // done at 1 s
+    const FlowId b = net->start_flow(on({0, 1}, 1000.0), 0.0);
+    const FlowId c = net->start_flow(on({1, 2}, 1000.0), 0.0);
+    const FlowId d = net->start_flow(on({2}, 1000.0), 0.0);
+    EXPECT_REL(net->rate(b), 2.0);
+    EXPECT_REL(net->rate(c), 8.0);
+    EXPECT_REL(net->rate(d), 9.0);
+    EXPECT_REL(net->next_completion(), 1.0);
+    ASSERT_EQ(net->advance_to(1.0), std::vector<FlowId>{a});
+    EXPECT_REL(net->rate(b), 4.0);
+    EXPECT_REL(net->rate(c), 6.0);
+    EXPECT_REL(net->rate(d), 11.0);
+    // d ends first: 1000 - 9 = 991 B left at 11/s (b has 998 B at 4/s, c 992 B at 6/s).
+    EXPECT_REL(net->next_completion(), 1.0 + 991.0 / 11.0);
+  }
+}
+
+// An incast, N clients to P servers (each client uplink {c}, each server downlink {N + s}, every
+// client sending to every server): the server downlinks hold every flow at capacity / N. When
+// one flow ends, only the flows on its two links are re-filled (N - 1 + P - 1), not the N x P of
+// the connected component; its server's other flows speed up to capacity / (N - 1).
+TEST(FlowNetwork, IncastReSharesTheChangedLinksNotTheComponent) {
+  constexpr uint32_t kClients = 8, kServers = 4;
+  std::vector<double> capacities(kClients, 100.0);
+  capacities.resize(kClients + kServers, 10.0);
+  auto net = make_maxmin_network(capacities);
+  std::vector<FlowId> flows;
+  for (uint32_t c = 0; c < kClients; ++c) {
+    for (uint32_t s = 0; s < kServers; ++s) {
+      flows.push_back(net->start_flow(on({c, kClients + s}, c == 0 && s == 0 ? 10.0 : 1000.0), 0.0));
+    }
+  }
+  EXPECT_REL(net->rate(flows[0]), 10.0 / kClients);
+  const uint64_t before = net->flows_reshared();
+  EXPECT_REL(net->next_completion(), 10.0 / (10.0 / kClients));
+  ASSERT_EQ(net->advance_to(net->next_completion()).size(), 1u);
+  for (uint32_t c = 0; c < kClients; ++c) {
+    for (uint32_t s = 0; s < kServers; ++s) {
+      if (c == 0 && s == 0) continue;
+      EXPECT_REL(net->rate(flows[c * kServers + s]), s == 0 ? 10.0 / (kClients - 1) : 10.0 / kClients);
+    }
+  }
+  EXPECT_EQ(net->flows_reshared() - before, (kClients - 1) + (kServers - 1));
 }
 
 // Flows that start alone stay out of the per-link lists; a later flow meeting two of them must
@@ -614,6 +671,33 @@ Instance random_instance(uint64_t seed, bool weighted, bool staggered) {
     spec.bytes = uniform(0.0, 1.0) < 0.05 ? 0.0 : uniform(1.0, 1000.0);
     in.flows.push_back(std::move(spec));
     in.start.push_back(staggered ? uniform(0.0, 20.0) : 0.0);
+  }
+  std::sort(in.start.begin(), in.start.end());
+  return in;
+}
+
+// N clients to P servers with staggered starts: flow i goes from a random client uplink to a
+// random server downlink, sometimes through a shared core link too. Changes ripple through both
+// sides, which is what the affected-set re-share has to get right.
+Instance random_incast(uint64_t seed, bool weighted) {
+  std::mt19937_64 rng(seed);
+  auto uniform_int = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto uniform = [&rng](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  Instance in;
+  const int clients = uniform_int(2, 24), servers = uniform_int(1, 8);
+  for (int l = 0; l < clients + servers; ++l) in.capacities.push_back(uniform(10.0, 100.0));
+  const uint32_t core = static_cast<uint32_t>(clients + servers);
+  in.capacities.push_back(uniform(50.0, 400.0));
+  const int num_flows = uniform_int(clients, 6 * clients);
+  for (int i = 0; i < num_flows; ++i) {
+    FlowSpec spec;
+    const uint32_t count = weighted ? static_cast<uint32_t>(uniform_int(1, 3)) : 1u;
+    spec.path.push_back({static_cast<uint32_t>(uniform_int(0, clients - 1)), count});
+    spec.path.push_back({static_cast<uint32_t>(clients + uniform_int(0, servers - 1)), count});
+    if (uniform(0.0, 1.0) < 0.3) spec.path.push_back({core, count});
+    spec.bytes = uniform(1.0, 1000.0);
+    in.flows.push_back(std::move(spec));
+    in.start.push_back(uniform(0.0, 20.0));
   }
   std::sort(in.start.begin(), in.start.end());
   return in;
@@ -924,6 +1008,23 @@ TEST_P(FlowNetworkProperty, BoundedIncrementalMatchesFullResharing) {
     SCOPED_TRACE(trace(seed, weighted));
     (void)expect_incremental_matches_full(with_bounds(random_instance(seed, weighted, true), seed), seed);
   }
+}
+
+// The same on incasts, where one connected component holds every flow: the affected set must
+// still give the full re-share's completions, and re-fill far fewer flows than it.
+TEST_P(FlowNetworkProperty, IncastIncrementalMatchesFullResharing) {
+  const bool weighted = GetParam();
+  uint64_t incremental_total = 0, full_total = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    SCOPED_TRACE(trace(seed, weighted));
+    const Instance in = random_incast(seed, weighted);
+    const auto [incremental_flows, full_flows] = expect_incremental_matches_full(in, seed);
+    EXPECT_LE(incremental_flows, full_flows);
+    incremental_total += incremental_flows;
+    full_total += full_flows;
+    (void)expect_incremental_matches_full(with_bounds(in, seed), seed);
+  }
+  EXPECT_LT(incremental_total, full_total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plain, FlowNetworkProperty, ::testing::Values(false));
