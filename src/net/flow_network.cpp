@@ -112,6 +112,7 @@ FlowId FlowNetwork::start_flow(const FlowSpec& spec, double now) {
     schedule(f);
   } else {
     for (const LinkUse& use : flow.path) marked_links_.push_back(use.link);
+    new_flows_.push_back(f);
     dirty_ = true;
   }
   return FlowId{f};
@@ -347,7 +348,9 @@ void FlowNetwork::collect_component() const {
 void FlowNetwork::reshare() const {
   dirty_ = false;
   ++recomputations_;
-  if (resharing_ == Resharing::Incremental && reshare_affected()) return;
+  const bool done = resharing_ == Resharing::Incremental && reshare_affected();
+  new_flows_.clear();
+  if (done) return;
   collect_component();
   flows_reshared_ += component_flows_.size();
   fill_component();
@@ -448,8 +451,21 @@ bool FlowNetwork::reshare_affected() const {
   }
   affected_flows_.clear();
   affected_links_.clear();
+  // What may change first: the new flows and the flows held by a link whose set of flows
+  // changed. A flow held elsewhere keeps its rate unless its own link is disturbed, which the
+  // check below finds.
+  for (uint32_t f : new_flows_) {
+    if (flows_[f].visit != stamp_) add_affected(f);
+  }
+  // A link is marked once per flow that started or ended on it.
+  std::sort(marked_links_.begin(), marked_links_.end());
+  marked_links_.erase(std::unique(marked_links_.begin(), marked_links_.end()), marked_links_.end());
   for (uint32_t l : marked_links_) {
-    if (links_[l].head != kNoNode) expand(affected_link(l));
+    for (uint64_t node = links_[l].head; node != kNoNode;) {
+      const uint32_t f = flow_of(node);
+      node = flows_[f].next_on_link[entry_of(node)];
+      if (flows_[f].bottleneck == l && flows_[f].visit != stamp_) add_affected(f);
+    }
   }
   for (int round = 0;; ++round) {
     fill_affected();

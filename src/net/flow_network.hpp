@@ -5,8 +5,9 @@
 // alone on all its links joins the lists only once another flow meets it), the links of flows
 // that started or ended since the last re-share are marked, and only the flows whose rate may
 // change are re-filled:
-//  - the affected set starts as the flows on the marked links; progressive filling runs over it
-//    with the capacity the other flows leave on each link;
+//  - the affected set starts as the new flows and the flows held by a marked link (a flow's
+//    rate is set by the link that holds it); progressive filling runs over the set with the
+//    capacity the other flows leave on each link;
 //  - the result is max-min fair if every flow still has a bottleneck (a saturated link on its
 //    path where no flow is faster, or its own bound). Every flow remembers the link that holds it
 //    and every link how many flows it holds and at what rate (its level), so this is checked on
@@ -15,7 +16,7 @@
 //    only grows, and never beyond the connected component of the change (max-min rates in one
 //    component do not depend on any other); past half the active flows or a few rounds the
 //    whole component is re-filled instead.
-// An incast (N clients to P servers) re-shares about N + P flows per change, not N x P.
+// An incast (N clients to P servers) re-shares about N flows per change, not N x P.
 // Resharing::Full re-fills everything on every change; it is kept as the reference the
 // incremental mode is tested and benchmarked against.
 #pragma once
@@ -174,6 +175,7 @@ class FlowNetwork final : public NetworkModel {
   };
   mutable std::vector<LinkState> links_;        // one cache line per link touched, not three
   mutable std::vector<uint32_t> marked_links_;  ///< links whose flow set changed
+  mutable std::vector<uint32_t> new_flows_;     ///< started (sharing a link) since the last re-share
   mutable uint32_t stamp_ = 0;
   // Solver buffers, reused across recomputations.
   mutable std::vector<uint32_t> component_flows_, component_links_;
