@@ -63,6 +63,51 @@ BENCHMARK(BM_FlowChurn)
     ->Args({1, 128, 1})
     ->Unit(benchmark::kMillisecond);
 
+// An incast, a parameter server's traffic without the rest of the step: C clients each keep one
+// flow busy to every one of S servers (client uplink and server downlink of 3.125 GB/s, random
+// message sizes, so no two flows end together); when a flow ends, the same pair starts its next
+// message (a new flow: the set changes). Every flow is in one connected component, so full
+// re-sharing touches C x S flows per change; the affected set is the flows the changed links hold,
+// about C (the server downlinks hold every flow while the client uplinks carry S/C of theirs).
+void BM_IncastChurn(benchmark::State& state) {
+  const auto resharing = static_cast<net::Resharing>(state.range(0));
+  const auto clients = static_cast<uint32_t>(state.range(1));
+  const auto servers = static_cast<uint32_t>(state.range(2));
+  constexpr int kEvents = 2000;
+  const std::vector<double> capacities(clients + servers, 3.125e9);
+  uint64_t events = 0, reshared = 0;
+  for (auto _ : state) {
+    auto network = net::make_maxmin_network(capacities, resharing);
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<double> message(1e5, 1e7);
+    std::vector<uint32_t> pair_of;  // flow index -> client * servers + server
+    auto start = [&](uint32_t pair, double now) {
+      net::FlowSpec spec{{{pair / servers, 1}, {clients + pair % servers, 1}}, message(rng)};
+      const uint32_t id = net::index(network->start_flow(spec, now));
+      if (pair_of.size() <= id) pair_of.resize(id + 1);
+      pair_of[id] = pair;
+    };
+    for (uint32_t p = 0; p < clients * servers; ++p) start(p, 0.0);
+    const uint64_t before = network->flows_reshared();
+    for (int e = 0; e < kEvents; ++e) {
+      const double t = network->next_completion();
+      for (net::FlowId done : network->advance_to(t)) start(pair_of[net::index(done)], t);
+    }
+    (void)network->next_completion();  // the last change's re-share
+    events += kEvents;
+    reshared += network->flows_reshared() - before;
+  }
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["flows_reshared_per_event"] = static_cast<double>(reshared) / static_cast<double>(events);
+}
+BENCHMARK(BM_IncastChurn)
+    ->ArgNames({"full_reshare", "clients", "servers"})
+    ->Args({0, 256, 16})
+    ->Args({1, 256, 16})
+    ->Args({0, 1024, 64})
+    ->Unit(benchmark::kMillisecond);
+
 // K connections to one server (a parameter server's shard): host k's uplink (12.5 GB/s) and the
 // server's downlink (100 GB/s) shared by all, equal messages, so all K flows complete at the same
 // instant; each is restarted at once for its next message (restart_flow: same path, no re-share),
