@@ -22,6 +22,7 @@
 #include "cli/trace_options.hpp"
 #include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/html.hpp"
@@ -149,6 +150,23 @@ int run_predict(const PredictArgs& args) {
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
   if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
+  {
+    // The fabric at the largest count predicted, and the keys that cannot change it.
+    stepcast::cluster::ClusterSpec spec = scenario.cluster;
+    spec.workers = counts.back();
+    const stepcast::scheme::SchemeConfig& scheme = scenario.scheme;
+    const bool dedicated = scheme.scheme == stepcast::scheme::Scheme::ParameterServer &&
+                           scheme.ps.placement == stepcast::scheme::PsPlacement::Dedicated;
+    const stepcast::cluster::Cluster cluster = stepcast::cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
+    sweep.topology = stepcast::cluster::describe_fabric(cluster);
+    if (counts.size() > 1) sweep.topology += fmt::format(" (at {} workers)", counts.back());
+    const bool reshaped = std::any_of(request.axes.begin(), request.axes.end(), [](const auto& axis) {
+      return axis.key.starts_with("cluster.") || axis.key.starts_with("training.ps.");
+    });
+    if (reshaped) sweep.topology += ", before the sweep's changes";
+    for (const std::string& note : stepcast::cluster::ineffective_keys(cluster))
+      fmt::print(stderr, "stepcast: warning: {}\n", note);
+  }
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
     sweep.compute_source = stepcast::scenario::compute_source_text(scenario);

@@ -413,4 +413,78 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   return c;
 }
 
+std::string describe_fabric(const Cluster& c) {
+  const ClusterSpec& spec = c.spec;
+  const auto plural = [](int n, const char* one, const char* many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+  };
+  const std::string uplinks = spec.fat_tree.oversubscription > 1
+                                  ? fmt::format(", uplinks at 1/{:g} of the NIC", spec.fat_tree.oversubscription)
+                                  : std::string{};
+  std::string shape;
+  switch (spec.topology) {
+    case Topology::Switch:
+      shape = "one switch";
+      break;
+    case Topology::FatTree: {
+      const int half = std::max(1, spec.fat_tree.radix / 2);
+      if (spec.fat_tree.levels == 2) {
+        shape = fmt::format("leaf-spine (radix {}): {} of up to {} hosts, {}{}", spec.fat_tree.radix,
+                            plural(c.num_switches - half, "leaf", "leaves"), half, plural(half, "spine", "spines"),
+                            uplinks);
+      } else {
+        const int pods = (c.num_switches - half * half) / (2 * half);
+        shape = fmt::format("3-level fat-tree (radix {}): {} of {} edge and {} aggregation switches, {}, {} hosts "
+                            "per edge switch{}",
+                            spec.fat_tree.radix, plural(pods, "pod", "pods"), half, half,
+                            plural(half * half, "core", "cores"), half, uplinks);
+      }
+      break;
+    }
+    case Topology::BiGraph:
+      shape = fmt::format("BiGraph: 2 halves of {}, {} hosts per switch",
+                          plural(spec.bigraph.switches_per_half, "switch", "switches"), spec.bigraph.hosts_per_switch);
+      break;
+    case Topology::Torus: {
+      std::string dims;
+      for (int d : spec.torus.dims) {
+        if (!dims.empty()) dims += 'x';
+        dims += std::to_string(d);
+      }
+      shape = fmt::format("torus {} ({})", dims, plural(c.num_switches, "router", "routers"));
+      break;
+    }
+    case Topology::Custom:
+      shape = fmt::format("custom: {}", plural(c.num_switches, "switch", "switches"));
+      break;
+  }
+  const int worker_nodes = spec.num_worker_nodes();
+  shape += "; " + plural(worker_nodes, "worker node", "worker nodes");
+  if (c.num_nodes > worker_nodes) shape += " and " + plural(c.num_nodes - worker_nodes, "server node", "server nodes");
+  switch (spec.node_placement) {
+    case NodePlacement::Packed:
+      break;
+    case NodePlacement::Random:
+      shape += fmt::format(" scattered over {} slots", fabric_slots(spec));
+      break;
+  }
+  return shape;
+}
+
+std::vector<std::string> ineffective_keys(const Cluster& c) {
+  std::vector<std::string> notes;
+  const ClusterSpec& spec = c.spec;
+  const bool one_switch =
+      std::all_of(c.node_switch.begin(), c.node_switch.begin() + c.num_nodes,
+                  [&](int s) { return s == c.node_switch.front(); });
+  if (spec.topology == Topology::FatTree && spec.fat_tree.oversubscription > 1 && one_switch) {
+    notes.push_back(fmt::format(
+        "cluster.fat_tree.oversubscription ({:g}) has no effect: all {} nodes attach to one {} switch (radix {} "
+        "gives {} hosts each), so no traffic crosses its uplinks; a smaller cluster.fat_tree.radix spreads them",
+        spec.fat_tree.oversubscription, c.num_nodes, spec.fat_tree.levels == 2 ? "leaf" : "edge",
+        spec.fat_tree.radix, std::max(1, spec.fat_tree.radix / 2)));
+  }
+  return notes;
+}
+
 }  // namespace stepcast::cluster

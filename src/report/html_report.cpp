@@ -751,6 +751,7 @@ void write_tokens(Page& page, const Sweep& sweep, bool with_config) {
 
 void write_inputs(Page& page, const Sweep& sweep) {
   page.raw("<section id=\"inputs\"><h2>Inputs (resolved scenario)</h2>\n");
+  if (!sweep.topology.empty()) page.raw("<p>Topology: ").text(sweep.topology).raw("</p>\n");
   if (!sweep.compute_source.empty()) page.raw("<p>Compute time: ").text(sweep.compute_source).raw("</p>\n");
   if (sweep.inputs.empty()) {
     page.raw("<p class=\"note\">No inputs recorded.</p>\n</section>\n");

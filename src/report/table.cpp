@@ -105,9 +105,10 @@ void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vecto
   for (const auto& row : rows) append_row(buf, right_aligned, row, width);
 }
 
-/// The lines above every table: the scenario's name and where its compute time came from.
+/// The lines above every table: the scenario's name, its fabric and where its compute time came from.
 void append_heading(fmt::memory_buffer& buf, const Sweep& sweep) {
   fmt::format_to(std::back_inserter(buf), "scenario: {}\n", sweep.scenario);
+  if (!sweep.topology.empty()) fmt::format_to(std::back_inserter(buf), "topology: {}\n", sweep.topology);
   if (!sweep.compute_source.empty())
     fmt::format_to(std::back_inserter(buf), "compute: {}\n", sweep.compute_source);
 }

@@ -35,6 +35,22 @@ TEST_F(PredictCli, TableHasOneRowPerWorkerCountWithThroughputAndBottleneck) {
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
+// The heading names the fabric; a key that cannot change the result is said on stderr, and the
+// prediction still runs (exit 0). 6 workers and the example's 2 server nodes at radix 16 (8 hosts
+// per leaf) all sit under one leaf.
+TEST_F(PredictCli, HeadingNamesTheFabricAndIneffectiveKeysAreWarned) {
+  RunResult r = run({"predict", kExample, "--workers", "6", "--set", "cluster.topology=fat_tree", "--set",
+                     "cluster.fat_tree.oversubscription=2"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("topology: leaf-spine (radix 16): 1 leaf of up to 8 hosts"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("warning: cluster.fat_tree.oversubscription (2) has no effect"), std::string::npos) << r.err;
+  RunResult spread = run({"predict", kExample, "--workers", "6", "--set", "cluster.topology=fat_tree", "--set",
+                          "cluster.fat_tree.oversubscription=2", "--set", "cluster.fat_tree.radix=4"});
+  ASSERT_EQ(spread.code, 0) << spread.describe();
+  EXPECT_EQ(spread.err.find("has no effect"), std::string::npos) << spread.err;
+  EXPECT_NE(spread.out.find("leaves of up to 2 hosts"), std::string::npos) << spread.out;
+}
+
 TEST_F(PredictCli, JsonOutputIsStrictJsonWithEveryField) {
   RunResult r = run({"predict", kExample, "--workers", "1,2,4", "--json"});
   ASSERT_EQ(r.code, 0) << r.describe();

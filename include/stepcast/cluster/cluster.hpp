@@ -218,4 +218,11 @@ struct Cluster {
 /// Asserts the spec was validated (enough room in the topology for all nodes).
 [[nodiscard]] Cluster build_cluster(const ClusterSpec& spec, int extra_nodes = 0);
 
+/// The fabric of a built cluster in words, for the heading of a table: "leaf-spine (radix 16):
+/// 2 leaves of up to 8 hosts, 8 spines, uplinks at 1/2 of the NIC; 12 nodes".
+[[nodiscard]] std::string describe_fabric(const Cluster& c);
+/// Keys set to a value that cannot change this cluster's result, each as a sentence naming the
+/// key and why (a fat-tree's oversubscription when every node attaches to one switch).
+[[nodiscard]] std::vector<std::string> ineffective_keys(const Cluster& c);
+
 }  // namespace stepcast::cluster

@@ -34,6 +34,7 @@ struct Sweep {
   std::vector<Input> inputs;
   std::vector<predict::Result> predictions;  ///< one per worker count (and predictor)
   std::string compute_source{};  ///< where the compute time came from, in words ("": not said)
+  std::string topology{};        ///< the fabric's shape in words (cluster::describe_fabric; "": not said)
   /// configs[i]: the swept settings of predictions[i]; empty (no sweep) or one per prediction.
   std::vector<Config> configs{};
 };
