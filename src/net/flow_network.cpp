@@ -461,10 +461,13 @@ bool FlowNetwork::reshare_affected() const {
   std::sort(marked_links_.begin(), marked_links_.end());
   marked_links_.erase(std::unique(marked_links_.begin(), marked_links_.end()), marked_links_.end());
   for (uint32_t l : marked_links_) {
-    for (uint64_t node = links_[l].head; node != kNoNode;) {
+    uint32_t to_find = held_[l];  // a link that holds none (a client's unsaturated uplink) is not walked
+    for (uint64_t node = links_[l].head; node != kNoNode && to_find > 0;) {
       const uint32_t f = flow_of(node);
       node = flows_[f].next_on_link[entry_of(node)];
-      if (flows_[f].bottleneck == l && flows_[f].visit != stamp_) add_affected(f);
+      if (flows_[f].bottleneck != l) continue;
+      --to_find;
+      if (flows_[f].visit != stamp_) add_affected(f);
     }
   }
   for (int round = 0;; ++round) {
