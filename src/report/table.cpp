@@ -213,7 +213,11 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
     for (std::size_t i = 0; i < std::min<std::size_t>(r.links.size(), 3); ++i) {
       fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", r.links[i].resource, r.links[i].busy * 100);
     }
-    fmt::format_to(it, " (at most {} flows shared a link)\n", r.max_link_flows);
+    if (r.max_link_flows <= 1) {
+      fmt::format_to(it, " (no two flows shared a link)\n");
+    } else {
+      fmt::format_to(it, " (at most {} flows shared a link)\n", r.max_link_flows);
+    }
   }
 }
 
