@@ -484,6 +484,26 @@ std::vector<std::string> ineffective_keys(const Cluster& c) {
         spec.fat_tree.oversubscription, c.num_nodes, spec.fat_tree.levels == 2 ? "leaf" : "edge",
         spec.fat_tree.radix, std::max(1, spec.fat_tree.radix / 2)));
   }
+  // Another topology's keys: set away from their defaults, they describe a fabric not built.
+  const auto other_topology = [&](Topology owner, bool changed, const char* keys) {
+    if (spec.topology != owner && changed) {
+      notes.push_back(fmt::format("{} has no effect: cluster.topology is {}", keys, to_string(spec.topology)));
+    }
+  };
+  other_topology(Topology::FatTree, spec.fat_tree != FatTreeSpec{}, "cluster.fat_tree.*");
+  other_topology(Topology::BiGraph, spec.bigraph != BiGraphSpec{}, "cluster.bigraph.*");
+  other_topology(Topology::Torus, spec.torus != TorusSpec{}, "cluster.torus.dims");
+  if (spec.fabric_nodes > 0 && spec.node_placement == NodePlacement::Packed) {
+    notes.emplace_back("cluster.fabric_nodes has no effect: cluster.node_placement is packed (nodes fill the "
+                       "fabric in order; random scatters them over fabric_nodes slots)");
+  }
+  if (spec.intra_node_link != IntraNodeLink::Pcie && spec.gpus_per_pcie_switch != ClusterSpec{}.gpus_per_pcie_switch) {
+    notes.emplace_back("cluster.intra_node.gpus_per_pcie_switch has no effect: cluster.intra_node.link is nvlink");
+  }
+  if (spec.ps_nic_bw > 0 && c.num_nodes == spec.num_worker_nodes()) {
+    notes.emplace_back("cluster.ps_nic_bandwidth has no effect: no parameter server has a node of its own "
+                       "(training.ps.placement: dedicated gives it one)");
+  }
   return notes;
 }
 

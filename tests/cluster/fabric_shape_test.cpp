@@ -77,5 +77,28 @@ TEST(FabricShape, OversubscriptionUnderOneLeafHasNoEffect) {
   EXPECT_TRUE(contains(edge[0], "one edge switch")) << edge[0];
 }
 
+// Keys of what is not built: each named once, and nothing for a default cluster.
+TEST(FabricShape, KeysOfWhatIsNotBuiltHaveNoEffect) {
+  EXPECT_TRUE(ineffective_keys(build_cluster(with(8, Topology::Switch))).empty());
+  ClusterSpec spec = with(8, Topology::Switch);
+  spec.fat_tree.radix = 8;
+  spec.torus.dims = {2, 4};
+  spec.fabric_nodes = 64;
+  spec.gpus_per_pcie_switch = 4;  // on the default NVLink
+  spec.ps_nic_bw = 12.5e9;        // no server nodes below
+  const std::vector<std::string> notes = ineffective_keys(build_cluster(spec));
+  const std::vector<std::string> keys = {"cluster.fat_tree.*", "cluster.torus.dims", "cluster.fabric_nodes",
+                                         "cluster.intra_node.gpus_per_pcie_switch", "cluster.ps_nic_bandwidth"};
+  ASSERT_EQ(notes.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_TRUE(contains(notes[i], keys[i])) << notes[i];
+  // The same keys where they apply say nothing: the torus it describes, PCIe, a dedicated server.
+  ClusterSpec torus = with(7, Topology::Torus);  // 7 worker nodes and the server fill 2 x 4
+  torus.torus.dims = {2, 4};
+  torus.intra_node_link = IntraNodeLink::Pcie;
+  torus.gpus_per_pcie_switch = 4;
+  torus.ps_nic_bw = 12.5e9;
+  EXPECT_TRUE(ineffective_keys(build_cluster(torus, 1)).empty());
+}
+
 }  // namespace
 }  // namespace stepcast::cluster

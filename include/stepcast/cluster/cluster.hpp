@@ -222,7 +222,9 @@ struct Cluster {
 /// 2 leaves of up to 8 hosts, 8 spines, uplinks at 1/2 of the NIC; 12 nodes".
 [[nodiscard]] std::string describe_fabric(const Cluster& c);
 /// Keys set to a value that cannot change this cluster's result, each as a sentence naming the
-/// key and why (a fat-tree's oversubscription when every node attaches to one switch).
+/// key and why: a fat-tree's oversubscription when every node attaches to one switch, another
+/// topology's keys, fabric_nodes with packed placement, gpus_per_pcie_switch on NVLink, a server
+/// NIC bandwidth without dedicated servers.
 [[nodiscard]] std::vector<std::string> ineffective_keys(const Cluster& c);
 
 }  // namespace stepcast::cluster
