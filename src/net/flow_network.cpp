@@ -554,7 +554,8 @@ void FlowNetwork::fill_affected() const {
   }
   for (uint32_t i = 0; i < affected_links_.size(); ++i) {
     AffectedLink& a = affected_links_[i];
-    a.remaining = std::max(0.0, a.capacity_left);
+    // Every flow on it affected: its whole capacity, exact whatever drift load_ has.
+    a.remaining = links_[a.link].weight == a.weight ? capacity_[a.link] : std::max(0.0, a.capacity_left);
     a.unfixed = a.weight;
     heap.push_back({a.remaining / a.unfixed, i});
   }
