@@ -28,6 +28,7 @@
 #include "stepcast/report/html.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/validate.hpp"
 #include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -150,11 +151,18 @@ int run_predict(const PredictArgs& args) {
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
   if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
-  {
-    // The fabric at the largest count predicted, and the keys that cannot change it.
-    stepcast::cluster::ClusterSpec spec = scenario.cluster;
-    spec.workers = counts.back();
-    const stepcast::scheme::SchemeConfig& scheme = scenario.scheme;
+  // The fabric at the largest count predicted, and the keys that cannot change it; said only where
+  // the file's own cluster holds that count (a --sweep may be what makes it fit).
+  stepcast::cluster::ClusterSpec spec = scenario.cluster;
+  spec.workers = counts.back();
+  const stepcast::scheme::SchemeConfig& scheme = scenario.scheme;
+  bool buildable = true;
+  try {
+    stepcast::scheme::validate(spec, scheme);
+  } catch (const Error&) {
+    buildable = false;
+  }
+  if (buildable) {
     const bool dedicated = scheme.scheme == stepcast::scheme::Scheme::ParameterServer &&
                            scheme.ps.placement == stepcast::scheme::PsPlacement::Dedicated;
     const stepcast::cluster::Cluster cluster = stepcast::cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);

@@ -51,6 +51,17 @@ TEST_F(PredictCli, HeadingNamesTheFabricAndIneffectiveKeysAreWarned) {
   EXPECT_NE(spread.out.find("leaves of up to 2 hosts"), std::string::npos) << spread.out;
 }
 
+// A sweep can be what makes the cluster hold the workers (a 4-router torus, 32 workers, swept to
+// 8x4 and 4x8): the prediction runs; the heading leaves the fabric out rather than build the file's.
+TEST_F(PredictCli, SweepThatMakesTheFabricFitRunsWithoutATopologyLine) {
+  RunResult r = run({"predict", kExample, "--set", "cluster.workers=4", "--set", "cluster.topology=torus", "--set",
+                     "cluster.torus.dims=4", "--set", "training.ps.placement=colocated", "--set", "training.ps.count=1",
+                     "--workers", "32", "--sweep", "cluster.torus.dims=8x4,4x8", "--set", "predictor=analytic"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("topology:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8x4"), std::string::npos) << r.out;
+}
+
 TEST_F(PredictCli, JsonOutputIsStrictJsonWithEveryField) {
   RunResult r = run({"predict", kExample, "--workers", "1,2,4", "--json"});
   ASSERT_EQ(r.code, 0) << r.describe();
