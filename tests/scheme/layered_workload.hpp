@@ -73,4 +73,17 @@ inline double mean_cycle(const SimulationResult& r) {
   return sum / static_cast<double>(r.workers.size());
 }
 
+/// A parameter-server scheme with the settings the PS suites vary.
+inline SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order = PsOrder::Random,
+                       double message_overhead = 0) {
+  SchemeConfig s;
+  s.scheme = Scheme::ParameterServer;
+  s.mode = mode;
+  s.ps.count = shards;
+  s.ps.partition = partition;
+  s.ps.order = order;
+  s.ps.message_overhead = message_overhead;
+  return s;
+}
+
 }  // namespace stepcast::scheme::test_workloads

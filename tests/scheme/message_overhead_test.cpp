@@ -20,20 +20,10 @@ namespace {
 using test_workloads::cluster_of;
 using test_workloads::layered;
 using test_workloads::mean_cycle;
+using test_workloads::ps;
 
 using cluster::ClusterSpec;
 using workload::Workload;
-
-SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order, double overhead) {
-  SchemeConfig s;
-  s.scheme = Scheme::ParameterServer;
-  s.mode = mode;
-  s.ps.count = shards;
-  s.ps.partition = partition;
-  s.ps.order = order;
-  s.ps.message_overhead = overhead;
-  return s;
-}
 
 double busy(const SimulationResult& r, const std::string& resource) {
   for (const ResourceLoad& load : r.loads) {

@@ -22,20 +22,11 @@ using cluster::ClusterSpec;
 using test_workloads::cluster_of;
 using test_workloads::layered;
 using test_workloads::mean_cycle;
+using test_workloads::ps;
 using workload::Workload;
 
 Workload uniform(int layers, double total_bytes, double forward_time, double backward_time) {
   return layered(std::vector<double>(layers, total_bytes / layers), forward_time, backward_time);
-}
-
-SchemeConfig ps(Mode mode, int shards, PsPartition partition, PsOrder order = PsOrder::Random) {
-  SchemeConfig s;
-  s.scheme = Scheme::ParameterServer;
-  s.mode = mode;
-  s.ps.count = shards;
-  s.ps.partition = partition;
-  s.ps.order = order;
-  return s;
 }
 
 double steps_per_second(const SimulationResult& r) {
