@@ -290,6 +290,7 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "collectives",
                                            "max_link_flows",
                                            "links",
+                                           "links_left_out",
                                            "step_time_samples",
                                            "staleness"};
 

@@ -6,11 +6,16 @@
 # committed); a crash leaves build/fuzz/artifacts/<target>/crash-<sha1> and the log in
 # build/fuzz/logs/<target>.log. Exits 1 when any target crashed.
 #
+# FUZZ_SEED fixes libFuzzer's random seed (CI: 1, so a run mutates in the same order; a time
+# budget still ends it after a machine-dependent number of inputs); unset, libFuzzer picks one.
+# A crash's input is also printed in base64, for a log that outlives the machine (CI).
+#
 #   FUZZ_SECONDS=30 scripts/run-fuzz.sh
 #   FUZZ_TARGETS="scenario kineto" FUZZ_SECONDS=600 scripts/run-fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
+seed=${FUZZ_SEED:-0}
 build=${FUZZ_BUILD:-build/fuzz}
 all="astrasim chakra collective_log custom_topology kineto layer_table scenario scenario_set scenario_predict tf_timeline"
 targets=${FUZZ_TARGETS:-$all}
@@ -79,13 +84,18 @@ for t in $targets; do
   echo "run-fuzz: $t for ${seconds}s"
   # -timeout: an input taking more than 20 s is a stall; -rss_limit_mb: one that grows past 2.5 GB
   # is reading what it should refuse.
-  if "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len=8192 -print_final_stats=1 \
+  if "$bin" -max_total_time="$seconds" -seed="$seed" -timeout=20 -rss_limit_mb=2560 -max_len=8192 -print_final_stats=1 \
       ${dict:+-dict=$dict} -artifact_prefix="$build/artifacts/$t/" "$build/corpus/$t" "$seeds" >>"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$log" | tr '\n' ' ' | sed "s/^/run-fuzz: $t: /"
     echo
   else
     echo "run-fuzz: $t: CRASH; input in $build/artifacts/$t/, log $log" >&2
     grep -E "ERROR|BUG|runtime error|terminate|Assertion|assertion" "$log" | head -n 5 >&2 || true
+    for a in "$build/artifacts/$t"/*; do
+      [ -f "$a" ] || continue
+      echo "run-fuzz: $t: $(basename "$a") (base64, first 4 kB):" >&2
+      head -c 4096 "$a" | base64 >&2
+    done
     failed+=("$t")
   fi
 done

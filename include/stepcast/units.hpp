@@ -2,7 +2,7 @@
 // SI doubles back with units. Inside stepcast every quantity is seconds, bytes or bytes/s.
 //
 //   double bw = parse_bandwidth("25Gbps", where);   // 3.125e9 bytes/s
-//   std::string s = format_duration(0.000005);      // "5 us"
+//   std::string s = format_duration(0.000005);      // "5.00 us"
 //
 // Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per second, with
 // decimal prefixes k, M, G, T (and binary Ki, Mi, Gi, Ti for bytes). Sizes: B, kB/KB, MB, GB, TB
@@ -42,13 +42,41 @@ inline constexpr double kMinFlops = 1e6;       ///< FLOP/s of one GPU
 inline constexpr double kMaxFlops = 1e18;      ///< FLOP/s of one GPU
 }  // namespace limits
 
-/// Seconds with an adapted unit, 3 significant digits: "1.23 ms", "4.56 s", "789 ns".
+// The one number format of every table and text report: 3 significant digits, trailing zeros
+// kept so that a column reads at one precision ("16.0 ms", "1.60 s"), never an exponent for
+// what a table shows (a large number is rounded but written out: 1206.3 is "1210", 2.12e7 s is
+// "21200000 s"), and a unit chosen so that the number is below 1000 ("999.6 ms" is "1.00 s").
+// Non-finite values print as "nan", "inf", "-inf".
+
+/// 3 significant digits, no exponent: "1210" (1206.3), "45.7", "0.512", "1.00", "0".
+[[nodiscard]] std::string format_number(double value);
+/// A fraction as a percentage: 0.5 -> "50.0%", 0.987 -> "98.7%", 1 -> "100%".
+[[nodiscard]] std::string format_percent(double fraction);
+/// A relative change with its sign: 0.251 -> "+25.1%", -0.04 -> "-4.00%"; "+0%" below 0.05%
+/// either side, so that a rounding error does not print as "-0.00001%".
+[[nodiscard]] std::string format_signed_percent(double fraction);
+/// A count and its noun, singular for exactly one: "1 flow", "16 flows", "0 flows".
+[[nodiscard]] std::string format_count(double count, std::string_view one, std::string_view many);
+/// Seconds: "789 ns", "1.23 ms", "4.56 s", "10760 s".
 [[nodiscard]] std::string format_duration(double seconds);
-/// Bytes with a decimal unit, 3 significant digits: "25 MB", "1.5 GB".
+/// Bytes with a decimal unit: "512 B", "25.0 MB", "1.50 GB".
 [[nodiscard]] std::string format_bytes(double bytes);
-/// FLOP/s with a decimal unit, 3 significant digits: "180 TFLOP/s".
+/// FLOP/s with a decimal unit: "180 TFLOP/s".
 [[nodiscard]] std::string format_flops(double flops);
-/// Bytes/s as network engineers write it, in bits: "100 Gbps", "9.6 Gbps".
+/// Bytes/s with a decimal unit, as every table writes bandwidth: "3.13 GB/s".
+[[nodiscard]] std::string format_byte_rate(double bytes_per_second);
+
+// Echoing an input (the resolved scenario of --json and `stepcast options`, a title that repeats
+// a flag): the same units with up to 15 significant digits and no trailing zeros, so that what
+// the user wrote reads back exactly ("10 Gbps", "291.7 ms", "25 MB").
+
+/// Bytes/s in bits, as a bandwidth is written in a scenario: "100 Gbps", "9.6 Gbps".
 [[nodiscard]] std::string format_bandwidth(double bytes_per_second);
+/// Seconds: "2 us", "291.7 ms".
+[[nodiscard]] std::string echo_duration(double seconds);
+/// Bytes: "512 B", "25 MB", "1.048576 MB".
+[[nodiscard]] std::string echo_bytes(double bytes);
+/// FLOP/s: "180 TFLOP/s".
+[[nodiscard]] std::string echo_flops(double flops);
 
 }  // namespace stepcast

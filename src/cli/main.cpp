@@ -85,6 +85,7 @@ struct PredictArgs {
   std::vector<std::string> sweeps;  // --sweep KEY=V1,V2 or KEY=A..B
   std::string report;               // --report FILE.html
   int jobs = 0;                     // threads; 0 = all cores
+  bool all_links = false;           // --all-links: every link in --json, not the 10 busiest
 };
 
 int run_predict(const PredictArgs& args) {
@@ -118,6 +119,7 @@ int run_predict(const PredictArgs& args) {
   }
   request.jobs = args.jobs;
   request.record_trace = !args.trace_out.empty();
+  request.links_kept = args.all_links ? 0 : 10;
   request.distribute = true;
   request.warn = [](const std::string& warning) { fmt::print(stderr, "stepcast: warning: {}\n", warning); };
   // A progress bar on a terminal, once the run has lasted a second.
@@ -228,6 +230,7 @@ struct CollectiveArgs {
   bool json = false;
   std::vector<int> workers;         // --workers 8,16: one row per count
   std::vector<std::string> sweeps;  // --sweep KEY=V1,V2
+  bool all_links = false;           // --all-links: every link, not the 10 busiest
 };
 
 int run_collective(const CollectiveArgs& args) {
@@ -306,7 +309,8 @@ int run_collective(const CollectiveArgs& args) {
                         .bytes = size,
                         .result = stepcast::scheme::simulate_collective(
                             spec, size, op, at.scheme.allreduce.algorithm,
-                            stepcast::scheme::NetworkKind::MaxMin, true, at.scheme.allreduce.protocol)});
+                            stepcast::scheme::NetworkKind::MaxMin, true, at.scheme.allreduce.protocol),
+                        .links_shown = args.all_links ? 0u : 10u});
         if (!axes.empty()) row_configs.push_back(config);
       }
     }
@@ -401,6 +405,9 @@ int main(int argc, char** argv) {
                    "three side by side, with a warning where they differ by more than 20%")
       ->check(CLI::IsMember({"fine", "coarse", "analytic", "all"}));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
+  predict->add_flag("--all-links", predict_args.all_links,
+                    "List every link that carried bytes in --json (default: the 10 busiest, and how many "
+                    "were left out)");
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
@@ -445,6 +452,8 @@ int main(int argc, char** argv) {
   collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
   collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
   collective->add_flag("--json", coll.json, "Print JSON");
+  collective->add_flag("--all-links", coll.all_links,
+                       "List every link that carried bytes (default: the 10 busiest, and how many were left out)");
 
   CLI::App* zoo = app.add_subcommand("zoo", "Built-in models");
   zoo->require_subcommand(1);

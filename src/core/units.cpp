@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 namespace stepcast {
@@ -132,38 +135,118 @@ double parse_flops(std::string_view text, const SourceLocation& where) {
   return value;
 }
 
-std::string format_flops(double flops) {
-  const double a = std::fabs(flops);
-  if (a >= 1e15) return fmt::format("{:.3g} PFLOP/s", flops / 1e15);
-  if (a >= 1e12) return fmt::format("{:.3g} TFLOP/s", flops / 1e12);
-  if (a >= 1e9) return fmt::format("{:.3g} GFLOP/s", flops / 1e9);
-  return fmt::format("{:.3g} FLOP/s", flops);
+namespace {
+
+/// |value| rounded to 3 significant digits, and its decimal exponent (value = m x 10^exponent,
+/// 1 <= m < 10), read off the rounded text so that 999.6 counts as 1.00e3.
+struct Rounded {
+  double magnitude;
+  int exponent;
+};
+Rounded round_to_3(double value) {
+  const std::string text = fmt::format("{:.2e}", std::fabs(value));
+  const std::size_t e = text.find('e');
+  return {std::strtod(text.c_str(), nullptr), std::atoi(text.c_str() + e + 1)};
 }
 
+std::string non_finite(double value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
+struct Unit {
+  double scale;
+  std::string_view name;
+};
+
+/// How a quantity is written: for a table (3 significant digits) or to echo an input (15, the
+/// digits a double holds, trailing zeros dropped: what the user wrote reads back).
+enum class Digits : uint8_t { Table, Echo };
+
+/// value / scale of the largest unit (in increasing scale) that leaves at least 1 after
+/// rounding, or the smallest unit; then its name.
+template <std::size_t N>
+std::string with_unit(double value, const std::array<Unit, N>& units, Digits digits = Digits::Table) {
+  if (!std::isfinite(value)) return non_finite(value) + " " + std::string(units.back().name);
+  const Unit* chosen = &units.front();
+  for (const Unit& u : units) {
+    if (round_to_3(value / u.scale).magnitude >= 1) chosen = &u;
+  }
+  const double scaled = value / chosen->scale;
+  switch (digits) {
+    case Digits::Table:
+      return format_number(scaled) + " " + std::string(chosen->name);
+    case Digits::Echo:
+      return fmt::format("{:.15g} {}", scaled, chosen->name);
+  }
+  return {};
+}
+
+constexpr std::array<Unit, 6> kFlopUnits{
+    {{1, "FLOP/s"}, {1e3, "kFLOP/s"}, {1e6, "MFLOP/s"}, {1e9, "GFLOP/s"}, {1e12, "TFLOP/s"}, {1e15, "PFLOP/s"}}};
+constexpr std::array<Unit, 4> kTimeUnits{{{1e-9, "ns"}, {1e-6, "us"}, {1e-3, "ms"}, {1, "s"}}};
+constexpr std::array<Unit, 6> kByteUnits{
+    {{1, "B"}, {1e3, "kB"}, {1e6, "MB"}, {1e9, "GB"}, {1e12, "TB"}, {1e15, "PB"}}};
+constexpr std::array<Unit, 6> kByteRateUnits{
+    {{1, "B/s"}, {1e3, "kB/s"}, {1e6, "MB/s"}, {1e9, "GB/s"}, {1e12, "TB/s"}, {1e15, "PB/s"}}};
+constexpr std::array<Unit, 5> kBitRateUnits{
+    {{1, "bps"}, {1e3, "kbps"}, {1e6, "Mbps"}, {1e9, "Gbps"}, {1e12, "Tbps"}}};
+
+}  // namespace
+
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return non_finite(value);
+  const Rounded r = round_to_3(value);
+  if (r.magnitude == 0) return "0";
+  // Far below what a table shows: the exponent is the honest way to say how small.
+  if (r.exponent < -6) return fmt::format("{:.2e}", value);
+  const int decimals = std::max(0, 2 - r.exponent);
+  return fmt::format("{:.{}f}", std::copysign(r.magnitude, value), decimals);
+}
+
+std::string format_percent(double fraction) { return format_number(100 * fraction) + "%"; }
+
+std::string format_signed_percent(double fraction) {
+  if (std::fabs(fraction) < 5e-4) return "+0%";
+  return fmt::format("{}{}", fraction > 0 ? "+" : "", format_percent(fraction));
+}
+
+std::string format_count(double count, std::string_view one, std::string_view many) {
+  const std::string number = std::floor(count) == count && std::fabs(count) < 1e15
+                                 ? fmt::format("{:.0f}", count)
+                                 : format_number(count);
+  return fmt::format("{} {}", number, count == 1 ? one : many);
+}
+
+std::string format_flops(double flops) { return with_unit(flops, kFlopUnits); }
+
 std::string format_duration(double seconds) {
-  double a = std::fabs(seconds);
-  if (a == 0) return "0 s";
-  if (a < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
-  if (a < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
-  if (a < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
-  return fmt::format("{:.3g} s", seconds);
+  if (seconds == 0) return "0 s";
+  return with_unit(seconds, kTimeUnits);
 }
 
 std::string format_bytes(double bytes) {
-  double a = std::fabs(bytes);
-  if (a < 1e3) return fmt::format("{:.0f} B", bytes);
-  if (a < 1e6) return fmt::format("{:.3g} kB", bytes / 1e3);
-  if (a < 1e9) return fmt::format("{:.3g} MB", bytes / 1e6);
-  if (a < 1e12) return fmt::format("{:.3g} GB", bytes / 1e9);
-  return fmt::format("{:.3g} TB", bytes / 1e12);
+  // Whole bytes below a kilobyte: a size is a count of bytes, "512 B", not "512.0 B".
+  if (std::isfinite(bytes) && std::fabs(bytes) < 999.5) return fmt::format("{:.0f} B", bytes);
+  return with_unit(bytes, kByteUnits);
 }
 
+std::string format_byte_rate(double bytes_per_second) { return with_unit(bytes_per_second, kByteRateUnits); }
+
 std::string format_bandwidth(double bytes_per_second) {
-  double bits = bytes_per_second * 8;
-  if (bits < 1e6) return fmt::format("{:.3g} kbps", bits / 1e3);
-  if (bits < 1e9) return fmt::format("{:.3g} Mbps", bits / 1e6);
-  if (bits < 1e12) return fmt::format("{:.3g} Gbps", bits / 1e9);
-  return fmt::format("{:.3g} Tbps", bits / 1e12);
+  return with_unit(bytes_per_second * 8, kBitRateUnits, Digits::Echo);
 }
+
+std::string echo_duration(double seconds) {
+  if (seconds == 0) return "0 s";
+  return with_unit(seconds, kTimeUnits, Digits::Echo);
+}
+
+std::string echo_bytes(double bytes) {
+  if (std::isfinite(bytes) && std::fabs(bytes) < 999.5) return fmt::format("{:.15g} B", bytes);
+  return with_unit(bytes, kByteUnits, Digits::Echo);
+}
+
+std::string echo_flops(double flops) { return with_unit(flops, kFlopUnits, Digits::Echo); }
 
 }  // namespace stepcast

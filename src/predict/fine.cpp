@@ -50,7 +50,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.events = sim.events;
   r.engine = scheme::to_string(sim.engine);
   r.max_link_flows = sim.max_link_flows;
-  for (const scheme::LinkLoad& link : sim.links) r.links.push_back({link.name, link.busy});
+  r.links = std::move(sim.links);
   r.staleness = staleness_of(sim.staleness_counts);
   r.trace = std::move(sim.trace);
   finish_result(r, workload);
@@ -113,6 +113,10 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   account_collectives(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);
+  if (options.links_kept > 0 && r.links.size() > options.links_kept) {
+    r.links_left_out = r.links.size() - options.links_kept;
+    r.links.resize(options.links_kept);
+  }
   return r;
 }
 

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "stepcast/detail/scheme/collective_plan.hpp"
@@ -32,18 +35,17 @@ BottleneckKind kind_of(const std::string& resource) {
 }
 
 /// The busiest resource that moves bytes (not compute), among the utilization and the links.
-const Utilization* busiest_network(const Result& r) {
-  const Utilization* best = nullptr;
-  for (const auto* list : {&r.utilization, &r.links}) {
-    for (const Utilization& u : *list) {
-      const BottleneckKind kind = kind_of(u.resource);
-      if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply ||
-          kind == BottleneckKind::PsMessages) {
-        continue;
-      }
-      if (best == nullptr || u.busy > best->busy) best = &u;
+std::optional<Utilization> busiest_network(const Result& r) {
+  std::optional<Utilization> best;
+  auto consider = [&](const std::string& resource, double busy) {
+    const BottleneckKind kind = kind_of(resource);
+    if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply || kind == BottleneckKind::PsMessages) {
+      return;
     }
-  }
+    if (!best || busy > best->busy) best = Utilization{resource, busy};
+  };
+  for (const Utilization& u : r.utilization) consider(u.resource, u.busy);
+  for (const sim::LinkLoad& l : r.links) consider(l.name, l.busy);
   return best;
 }
 
@@ -115,19 +117,19 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   }
   const double step = std::max(r.step_time, 1e-300);
   const double exposed = r.breakdown.communication_exposed / step, wait = r.breakdown.wait / step;
-  const Utilization* net = busiest_network(r);
+  const std::optional<Utilization> net = busiest_network(r);
   if (r.breakdown.wait >= r.breakdown.communication_exposed) {
     r.bottleneck = fmt::format("waiting for other workers or servers ({:.0f}% of step)", 100 * wait);
     // Waiting behind a barrier that the servers (or the network) hold up.
-    r.bottleneck_kind = net != nullptr ? kind_of(net->resource) : BottleneckKind::NetworkLatency;
-    r.bottleneck_resource = net != nullptr ? net->resource : "";
+    r.bottleneck_kind = net.has_value() ? kind_of(net->resource) : BottleneckKind::NetworkLatency;
+    r.bottleneck_resource = net.has_value() ? net->resource : "";
     return;
   }
   // Exposed communication: a NIC busy one way then the other (pulls then pushes, serialised by
   // the step's dependencies) explains it as much as one busy link does; else latency.
   const double out = busy_of(r, "worker NIC out"), in = busy_of(r, "worker NIC in");
   if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
-      (net == nullptr || out + in > net->busy)) {
+      (!net || out + in > net->busy)) {
     r.bottleneck = fmt::format(
         "pull then push serialised on the worker NIC (out {:.0f}% + in {:.0f}% of the step; "
         "{:.0f}% of step exposed)",
@@ -136,7 +138,7 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     r.bottleneck_resource = "worker NIC";
     return;
   }
-  if (net != nullptr && net->busy >= kExplains * exposed) {
+  if (net.has_value() && net->busy >= kExplains * exposed) {
     r.bottleneck = fmt::format("{} {:.0f}% busy ({:.0f}% of step exposed communication)", net->resource,
                                100 * std::min(net->busy, 1.0), 100 * exposed);
     r.bottleneck_kind = kind_of(net->resource);
@@ -145,7 +147,7 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   }
   r.bottleneck = fmt::format(
       "network latency, no link busy enough to explain it ({:.0f}% of step exposed{})", 100 * exposed,
-      net != nullptr ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy) : std::string());
+      net.has_value() ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy) : std::string());
   r.bottleneck_kind = BottleneckKind::NetworkLatency;
   r.bottleneck_resource = "";
 }
@@ -255,13 +257,12 @@ Staleness staleness_of(const std::vector<uint64_t>& counts) {
 namespace {
 
 // Busy fractions of like-named resources over the run of all samples: weighted by step time.
-std::vector<Utilization> weighted_busy(const std::vector<Result>& results,
-                                       const std::vector<Utilization> Result::*field) {
+std::vector<Utilization> weighted_busy(const std::vector<Result>& results) {
   std::vector<Utilization> out;
   double total = 0;
   for (const Result& r : results) {
     total += r.step_time;
-    for (const Utilization& u : r.*field) {
+    for (const Utilization& u : r.utilization) {
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const Utilization& o) { return o.resource == u.resource; });
       if (it == out.end()) {
@@ -272,6 +273,30 @@ std::vector<Utilization> weighted_busy(const std::vector<Result>& results,
     }
   }
   for (Utilization& u : out) u.busy = total > 0 ? u.busy / total : 0;
+  return out;
+}
+
+// The links over the run of all samples, busiest first: busy weighted by step time, bytes the
+// mean per sample step (as bytes_sent). Every link of every sample (a cluster has tens of
+// thousands), so by name through a map, not a search per link.
+std::vector<sim::LinkLoad> merged_links(const std::vector<Result>& results) {
+  std::vector<sim::LinkLoad> out;
+  std::unordered_map<std::string, std::size_t> index;
+  double total = 0;
+  for (const Result& r : results) {
+    total += r.step_time;
+    for (const sim::LinkLoad& l : r.links) {
+      auto [it, added] = index.try_emplace(l.name, out.size());
+      if (added) out.push_back({l.name, 0, 0});
+      sim::LinkLoad& merged = out[it->second];
+      merged.busy += l.busy * r.step_time;
+      merged.bytes += l.bytes / static_cast<double>(results.size());
+    }
+  }
+  for (sim::LinkLoad& l : out) l.busy = total > 0 ? l.busy / total : 0;
+  std::sort(out.begin(), out.end(), [](const sim::LinkLoad& a, const sim::LinkLoad& b) {
+    return a.busy != b.busy ? a.busy > b.busy : a.name < b.name;
+  });
   return out;
 }
 
@@ -336,13 +361,8 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
     }
   }
   r.throughput = seconds_per_sample > 0 ? n / seconds_per_sample : 0;
-  r.utilization = weighted_busy(results, &Result::utilization);
-  std::size_t max_links = 0;
-  for (const Result& s : results) max_links = std::max(max_links, s.links.size());
-  r.links = weighted_busy(results, &Result::links);
-  std::stable_sort(r.links.begin(), r.links.end(),
-                   [](const Utilization& a, const Utilization& b) { return a.busy > b.busy; });
-  if (r.links.size() > max_links) r.links.resize(max_links);
+  r.utilization = weighted_busy(results);
+  r.links = merged_links(results);
   r.trace = std::move(results[rep].trace);
   finish_result(r, alone / n, workload.batch_per_worker);
   return r;

@@ -5,13 +5,14 @@
 
 #include "report/json_text.hpp"
 #include "stepcast/report/advice.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::report {
 namespace {
 
 std::string describe(const predict::Result& r) {
-  return fmt::format("{:.1f} samples/s, efficiency {:.1f}%, step {:.4g} s; bottleneck: {}", r.throughput,
-                     100 * r.efficiency, r.step_time, r.bottleneck);
+  return fmt::format("{} samples/s, efficiency {}, step {}; bottleneck: {}", format_number(r.throughput),
+                     format_percent(r.efficiency), format_duration(r.step_time), r.bottleneck);
 }
 
 void write_point(detail::JsonWriter& json, const GridPoint& p) {
@@ -54,8 +55,9 @@ void write_advice_text(std::ostream& out, const Advice& a) {
     fmt::format_to(it, "best single change: none of the varied values raises the throughput of the scenario as given\n");
   } else {
     const Change& c = a.best_changes.front();
-    fmt::format_to(it, "best single change: {} from {} to {}: {:+.1f} samples/s ({:+.1f}%), to {}\n", c.key, c.from,
-                   c.to, c.gain, 100 * c.gain_fraction, describe(c.result));
+    fmt::format_to(it, "best single change: {} from {} to {}: {}{} samples/s ({}), to {}\n", c.key, c.from, c.to,
+                   c.gain > 0 ? "+" : "", format_number(c.gain), format_signed_percent(c.gain_fraction),
+                   describe(c.result));
     for (size_t k = 1; k < a.best_changes.size(); ++k) {
       fmt::format_to(it, "  as good: {} from {} to {}\n", a.best_changes[k].key, a.best_changes[k].from,
                      a.best_changes[k].to);

@@ -15,9 +15,9 @@ namespace stepcast::report {
 namespace {
 
 // The command shows at most this many links: the busiest are the ones that explain the time.
-constexpr std::size_t kShownLinks = 10;
-
-std::size_t shown_links(const CollectiveReport& r) { return std::min(r.result.links.size(), kShownLinks); }
+std::size_t shown_links(const CollectiveReport& r) {
+  return r.links_shown == 0 ? r.result.links.size() : std::min(r.result.links.size(), r.links_shown);
+}
 
 }  // namespace
 
@@ -101,20 +101,7 @@ void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Con
   } else {
     json.null();
   }
-  json.key("links");
-  json.begin_array();
-  for (std::size_t i = 0; i < shown_links(r); ++i) {
-    const scheme::LinkLoad& link = r.result.links[i];
-    json.begin_object();
-    json.key("name");
-    json.string(link.name);
-    json.key("busy");
-    json.number(link.busy);
-    json.key("bytes");
-    json.number(link.bytes);
-    json.end_object();
-  }
-  json.end_array();
+  detail::write_links_json(json, r.result.links, shown_links(r), 0);
   json.end_object();
 }
 
@@ -168,8 +155,8 @@ void write_table(std::ostream& out, const std::vector<CollectiveReport>& rows,
     row.push_back(fmt::format("{}", r.cluster.workers));
     row.push_back(format_bytes(r.bytes));
     row.push_back(format_duration(r.result.time));
-    row.push_back(fmt::format("{:.3f}", algorithm_bandwidth(r) / 1e9));
-    row.push_back(fmt::format("{:.3f}", bus_bandwidth(r) / 1e9));
+    row.push_back(format_number(algorithm_bandwidth(r) / 1e9));
+    row.push_back(format_number(bus_bandwidth(r) / 1e9));
     row.push_back(fmt::format("{}", r.result.stages));
     row.push_back(fmt::format("{}", r.result.max_link_flows));
     if (chosen) row.push_back(ran(r));
@@ -201,13 +188,15 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
   const cluster::ClusterSpec& spec = r.cluster;
   fmt::memory_buffer buf;
   auto it = std::back_inserter(buf);
-  fmt::format_to(it, "{} ({}) of {} over {} workers ({} per node) on a {} topology, NIC {}, latency {}\n",
-                 scheme::to_string(r.op), scheme::to_string(r.algorithm), format_bytes(r.bytes), spec.workers,
+  fmt::format_to(it, "{} ({}) of {} over {} ({} per node) on a {} topology, NIC {}, latency {}\n",
+                 scheme::to_string(r.op), scheme::to_string(r.algorithm), format_bytes(r.bytes),
+                 format_count(spec.workers, "worker", "workers"),
                  spec.workers_per_node, cluster::to_string(spec.topology), format_bandwidth(spec.nic_bw),
                  format_duration(spec.latency));
   fmt::format_to(it,
-                 "  time             {}\n  algbw            {:.3f} GB/s\n  busbw            {:.3f} GB/s\n",
-                 format_duration(r.result.time), algorithm_bandwidth(r) / 1e9, bus_bandwidth(r) / 1e9);
+                 "  time             {}\n  algbw            {} GB/s\n  busbw            {} GB/s\n",
+                 format_duration(r.result.time), format_number(algorithm_bandwidth(r) / 1e9),
+                 format_number(bus_bandwidth(r) / 1e9));
   fmt::format_to(it, "  steps            {}\n  max flows/link   {} (in one step, one direction)\n",
                  r.result.stages, r.result.max_link_flows);
   if (r.algorithm == scheme::AllReduceAlgorithm::Auto ||
@@ -225,8 +214,11 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
   if (shown_links(r) > 0) buf.append(std::string_view("  busiest links:\n"));
   for (std::size_t i = 0; i < shown_links(r); ++i) {
     const scheme::LinkLoad& link = r.result.links[i];
-    fmt::format_to(it, "    {:<28} {:5.1f}% busy, {}\n", link.name, 100 * link.busy,
-                   format_bytes(link.bytes));
+    fmt::format_to(it, "    {:<28} {:>6} busy, {}\n", link.name, format_percent(link.busy), format_bytes(link.bytes));
+  }
+  if (const std::size_t others = r.result.links.size() - shown_links(r); others > 0) {
+    fmt::format_to(it, "    ... and {} (--all-links lists them)\n",
+                   format_count(static_cast<double>(others), "more link", "more links"));
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }

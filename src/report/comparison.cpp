@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stepcast/report/report.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::report {
 namespace {
@@ -26,12 +27,6 @@ std::optional<double> relative_to(const Sweep& sweep, int index, int reference) 
   const double base = sweep.predictions[static_cast<std::size_t>(reference)].throughput;
   if (!(base > 0) || !std::isfinite(base)) return std::nullopt;
   return sweep.predictions[static_cast<std::size_t>(index)].throughput / base - 1;
-}
-
-/// "+25.1%", "-4.0%"; "+0.0%" for what rounds to zero either side (not "-0.0%").
-std::string signed_percent(double fraction) {
-  const double percent = 100 * fraction;
-  return fmt::format("{:+.1f}%", std::fabs(percent) < 0.05 ? 0.0 : percent);
 }
 
 }  // namespace
@@ -73,19 +68,20 @@ std::string disagreement_warning(const Sweep& sweep, const PredictorComparison& 
   if (!comparison.disagrees()) return "";
   const std::string config =
       comparison.first < sweep.configs.size() ? config_label(sweep.configs[comparison.first]) : std::string();
-  std::string text = fmt::format("predictors differ by {:.1f}% (over {:.0f}%) at {} worker{}{}:", 100 * comparison.spread,
-                                 100 * kPredictorDisagreement, comparison.workers, comparison.workers == 1 ? "" : "s",
+  std::string text = fmt::format("predictors differ by {} (over {:.0f}%) at {}{}:", format_percent(comparison.spread),
+                                 100 * kPredictorDisagreement, format_count(comparison.workers, "worker", "workers"),
                                  config.empty() ? std::string() : " (" + config + ")");
   const int fine = comparison.prediction[slot(predict::Predictor::Fine)];
   bool first = true;
   for (predict::Predictor predictor : kPredictors) {
     const int index = comparison.prediction[slot(predictor)];
     if (index < 0) continue;
-    text += fmt::format("{} {} {:.1f}{}", first ? "" : ",", predict::to_string(predictor),
-                        sweep.predictions[static_cast<std::size_t>(index)].throughput, first ? " samples/s" : "");
+    text += fmt::format("{} {} {}{}", first ? "" : ",", predict::to_string(predictor),
+                        format_number(sweep.predictions[static_cast<std::size_t>(index)].throughput),
+                        first ? " samples/s" : "");
     if (predictor != predict::Predictor::Fine) {
       if (const std::optional<double> vs_fine = relative_to(sweep, index, fine)) {
-        text += " (" + signed_percent(*vs_fine) + " vs fine)";
+        text += " (" + format_signed_percent(*vs_fine) + " vs fine)";
       }
     }
     first = false;

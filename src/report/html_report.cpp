@@ -176,19 +176,19 @@ struct HeatRow {
 
 std::vector<HeatRow> heat_rows(const std::vector<Result>& predictions) {
   std::vector<HeatRow> rows;
-  auto add = [&](std::size_t column, const predict::Utilization& u, bool link) {
+  auto add = [&](std::size_t column, const std::string& name, double busy, bool link) {
     auto it = std::find_if(rows.begin(), rows.end(),
-                           [&](const HeatRow& row) { return row.link == link && row.name == u.resource; });
+                           [&](const HeatRow& row) { return row.link == link && row.name == name; });
     if (it == rows.end()) {
-      rows.push_back({u.resource, link, std::vector<double>(predictions.size(), std::nan("")), 0});
+      rows.push_back({name, link, std::vector<double>(predictions.size(), std::nan("")), 0});
       it = std::prev(rows.end());
     }
-    it->busy[column] = u.busy;
-    if (std::isfinite(u.busy)) it->peak = std::max(it->peak, u.busy);
+    it->busy[column] = busy;
+    if (std::isfinite(busy)) it->peak = std::max(it->peak, busy);
   };
   for (std::size_t i = 0; i < predictions.size(); ++i) {
-    for (const auto& u : predictions[i].utilization) add(i, u, false);
-    for (const auto& l : predictions[i].links) add(i, l, true);
+    for (const auto& u : predictions[i].utilization) add(i, u.resource, u.busy, false);
+    for (const auto& l : predictions[i].links) add(i, l.name, l.busy, true);
   }
   // Busiest first; equal peaks keep first appearance (resources before links).
   std::stable_sort(rows.begin(), rows.end(),

@@ -1,6 +1,7 @@
 // write_json: the sweep as one JSON object for programs (plots, regression checks).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -229,13 +230,7 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.end_array();
   json.key("max_link_flows");
   json.integer(r.max_link_flows);
-  json.key("links");
-  json.begin_object();
-  for (const auto& link : r.links) {
-    json.key(link.resource);
-    json.number(link.busy);
-  }
-  json.end_object();
+  detail::write_links_json(json, r.links, r.links.size(), r.links_left_out);
   json.key("step_time_samples");
   const predict::StepSpread& spread = r.step_samples;
   if (spread.samples == 0) {
@@ -370,6 +365,26 @@ void write_config_json(JsonWriter& json, const Config& config) {
 
 void write_prediction_json(JsonWriter& json, const predict::Result& r, const Config* config) {
   write_prediction(json, r, config);
+}
+
+void write_links_json(JsonWriter& json, const std::vector<sim::LinkLoad>& links, std::size_t shown,
+                      std::size_t left_out) {
+  shown = std::min(shown, links.size());
+  json.key("links");
+  json.begin_array();
+  for (std::size_t i = 0; i < shown; ++i) {
+    json.begin_object();
+    json.key("name");
+    json.string(links[i].name);
+    json.key("busy");
+    json.number(links[i].busy);
+    json.key("bytes");
+    json.number(links[i].bytes);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("links_left_out");
+  json.integer(links.size() - shown + left_out);
 }
 }  // namespace detail
 

@@ -104,6 +104,12 @@ class JsonWriter {
 /// A swept configuration as one object: each key with its value as given, numbers unquoted.
 void write_config_json(JsonWriter& json, const Config& config);
 
+/// "links": the first `shown` of `links` as [{"name", "busy", "bytes"}], then "links_left_out":
+/// how many links that carried bytes are not in the list (those not shown, plus `left_out`
+/// already dropped upstream). The one shape of links in every command's JSON.
+void write_links_json(JsonWriter& json, const std::vector<sim::LinkLoad>& links, std::size_t shown,
+                      std::size_t left_out);
+
 /// One prediction as write_json writes it (with its swept configuration when not null).
 void write_prediction_json(JsonWriter& json, const predict::Result& result, const Config* config);
 

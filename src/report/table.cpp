@@ -55,22 +55,22 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
                [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
   c.push_back({"step time", true, [](const predict::Result& r) { return format_duration(r.step_time); }});
   c.push_back({"throughput (samples/s)", true,
-               [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }});
+               [](const predict::Result& r) { return format_number(r.throughput); }});
   if (tokens) {
     c.push_back({"tokens/s", true,
-                 [](const predict::Result& r) { return fmt::format("{:.0f}", r.tokens.tokens_per_s); }});
+                 [](const predict::Result& r) { return format_number(r.tokens.tokens_per_s); }});
     c.push_back({"tokens/s per GPU", true, [](const predict::Result& r) {
-                   return fmt::format("{:.0f}", r.tokens.tokens_per_s_per_worker);
+                   return format_number(r.tokens.tokens_per_s_per_worker);
                  }});
   }
   if (mfu) {
     c.push_back({"MFU", true, [](const predict::Result& r) {
-                   return r.tokens.mfu >= 0 ? fmt::format("{:.1f}%", 100 * r.tokens.mfu) : std::string("-");
+                   return r.tokens.mfu >= 0 ? format_percent(r.tokens.mfu) : std::string("-");
                  }});
   }
-  c.push_back({"speed-up", true, [](const predict::Result& r) { return fmt::format("{:.2f}x", r.speedup); }});
+  c.push_back({"speed-up", true, [](const predict::Result& r) { return format_number(r.speedup) + "x"; }});
   c.push_back({"efficiency", true,
-               [](const predict::Result& r) { return fmt::format("{:.1f}%", r.efficiency * 100); }});
+               [](const predict::Result& r) { return format_percent(r.efficiency); }});
   if (memory) c.push_back({"memory per GPU", true, memory_cell});
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
@@ -115,7 +115,7 @@ void append_heading(fmt::memory_buffer& buf, const Sweep& sweep) {
 
 std::string percent_of(double part, double whole) {
   if (!(whole > 0) || !std::isfinite(whole)) return "-";
-  return fmt::format("{:.1f}%", part / whole * 100);
+  return format_percent(part / whole);
 }
 
 /// One line per prediction predicted over per-step samples: the spread of its step time.
@@ -125,10 +125,11 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
     const predict::StepSpread& s = r.step_samples;
     if (s.samples == 0) continue;
     fmt::format_to(it,
-                   "per-step samples ({} worker{}, {}): {} steps, predicted step time mean {:.3f} ms, "
-                   "p50 {:.3f} ms, p95 {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n",
-                   r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.samples,
-                   s.mean * 1e3, s.p50 * 1e3, s.p95 * 1e3, s.min * 1e3, s.max * 1e3);
+                   "per-step samples ({}, {}): {}, predicted step time mean {}, p50 {}, p95 {}, min {}, "
+                   "max {}\n",
+                   format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+                   format_count(static_cast<double>(s.samples), "step", "steps"), format_duration(s.mean),
+                   format_duration(s.p50), format_duration(s.p95), format_duration(s.min), format_duration(s.max));
   }
 }
 
@@ -140,10 +141,10 @@ void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result
     if (s.pushes == 0) continue;
     fmt::format_to(
         it,
-        "staleness ({} worker{}, {}): mean {:.2f}, p95 {:.1f}, max {:.0f} updates applied between a "
-        "pull and its gradient's push ({} pushes)\n",
-        r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), s.mean, s.p95, s.max,
-        s.pushes);
+        "staleness ({}, {}): mean {}, p95 {}, max {} updates applied between a pull and its gradient's "
+        "push ({})\n",
+        format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor), format_number(s.mean),
+        format_number(s.p95), fmt::format("{:.0f}", s.max), format_count(static_cast<double>(s.pushes), "push", "pushes"));
   }
 }
 
@@ -166,13 +167,15 @@ void append_jobs(fmt::memory_buffer& buf, const std::vector<predict::Result>& pr
     if (j.samples <= 0) continue;
     fmt::format_to(
         it,
-        "job ({} worker{}, {}): {:.0f} samples{} in {:.0f} steps of {} after a {} start-up: {} in all{}, "
-        "{:.1f} samples/s overall ({:.1f}% of the time starting up)\n",
-        r.workers, r.workers == 1 ? "" : "s", predict::to_string(r.predictor), j.samples,
-        j.epochs > 0 ? fmt::format(" ({:.4g} epochs)", j.epochs) : std::string(), j.steps,
-        format_duration(r.step_time), format_duration(j.startup_time), format_span(j.time),
+        "job ({}, {}): {}{} in {} of {} after a {} start-up: {} in all{}, {} samples/s overall ({} of the "
+        "time starting up)\n",
+        format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+        format_count(j.samples, "sample", "samples"),
+        j.epochs > 0 ? fmt::format(" ({})", format_count(j.epochs, "epoch", "epochs")) : std::string(),
+        format_count(j.steps, "step", "steps"), format_duration(r.step_time), format_duration(j.startup_time),
+        format_span(j.time),
         j.epochs > 0 ? fmt::format(" ({} per epoch)", format_span(j.epoch_time)) : std::string(),
-        j.throughput, 100 * j.startup_time / j.time);
+        format_number(j.throughput), percent_of(j.startup_time, j.time));
   }
 }
 
@@ -182,16 +185,16 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
   auto it = std::back_inserter(buf);
   const auto& b = r.breakdown;
   fmt::format_to(it,
-                 "\nwhere the time goes ({} workers, {}): compute {:.2f} ms ({}), exposed "
-                 "communication {:.2f} ms ({}), wait {:.2f} ms ({})\n",
-                 r.workers, predict::to_string(r.predictor), b.compute * 1e3,
-                 percent_of(b.compute, r.step_time), b.communication_exposed * 1e3,
-                 percent_of(b.communication_exposed, r.step_time), b.wait * 1e3,
-                 percent_of(b.wait, r.step_time));
+                 "\nwhere the time goes ({}, {}): compute {} ({}), exposed communication {} ({}), wait {} "
+                 "({})\n",
+                 format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+                 format_duration(b.compute), percent_of(b.compute, r.step_time),
+                 format_duration(b.communication_exposed), percent_of(b.communication_exposed, r.step_time),
+                 format_duration(b.wait), percent_of(b.wait, r.step_time));
   if (r.compute_cv > 0) {
     fmt::format_to(
-        it, "stragglers: each worker's compute varies by {:.2f}% (coefficient of variation) per step\n",
-        100 * r.compute_cv);
+        it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",
+        format_percent(r.compute_cv));
   }
   if (r.utilization.empty()) return;
 
@@ -205,18 +208,20 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
   busiest.resize(std::min<std::size_t>(busiest.size(), 4));
   buf.append(std::string_view("busiest:"));
   for (std::size_t i = 0; i < busiest.size(); ++i) {
-    fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", busiest[i]->resource, busiest[i]->busy * 100);
+    fmt::format_to(it, "{} {} {}", i == 0 ? "" : ",", busiest[i]->resource, format_percent(busiest[i]->busy));
   }
   buf.push_back('\n');
   if (!r.links.empty()) {
     buf.append(std::string_view("busiest links:"));
     for (std::size_t i = 0; i < std::min<std::size_t>(r.links.size(), 3); ++i) {
-      fmt::format_to(it, "{} {} {:.1f}%", i == 0 ? "" : ",", r.links[i].resource, r.links[i].busy * 100);
+      fmt::format_to(it, "{} {} {}", i == 0 ? "" : ",", r.links[i].name, format_percent(r.links[i].busy));
     }
+    const std::size_t others = r.links.size() - std::min<std::size_t>(r.links.size(), 3) + r.links_left_out;
+    if (others > 0) fmt::format_to(it, " and {}", format_count(static_cast<double>(others), "more link", "more links"));
     if (r.max_link_flows <= 1) {
       fmt::format_to(it, " (no two flows shared a link)\n");
     } else {
-      fmt::format_to(it, " (at most {} flows shared a link)\n", r.max_link_flows);
+      fmt::format_to(it, " (at most {} shared a link)\n", format_count(r.max_link_flows, "flow", "flows"));
     }
   }
 }
@@ -230,9 +235,9 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
     const predict::Memory& p = m.per_worker;
     fmt::format_to(
         it,
-        "memory per GPU ({} worker{}): parameters {}, gradients {}, optimizer {}, activations {}, "
+        "memory per GPU ({}): parameters {}, gradients {}, optimizer {}, activations {}, "
         "gathered buffers {}: {}{}\n",
-        r.workers, r.workers == 1 ? "" : "s", format_bytes(p.parameters), format_bytes(p.gradients),
+        format_count(r.workers, "worker", "workers"), format_bytes(p.parameters), format_bytes(p.gradients),
         format_bytes(p.optimizer), m.activations_modelled ? format_bytes(p.activations) : "not modelled",
         format_bytes(p.buffers), format_bytes(p.total()),
         m.gpu_memory > 0
@@ -241,11 +246,11 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
   }
   const predict::Result& last = predictions.back();
   if (last.tokens.model_flops_per_s_per_worker > 0) {
-    fmt::format_to(it, "model FLOPs ({} workers): {} per GPU", last.workers,
+    fmt::format_to(it, "model FLOPs ({}): {} per GPU", format_count(last.workers, "worker", "workers"),
                    format_flops(last.tokens.model_flops_per_s_per_worker));
     if (last.tokens.mfu >= 0) {
-      fmt::format_to(it, ", MFU {:.1f}% with attention, {:.1f}% as 6 N per token", 100 * last.tokens.mfu,
-                     100 * last.tokens.mfu_6nd);
+      fmt::format_to(it, ", MFU {} with attention, {} as 6 N per token", format_percent(last.tokens.mfu),
+                     format_percent(last.tokens.mfu_6nd));
     } else {
       buf.append(std::string_view(" (MFU needs cluster.gpu.peak_flops)"));
     }
@@ -258,7 +263,7 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
 void append_collectives(fmt::memory_buffer& buf, const predict::Result& r) {
   if (r.collectives.empty()) return;
   auto it = std::back_inserter(buf);
-  fmt::format_to(it, "all-reduce buckets ({} workers):", r.workers);
+  fmt::format_to(it, "all-reduce buckets ({}):", format_count(r.workers, "worker", "workers"));
   for (std::size_t first = 0; first < r.collectives.size();) {
     const predict::BucketCollective& b = r.collectives[first];
     std::size_t last = first;
@@ -353,9 +358,7 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
   column("spread", false);
 
   auto signed_percent = [](const std::optional<double>& fraction) {
-    if (!fraction) return std::string("-");
-    const double percent = 100 * *fraction;  // no "-0.0%" for a rounding error below fine
-    return fmt::format("{:+.1f}%", std::fabs(percent) < 0.05 ? 0.0 : percent);
+    return fraction ? format_signed_percent(*fraction) : std::string("-");
   };
   std::vector<Row> rows;
   for (const PredictorComparison& c : comparisons) {
@@ -370,13 +373,13 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
       row.push_back(cell(p, [](const predict::Result& r) { return format_duration(r.step_time); }));
     }
     for (predict::Predictor p : ran) {
-      row.push_back(cell(p, [](const predict::Result& r) { return fmt::format("{:.1f}", r.throughput); }));
+      row.push_back(cell(p, [](const predict::Result& r) { return format_number(r.throughput); }));
     }
     if (coarse) row.push_back(signed_percent(c.coarse_vs_fine));
     if (analytic) row.push_back(signed_percent(c.analytic_vs_fine));
     row.push_back(c.disagrees()
-                      ? fmt::format("{:.1f}% (over {:.0f}%)", 100 * c.spread, 100 * kPredictorDisagreement)
-                      : fmt::format("{:.1f}%", 100 * c.spread));
+                      ? fmt::format("{} (over {:.0f}%)", format_percent(c.spread), 100 * kPredictorDisagreement)
+                      : format_percent(c.spread));
     rows.push_back(std::move(row));
   }
 

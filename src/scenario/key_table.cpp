@@ -66,7 +66,7 @@ double parse_number(const RawValue& value, double min, bool min_allowed, std::st
 }
 
 // Plain numbers render without trailing zeros ("2", "0.5", "219.178").
-std::string format_number(double value) { return fmt::format("{:.6g}", value); }
+std::string echo_number(double value) { return fmt::format("{:.6g}", value); }
 
 template <class E>
 using Choices = std::vector<std::pair<std::string_view, E>>;
@@ -232,7 +232,7 @@ template <class F>
 KeyDef number_key(std::string key, std::string def, double min, bool min_allowed, double max,
                   std::string description, F field) {
   std::string bound =
-      fmt::format("in {}{}, {}]", min_allowed ? "[" : "(", format_number(min), format_number(max));
+      fmt::format("in {}{}, {}]", min_allowed ? "[" : "(", echo_number(min), echo_number(max));
   std::string expected = "a number " + bound;
   return {{std::move(key), "number " + bound, std::move(def), std::move(description)},
           true,
@@ -242,7 +242,7 @@ KeyDef number_key(std::string key, std::string def, double min, bool min_allowed
             field(d.scenario) = x;
           },
           [field](const Scenario& s) {
-            return Rendered{format_number(field(s)), true};
+            return Rendered{echo_number(field(s)), true};
           }};
 }
 
@@ -285,7 +285,7 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
           true,
           [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_duration(v.text, v.where); },
           [field](const Scenario& s) {
-            return Rendered{format_duration(field(s)), false};
+            return Rendered{echo_duration(field(s)), false};
           }};
 }
 
@@ -322,7 +322,7 @@ std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
     r.bw = parse_bandwidth(words[2], where);
     if (!regimes.empty() && r.from_bytes <= regimes.back().from_bytes) {
       throw Error(where, fmt::format("sizes must be strictly ascending: {} follows {}",
-                                     format_bytes(r.from_bytes), format_bytes(regimes.back().from_bytes)));
+                                     echo_bytes(r.from_bytes), echo_bytes(regimes.back().from_bytes)));
     }
     regimes.push_back(r);
   }
@@ -423,7 +423,7 @@ std::vector<KeyDef> make_table() {
        false,
        [](const RawValue& v, Draft& d) { d.scenario.workload.achieved_flops = parse_flops(v.text, v.where); },
        [](const Scenario& s) {
-         return Rendered{s.workload.achieved_flops > 0 ? format_flops(s.workload.achieved_flops) : "unset",
+         return Rendered{s.workload.achieved_flops > 0 ? echo_flops(s.workload.achieved_flops) : "unset",
                          false};
        }});
   t.push_back({{"workload.layer_times", "path", "(none)",
@@ -452,7 +452,7 @@ std::vector<KeyDef> make_table() {
                  d.scenario.workload.compute_efficiency = e;
                },
                [](const Scenario& s) {
-                 return Rendered{format_number(s.workload.compute_efficiency), true};
+                 return Rendered{echo_number(s.workload.compute_efficiency), true};
                }});
   t.push_back({{"workload.profile", "path", "(none)",
                 "PyTorch profiler (Kineto) trace of the job, .json or .json.gz, relative to the "
@@ -499,7 +499,7 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  // Derived from the step time whichever way it was given, so both keys agree.
                  double step = s.workload.step_time;
-                 return Rendered{format_number(step > 0 ? s.workload.batch_per_worker / step : 0), true};
+                 return Rendered{echo_number(step > 0 ? s.workload.batch_per_worker / step : 0), true};
                }});
   t.push_back({{std::string(kStepTimeKey), "duration", "(this or workload.single_worker_throughput)",
                 "measured time of one training step of one worker alone"},
@@ -510,7 +510,7 @@ std::vector<KeyDef> make_table() {
                  d.step_time = seconds;
                },
                [](const Scenario& s) {
-                 return Rendered{format_duration(s.workload.step_time), false};
+                 return Rendered{echo_duration(s.workload.step_time), false};
                }});
   t.push_back(choice_key(
       "workload.precision", "fp32", precisions(),
@@ -533,7 +533,7 @@ std::vector<KeyDef> make_table() {
                },
                [](const Scenario& s) {
                  return s.options.compute_cv_auto ? Rendered{"auto", false}
-                                                  : Rendered{format_number(s.options.compute_cv), true};
+                                                  : Rendered{echo_number(s.options.compute_cv), true};
                }});
 
   // --- cluster
@@ -624,7 +624,7 @@ std::vector<KeyDef> make_table() {
                  std::string out;
                  for (const cluster::CollectiveRegime& r : s.cluster.collective_regimes) {
                    out += fmt::format("{}from {}: {}/step, {}", out.empty() ? "" : "; ",
-                                      format_bytes(r.from_bytes), format_duration(r.step_latency),
+                                      echo_bytes(r.from_bytes), echo_duration(r.step_latency),
                                       format_bandwidth(r.bw));
                  }
                  return Rendered{out.empty() ? "none" : out, false};
@@ -642,7 +642,7 @@ std::vector<KeyDef> make_table() {
         return (tree ? s.cluster.nccl.tree : s.cluster.nccl.ring)[p];
       };
       t.push_back(duration_key(
-          key + ".base_latency", format_duration(defaults.base_latency),
+          key + ".base_latency", echo_duration(defaults.base_latency),
           what + ": latency once per collective", [cost](auto& s) -> auto& { return cost(s).base_latency; }));
       const std::pair<cluster::NcclHop, const char*> hops[] = {{cluster::NcclHop::NvLink, "nvlink"},
                                                                {cluster::NcclHop::Pcie, "pcie"},
@@ -650,7 +650,7 @@ std::vector<KeyDef> make_table() {
       for (const auto& [hop, name] : hops) {
         const int h = static_cast<int>(hop);
         t.push_back(duration_key(
-            fmt::format("{}.hop_latency.{}", key, name), format_duration(defaults.hop_latency[h]),
+            fmt::format("{}.hop_latency.{}", key, name), echo_duration(defaults.hop_latency[h]),
             fmt::format("{}: latency per step over {}", what,
                         hop == cluster::NcclHop::Net      ? "the network (between nodes)"
                         : hop == cluster::NcclHop::NvLink ? "NVLink (inside a node, intra_node.link nvlink)"
@@ -658,7 +658,7 @@ std::vector<KeyDef> make_table() {
             [ cost, h ](auto& s) -> auto& { return cost(s).hop_latency[h]; }));
       }
       t.push_back(number_key(
-          key + ".efficiency", format_number(defaults.efficiency), 0.01, true, 1.0,
+          key + ".efficiency", echo_number(defaults.efficiency), 0.01, true, 1.0,
           what + ": payload bytes per wire byte (the links' bandwidth it can use)", [cost](auto& s) -> auto& {
             return cost(s).efficiency;
           }));
@@ -680,7 +680,7 @@ std::vector<KeyDef> make_table() {
        false,
        [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
        [](const Scenario& s) {
-         return Rendered{s.cluster.rpc_latency ? format_duration(*s.cluster.rpc_latency) : "link latency",
+         return Rendered{s.cluster.rpc_latency ? echo_duration(*s.cluster.rpc_latency) : "link latency",
                          false};
        }});
   t.push_back(bandwidth_key(
@@ -722,7 +722,7 @@ std::vector<KeyDef> make_table() {
          d.scenario.cluster.gpu_memory = bytes;
        },
        [](const Scenario& s) {
-         return Rendered{s.cluster.gpu_memory > 0 ? format_bytes(s.cluster.gpu_memory) : "unset", false};
+         return Rendered{s.cluster.gpu_memory > 0 ? echo_bytes(s.cluster.gpu_memory) : "unset", false};
        }});
   t.push_back(
       {{"cluster.gpu.peak_flops", "FLOP/s", "(unset: no MFU)",
@@ -730,7 +730,7 @@ std::vector<KeyDef> make_table() {
        false,
        [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_peak_flops = parse_flops(v.text, v.where); },
        [](const Scenario& s) {
-         return Rendered{s.cluster.gpu_peak_flops > 0 ? format_flops(s.cluster.gpu_peak_flops) : "unset",
+         return Rendered{s.cluster.gpu_peak_flops > 0 ? echo_flops(s.cluster.gpu_peak_flops) : "unset",
                          false};
        }});
 
@@ -808,7 +808,7 @@ std::vector<KeyDef> make_table() {
                  d.scenario.scheme.allreduce.bucket_bytes = parse_bytes(v.text, v.where);
                },
                [](const Scenario& s) {
-                 return Rendered{format_bytes(s.scheme.allreduce.bucket_bytes), false};
+                 return Rendered{echo_bytes(s.scheme.allreduce.bucket_bytes), false};
                }});
 
   t.push_back(choice_key(
@@ -862,7 +862,7 @@ std::vector<KeyDef> make_table() {
                  if (d.scenario.options.job.epochs > 1e9) fail(v, "a number of epochs in (0, 1e9]");
                },
                [](const Scenario& s) {
-                 return Rendered{format_number(s.options.job.epochs), true};
+                 return Rendered{echo_number(s.options.job.epochs), true};
                }});
   t.push_back(
       {{"job.dataset", "dataset name or size", "(unset)",
@@ -888,7 +888,7 @@ std::vector<KeyDef> make_table() {
        },
        [](const Scenario& s) {
          return Rendered{
-             s.options.job.epochs > 0 ? format_number(s.options.job.samples / s.options.job.epochs) : "unset",
+             s.options.job.epochs > 0 ? echo_number(s.options.job.samples / s.options.job.epochs) : "unset",
              s.options.job.epochs > 0};
        }});
   t.push_back({{"job.startup.bytes", "size", "the model's parameter bytes",
@@ -899,7 +899,7 @@ std::vector<KeyDef> make_table() {
                },
                [](const Scenario& s) {
                  const double b = s.options.job.startup_bytes;
-                 return Rendered{b >= 0 ? format_bytes(b) : "model", false};
+                 return Rendered{b >= 0 ? echo_bytes(b) : "model", false};
                }});
   t.push_back({{"job.startup.storage_bandwidth", "bandwidth", "unset (start-up I/O not modelled)",
                 "read bandwidth of one worker's start-up read"},

@@ -157,7 +157,6 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
     if (bytes[l] > 0) r.links.push_back({cluster.links[l].name, busy(static_cast<uint32_t>(l)), bytes[l]});
   }
   sort_links(r.links);
-  if (r.links.size() > 10) r.links.resize(10);
 }
 
 SimulationResult run_steps(const Workload& w, const Cluster& cluster, const SchemeConfig& scheme,

@@ -25,6 +25,11 @@ class Writer {
     put(u.resource);
     put(u.busy);
   }
+  void put(const sim::LinkLoad& l) {
+    put(l.name);
+    put(l.busy);
+    put(l.bytes);
+  }
   void put(const predict::BucketCollective& b) {
     put(b.bytes);
     put(b.algorithm);
@@ -61,6 +66,11 @@ class Reader {
   void get(predict::Utilization& u) {
     get(u.resource);
     get(u.busy);
+  }
+  void get(sim::LinkLoad& l) {
+    get(l.name);
+    get(l.busy);
+    get(l.bytes);
   }
   void get(predict::BucketCollective& b) {
     get(b.bytes);
@@ -118,6 +128,7 @@ void fields(IO& io, R& r) {
   f(r.engine);
   f(r.max_link_flows);
   f(r.links);
+  f(r.links_left_out);
   f(r.step_samples.samples);
   f(r.step_samples.mean);
   f(r.step_samples.p50);

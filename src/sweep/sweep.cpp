@@ -156,6 +156,7 @@ report::Sweep run(const Request& request) {
             options.record_trace =
                 request.record_trace && t + 1 == tasks && c + 1 == counts.size() && p + 1 == predictors.size();
             if (options.record_trace) options.trace_selection = request.trace_selection;
+            options.links_kept = request.links_kept;
             results[t].push_back(predict::predict(rebuilt ? *rebuilt : workload, at.cluster, at.scheme, options, warn));
             if (request.progress) {
               std::lock_guard<std::mutex> lock(report_mutex);

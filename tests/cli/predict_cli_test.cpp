@@ -3,6 +3,7 @@
 #include <cmath>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "cli/cli_support.hpp"
 
@@ -107,6 +108,47 @@ TEST_F(PredictCli, JsonOutputIsStrictJsonWithEveryField) {
     EXPECT_NEAR(p["speedup"].number, tput / kSingleWorkerThroughput, 1e-9 * tput);
     EXPECT_NEAR(p["efficiency"].number, p["speedup"].number / n, 1e-9);
   }
+}
+
+/// The links of one JSON object as every command writes them: [{name, busy, bytes}] busiest
+/// first, then links_left_out. Returns (listed, left out).
+std::pair<std::size_t, std::size_t> check_links(const Json& holder) {
+  EXPECT_TRUE(holder["links"].is_array());
+  EXPECT_TRUE(holder["links_left_out"].is_number());
+  double previous = 2;
+  for (const Json& link : holder["links"].array) {
+    EXPECT_TRUE(link["name"].is_string());
+    EXPECT_GE(link["busy"].number, 0);
+    EXPECT_LE(link["busy"].number, previous) << "busiest first: " << link["name"].string;
+    EXPECT_GT(link["bytes"].number, 0) << link["name"].string;
+    previous = link["busy"].number;
+  }
+  return {holder["links"].array.size(), static_cast<std::size_t>(holder["links_left_out"].number)};
+}
+
+// One shape of `links` in every command's JSON, the ten busiest by default with the count of the
+// others, every one with --all-links. 16 workers and 2 server nodes on one switch: every NIC
+// carries bytes both ways, 36 link directions; 8 workers of a ring on one switch: 16.
+TEST_F(PredictCli, LinksHaveOneShapeInEveryCommandAndAllLinksKeepsThemAll) {
+  RunResult top = run({"predict", kExample, "--workers", "16", "--json"});
+  RunResult all = run({"predict", kExample, "--workers", "16", "--json", "--all-links"});
+  ASSERT_EQ(top.code, 0) << top.describe();
+  ASSERT_EQ(all.code, 0) << all.describe();
+  const auto [listed, left_out] = check_links(parse_json_or_fail(top.out)["predictions"].array.at(0));
+  EXPECT_EQ(listed, 10u);
+  EXPECT_EQ(left_out, 26u);
+  const Json every = parse_json_or_fail(all.out)["predictions"].array.at(0);
+  EXPECT_EQ(check_links(every), (std::pair<std::size_t, std::size_t>{36, 0}));
+  // The table names how many it did not list.
+  RunResult table = run({"predict", kExample, "--workers", "16"});
+  EXPECT_NE(table.out.find("and 33 more links"), std::string::npos) << table.out;
+
+  RunResult ring = run({"collective", "--workers", "8", "--json"});
+  RunResult ring_all = run({"collective", "--workers", "8", "--json", "--all-links"});
+  ASSERT_EQ(ring.code, 0) << ring.describe();
+  ASSERT_EQ(ring_all.code, 0) << ring_all.describe();
+  EXPECT_EQ(check_links(parse_json_or_fail(ring.out)), (std::pair<std::size_t, std::size_t>{10, 6}));
+  EXPECT_EQ(check_links(parse_json_or_fail(ring_all.out)), (std::pair<std::size_t, std::size_t>{16, 0}));
 }
 
 TEST_F(PredictCli, JsonScenarioResolvesEveryKeyListedByOptions) {

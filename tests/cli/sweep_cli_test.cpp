@@ -125,7 +125,7 @@ TEST_F(SweepCli, CollectiveListsAreOneRowPerSizeCountAndConfiguration) {
   EXPECT_EQ(rows.array[2]["workers"].number, 16);
   const RunResult table = run({"collective", "--size", "1MB,64MB", "--workers", "4,16"});
   ASSERT_EQ(table.code, 0) << table.describe();
-  EXPECT_NE(table.out.find("workers   size     time  algbw (GB/s)  busbw (GB/s)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("workers     size     time  algbw (GB/s)  busbw (GB/s)"), std::string::npos) << table.out;
   EXPECT_EQ(split_lines(table.out).size(), 2u + 4u) << table.out;
 }
 

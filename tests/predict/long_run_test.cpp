@@ -30,7 +30,7 @@ TEST(LongRunWarning, ProjectsFromTheFractionDoneAndWarnsOnce) {
   EXPECT_NE(warnings[0].find("1024 workers"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("coarse"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("analytic"), std::string::npos) << warnings[0];
-  EXPECT_NE(warnings[0].find("65 s"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("65.0 s"), std::string::npos) << warnings[0];
   warning.progress_at(30.0, 0.3);
   EXPECT_EQ(warnings.size(), 1u) << "warns once";
 }
@@ -65,7 +65,7 @@ TEST(LongRunWarning, WithoutProgressTheTimeSoFarCounts) {
   EXPECT_TRUE(warnings.empty());
   warning.progress_at(61.0, 0.0);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("61 s"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("61.0 s"), std::string::npos) << warnings[0];
   LongRunWarning in_minutes(sink, 8);
   in_minutes.progress_at(5.0, 0.005);
   in_minutes.progress_at(10.0, 0.01);  // 1,000 s at both rates

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -143,6 +144,31 @@ TEST(PredictProperties, RandomScenarios) {
     for (const Utilization& u : fine.utilization) EXPECT_LE(u.busy, 1 + 1e-6) << u.resource;
     // Nobody beats training alone without communication.
     EXPECT_LE(fine.efficiency, 1 + 1e-9);
+
+    // (e) The links: with every link kept (--all-links), the NICs' and buses' uplinks carry
+    // exactly bytes_sent (the same bytes, counted per link); the default keeps the busiest 10 of
+    // that list, in its order, and counts the others.
+    Options all_links = kFine;
+    all_links.links_kept = 0;
+    const Result every = predict(s.workload, s.cluster, s.scheme, all_links);
+    EXPECT_EQ(every.links_left_out, 0u);
+    double uplinks = 0;
+    for (std::size_t i = 0; i < every.links.size(); ++i) {
+      const sim::LinkLoad& l = every.links[i];
+      EXPECT_GT(l.bytes, 0) << l.name;
+      EXPECT_LE(l.busy, 1 + 1e-6) << l.name;
+      if (i > 0) {
+        EXPECT_GE(every.links[i - 1].busy, l.busy) << "busiest first";
+      }
+      const bool device_uplink = l.name.ends_with(".up") && (l.name.find(".nic") != std::string::npos ||
+                                                             l.name.find(".bus") != std::string::npos);
+      if (device_uplink) uplinks += l.bytes;
+    }
+    EXPECT_LE(relative(uplinks, fine.bytes_sent), 1e-9) << uplinks << " on uplinks, " << fine.bytes_sent << " sent";
+    const std::size_t kept = std::min<std::size_t>(every.links.size(), 10);
+    ASSERT_EQ(fine.links.size(), kept);
+    EXPECT_EQ(fine.links_left_out, every.links.size() - kept);
+    for (std::size_t i = 0; i < kept; ++i) EXPECT_EQ(fine.links[i], every.links[i]);
   }
 }
 

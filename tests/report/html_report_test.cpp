@@ -280,10 +280,10 @@ TEST(HtmlReport, SpreadMemoryAndTokensOnlyWhenPresent) {
   EXPECT_EQ(count(*spread, "<tr>"), 2u);  // header and the one prediction with samples
   const auto memory = between(html, "<section id=\"memory\">", "</section>");
   ASSERT_TRUE(memory.has_value());
-  EXPECT_NE(memory->find("<td class=\"n\">12 GB</td>"), std::string::npos);  // optimizer
-  EXPECT_NE(memory->find("<td class=\"n\">16 GB + activations</td>"), std::string::npos);
+  EXPECT_NE(memory->find("<td class=\"n\">12.0 GB</td>"), std::string::npos);  // optimizer
+  EXPECT_NE(memory->find("<td class=\"n\">16.0 GB + activations</td>"), std::string::npos);
   EXPECT_NE(memory->find("<td class=\"n\">not modelled</td>"), std::string::npos);
-  EXPECT_NE(memory->find("<span class=\"bad\">no: 16 GB &gt; 8 GB</span>"), std::string::npos);
+  EXPECT_NE(memory->find("<span class=\"bad\">no: 16.0 GB &gt; 8.00 GB</span>"), std::string::npos);
   EXPECT_EQ(count(*memory, "<tr>"), 2u);
   const auto tokens = between(html, "<section id=\"tokens\">", "</section>");
   ASSERT_TRUE(tokens.has_value());

@@ -172,10 +172,24 @@ TEST(CollectiveReport, JsonHasEveryFieldWithUnits) {
   simdjson::dom::array links;
   ASSERT_EQ(doc["links"].get_array().get(links), simdjson::SUCCESS);
   EXPECT_EQ(links.size(), 10u);  // the ten busiest of twelve
+  EXPECT_EQ(int64_t(doc["links_left_out"]), 2);
   EXPECT_EQ(std::string_view(links.at(0)["name"]), "link \"0\"");
   EXPECT_EQ(double(links.at(0)["busy"]), 0.5);
   EXPECT_EQ(double(links.at(0)["bytes"]), 75e6);
   EXPECT_NE(text.find("\"topology\": "), std::string::npos) << text;
+}
+
+TEST(CollectiveReport, AllLinksKeepsEveryLinkAndTheTableCountsTheOthers) {
+  CollectiveReport r = make_collective();
+  r.links_shown = 0;  // collective --all-links
+  const std::string text = render(write_json, r);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element doc = parse(parser, text);
+  EXPECT_EQ(doc["links"].get_array().size(), 12u);
+  EXPECT_EQ(int64_t(doc["links_left_out"]), 0);
+  r.links_shown = 5;
+  const std::string table = render(write_table, r);
+  EXPECT_NE(table.find("... and 7 more links (--all-links lists them)"), std::string::npos) << table;
 }
 
 TEST(CollectiveReport, NonFiniteTimeIsNullAndNoRegimeIsNull) {
@@ -194,8 +208,8 @@ TEST(CollectiveReport, NonFiniteTimeIsNullAndNoRegimeIsNull) {
 
 TEST(CollectiveReport, TableNamesUnits) {
   const std::string text = render(write_table, make_collective());
-  for (const char* part : {"allreduce (ring) of 100 MB over 4 workers", "algbw            5.000 GB/s",
-                           "busbw            7.500 GB/s", "steps            6", "busiest links:"}) {
+  for (const char* part : {"allreduce (ring) of 100 MB over 4 workers", "algbw            5.00 GB/s",
+                           "busbw            7.50 GB/s", "steps            6", "busiest links:"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
   }
   EXPECT_EQ(text.find("regime"), std::string::npos) << text;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "stepcast/error.hpp"
@@ -136,6 +138,75 @@ TEST(Units, FormatThenParseRoundTrips) {
   for (double b : {25e6, 2e9, 512.0}) {
     EXPECT_DOUBLE_EQ(parse_bytes(format_bytes(b), kWhere), b) << format_bytes(b);
   }
+}
+
+// The tables' one number format (issue: "16 ms, 1.6 s, 2.12e+07 s" in one table). The expected
+// texts follow from the rule, 3 significant digits with trailing zeros and integer digits kept.
+TEST(NumberFormat, ThreeSignificantDigitsNeverAnExponent) {
+  EXPECT_EQ(format_number(1206.3), "1210");
+  EXPECT_EQ(format_number(255.6), "256");
+  EXPECT_EQ(format_number(45.67), "45.7");
+  EXPECT_EQ(format_number(0.51234), "0.512");
+  EXPECT_EQ(format_number(1), "1.00");
+  EXPECT_EQ(format_number(0), "0");
+  EXPECT_EQ(format_number(-2.5), "-2.50");
+  EXPECT_EQ(format_number(2.12e7), "21200000");
+  EXPECT_EQ(format_number(0.00123), "0.00123");
+}
+
+TEST(NumberFormat, RoundingUpCarriesIntoTheNextDigit) {
+  EXPECT_EQ(format_number(99.96), "100");
+  EXPECT_EQ(format_number(9.996), "10.0");
+  EXPECT_EQ(format_percent(0.99996), "100%");
+  // ... and into the next unit: 999.6 ms is 1.00 s, not "1e+03 ms" or "1000 ms".
+  EXPECT_EQ(format_duration(0.9996), "1.00 s");
+  EXPECT_EQ(format_bytes(999.6e6), "1.00 GB");
+}
+
+TEST(NumberFormat, OnePrecisionAcrossMagnitudes) {
+  EXPECT_EQ(format_duration(0.016), "16.0 ms");
+  EXPECT_EQ(format_duration(1.6), "1.60 s");
+  EXPECT_EQ(format_duration(2.12e7), "21200000 s");
+  EXPECT_EQ(format_duration(5e-6), "5.00 us");
+  EXPECT_EQ(format_duration(789e-9), "789 ns");
+  EXPECT_EQ(format_duration(0), "0 s");
+  EXPECT_EQ(format_percent(0.5), "50.0%");
+  EXPECT_EQ(format_percent(0.9872), "98.7%");
+  EXPECT_EQ(format_percent(0.054321), "5.43%");
+}
+
+TEST(NumberFormat, UnitsForBytesRatesAndFlops) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(25e6), "25.0 MB");
+  EXPECT_EQ(format_byte_rate(3.126e9), "3.13 GB/s");
+  EXPECT_EQ(format_byte_rate(12.5e6), "12.5 MB/s");
+  EXPECT_EQ(format_flops(1.8e14), "180 TFLOP/s");
+  EXPECT_EQ(format_bandwidth(12.5e9), "100 Gbps");
+}
+
+// Echoes of inputs keep the digits the input had, and read back as the same double.
+TEST(NumberFormat, EchoesReadBackExactly) {
+  EXPECT_EQ(format_bandwidth(1.25e9), "10 Gbps");
+  EXPECT_EQ(echo_duration(0.2917), "291.7 ms");
+  EXPECT_EQ(echo_bytes(25e6), "25 MB");
+  EXPECT_EQ(echo_bytes(1048576), "1.048576 MB");
+  EXPECT_EQ(echo_flops(1.8e14), "180 TFLOP/s");
+  for (double bw : {1.25e9, 3.1e9, 12.345e9 / 8, 1e3}) {
+    EXPECT_DOUBLE_EQ(parse_bandwidth(format_bandwidth(bw), kWhere), bw) << format_bandwidth(bw);
+  }
+  for (double s : {0.2917, 5e-6, 1.23456789e-3}) {
+    EXPECT_DOUBLE_EQ(parse_duration(echo_duration(s), kWhere), s) << echo_duration(s);
+  }
+}
+
+TEST(NumberFormat, PluralsAndNonFiniteValues) {
+  EXPECT_EQ(format_count(1, "flow", "flows"), "1 flow");
+  EXPECT_EQ(format_count(16, "flow", "flows"), "16 flows");
+  EXPECT_EQ(format_count(0, "flow", "flows"), "0 flows");
+  EXPECT_EQ(format_count(1281167, "sample", "samples"), "1281167 samples");
+  EXPECT_EQ(format_number(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(format_number(std::nan("")), "nan");
+  EXPECT_EQ(format_duration(-std::numeric_limits<double>::infinity()), "-inf s");
 }
 
 }  // namespace

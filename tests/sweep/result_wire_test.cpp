@@ -19,7 +19,8 @@ TEST(ResultWire, AResultComesBackEqual) {
   r.breakdown = {.compute = 0.1, .communication_exposed = 0.05, .wait = 0.1};
   r.utilization = {{"PS messages", 0.97}, {"worker compute (mean)", 0.4}};
   r.engine = "full";
-  r.links = {{"server0.nic.up", 0.5}};
+  r.links = {{"server0.nic.up", 0.5, 3.75e8}};
+  r.links_left_out = 17;
   r.step_samples = {.samples = 2,
                     .mean = 0.25,
                     .p50 = 0.25,

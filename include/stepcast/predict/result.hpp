@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stepcast/predict/memory.hpp"
+#include "stepcast/sim/link_load.hpp"
 #include "stepcast/sim/trace.hpp"
 
 namespace stepcast::predict {
@@ -55,6 +56,9 @@ struct Options {
   JobOptions job{};
   /// With record_trace: the workers and steps the trace keeps (predict --trace-workers, --trace-steps).
   sim::TraceSelection trace_selection{};
+  /// The busiest links Result::links keeps (fine); 0 keeps every link that carried bytes
+  /// (predict --all-links). Result::links_left_out counts the others.
+  std::size_t links_kept = 10;
   bool operator==(const Options&) const = default;
 };
 
@@ -192,7 +196,10 @@ struct Result {
   /// empty for coarse and analytic.
   std::string engine;
   uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
-  std::vector<Utilization> links;  ///< busiest individual links (fine), busiest first
+  /// The busiest link directions (fine), busiest first, Options::links_kept of them; bytes over
+  /// the measured steps, as bytes_sent.
+  std::vector<sim::LinkLoad> links;
+  std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
   StepSpread step_samples;         ///< per-step spread; samples == 0 without per-step samples
   /// Analytic, parameter server: the worker count N* beyond which the busiest shard saturates
   /// (worker step time / server time per worker step); 0 when it does not apply.

@@ -73,6 +73,7 @@ struct Request {
   int jobs = 0;                        ///< threads; 0: all cores (std::thread::hardware_concurrency)
   bool record_trace = false;           ///< the last prediction keeps its trace (fine only)
   sim::TraceSelection trace_selection;  ///< what that trace keeps (its workers and steps)
+  std::size_t links_kept = 10;          ///< predict::Options::links_kept (0: every link, --all-links)
   predict::WarningSink warn;           ///< called from worker threads, one at a time
   /// Called from worker threads, one at a time, after each prediction: (done, total).
   std::function<void(std::size_t, std::size_t)> progress;

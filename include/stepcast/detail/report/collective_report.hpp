@@ -8,6 +8,7 @@
 //   report::write_json(std::cout, rep);  // one line: {"op": "allreduce", ..., "links": [...]}
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct CollectiveReport {
   cluster::ClusterSpec cluster;  ///< workers, topology, NIC, latency, size regimes
   double bytes = 0;              ///< per worker (nccl-tests' size)
   scheme::CollectiveResult result;
+  /// The busiest links written (table and JSON); 0 writes every link that carried bytes
+  /// (collective --all-links). JSON's links_left_out counts the others.
+  std::size_t links_shown = 10;
 };
 
 /// bytes/s, nccl-tests' algorithm bandwidth: bytes / time (0 for a zero time).
@@ -36,11 +40,12 @@ struct CollectiveReport {
 
 /// One JSON object on one line: op, algorithm, topology, workers, size_bytes, time_s,
 /// algbw_GBps, busbw_GBps, steps, max_link_flows, regime ({from_bytes, step_latency_s,
-/// bandwidth_Bps} or null), links (the ten busiest: name, busy (fraction), bytes).
+/// bandwidth_Bps} or null), links (the links_shown busiest: name, busy (fraction), bytes) and
+/// links_left_out.
 /// Non-finite numbers are written as null.
 void write_json(std::ostream& out, const CollectiveReport& report);
 /// A title line naming the collective and the cluster, then time, algbw, busbw, steps, flows
-/// per link, the size regime (when one applies) and the ten busiest links.
+/// per link, the size regime (when one applies) and the links_shown busiest links.
 void write_table(std::ostream& out, const CollectiveReport& report);
 
 /// Several collectives (`collective --size 1MB,4MB --workers 8,16 --sweep ...`), nccl-tests

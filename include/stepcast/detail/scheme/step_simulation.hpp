@@ -27,6 +27,7 @@
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/sim/link_load.hpp"
 #include "stepcast/sim/trace.hpp"
 #include "stepcast/workload/workload.hpp"
 
@@ -77,12 +78,7 @@ struct ResourceLoad {
   double busy = 0;       ///< 0..1; the max over the group's members unless the name says mean
 };
 
-/// Load of one link over a run.
-struct LinkLoad {
-  std::string name;
-  double busy = 0;  ///< bytes carried / (capacity x duration)
-  double bytes = 0;
-};
+using LinkLoad = sim::LinkLoad;
 
 struct SimulationResult {
   std::vector<WorkerTimes> workers;
@@ -92,7 +88,7 @@ struct SimulationResult {
   double bytes_received = 0;        ///< bytes arriving at devices (downlinks) during the window
   uint64_t events = 0;              ///< events dispatched plus flow completions
   uint32_t max_link_flows = 0;
-  std::vector<LinkLoad> links;  ///< the busiest links over the window, busiest first (at most 10)
+  std::vector<LinkLoad> links;  ///< every link that carried bytes in the window, busiest first
   SimulationEngine engine = SimulationEngine::Full;
   /// Asynchronous parameter server: pushes of the workers' measured steps by staleness (index =
   /// updates the shard applied to the piece between its pull and the push's arrival); empty
