@@ -568,16 +568,15 @@ void FlowNetwork::fill_affected() const {
     flow.next_rate = rate;
     flow.next_bottleneck = held_by == kNoLink ? kNoLink : affected_links_[held_by].link;
     for (const LinkUse& use : flow.path) {
-      const uint32_t local = local_of_[use.link];
-      AffectedLink& a = affected_links_[local];
+      AffectedLink& a = affected_links_[local_of_[use.link]];
       a.remaining = std::max(0.0, a.remaining - rate * use.count);
       a.unfixed -= use.count;
-      if (a.unfixed > 0 && local != held_by) {
-        heap.push_back({a.remaining / a.unfixed, local});
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
     }
   };
+  // One entry per link, updated lazily: fixing flows at the lowest level never lowers another
+  // link's share (it takes off at most that level per unit of weight, and the link's share was
+  // at least that level), so a link's entry can only be stale by being too low. Popping a stale
+  // entry puts the link back at its current share; fixing a flow pushes nothing.
   while (unfixed > 0 && !heap.empty()) {
     const LinkShare top = heap.front();
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
@@ -587,7 +586,12 @@ void FlowNetwork::fill_affected() const {
       continue;
     }
     const AffectedLink& a = affected_links_[top.id];
-    if (a.unfixed == 0 || top.share != a.remaining / a.unfixed) continue;
+    if (a.unfixed == 0) continue;
+    if (const double share = a.remaining / a.unfixed; top.share != share) {
+      heap.push_back({share, top.id});
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      continue;
+    }
     for (uint32_t k = a.first; k < a.end; ++k) {
       if (!fixed_[affected_on_link_[k]]) fix(affected_on_link_[k], top.share, top.id);
     }
