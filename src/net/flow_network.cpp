@@ -123,13 +123,7 @@ double FlowNetwork::next_completion() const {
   // to happen before bandwidth is re-shared.
   const_cast<FlowNetwork*>(this)->reap_finished();
   if (dirty_) reshare();
-  while (!completions_.empty()) {
-    const Completion& c = next_entry();
-    const Flow& flow = flows_[c.flow];
-    if (flow.state == State::Active && flow.generation == c.generation) return c.time;
-    pop_entry();
-  }
-  return kInfinity;
+  return completions_.empty() ? kInfinity : flows_[next_to_complete()].finish;
 }
 
 std::vector<FlowId> FlowNetwork::advance_to(double t) {
@@ -144,17 +138,16 @@ void FlowNetwork::advance_to(double t, std::vector<FlowId>& done) {
   if (dirty_) reshare();
   STEPCAST_ASSERT(completes_by(now_, t));
   now_ = std::max(now_, t);
-  while (!completions_.empty() && completes_by(next_entry().time, t)) {
-    const Completion c = next_entry();
-    pop_entry();
-    Flow& flow = flows_[c.flow];
-    if (flow.state != State::Active || flow.generation != c.generation) continue;
+  while (!completions_.empty() && completes_by(flows_[next_to_complete()].finish, t)) {
+    const uint32_t f = next_to_complete();
+    unqueue(f);
+    Flow& flow = flows_[f];
     flow.state = State::Finished;
     flow.remaining = 0;
     flow.updated = now_;
     account_bytes(flow, flow.bytes);
-    finished_.push_back(c.flow);
-    done.push_back(FlowId{c.flow});
+    finished_.push_back(f);
+    done.push_back(FlowId{f});
   }
   unrestarted_ = finished_.size();
 }
@@ -224,9 +217,9 @@ void FlowNetwork::remove(uint32_t f) {
     }
   }
   if (flow.max_rate < kInfinity) --bounded_flows_;
+  if (flow.heap_slot != kNotQueued) unqueue(f);
   flow.listed = false;
   flow.state = State::Free;
-  flow.generation++;
   flow.path.clear();
   flow.next_on_link.clear();
   flow.prev_on_link.clear();
@@ -285,31 +278,58 @@ FlowNetwork::Alone FlowNetwork::rate_alone(const Flow& flow) const {
 
 void FlowNetwork::schedule(uint32_t f) const {
   Flow& flow = flows_[f];
-  flow.generation++;
+  const double before = flow.finish;
   flow.finish = flow.rate > 0 ? flow.updated + flow.remaining / flow.rate : kInfinity;
   if (std::isinf(flow.rate)) flow.finish = flow.updated;
-  completions_.push_back({flow.finish, f, flow.generation});
-  std::push_heap(completions_.begin(), completions_.end(), std::greater<>());
+  if (flow.heap_slot == kNotQueued) {
+    completions_.push_back(f);
+    flow.heap_slot = static_cast<uint32_t>(completions_.size() - 1);
+    sift_up(flow.heap_slot);
+  } else if (flow.finish < before) {
+    sift_up(flow.heap_slot);
+  } else {
+    sift_down(flow.heap_slot);
+  }
 }
 
-void FlowNetwork::pop_entry() const {
-  std::pop_heap(completions_.begin(), completions_.end(), std::greater<>());
+void FlowNetwork::unqueue(uint32_t f) const {
+  const uint32_t slot = flows_[f].heap_slot;
+  flows_[f].heap_slot = kNotQueued;
+  const uint32_t last = completions_.back();
   completions_.pop_back();
+  if (last == f) return;
+  place(slot, last);
+  // The flow moved into the hole may belong above or below it.
+  sift_up(slot);
+  sift_down(flows_[last].heap_slot);
 }
 
-void FlowNetwork::compact_completions() const {
-  // Rescheduling a component leaves the old entries of its flows behind; drop them once they
-  // outnumber the live ones so the heap stays proportional to the active flows.
-  if (completions_.size() <= 2 * active_.size() + 64) return;
-  // In place, without a second vector: every Active flow has exactly one entry of its current
-  // generation (schedule pushes one per generation), and (time, flow) orders the live entries
-  // totally, so the completions come out as from a heap rebuilt from the active flows.
-  const auto stale = [this](const Completion& c) {
-    const Flow& flow = flows_[c.flow];
-    return flow.state != State::Active || flow.generation != c.generation;
-  };
-  completions_.erase(std::remove_if(completions_.begin(), completions_.end(), stale), completions_.end());
-  std::make_heap(completions_.begin(), completions_.end(), std::greater<>());
+void FlowNetwork::sift_up(uint32_t slot) const {
+  const uint32_t f = completions_[slot];
+  while (slot > 0) {
+    const uint32_t parent = (slot - 1) / 4;
+    if (!completes_before(f, completions_[parent])) break;
+    place(slot, completions_[parent]);
+    slot = parent;
+  }
+  place(slot, f);
+}
+
+void FlowNetwork::sift_down(uint32_t slot) const {
+  const uint32_t f = completions_[slot];
+  const auto n = static_cast<uint32_t>(completions_.size());
+  for (;;) {
+    const uint32_t first = 4 * slot + 1;
+    if (first >= n) break;
+    uint32_t best = first;
+    for (uint32_t c = first + 1; c < std::min(first + 4, n); ++c) {
+      if (completes_before(completions_[c], completions_[best])) best = c;
+    }
+    if (!completes_before(completions_[best], f)) break;
+    place(slot, completions_[best]);
+    slot = best;
+  }
+  place(slot, f);
 }
 
 void FlowNetwork::collect_component() const {
@@ -356,7 +376,6 @@ void FlowNetwork::reshare() const {
   fill_component();
   commit_component();
   for (uint32_t f : component_flows_) schedule(f);
-  compact_completions();
 }
 
 void FlowNetwork::commit_component() const {
@@ -485,7 +504,6 @@ bool FlowNetwork::reshare_affected() const {
   marked_links_.clear();
   flows_reshared_ += affected_flows_.size();
   commit_affected();
-  compact_completions();
   return true;
 }
 

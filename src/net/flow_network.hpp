@@ -49,6 +49,7 @@ class FlowNetwork final : public NetworkModel {
 
  private:
   static constexpr uint32_t kNoLink = ~uint32_t{0};
+  static constexpr uint32_t kNotQueued = ~uint32_t{0};
   enum class State : uint8_t { Free, Active, Finished };
   struct Flow {
     std::vector<LinkUse> path;
@@ -62,7 +63,7 @@ class FlowNetwork final : public NetworkModel {
     double max_rate = kInfinity;  ///< bytes/s per member, the flow's own bound
     double finish = kInfinity;
     uint32_t active_slot = 0;
-    uint32_t generation = 0;     ///< invalidates stale completion-heap entries
+    uint32_t heap_slot = kNotQueued;  ///< its index in completions_ while it has a completion time
     uint32_t visit = 0;          ///< component search stamp
     uint32_t unlisted_slot = 0;  ///< its index in unlisted_ while not listed
     uint32_t bottleneck = kNoLink;  ///< the link that holds its rate; kNoLink: its bound (or unset)
@@ -70,12 +71,6 @@ class FlowNetwork final : public NetworkModel {
     uint32_t next_bottleneck = kNoLink;
     bool listed = false;         ///< in the per-link lists (next_on_link/prev_on_link valid)
     State state = State::Free;
-  };
-  struct Completion {
-    double time;
-    uint32_t flow;
-    uint32_t generation;
-    bool operator>(const Completion& o) const { return time != o.time ? time > o.time : flow > o.flow; }
   };
   // A level at which progressive filling fixes flows: a link's fair share per unfixed member, or a
   // flow's own bound (is_bound; `id` is then the flow).
@@ -128,12 +123,22 @@ class FlowNetwork final : public NetworkModel {
   void commit_affected() const;
   /// Adds (sign +1) or takes off (-1) a listed flow's load and hold on its links.
   void book(const Flow& flow, double sign) const;
+  /// Sets flow f's finish time from its rate and puts it in (or moves it within) completions_.
   void schedule(uint32_t f) const;
-  void compact_completions() const;
-  /// The earliest entry of completions_ (a min-heap kept with std::push_heap/pop_heap, so that
-  /// compaction can filter it in place).
-  [[nodiscard]] const Completion& next_entry() const { return completions_.front(); }
-  void pop_entry() const;
+  /// The flow that completes first: the least (finish, flow) of completions_.
+  [[nodiscard]] uint32_t next_to_complete() const { return completions_.front(); }
+  /// Takes flow f out of completions_.
+  void unqueue(uint32_t f) const;
+  [[nodiscard]] bool completes_before(uint32_t a, uint32_t b) const {
+    const double ta = flows_[a].finish, tb = flows_[b].finish;
+    return ta != tb ? ta < tb : a < b;
+  }
+  void sift_up(uint32_t slot) const;
+  void sift_down(uint32_t slot) const;
+  void place(uint32_t slot, uint32_t f) const {
+    completions_[slot] = f;
+    flows_[f].heap_slot = slot;
+  }
   void account_bytes(const Flow& flow, double bytes);
   /// Enters flow f into the lists of its links.
   void list(uint32_t f);
@@ -162,7 +167,10 @@ class FlowNetwork final : public NetworkModel {
   std::vector<uint32_t> unlisted_;
   double now_ = 0;
   mutable bool dirty_ = false;
-  mutable std::vector<Completion> completions_;  ///< min-heap under std::greater<>
+  /// Every active flow, as a 4-ary min-heap by (finish, flow) that knows each flow's slot: a new
+  /// rate moves the flow's one entry in place (no stale entries, no compaction), and flows that
+  /// complete at the same time come out in flow order.
+  mutable std::vector<uint32_t> completions_;
   std::vector<double> link_bytes_;
   mutable uint32_t max_link_flows_ = 0;
   uint32_t bounded_flows_ = 0;  ///< active flows with a finite max_rate (none: skip looking)

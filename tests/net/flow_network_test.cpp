@@ -420,6 +420,62 @@ TEST(FlowNetwork, ReusedFlowSlotIgnoresStaleCompletion) {
 
 // ---- Degenerate flows -------------------------------------------------------------------------
 
+// The completion queue: independent flows (each alone on its link, so a flow's finish is start +
+// bytes / capacity, computed here) come out in (finish, flow) order, each once, whatever the order
+// they started and restarted in; flows that finish together come out by flow id.
+TEST(FlowNetwork, CompletionsComeOutInTimeThenFlowOrder) {
+  constexpr int kFlows = 300;
+  std::mt19937_64 rng(7);
+  std::vector<double> capacities(kFlows);
+  // Powers of two, so that bytes = t x capacity and bytes / capacity are exact: equal finish times
+  // are equal doubles.
+  for (double& c : capacities) c = std::ldexp(1.0, std::uniform_int_distribution<int>(27, 30)(rng));
+  auto net = make_maxmin_network(capacities);
+  std::vector<double> finish(kFlows);
+  for (int i = 0; i < kFlows; ++i) {
+    // A third of them finish at one of three shared times, the others anywhere.
+    const double t = i % 3 == 0 ? 0.5 * (1 + i % 9 / 3) : std::uniform_real_distribution<double>(0.01, 2)(rng);
+    const FlowId f = net->start_flow(on({static_cast<uint32_t>(i)}, t * capacities[i]), 0.0);
+    ASSERT_EQ(index(f), static_cast<uint32_t>(i));
+    finish[i] = t;
+  }
+  std::vector<Event> expected;
+  for (int i = 0; i < kFlows; ++i) expected.push_back({finish[i], static_cast<uint32_t>(i)});
+  std::sort(expected.begin(), expected.end(), [](const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : a.flow < b.flow;
+  });
+  const std::vector<Event> events = run_to_end(*net);
+  ASSERT_EQ(events.size(), expected.size());
+  for (std::size_t k = 0; k < events.size(); ++k) {
+    EXPECT_EQ(events[k].flow, expected[k].flow) << "completion " << k;
+    EXPECT_REL(events[k].time, expected[k].time);
+  }
+}
+
+// A flow whose rate changes many times keeps one place in the queue: after 200 flows come and go
+// on its link, it completes once, when its bytes are done (the sum of bytes / share over the
+// intervals, 1 GB/s shared equally).
+TEST(FlowNetwork, ReschedulingManyTimesCompletesOnce) {
+  auto net = make_maxmin_network({1e9});
+  const FlowId long_flow = net->start_flow(on({0}, 1e9), 0.0);
+  double t = 0, done_by_long = 0;
+  for (int k = 0; k < 200; ++k) {
+    // A short flow of 1 MB joins at t: both run at 0.5 GB/s until it ends at t + 2 ms.
+    net->start_flow(on({0}, 1e6), t);
+    EXPECT_REL(net->next_completion(), t + 2e-3);
+    const std::vector<FlowId> done = net->advance_to(t + 2e-3);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_NE(index(done[0]), index(long_flow));
+    t += 2e-3;
+    done_by_long += 1e6;
+  }
+  // 200 MB done at half rate; the remaining 800 MB alone at 1 GB/s.
+  EXPECT_REL(net->next_completion(), t + (1e9 - done_by_long) / 1e9);
+  const std::vector<Event> rest = run_to_end(*net);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].flow, index(long_flow));
+}
+
 TEST(FlowNetwork, ZeroByteFlowCompletesImmediately) {
   auto net = make_maxmin_network({10.0});
   EXPECT_TRUE(net->advance_to(2.5).empty());
