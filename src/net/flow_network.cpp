@@ -123,7 +123,7 @@ double FlowNetwork::next_completion() const {
   // to happen before bandwidth is re-shared.
   const_cast<FlowNetwork*>(this)->reap_finished();
   if (dirty_) reshare();
-  return completions_.empty() ? kInfinity : flows_[next_to_complete()].finish;
+  return completions_.empty() ? kInfinity : completions_.front().finish;
 }
 
 std::vector<FlowId> FlowNetwork::advance_to(double t) {
@@ -138,7 +138,7 @@ void FlowNetwork::advance_to(double t, std::vector<FlowId>& done) {
   if (dirty_) reshare();
   STEPCAST_ASSERT(completes_by(now_, t));
   now_ = std::max(now_, t);
-  while (!completions_.empty() && completes_by(flows_[next_to_complete()].finish, t)) {
+  while (!completions_.empty() && completes_by(completions_.front().finish, t)) {
     const uint32_t f = next_to_complete();
     unqueue(f);
     Flow& flow = flows_[f];
@@ -278,14 +278,18 @@ FlowNetwork::Alone FlowNetwork::rate_alone(const Flow& flow) const {
 
 void FlowNetwork::schedule(uint32_t f) const {
   Flow& flow = flows_[f];
-  const double before = flow.finish;
   flow.finish = flow.rate > 0 ? flow.updated + flow.remaining / flow.rate : kInfinity;
   if (std::isinf(flow.rate)) flow.finish = flow.updated;
   if (flow.heap_slot == kNotQueued) {
-    completions_.push_back(f);
+    completions_.push_back({flow.finish, f});
     flow.heap_slot = static_cast<uint32_t>(completions_.size() - 1);
     sift_up(flow.heap_slot);
-  } else if (flow.finish < before) {
+    return;
+  }
+  Queued& entry = completions_[flow.heap_slot];
+  const bool earlier = flow.finish < entry.finish;
+  entry.finish = flow.finish;
+  if (earlier) {
     sift_up(flow.heap_slot);
   } else {
     sift_down(flow.heap_slot);
@@ -295,41 +299,41 @@ void FlowNetwork::schedule(uint32_t f) const {
 void FlowNetwork::unqueue(uint32_t f) const {
   const uint32_t slot = flows_[f].heap_slot;
   flows_[f].heap_slot = kNotQueued;
-  const uint32_t last = completions_.back();
+  const Queued last = completions_.back();
   completions_.pop_back();
-  if (last == f) return;
+  if (last.flow == f) return;
   place(slot, last);
   // The flow moved into the hole may belong above or below it.
   sift_up(slot);
-  sift_down(flows_[last].heap_slot);
+  sift_down(flows_[last.flow].heap_slot);
 }
 
 void FlowNetwork::sift_up(uint32_t slot) const {
-  const uint32_t f = completions_[slot];
+  const Queued entry = completions_[slot];
   while (slot > 0) {
     const uint32_t parent = (slot - 1) / 4;
-    if (!completes_before(f, completions_[parent])) break;
+    if (!(entry < completions_[parent])) break;
     place(slot, completions_[parent]);
     slot = parent;
   }
-  place(slot, f);
+  place(slot, entry);
 }
 
 void FlowNetwork::sift_down(uint32_t slot) const {
-  const uint32_t f = completions_[slot];
+  const Queued entry = completions_[slot];
   const auto n = static_cast<uint32_t>(completions_.size());
   for (;;) {
     const uint32_t first = 4 * slot + 1;
     if (first >= n) break;
     uint32_t best = first;
     for (uint32_t c = first + 1; c < std::min(first + 4, n); ++c) {
-      if (completes_before(completions_[c], completions_[best])) best = c;
+      if (completions_[c] < completions_[best]) best = c;
     }
-    if (!completes_before(completions_[best], f)) break;
+    if (!(completions_[best] < entry)) break;
     place(slot, completions_[best]);
     slot = best;
   }
-  place(slot, f);
+  place(slot, entry);
 }
 
 void FlowNetwork::collect_component() const {
@@ -545,7 +549,53 @@ void FlowNetwork::expand(uint32_t local) const {
   }
 }
 
+bool FlowNetwork::fill_affected_at_one_link() const {
+  one_link_ = kNoLink;
+  if (affected_links_.empty()) return false;
+  // The link every affected flow would have to cross: the one most of them cross.
+  uint32_t widest = 0;
+  for (uint32_t i = 1; i < affected_links_.size(); ++i) {
+    if (affected_links_[i].weight > affected_links_[widest].weight) widest = i;
+  }
+  const AffectedLink& at = affected_links_[widest];
+  if (at.weight != affected_flows_.size()) return false;
+  auto remaining_of = [this](const AffectedLink& a) {
+    // Every flow on it affected: its whole capacity, exact whatever drift load_ has.
+    return links_[a.link].weight == a.weight ? capacity_[a.link] : std::max(0.0, a.capacity_left);
+  };
+  const double share = remaining_of(at) / at.weight;
+  // Each crosses it once, and no flow's own bound is below the share (a bound equal to it comes
+  // after the link).
+  for (uint32_t f : affected_flows_) {
+    const Flow& flow = flows_[f];
+    if (flow.max_rate < share) return false;
+    const auto use = std::find_if(flow.path.begin(), flow.path.end(),
+                                  [&](const LinkUse& u) { return u.link == at.link; });
+    if (use == flow.path.end() || use->count != 1) return false;
+  }
+  // Every other link's share strictly above: progressive filling pops this link first and fixes
+  // every affected flow at its share. (A tie could hand some flows another bottleneck.)
+  for (uint32_t i = 0; i < affected_links_.size(); ++i) {
+    if (i == widest) continue;
+    const AffectedLink& a = affected_links_[i];
+    if (!(remaining_of(a) > share * a.weight)) return false;
+  }
+  for (AffectedLink& a : affected_links_) {
+    a.remaining = std::max(0.0, remaining_of(a) - share * a.weight);
+    a.unfixed = 0;
+  }
+  for (uint32_t f : affected_flows_) {
+    flows_[f].next_rate = share;
+    flows_[f].next_bottleneck = at.link;
+  }
+  one_link_ = widest;
+  return true;
+}
+
 void FlowNetwork::fill_affected() const {
+  // The common change in an incast: the flows one link holds, each also crossing a link of its
+  // own with room to spare. Their new rate is that link's share, found without the heap.
+  if (fill_affected_at_one_link()) return;
   // The affected flows of each link, contiguous (counting sort by link), so that fixing a link
   // walks its affected flows and not its whole list.
   for (AffectedLink& a : affected_links_) a.first = a.end = 0;
@@ -625,10 +675,16 @@ void FlowNetwork::find_violations() const {
     const uint32_t l = a.link;
     if (links_[l].weight == a.weight) continue;  // every flow on it is affected
     double fastest = 0, slowest_held = kInfinity;
-    for (uint32_t k = a.first; k < a.end; ++k) {
-      const Flow& flow = flows_[affected_on_link_[k]];
-      fastest = std::max(fastest, flow.next_rate);
-      if (flow.next_bottleneck == l) slowest_held = std::min(slowest_held, flow.next_rate);
+    if (one_link_ != kNoLink) {
+      // Filled at one link: every affected flow has its share, and only that link holds them.
+      fastest = flows_[affected_flows_.front()].next_rate;
+      if (i == one_link_) slowest_held = fastest;
+    } else {
+      for (uint32_t k = a.first; k < a.end; ++k) {
+        const Flow& flow = flows_[affected_on_link_[k]];
+        fastest = std::max(fastest, flow.next_rate);
+        if (flow.next_bottleneck == l) slowest_held = std::min(slowest_held, flow.next_rate);
+      }
     }
     // Unaffected flows it holds keep their rate: it must stay saturated with none faster.
     if (held_[l] > a.held_before) {

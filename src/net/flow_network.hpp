@@ -118,6 +118,10 @@ class FlowNetwork final : public NetworkModel {
   void add_affected(uint32_t f) const;
   void expand(uint32_t local) const;
   void fill_affected() const;
+  /// fill_affected when every affected flow crosses one link whose share is the lowest level:
+  /// sets their rates to it and one_link_ to that link's local index; false (one_link_ kNoLink)
+  /// when that is not the case.
+  bool fill_affected_at_one_link() const;
   /// Local indices of links where the filled rates break max-min fairness with unaffected flows.
   void find_violations() const;
   void commit_affected() const;
@@ -125,19 +129,22 @@ class FlowNetwork final : public NetworkModel {
   void book(const Flow& flow, double sign) const;
   /// Sets flow f's finish time from its rate and puts it in (or moves it within) completions_.
   void schedule(uint32_t f) const;
+  // An entry of completions_: the flow's finish time is copied in, so that sifting compares
+  // entries without reaching into flows_.
+  struct Queued {
+    double finish;
+    uint32_t flow;
+    bool operator<(const Queued& o) const { return finish != o.finish ? finish < o.finish : flow < o.flow; }
+  };
   /// The flow that completes first: the least (finish, flow) of completions_.
-  [[nodiscard]] uint32_t next_to_complete() const { return completions_.front(); }
+  [[nodiscard]] uint32_t next_to_complete() const { return completions_.front().flow; }
   /// Takes flow f out of completions_.
   void unqueue(uint32_t f) const;
-  [[nodiscard]] bool completes_before(uint32_t a, uint32_t b) const {
-    const double ta = flows_[a].finish, tb = flows_[b].finish;
-    return ta != tb ? ta < tb : a < b;
-  }
   void sift_up(uint32_t slot) const;
   void sift_down(uint32_t slot) const;
-  void place(uint32_t slot, uint32_t f) const {
-    completions_[slot] = f;
-    flows_[f].heap_slot = slot;
+  void place(uint32_t slot, const Queued& entry) const {
+    completions_[slot] = entry;
+    flows_[entry.flow].heap_slot = slot;
   }
   void account_bytes(const Flow& flow, double bytes);
   /// Enters flow f into the lists of its links.
@@ -170,7 +177,7 @@ class FlowNetwork final : public NetworkModel {
   /// Every active flow, as a 4-ary min-heap by (finish, flow) that knows each flow's slot: a new
   /// rate moves the flow's one entry in place (no stale entries, no compaction), and flows that
   /// complete at the same time come out in flow order.
-  mutable std::vector<uint32_t> completions_;
+  mutable std::vector<Queued> completions_;
   std::vector<double> link_bytes_;
   mutable uint32_t max_link_flows_ = 0;
   uint32_t bounded_flows_ = 0;  ///< active flows with a finite max_rate (none: skip looking)
@@ -201,6 +208,7 @@ class FlowNetwork final : public NetworkModel {
   mutable std::vector<uint32_t> local_of_;  ///< link -> index in affected_links_ (this stamp)
   mutable std::vector<uint32_t> affected_on_link_;
   mutable std::vector<uint32_t> violations_;
+  mutable uint32_t one_link_ = kNoLink;  ///< local index of the link the last fill used alone
 };
 
 }  // namespace stepcast::net
