@@ -30,43 +30,61 @@ cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsCon
 
 namespace {
 
-/// TicTac's orders of parameter transfers: each piece ranked by when its tensor's first reader
-/// runs, by dependency depth (tic: ops on the longest chain before it, lane order included) or by
-/// its start in one worker's schedule alone (tac); ties and tensors no op reads go by piece index.
-std::vector<uint64_t> need_ranks(const workload::Workload& w, const std::vector<Piece>& pieces,
-                                 PsOrder order) {
+/// Dependency depth of every op: ops on the longest chain before it, lane order included.
+std::vector<double> dependency_depth(const workload::Workload& w) {
   const int num_ops = static_cast<int>(w.ops.size());
   std::vector<double> when(static_cast<size_t>(num_ops), 0.0);
-  if (order == PsOrder::Tac) {
-    when = schedule_alone(w).op_start;
-  } else {
-    // Depth in the graph of dependencies and lane order (Kahn's order).
-    std::vector<std::vector<int>> next(static_cast<size_t>(num_ops));
-    std::vector<int> unmet(static_cast<size_t>(num_ops), 0);
-    std::vector<int> last_on_lane(w.lanes.size(), -1);
-    for (int op = 0; op < num_ops; ++op) {
-      std::vector<int> before = w.ops[op].deps;
-      int& previous = last_on_lane[static_cast<size_t>(w.ops[op].lane)];
-      if (previous >= 0) before.push_back(previous);
-      previous = op;
-      for (int b : before) {
-        next[static_cast<size_t>(b)].push_back(op);
-        unmet[static_cast<size_t>(op)]++;
-      }
+  // Kahn's order over the dependencies and the lane order.
+  std::vector<std::vector<int>> next(static_cast<size_t>(num_ops));
+  std::vector<int> unmet(static_cast<size_t>(num_ops), 0);
+  std::vector<int> last_on_lane(w.lanes.size(), -1);
+  for (int op = 0; op < num_ops; ++op) {
+    std::vector<int> before = w.ops[op].deps;
+    int& previous = last_on_lane[static_cast<size_t>(w.ops[op].lane)];
+    if (previous >= 0) before.push_back(previous);
+    previous = op;
+    for (int b : before) {
+      next[static_cast<size_t>(b)].push_back(op);
+      unmet[static_cast<size_t>(op)]++;
     }
-    std::vector<int> ready;
-    for (int op = 0; op < num_ops; ++op) {
-      if (unmet[static_cast<size_t>(op)] == 0) ready.push_back(op);
+  }
+  std::vector<int> ready;
+  for (int op = 0; op < num_ops; ++op) {
+    if (unmet[static_cast<size_t>(op)] == 0) ready.push_back(op);
+  }
+  while (!ready.empty()) {
+    const int op = ready.back();
+    ready.pop_back();
+    for (int n : next[static_cast<size_t>(op)]) {
+      when[static_cast<size_t>(n)] =
+          std::max(when[static_cast<size_t>(n)], when[static_cast<size_t>(op)] + 1);
+      if (--unmet[static_cast<size_t>(n)] == 0) ready.push_back(n);
     }
-    while (!ready.empty()) {
-      const int op = ready.back();
-      ready.pop_back();
-      for (int n : next[static_cast<size_t>(op)]) {
-        when[static_cast<size_t>(n)] =
-            std::max(when[static_cast<size_t>(n)], when[static_cast<size_t>(op)] + 1);
-        if (--unmet[static_cast<size_t>(n)] == 0) ready.push_back(n);
-      }
-    }
+  }
+  return when;
+}
+
+/// The orders that rank pieces by need: each piece ranked by when its tensor's first reader runs,
+/// by dependency depth (tic: TicTac's timing-independent order), by its start in one worker's
+/// schedule alone (tac: timing-aware), or by its position in the workload's op order (priority:
+/// P3's layer order); ties and tensors no op reads go by piece index (so slices of a tensor go
+/// in order). Empty for random and fifo.
+std::vector<uint64_t> need_ranks(const workload::Workload& w, const std::vector<Piece>& pieces,
+                                 PsOrder order) {
+  std::vector<double> when;
+  switch (order) {
+    case PsOrder::Random:
+    case PsOrder::Fifo:
+      return {};
+    case PsOrder::Tic:
+      when = dependency_depth(w);
+      break;
+    case PsOrder::Tac:
+      when = schedule_alone(w).op_start;
+      break;
+    case PsOrder::Priority:
+      for (size_t op = 0; op < w.ops.size(); ++op) when.push_back(static_cast<double>(op));
+      break;
   }
   std::vector<double> key(pieces.size(), std::numeric_limits<double>::infinity());
   for (size_t p = 0; p < pieces.size(); ++p) {
@@ -81,6 +99,7 @@ std::vector<uint64_t> need_ranks(const workload::Workload& w, const std::vector<
   for (size_t i = 0; i < by_need.size(); ++i) rank[by_need[i]] = i;
   return rank;
 }
+
 
 }  // namespace
 
@@ -110,9 +129,7 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       pieces_needed_[consumer] += static_cast<int>(pieces_of_tensor_[t].size());
     }
   }
-  if (ctx_.scheme.ps.order == PsOrder::Tic || ctx_.scheme.ps.order == PsOrder::Tac) {
-    need_rank_ = need_ranks(w, pieces_, ctx_.scheme.ps.order);
-  }
+  need_rank_ = need_ranks(w, pieces_, ctx_.scheme.ps.order);
   version_.assign(pieces_.size(), 0);
   aggregated_.assign(pieces_.size(), 0);
   waiting_.resize(pieces_.size());

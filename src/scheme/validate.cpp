@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -122,6 +123,7 @@ bool known(PsOrder v) {
     case PsOrder::Fifo:
     case PsOrder::Tic:
     case PsOrder::Tac:
+    case PsOrder::Priority:
       return true;
   }
   return false;
@@ -396,6 +398,7 @@ void check_scheme_values(const SchemeConfig& s) {
   // A per-message cost beyond a latency's range is no RPC stack's.
   expect_non_negative("training.ps.message_overhead", s.ps.message_overhead, "duration (s)",
                       limits::kMaxLatency);
+  expect_non_negative("training.ps.slice_size", s.ps.slice_bytes, "size (bytes)", limits::kMaxBytes);
   expect_known("training.allreduce.algorithm", s.allreduce.algorithm);
   expect_known("training.allreduce.protocol", s.allreduce.protocol);
   expect_known("training.fsdp.sharding", s.fsdp.sharding);
@@ -531,6 +534,18 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
     fail("workload", fmt::format("invalid workload '{}': {}", workload.name, problem));
   }
   validate(cluster, scheme);
+  if (scheme.scheme == Scheme::ParameterServer && scheme.ps.slice_bytes > 0) {
+    // Every slice is a message each client pulls and pushes every step, with its own state.
+    const double pieces = count_pieces(workload, scheme.ps);
+    const double messages = pieces * cluster.workers;
+    if (pieces > kMaxSlices || messages > kMaxStepMessages) {
+      fail("training.ps.slice_size",
+           fmt::format("slices of {:g} bytes cut the model's {} tensors into {:g} pieces, {:g} pulls per step "
+                       "over {} workers; at most {:g} pieces and {:g} pulls (take a larger slice_size)",
+                       scheme.ps.slice_bytes, workload.tensors.size(), pieces, messages, cluster.workers,
+                       kMaxSlices, kMaxStepMessages));
+    }
+  }
 }
 
 void validate_custom_topology(const cluster::CustomTopologySpec& custom) { check_custom(custom); }

@@ -73,6 +73,11 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> table = {
       // --- numbers near the limits of double, NaN and inf, with and without units
       {"nic_bandwidth_1e308", head("  nic_bandwidth: 1e308Gbps\n"), {}, {"@:6:", "cluster.nic_bandwidth", "1e308Gbps"}},
+      // 1-byte slices would cut ResNet-50 into 100 million messages per client and step.
+      {"ps_slice_size_one_byte", head("  workers: 2\ntraining:\n  scheme: ps\n  ps:\n    slice_size: 1B\n"), {},
+       {"@:10:", "training.ps.slice_size", "at least 1kB"}},
+      {"ps_slice_size_negative", head("  workers: 2\ntraining:\n  scheme: ps\n  ps:\n    slice_size: -1MB\n"), {},
+       {"@:10:", "training.ps.slice_size"}},
       {"nic_bandwidth_nan", head("  nic_bandwidth: .nan\n"), {}, {"@:6:", "cluster.nic_bandwidth", ".nan"}},
       {"nic_bandwidth_inf_with_unit", head("  nic_bandwidth: infGbps\n"), {}, {"@:6:", "cluster.nic_bandwidth"}},
       {"nic_bandwidth_denormal", head("  nic_bandwidth: 1e-300Gbps\n"), {}, {"@:6:", "cluster.nic_bandwidth", "less than"}},

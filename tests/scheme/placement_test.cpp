@@ -142,5 +142,33 @@ TEST(PsPlacementStrategy, StepTimeFollowsTheLargestShardWhenPsBound) {
   }
 }
 
+// P3's slicing (training.ps.slice_size): each piece becomes ceil(bytes / slice) equal slices on
+// its shard, adjacent and in order, so the bytes on each shard are unchanged. 10 MB with 4 MB
+// slices: 3 slices of 3.33 MB; 4 MB: not cut; 1 MB: one slice.
+TEST(PsSlicing, PiecesBecomeEqualSlicesOnTheirShard) {
+  const Workload w = layered({10e6, 4e6, 1e6}, 1e-3, 1e-3);
+  PsConfig ps = whole(2, PsPlacementStrategy::RoundRobin);
+  const std::vector<Piece> plain = place_parameters(w, ps);
+  ps.slice_bytes = 4e6;
+  const std::vector<Piece> sliced = place_parameters(w, ps);
+  ASSERT_EQ(sliced.size(), 5u);
+  EXPECT_EQ(count_pieces(w, ps), 5.0);
+  const std::vector<int> tensor{0, 0, 0, 1, 2};
+  for (std::size_t i = 0; i < sliced.size(); ++i) {
+    EXPECT_EQ(sliced[i].tensor, tensor[i]) << i;
+    EXPECT_EQ(sliced[i].shard, plain[static_cast<std::size_t>(tensor[i])].shard) << i;
+    EXPECT_LE(sliced[i].bytes, ps.slice_bytes) << i;
+  }
+  EXPECT_DOUBLE_EQ(sliced[0].bytes, 10e6 / 3);
+  EXPECT_EQ(shard_bytes(sliced, 2), shard_bytes(plain, 2));
+  // Split partition: each shard's part of each tensor is sliced on its own.
+  ps.partition = PsPartition::Split;
+  ps.slice_bytes = 1e6;
+  const std::vector<Piece> split = place_parameters(w, ps);
+  EXPECT_EQ(split.size(), static_cast<std::size_t>(count_pieces(w, ps)));
+  EXPECT_EQ(split.size(), 2u * 5 + 2u * 2 + 2u * 1);  // 5 MB -> 5, 2 MB -> 2, 0.5 MB -> 1 per shard
+  EXPECT_EQ(shard_bytes(split, 2), (std::vector<double>{7.5e6, 7.5e6}));
+}
+
 }  // namespace
 }  // namespace stepcast::scheme

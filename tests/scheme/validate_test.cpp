@@ -409,6 +409,16 @@ std::vector<Case> cases() {
          in.scheme.ps.message_overhead = 0;
        },
        "training.ps.message_overhead", "finite"},
+      {"nan_slice_size",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.slice_bytes = kNaN;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.slice_bytes = 1e3;
+       },
+       "training.ps.slice_size", "finite"},
       {"unknown_placement_strategy",
        [](Inputs& in) {
          ps(in, 2, PsPlacement::Dedicated);
@@ -484,6 +494,20 @@ TEST(Validate, EveryRuleThrowsNamingItsKey) {
           expect_error([&] { (void)predict::predict(in.workload, in.cluster, in.scheme, in.options); }), c);
     }
   }
+}
+
+// The slice count needs the workload (the tensors' sizes), so only the overload that has it checks
+// it: 1 kB slices of the tiny workload's tensors are fine, of a 40 GB one are 4e7 pieces.
+TEST(Validate, SlicesBeyondTheMessageBoundThrowWithTheWorkload) {
+  Inputs in = base();
+  ps(in, 1, PsPlacement::Dedicated);
+  in.scheme.ps.slice_bytes = 1e3;
+  EXPECT_NO_THROW(validate(in.workload, in.cluster, in.scheme));
+  for (workload::Tensor& t : in.workload.tensors) t.bytes = 20e9;
+  const Error e = expect_error([&] { validate(in.workload, in.cluster, in.scheme); });
+  EXPECT_EQ(e.where(), (SourceLocation{"", 0, "training.ps.slice_size"})) << e.what();
+  EXPECT_NE(e.message().find("at most 100000 pieces"), std::string::npos) << e.what();
+  EXPECT_NO_THROW(validate(in.cluster, in.scheme));
 }
 
 TEST(Validate, EveryValidNeighbourPasses) {

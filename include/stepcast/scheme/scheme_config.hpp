@@ -32,9 +32,12 @@ enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// random: each step each worker's parameters are sent in an arbitrary (seeded) order, as
 /// TensorFlow does; fifo: in creation (layer) order; tic: TicTac's timing-independent order, by
 /// the dependency depth of the first forward op that reads each parameter (pushes likewise);
-/// tac: TicTac's timing-aware order, by when that op starts in one worker's schedule alone.
-/// For a plain chain of layers all three orders but random coincide.
-enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac };
+/// tac: TicTac's timing-aware order, by when that op starts in one worker's schedule alone;
+/// priority: P3's, by the position in the workload's op order of the first op that reads each
+/// parameter (layers nearest the input first), pulls and pushes, each connection picking the
+/// highest-priority pending message whenever it sends one (with PsConfig::slice_bytes, at every
+/// slice). For a plain chain of layers every order but random coincides.
+enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac, Priority };
 /// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
 /// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
 /// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
@@ -98,6 +101,9 @@ struct PsConfig {
   /// lane for all its messages, one at a time (k messages cost it k x this), and at the worker on
   /// the connection (a pull after it arrives, a push before it is sent); 0 = free.
   double message_overhead = 0;
+  /// P3's parameter slicing: every piece of a tensor on a shard is sent, aggregated and applied
+  /// as ceil(bytes / slice_bytes) equal slices, each its own message; 0 = whole pieces.
+  double slice_bytes = 0;
   /// true: the GPUs of a node first sum their gradients at the node's first GPU, which alone
   /// talks to the servers and broadcasts parameters inside the node (TensorFlow's
   /// distributed_replicated, BytePS); false: every GPU talks to the servers (parameter_server).

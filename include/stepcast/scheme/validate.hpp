@@ -26,6 +26,11 @@ inline constexpr int kMaxServers = 4096;
 /// Worker-server connections (training.ps.count x cluster.workers) the fine simulator keeps per
 /// direction; beyond this its memory and time grow past what a prediction should cost.
 inline constexpr int64_t kMaxConnections = int64_t{1} << 20;
+/// Pieces a parameter-server step may be cut into by training.ps.slice_size (each a message
+/// every client pulls and pushes, with its own version), and messages of one step over all
+/// clients: past these a step is millions of events and per-client state of gigabytes.
+inline constexpr double kMaxSlices = 1e5;
+inline constexpr double kMaxStepMessages = 1 << 24;
 /// Torus routers (the product of cluster.torus.dims): more than three times the most nodes a job
 /// can have (kMaxWorkers + kMaxServers); every one is built with its links (16 million took
 /// minutes and gigabytes).

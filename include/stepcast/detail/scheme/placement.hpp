@@ -23,8 +23,12 @@ struct Piece {
 
 /// Pieces in tensor order. whole: one piece per tensor, on the shard ps.placement_strategy picks
 /// (PsPlacementStrategy; greedy ties go to the lowest index); split: `count` pieces per tensor of
-/// bytes/count each.
+/// bytes/count each. With ps.slice_bytes > 0 each of those is ceil(bytes / slice_bytes) pieces of
+/// equal size on its shard, adjacent (P3's slices: sent, aggregated and applied one by one).
 [[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload, const PsConfig& ps);
+
+/// How many pieces place_parameters returns, without building them (validate() bounds it).
+[[nodiscard]] double count_pieces(const workload::Workload& workload, const PsConfig& ps);
 
 /// Bytes stored on each shard.
 [[nodiscard]] std::vector<double> shard_bytes(const std::vector<Piece>& pieces, int shards);
