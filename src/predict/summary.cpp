@@ -39,7 +39,8 @@ std::optional<Utilization> busiest_network(const Result& r) {
   std::optional<Utilization> best;
   auto consider = [&](const std::string& resource, double busy) {
     const BottleneckKind kind = kind_of(resource);
-    if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply || kind == BottleneckKind::PsMessages) {
+    if (kind == BottleneckKind::Compute || kind == BottleneckKind::PsApply ||
+        kind == BottleneckKind::PsMessages) {
       return;
     }
     if (!best || busy > best->busy) best = Utilization{resource, busy};

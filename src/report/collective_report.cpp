@@ -190,11 +190,10 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "{} ({}) of {} over {} ({} per node) on a {} topology, NIC {}, latency {}\n",
                  scheme::to_string(r.op), scheme::to_string(r.algorithm), format_bytes(r.bytes),
-                 format_count(spec.workers, "worker", "workers"),
-                 spec.workers_per_node, cluster::to_string(spec.topology), format_bandwidth(spec.nic_bw),
+                 format_count(spec.workers, "worker", "workers"), spec.workers_per_node,
+                 cluster::to_string(spec.topology), format_bandwidth(spec.nic_bw),
                  format_duration(spec.latency));
-  fmt::format_to(it,
-                 "  time             {}\n  algbw            {} GB/s\n  busbw            {} GB/s\n",
+  fmt::format_to(it, "  time             {}\n  algbw            {} GB/s\n  busbw            {} GB/s\n",
                  format_duration(r.result.time), format_number(algorithm_bandwidth(r) / 1e9),
                  format_number(bus_bandwidth(r) / 1e9));
   fmt::format_to(it, "  steps            {}\n  max flows/link   {} (in one step, one direction)\n",
@@ -214,7 +213,8 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
   if (shown_links(r) > 0) buf.append(std::string_view("  busiest links:\n"));
   for (std::size_t i = 0; i < shown_links(r); ++i) {
     const scheme::LinkLoad& link = r.result.links[i];
-    fmt::format_to(it, "    {:<28} {:>6} busy, {}\n", link.name, format_percent(link.busy), format_bytes(link.bytes));
+    fmt::format_to(it, "    {:<28} {:>6} busy, {}\n", link.name, format_percent(link.busy),
+                   format_bytes(link.bytes));
   }
   if (const std::size_t others = r.result.links.size() - shown_links(r); others > 0) {
     fmt::format_to(it, "    ... and {} (--all-links lists them)\n",

@@ -270,16 +270,18 @@ void write_table(std::ostream& out, const profile::TraceSummary& s) {
   // The same words for the same quantities as the table above: GPU busy = compute only +
   // communication only + overlapped; step = GPU busy + idle.
   fmt::format_to(it, "{:<18} {:>10} {:>9} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "step", "time",
-                 "kernels", "GPU busy", "compute only", "comm only", "overlapped", "idle", "NCCL sum", "steady");
+                 "kernels", "GPU busy", "compute only", "comm only", "overlapped", "idle", "NCCL sum",
+                 "steady");
   for (const auto& st : s.steps) {
     fmt::format_to(it, "{:<18} {:>10} {:>9} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", st.name,
                    ms(st.duration), st.num_kernels, ms(st.gpu_busy), ms(st.compute - st.overlap),
                    ms(st.communication - st.overlap), ms(st.overlap), ms(st.idle), ms(st.nccl_kernel_sum),
                    st.steady ? "yes" : "no");
   }
-  buf.append(std::string_view("(compute only: compute kernels with no NCCL kernel running; comm only: NCCL kernels "
-                              "with no compute kernel, the exposed communication; overlapped: both at once; "
-                              "NCCL sum: the NCCL kernels' durations added, overlaps counted twice)\n"));
+  buf.append(
+      std::string_view("(compute only: compute kernels with no NCCL kernel running; comm only: NCCL kernels "
+                       "with no compute kernel, the exposed communication; overlapped: both at once; "
+                       "NCCL sum: the NCCL kernels' durations added, overlaps counted twice)\n"));
   if (s.collectives.empty()) {
     buf.append(std::string_view("\ncollectives none (no NCCL kernels)\n"));
   } else {

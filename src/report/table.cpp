@@ -54,14 +54,13 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   c.push_back({"predictor", false,
                [](const predict::Result& r) { return std::string(predict::to_string(r.predictor)); }});
   c.push_back({"step time", true, [](const predict::Result& r) { return format_duration(r.step_time); }});
-  c.push_back({"throughput (samples/s)", true,
-               [](const predict::Result& r) { return format_number(r.throughput); }});
+  c.push_back(
+      {"throughput (samples/s)", true, [](const predict::Result& r) { return format_number(r.throughput); }});
   if (tokens) {
-    c.push_back({"tokens/s", true,
-                 [](const predict::Result& r) { return format_number(r.tokens.tokens_per_s); }});
-    c.push_back({"tokens/s per GPU", true, [](const predict::Result& r) {
-                   return format_number(r.tokens.tokens_per_s_per_worker);
-                 }});
+    c.push_back(
+        {"tokens/s", true, [](const predict::Result& r) { return format_number(r.tokens.tokens_per_s); }});
+    c.push_back({"tokens/s per GPU", true,
+                 [](const predict::Result& r) { return format_number(r.tokens.tokens_per_s_per_worker); }});
   }
   if (mfu) {
     c.push_back({"MFU", true, [](const predict::Result& r) {
@@ -69,8 +68,7 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
                  }});
   }
   c.push_back({"speed-up", true, [](const predict::Result& r) { return format_number(r.speedup) + "x"; }});
-  c.push_back({"efficiency", true,
-               [](const predict::Result& r) { return format_percent(r.efficiency); }});
+  c.push_back({"efficiency", true, [](const predict::Result& r) { return format_percent(r.efficiency); }});
   if (memory) c.push_back({"memory per GPU", true, memory_cell});
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
@@ -129,7 +127,8 @@ void append_step_spreads(fmt::memory_buffer& buf, const std::vector<predict::Res
                    "max {}\n",
                    format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
                    format_count(static_cast<double>(s.samples), "step", "steps"), format_duration(s.mean),
-                   format_duration(s.p50), format_duration(s.p95), format_duration(s.min), format_duration(s.max));
+                   format_duration(s.p50), format_duration(s.p95), format_duration(s.min),
+                   format_duration(s.max));
   }
 }
 
@@ -144,7 +143,8 @@ void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result
         "staleness ({}, {}): mean {}, p95 {}, max {} updates applied between a pull and its gradient's "
         "push ({})\n",
         format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor), format_number(s.mean),
-        format_number(s.p95), fmt::format("{:.0f}", s.max), format_count(static_cast<double>(s.pushes), "push", "pushes"));
+        format_number(s.p95), fmt::format("{:.0f}", s.max),
+        format_count(static_cast<double>(s.pushes), "push", "pushes"));
   }
 }
 
@@ -192,9 +192,8 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
                  format_duration(b.communication_exposed), percent_of(b.communication_exposed, r.step_time),
                  format_duration(b.wait), percent_of(b.wait, r.step_time));
   if (r.compute_cv > 0) {
-    fmt::format_to(
-        it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",
-        format_percent(r.compute_cv));
+    fmt::format_to(it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",
+                   format_percent(r.compute_cv));
   }
   if (r.utilization.empty()) return;
 
@@ -217,7 +216,8 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
       fmt::format_to(it, "{} {} {}", i == 0 ? "" : ",", r.links[i].name, format_percent(r.links[i].busy));
     }
     const std::size_t others = r.links.size() - std::min<std::size_t>(r.links.size(), 3) + r.links_left_out;
-    if (others > 0) fmt::format_to(it, " and {}", format_count(static_cast<double>(others), "more link", "more links"));
+    if (others > 0)
+      fmt::format_to(it, " and {}", format_count(static_cast<double>(others), "more link", "more links"));
     if (r.max_link_flows <= 1) {
       fmt::format_to(it, " (no two flows shared a link)\n");
     } else {
@@ -377,9 +377,9 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep) {
     }
     if (coarse) row.push_back(signed_percent(c.coarse_vs_fine));
     if (analytic) row.push_back(signed_percent(c.analytic_vs_fine));
-    row.push_back(c.disagrees()
-                      ? fmt::format("{} (over {:.0f}%)", format_percent(c.spread), 100 * kPredictorDisagreement)
-                      : format_percent(c.spread));
+    row.push_back(c.disagrees() ? fmt::format("{} (over {:.0f}%)", format_percent(c.spread),
+                                              100 * kPredictorDisagreement)
+                                : format_percent(c.spread));
     rows.push_back(std::move(row));
   }
 

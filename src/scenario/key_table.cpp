@@ -132,9 +132,11 @@ const Choices<PsPlacement>& placements() {
   return c;
 }
 const Choices<PsOrder>& orders() {
-  static const Choices<PsOrder> c{
-      {"random", PsOrder::Random}, {"fifo", PsOrder::Fifo}, {"tic", PsOrder::Tic}, {"tac", PsOrder::Tac},
-      {"priority", PsOrder::Priority}};
+  static const Choices<PsOrder> c{{"random", PsOrder::Random},
+                                  {"fifo", PsOrder::Fifo},
+                                  {"tic", PsOrder::Tic},
+                                  {"tac", PsOrder::Tac},
+                                  {"priority", PsOrder::Priority}};
   return c;
 }
 const Choices<AllReduceAlgorithm>& algorithms() {
@@ -772,23 +774,24 @@ std::vector<KeyDef> make_table() {
       "CPU time per pull or push message at each end: at the shard one message at a time, at the worker "
       "per connection (e.g. 50us)",
       [](auto& s) -> auto& { return s.scheme.ps.message_overhead; }));
-  t.push_back({{"training.ps.slice_size", "size", "0",
-                "P3's parameter slicing: each piece sent, aggregated and applied as slices of at most this "
-                "size; 0 = whole pieces (P3 used 50,000 parameters, 200kB in fp32)"},
-               true,
-               [](const RawValue& v, Draft& d) {
-                 const double bytes = parse_bytes(v.text, v.where);
-                 // Below a kilobyte a slice is all header; validate() also bounds the slice count.
-                 if (bytes > 0 && bytes < 1e3) {
-                   throw Error(v.where, fmt::format("'{}' is a slice of {:g} bytes: expected 0 (whole pieces) "
-                                                    "or at least 1kB",
-                                                    v.text, bytes));
-                 }
-                 d.scenario.scheme.ps.slice_bytes = bytes;
-               },
-               [](const Scenario& s) {
-                 return Rendered{s.scheme.ps.slice_bytes > 0 ? echo_bytes(s.scheme.ps.slice_bytes) : "0", false};
-               }});
+  t.push_back(
+      {{"training.ps.slice_size", "size", "0",
+        "P3's parameter slicing: each piece sent, aggregated and applied as slices of at most this "
+        "size; 0 = whole pieces (P3 used 50,000 parameters, 200kB in fp32)"},
+       true,
+       [](const RawValue& v, Draft& d) {
+         const double bytes = parse_bytes(v.text, v.where);
+         // Below a kilobyte a slice is all header; validate() also bounds the slice count.
+         if (bytes > 0 && bytes < 1e3) {
+           throw Error(v.where, fmt::format("'{}' is a slice of {:g} bytes: expected 0 (whole pieces) "
+                                            "or at least 1kB",
+                                            v.text, bytes));
+         }
+         d.scenario.scheme.ps.slice_bytes = bytes;
+       },
+       [](const Scenario& s) {
+         return Rendered{s.scheme.ps.slice_bytes > 0 ? echo_bytes(s.scheme.ps.slice_bytes) : "0", false};
+       }});
   t.push_back(choice_key(
       "training.ps.local_aggregation", "false", booleans(),
       "GPUs of a node sum gradients first; one copy per node to and from the servers",

@@ -100,7 +100,6 @@ std::vector<uint64_t> need_ranks(const workload::Workload& w, const std::vector<
   return rank;
 }
 
-
 }  // namespace
 
 ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime)

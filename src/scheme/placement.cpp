@@ -57,7 +57,8 @@ std::vector<Piece> place_parameters(const workload::Workload& workload, const Ps
     return pieces;
   }
   const std::vector<int> shard = whole_tensor_shards(workload, ps.placement_strategy, shards);
-  for (int t = 0; t < static_cast<int>(workload.tensors.size()); ++t) add(t, shard[t], workload.tensors[t].bytes);
+  for (int t = 0; t < static_cast<int>(workload.tensors.size()); ++t)
+    add(t, shard[t], workload.tensors[t].bytes);
   return pieces;
 }
 

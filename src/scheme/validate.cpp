@@ -539,11 +539,12 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
     const double pieces = count_pieces(workload, scheme.ps);
     const double messages = pieces * cluster.workers;
     if (pieces > kMaxSlices || messages > kMaxStepMessages) {
-      fail("training.ps.slice_size",
-           fmt::format("slices of {:g} bytes cut the model's {} tensors into {:g} pieces, {:g} pulls per step "
-                       "over {} workers; at most {:g} pieces and {:g} pulls (take a larger slice_size)",
-                       scheme.ps.slice_bytes, workload.tensors.size(), pieces, messages, cluster.workers,
-                       kMaxSlices, kMaxStepMessages));
+      fail(
+          "training.ps.slice_size",
+          fmt::format("slices of {:g} bytes cut the model's {} tensors into {:g} pieces, {:g} pulls per step "
+                      "over {} workers; at most {:g} pieces and {:g} pulls (take a larger slice_size)",
+                      scheme.ps.slice_bytes, workload.tensors.size(), pieces, messages, cluster.workers,
+                      kMaxSlices, kMaxStepMessages));
     }
   }
 }

@@ -434,7 +434,8 @@ TEST(FlowNetwork, CompletionsComeOutInTimeThenFlowOrder) {
   std::vector<double> finish(kFlows);
   for (int i = 0; i < kFlows; ++i) {
     // A third of them finish at one of three shared times, the others anywhere.
-    const double t = i % 3 == 0 ? 0.5 * (1 + i % 9 / 3) : std::uniform_real_distribution<double>(0.01, 2)(rng);
+    const double t =
+        i % 3 == 0 ? 0.5 * (1 + i % 9 / 3) : std::uniform_real_distribution<double>(0.01, 2)(rng);
     const FlowId f = net->start_flow(on({static_cast<uint32_t>(i)}, t * capacities[i]), 0.0);
     ASSERT_EQ(index(f), static_cast<uint32_t>(i));
     finish[i] = t;

@@ -164,7 +164,8 @@ TEST(PredictProperties, RandomScenarios) {
                                                              l.name.find(".bus") != std::string::npos);
       if (device_uplink) uplinks += l.bytes;
     }
-    EXPECT_LE(relative(uplinks, fine.bytes_sent), 1e-9) << uplinks << " on uplinks, " << fine.bytes_sent << " sent";
+    EXPECT_LE(relative(uplinks, fine.bytes_sent), 1e-9)
+        << uplinks << " on uplinks, " << fine.bytes_sent << " sent";
     const std::size_t kept = std::min<std::size_t>(every.links.size(), 10);
     ASSERT_EQ(fine.links.size(), kept);
     EXPECT_EQ(fine.links_left_out, every.links.size() - kept);

@@ -97,7 +97,8 @@ TEST(P3Priority, SlicingConservesTheBytesSent) {
   const Workload w = layered({1e6, 1e6, 1e6, 40e6}, 2e-3, 4e-3);
   const cluster::ClusterSpec spec = eight_workers(1.25e9);
   for (PsOrder order : {PsOrder::Random, PsOrder::Fifo, PsOrder::Priority}) {
-    const SimulationResult whole = simulate_steps(w, spec, ps_with(order), {.warmup_steps = 1, .measure_steps = 3});
+    const SimulationResult whole =
+        simulate_steps(w, spec, ps_with(order), {.warmup_steps = 1, .measure_steps = 3});
     const SimulationResult sliced =
         simulate_steps(w, spec, ps_with(order, 1e6), {.warmup_steps = 1, .measure_steps = 3});
     EXPECT_NEAR(sliced.bytes_sent, whole.bytes_sent, 1e-9 * whole.bytes_sent) << static_cast<int>(order);

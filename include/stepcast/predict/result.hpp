@@ -195,7 +195,7 @@ struct Result {
   /// Fine: "fast" when an exact fast path computed it, "full" for the event-by-event engine;
   /// empty for coarse and analytic.
   std::string engine;
-  uint32_t max_link_flows = 0;     ///< most flows sharing one link direction at once (fine)
+  uint32_t max_link_flows = 0;  ///< most flows sharing one link direction at once (fine)
   /// The busiest link directions (fine), busiest first, Options::links_kept of them; bytes over
   /// the measured steps, as bytes_sent.
   std::vector<sim::LinkLoad> links;
