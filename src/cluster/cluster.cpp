@@ -8,6 +8,7 @@
 
 #include "stepcast/detail/hash.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::cluster {
 namespace {
@@ -415,9 +416,6 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
 
 std::string describe_fabric(const Cluster& c) {
   const ClusterSpec& spec = c.spec;
-  const auto plural = [](int n, const char* one, const char* many) {
-    return fmt::format("{} {}", n, n == 1 ? one : many);
-  };
   const std::string uplinks = spec.fat_tree.oversubscription > 1
                                   ? fmt::format(", uplinks at 1/{:g} of the NIC", spec.fat_tree.oversubscription)
                                   : std::string{};
@@ -430,20 +428,20 @@ std::string describe_fabric(const Cluster& c) {
       const int half = std::max(1, spec.fat_tree.radix / 2);
       if (spec.fat_tree.levels == 2) {
         shape = fmt::format("leaf-spine (radix {}): {} of up to {} hosts, {}{}", spec.fat_tree.radix,
-                            plural(c.num_switches - half, "leaf", "leaves"), half, plural(half, "spine", "spines"),
+                            format_count(c.num_switches - half, "leaf", "leaves"), half, format_count(half, "spine", "spines"),
                             uplinks);
       } else {
         const int pods = (c.num_switches - half * half) / (2 * half);
         shape = fmt::format("3-level fat-tree (radix {}): {} of {} edge and {} aggregation switches, {}, {} hosts "
                             "per edge switch{}",
-                            spec.fat_tree.radix, plural(pods, "pod", "pods"), half, half,
-                            plural(half * half, "core", "cores"), half, uplinks);
+                            spec.fat_tree.radix, format_count(pods, "pod", "pods"), half, half,
+                            format_count(half * half, "core", "cores"), half, uplinks);
       }
       break;
     }
     case Topology::BiGraph:
       shape = fmt::format("BiGraph: 2 halves of {}, {} hosts per switch",
-                          plural(spec.bigraph.switches_per_half, "switch", "switches"), spec.bigraph.hosts_per_switch);
+                          format_count(spec.bigraph.switches_per_half, "switch", "switches"), spec.bigraph.hosts_per_switch);
       break;
     case Topology::Torus: {
       std::string dims;
@@ -451,16 +449,16 @@ std::string describe_fabric(const Cluster& c) {
         if (!dims.empty()) dims += 'x';
         dims += std::to_string(d);
       }
-      shape = fmt::format("torus {} ({})", dims, plural(c.num_switches, "router", "routers"));
+      shape = fmt::format("torus {} ({})", dims, format_count(c.num_switches, "router", "routers"));
       break;
     }
     case Topology::Custom:
-      shape = fmt::format("custom: {}", plural(c.num_switches, "switch", "switches"));
+      shape = fmt::format("custom: {}", format_count(c.num_switches, "switch", "switches"));
       break;
   }
   const int worker_nodes = spec.num_worker_nodes();
-  shape += "; " + plural(worker_nodes, "worker node", "worker nodes");
-  if (c.num_nodes > worker_nodes) shape += " and " + plural(c.num_nodes - worker_nodes, "server node", "server nodes");
+  shape += "; " + format_count(worker_nodes, "worker node", "worker nodes");
+  if (c.num_nodes > worker_nodes) shape += " and " + format_count(c.num_nodes - worker_nodes, "server node", "server nodes");
   switch (spec.node_placement) {
     case NodePlacement::Packed:
       break;

@@ -43,8 +43,8 @@ void write_advice_text(std::ostream& out, const Advice& a) {
     }
   } else {
     const GridPoint& first = a.grid[a.cheapest.front()];
-    fmt::format_to(it, "cheapest that meets {}: {} ({} step{} up from the cheapest values): {}\n", a.target,
-                   config_label(first.config), first.cost, first.cost == 1 ? "" : "s", describe(first.result));
+    fmt::format_to(it, "cheapest that meets {}: {} ({} up from the cheapest values): {}\n", a.target,
+                   config_label(first.config), format_count(first.cost, "step", "steps"), describe(first.result));
     if (a.cheapest.size() > 1) {
       fmt::format_to(it, "  tied (same cost, same throughput):");
       for (size_t k = 1; k < a.cheapest.size(); ++k) fmt::format_to(it, " {};", config_label(a.grid[a.cheapest[k]].config));

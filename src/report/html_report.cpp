@@ -80,7 +80,7 @@ const Config& config_of(const Sweep& sweep, std::size_t i) {
   return i < sweep.configs.size() ? sweep.configs[i] : kNone;
 }
 
-std::string workers_text(int workers) { return fmt::format("{} worker{}", workers, workers == 1 ? "" : "s"); }
+std::string workers_text(int workers) { return format_count(workers, "worker", "workers"); }
 
 /// A number with `digits` decimals, or an en dash when it is not finite.
 std::string fixed(double value, int digits) {
