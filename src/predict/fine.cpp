@@ -62,14 +62,21 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
 Result predict_fine(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                     const scheme::SchemeConfig& scheme, const Options& options, const WarningSink& warn) {
   validate(workload, cluster, scheme, options);
-  if (workload.num_samples() == 0) return simulate(workload, cluster, scheme, options, warn);
   // One simulation per sample step (k times the work of one); the representative's is traced.
-  return predict_over_samples(workload, options.record_trace,
-                              [&](const workload::Workload& step, bool trace) {
-                                Options one = options;
-                                one.record_trace = trace;
-                                return simulate(step, cluster, scheme, one, warn);
-                              });
+  Result r = workload.num_samples() == 0
+                 ? simulate(workload, cluster, scheme, options, warn)
+                 : predict_over_samples(workload, options.record_trace,
+                                        [&](const workload::Workload& step, bool trace) {
+                                          Options one = options;
+                                          one.record_trace = trace;
+                                          return simulate(step, cluster, scheme, one, warn);
+                                        });
+  // Every link is kept through the samples' merge; only the result keeps the busiest.
+  if (options.links_kept > 0 && r.links.size() > options.links_kept) {
+    r.links_left_out = r.links.size() - options.links_kept;
+    r.links.resize(options.links_kept);
+  }
+  return r;
 }
 
 Result predict(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
@@ -113,10 +120,6 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   account_collectives(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);
-  if (options.links_kept > 0 && r.links.size() > options.links_kept) {
-    r.links_left_out = r.links.size() - options.links_kept;
-    r.links.resize(options.links_kept);
-  }
   return r;
 }
 
