@@ -151,7 +151,8 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
       return predict_analytic(step, cluster, scheme, options);
     });
   }
-  WorkerSide worker{workload.step_time_alone(), 0};
+  // The optimizer step keeps the worker busy like its compute (scheme/costs.hpp).
+  WorkerSide worker{workload.step_time_alone() + scheme::optimizer_step_time(workload, cluster, scheme), 0};
   Result r;
   switch (scheme.scheme) {
     case scheme::Scheme::AllReduce:

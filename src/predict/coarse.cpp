@@ -20,7 +20,8 @@ using scheme::Mode;
 Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                       const scheme::SchemeConfig& scheme, const Options& options) {
   Result r;
-  const double compute = w.step_time_alone();
+  // The optimizer step follows the exchange, in series with it (scheme/costs.hpp).
+  const double compute = w.step_time_alone() + scheme::optimizer_step_time(w, spec, scheme);
   const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
   const cluster::Cluster c = cluster::build_cluster(spec);
   // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
@@ -257,7 +258,7 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   if (n_units > 0) exposed += reduce[order[n_units - 1]].total();
   for (const Timed& t : after) exposed += t.total();
 
-  const double compute = w.step_time_alone();
+  const double compute = w.step_time_alone() + scheme::optimizer_step_time(w, spec, scheme);
   const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
   r.step_time = compute + straggle + exposed;
   r.breakdown.compute = compute;

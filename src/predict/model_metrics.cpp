@@ -2,6 +2,7 @@
 // and the model, not from how the step was predicted.
 #include <algorithm>
 
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -31,6 +32,7 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
           gathered_buffer_bytes(largest / element, w.precision, scheme, cluster.workers, cluster.workers_per_node);
     }
   }
+  r.optimizer_step_time = scheme::optimizer_step_time(w, cluster, scheme);
   r.tokens = {};
   if (w.facts.tokens_per_sample > 0 && r.step_time > 0) {
     const double samples_per_s = r.throughput;

@@ -124,6 +124,8 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.key("wait");
   json.number(r.breakdown.wait);
   json.end_object();
+  json.key("optimizer_step_s");
+  json.number(r.optimizer_step_time);
   json.key("utilization");
   json.begin_object();
   for (const auto& u : r.utilization) {

@@ -21,6 +21,7 @@
 #include "stepcast/detail/profile/layer_table.hpp"
 #include "stepcast/detail/profile/layer_times.hpp"
 #include "stepcast/detail/profile/tf_timeline.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -517,17 +518,31 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     w.compute_source = ComputeSource::Profile;
     return;
   }
-  if (draft.step_time) {
-    w.step_time = *draft.step_time;
+  if (draft.step_time || draft.throughput) {
     w.compute_source = ComputeSource::Measured;
-  } else if (draft.throughput) {
-    w.step_time = w.batch_per_worker / *draft.throughput;
-    w.compute_source = ComputeSource::Measured;
-    // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
-    if (!(w.step_time <= limits::kMaxDuration)) {
-      throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
-                  fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s",
-                              *draft.throughput, w.batch_per_worker, w.step_time));
+    if (draft.step_time) {
+      w.step_time = *draft.step_time;
+    } else {
+      w.step_time = w.batch_per_worker / *draft.throughput;
+      // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
+      if (!(w.step_time <= limits::kMaxDuration)) {
+        throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
+                    fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s",
+                                *draft.throughput, w.batch_per_worker, w.step_time));
+      }
+    }
+    if (w.measured_with != MeasuredWith::Ps && s.cluster.gpu_memory_bw > 0 && needs == Needs::Workload) {
+      // The measured step holds one worker's whole optimizer step (build_workload takes it out).
+      const double parameters = static_cast<double>(scenario_model(s).num_parameters());
+      const double optimizer =
+          parameters * scheme::optimizer_bytes_per_parameter(s.scheme.optimizer) / s.cluster.gpu_memory_bw;
+      if (!(optimizer < w.step_time)) {
+        throw Error(location_of(entries, "cluster.gpu.memory_bandwidth", file_name),
+                    fmt::format("one worker's whole optimizer step on {} parameters at {}/s takes {}, at least "
+                                "the measured step ({}) that holds it: the memory bandwidth is too low",
+                                format_number(parameters), format_bytes(s.cluster.gpu_memory_bw),
+                                format_duration(optimizer), format_duration(w.step_time)));
+      }
     }
   } else if (!w.layer_times.empty()) {
     w.compute_source = ComputeSource::LayerTimes;
@@ -752,7 +767,12 @@ workload::Workload build_profiled_workload(const Scenario& scenario) {
 }  // namespace
 
 workload::Workload build_workload(const Scenario& scenario) {
-  if (!scenario.workload.profile.empty()) return build_profiled_workload(scenario);
+  if (!scenario.workload.profile.empty()) {
+    // The traced step ran its optimizer's kernels: they are among the ops.
+    workload::Workload traced = build_profiled_workload(scenario);
+    traced.optimizer_in_ops = true;
+    return traced;
+  }
   const zoo::ModelSpec model = scenario_model(scenario);
   const WorkloadSpec& w = scenario.workload;
   // Measured layer times replace the split of a step time, which then only has to be valid.
@@ -816,6 +836,33 @@ workload::Workload build_workload(const Scenario& scenario) {
                                    .checkpointing = w.checkpointing});
     out.facts.baseline_step_time = w.step_time;
   }
+  if (w.compute_source == ComputeSource::Measured && w.measured_with != MeasuredWith::Ps &&
+      scenario.cluster.gpu_memory_bw > 0) {
+    // One worker alone ran its whole optimizer step in the measured step (with a parameter
+    // server, the servers did): the ops get the rest, and each scheme runs its own optimizer step.
+    scheme::SchemeConfig alone = scenario.scheme;
+    alone.scheme = scheme::Scheme::AllReduce;
+    cluster::ClusterSpec one = scenario.cluster;
+    one.workers = 1;
+    const double optimizer = scheme::optimizer_step_time(out, one, alone);
+    if (!(optimizer < w.step_time)) {
+      throw Error({scenario.file, 0, "cluster.gpu.memory_bandwidth"},
+                  fmt::format("one worker's whole optimizer step at {}/s ({} for {} parameters) is at least the "
+                              "measured step ({}): the memory bandwidth is too low for this measurement",
+                              format_bytes(scenario.cluster.gpu_memory_bw), format_duration(optimizer),
+                              format_number(out.facts.parameters > 0 ? out.facts.parameters
+                                                                     : out.parameter_bytes() /
+                                                                           workload::bytes_per_element(w.precision)),
+                              format_duration(w.step_time)));
+    }
+    workload::Workload rest = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                                                       .step_time = w.step_time - optimizer,
+                                                       .precision = w.precision,
+                                                       .backward_to_forward = w.backward_to_forward,
+                                                       .checkpointing = w.checkpointing});
+    rest.facts.baseline_step_time = out.facts.baseline_step_time;
+    out = std::move(rest);
+  }
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);
     out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,
@@ -830,8 +877,11 @@ std::string compute_source_text(const Scenario& scenario) {
     case ComputeSource::Measured:
       return fmt::format(
           "measured, {} per step of one worker alone (workload.step_time or "
-          "workload.single_worker_throughput)",
-          format_duration(w.step_time));
+          "workload.single_worker_throughput){}",
+          format_duration(w.step_time),
+          scenario.cluster.gpu_memory_bw > 0 && w.measured_with != MeasuredWith::Ps
+              ? ", its whole optimizer step included (taken out; each scheme runs its own)"
+              : "");
     case ComputeSource::Profile:
       return fmt::format("profiled, the ops of {} (workload.profile)", w.profile);
     case ComputeSource::AchievedFlops:

@@ -6,9 +6,10 @@
 // - Collectives run one at a time, in order, alone on the network: collective (k, b) starts at
 //   max(the last worker's fill time, the previous collective's end) and lasts its plan's time
 //   alone (CollectiveTiming), whoever waits for it.
-// - A worker's step ends at max(its compute end, the step's last collective's end); its idle
-//   time is the tail after its compute, split at the latest fill of the step (before it, it
-//   waited for slower workers; after it, for the network), as the worker runtime splits it.
+// - A worker's step ends at max(its compute end, the step's last collective's end) plus its
+//   optimizer step (f times optimizer_step_time, busy); its idle time is the gap between its
+//   compute and its optimizer step, split at the latest fill of the step (before it, it waited
+//   for slower workers; after it, for the network), as the worker runtime splits it.
 // - Collectives of the warm-up steps end before the window opens and those after the measured
 //   steps start after it closes, so the window's link bytes are measure_steps steps' worth.
 // Cost: O(workers x buckets) a step plus one network solve per distinct stage pattern.
@@ -17,6 +18,7 @@
 #include "scheme/collective_timing.hpp"
 #include "scheme/step_paths.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/sim/event_queue.hpp"
 #include "stepcast/error.hpp"
 
@@ -106,6 +108,7 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
     timing.add_link_bytes(link_bytes, buckets[b].bytes, options.measure_steps, choice.terms);
   }
 
+  const double optimizer = optimizer_step_time(w, spec, scheme);
   const int warmup = options.warmup_steps;
   const int target = warmup + options.measure_steps;
   std::vector<double> start(n, 0.0), factor(n, 1.0), window_begin(n, 0.0);
@@ -126,9 +129,10 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
     const bool measured = k >= warmup;
     for (int v = 0; v < n; ++v) {
       const double compute_end = start[v] + factor[v] * alone.compute_end;
-      const double step_end = num_buckets > 0 ? std::max(compute_end, collective_end) : compute_end;
+      const double exchanged = num_buckets > 0 ? std::max(compute_end, collective_end) : compute_end;
+      const double step_end = exchanged + factor[v] * optimizer;
       if (measured) {
-        const double idle = step_end - compute_end;
+        const double idle = exchanged - compute_end;
         const double release = num_buckets > 0 ? std::max(start[v], last_fill) : start[v];
         const double wait = idle > 0 ? std::clamp(release - compute_end, 0.0, idle) : 0.0;
         const double communication = idle > 0 ? idle - wait : 0.0;

@@ -16,6 +16,44 @@ double ps_server_bw(const cluster::ClusterSpec& spec, const PsConfig& ps) {
   return dedicated && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
 }
 
+double optimizer_bytes_per_parameter(Optimizer optimizer) {
+  double state = 0;  // bytes per parameter
+  switch (optimizer) {
+    case Optimizer::Adam:
+      state = 8;
+      break;
+    case Optimizer::Momentum:
+      state = 4;
+      break;
+    case Optimizer::Sgd:
+      state = 0;
+      break;
+  }
+  return 12 + 2 * state;
+}
+
+double optimizer_step_time(const workload::Workload& workload, const cluster::ClusterSpec& spec,
+                           const SchemeConfig& scheme) {
+  if (workload.optimizer_in_ops || !(spec.gpu_memory_bw > 0)) return 0;
+  double share = 0;  // of the parameters one worker updates
+  switch (scheme.scheme) {
+    case Scheme::ParameterServer:
+      return 0;
+    case Scheme::AllReduce:
+      share = 1;
+      break;
+    case Scheme::Fsdp:
+      share = 1.0 / std::max(1, fsdp_shard_degree(scheme.fsdp, spec.workers, spec.workers_per_node));
+      break;
+  }
+  // As the memory check counts them (predict/model_metrics.cpp): a profile knows its gradients'
+  // bytes but not the parameter count.
+  const double parameters = workload.facts.parameters > 0
+                                ? workload.facts.parameters
+                                : workload.parameter_bytes() / workload::bytes_per_element(workload.precision);
+  return share * parameters * optimizer_bytes_per_parameter(scheme.optimizer) / spec.gpu_memory_bw;
+}
+
 double ShardLoads::largest_bytes() const { return *std::max_element(bytes.begin(), bytes.end()); }
 
 double ShardLoads::largest_apply() const { return *std::max_element(apply.begin(), apply.end()); }

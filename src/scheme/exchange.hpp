@@ -24,6 +24,9 @@ struct OpDone {  ///< worker runtime: an op ended
   int worker;
   int op;
 };
+struct OptimizerDone {  ///< worker runtime: a worker's optimizer step ended
+  int worker;
+};
 struct StartStep {  ///< worker runtime: a worker begins a step (its next, or its first late: async offsets)
   int worker;
 };
@@ -47,7 +50,8 @@ struct StageDone {  ///< collectives: a step of the running collective of `strea
   int stream = 0;
 };
 using Event =
-    std::variant<OpDone, StartStep, Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled>;
+    std::variant<OpDone, StartStep, OptimizerDone, Delivered, ApplyDone, StageDone, MessagePrepared,
+                 MessageHandled>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;
@@ -132,6 +136,11 @@ class Exchange {
   /// that issue transfers as the computation goes (sharded data parallelism's prefetch) listen.
   virtual void op_started(int /*w*/, int /*op*/) {}
   virtual void op_finished(int /*w*/, int /*op*/) {}
+  /// Items of a step that follow the worker's optimizer step (ZeRO-1's gathers of the updated
+  /// parameters): when the optimizer step takes time, it starts once the step's ops are done and
+  /// only these items are left, and optimizer_done says when it ended.
+  [[nodiscard]] virtual int items_after_optimizer() const { return 0; }
+  virtual void optimizer_done(int /*w*/) {}
   virtual void flow_done(net::FlowId flow) = 0;
   /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled).
   virtual void handle(const Event& event) = 0;

@@ -409,12 +409,23 @@ void FsdpExchange::finished(int stream, const Collective& c, int step, bool last
     }
     runtime_.item_done(w);
   }
-  // ZeRO-1: every worker updated its shard; the new parameters are gathered for the next step.
-  if (stream == 1 && last_of_step && gather_after_step_) {
+  // ZeRO-1 with a free optimizer step: every worker updated its shard; the new parameters are
+  // gathered for the next step.
+  if (stream == 1 && last_of_step && gather_after_step_ && !(runtime_.optimizer_time() > 0)) {
     for (int w = 0; w < n; ++w) {
       for (int u = 0; u < static_cast<int>(units_.size()); ++u) issue(w, Kind::GatherAfterStep, u, false);
     }
   }
+}
+
+int FsdpExchange::items_after_optimizer() const {
+  return gather_after_step_ ? static_cast<int>(units_.size()) : 0;
+}
+
+void FsdpExchange::optimizer_done(int w) {
+  // ZeRO-1: this worker updated its shard; the last to finish its update starts the gathers.
+  if (!gather_after_step_) return;
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u) issue(w, Kind::GatherAfterStep, u);
 }
 
 }  // namespace stepcast::scheme

@@ -17,9 +17,10 @@
 //   starts its backward (p >= 1), when the previous one's backward ended (p = 0), when the forward
 //   ended for the first units;
 // - reduce-scatter of unit u: when its last gradient is produced;
-// - ZeRO-1's gathers: all units, in forward order, once the step's last reduce-scatter ended.
-// A worker's step ends when its ops and every collective of its step ended. The optimizer step
-// on the local shard takes no time here (it is memory-bound and small next to the collectives).
+// - ZeRO-1's gathers: all units, in forward order, once the worker's optimizer step on its shard
+//   ended (worker_runtime.hpp), or when the optimizer step takes no time, once the step's last
+//   reduce-scatter ended.
+// A worker's step ends when its ops, its optimizer step and every collective of its step ended.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,8 @@ class FsdpExchange final : public Exchange {
   void op_finished(int w, int op) override;
   void flow_done(net::FlowId flow) override;
   void handle(const Event& event) override;
+  [[nodiscard]] int items_after_optimizer() const override;
+  void optimizer_done(int w) override;
   void add_loads(SimulationResult& /*result*/, double /*window_start*/) const override {}
 
  private:

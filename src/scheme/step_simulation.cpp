@@ -192,6 +192,8 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
                        runtime.op_done(op->worker, op->op);
                      } else if (const auto* start = std::get_if<StartStep>(&e)) {
                        runtime.start_step(start->worker);
+                     } else if (const auto* optimized = std::get_if<OptimizerDone>(&e)) {
+                       runtime.optimizer_done(optimized->worker);
                      } else {
                        exchange->handle(e);
                      }

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 
+#include "stepcast/detail/scheme/costs.hpp"
+
 namespace stepcast::scheme {
 
 WorkerRuntime::WorkerRuntime(const StepContext& context)
     : ctx_(context),
       num_ops_(static_cast<int>(context.workload.ops.size())),
       target_steps_(context.options.warmup_steps + context.options.measure_steps),
+      optimizer_time_(optimizer_step_time(context.workload, context.cluster.spec, context.scheme)),
       // Without warm-up the window is the whole run, open from the start (so a shard's apply time
       // counts from the first step, not only the apply still running at the end).
       window_start_(context.options.warmup_steps == 0 ? 0.0 : -1.0) {
@@ -51,6 +54,7 @@ void WorkerRuntime::start_step(int w) {
   worker.release = now;
   worker.communication = worker.wait = 0;
   worker.ops_done = 0;
+  worker.optimizer = optimizer_time_ > 0 ? Worker::Optimizer::Pending : Worker::Optimizer::Done;
   std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
   for (int op = 0; op < num_ops_; ++op) {
     worker.unmet[op] = static_cast<int>(ctx_.workload.ops[op].deps.size()) + exchange_->inputs_needed(op);
@@ -160,9 +164,46 @@ void WorkerRuntime::release_all() {
   for (Worker& worker : workers_) worker.release = std::max(worker.release, now);
 }
 
+void WorkerRuntime::start_optimizer(int w) {
+  Worker& worker = workers_[w];
+  const double now = ctx_.engine.now();
+  if (worker.busy_lanes == 0) close_idle(w);
+  worker.busy_lanes++;
+  worker.optimizer = Worker::Optimizer::Running;
+  const double duration = optimizer_time_ * worker.compute_scale;
+  if (ctx_.trace != nullptr && ctx_.layout.keeps(w, worker.step)) {
+    ctx_.span({.process = w,
+               .thread = 0,
+               .name = "optimizer step",
+               .category = "compute",
+               .start = now,
+               .duration = duration,
+               .step = worker.step});
+  }
+  ctx_.engine.schedule(now + duration, OptimizerDone{w});
+}
+
+void WorkerRuntime::optimizer_done(int w) {
+  Worker& worker = workers_[w];
+  worker.optimizer = Worker::Optimizer::Done;
+  if (--worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
+  exchange_->optimizer_done(w);
+  maybe_finish_step(w);
+}
+
 void WorkerRuntime::maybe_finish_step(int w) {
   Worker& worker = workers_[w];
-  if (worker.ops_done < num_ops_ || worker.outstanding > 0) return;
+  if (worker.ops_done < num_ops_) return;
+  switch (worker.optimizer) {
+    case Worker::Optimizer::Pending:
+      if (worker.outstanding <= exchange_->items_after_optimizer()) start_optimizer(w);
+      return;
+    case Worker::Optimizer::Running:
+      return;
+    case Worker::Optimizer::Done:
+      break;
+  }
+  if (worker.outstanding > 0) return;
   close_idle(w);
   // The step is busy (some lane running an op) or idle, and every idle interval was split into
   // waiting and communication, so the busy wall time is what is left. (Summing op durations

@@ -1,8 +1,11 @@
 // Private to scheme/: what every scheme's workers share. Each worker runs the step's op graph on
 // its lanes (a lane runs one op at a time, in program order; an op starts once its dependencies
 // and the inputs its exchange owes it are in), with this step's straggler factor on every op
-// duration. A step ends when every op is done and the exchange finished every item of the step;
-// the next starts at once. Idle time (no lane busy) is split into waiting for other workers
+// duration. Then the worker's optimizer step runs (costs.hpp: optimizer_step_time, scaled by the
+// straggler factor; skipped when it takes no time), once the exchange finished every item of the
+// step but those that follow it (Exchange::items_after_optimizer); it keeps the worker busy. A
+// step ends when every op, the optimizer step and every item of the step are done; the next
+// starts at once. Idle time (no lane busy) is split into waiting for other workers
 // (until the latest barrier the worker depended on was released) and communication (the rest).
 // Owns the measured window: it opens when every worker finished its warm-up steps.
 #pragma once
@@ -22,6 +25,7 @@ class WorkerRuntime {
   // Driven by the engine.
   void start_step(int w);
   void op_done(int w, int op);
+  void optimizer_done(int w);
 
   // Driven by the exchange.
   /// One input every consumer of `tensor` waits for arrived at worker w; `source` is the trace
@@ -36,6 +40,8 @@ class WorkerRuntime {
   void release_all();
 
   [[nodiscard]] int step(int w) const { return workers_[w].step; }
+  /// s of a worker's optimizer step before its straggler factor; 0: it is skipped.
+  [[nodiscard]] double optimizer_time() const { return optimizer_time_; }
   /// While worker w's op is ending (the exchange's op_finished and gradient_ready): its trace
   /// span, or kNone when not recorded.
   [[nodiscard]] int finishing_span(int w) const { return workers_[w].finishing_span; }
@@ -55,6 +61,7 @@ class WorkerRuntime {
  private:
   void try_start_ops(int w);
   void maybe_finish_step(int w);
+  void start_optimizer(int w);
   void close_idle(int w);
   void unmet_input(int w, int op, int source);
 
@@ -62,6 +69,7 @@ class WorkerRuntime {
   Exchange* exchange_ = nullptr;
   const int num_ops_;
   const int target_steps_;
+  const double optimizer_time_;
   std::vector<std::vector<int>> dependents_;  // op -> ops that list it in deps
   std::vector<std::vector<int>> lane_ops_;    // lane -> ops in program order
   std::vector<std::vector<int>> produced_;    // op -> tensors whose gradient it produces
@@ -76,6 +84,7 @@ class WorkerRuntime {
     int busy_lanes = 0;
     int ops_done = 0;
     int outstanding = 0;  // items of this step not finished
+    enum class Optimizer : uint8_t { Pending, Running, Done } optimizer = Optimizer::Pending;
     double step_start = 0;
     double idle_since = 0;
     double release = 0;                  // latest time a barrier this worker waited on was released

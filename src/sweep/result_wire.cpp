@@ -121,6 +121,7 @@ void fields(IO& io, R& r) {
   f(r.breakdown.compute);
   f(r.breakdown.communication_exposed);
   f(r.breakdown.wait);
+  f(r.optimizer_step_time);
   f(r.utilization);
   f(r.bytes_sent);
   f(r.bytes_received);

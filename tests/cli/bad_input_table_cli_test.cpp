@@ -140,6 +140,9 @@ const std::vector<Case>& cases() {
       {"gpu_memory_1e300GB", head("  gpu_memory: 1e300GB\n"), {}, {"@:6:", "cluster.gpu_memory"}},
       {"gpu_memory_negative", head("  gpu_memory: -1GB\n"), {}, {"@:6:", "cluster.gpu_memory"}},
       {"peak_flops_nan", head("  gpu:\n    peak_flops: .nan\n"), {}, {"@:7:", "cluster.gpu.peak_flops"}},
+      {"memory_bandwidth_nan", head("  gpu:\n    memory_bandwidth: .nan\n"), {}, {"@:7:", "cluster.gpu.memory_bandwidth"}},
+      {"memory_bandwidth_too_low_for_the_measured_step", head("  gpu:\n    memory_bandwidth: 1MB/s\n"), {},
+       {"@:7:", "cluster.gpu.memory_bandwidth", "measured step"}},
       // --- worker and node counts past their limits and past int
       {"workers_past_max", head("  workers: 16385\n"), {"predict", "@"}, {"@:6:", "cluster.workers", "16385"}},
       {"workers_past_int", head("  workers: 2147483648\n"), {"predict", "@"}, {"@:6:", "cluster.workers"}},

@@ -145,13 +145,19 @@ Case random_case(uint64_t seed) {
   c.options.seed = seed;
   c.options.compute_cv = pick(0, 1) == 1 ? uniform(0.01, 0.3) : 0.0;
   c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
+  // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
+  if (pick(0, 2) == 0) {
+    const double parameters = c.workload.parameter_bytes() / workload::bytes_per_element(c.workload.precision);
+    const double compute = std::max(c.workload.step_time_alone(), 1e-9);
+    s.gpu_memory_bw = std::clamp(parameters * 28 / (uniform(0.05, 1) * compute), 1e9, 1e14);
+  }
   c.description = fmt::format(
       "seed {}: {} workers ({} per node, {} NICs), topology {}, {}/{}, {} B buckets, "
-      "cv {:.3f}, {} regimes, warmup {}, measure {}",
+      "cv {:.3f}, {} regimes, warmup {}, measure {}, memory {:.3g} B/s",
       seed, s.workers, s.workers_per_node, s.nics_per_node, static_cast<int>(s.topology),
       to_string(c.scheme.allreduce.algorithm), to_string(c.scheme.allreduce.protocol),
       c.scheme.allreduce.bucket_bytes, c.options.compute_cv, s.collective_regimes.size(),
-      c.options.warmup_steps, c.options.measure_steps);
+      c.options.warmup_steps, c.options.measure_steps, s.gpu_memory_bw);
   return c;
 }
 

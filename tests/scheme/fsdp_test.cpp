@@ -371,15 +371,21 @@ Case random_case(uint64_t seed) {
   c.options.seed = seed;
   c.options.network = pick(0, 3) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
   if (pick(0, 9) == 0) c.options.compute_cv = uniform(0.01, 0.3);  // off the fast path's domain
+  // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
+  if (pick(0, 2) == 0) {
+    const double parameters = c.workload.parameter_bytes() / workload::bytes_per_element(c.workload.precision);
+    const double compute = std::max(c.workload.step_time_alone(), 1e-9);
+    s.gpu_memory_bw = std::clamp(parameters * 28 / (uniform(0.05, 1) * compute), 1e9, 1e14);
+  }
   c.description = fmt::format(
       "seed {}: {} ({} units), {} workers ({} per node, {} NICs, {}), topology {}, {} shard_group {} prefetch {} "
-      "unit {} reshard {}, {} regimes, network {}, cv {:.3f}, warmup {}, measure {}",
+      "unit {} reshard {}, {} regimes, network {}, cv {:.3f}, warmup {}, measure {}, memory {:.3g} B/s",
       seed, c.workload.name, fsdp_units(c.workload, c.scheme.fsdp.unit_blocks).size(), s.workers,
       s.workers_per_node, s.nics_per_node, s.intra_node_link == cluster::IntraNodeLink::Pcie ? "pcie" : "nvlink",
       static_cast<int>(s.topology), name(c.scheme.fsdp.sharding), c.scheme.fsdp.shard_group, c.scheme.fsdp.prefetch,
       c.scheme.fsdp.unit_blocks, c.scheme.fsdp.reshard_after_forward, s.collective_regimes.size(),
       c.options.network == NetworkKind::MaxMin ? "maxmin" : "none", c.options.compute_cv, c.options.warmup_steps,
-      c.options.measure_steps);
+      c.options.measure_steps, s.gpu_memory_bw);
   return c;
 }
 

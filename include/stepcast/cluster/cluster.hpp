@@ -136,6 +136,9 @@ struct ClusterSpec {
   std::optional<double> rpc_latency;
   double gpu_memory = 0;      ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
   double gpu_peak_flops = 0;  ///< FLOP/s per GPU at the training precision (spec sheet, dense); 0 = unknown
+  /// bytes/s of one GPU's memory (HBM); what the optimizer step, memory-bound, runs at
+  /// (scheme/costs.hpp: optimizer_step_time); 0 = unknown: the optimizer step takes no time.
+  double gpu_memory_bw = 0;
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
   TorusSpec torus;

@@ -188,6 +188,9 @@ struct Result {
   /// a pull-then-push chain on it, "gpu memory", or "" for latency and waiting.
   std::string bottleneck_resource;
   Breakdown breakdown;
+  /// s per step of one worker's optimizer step (scheme/costs.hpp: optimizer_step_time), part of
+  /// breakdown.compute; 0 when it is free (cluster.gpu_memory_bw unknown) or in the ops.
+  double optimizer_step_time = 0;
   std::vector<Utilization> utilization;
   double bytes_sent = 0;  ///< over the network during the measured steps
   double bytes_received = 0;

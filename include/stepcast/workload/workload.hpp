@@ -93,6 +93,9 @@ struct Workload {
   /// The model block (a transformer block: its attention and MLP layers) of each layer, the
   /// unit FSDP wraps; empty, or -1 for a layer: the layer is a block of its own.
   std::vector<int> block_of_layer{};
+  /// The ops already hold one worker's optimizer step (a profile's kernels): the predictors add
+  /// none of their own (scheme/costs.hpp: optimizer_step_time).
+  bool optimizer_in_ops = false;
   std::vector<std::string> lanes{"gpu"};
   std::vector<Op> ops;          ///< one step, program order
   std::vector<Tensor> tensors;  ///< parameters, in layer (forward) order

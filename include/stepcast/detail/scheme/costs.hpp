@@ -38,6 +38,21 @@ struct ShardLoads {
 };
 [[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
 
+/// Bytes of memory one optimizer step reads and writes per parameter, the same in fp32 and in
+/// mixed precision: the gradient, the (master) weight and the optimizer's state read, the weight
+/// and the state written, and with mixed precision the fp16/bf16 working copy written (2 bytes)
+/// where the gradient read is 2 bytes smaller. With s bytes of state (adam 8, momentum 4, sgd 0):
+/// 12 + 2 s, so adam 28, momentum 20, sgd 12.
+[[nodiscard]] double optimizer_bytes_per_parameter(Optimizer optimizer);
+
+/// s one worker's optimizer step takes per training step: memory-bound at
+/// cluster.gpu_memory_bw over the parameters it updates (all of them with all-reduce; its shard,
+/// 1 / fsdp_shard_degree of them, with sharded data parallelism; none with a parameter server,
+/// whose servers apply the gradients). 0 when the bandwidth is unknown (0) or the workload's ops
+/// already hold the step (Workload::optimizer_in_ops).
+[[nodiscard]] double optimizer_step_time(const workload::Workload& workload, const cluster::ClusterSpec& spec,
+                                         const SchemeConfig& scheme);
+
 /// Bytes all workers together send in one run of `plan` on a buffer of `bytes`: every transfer of
 /// every stage (stage fraction x size factor x bytes, per member), exactly what the simulator
 /// starts for it. A transfer to the same device (empty path) moves nothing and is not counted.
