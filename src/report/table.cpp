@@ -246,8 +246,9 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
   }
   const predict::Result& last = predictions.back();
   if (last.optimizer_step_time > 0) {
-    fmt::format_to(it, "optimizer step ({}): {} of each step's compute (memory-bound, cluster.gpu.memory_bandwidth)\n",
-                   format_count(last.workers, "worker", "workers"), format_duration(last.optimizer_step_time));
+    fmt::format_to(
+        it, "optimizer step ({}): {} of each step's compute (memory-bound, cluster.gpu.memory_bandwidth)\n",
+        format_count(last.workers, "worker", "workers"), format_duration(last.optimizer_step_time));
   }
   if (last.tokens.model_flops_per_s_per_worker > 0) {
     fmt::format_to(it, "model FLOPs ({}): {} per GPU", format_count(last.workers, "worker", "workers"),

@@ -736,16 +736,18 @@ std::vector<KeyDef> make_table() {
          return Rendered{s.cluster.gpu_peak_flops > 0 ? echo_flops(s.cluster.gpu_peak_flops) : "unset",
                          false};
        }});
-  t.push_back(
-      {{"cluster.gpu.memory_bandwidth", "bandwidth", "(unset: a free optimizer step)",
-        "bytes/s of one GPU's memory (spec sheet: H100 SXM 3.35TB/s, A100 80GB 2.04TB/s); the "
-        "optimizer step runs at it, memory-bound, on the parameters a worker updates"},
-       false,
-       [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_memory_bw = parse_bandwidth(v.text, v.where); },
-       [](const Scenario& s) {
-         return Rendered{s.cluster.gpu_memory_bw > 0 ? echo_bytes(s.cluster.gpu_memory_bw) + "/s" : "unset",
-                         false};
-       }});
+  t.push_back({{"cluster.gpu.memory_bandwidth", "bandwidth", "(unset: a free optimizer step)",
+                "bytes/s of one GPU's memory (spec sheet: H100 SXM 3.35TB/s, A100 80GB 2.04TB/s); the "
+                "optimizer step runs at it, memory-bound, on the parameters a worker updates"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.cluster.gpu_memory_bw = parse_bandwidth(v.text, v.where);
+               },
+               [](const Scenario& s) {
+                 return Rendered{
+                     s.cluster.gpu_memory_bw > 0 ? echo_bytes(s.cluster.gpu_memory_bw) + "/s" : "unset",
+                     false};
+               }});
 
   // --- training
   t.push_back(choice_key(

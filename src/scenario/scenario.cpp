@@ -537,11 +537,12 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
       const double optimizer =
           parameters * scheme::optimizer_bytes_per_parameter(s.scheme.optimizer) / s.cluster.gpu_memory_bw;
       if (!(optimizer < w.step_time)) {
-        throw Error(location_of(entries, "cluster.gpu.memory_bandwidth", file_name),
-                    fmt::format("one worker's whole optimizer step on {} parameters at {}/s takes {}, at least "
-                                "the measured step ({}) that holds it: the memory bandwidth is too low",
-                                format_number(parameters), format_bytes(s.cluster.gpu_memory_bw),
-                                format_duration(optimizer), format_duration(w.step_time)));
+        throw Error(
+            location_of(entries, "cluster.gpu.memory_bandwidth", file_name),
+            fmt::format("one worker's whole optimizer step on {} parameters at {}/s takes {}, at least "
+                        "the measured step ({}) that holds it: the memory bandwidth is too low",
+                        format_number(parameters), format_bytes(s.cluster.gpu_memory_bw),
+                        format_duration(optimizer), format_duration(w.step_time)));
       }
     }
   } else if (!w.layer_times.empty()) {
@@ -846,14 +847,15 @@ workload::Workload build_workload(const Scenario& scenario) {
     one.workers = 1;
     const double optimizer = scheme::optimizer_step_time(out, one, alone);
     if (!(optimizer < w.step_time)) {
-      throw Error({scenario.file, 0, "cluster.gpu.memory_bandwidth"},
-                  fmt::format("one worker's whole optimizer step at {}/s ({} for {} parameters) is at least the "
-                              "measured step ({}): the memory bandwidth is too low for this measurement",
-                              format_bytes(scenario.cluster.gpu_memory_bw), format_duration(optimizer),
-                              format_number(out.facts.parameters > 0 ? out.facts.parameters
-                                                                     : out.parameter_bytes() /
-                                                                           workload::bytes_per_element(w.precision)),
-                              format_duration(w.step_time)));
+      throw Error(
+          {scenario.file, 0, "cluster.gpu.memory_bandwidth"},
+          fmt::format("one worker's whole optimizer step at {}/s ({} for {} parameters) is at least the "
+                      "measured step ({}): the memory bandwidth is too low for this measurement",
+                      format_bytes(scenario.cluster.gpu_memory_bw), format_duration(optimizer),
+                      format_number(out.facts.parameters > 0
+                                        ? out.facts.parameters
+                                        : out.parameter_bytes() / workload::bytes_per_element(w.precision)),
+                      format_duration(w.step_time)));
     }
     workload::Workload rest = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
                                                        .step_time = w.step_time - optimizer,

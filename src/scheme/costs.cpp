@@ -48,9 +48,10 @@ double optimizer_step_time(const workload::Workload& workload, const cluster::Cl
   }
   // As the memory check counts them (predict/model_metrics.cpp): a profile knows its gradients'
   // bytes but not the parameter count.
-  const double parameters = workload.facts.parameters > 0
-                                ? workload.facts.parameters
-                                : workload.parameter_bytes() / workload::bytes_per_element(workload.precision);
+  const double parameters =
+      workload.facts.parameters > 0
+          ? workload.facts.parameters
+          : workload.parameter_bytes() / workload::bytes_per_element(workload.precision);
   return share * parameters * optimizer_bytes_per_parameter(scheme.optimizer) / spec.gpu_memory_bw;
 }
 

@@ -288,7 +288,8 @@ void check_cluster_values(const ClusterSpec& c) {
          fmt::format("expected 0 (unknown) or a rate in [{:g}, {:g}] FLOP/s, got {}", limits::kMinFlops,
                      limits::kMaxFlops, c.gpu_peak_flops));
   }
-  expect_optional_bandwidth("cluster.gpu.memory_bandwidth", c.gpu_memory_bw, "unknown, a free optimizer step");
+  expect_optional_bandwidth("cluster.gpu.memory_bandwidth", c.gpu_memory_bw,
+                            "unknown, a free optimizer step");
   // 0 means "same as nic_bw".
   expect_optional_bandwidth("cluster.ps_nic_bandwidth", c.ps_nic_bw, "cluster.nic_bandwidth");
   if (c.rpc_latency) {

@@ -147,7 +147,8 @@ Case random_case(uint64_t seed) {
   c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
   // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
   if (pick(0, 2) == 0) {
-    const double parameters = c.workload.parameter_bytes() / workload::bytes_per_element(c.workload.precision);
+    const double parameters =
+        c.workload.parameter_bytes() / workload::bytes_per_element(c.workload.precision);
     const double compute = std::max(c.workload.step_time_alone(), 1e-9);
     s.gpu_memory_bw = std::clamp(parameters * 28 / (uniform(0.05, 1) * compute), 1e9, 1e14);
   }

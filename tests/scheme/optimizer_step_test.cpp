@@ -34,18 +34,28 @@ workload::Workload chain(const std::vector<double>& bytes, double forward, doubl
   w.name = "chain";
   const int layers = static_cast<int>(bytes.size());
   for (int l = 0; l < layers; ++l) {
-    workload::Op op{.name = fmt::format("fwd{}", l), .kind = workload::OpKind::Forward, .duration = forward, .layer = l, .deps = {}};
+    workload::Op op{.name = fmt::format("fwd{}", l),
+                    .kind = workload::OpKind::Forward,
+                    .duration = forward,
+                    .layer = l,
+                    .deps = {}};
     if (l > 0) op.deps = {l - 1};
     w.ops.push_back(op);
   }
   for (int l = layers - 1; l >= 0; --l) {
-    workload::Op op{.name = fmt::format("bwd{}", l), .kind = workload::OpKind::Backward, .duration = backward, .layer = l, .deps = {}};
+    workload::Op op{.name = fmt::format("bwd{}", l),
+                    .kind = workload::OpKind::Backward,
+                    .duration = backward,
+                    .layer = l,
+                    .deps = {}};
     op.deps = {static_cast<int>(w.ops.size()) - 1};
     w.ops.push_back(op);
   }
   for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("p{}", l), .bytes = bytes[static_cast<size_t>(l)],
-                         .producer = 2 * layers - 1 - l, .consumers = {l}});
+    w.tensors.push_back({.name = fmt::format("p{}", l),
+                         .bytes = bytes[static_cast<size_t>(l)],
+                         .producer = 2 * layers - 1 - l,
+                         .consumers = {l}});
   }
   return w;
 }
@@ -112,7 +122,8 @@ TEST(OptimizerStep, OneWorkerRunsItsComputeThenItsUpdate) {
       const SimulationResult r = simulate_steps(w, plain_switch(1, 1.25e9, 5e-6, kMemoryBw), scheme_of(kind),
                                                 {.warmup_steps = 1, .measure_steps = 3, .fast_paths = fast});
       const WorkerTimes& t = r.workers.front();
-      EXPECT_TRUE(close(t.cycle, compute + update)) << static_cast<int>(kind) << " fast " << fast << ": " << t.cycle;
+      EXPECT_TRUE(close(t.cycle, compute + update))
+          << static_cast<int>(kind) << " fast " << fast << ": " << t.cycle;
       // The update keeps the worker busy: it is compute, not communication.
       EXPECT_TRUE(close(t.compute, compute + update)) << static_cast<int>(kind);
       EXPECT_TRUE(close(t.communication + t.wait, 0.0)) << static_cast<int>(kind);
@@ -141,11 +152,12 @@ TEST(OptimizerStep, FollowsTheStepsLastCollectiveInEveryScheme) {
                                 {scheme_of(Scheme::Fsdp, FsdpSharding::Optimizer), 2 * ring, whole / n}};
     for (const Variant& v : variants) {
       for (bool fast : {true, false}) {
-        const SimulationResult r = simulate_steps(w, plain_switch(n, kB, kA, kMemoryBw), v.scheme,
-                                                  {.warmup_steps = 1, .measure_steps = 2, .fast_paths = fast});
-        const std::string what = fmt::format("{} workers, scheme {} sharding {}, fast {}", n,
-                                             static_cast<int>(v.scheme.scheme),
-                                             static_cast<int>(v.scheme.fsdp.sharding), fast);
+        const SimulationResult r =
+            simulate_steps(w, plain_switch(n, kB, kA, kMemoryBw), v.scheme,
+                           {.warmup_steps = 1, .measure_steps = 2, .fast_paths = fast});
+        const std::string what =
+            fmt::format("{} workers, scheme {} sharding {}, fast {}", n, static_cast<int>(v.scheme.scheme),
+                        static_cast<int>(v.scheme.fsdp.sharding), fast);
         const WorkerTimes& t = r.workers.front();
         EXPECT_TRUE(close(t.cycle, v.collectives + v.update + 2 * kOp)) << what << ": " << t.cycle;
         EXPECT_TRUE(close(t.communication + t.wait, v.collectives)) << what;
@@ -164,14 +176,15 @@ TEST(OptimizerStep, CoarseAndAnalyticCountItAsTheFineEngineDoes) {
   free_update.gpu_memory_bw = 0;
   const double update = (1e6 / 4) * 28 / kMemoryBw;
   for (const SchemeConfig& scheme : {scheme_of(Scheme::AllReduce), scheme_of(Scheme::Fsdp)}) {
-    for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+    for (predict::Predictor p :
+         {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
       const predict::Options options{.predictor = p, .warmup_steps = 1, .measure_steps = 2};
       const predict::Result with = predict::predict(w, spec, scheme, options);
       const predict::Result without = predict::predict(w, free_update, scheme, options);
       const double expected = scheme.scheme == Scheme::Fsdp ? update / 4 : update;
       EXPECT_TRUE(close(with.optimizer_step_time, expected)) << to_string(p);
-      EXPECT_TRUE(close(with.step_time - without.step_time, expected, 1e-6)) << to_string(p) << " scheme "
-                                                                          << static_cast<int>(scheme.scheme);
+      EXPECT_TRUE(close(with.step_time - without.step_time, expected, 1e-6))
+          << to_string(p) << " scheme " << static_cast<int>(scheme.scheme);
       EXPECT_TRUE(close(with.breakdown.compute - without.breakdown.compute, expected, 1e-6)) << to_string(p);
       EXPECT_EQ(without.optimizer_step_time, 0.0);
     }
@@ -206,7 +219,8 @@ TEST(OptimizerStepScenario, AMeasuredStepKeepsItsTimeForOneWorkerWithItsUpdateTa
   const workload::Workload w = scenario::build_workload(s);
   const double update = 25557032.0 * 28 / 900e9;  // ResNet-50's parameters, Adam
   EXPECT_TRUE(close(w.compute_time(), 0.1 - update, 1e-12)) << w.compute_time();
-  for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+  for (predict::Predictor p :
+       {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
     predict::Options options = s.options;
     options.predictor = p;
     const predict::Result r = predict::predict(w, s.cluster, s.scheme, options);
@@ -216,12 +230,13 @@ TEST(OptimizerStepScenario, AMeasuredStepKeepsItsTimeForOneWorkerWithItsUpdateTa
   // Sharded over 8 workers, each worker updates an eighth of the parameters.
   const scenario::Scenario sharded =
       scenario::parse_scenario(kMeasured, "m.yaml", {"cluster.workers=8", "training.scheme=fsdp"});
-  const predict::Result r = predict::predict(scenario::build_workload(sharded), sharded.cluster, sharded.scheme,
-                                             sharded.options);
+  const predict::Result r =
+      predict::predict(scenario::build_workload(sharded), sharded.cluster, sharded.scheme, sharded.options);
   EXPECT_TRUE(close(r.optimizer_step_time, update / 8));
   // A parameter server's workers run no update: the servers apply the gradients.
   const scenario::Scenario ps = scenario::parse_scenario(kMeasured, "m.yaml", {"training.scheme=ps"});
-  const predict::Result served = predict::predict(scenario::build_workload(ps), ps.cluster, ps.scheme, ps.options);
+  const predict::Result served =
+      predict::predict(scenario::build_workload(ps), ps.cluster, ps.scheme, ps.options);
   EXPECT_EQ(served.optimizer_step_time, 0.0);
 }
 
