@@ -60,10 +60,12 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             for (const std::string& text : args->varies) request.sweep.axes.push_back(sweep::parse_axis(text));
             if (args->workers > 0) request.sweep.workers = {args->workers};
             request.sweep.jobs = args->jobs;
+            request.sweep.distribute = true;  // under mpirun, the ranks share the grid
             request.sweep.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
             request.target_efficiency = args->target_efficiency;
             request.target_throughput = args->target_throughput;
             const report::Advice advice = sweep::advise(request);
+            if (sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the answer
             if (!args->report.empty()) {
               report::Sweep grid;
               grid.scenario = advice.scenario + " (advise: " + advice.target + ")";

@@ -42,16 +42,37 @@ report::Advice advise(const AdviseRequest& request) {
     throw Error({"", 0, "--workers"}, "the advisor predicts at one worker count; vary cluster.workers instead");
   }
 
+  // Two runs, each split over the MPI ranks when request.sweep.distribute: the grid, then the
+  // scenario as given with every single change from it. Only rank 0 gets their predictions.
   report::Advice a;
-  Request base_request = request.sweep;
-  base_request.axes.clear();
-  base_request.record_trace = false;
-  a.base = run(base_request).predictions.front();
-
   Request grid_request = request.sweep;
   grid_request.record_trace = false;
+  grid_request.configs.clear();
   report::Sweep s = run(grid_request);
+
   const std::vector<Axis>& axes = request.sweep.axes;
+  const scenario::Scenario base = load_scenario(request.sweep, request.sweep.overrides);
+  struct Candidate {
+    std::string key, current, value;
+  };
+  std::vector<Candidate> candidates;
+  Request changes_request = request.sweep;
+  changes_request.axes.clear();
+  changes_request.record_trace = false;
+  changes_request.configs = {report::Config{}};  // the scenario as given
+  for (const Axis& axis : axes) {
+    const std::string current = resolved_value(base, axis.key);
+    for (const std::string& value : axis.values) {
+      std::vector<std::string> overrides = request.sweep.overrides;
+      overrides.push_back(axis.key + "=" + value);
+      if (resolved_value(load_scenario(request.sweep, overrides), axis.key) == current) continue;
+      candidates.push_back({axis.key, current, value});
+      changes_request.configs.push_back({report::Input{axis.key, value, false}});
+    }
+  }
+  report::Sweep changed = run(changes_request);
+  if (request.sweep.distribute && process_ranks().rank != 0) return a;  // rank 0 answers
+  a.base = changed.predictions.front();
   for (size_t i = 0; i < s.predictions.size(); ++i) {
     report::GridPoint p{s.configs[i], std::move(s.predictions[i]), 0, false};
     for (size_t k = 0; k < axes.size(); ++k) {
@@ -82,24 +103,16 @@ report::Advice advise(const AdviseRequest& request) {
   }
 
   // One change from the scenario as given: each varied key to each of its other values.
-  const scenario::Scenario base = load_scenario(request.sweep, request.sweep.overrides);
-  for (const Axis& axis : axes) {
-    const std::string current = resolved_value(base, axis.key);
-    for (const std::string& value : axis.values) {
-      std::vector<std::string> overrides = request.sweep.overrides;
-      overrides.push_back(axis.key + "=" + value);
-      if (resolved_value(load_scenario(request.sweep, overrides), axis.key) == current) continue;
-      Request one = base_request;
-      one.overrides = overrides;
-      report::Change c{axis.key, current, value, run(one).predictions.front(), 0, 0};
-      c.gain = c.result.throughput - a.base.throughput;
-      c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
-      if (!(c.gain > 0)) continue;
-      if (a.best_changes.empty() || c.gain > a.best_changes.front().gain) {
-        a.best_changes = {std::move(c)};
-      } else if (c.gain == a.best_changes.front().gain) {
-        a.best_changes.push_back(std::move(c));
-      }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    report::Change c{candidates[i].key, candidates[i].current, candidates[i].value,
+                     std::move(changed.predictions[i + 1]), 0, 0};
+    c.gain = c.result.throughput - a.base.throughput;
+    c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
+    if (!(c.gain > 0)) continue;
+    if (a.best_changes.empty() || c.gain > a.best_changes.front().gain) {
+      a.best_changes = {std::move(c)};
+    } else if (c.gain == a.best_changes.front().gain) {
+      a.best_changes.push_back(std::move(c));
     }
   }
 

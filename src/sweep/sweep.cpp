@@ -107,10 +107,12 @@ scenario::Scenario load_scenario(const Request& request, const std::vector<std::
 }
 
 report::Sweep run(const Request& request) {
-  const std::vector<report::Config> configs = grid(request.axes);
+  const bool explicit_configs = !request.configs.empty();
+  const std::vector<report::Config> configs = explicit_configs ? request.configs : grid(request.axes);
+  const bool configured = explicit_configs || !request.axes.empty();
   const scenario::Needs needs = scenario::Needs::Workload;
   const scenario::Scenario base =
-      load_scenario(request, request.overrides, needs, request.axes.empty() ? request.workers : std::vector<int>{});
+      load_scenario(request, request.overrides, needs, configured ? std::vector<int>{} : request.workers);
   const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
 
   // One task per configuration: it loads its scenario once and predicts every worker count, so
@@ -232,7 +234,7 @@ report::Sweep run(const Request& request) {
   for (std::size_t t = 0; t < tasks; ++t) {
     for (predict::Result& r : results[t]) {
       out.predictions.push_back(std::move(r));
-      if (!request.axes.empty()) out.configs.push_back(configs[t]);
+      if (configured) out.configs.push_back(configs[t]);
     }
   }
   return out;

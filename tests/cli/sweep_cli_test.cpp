@@ -66,11 +66,33 @@ TEST_F(SweepCli, MpirunWithTwoRanksWritesWhatASerialRunWrites) {
                      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 mpirun "
                      "--oversubscribe -np 2 " +
                      shell_quote(kBinary);
-  for (const std::string& a : with(kGrid, {"--json"})) line += " " + shell_quote(a);
+  for (const std::string& a : with(kGrid, {"--json"})) line.append(" ").append(shell_quote(a));
   const std::string out = path("mpi.out").string();
   line += " >" + shell_quote(out) + " 2>" + shell_quote(path("mpi.err").string());
   ASSERT_EQ(std::system(line.c_str()), 0) << read_text(path("mpi.err"));
   EXPECT_EQ(read_text(out), serial.out);
+#endif
+}
+
+TEST_F(SweepCli, AdviseUnderMpirunWithTwoRanksAnswersOnceAsASerialRun) {
+#ifndef STEPCAST_TEST_MPI
+  GTEST_SKIP() << "built without MPI (libopenmpi-dev not found at configure time)";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun on PATH (openmpi-bin)";
+  const std::vector<std::string> args{"advise", kExample, "--workers", "16", "--set", "predictor=coarse",
+                                      "--target-efficiency", "0.5", "--vary", "training.ps.count=1..16",
+                                      "--vary", "cluster.nic_bandwidth=10Gbps,25Gbps", "--json"};
+  const RunResult serial = run(args);
+  ASSERT_EQ(serial.code, 0) << serial.describe();
+  std::string line = "cd " + shell_quote(kSourceDir.string()) +
+                     " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 mpirun "
+                     "--oversubscribe -np 2 " +
+                     shell_quote(kBinary);
+  for (const std::string& a : args) line.append(" ").append(shell_quote(a));
+  const std::string out = path("mpi-advise.out").string();
+  line += " >" + shell_quote(out) + " 2>" + shell_quote(path("mpi-advise.err").string());
+  ASSERT_EQ(std::system(line.c_str()), 0) << read_text(path("mpi-advise.err"));
+  EXPECT_EQ(read_text(out), serial.out);  // one answer (rank 0's), the serial one
 #endif
 }
 

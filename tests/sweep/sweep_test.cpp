@@ -2,6 +2,7 @@
 // predictions run one by one, whatever the number of threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -94,6 +95,32 @@ TEST(SweepRun, SameOutputForOneTwoAndFourThreads) {
     EXPECT_EQ(many.predictions, one.predictions) << jobs;
     EXPECT_EQ(many.configs.size(), one.configs.size());
   }
+}
+
+TEST(SweepRun, ExplicitConfigurationsRunInTheirOrderAsTheGridWould) {
+  const report::Sweep by_grid = run(ps_request(2));
+  // The grid's configurations reversed, then the scenario as given (an empty configuration).
+  Request r = ps_request(2);
+  std::vector<report::Config> configs = grid(r.axes);
+  std::reverse(configs.begin(), configs.end());
+  configs.push_back({});
+  r.configs = configs;
+  const report::Sweep explicit_order = run(r);
+  ASSERT_EQ(explicit_order.predictions.size(), by_grid.predictions.size() + 2);
+  const size_t points = configs.size() - 1, counts = 2;
+  for (size_t k = 0; k < points; ++k) {
+    for (size_t c = 0; c < counts; ++c) {
+      EXPECT_EQ(explicit_order.predictions[k * counts + c], by_grid.predictions[(points - 1 - k) * counts + c]) << k;
+      EXPECT_EQ(report::config_label(explicit_order.configs[k * counts + c]),
+                report::config_label(by_grid.configs[(points - 1 - k) * counts + c]));
+    }
+  }
+  const scenario::Scenario as_given = scenario::load_scenario(kExample, r.overrides);
+  cluster::ClusterSpec eight = as_given.cluster;
+  eight.workers = 8;
+  EXPECT_EQ(explicit_order.predictions.back(),
+            predict::predict(scenario::build_workload(as_given), eight, as_given.scheme, as_given.options));
+  EXPECT_TRUE(explicit_order.configs.back().empty());
 }
 
 TEST(SweepRun, ABadValueNamesItsConfiguration) {

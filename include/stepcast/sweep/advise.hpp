@@ -28,7 +28,9 @@ struct AdviseRequest {
 
 /// Runs the grid at the request's worker count and answers. Throws Error (key "--target-*")
 /// without a target or with one out of range, (key "--vary") without a varied key, and (key
-/// "--workers") for more than one worker count (vary cluster.workers instead).
+/// "--workers") for more than one worker count (vary cluster.workers instead). With
+/// request.sweep.distribute the grid and the single changes are split over the MPI ranks (run());
+/// rank 0 gets the answer, the same as a serial run's, and the other ranks an empty Advice.
 [[nodiscard]] report::Advice advise(const AdviseRequest& request);
 
 }  // namespace stepcast::sweep

@@ -66,6 +66,9 @@ struct Request {
   std::string scenario_text;
   std::vector<std::string> overrides;  ///< --set KEY=VALUE, applied before every configuration
   std::vector<Axis> axes;
+  /// Configurations to run instead of the grid of `axes`, in this order, each a list of settings
+  /// applied after `overrides` (an empty one is the scenario as given); empty: the grid.
+  std::vector<report::Config> configs;
   std::vector<int> workers;            ///< worker counts per configuration; empty: cluster.workers
   /// Predictors to run at every (configuration, worker count), in this order, each its own
   /// prediction (`predict --predictor all`); empty: the scenario's `predictor` alone.
@@ -89,7 +92,8 @@ struct Request {
                                                scenario::Needs needs = scenario::Needs::Workload,
                                                const std::vector<int>& worker_sweep = {});
 
-/// Predicts every (configuration, worker count), configurations in grid order and worker counts
+/// Predicts every (configuration, worker count), configurations in grid order (or the order of
+/// request.configs) and worker counts
 /// in the given order within each, and at each count every request.predictors in its order. The result's inputs are the base scenario's (overrides, no
 /// axes) and its name the base scenario's; configs[i] is prediction i's configuration (empty
 /// without axes). Deterministic: the same for any `jobs` and any number of MPI ranks. Throws the
