@@ -35,6 +35,7 @@ inline constexpr double kMinBandwidth = 1e3;   ///< bytes/s (8 kbps)
 inline constexpr double kMaxBandwidth = 1e15;  ///< bytes/s (8 Pbps)
 inline constexpr double kMaxLatency = 10;      ///< s, one hop or one collective step
 inline constexpr double kMaxDuration = 1e6;    ///< s, one op, one step, one apply (11.6 days)
+inline constexpr double kMaxCommCpuPerByte = 1e-3;  ///< s of host CPU per byte sent (a CPU at 1 kB/s)
 inline constexpr double kMaxBytes = 1e15;      ///< one tensor, bucket, collective, start-up read (1 PB)
 inline constexpr double kMaxCv = 10;           ///< coefficient of variation of a step's compute
 inline constexpr double kMaxSamples = 1e15;    ///< samples in a job

@@ -177,6 +177,11 @@ int run_predict(const PredictArgs& args) {
     for (const std::string& note : stepcast::cluster::ineffective_keys(cluster))
       fmt::print(stderr, "stepcast: warning: {}\n", note);
   }
+  if (scenario.workload.comm_cpu_per_byte > 0 && scheme.scheme != stepcast::scheme::Scheme::ParameterServer) {
+    fmt::print(stderr,
+               "stepcast: warning: workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a "
+               "parameter server's pulls and pushes pay it)\n");
+  }
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
     sweep.compute_source = stepcast::scenario::compute_source_text(scenario);

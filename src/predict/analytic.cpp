@@ -151,8 +151,11 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
       return predict_analytic(step, cluster, scheme, options);
     });
   }
-  // The optimizer step keeps the worker busy like its compute (scheme/costs.hpp).
-  WorkerSide worker{workload.step_time_alone() + scheme::optimizer_step_time(workload, cluster, scheme), 0};
+  // The optimizer step and the host CPU of the transfers keep the worker busy like its compute
+  // (scheme/costs.hpp).
+  WorkerSide worker{workload.step_time_alone() + scheme::optimizer_step_time(workload, cluster, scheme) +
+                        scheme::comm_cpu_time(workload, scheme),
+                    0};
   Result r;
   switch (scheme.scheme) {
     case scheme::Scheme::AllReduce:

@@ -76,7 +76,9 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double worker_bw = spec.nic_bw / std::min(spec.workers_per_node, n);
   // Pulls and pushes are RPCs: cluster.rpc_latency where set.
   const double latency = spec.rpc_latency.value_or(spec.latency);
-  const double compute = w.step_time_alone();
+  // The host CPU the transfers take from the compute (workload.comm_cpu_per_byte): in series
+  // with it, and on the critical path of every pull and push.
+  const double compute = w.step_time_alone() + scheme::comm_cpu_time(w, scheme);
   // Per-message cost o (training.ps.message_overhead): the busiest shard's message lane handles
   // its m pieces of every client one at a time, m o per client and direction (pulls and pushes
   // share the lane); a worker's own end adds one o to a phase (it prepares or handles its

@@ -490,6 +490,20 @@ std::vector<KeyDef> make_table() {
       "with workload.profile at the trace's own worker count: replay its measured collectives (auto) or "
       "simulate them as at any other count (never: a continuous curve through the traced size)",
       [](auto& s) -> auto& { return s.workload.replay; }));
+  t.push_back(
+      {{"workload.comm_cpu_per_byte", "duration", "0",
+        "host CPU time per byte a worker pulls or pushes (a parameter server's messages), taken from its "
+        "compute: CPU workers, host-staged transfers (e.g. 1ns, a core serialising at 1 GB/s)"},
+       true,
+       [](const RawValue& v, Draft& d) {
+         const double seconds = parse_duration(v.text, v.where);
+         if (seconds > limits::kMaxCommCpuPerByte) {
+           throw Error(v.where, fmt::format("'{}' per byte is a host CPU slower than 1 kB/s: expected at most 1ms",
+                                            v.text));
+         }
+         d.scenario.workload.comm_cpu_per_byte = seconds;
+       },
+       [](const Scenario& s) { return Rendered{echo_duration(s.workload.comm_cpu_per_byte), false}; }});
   t.push_back(integer_key(
       "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));

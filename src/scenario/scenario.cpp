@@ -772,6 +772,7 @@ workload::Workload build_workload(const Scenario& scenario) {
     // The traced step ran its optimizer's kernels: they are among the ops.
     workload::Workload traced = build_profiled_workload(scenario);
     traced.optimizer_in_ops = true;
+    traced.comm_cpu_per_byte = scenario.workload.comm_cpu_per_byte;
     return traced;
   }
   const zoo::ModelSpec model = scenario_model(scenario);
@@ -805,11 +806,12 @@ workload::Workload build_workload(const Scenario& scenario) {
     options.compute_cv = 0;
     options.compute_cv_auto = false;
     auto one_worker_step = [&](double compute) {
-      const workload::Workload at = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
-                                                             .step_time = compute,
-                                                             .precision = w.precision,
-                                                             .backward_to_forward = w.backward_to_forward,
-                                                             .checkpointing = w.checkpointing});
+      workload::Workload at = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                                                       .step_time = compute,
+                                                       .precision = w.precision,
+                                                       .backward_to_forward = w.backward_to_forward,
+                                                       .checkpointing = w.checkpointing});
+      at.comm_cpu_per_byte = w.comm_cpu_per_byte;  // the measured round trip paid it too
       return predict::predict(at, one, ps, options).step_time;
     };
     // The one-worker step grows with the compute; bisect for the compute that gives the
@@ -865,6 +867,7 @@ workload::Workload build_workload(const Scenario& scenario) {
     rest.facts.baseline_step_time = out.facts.baseline_step_time;
     out = std::move(rest);
   }
+  out.comm_cpu_per_byte = w.comm_cpu_per_byte;
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);
     out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,

@@ -55,6 +55,17 @@ double optimizer_step_time(const workload::Workload& workload, const cluster::Cl
   return share * parameters * optimizer_bytes_per_parameter(scheme.optimizer) / spec.gpu_memory_bw;
 }
 
+double comm_cpu_time(const workload::Workload& workload, const SchemeConfig& scheme) {
+  switch (scheme.scheme) {
+    case Scheme::ParameterServer:
+      return 2 * workload.parameter_bytes() * workload.comm_cpu_per_byte;
+    case Scheme::AllReduce:
+    case Scheme::Fsdp:
+      return 0;
+  }
+  return 0;
+}
+
 double ShardLoads::largest_bytes() const { return *std::max_element(bytes.begin(), bytes.end()); }
 
 double ShardLoads::largest_apply() const { return *std::max_element(apply.begin(), apply.end()); }

@@ -27,6 +27,9 @@ struct OpDone {  ///< worker runtime: an op ended
 struct OptimizerDone {  ///< worker runtime: a worker's optimizer step ended
   int worker;
 };
+struct HostWorkDone {  ///< worker runtime: the host work on a worker's first lane ended
+  int worker;
+};
 struct StartStep {  ///< worker runtime: a worker begins a step (its next, or its first late: async offsets)
   int worker;
 };
@@ -49,7 +52,7 @@ struct MessageHandled {  ///< parameter server: the receiving end's message over
 struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
   int stream = 0;
 };
-using Event = std::variant<OpDone, StartStep, OptimizerDone, Delivered, ApplyDone, StageDone, MessagePrepared,
+using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone, MessagePrepared,
                            MessageHandled>;
 using StepEngine = sim::Engine<Event>;
 

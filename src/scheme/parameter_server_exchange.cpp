@@ -109,6 +109,7 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       shards_count_(context.scheme.ps.count),
       clients_represented_(context.representative != nullptr ? context.representative->clients : 1),
       overhead_(context.scheme.ps.message_overhead),
+      cpu_per_byte_(context.workload.comm_cpu_per_byte),
       pieces_(place_parameters(context.workload, context.scheme.ps)),
       nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(),
              context.cluster.spec.workers_per_node, pieces_.size()) {
@@ -300,18 +301,20 @@ void ParameterServerExchange::send_next(int connection, bool reuse_flow) {
   // of every client; a worker on this connection.
   const double now = ctx_.engine.now();
   double ready = now;
-  if (overhead_ > 0) {
-    switch (c.kind) {
-      case Kind::Pull:
-        ready = book_message_lane(c.shard);
-        break;
-      case Kind::Push:
-        ready = now + overhead_;
-        break;
-      case Kind::Broadcast:
-      case Kind::Gather:
-        break;
+  switch (c.kind) {
+    case Kind::Pull:
+      if (overhead_ > 0) ready = book_message_lane(c.shard);
+      break;
+    case Kind::Push: {
+      // The worker's CPU serialises the gradient, taking the time from its compute.
+      const double cpu = cpu_per_byte_ * pieces_[c.in_flight].bytes;
+      if (cpu > 0) runtime_.add_host_work(c.worker, cpu);
+      ready = now + overhead_ + cpu;
+      break;
     }
+    case Kind::Broadcast:
+    case Kind::Gather:
+      break;
   }
   if (ready > now) {
     // The connection's flow ended and is not restarted: the network shares its links out.
@@ -404,27 +407,30 @@ void ParameterServerExchange::on_delivered(const Delivered& delivered) {
   Connection& c = connections_[delivered.connection];
   const int piece = delivered.piece;
   if (!sync_ && c.kind == Kind::Push) count_staleness(nodes_.client_of(c.worker), piece);
-  if (overhead_ > 0) {
-    // The receiving end handles the message before anything uses it: the worker one message at a
-    // time per connection, the shard on its message lane.
-    const double now = ctx_.engine.now();
-    double handled = now;
-    switch (c.kind) {
-      case Kind::Pull:
-        handled = std::max(now, c.handled_until) + overhead_;
+  // The receiving end handles the message before anything uses it: the worker one message at a
+  // time per connection (its CPU deserialising it, from its compute), the shard on its message lane.
+  const double now = ctx_.engine.now();
+  double handled = now;
+  switch (c.kind) {
+    case Kind::Pull: {
+      const double cpu = cpu_per_byte_ * pieces_[piece].bytes;
+      if (cpu > 0) runtime_.add_host_work(c.worker, cpu);
+      if (overhead_ > 0 || cpu > 0) {
+        handled = std::max(now, c.handled_until) + overhead_ + cpu;
         c.handled_until = handled;
-        break;
-      case Kind::Push:
-        handled = book_message_lane(c.shard);
-        break;
-      case Kind::Broadcast:
-      case Kind::Gather:
-        break;
+      }
+      break;
     }
-    if (handled > now) {
-      ctx_.engine.schedule(handled, MessageHandled{delivered.connection, piece, delivered.span});
-      return;
-    }
+    case Kind::Push:
+      if (overhead_ > 0) handled = book_message_lane(c.shard);
+      break;
+    case Kind::Broadcast:
+    case Kind::Gather:
+      break;
+  }
+  if (handled > now) {
+    ctx_.engine.schedule(handled, MessageHandled{delivered.connection, piece, delivered.span});
+    return;
   }
   on_handled(delivered.connection, piece, delivered.span);
 }

@@ -12,7 +12,9 @@
 // the piece arrived, before its apply), so k messages cost it at least k o; a worker spends o
 // on the connection before it transmits a push and after a pull arrived (one message at a time
 // per connection). Pulls and pushes pay ClusterSpec::rpc_latency instead of their path's latency
-// when it is set. Node-local broadcasts and gathers are no RPCs and pay neither.
+// when it is set. Host CPU per byte (Workload::comm_cpu_per_byte, c): a worker serialises a push
+// of b bytes before it transmits it and deserialises a pull after it arrived, c b each on the
+// connection, and its compute lane pays the same c b (WorkerRuntime::add_host_work). Node-local broadcasts and gathers are no RPCs and pay neither.
 //
 // Staleness (async): when a client requests a piece at the start of its step, the shard reads
 // it and notes its version (updates applied so far); when that client's push of the piece
@@ -121,6 +123,7 @@ class ParameterServerExchange final : public Exchange {
   const int shards_count_;
   const int clients_represented_;  ///< clients each simulated client stands for
   const double overhead_;          ///< s per message at each end (PsConfig::message_overhead)
+  const double cpu_per_byte_;      ///< s of the worker's first lane per byte (Workload::comm_cpu_per_byte)
   std::vector<Piece> pieces_;
   /// tic / tac: each piece's place in the order its parameters are first needed (pulls and
   /// pushes go out in it); empty for random and fifo.

@@ -16,7 +16,8 @@
 // - Every link of the cluster carries the bytes of its image in the reduced network.
 // - cluster.rpc_latency replaces every client's pull and push latency alike. A message overhead
 //   (training.ps.message_overhead) would not: a shard's lane serves the clients one by one, so
-//   the path declines it.
+//   the path declines it. A worker's host CPU per byte (workload.comm_cpu_per_byte) is each
+//   client's own, alike for all, so the representative's is every client's.
 // The check costs one path per (client, shard, direction); the simulation, one client's events.
 #include <cstdint>
 #include <optional>

@@ -194,6 +194,8 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
                        runtime.start_step(start->worker);
                      } else if (const auto* optimized = std::get_if<OptimizerDone>(&e)) {
                        runtime.optimizer_done(optimized->worker);
+                     } else if (const auto* hosted = std::get_if<HostWorkDone>(&e)) {
+                       runtime.host_work_done(hosted->worker);
                      } else {
                        exchange->handle(e);
                      }

@@ -116,6 +116,8 @@ void WorkerRuntime::op_done(int w, int op) {
   worker.lane_busy[lane] = 0;
   worker.busy_lanes--;
   if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
+  // Host work owed while the op ran goes before the lane's next op.
+  if (lane == 0 && worker.host_owed > 0) start_host_work(w);
   worker.ops_done++;
   work_done_++;
   for (int d : dependents_[op]) worker.unmet[d]--;
@@ -146,6 +148,46 @@ void WorkerRuntime::input_arrived(int w, int tensor, int source) {
 void WorkerRuntime::op_input_arrived(int w, int op, int source) {
   unmet_input(w, op, source);
   try_start_ops(w);
+}
+
+void WorkerRuntime::add_host_work(int w, double seconds) {
+  Worker& worker = workers_[w];
+  worker.host_owed += seconds;
+  if (!worker.lane_busy[0]) start_host_work(w);
+}
+
+void WorkerRuntime::start_host_work(int w) {
+  Worker& worker = workers_[w];
+  const double now = ctx_.engine.now();
+  const double duration = worker.host_owed;
+  worker.host_owed = 0;
+  if (worker.busy_lanes == 0) close_idle(w);
+  worker.busy_lanes++;
+  worker.lane_busy[0] = 1;
+  worker.host_running = true;
+  if (ctx_.trace != nullptr && ctx_.layout.keeps(w, worker.step)) {
+    ctx_.span({.process = w,
+               .thread = 0,
+               .name = "host: communication",
+               .category = "compute",
+               .start = now,
+               .duration = duration,
+               .step = worker.step});
+  }
+  ctx_.engine.schedule(now + duration, HostWorkDone{w});
+}
+
+void WorkerRuntime::host_work_done(int w) {
+  Worker& worker = workers_[w];
+  worker.lane_busy[0] = 0;
+  worker.host_running = false;
+  if (--worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
+  if (worker.host_owed > 0) {
+    start_host_work(w);
+    return;
+  }
+  try_start_ops(w);
+  maybe_finish_step(w);
 }
 
 void WorkerRuntime::item_done(int w) {
@@ -193,7 +235,7 @@ void WorkerRuntime::optimizer_done(int w) {
 
 void WorkerRuntime::maybe_finish_step(int w) {
   Worker& worker = workers_[w];
-  if (worker.ops_done < num_ops_) return;
+  if (worker.ops_done < num_ops_ || worker.host_running) return;
   switch (worker.optimizer) {
     case Worker::Optimizer::Pending:
       if (worker.outstanding <= exchange_->items_after_optimizer()) start_optimizer(w);

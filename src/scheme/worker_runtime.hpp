@@ -4,9 +4,13 @@
 // duration. Then the worker's optimizer step runs (costs.hpp: optimizer_step_time, scaled by the
 // straggler factor; skipped when it takes no time), once the exchange finished every item of the
 // step but those that follow it (Exchange::items_after_optimizer); it keeps the worker busy. A
-// step ends when every op, the optimizer step and every item of the step are done; the next
-// starts at once. Idle time (no lane busy) is split into waiting for other workers
-// (until the latest barrier the worker depended on was released) and communication (the rest).
+// step ends when every op, the optimizer step, the host work and every item of the step
+// are done; the next starts at once. Idle time (no lane busy) is split into waiting for other
+// workers (until the latest barrier the worker depended on was released) and communication (the
+// rest). Host work (add_host_work: the CPU an exchange's transfers cost,
+// Workload::comm_cpu_per_byte) runs on the first lane, the one that computes: at once when that
+// lane is free, else right after the op running there, before the lane's next op; it is busy
+// time, like an op.
 // Owns the measured window: it opens when every worker finished its warm-up steps.
 #pragma once
 
@@ -26,6 +30,7 @@ class WorkerRuntime {
   void start_step(int w);
   void op_done(int w, int op);
   void optimizer_done(int w);
+  void host_work_done(int w);
 
   // Driven by the exchange.
   /// One input every consumer of `tensor` waits for arrived at worker w; `source` is the trace
@@ -35,6 +40,8 @@ class WorkerRuntime {
   void op_input_arrived(int w, int op, int source = kNone);
   /// One item of worker w's step finished.
   void item_done(int w);
+  /// Worker w's first lane owes `seconds` of host CPU to communication (see the file comment).
+  void add_host_work(int w, double seconds);
   /// Worker w waited for others (a barrier) until now.
   void release(int w);
   void release_all();
@@ -62,6 +69,7 @@ class WorkerRuntime {
   void try_start_ops(int w);
   void maybe_finish_step(int w);
   void start_optimizer(int w);
+  void start_host_work(int w);
   void close_idle(int w);
   void unmet_input(int w, int op, int source);
 
@@ -85,6 +93,8 @@ class WorkerRuntime {
     int ops_done = 0;
     int outstanding = 0;  // items of this step not finished
     enum class Optimizer : uint8_t { Pending, Running, Done } optimizer = Optimizer::Pending;
+    double host_owed = 0;       // s of host work waiting for the first lane
+    bool host_running = false;  // host work holds the first lane
     double step_start = 0;
     double idle_since = 0;
     double release = 0;                  // latest time a barrier this worker waited on was released

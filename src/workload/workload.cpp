@@ -154,6 +154,11 @@ std::string validate(const Workload& workload) {
   const int num_ops = static_cast<int>(workload.ops.size());
   if (workload.ops.empty()) return "workload has no ops";
   if (workload.batch_per_worker < 1) return "batch_per_worker must be >= 1";
+  if (!(std::isfinite(workload.comm_cpu_per_byte) && workload.comm_cpu_per_byte >= 0 &&
+        workload.comm_cpu_per_byte <= limits::kMaxCommCpuPerByte)) {
+    return "comm_cpu_per_byte must be a finite number of seconds in [0, 1e-3] per byte: " +
+           std::to_string(workload.comm_cpu_per_byte);
+  }
   for (int i = 0; i < num_ops; ++i) {
     const Op& op = workload.ops[i];
     if (!(std::isfinite(op.duration) && op.duration >= 0 && op.duration <= limits::kMaxDuration)) {

@@ -50,6 +50,14 @@ TEST_F(PredictCli, HeadingNamesTheFabricAndIneffectiveKeysAreWarned) {
   ASSERT_EQ(spread.code, 0) << spread.describe();
   EXPECT_EQ(spread.err.find("has no effect"), std::string::npos) << spread.err;
   EXPECT_NE(spread.out.find("leaves of up to 2 hosts"), std::string::npos) << spread.out;
+  // Host CPU per byte is paid by a parameter server's transfers only.
+  RunResult ring = run({"predict", kExample, "--workers", "4", "--set", "training.scheme=allreduce", "--set",
+                        "workload.comm_cpu_per_byte=1ns"});
+  ASSERT_EQ(ring.code, 0) << ring.describe();
+  EXPECT_NE(ring.err.find("warning: workload.comm_cpu_per_byte has no effect"), std::string::npos) << ring.err;
+  RunResult served = run({"predict", kExample, "--workers", "4", "--set", "workload.comm_cpu_per_byte=1ns"});
+  ASSERT_EQ(served.code, 0) << served.describe();
+  EXPECT_EQ(served.err.find("has no effect"), std::string::npos) << served.err;
 }
 
 // A sweep can be what makes the cluster hold the workers (a 4-router torus, 32 workers, swept to

@@ -68,6 +68,7 @@ struct WorkloadSpec {
   StepSamples step_samples = StepSamples::All;
   ReplayMode replay = ReplayMode::Auto;
   MeasuredWith measured_with = MeasuredWith::Alone;
+  double comm_cpu_per_byte = 0;  ///< s of the worker's host CPU per byte pulled or pushed (Workload's)
   bool operator==(const WorkloadSpec&) const = default;
 };
 

@@ -96,6 +96,10 @@ struct Workload {
   /// The ops already hold one worker's optimizer step (a profile's kernels): the predictors add
   /// none of their own (scheme/costs.hpp: optimizer_step_time).
   bool optimizer_in_ops = false;
+  /// s of host CPU per byte a worker pulls or pushes (serialising and copying a parameter
+  /// server's messages), taken from its first lane, which runs its compute (worker_runtime.hpp);
+  /// 0 = free. CPU workers and host-staged transfers pay it.
+  double comm_cpu_per_byte = 0;
   std::vector<std::string> lanes{"gpu"};
   std::vector<Op> ops;          ///< one step, program order
   std::vector<Tensor> tensors;  ///< parameters, in layer (forward) order

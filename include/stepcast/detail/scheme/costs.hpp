@@ -53,6 +53,11 @@ struct ShardLoads {
 [[nodiscard]] double optimizer_step_time(const workload::Workload& workload, const cluster::ClusterSpec& spec,
                                          const SchemeConfig& scheme);
 
+/// s of host CPU a client's compute lane gives to one step's transfers: with a parameter server,
+/// every parameter pulled and pushed once, 2 x parameter bytes x Workload::comm_cpu_per_byte; 0
+/// for the collective schemes, which do not use it.
+[[nodiscard]] double comm_cpu_time(const workload::Workload& workload, const SchemeConfig& scheme);
+
 /// Bytes all workers together send in one run of `plan` on a buffer of `bytes`: every transfer of
 /// every stage (stage fraction x size factor x bytes, per member), exactly what the simulator
 /// starts for it. A transfer to the same device (empty path) moves nothing and is not counted.
