@@ -272,7 +272,13 @@ int topology_capacity(const ClusterSpec& spec) {
 }
 
 Endpoint Cluster::worker_endpoint(int worker) const {
-  return {worker / spec.workers_per_node, worker % spec.workers_per_node};
+  const int node = node_of_worker[static_cast<size_t>(worker)];
+  return {node, worker - first_worker[static_cast<size_t>(node)]};
+}
+
+int ClusterSpec::busiest_node_workers() const {
+  if (placement.empty()) return workers < workers_per_node ? workers : workers_per_node;
+  return *std::max_element(placement.begin(), placement.end());
 }
 
 std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
@@ -368,6 +374,13 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   c.spec = spec;
   const int worker_nodes = spec.num_worker_nodes();
   c.num_nodes = worker_nodes + extra_nodes;
+  c.node_of_worker.reserve(static_cast<size_t>(spec.workers));
+  for (int n = 0; n < worker_nodes; ++n) {
+    c.first_worker.push_back(static_cast<int>(c.node_of_worker.size()));
+    c.node_of_worker.insert(c.node_of_worker.end(), static_cast<size_t>(spec.workers_on_node(n)), n);
+  }
+  c.first_worker.push_back(static_cast<int>(c.node_of_worker.size()));
+  STEPCAST_ASSERT(static_cast<int>(c.node_of_worker.size()) == spec.workers);
   const int capacity = topology_capacity(spec);
   STEPCAST_ASSERT(capacity == 0 || c.num_nodes <= capacity);
   Builder builder(c);

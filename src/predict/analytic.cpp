@@ -59,14 +59,14 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
                 const scheme::SchemeConfig& scheme, WorkerSide worker) {
   Result r;
   const int n = spec.workers;
-  const int per_node = std::min(spec.workers_per_node, n);
+  const int per_node = spec.busiest_node_workers();  // the busiest node bounds the step
   const scheme::ShardLoads shards = scheme::shard_loads(w, scheme.ps);
   const double largest_shard = shards.largest_bytes();
   const double server_bw = scheme::ps_server_bw(spec, scheme.ps);
   // Who talks to the servers: every worker, or one aggregated copy per node. The node's NIC
   // carries per_node copies per direction, or one.
   const bool aggregate = scheme.ps.local_aggregation && per_node > 1;
-  const double clients = aggregate ? std::ceil(static_cast<double>(n) / per_node) : n;
+  const double clients = aggregate ? spec.num_worker_nodes() : n;
   const double model = w.parameter_bytes();
   worker.network = (aggregate ? model : per_node * model) / spec.nic_bw;
   const double apply = shards.largest_apply();          // s per client step at the busiest shard's apply lane

@@ -73,7 +73,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double model = w.parameter_bytes();
   const double server_bw = scheme::ps_server_bw(spec, scheme.ps);
   // A worker's NIC is shared by the workers of its node.
-  const double worker_bw = spec.nic_bw / std::min(spec.workers_per_node, n);
+  const double worker_bw = spec.nic_bw / spec.busiest_node_workers();
   // Pulls and pushes are RPCs: cluster.rpc_latency where set.
   const double latency = spec.rpc_latency.value_or(spec.latency);
   // The host CPU the transfers take from the compute (workload.comm_cpu_per_byte): in series

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -604,6 +605,15 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
 
   Scenario& s = draft.scenario;
   s.cluster.placement_seed = s.options.seed;  // every random choice takes the scenario's seed
+  if (!s.cluster.placement.empty()) {
+    // An uneven placement says how many workers there are, and a node's GPU slots at least.
+    if (entries.count("cluster.workers") == 0) {
+      s.cluster.workers = std::accumulate(s.cluster.placement.begin(), s.cluster.placement.end(), 0);
+    }
+    if (entries.count("cluster.workers_per_node") == 0) {
+      s.cluster.workers_per_node = *std::max_element(s.cluster.placement.begin(), s.cluster.placement.end());
+    }
+  }
   if (!draft.protocol_given && s.scheme.allreduce.algorithm == scheme::AllReduceAlgorithm::Auto) {
     s.scheme.allreduce.protocol = scheme::CollectiveProtocol::Auto;
   }

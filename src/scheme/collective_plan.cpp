@@ -84,14 +84,11 @@ void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
   for (int i = 0; i < count; ++i) plan.stages.push_back(stage_of(plan, pattern, fraction));
 }
 
-/// The workers of each node, in node order (the last node may hold fewer).
+/// The workers of each node, in node order (the last node may hold fewer; with cluster.placement
+/// any node may).
 std::vector<std::vector<int>> workers_by_node(const Cluster& c) {
-  const int n = c.spec.workers, g = std::min(c.spec.workers_per_node, n);
-  std::vector<std::vector<int>> nodes;
-  for (int w = 0; w < n; ++w) {
-    if (w % g == 0) nodes.emplace_back();
-    nodes.back().push_back(w);
-  }
+  std::vector<std::vector<int>> nodes(static_cast<size_t>(c.spec.num_worker_nodes()));
+  for (int w = 0; w < c.spec.workers; ++w) nodes[static_cast<size_t>(c.node_of_worker[static_cast<size_t>(w)])].push_back(w);
   return nodes;
 }
 
@@ -229,7 +226,7 @@ CollectivePlan tree_plan(const Cluster& c) {
   if (n < 2) return plan;
   const std::vector<std::vector<int>> nodes = workers_by_node(c);
   const int num_nodes = static_cast<int>(nodes.size());
-  const int g = std::min(c.spec.workers_per_node, n);
+  const int g = c.spec.busiest_node_workers();  // the longest chain
   const int k = channels(c), trees = 2 * k;
   const int node_depth = std::bit_width(static_cast<unsigned>(num_nodes)) - 1;  // edge levels of the heap
   const int chain_levels = g - 1, depth = chain_levels + node_depth;
@@ -298,20 +295,20 @@ CollectivePlan tree_plan(const Cluster& c) {
 
 CollectivePlan hierarchical_plan(const Cluster& c) {
   CollectivePlan plan;
-  const int n = c.spec.workers, g = std::min(c.spec.workers_per_node, n);
-  const int nodes = (n + g - 1) / g;
+  const std::vector<std::vector<int>> by_node = workers_by_node(c);
+  const int g = c.spec.busiest_node_workers();
+  const int nodes = static_cast<int>(by_node.size());
   // Inside each node: a ring over its GPUs (all nodes at once). Across nodes: G rings, ring j
-  // over GPU j of every node, each reducing 1/G of the data (they share the NICs).
+  // over GPU j of every node that has one, each reducing 1/G of the data (they share the NICs).
+  // A node with fewer GPUs (the last one, or any with cluster.placement) takes part in fewer.
   std::vector<Transfer> intra, inter;
-  for (int node = 0; node < nodes; ++node) {
-    std::vector<int> local;
-    for (int j = 0; j < g && node * g + j < n; ++j) local.push_back(node * g + j);
+  for (const std::vector<int>& local : by_node) {
     for (const Transfer& t : ring_shift(local)) intra.push_back(t);
   }
   for (int j = 0; j < g; ++j) {
     std::vector<int> across;
-    for (int node = 0; node < nodes; ++node) {
-      if (node * g + j < n) across.push_back(node * g + j);
+    for (const std::vector<int>& local : by_node) {
+      if (j < static_cast<int>(local.size())) across.push_back(local[static_cast<size_t>(j)]);
     }
     for (const Transfer& t : ring_shift(across)) inter.push_back(t);
   }
@@ -361,7 +358,7 @@ std::vector<int> hdrm_mapping(const Cluster& c) {
     const int switch_index = (half == 0 ? m : j) + g * t;
     const int host = group * g + (half == 0 ? j : m);
     const int node = (half * s + switch_index) * h + host;
-    worker_of_rank[r] = node * c.spec.workers_per_node;  // first GPU of the node
+    worker_of_rank[r] = c.first_worker[static_cast<size_t>(node)];  // first GPU of the node
   }
   return worker_of_rank;
 }

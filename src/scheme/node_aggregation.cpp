@@ -4,20 +4,22 @@
 
 namespace stepcast::scheme {
 
-NodeAggregation::NodeAggregation(bool requested, int workers, int workers_per_node, std::size_t pieces)
-    : enabled_(requested && workers_per_node > 1),
-      workers_(workers),
-      per_node_(workers_per_node),
-      clients_(enabled_ ? (workers + workers_per_node - 1) / workers_per_node : workers),
+NodeAggregation::NodeAggregation(bool requested, const cluster::Cluster& cluster, int workers,
+                                 std::size_t pieces)
+    : enabled_(requested && workers == cluster.spec.workers && cluster.spec.workers_per_node > 1),
+      clients_(enabled_ ? cluster.spec.num_worker_nodes() : workers),
       pieces_(pieces) {
   if (enabled_) {
+    first_worker_ = cluster.first_worker;
+    node_of_worker_ = cluster.node_of_worker;
     gathered_.assign(static_cast<std::size_t>(clients_) * pieces_, 0);
     started_.assign(clients_, 0);
   }
 }
 
 int NodeAggregation::members(int client) const {
-  return enabled_ ? std::min(per_node_, workers_ - client * per_node_) : 1;
+  return enabled_ ? first_worker_[static_cast<std::size_t>(client) + 1] - first_worker_[static_cast<std::size_t>(client)]
+                  : 1;
 }
 
 bool NodeAggregation::member_started(int client) {

@@ -9,16 +9,22 @@
 #include <cstddef>
 #include <vector>
 
+#include "stepcast/cluster/cluster.hpp"
+
 namespace stepcast::scheme {
 
 class NodeAggregation {
  public:
-  NodeAggregation(bool requested, int workers, int workers_per_node, std::size_t pieces);
+  /// `workers` simulated workers of `cluster` (all of them, or one standing for all, then never
+  /// aggregated); a node's GPUs are its workers (cluster.placement or workers_per_node).
+  NodeAggregation(bool requested, const cluster::Cluster& cluster, int workers, std::size_t pieces);
 
   [[nodiscard]] bool enabled() const { return enabled_; }
   [[nodiscard]] int clients() const { return clients_; }
-  [[nodiscard]] int client_of(int w) const { return enabled_ ? w / per_node_ : w; }
-  [[nodiscard]] int leader_of_client(int client) const { return enabled_ ? client * per_node_ : client; }
+  [[nodiscard]] int client_of(int w) const { return enabled_ ? node_of_worker_[static_cast<std::size_t>(w)] : w; }
+  [[nodiscard]] int leader_of_client(int client) const {
+    return enabled_ ? first_worker_[static_cast<std::size_t>(client)] : client;
+  }
   [[nodiscard]] int leader_of(int w) const { return leader_of_client(client_of(w)); }
   /// GPUs behind a client (1 without aggregation).
   [[nodiscard]] int members(int client) const;
@@ -33,8 +39,7 @@ class NodeAggregation {
 
  private:
   bool enabled_;
-  int workers_;
-  int per_node_;
+  std::vector<int> first_worker_, node_of_worker_;  // as cluster::Cluster's
   int clients_;
   std::size_t pieces_;
   std::vector<int> gathered_;  // client * pieces + piece -> local gradients collected

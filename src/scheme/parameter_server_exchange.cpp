@@ -111,8 +111,8 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       overhead_(context.scheme.ps.message_overhead),
       cpu_per_byte_(context.workload.comm_cpu_per_byte),
       pieces_(place_parameters(context.workload, context.scheme.ps)),
-      nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.workers(),
-             context.cluster.spec.workers_per_node, pieces_.size()) {
+      nodes_(context.scheme.ps.local_aggregation && context.representative == nullptr, context.cluster,
+             context.workers(), pieces_.size()) {
   const workload::Workload& w = ctx_.workload;
   const cluster::Cluster& cluster = ctx_.cluster;
   // One client cannot stand for many on a message lane: they would queue behind each other there.

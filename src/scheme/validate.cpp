@@ -465,6 +465,23 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
   if (c.topology == Topology::Custom && capacity == 0) {
     fail("cluster.custom", "a custom topology needs a link for every node (node0, node1, ...)");
   }
+  if (!c.placement.empty()) {
+    long long placed = 0;
+    for (size_t n = 0; n < c.placement.size(); ++n) {
+      const int on_node = c.placement[n];
+      if (on_node < 1 || on_node > c.workers_per_node) {
+        fail("cluster.placement",
+             fmt::format("node {} runs {} workers, but a node has {} GPU slots (cluster.workers_per_node); "
+                         "every node runs 1 to that many",
+                         n, on_node, c.workers_per_node));
+      }
+      placed += on_node;
+    }
+    if (placed != c.workers) {
+      fail("cluster.workers", fmt::format("cluster.placement runs {} workers on {} nodes, but cluster.workers is {}",
+                                          placed, c.placement.size(), c.workers));
+    }
+  }
   if (c.nics_per_node > c.workers_per_node) {
     fail("cluster.nics_per_node",
          fmt::format("a node has {} NICs but only {} workers (cluster.workers_per_node)", c.nics_per_node,
@@ -511,6 +528,12 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
                                       sc.scheme == Scheme::AllReduce ? "all-reduce" : "fsdp"));
   }
   if (sc.scheme == Scheme::Fsdp && sc.fsdp.sharding == FsdpSharding::Hybrid) {
+    if (sc.fsdp.shard_group == 0 && !c.placement.empty() &&
+        std::any_of(c.placement.begin(), c.placement.end(), [&](int n) { return n != c.workers_per_node; })) {
+      fail("training.fsdp.shard_group",
+           "hybrid sharding over one node needs every node to run cluster.workers_per_node workers; with an "
+           "uneven cluster.placement give the shard group's size");
+    }
     const int group = fsdp_shard_degree(sc.fsdp, c.workers, c.workers_per_node);
     if (group > c.workers || c.workers % group != 0) {
       fail("training.fsdp.shard_group",

@@ -145,6 +145,9 @@ const std::vector<Case>& cases() {
       {"gpu_memory_negative", head("  gpu_memory: -1GB\n"), {}, {"@:6:", "cluster.gpu_memory"}},
       {"peak_flops_nan", head("  gpu:\n    peak_flops: .nan\n"), {}, {"@:7:", "cluster.gpu.peak_flops"}},
       {"memory_bandwidth_nan", head("  gpu:\n    memory_bandwidth: .nan\n"), {}, {"@:7:", "cluster.gpu.memory_bandwidth"}},
+      {"placement_zero_gpus_on_a_node", head("  placement: [2, 0, 1]\n"), {}, {"@:6:", "cluster.placement"}},
+      {"placement_past_int", head("  placement: [1, 99999999999]\n"), {}, {"@:6:", "cluster.placement"}},
+      {"placement_not_a_list_of_integers", head("  placement: [1, two]\n"), {}, {"@:6:", "cluster.placement"}},
       {"memory_bandwidth_too_low_for_the_measured_step", head("  gpu:\n    memory_bandwidth: 1MB/s\n"), {},
        {"@:7:", "cluster.gpu.memory_bandwidth", "measured step"}},
       // --- worker and node counts past their limits and past int

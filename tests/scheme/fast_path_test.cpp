@@ -145,6 +145,21 @@ Case random_case(uint64_t seed) {
   c.options.seed = seed;
   c.options.compute_cv = pick(0, 1) == 1 ? uniform(0.01, 0.3) : 0.0;
   c.options.network = pick(0, 4) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
+  // An uneven placement in a quarter of the cases with several nodes of several GPUs: the same
+  // nodes, GPUs moved between them at random (each keeps 1 to workers_per_node).
+  if (pick(0, 3) == 0 && s.workers_per_node > 1 && s.num_worker_nodes() > 1) {
+    std::vector<int> placement;
+    for (int node = 0; node < s.num_worker_nodes(); ++node) placement.push_back(s.workers_on_node(node));
+    for (int move = 0; move < 4; ++move) {
+      const auto from = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+      const auto to = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+      if (placement[from] > 1 && placement[to] < s.workers_per_node) {
+        placement[from]--;
+        placement[to]++;
+      }
+    }
+    s.placement = placement;
+  }
   // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
   if (pick(0, 2) == 0) {
     const double parameters =
@@ -154,11 +169,11 @@ Case random_case(uint64_t seed) {
   }
   c.description = fmt::format(
       "seed {}: {} workers ({} per node, {} NICs), topology {}, {}/{}, {} B buckets, "
-      "cv {:.3f}, {} regimes, warmup {}, measure {}, memory {:.3g} B/s",
+      "cv {:.3f}, {} regimes, warmup {}, measure {}, memory {:.3g} B/s, placement [{}]",
       seed, s.workers, s.workers_per_node, s.nics_per_node, static_cast<int>(s.topology),
       to_string(c.scheme.allreduce.algorithm), to_string(c.scheme.allreduce.protocol),
       c.scheme.allreduce.bucket_bytes, c.options.compute_cv, s.collective_regimes.size(),
-      c.options.warmup_steps, c.options.measure_steps, s.gpu_memory_bw);
+      c.options.warmup_steps, c.options.measure_steps, s.gpu_memory_bw, fmt::join(s.placement, " "));
   return c;
 }
 

@@ -371,6 +371,21 @@ Case random_case(uint64_t seed) {
   c.options.seed = seed;
   c.options.network = pick(0, 3) == 0 ? NetworkKind::NoContention : NetworkKind::MaxMin;
   if (pick(0, 9) == 0) c.options.compute_cv = uniform(0.01, 0.3);  // off the fast path's domain
+  // An uneven placement in a quarter of the cases with several nodes of several GPUs: the same
+  // nodes, GPUs moved between them at random (each keeps 1 to workers_per_node).
+  if (pick(0, 3) == 0 && s.workers_per_node > 1 && s.num_worker_nodes() > 1 && !(c.scheme.fsdp.sharding == FsdpSharding::Hybrid && c.scheme.fsdp.shard_group == 0)) {
+    std::vector<int> placement;
+    for (int node = 0; node < s.num_worker_nodes(); ++node) placement.push_back(s.workers_on_node(node));
+    for (int move = 0; move < 4; ++move) {
+      const auto from = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+      const auto to = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+      if (placement[from] > 1 && placement[to] < s.workers_per_node) {
+        placement[from]--;
+        placement[to]++;
+      }
+    }
+    s.placement = placement;
+  }
   // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
   if (pick(0, 2) == 0) {
     const double parameters = c.workload.parameter_bytes() / workload::bytes_per_element(c.workload.precision);
@@ -379,13 +394,13 @@ Case random_case(uint64_t seed) {
   }
   c.description = fmt::format(
       "seed {}: {} ({} units), {} workers ({} per node, {} NICs, {}), topology {}, {} shard_group {} prefetch {} "
-      "unit {} reshard {}, {} regimes, network {}, cv {:.3f}, warmup {}, measure {}, memory {:.3g} B/s",
+      "unit {} reshard {}, {} regimes, network {}, cv {:.3f}, warmup {}, measure {}, memory {:.3g} B/s, placement [{}]",
       seed, c.workload.name, fsdp_units(c.workload, c.scheme.fsdp.unit_blocks).size(), s.workers,
       s.workers_per_node, s.nics_per_node, s.intra_node_link == cluster::IntraNodeLink::Pcie ? "pcie" : "nvlink",
       static_cast<int>(s.topology), name(c.scheme.fsdp.sharding), c.scheme.fsdp.shard_group, c.scheme.fsdp.prefetch,
       c.scheme.fsdp.unit_blocks, c.scheme.fsdp.reshard_after_forward, s.collective_regimes.size(),
       c.options.network == NetworkKind::MaxMin ? "maxmin" : "none", c.options.compute_cv, c.options.warmup_steps,
-      c.options.measure_steps, s.gpu_memory_bw);
+      c.options.measure_steps, s.gpu_memory_bw, fmt::join(s.placement, " "));
   return c;
 }
 

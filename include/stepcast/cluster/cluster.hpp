@@ -153,11 +153,27 @@ struct ClusterSpec {
   /// collectives smaller than the first regime's from_bytes).
   std::vector<CollectiveRegime> collective_regimes;
   NcclTuning nccl;  ///< used by training.allreduce.protocol other than `links` (and algorithm auto)
+  /// Workers (GPUs) the job runs on each node, in node order, for a job spread unevenly over its
+  /// nodes as a scheduler places it (cluster.placement: [1, 1, 3, 4]); empty: workers_per_node on
+  /// every node, the last holding the rest. When set, workers is its sum and no entry exceeds
+  /// workers_per_node, the GPU slots of a node (the job uses the first placement[n] of node n).
+  std::vector<int> placement;
 
   bool operator==(const ClusterSpec&) const = default;
   /// The regime a collective of `bytes` runs in, nullptr when none applies.
   [[nodiscard]] const CollectiveRegime* regime_for(double bytes) const;
-  [[nodiscard]] int num_worker_nodes() const { return (workers + workers_per_node - 1) / workers_per_node; }
+  [[nodiscard]] int num_worker_nodes() const {
+    return placement.empty() ? (workers + workers_per_node - 1) / workers_per_node
+                             : static_cast<int>(placement.size());
+  }
+  /// Workers on worker node `node` (0 .. num_worker_nodes() - 1).
+  [[nodiscard]] int workers_on_node(int node) const {
+    if (!placement.empty()) return placement[static_cast<size_t>(node)];
+    const int rest = workers - node * workers_per_node;
+    return rest < workers_per_node ? rest : workers_per_node;
+  }
+  /// The most workers any node holds: the busiest node's NIC is shared by that many.
+  [[nodiscard]] int busiest_node_workers() const;
 };
 
 struct Link {
@@ -199,6 +215,10 @@ struct Cluster {
   int num_switches = 0;                           ///< switches or torus routers
   std::vector<int> node_switch;                   ///< per node: the switch its NIC attaches to
   std::vector<std::vector<uint32_t>> switch_out;  ///< per switch: links to other switches
+  /// Per worker node, plus one past the last: node n runs workers first_worker[n] ..
+  /// first_worker[n + 1] - 1 (spec.workers_on_node).
+  std::vector<int> first_worker;
+  std::vector<int> node_of_worker;  ///< per worker
 
   [[nodiscard]] Endpoint worker_endpoint(int worker) const;
   /// Empty path (zero latency) when both ends are the same device. Between nodes: a shortest
