@@ -1,13 +1,16 @@
 // `stepcast inspect TRACE [--json]`: what a PyTorch profiler trace holds (framework, devices,
-// ranks, steps, step time, GPU time split, collectives). Registered by main.cpp through
+// ranks, steps, step time, GPU time split, collectives), or a TensorFlow timeline (its device's
+// ops, the parameter server's messages and what one costs). Registered by main.cpp through
 // add_inspect_command; errors are stepcast::Error, which main turns into exit code 2.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "stepcast/detail/profile/tf_timeline.hpp"
 #include "stepcast/detail/profile/trace_summary.hpp"
 #include "stepcast/detail/report/inspect_report.hpp"
 
@@ -28,10 +31,23 @@ std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect",
                                      "Show what a PyTorch profiler (Kineto) trace holds: steps, "
-                                     "step time, GPU time split, collectives");
+                                     "step time, GPU time split, collectives; or a TensorFlow timeline: "
+                                     "ops and the cost of a parameter-server message");
   cmd->add_option("trace", args->trace, "Trace file (.json or .json.gz)")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   return {cmd, [args] {
+            // Sniffing reads the file's start, which a pipe cannot give twice: pipes are Kineto.
+            std::error_code regular_error;
+            if (std::filesystem::is_regular_file(args->trace, regular_error) &&
+                profile::looks_like_tf_timeline(args->trace)) {
+              const profile::TfTimelineSummary tf = profile::summarize_tf_timeline(args->trace);
+              if (args->json) {
+                report::write_json(std::cout, tf);
+              } else {
+                report::write_table(std::cout, tf);
+              }
+              return 0;
+            }
             const profile::TraceSummary s = profile::summarize_kineto_file(args->trace);
             if (args->json) {
               report::write_json(std::cout, s);

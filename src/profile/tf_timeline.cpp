@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -122,13 +123,15 @@ std::string task_of(const std::string& process) {
   return device == std::string::npos ? std::string() : process.substr(0, device);
 }
 
-}  // namespace
+/// The events of a timeline, and those of the device to read: its compute ops and its task's
+/// transfers, each in time order (pointers into `ops`).
+struct Parsed {
+  std::vector<Event> ops;  // "X" events
+  std::string device;
+  std::vector<const Event*> compute, recvs, sends;
+};
 
-workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOptions& options,
-                                    std::vector<std::string>* warnings) {
-  auto warn = [&](const std::string& text) {
-    if (warnings != nullptr) warnings->push_back(fmt::format("{}: {}", path, text));
-  };
+Parsed parse_timeline(const std::string& path, const TfTimelineOptions& options) {
   const simdjson::padded_string json(read_all(path));
   simdjson::dom::parser parser;
   element doc;
@@ -144,7 +147,8 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
   }
 
   std::map<int64_t, std::string> process_name;
-  std::vector<Event> ops;  // "X" events
+  Parsed parsed;
+  std::vector<Event>& ops = parsed.ops;  // "X" events
   size_t index = 0;
   for (element e : events) {
     const std::string key = fmt::format("traceEvents[{}]", index);
@@ -265,12 +269,13 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     }
   }
   if (chosen < 0) throw Error({path, 0, "traceEvents"}, "no compute ops (\"X\" events) on any worker device");
-  const std::string device = process_name[chosen];
+  parsed.device = process_name[chosen];
+  const std::string& device = parsed.device;
   const std::string task = task_of(device);
 
-  std::vector<const Event*> compute;
-  std::vector<const Event*> recvs;
-  std::vector<const Event*> sends;
+  std::vector<const Event*>& compute = parsed.compute;
+  std::vector<const Event*>& recvs = parsed.recvs;
+  std::vector<const Event*>& sends = parsed.sends;
   for (const Event& e : ops) {
     const bool same_task = e.pid == chosen || (!task.empty() && task_of(process_name[e.pid]) == task);
     if (is_recv(e.op) && same_task) {
@@ -287,6 +292,22 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
   std::stable_sort(sends.begin(), sends.end(), by_time);
   if (compute.empty())
     throw Error({path, 0, "traceEvents"}, fmt::format("no compute ops on device '{}'", device));
+
+  return parsed;
+}
+
+}  // namespace
+
+workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOptions& options,
+                                    std::vector<std::string>* warnings) {
+  auto warn = [&](const std::string& text) {
+    if (warnings != nullptr) warnings->push_back(fmt::format("{}: {}", path, text));
+  };
+  Parsed parsed = parse_timeline(path, options);
+  const std::string& device = parsed.device;
+  const std::vector<const Event*>& compute = parsed.compute;
+  const std::vector<const Event*>& recvs = parsed.recvs;
+  const std::vector<const Event*>& sends = parsed.sends;
 
   workload::Workload w;
   w.name = std::filesystem::path(path).stem().string();
@@ -366,6 +387,71 @@ workload::Workload read_tf_timeline(const std::string& path, const TfTimelineOpt
     warn(fmt::format("{} received tensors have no size in args (bytes): counted as 0 bytes", unsized));
   }
   return w;
+}
+
+MessageCostFit fit_message_costs(const std::vector<std::pair<double, double>>& bytes_and_seconds) {
+  MessageCostFit fit;
+  std::map<int, std::pair<double, double>> fastest;  // size class -> (bytes, s) of its fastest message
+  for (const auto& [bytes, seconds] : bytes_and_seconds) {
+    if (!(std::isfinite(bytes) && bytes >= 0 && std::isfinite(seconds) && seconds >= 0)) continue;
+    ++fit.messages;
+    const int size_class = bytes < 1 ? -1 : static_cast<int>(std::floor(std::log2(bytes)));
+    auto [it, fresh] = fastest.try_emplace(size_class, bytes, seconds);
+    if (!fresh && seconds < it->second.second) it->second = {bytes, seconds};
+  }
+  fit.size_classes = static_cast<int>(fastest.size());
+  if (fastest.empty()) return fit;
+  double least = std::numeric_limits<double>::infinity();
+  for (const auto& [size_class, point] : fastest) least = std::min(least, point.second);
+  fit.overhead = least;
+  if (fastest.size() < 2) return fit;
+  // Least squares of seconds on bytes over the classes' fastest messages.
+  double mean_x = 0, mean_y = 0;
+  for (const auto& [size_class, point] : fastest) {
+    mean_x += point.first;
+    mean_y += point.second;
+  }
+  const auto k = static_cast<double>(fastest.size());
+  mean_x /= k;
+  mean_y /= k;
+  double sxx = 0, sxy = 0;
+  for (const auto& [size_class, point] : fastest) {
+    sxx += (point.first - mean_x) * (point.first - mean_x);
+    sxy += (point.first - mean_x) * (point.second - mean_y);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0;
+  if (!(slope > 0)) return fit;  // no size dependence seen: the overhead is the fastest message
+  fit.bandwidth = 1 / slope;
+  fit.overhead = std::max(0.0, mean_y - slope * mean_x);
+  return fit;
+}
+
+TfTimelineSummary summarize_tf_timeline(const std::string& path, const TfTimelineOptions& options) {
+  const Parsed parsed = parse_timeline(path, options);
+  TfTimelineSummary s;
+  s.file = path;
+  s.device = parsed.device;
+  s.ops = static_cast<int>(parsed.compute.size());
+  double first = std::numeric_limits<double>::infinity(), last = 0;
+  for (const Event* e : parsed.compute) {
+    s.compute_time += e->dur;
+    first = std::min(first, e->ts);
+    last = std::max(last, e->ts + e->dur);
+  }
+  s.span = parsed.compute.empty() ? 0 : last - first;
+  s.receives = static_cast<int>(parsed.recvs.size());
+  s.sends = static_cast<int>(parsed.sends.size());
+  std::vector<std::pair<double, double>> sized;
+  for (const Event* r : parsed.recvs) {
+    if (!r->bytes) {
+      ++s.unsized_receives;
+      continue;
+    }
+    s.received_bytes += *r->bytes;
+    sized.emplace_back(*r->bytes, r->dur);
+  }
+  s.receive_cost = fit_message_costs(sized);
+  return s;
 }
 
 bool looks_like_tf_timeline(const std::string& path) {

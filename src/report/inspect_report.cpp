@@ -305,4 +305,82 @@ void write_table(std::ostream& out, const profile::TraceSummary& s) {
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
+void write_json(std::ostream& out, const profile::TfTimelineSummary& s) {
+  JsonWriter json(out, JsonWriter::Layout::OneLine);
+  json.begin_object();
+  json.key("file");
+  json.string(s.file);
+  json.key("framework");
+  json.string("tensorflow");
+  json.key("device");
+  json.string(s.device);
+  json.key("ops");
+  json.integer(s.ops);
+  json.key("compute_time_s");
+  json.number(s.compute_time);
+  json.key("span_s");
+  json.number(s.span);
+  json.key("receives");
+  json.integer(s.receives);
+  json.key("sends");
+  json.integer(s.sends);
+  json.key("received_bytes");
+  json.number(s.received_bytes);
+  json.key("unsized_receives");
+  json.integer(s.unsized_receives);
+  const profile::MessageCostFit& f = s.receive_cost;
+  json.key("message_cost");
+  json.begin_object();
+  json.key("messages");
+  json.integer(f.messages);
+  json.key("size_classes");
+  json.integer(f.size_classes);
+  json.key("overhead_s");
+  if (f.overhead >= 0) {
+    json.number(f.overhead);
+  } else {
+    json.raw("null");
+  }
+  json.key("bandwidth_bytes_per_s");
+  if (f.bandwidth > 0) {
+    json.number(f.bandwidth);
+  } else {
+    json.raw("null");
+  }
+  json.end_object();
+  json.end_object();
+  out << '\n';
+}
+
+void write_table(std::ostream& out, const profile::TfTimelineSummary& s) {
+  fmt::memory_buffer buf;
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it, "trace       {} (TensorFlow timeline)\n", s.file);
+  fmt::format_to(it, "device      {}\n", s.device);
+  fmt::format_to(it, "ops         {}, {} of compute over {} from the first op to the last\n",
+                 format_count(s.ops, "op", "ops"), format_duration(s.compute_time), format_duration(s.span));
+  fmt::format_to(it, "messages    {} ({}) and {} of the device's task\n",
+                 format_count(s.receives, "receive", "receives"), format_bytes(s.received_bytes),
+                 format_count(s.sends, "send", "sends"));
+  if (s.unsized_receives > 0) {
+    fmt::format_to(it, "            {} without a size (args.bytes): left out of the fit\n",
+                   format_count(s.unsized_receives, "receive", "receives"));
+  }
+  const profile::MessageCostFit& f = s.receive_cost;
+  if (f.overhead < 0) {
+    buf.append(std::string_view("per message (no receive with a size to fit)\n"));
+  } else {
+    fmt::format_to(it, "per message {}{} (fitted through the fastest receive of each of {}, from {})\n",
+                   format_duration(f.overhead),
+                   f.bandwidth > 0 ? fmt::format(" + bytes / {}", format_byte_rate(f.bandwidth))
+                                   : std::string(" (an upper bound: one size class, no bandwidth)"),
+                   format_count(f.size_classes, "size class", "size classes"),
+                   format_count(f.messages, "receive", "receives"));
+    buf.append(std::string_view(
+        "            a pull's fixed cost: the link latency plus the CPU at both ends; set\n"
+        "            training.ps.message_overhead to about (it - cluster.rpc_latency or the link latency) / 2\n"));
+  }
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
 }  // namespace stepcast::report

@@ -85,6 +85,43 @@ TEST_F(InspectCli, SmallGeneratedTraceWorksWithoutSharedData) {
   EXPECT_EQ(j["devices"].array[0]["name"].string, "Test GPU \"X\"");
 }
 
+TEST_F(InspectCli, ATensorFlowTimelineGivesThePerMessageCost) {
+  // Three receives of 1 kB, 100 kB and 10 MB at 50 us + bytes / 1 GB/s, and one of 1 kB that
+  // waited 2 ms for its sender: the fit takes the fastest of each size.
+  std::string events =
+      R"({"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:worker/replica:0/task:0/device:CPU:0 Compute"}},
+ {"ph": "X", "cat": "Op", "name": "Conv2D", "pid": 1, "tid": 0, "ts": 20000, "dur": 3000, "args": {"name": "conv/Conv2D", "op": "Conv2D"}})";
+  const double sizes[] = {1e3, 1e5, 1e7, 1e3};
+  for (int i = 0; i < 4; ++i) {
+    const double us = 50 + sizes[i] / 1e3 + (i == 3 ? 2000 : 0);
+    events += fmt::format(
+        R"(, {{"ph": "X", "cat": "Op", "name": "RecvTensor", "pid": 1, "tid": 1, "ts": {}, "dur": {}, "args": {{"name": "v{}/read", "op": "RecvTensor", "bytes": {:.0f}}}}})",
+        100 * i, us, i, sizes[i]);
+  }
+  const std::string t = file("timeline.json", "{\"traceEvents\": [" + events + "]}");
+  const RunResult text = run({"inspect", t});
+  ASSERT_EQ(text.code, 0) << text.describe();
+  EXPECT_NE(text.out.find("(TensorFlow timeline)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("per message 50.0 us + bytes / 1.00 GB/s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("training.ps.message_overhead"), std::string::npos) << text.out;
+  const RunResult json = run({"inspect", t, "--json"});
+  ASSERT_EQ(json.code, 0) << json.describe();
+  const Json j = parse_json_or_fail(json.out);
+  EXPECT_EQ(j["framework"].string, "tensorflow");
+  EXPECT_EQ(j["receives"].number, 4);
+  EXPECT_NEAR(j.at_path("message_cost.overhead_s")->number, 50e-6, 1e-12);
+  EXPECT_NEAR(j.at_path("message_cost.bandwidth_bytes_per_s")->number, 1e9, 1e-3);
+  EXPECT_EQ(j.at_path("message_cost.size_classes")->number, 3);
+  // A broken one: exit 2, naming the file and the event.
+  const std::string bad = file("bad-timeline.json", R"({"traceEvents": [
+ {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:worker/replica:0/task:0/device:CPU:0 Compute"}},
+ {"ph": "X", "cat": "Op", "name": "Conv2D", "pid": 1, "tid": 0, "ts": 5, "dur": -3, "args": {"op": "Conv2D"}}]})");
+  const RunResult broken = run({"inspect", bad});
+  EXPECT_EQ(broken.code, 2) << broken.describe();
+  EXPECT_NE(broken.err.find(bad), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("traceEvents[1]"), std::string::npos) << broken.err;
+}
+
 TEST_F(InspectCli, APipeReadsTheSameAsTheFile) {
   // inspect <(cat t.json): a pipe cannot be rewound after the gzip magic is sniffed, so the first
   // two bytes were lost and the JSON broke. Plain and gzip-compressed, through a FIFO.

@@ -1,9 +1,11 @@
 // TensorFlow 1 timelines: small generated timelines, plain and gzipped, and broken ones.
 #include "stepcast/detail/profile/tf_timeline.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -149,6 +151,64 @@ TEST(TfTimeline, BrokenTimelines) {
   EXPECT_THROW((void)read_tf_timeline(cut.string()), Error);
   EXPECT_THROW((void)read_tf_timeline("/nonexistent/t.json"), Error);
   EXPECT_FALSE(looks_like_tf_timeline("/nonexistent/t.json"));
+}
+
+// A parameter server's messages as a TF timeline records them: receives of 16 sizes, 1 kB to 33 MB,
+// each costing `overhead` + bytes / `bandwidth`, some of them (every third) also waiting for their
+// sender for up to a few ms, as receives in TF timelines do.
+std::string timeline_with_messages(double overhead, double bandwidth) {
+  std::string events =
+      R"({"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:worker/replica:0/task:0/device:GPU:0 Compute"}},
+ {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "/job:worker/replica:0/task:0/device:CPU:0 Compute"}},
+ {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 100000, "dur": 2000, "args": {"name": "dense/MatMul", "op": "MatMul"}},
+ {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 103000, "dur": 4000, "args": {"name": "gradients/dense/MatMul_grad/MatMul", "op": "MatMul"}})";
+  int k = 0;
+  for (double bytes = 1e3; bytes <= 6.4e7; bytes *= 2) {
+    for (int copy = 0; copy < 3; ++copy, ++k) {
+      const double wait = copy == 1 ? 1e-3 * (1 + k % 4) : 0;
+      const double dur_us = (overhead + bytes / bandwidth + wait) * 1e6;
+      events += fmt::format(
+          R"(,
+ {{"ph": "X", "cat": "Op", "name": "_Recv", "pid": 2, "tid": 0, "ts": {}, "dur": {:.6f}, "args": {{"name": "edge_{}_v{}/read", "op": "_Recv", "bytes": {:.0f}}}}})",
+          10 * k, dur_us, k, k, bytes);
+    }
+  }
+  events += R"(,
+ {"ph": "X", "cat": "Op", "name": "_Recv", "pid": 2, "tid": 0, "ts": 5, "dur": 30, "args": {"name": "edge_0_unsized/read", "op": "_Recv"}})";
+  return "{\"traceEvents\": [" + events + "]}";
+}
+
+TEST(TfTimeline, MessageCostIsTheLineThroughTheFastestMessageOfEachSize) {
+  const fs::path p = write_temp("messages.json", timeline_with_messages(45e-6, 1.1e9));
+  ASSERT_TRUE(looks_like_tf_timeline(p.string()));
+  const TfTimelineSummary s = summarize_tf_timeline(p.string());
+  EXPECT_EQ(s.ops, 2);
+  EXPECT_NEAR(s.compute_time, 6e-3, 1e-12);
+  EXPECT_NEAR(s.span, 7e-3, 1e-12);
+  EXPECT_EQ(s.receives, 16 * 3 + 1);
+  EXPECT_EQ(s.unsized_receives, 1);
+  EXPECT_EQ(s.receive_cost.messages, 16 * 3);
+  EXPECT_EQ(s.receive_cost.size_classes, 16);
+  // The waiting copies are never a class's fastest: the fit is the line itself (to the
+  // microsecond rounding the timeline's 6 decimals allow).
+  EXPECT_NEAR(s.receive_cost.overhead, 45e-6, 1e-10);
+  EXPECT_NEAR(s.receive_cost.bandwidth, 1.1e9, 1e-6 * 1.1e9);
+}
+
+TEST(TfTimeline, MessageCostFitLimits) {
+  EXPECT_LT(fit_message_costs({}).overhead, 0);  // nothing to fit
+  // One size class: its fastest message bounds the overhead; no bandwidth.
+  const MessageCostFit one = fit_message_costs({{1100, 3e-4}, {1200, 2e-4}, {1500, 9e-4}});
+  EXPECT_EQ(one.size_classes, 1);
+  EXPECT_DOUBLE_EQ(one.overhead, 2e-4);
+  EXPECT_EQ(one.bandwidth, 0);
+  // Larger messages no slower (no size dependence): the fastest message, no bandwidth.
+  const MessageCostFit flat = fit_message_costs({{1e3, 5e-4}, {1e6, 4e-4}, {1e7, 4e-4}});
+  EXPECT_DOUBLE_EQ(flat.overhead, 4e-4);
+  EXPECT_EQ(flat.bandwidth, 0);
+  // Bad pairs are skipped, not fitted.
+  const MessageCostFit skipped = fit_message_costs({{-1, 1e-4}, {1e3, std::nan("")}, {2e3, 1e-4}});
+  EXPECT_EQ(skipped.messages, 1);
 }
 
 TEST(TfTimeline, KinetoTraceIsNotATfTimeline) {

@@ -42,6 +42,36 @@ struct TfTimelineOptions {
                                                   const TfTimelineOptions& options = {},
                                                   std::vector<std::string>* warnings = nullptr);
 
+/// What one message (a tensor received or sent) cost in a timeline, as duration = overhead +
+/// bytes / bandwidth, the line fitted (least squares) through the fastest message of each size
+/// class (sizes within a power of two): the least waiting any message of that size saw. A
+/// receive in a TF timeline also holds the time it waited for its sender, so the fastest of a
+/// class is the nearest to what the message itself costs.
+struct MessageCostFit {
+  int messages = 0;      ///< with a size
+  int size_classes = 0;  ///< power-of-two classes holding a message
+  double overhead = -1;  ///< s per message besides its bytes (the intercept, at least 0); < 0: no sized message
+  double bandwidth = 0;  ///< bytes/s (1 / slope); 0: not determined (one class, or no positive slope)
+};
+/// Fits (bytes, seconds) pairs; pairs with a negative or non-finite value are skipped.
+[[nodiscard]] MessageCostFit fit_message_costs(const std::vector<std::pair<double, double>>& bytes_and_seconds);
+
+/// `stepcast inspect` of a TF timeline: the device read (as read_tf_timeline picks it), its ops,
+/// and the parameter server's messages of its task, with what one message costs.
+struct TfTimelineSummary {
+  std::string file;
+  std::string device;
+  int ops = 0;
+  double compute_time = 0;  ///< s, the ops' durations summed
+  double span = 0;          ///< s, from the first op's start to the last op's end
+  int receives = 0, sends = 0;
+  double received_bytes = 0;  ///< over the receives with a size
+  int unsized_receives = 0;   ///< receives without args.bytes
+  MessageCostFit receive_cost;
+};
+/// Throws what read_tf_timeline throws.
+[[nodiscard]] TfTimelineSummary summarize_tf_timeline(const std::string& path, const TfTimelineOptions& options = {});
+
 /// Whether the start of the file (plain or gzipped) looks like a TF timeline: Chrome trace
 /// events of category "Op" with args.op. False for PyTorch/Kineto traces. Never throws.
 [[nodiscard]] bool looks_like_tf_timeline(const std::string& path);

@@ -10,6 +10,7 @@
 
 #include <ostream>
 
+#include "stepcast/detail/profile/tf_timeline.hpp"
 #include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace stepcast::report {
@@ -23,5 +24,13 @@ void write_json(std::ostream& out, const profile::TraceSummary& summary);
 /// Text: trace, framework, devices, ranks, steps and step time, the GPU time split per step, a
 /// table of steps, the collectives by type and size, and the warnings.
 void write_table(std::ostream& out, const profile::TraceSummary& summary);
+
+/// A TensorFlow timeline: one JSON object on one line: file, framework ("tensorflow"), device,
+/// ops, compute_time_s, span_s, receives, sends, received_bytes, unsized_receives and
+/// message_cost {messages, size_classes, overhead_s, bandwidth_bytes_per_s} (null where unknown).
+void write_json(std::ostream& out, const profile::TfTimelineSummary& summary);
+/// Text: the device, its ops and compute time, the parameter server's messages and what one
+/// costs, with the scenario key it sets.
+void write_table(std::ostream& out, const profile::TfTimelineSummary& summary);
 
 }  // namespace stepcast::report
