@@ -97,12 +97,22 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     const double lanes = n * lane_per_client + latency;
     const double phase = std::max({alone, n * largest_shard / server_bw + latency, lanes});
     const double server_apply = n * apply_per_step;
+    // Duplex heuristic (random send order): the next step's pull of a piece may start once every
+    // worker's push of it was applied, and pulls (the servers' NIC out) and pushes (NIC in) take
+    // the two directions of the links. In a random order the pieces become ready all through the
+    // push phase, so with m pieces per connection the pulls of the next step overlap all of it but
+    // about one piece's share: the two phases expose (1 + 1/m) phases, not 2. In fifo, tic, tac
+    // and priority orders the pulls start with the first layers, whose gradients come last, so
+    // both phases stay exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp).
+    const int m = std::max(1, shards.largest_messages());
+    const double exposed_phases =
+        options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random ? 1.0 + 1.0 / m : 2.0;
     // Stragglers: the barrier of each step waits for the slowest worker's compute.
     const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
-    r.step_time = compute + straggle + 2 * phase + server_apply;
+    r.step_time = compute + straggle + exposed_phases * phase + server_apply;
     r.breakdown.compute = compute;
-    r.breakdown.communication_exposed = 2 * alone;
-    r.breakdown.wait = r.step_time - compute - 2 * alone;
+    r.breakdown.communication_exposed = exposed_phases * alone;
+    r.breakdown.wait = r.step_time - compute - exposed_phases * alone;
     r.utilization.push_back({"PS NIC out", n * largest_shard / server_bw / r.step_time});
     r.utilization.push_back({"PS NIC in", n * largest_shard / server_bw / r.step_time});
     if (server_apply > 0) r.utilization.push_back({"PS apply", server_apply / r.step_time});

@@ -43,6 +43,9 @@ struct Options {
   uint64_t seed = 1;              ///< every random choice derives from it
   bool record_trace = false;      ///< fill Result::trace (fine predictor only)
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
+  /// coarse, sync PS in random order: the next step's pulls overlap this step's pushes (README,
+  /// "Coarse"); false: the two phases one after the other, as DESIGN 3.2 writes them.
+  bool ps_duplex_heuristic = true;
   /// Stragglers: coefficient of variation of a worker's compute time per step (seeded lognormal,
   /// mean 1, independent per worker and step); 0 = identical workers. Fine: simulated; coarse:
   /// a synchronous step waits for the expected slowest of N; analytic: ignored (a bound).
