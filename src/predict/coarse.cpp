@@ -87,6 +87,20 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double lane_per_client = shards.largest_messages() * overhead;  // s per client step and direction
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency + lane_per_client + overhead;
+  // Duplex heuristic (random send order), with m pieces per connection on the busiest shard:
+  // - sync: the next step's pull of a piece may start once every worker's push of it was
+  //   applied, and pulls (the servers' NIC out) and pushes (NIC in) take the two directions of
+  //   the links. In a random order the pieces become ready all through the push phase, so the
+  //   next step's pulls overlap all of it but about one piece's share;
+  // - async: pushes leave as the backward produces the gradients and overlap it, but for the
+  //   last piece; the forward needs its pieces in an order the pulls do not follow, so the pull
+  //   phase stays exposed.
+  // Either way a step exposes (1 + 1/m) phases, not 2. In fifo, tic, tac and priority orders the
+  // sync pulls start with the first layers, whose gradients come last, so both phases stay
+  // exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp); async keeps both too.
+  const int m = std::max(1, shards.largest_messages());
+  const double exposed_phases =
+      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random ? 1.0 + 1.0 / m : 2.0;
   if (scheme.mode == Mode::Sync) {
     // Contention heuristic: every worker moves its share of each shard through that shard's NIC
     // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
@@ -97,16 +111,6 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     const double lanes = n * lane_per_client + latency;
     const double phase = std::max({alone, n * largest_shard / server_bw + latency, lanes});
     const double server_apply = n * apply_per_step;
-    // Duplex heuristic (random send order): the next step's pull of a piece may start once every
-    // worker's push of it was applied, and pulls (the servers' NIC out) and pushes (NIC in) take
-    // the two directions of the links. In a random order the pieces become ready all through the
-    // push phase, so with m pieces per connection the pulls of the next step overlap all of it but
-    // about one piece's share: the two phases expose (1 + 1/m) phases, not 2. In fifo, tic, tac
-    // and priority orders the pulls start with the first layers, whose gradients come last, so
-    // both phases stay exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp).
-    const int m = std::max(1, shards.largest_messages());
-    const double exposed_phases =
-        options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random ? 1.0 + 1.0 / m : 2.0;
     // Stragglers: the barrier of each step waits for the slowest worker's compute.
     const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
     r.step_time = compute + straggle + exposed_phases * phase + server_apply;
@@ -121,14 +125,14 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // Async: each worker cycles on its own; the servers cap the total rate at the busiest shard's
     // NIC (S_s bytes per worker step each way), its apply lane, or its message lane (2 m o per
     // worker step: its pulls and its pushes).
-    const double cycle = compute + 2 * alone;
+    const double cycle = compute + exposed_phases * alone;
     double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
     if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
     if (lane_per_client > 0) cap = std::min(cap, 1.0 / (2 * lane_per_client));
     const double steps_per_second = std::min(n / cycle, cap);
     r.step_time = n / steps_per_second;
     r.breakdown.compute = compute;
-    r.breakdown.communication_exposed = 2 * alone;
+    r.breakdown.communication_exposed = exposed_phases * alone;
     r.breakdown.wait = r.step_time - cycle;
     r.utilization.push_back({"PS NIC out", steps_per_second * largest_shard / server_bw});
     r.utilization.push_back({"PS NIC in", steps_per_second * largest_shard / server_bw});

@@ -234,6 +234,11 @@ TEST(CoarseParameterServer, RandomOrderExposesOnePhaseAndOnePiecesShareOfTheOthe
     scheme.ps.order = scheme::PsOrder::Fifo;
     EXPECT_NEAR(predict(eight, cluster_of(n, bw, a), scheme, kCoarse).step_time, 2 * phase, 1e-6 * phase);
   }
+  // Async, one worker, random order: the cycle exposes the pull phase and one piece's push.
+  const SchemeConfig async = ps(Mode::Async, 1, PsPartition::Split);
+  const Workload eight = layered(8, 8e6, 1e-12, 1e-12);
+  const double alone = 8e6 / bw + a;
+  EXPECT_NEAR(predict(eight, cluster_of(1, bw, a), async, kCoarse).step_time, 1.125 * alone, 1e-6 * alone);
 }
 
 TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin20PercentFromOneTo64Workers) {
