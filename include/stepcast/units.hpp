@@ -31,16 +31,16 @@ namespace stepcast {
 /// readers): wider than any real cluster or model, narrow enough that sums over a run stay finite
 /// and print as plain numbers (a 1e308 s latency would overflow the clock to inf).
 namespace limits {
-inline constexpr double kMinBandwidth = 1e3;   ///< bytes/s (8 kbps)
-inline constexpr double kMaxBandwidth = 1e15;  ///< bytes/s (8 Pbps)
-inline constexpr double kMaxLatency = 10;      ///< s, one hop or one collective step
-inline constexpr double kMaxDuration = 1e6;    ///< s, one op, one step, one apply (11.6 days)
+inline constexpr double kMinBandwidth = 1e3;        ///< bytes/s (8 kbps)
+inline constexpr double kMaxBandwidth = 1e15;       ///< bytes/s (8 Pbps)
+inline constexpr double kMaxLatency = 10;           ///< s, one hop or one collective step
+inline constexpr double kMaxDuration = 1e6;         ///< s, one op, one step, one apply (11.6 days)
 inline constexpr double kMaxCommCpuPerByte = 1e-3;  ///< s of host CPU per byte sent (a CPU at 1 kB/s)
-inline constexpr double kMaxBytes = 1e15;      ///< one tensor, bucket, collective, start-up read (1 PB)
-inline constexpr double kMaxCv = 10;           ///< coefficient of variation of a step's compute
-inline constexpr double kMaxSamples = 1e15;    ///< samples in a job
-inline constexpr double kMinFlops = 1e6;       ///< FLOP/s of one GPU
-inline constexpr double kMaxFlops = 1e18;      ///< FLOP/s of one GPU
+inline constexpr double kMaxBytes = 1e15;           ///< one tensor, bucket, collective, start-up read (1 PB)
+inline constexpr double kMaxCv = 10;                ///< coefficient of variation of a step's compute
+inline constexpr double kMaxSamples = 1e15;         ///< samples in a job
+inline constexpr double kMinFlops = 1e6;            ///< FLOP/s of one GPU
+inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 }  // namespace limits
 
 // The one number format of every table and text report: 3 significant digits, trailing zeros

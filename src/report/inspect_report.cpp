@@ -376,9 +376,10 @@ void write_table(std::ostream& out, const profile::TfTimelineSummary& s) {
                                    : std::string(" (an upper bound: one size class, no bandwidth)"),
                    format_count(f.size_classes, "size class", "size classes"),
                    format_count(f.messages, "receive", "receives"));
-    buf.append(std::string_view(
-        "            a pull's fixed cost: the link latency plus the CPU at both ends; set\n"
-        "            training.ps.message_overhead to about (it - cluster.rpc_latency or the link latency) / 2\n"));
+    buf.append(
+        std::string_view("            a pull's fixed cost: the link latency plus the CPU at both ends; set\n"
+                         "            training.ps.message_overhead to about (it - cluster.rpc_latency or the "
+                         "link latency) / 2\n"));
   }
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }

@@ -498,12 +498,15 @@ std::vector<KeyDef> make_table() {
        [](const RawValue& v, Draft& d) {
          const double seconds = parse_duration(v.text, v.where);
          if (seconds > limits::kMaxCommCpuPerByte) {
-           throw Error(v.where, fmt::format("'{}' per byte is a host CPU slower than 1 kB/s: expected at most 1ms",
-                                            v.text));
+           throw Error(
+               v.where,
+               fmt::format("'{}' per byte is a host CPU slower than 1 kB/s: expected at most 1ms", v.text));
          }
          d.scenario.workload.comm_cpu_per_byte = seconds;
        },
-       [](const Scenario& s) { return Rendered{echo_duration(s.workload.comm_cpu_per_byte), false}; }});
+       [](const Scenario& s) {
+         return Rendered{echo_duration(s.workload.comm_cpu_per_byte), false};
+       }});
   t.push_back(integer_key(
       "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
@@ -560,38 +563,39 @@ std::vector<KeyDef> make_table() {
   t.push_back(integer_key(
       "cluster.workers_per_node", "1", 1, kMaxWorkers, "workers sharing one node and its NIC",
       [](auto& s) -> auto& { return s.cluster.workers_per_node; }));
-  t.push_back({{"cluster.placement", "list of integers", "(even: cluster.workers_per_node on every node)",
-                "workers on each node, in node order, for a job a scheduler spread unevenly, e.g. [1, 1, 3, 4]; "
-                "cluster.workers is their sum and, unless given, cluster.workers_per_node the largest"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 std::vector<int> placement;
-                 std::string_view text = v.text;
-                 while (!text.empty()) {
-                   const size_t end = text.find(',');
-                   std::string_view item = text.substr(0, end);
-                   text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
-                   const size_t first = item.find_first_not_of(" \t[]");
-                   if (first == std::string_view::npos) continue;
-                   item = item.substr(first, item.find_last_not_of(" \t[]") - first + 1);
-                   if (placement.size() >= static_cast<size_t>(kMaxWorkers)) {
-                     throw Error(v.where, fmt::format("more than {} nodes", kMaxWorkers));
-                   }
-                   placement.push_back(parse_integer<int>(
-                       RawValue{std::string(item), v.where}, 1, kMaxWorkers,
-                       fmt::format("a list of workers per node, each an integer in [1, {}] (node {}: '{}')",
-                                   kMaxWorkers, placement.size(), item)));
-                 }
-                 if (placement.empty() && v.text != "even") {
-                   throw Error(v.where, "expected a list of workers per node such as [1, 1, 3, 4], or 'even'");
-                 }
-                 d.scenario.cluster.placement = std::move(placement);
-               },
-               [](const Scenario& s) {
-                 if (s.cluster.placement.empty()) return Rendered{"even", false};
-                 return Rendered{fmt::format("[{}]", fmt::join(s.cluster.placement, ", ")), false};
-               },
-               true});
+  t.push_back(
+      {{"cluster.placement", "list of integers", "(even: cluster.workers_per_node on every node)",
+        "workers on each node, in node order, for a job a scheduler spread unevenly, e.g. [1, 1, 3, 4]; "
+        "cluster.workers is their sum and, unless given, cluster.workers_per_node the largest"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         std::vector<int> placement;
+         std::string_view text = v.text;
+         while (!text.empty()) {
+           const size_t end = text.find(',');
+           std::string_view item = text.substr(0, end);
+           text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+           const size_t first = item.find_first_not_of(" \t[]");
+           if (first == std::string_view::npos) continue;
+           item = item.substr(first, item.find_last_not_of(" \t[]") - first + 1);
+           if (placement.size() >= static_cast<size_t>(kMaxWorkers)) {
+             throw Error(v.where, fmt::format("more than {} nodes", kMaxWorkers));
+           }
+           placement.push_back(parse_integer<int>(
+               RawValue{std::string(item), v.where}, 1, kMaxWorkers,
+               fmt::format("a list of workers per node, each an integer in [1, {}] (node {}: '{}')",
+                           kMaxWorkers, placement.size(), item)));
+         }
+         if (placement.empty() && v.text != "even") {
+           throw Error(v.where, "expected a list of workers per node such as [1, 1, 3, 4], or 'even'");
+         }
+         d.scenario.cluster.placement = std::move(placement);
+       },
+       [](const Scenario& s) {
+         if (s.cluster.placement.empty()) return Rendered{"even", false};
+         return Rendered{fmt::format("[{}]", fmt::join(s.cluster.placement, ", ")), false};
+       },
+       true});
   t.push_back(choice_key(
       "cluster.topology", "switch", topologies(),
       "network between nodes: one switch, fat-tree, BiGraph or torus",

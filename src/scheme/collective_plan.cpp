@@ -88,7 +88,8 @@ void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
 /// any node may).
 std::vector<std::vector<int>> workers_by_node(const Cluster& c) {
   std::vector<std::vector<int>> nodes(static_cast<size_t>(c.spec.num_worker_nodes()));
-  for (int w = 0; w < c.spec.workers; ++w) nodes[static_cast<size_t>(c.node_of_worker[static_cast<size_t>(w)])].push_back(w);
+  for (int w = 0; w < c.spec.workers; ++w)
+    nodes[static_cast<size_t>(c.node_of_worker[static_cast<size_t>(w)])].push_back(w);
   return nodes;
 }
 

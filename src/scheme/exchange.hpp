@@ -52,8 +52,8 @@ struct MessageHandled {  ///< parameter server: the receiving end's message over
 struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
   int stream = 0;
 };
-using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone, MessagePrepared,
-                           MessageHandled>;
+using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone,
+                           MessagePrepared, MessageHandled>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;

@@ -18,7 +18,8 @@ NodeAggregation::NodeAggregation(bool requested, const cluster::Cluster& cluster
 }
 
 int NodeAggregation::members(int client) const {
-  return enabled_ ? first_worker_[static_cast<std::size_t>(client) + 1] - first_worker_[static_cast<std::size_t>(client)]
+  return enabled_ ? first_worker_[static_cast<std::size_t>(client) + 1] -
+                        first_worker_[static_cast<std::size_t>(client)]
                   : 1;
 }
 

@@ -21,7 +21,9 @@ class NodeAggregation {
 
   [[nodiscard]] bool enabled() const { return enabled_; }
   [[nodiscard]] int clients() const { return clients_; }
-  [[nodiscard]] int client_of(int w) const { return enabled_ ? node_of_worker_[static_cast<std::size_t>(w)] : w; }
+  [[nodiscard]] int client_of(int w) const {
+    return enabled_ ? node_of_worker_[static_cast<std::size_t>(w)] : w;
+  }
   [[nodiscard]] int leader_of_client(int client) const {
     return enabled_ ? first_worker_[static_cast<std::size_t>(client)] : client;
   }

@@ -14,7 +14,8 @@
 // per connection). Pulls and pushes pay ClusterSpec::rpc_latency instead of their path's latency
 // when it is set. Host CPU per byte (Workload::comm_cpu_per_byte, c): a worker serialises a push
 // of b bytes before it transmits it and deserialises a pull after it arrived, c b each on the
-// connection, and its compute lane pays the same c b (WorkerRuntime::add_host_work). Node-local broadcasts and gathers are no RPCs and pay neither.
+// connection, and its compute lane pays the same c b (WorkerRuntime::add_host_work). Node-local broadcasts
+// and gathers are no RPCs and pay neither.
 //
 // Staleness (async): when a client requests a piece at the start of its step, the shard reads
 // it and notes its version (updates applied so far); when that client's push of the piece

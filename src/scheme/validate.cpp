@@ -478,8 +478,9 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
       placed += on_node;
     }
     if (placed != c.workers) {
-      fail("cluster.workers", fmt::format("cluster.placement runs {} workers on {} nodes, but cluster.workers is {}",
-                                          placed, c.placement.size(), c.workers));
+      fail("cluster.workers",
+           fmt::format("cluster.placement runs {} workers on {} nodes, but cluster.workers is {}", placed,
+                       c.placement.size(), c.workers));
     }
   }
   if (c.nics_per_node > c.workers_per_node) {

@@ -40,8 +40,8 @@ ClusterSpec nodes(std::vector<int> placement, int slots) {
 
 std::vector<SchemeConfig> schemes() {
   std::vector<SchemeConfig> out;
-  for (AllReduceAlgorithm a : {AllReduceAlgorithm::Ring, AllReduceAlgorithm::Tree, AllReduceAlgorithm::Hierarchical,
-                               AllReduceAlgorithm::HalvingDoubling}) {
+  for (AllReduceAlgorithm a : {AllReduceAlgorithm::Ring, AllReduceAlgorithm::Tree,
+                               AllReduceAlgorithm::Hierarchical, AllReduceAlgorithm::HalvingDoubling}) {
     SchemeConfig s;
     s.scheme = Scheme::AllReduce;
     s.allreduce.algorithm = a;
@@ -72,7 +72,8 @@ TEST(UnevenPlacement, AnEvenPlacementWrittenOutEqualsWorkersPerNode) {
   even.intra_node_bw = 100e9;
   const ClusterSpec listed = nodes({4, 4}, 4);
   for (const SchemeConfig& s : schemes()) {
-    for (predict::Predictor p : {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
+    for (predict::Predictor p :
+         {predict::Predictor::Fine, predict::Predictor::Coarse, predict::Predictor::Analytic}) {
       const predict::Options options{.predictor = p, .warmup_steps = 1, .measure_steps = 2, .links_kept = 0};
       const predict::Result a = predict::predict(w, even, s, options);
       const predict::Result b = predict::predict(w, listed, s, options);
@@ -169,11 +170,12 @@ TEST(UnevenPlacement, ScenarioKeyGivesTheWorkersAndNamesItsErrors) {
     std::vector<std::string> sets;
     const char* key;
   };
-  for (const Bad& bad : {Bad{{"cluster.workers=8"}, "cluster.workers"},
-                         Bad{{"cluster.workers_per_node=2"}, "cluster.placement"},
-                         Bad{{"cluster.placement=[1, 0, 2]"}, "cluster.placement"},
-                         Bad{{"cluster.placement=[1, x]"}, "cluster.placement"},
-                         Bad{{"training.scheme=fsdp", "training.fsdp.sharding=hybrid"}, "training.fsdp.shard_group"}}) {
+  for (const Bad& bad :
+       {Bad{{"cluster.workers=8"}, "cluster.workers"},
+        Bad{{"cluster.workers_per_node=2"}, "cluster.placement"},
+        Bad{{"cluster.placement=[1, 0, 2]"}, "cluster.placement"},
+        Bad{{"cluster.placement=[1, x]"}, "cluster.placement"},
+        Bad{{"training.scheme=fsdp", "training.fsdp.sharding=hybrid"}, "training.fsdp.shard_group"}}) {
     try {
       (void)scenario::parse_scenario(kText, "p.yaml", bad.sets);
       ADD_FAILURE() << bad.sets.front() << " was accepted";

@@ -121,7 +121,8 @@ TEST(HostCpu, AComputeBoundStepGrowsByTheCpuOfEveryByteItMoves) {
     unpaid.comm_cpu_per_byte = 0;
     const predict::Result with = predict::predict(w, spec, ps(1), options);
     const predict::Result without = predict::predict(unpaid, spec, ps(1), options);
-    EXPECT_TRUE(close(with.breakdown.compute - without.breakdown.compute, 2 * model * c, 1e-6)) << to_string(p);
+    EXPECT_TRUE(close(with.breakdown.compute - without.breakdown.compute, 2 * model * c, 1e-6))
+        << to_string(p);
   }
 }
 

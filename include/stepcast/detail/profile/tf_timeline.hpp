@@ -50,11 +50,13 @@ struct TfTimelineOptions {
 struct MessageCostFit {
   int messages = 0;      ///< with a size
   int size_classes = 0;  ///< power-of-two classes holding a message
-  double overhead = -1;  ///< s per message besides its bytes (the intercept, at least 0); < 0: no sized message
+  double overhead =
+      -1;  ///< s per message besides its bytes (the intercept, at least 0); < 0: no sized message
   double bandwidth = 0;  ///< bytes/s (1 / slope); 0: not determined (one class, or no positive slope)
 };
 /// Fits (bytes, seconds) pairs; pairs with a negative or non-finite value are skipped.
-[[nodiscard]] MessageCostFit fit_message_costs(const std::vector<std::pair<double, double>>& bytes_and_seconds);
+[[nodiscard]] MessageCostFit fit_message_costs(
+    const std::vector<std::pair<double, double>>& bytes_and_seconds);
 
 /// `stepcast inspect` of a TF timeline: the device read (as read_tf_timeline picks it), its ops,
 /// and the parameter server's messages of its task, with what one message costs.
@@ -70,7 +72,8 @@ struct TfTimelineSummary {
   MessageCostFit receive_cost;
 };
 /// Throws what read_tf_timeline throws.
-[[nodiscard]] TfTimelineSummary summarize_tf_timeline(const std::string& path, const TfTimelineOptions& options = {});
+[[nodiscard]] TfTimelineSummary summarize_tf_timeline(const std::string& path,
+                                                      const TfTimelineOptions& options = {});
 
 /// Whether the start of the file (plain or gzipped) looks like a TF timeline: Chrome trace
 /// events of category "Op" with args.op. False for PyTorch/Kineto traces. Never throws.
