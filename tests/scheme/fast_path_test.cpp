@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
@@ -148,17 +149,7 @@ Case random_case(uint64_t seed) {
   // An uneven placement in a quarter of the cases with several nodes of several GPUs: the same
   // nodes, GPUs moved between them at random (each keeps 1 to workers_per_node).
   if (pick(0, 3) == 0 && s.workers_per_node > 1 && s.num_worker_nodes() > 1) {
-    std::vector<int> placement;
-    for (int node = 0; node < s.num_worker_nodes(); ++node) placement.push_back(s.workers_on_node(node));
-    for (int move = 0; move < 4; ++move) {
-      const auto from = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
-      const auto to = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
-      if (placement[from] > 1 && placement[to] < s.workers_per_node) {
-        placement[from]--;
-        placement[to]++;
-      }
-    }
-    s.placement = placement;
+    s.placement = test_workloads::moved_placement(s, pick);
   }
   // The optimizer step (cluster.gpu_memory_bw) in a third of the cases: 5% to 100% of the compute.
   if (pick(0, 2) == 0) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
@@ -25,37 +26,7 @@ bool close(double a, double b, double tolerance = 1e-9) {
   return std::fabs(a - b) <= tolerance * std::max({std::fabs(a), std::fabs(b), 1e-12});
 }
 
-/// Forward op l reads tensor l (bytes[l]); backward ops in reverse layer order produce them. One lane.
-workload::Workload chain(const std::vector<double>& bytes, double forward, double backward) {
-  workload::Workload w;
-  w.name = "chain";
-  const int layers = static_cast<int>(bytes.size());
-  for (int l = 0; l < layers; ++l) {
-    workload::Op op{.name = fmt::format("fwd{}", l),
-                    .kind = workload::OpKind::Forward,
-                    .duration = forward,
-                    .layer = l,
-                    .deps = {}};
-    if (l > 0) op.deps = {l - 1};
-    w.ops.push_back(op);
-  }
-  for (int l = layers - 1; l >= 0; --l) {
-    workload::Op op{.name = fmt::format("bwd{}", l),
-                    .kind = workload::OpKind::Backward,
-                    .duration = backward,
-                    .layer = l,
-                    .deps = {}};
-    op.deps = {static_cast<int>(w.ops.size()) - 1};
-    w.ops.push_back(op);
-  }
-  for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("p{}", l),
-                         .bytes = bytes[static_cast<size_t>(l)],
-                         .producer = 2 * layers - 1 - l,
-                         .consumers = {l}});
-  }
-  return w;
-}
+using test_workloads::layered;
 
 SchemeConfig ps(int shards) {
   SchemeConfig s;
@@ -78,7 +49,7 @@ TEST(HostCpu, OneWorkerPaysItOnceForThePullAndOnceForThePush) {
   // One layer, one shard: pull (S/B + a), deserialise (c S), forward, backward, serialise (c S),
   // push (S/B + a); the next step's pull waits for the applied gradient (sync).
   constexpr double kS = 4e7, kB = 1.25e9, kA = 5e-6, kF = 2e-3, kBwd = 4e-3, kC = 1e-9;
-  workload::Workload w = chain({kS}, kF, kBwd);
+  workload::Workload w = layered({kS}, kF, kBwd);
   w.comm_cpu_per_byte = kC;
   const double transfer = kS / kB + kA;
   for (bool fast : {true, false}) {
@@ -103,7 +74,7 @@ TEST(HostCpu, AComputeBoundStepGrowsByTheCpuOfEveryByteItMoves) {
   // monotonicity below holds.)
   const std::vector<double> bytes{2e6, 1e6, 3e6, 1e6, 2e6, 1e6};
   const double model = 1e7, c = 2e-9;
-  workload::Workload w = chain(bytes, 0.02, 0.04);
+  workload::Workload w = layered(bytes, 0.02, 0.04);
   const cluster::ClusterSpec spec = plain_switch(1, 12.5e9, 5e-6);
   const SimulationResult free_cpu = simulate_steps(w, spec, ps(1), {.warmup_steps = 1, .measure_steps = 2});
   w.comm_cpu_per_byte = c;
@@ -130,7 +101,7 @@ TEST(HostCpu, MoreCpuPerByteNeverSpeedsAFifoStepAndOtherSchemesIgnoreIt) {
   // In fifo order it did not on any of these cases. In random order it need not: on this
   // case with one shard the step is 0.564 s at c = 0 and 0.513 s at c = 0.1 ns per byte, because
   // delaying each worker's messages changes which pieces meet at the shard's link, and when.
-  workload::Workload w = chain({3e7, 1e7, 5e7, 2e7}, 2e-3, 4e-3);
+  workload::Workload w = layered({3e7, 1e7, 5e7, 2e7}, 2e-3, 4e-3);
   for (int shards : {1, 2, 4}) {
     double previous = 0;
     for (double c : {0.0, 1e-10, 1e-9, 1e-8}) {

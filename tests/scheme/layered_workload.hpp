@@ -57,6 +57,23 @@ inline workload::Workload layered(int layers, double tensor_bytes, double forwar
                  head_first);
 }
 
+/// The same nodes with GPUs moved between them at random (four tries, each node keeping 1 to
+/// workers_per_node): an uneven cluster.placement. `pick(lo, hi)` draws an integer in [lo, hi].
+template <class Pick>
+std::vector<int> moved_placement(const cluster::ClusterSpec& s, Pick& pick) {
+  std::vector<int> placement;
+  for (int node = 0; node < s.num_worker_nodes(); ++node) placement.push_back(s.workers_on_node(node));
+  for (int move = 0; move < 4; ++move) {
+    const auto from = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+    const auto to = static_cast<size_t>(pick(0, static_cast<int>(placement.size()) - 1));
+    if (placement[from] > 1 && placement[to] < s.workers_per_node) {
+      placement[from]--;
+      placement[to]++;
+    }
+  }
+  return placement;
+}
+
 /// `workers` workers, one per node, on a switch with NICs of nic_bw (bytes/s) and `latency` (s).
 inline cluster::ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
   cluster::ClusterSpec spec;

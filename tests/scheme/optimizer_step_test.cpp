@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
@@ -28,37 +29,7 @@ bool close(double a, double b, double tolerance = kExact) {
   return std::fabs(a - b) <= tolerance * std::max({std::fabs(a), std::fabs(b), 1e-12});
 }
 
-/// Forward op l reads tensor l (bytes[l]); backward ops in reverse layer order produce them. One lane.
-workload::Workload chain(const std::vector<double>& bytes, double forward, double backward) {
-  workload::Workload w;
-  w.name = "chain";
-  const int layers = static_cast<int>(bytes.size());
-  for (int l = 0; l < layers; ++l) {
-    workload::Op op{.name = fmt::format("fwd{}", l),
-                    .kind = workload::OpKind::Forward,
-                    .duration = forward,
-                    .layer = l,
-                    .deps = {}};
-    if (l > 0) op.deps = {l - 1};
-    w.ops.push_back(op);
-  }
-  for (int l = layers - 1; l >= 0; --l) {
-    workload::Op op{.name = fmt::format("bwd{}", l),
-                    .kind = workload::OpKind::Backward,
-                    .duration = backward,
-                    .layer = l,
-                    .deps = {}};
-    op.deps = {static_cast<int>(w.ops.size()) - 1};
-    w.ops.push_back(op);
-  }
-  for (int l = 0; l < layers; ++l) {
-    w.tensors.push_back({.name = fmt::format("p{}", l),
-                         .bytes = bytes[static_cast<size_t>(l)],
-                         .producer = 2 * layers - 1 - l,
-                         .consumers = {l}});
-  }
-  return w;
-}
+using test_workloads::layered;
 
 cluster::ClusterSpec plain_switch(int workers, double bw, double latency, double memory_bw) {
   cluster::ClusterSpec s;
@@ -84,7 +55,7 @@ constexpr double kMemoryBw = 2e12;
 TEST(OptimizerStep, TimeIsTheBytesEachParameterMovesOverTheParametersUpdated) {
   // Adam reads the gradient, the weight and two moments and writes the weight and two moments;
   // momentum one moment; sgd none: 4 + 4 + 4 + 2 s bytes with s bytes of state.
-  const workload::Workload w = chain({kBytes / 2, kBytes / 2}, 1e-3, 2e-3);
+  const workload::Workload w = layered({kBytes / 2, kBytes / 2}, 1e-3, 2e-3);
   const double adam = kParameters * 28 / kMemoryBw;
   const cluster::ClusterSpec eight = plain_switch(8, 1.25e9, 5e-6, kMemoryBw);
   EXPECT_TRUE(close(optimizer_step_time(w, eight, scheme_of(Scheme::AllReduce)), adam));
@@ -102,7 +73,7 @@ TEST(OptimizerStep, TimeIsTheBytesEachParameterMovesOverTheParametersUpdated) {
   EXPECT_TRUE(close(optimizer_step_time(w, eight, hybrid), adam / 4));
   // Mixed precision moves the same bytes per parameter: fewer in the gradient read, a working
   // copy written.
-  workload::Workload half = chain({kBytes / 4, kBytes / 4}, 1e-3, 2e-3);  // same 2.5e7 parameters
+  workload::Workload half = layered({kBytes / 4, kBytes / 4}, 1e-3, 2e-3);  // same 2.5e7 parameters
   half.precision = workload::Precision::FP16;
   EXPECT_TRUE(close(optimizer_step_time(half, eight, scheme_of(Scheme::AllReduce)), adam));
   // No cost: the servers apply the gradients; the bandwidth is unknown; the ops already hold it.
@@ -114,7 +85,7 @@ TEST(OptimizerStep, TimeIsTheBytesEachParameterMovesOverTheParametersUpdated) {
 }
 
 TEST(OptimizerStep, OneWorkerRunsItsComputeThenItsUpdate) {
-  const workload::Workload w = chain({kBytes / 2, kBytes / 2}, 1e-3, 2e-3);
+  const workload::Workload w = layered({kBytes / 2, kBytes / 2}, 1e-3, 2e-3);
   const double compute = 2 * (1e-3 + 2e-3);
   const double update = kParameters * 28 / kMemoryBw;
   for (Scheme kind : {Scheme::AllReduce, Scheme::Fsdp}) {
@@ -139,7 +110,7 @@ TEST(OptimizerStep, FollowsTheStepsLastCollectiveInEveryScheme) {
   //   ZeRO-3: gather, gather again, reduce-scatter, then 1/N of it;
   //   ZeRO-1: reduce-scatter, 1/N of the update, then the gather of the updated parameters.
   constexpr double kB = 12.5e9, kA = 5e-6, kOp = 1e-12;
-  const workload::Workload w = chain({kBytes}, kOp, kOp);
+  const workload::Workload w = layered({kBytes}, kOp, kOp);
   const double whole = kParameters * 28 / kMemoryBw;
   for (int n : {2, 4, 8}) {
     const double ring = (n - 1) * (kBytes / (n * kB) + kA);
@@ -170,7 +141,7 @@ TEST(OptimizerStep, FollowsTheStepsLastCollectiveInEveryScheme) {
 TEST(OptimizerStep, CoarseAndAnalyticCountItAsTheFineEngineDoes) {
   // Compute far above communication (1 s of ops, 1 MB over 100 Gb/s): every predictor's step is
   // the compute plus what cannot hide plus the update; the update is the same term in all three.
-  const workload::Workload w = chain({5e5, 5e5}, 0.25, 0.25);
+  const workload::Workload w = layered({5e5, 5e5}, 0.25, 0.25);
   const cluster::ClusterSpec spec = plain_switch(4, 12.5e9, 5e-6, kMemoryBw);
   cluster::ClusterSpec free_update = spec;
   free_update.gpu_memory_bw = 0;
@@ -192,7 +163,7 @@ TEST(OptimizerStep, CoarseAndAnalyticCountItAsTheFineEngineDoes) {
 }
 
 TEST(OptimizerStep, MoreMemoryBandwidthNeverSlowsAStep) {
-  const workload::Workload w = chain({3e7, 1e7, 5e7, 2e7}, 2e-3, 4e-3);
+  const workload::Workload w = layered({3e7, 1e7, 5e7, 2e7}, 2e-3, 4e-3);
   for (const SchemeConfig& scheme :
        {scheme_of(Scheme::AllReduce), scheme_of(Scheme::Fsdp, FsdpSharding::Full),
         scheme_of(Scheme::Fsdp, FsdpSharding::GradOp), scheme_of(Scheme::Fsdp, FsdpSharding::Optimizer)}) {
