@@ -158,23 +158,28 @@ void WorkerRuntime::add_host_work(int w, double seconds) {
 
 void WorkerRuntime::start_host_work(int w) {
   Worker& worker = workers_[w];
-  const double now = ctx_.engine.now();
   const double duration = worker.host_owed;
   worker.host_owed = 0;
-  if (worker.busy_lanes == 0) close_idle(w);
-  worker.busy_lanes++;
   worker.lane_busy[0] = 1;
   worker.host_running = true;
+  ctx_.engine.schedule(occupy(w, "host: communication", duration), HostWorkDone{w});
+}
+
+double WorkerRuntime::occupy(int w, const char* what, double duration) {
+  Worker& worker = workers_[w];
+  const double now = ctx_.engine.now();
+  if (worker.busy_lanes == 0) close_idle(w);
+  worker.busy_lanes++;
   if (ctx_.trace != nullptr && ctx_.layout.keeps(w, worker.step)) {
     ctx_.span({.process = w,
                .thread = 0,
-               .name = "host: communication",
+               .name = what,
                .category = "compute",
                .start = now,
                .duration = duration,
                .step = worker.step});
   }
-  ctx_.engine.schedule(now + duration, HostWorkDone{w});
+  return now + duration;
 }
 
 void WorkerRuntime::host_work_done(int w) {
@@ -208,21 +213,8 @@ void WorkerRuntime::release_all() {
 
 void WorkerRuntime::start_optimizer(int w) {
   Worker& worker = workers_[w];
-  const double now = ctx_.engine.now();
-  if (worker.busy_lanes == 0) close_idle(w);
-  worker.busy_lanes++;
   worker.optimizer = Worker::Optimizer::Running;
-  const double duration = optimizer_time_ * worker.compute_scale;
-  if (ctx_.trace != nullptr && ctx_.layout.keeps(w, worker.step)) {
-    ctx_.span({.process = w,
-               .thread = 0,
-               .name = "optimizer step",
-               .category = "compute",
-               .start = now,
-               .duration = duration,
-               .step = worker.step});
-  }
-  ctx_.engine.schedule(now + duration, OptimizerDone{w});
+  ctx_.engine.schedule(occupy(w, "optimizer step", optimizer_time_ * worker.compute_scale), OptimizerDone{w});
 }
 
 void WorkerRuntime::optimizer_done(int w) {

@@ -70,6 +70,9 @@ class WorkerRuntime {
   void maybe_finish_step(int w);
   void start_optimizer(int w);
   void start_host_work(int w);
+  /// Worker w is busy from now for `duration` (s), on its first lane's trace track as `what`;
+  /// returns when it ends.
+  double occupy(int w, const char* what, double duration);
   void close_idle(int w);
   void unmet_input(int w, int op, int source);
 
