@@ -36,25 +36,21 @@ std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app) {
   cmd->add_option("trace", args->trace, "Trace file (.json or .json.gz)")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   return {cmd, [args] {
+            auto print = [&](const auto& summary) {
+              if (args->json) {
+                report::write_json(std::cout, summary);
+              } else {
+                report::write_table(std::cout, summary);
+              }
+              return 0;
+            };
             // Sniffing reads the file's start, which a pipe cannot give twice: pipes are Kineto.
             std::error_code regular_error;
             if (std::filesystem::is_regular_file(args->trace, regular_error) &&
                 profile::looks_like_tf_timeline(args->trace)) {
-              const profile::TfTimelineSummary tf = profile::summarize_tf_timeline(args->trace);
-              if (args->json) {
-                report::write_json(std::cout, tf);
-              } else {
-                report::write_table(std::cout, tf);
-              }
-              return 0;
+              return print(profile::summarize_tf_timeline(args->trace));
             }
-            const profile::TraceSummary s = profile::summarize_kineto_file(args->trace);
-            if (args->json) {
-              report::write_json(std::cout, s);
-            } else {
-              report::write_table(std::cout, s);
-            }
-            return 0;
+            return print(profile::summarize_kineto_file(args->trace));
           }};
 }
 
