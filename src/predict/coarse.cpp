@@ -97,10 +97,15 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   //   phase stays exposed.
   // Either way a step exposes (1 + 1/m) phases, not 2. In fifo, tic, tac and priority orders the
   // sync pulls start with the first layers, whose gradients come last, so both phases stay
-  // exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp); async keeps both too.
+  // exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp), and so they do under the
+  // step barrier (training.ps.barrier: step), where no pull starts before the last push is applied.
   const int m = std::max(1, shards.largest_messages());
+  const bool overlaps_next_pulls =
+      scheme.mode == Mode::Async || scheme.ps.barrier == scheme::PsBarrier::PerTensor;
   const double exposed_phases =
-      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random ? 1.0 + 1.0 / m : 2.0;
+      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random && overlaps_next_pulls
+          ? 1.0 + 1.0 / m
+          : 2.0;
   if (scheme.mode == Mode::Sync) {
     // Contention heuristic: every worker moves its share of each shard through that shard's NIC
     // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).

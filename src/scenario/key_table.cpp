@@ -139,6 +139,11 @@ const Choices<PsOrder>& orders() {
                                   {"priority", PsOrder::Priority}};
   return c;
 }
+const Choices<scheme::PsBarrier>& barriers() {
+  static const Choices<scheme::PsBarrier> c{{"per_tensor", scheme::PsBarrier::PerTensor},
+                                            {"step", scheme::PsBarrier::Step}};
+  return c;
+}
 const Choices<AllReduceAlgorithm>& algorithms() {
   static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring},
                                              {"halving_doubling", AllReduceAlgorithm::HalvingDoubling},
@@ -828,6 +833,11 @@ std::vector<KeyDef> make_table() {
       "order a worker sends parameters: random each step (TensorFlow), fifo (creation order), tic or tac "
       "(TicTac), priority (P3: the layer nearest the input first, at every slice)",
       [](auto& s) -> auto& { return s.scheme.ps.order; }));
+  t.push_back(choice_key(
+      "training.ps.barrier", "per_tensor", barriers(),
+      "sync: a pull waits for its tensor's next version (PS-Lite, BytePS) or for every variable's "
+      "(step: TensorFlow's SyncReplicasOptimizer and tf_cnn_benchmarks)",
+      [](auto& s) -> auto& { return s.scheme.ps.barrier; }));
   t.push_back(duration_key(
       "training.ps.apply_time", "0", "time to apply one gradient tensor at a shard, serialized per shard",
       [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));

@@ -106,6 +106,7 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
     : ctx_(context),
       runtime_(runtime),
       sync_(context.scheme.mode == Mode::Sync),
+      step_barrier_(sync_ && context.scheme.ps.barrier == PsBarrier::Step),
       shards_count_(context.scheme.ps.count),
       clients_represented_(context.representative != nullptr ? context.representative->clients : 1),
       overhead_(context.scheme.ps.message_overhead),
@@ -255,8 +256,9 @@ void ParameterServerExchange::handle(const Event& event) {
 
 void ParameterServerExchange::request_pull(int client, int piece) {
   const int step = runtime_.step(nodes_.leader_of_client(client));
-  // Sync: step k needs the parameters after k aggregated updates. Async: whatever is there.
-  if (sync_ && version_[piece] < step) {
+  // Sync: step k needs the parameters after k aggregated updates (of this piece, or with the
+  // step barrier of every piece). Async: whatever is there.
+  if (sync_ && (step_barrier_ ? model_version_ : version_[piece]) < step) {
     waiting_[piece].push_back(client);
     return;
   }
@@ -286,7 +288,21 @@ void ParameterServerExchange::gradient_gathered(int client, int piece) {
 void ParameterServerExchange::enqueue(int connection, int piece, uint64_t priority) {
   Connection& c = connections_[connection];
   c.pending.push({priority, piece});
-  if (c.in_flight == kNone) send_next(connection, false);
+  if (c.in_flight != kNone) return;
+  if (hold_sends_) {
+    if (c.pending.size() == 1) held_connections_.push_back(connection);
+    return;
+  }
+  send_next(connection, false);
+}
+
+void ParameterServerExchange::send_held() {
+  hold_sends_ = false;
+  std::vector<int> held;
+  held.swap(held_connections_);
+  for (int connection : held) {
+    if (connections_[connection].in_flight == kNone) send_next(connection, false);
+  }
 }
 
 void ParameterServerExchange::send_next(int connection, bool reuse_flow) {
@@ -529,6 +545,21 @@ void ParameterServerExchange::on_piece_applied(int piece) {
   if (++aggregated_[piece] < nodes_.clients()) return;
   aggregated_[piece] = 0;
   version_[piece]++;
+  if (!step_barrier_) {
+    release_waiting(piece);
+    return;
+  }
+  // The model's next version exists once every piece has its own; then every waiting pull goes
+  // out at once, each connection's in its order.
+  if (++pieces_at_next_version_ < static_cast<int>(pieces_.size())) return;
+  pieces_at_next_version_ = 0;
+  model_version_++;
+  hold_sends_ = true;
+  for (int p = 0; p < static_cast<int>(pieces_.size()); ++p) release_waiting(p);
+  send_held();
+}
+
+void ParameterServerExchange::release_waiting(int piece) {
   std::vector<int> waiting;
   waiting.swap(waiting_[piece]);
   for (int client : waiting) {

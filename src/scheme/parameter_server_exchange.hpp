@@ -102,6 +102,11 @@ class ParameterServerExchange final : public Exchange {
   }
 
   void request_pull(int client, int piece);
+  /// The pulls waiting for a piece's next version, now that it exists.
+  void release_waiting(int piece);
+  /// The first pending message of every idle connection that requests left unsent (sending
+  /// held), so that a batch of requests goes out in the order's priority, not request order.
+  void send_held();
   void gradient_gathered(int client, int piece);
   void enqueue(int connection, int piece, uint64_t priority);
   void send_next(int connection, bool reuse_flow);
@@ -121,6 +126,7 @@ class ParameterServerExchange final : public Exchange {
   const StepContext& ctx_;
   WorkerRuntime& runtime_;
   const bool sync_;
+  const bool step_barrier_;  ///< sync with PsBarrier::Step: pulls wait for the whole model
   const int shards_count_;
   const int clients_represented_;  ///< clients each simulated client stands for
   const double overhead_;          ///< s per message at each end (PsConfig::message_overhead)
@@ -139,8 +145,12 @@ class ParameterServerExchange final : public Exchange {
   [[nodiscard]] uint64_t push_priority(int piece) {
     return need_rank_.empty() ? push_sequence_++ : need_rank_[static_cast<size_t>(piece)];
   }
-  std::vector<int> version_;               // piece -> updates completed (sync: steps aggregated)
-  std::vector<int> aggregated_;            // piece -> gradients applied towards the next version
+  std::vector<int> version_;        // piece -> updates completed (sync: steps aggregated)
+  std::vector<int> aggregated_;     // piece -> gradients applied towards the next version
+  int model_version_ = 0;           ///< step barrier: steps for which every piece is updated
+  int pieces_at_next_version_ = 0;  ///< step barrier: pieces already past model_version_
+  bool hold_sends_ = false;         ///< requests are queued, not sent (send_held() sends them)
+  std::vector<int> held_connections_;
   std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   std::vector<Shard> shards_;
   // Async staleness. Index client * pieces + piece: the piece's version when the client requested

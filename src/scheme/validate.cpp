@@ -128,6 +128,14 @@ bool known(PsOrder v) {
   }
   return false;
 }
+bool known(PsBarrier v) {
+  switch (v) {
+    case PsBarrier::PerTensor:
+    case PsBarrier::Step:
+      return true;
+  }
+  return false;
+}
 bool known(AllReduceAlgorithm v) {
   switch (v) {
     case AllReduceAlgorithm::Ring:
@@ -395,6 +403,7 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_known("training.ps.placement_strategy", s.ps.placement_strategy);
   expect_known("training.ps.placement", s.ps.placement);
   expect_known("training.ps.order", s.ps.order);
+  expect_known("training.ps.barrier", s.ps.barrier);
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   // A per-message cost beyond a latency's range is no RPC stack's.
@@ -527,6 +536,11 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
     fail("training.mode", fmt::format("async training needs training.scheme = ps ({} is synchronous)",
                                       sc.scheme == Scheme::AllReduce ? "all-reduce" : "fsdp"));
+  }
+  if (ps && sc.mode == Mode::Async && sc.ps.barrier == PsBarrier::Step) {
+    fail("training.ps.barrier",
+         "barrier = step is a synchronous step's barrier; async training has none "
+         "(use training.mode = sync, or leave the barrier per_tensor)");
   }
   if (sc.scheme == Scheme::Fsdp && sc.fsdp.sharding == FsdpSharding::Hybrid) {
     if (sc.fsdp.shard_group == 0 && !c.placement.empty() &&

@@ -218,7 +218,8 @@ TEST(CoarseParameterServer, SyncStepRespectsThePsNicBound) {
 TEST(CoarseParameterServer, RandomOrderExposesOnePhaseAndOnePiecesShareOfTheOther) {
   // Negligible compute, 8 tensors split over P shards (8 pieces per connection), random order:
   // T = (1 + 1/8) (N S/(P B) + a); fifo: 2 (N S/(P B) + a); one tensor (one piece): 2 phases in
-  // both. Without the heuristic (Options::ps_duplex_heuristic) random is fifo's.
+  // both; with training.ps.barrier: step, 2 phases. Without the heuristic
+  // (Options::ps_duplex_heuristic) random is fifo's.
   const double bw = 1e9, a = 1e-9;
   for (auto [n, p] : std::vector<std::pair<int, int>>{{2, 1}, {4, 1}, {8, 2}, {16, 4}}) {
     SCOPED_TRACE(std::string("N = ") + std::to_string(n) + std::string(", P = ") + std::to_string(p));
@@ -231,6 +232,12 @@ TEST(CoarseParameterServer, RandomOrderExposesOnePhaseAndOnePiecesShareOfTheOthe
     EXPECT_NEAR(predict(eight, cluster_of(n, bw, a), scheme, sequential).step_time, 2 * phase, 1e-6 * phase);
     const Workload one = layered(1, 8e6, 1e-12, 1e-12);
     EXPECT_NEAR(predict(one, cluster_of(n, bw, a), scheme, kCoarse).step_time, 2 * phase, 1e-6 * phase);
+    // TensorFlow's step barrier: no pull before the last push is applied, two phases (fine: the
+    // same closed form, tests/scheme/ps_order_test.cpp).
+    scheme.ps.barrier = scheme::PsBarrier::Step;
+    EXPECT_NEAR(predict(eight, cluster_of(n, bw, a), scheme, kCoarse).step_time, 2 * phase, 1e-6 * phase);
+    EXPECT_NEAR(predict(eight, cluster_of(n, bw, a), scheme, kFine).step_time, 2 * phase, 0.01 * phase);
+    scheme.ps.barrier = scheme::PsBarrier::PerTensor;
     scheme.ps.order = scheme::PsOrder::Fifo;
     EXPECT_NEAR(predict(eight, cluster_of(n, bw, a), scheme, kCoarse).step_time, 2 * phase, 1e-6 * phase);
   }

@@ -105,6 +105,14 @@ TEST_F(CrossKeyErrors, EachRuleNamesFileLineAndKey) {
        "  scheme: allreduce\n"  // 7
        "  mode: async\n",       // 8
        8, "training.mode", "training.scheme = ps"},
+      {"async_step_barrier",
+       "  workers: 2\n"       // 5
+       "training:\n"          // 6
+       "  scheme: ps\n"       // 7
+       "  mode: async\n"      // 8
+       "  ps:\n"              // 9
+       "    barrier: step\n",  // 10
+       10, "training.ps.barrier", "async training has none"},
   };
   for (const FileCase& c : cases) {
     SCOPED_TRACE(c.name);

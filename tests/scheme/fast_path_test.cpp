@@ -284,16 +284,21 @@ Case random_ps_case(uint64_t seed) {
   if (std::uniform_int_distribution<int>(0, 3)(more) == 0) {
     c.workload.comm_cpu_per_byte = std::uniform_real_distribution<double>(1e-10, 3e-9)(more);
   }
+  // TensorFlow's step barrier in a third of the synchronous cases (the fast path takes it).
+  if (c.scheme.mode == Mode::Sync && std::uniform_int_distribution<int>(0, 2)(more) == 0) {
+    ps.barrier = PsBarrier::Step;
+  }
   c.description = fmt::format(
       "ps seed {}: {} workers ({} per node{}), {} shards {}, partition {} strategy {}, topology {}, "
       "apply {} s + bw {}, order {}, mode {}, cv {:.3f}, rpc latency {}, message overhead {}, "
-      "cpu per byte {}, warmup {}, measure {}",
+      "cpu per byte {}, barrier {}, warmup {}, measure {}",
       seed, s.workers, s.workers_per_node, ps.local_aggregation ? ", aggregated" : "", ps.count,
       ps.placement == PsPlacement::Dedicated ? "dedicated" : "colocated", static_cast<int>(ps.partition),
       static_cast<int>(ps.placement_strategy), static_cast<int>(s.topology), ps.apply_time, ps.apply_bw,
       static_cast<int>(ps.order), static_cast<int>(c.scheme.mode), c.options.compute_cv,
       s.rpc_latency ? fmt::format("{}", *s.rpc_latency) : "unset", ps.message_overhead,
-      c.workload.comm_cpu_per_byte, c.options.warmup_steps, c.options.measure_steps);
+      c.workload.comm_cpu_per_byte, static_cast<int>(ps.barrier), c.options.warmup_steps,
+      c.options.measure_steps);
   return c;
 }
 

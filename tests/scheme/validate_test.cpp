@@ -223,6 +223,17 @@ std::vector<Case> cases() {
          ps(in, 1, PsPlacement::Dedicated);
        },
        "training.mode", "training.scheme = ps"},
+      {"step_barrier_needs_sync",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.mode = Mode::Async;
+         in.scheme.ps.barrier = PsBarrier::Step;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.barrier = PsBarrier::Step;
+       },
+       "training.ps.barrier", "async training has none"},
       {"custom_topology_without_switches",
        [](Inputs& in) {
          custom_two_switches(in);
@@ -429,6 +440,16 @@ std::vector<Case> cases() {
          in.scheme.ps.placement_strategy = PsPlacementStrategy::RoundRobin;
        },
        "training.ps.placement_strategy", "unknown value 9"},
+      {"unknown_barrier",
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.barrier = static_cast<PsBarrier>(5);
+       },
+       [](Inputs& in) {
+         ps(in, 2, PsPlacement::Dedicated);
+         in.scheme.ps.barrier = PsBarrier::Step;
+       },
+       "training.ps.barrier", "unknown value 5"},
       {"nan_bucket_size", [](Inputs& in) { in.scheme.allreduce.bucket_bytes = kNaN; },
        [](Inputs& in) { in.scheme.allreduce.bucket_bytes = 0; }, "training.allreduce.bucket_size", "finite"},
       {"unknown_scheme", [](Inputs& in) { in.scheme.scheme = static_cast<Scheme>(7); }, [](Inputs&) {},

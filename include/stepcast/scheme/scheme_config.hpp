@@ -38,6 +38,13 @@ enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// highest-priority pending message whenever it sends one (with PsConfig::slice_bytes, at every
 /// slice). For a plain chain of layers every order but random coincides.
 enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac, Priority };
+/// What a synchronous step's pulls wait for. per_tensor: a piece's next version, which exists
+/// once every worker's gradient of it is applied (PS-Lite, BytePS, MXNet's KVStore), so the next
+/// step's pulls of pieces already updated overlap this step's other pushes. step: every
+/// variable's next version, a barrier across the whole model (TensorFlow's SyncReplicasOptimizer
+/// token queue, tf_cnn_benchmarks' sync queues), so the next step starts from all pulls at once
+/// and only their order decides how soon the forward pass can run (what TicTac schedules).
+enum class PsBarrier : uint8_t { PerTensor, Step };
 /// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
 /// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
 /// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
@@ -95,6 +102,7 @@ struct PsConfig {
   PsPlacementStrategy placement_strategy = PsPlacementStrategy::LeastLoaded;
   PsPlacement placement = PsPlacement::Dedicated;
   PsOrder order = PsOrder::Random;
+  PsBarrier barrier = PsBarrier::PerTensor;
   double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
   double apply_bw = 0;    ///< bytes/s of applying gradients at a shard; 0 = free
   /// s of CPU each message (one piece pulled or pushed) costs at both ends: at the shard on one
