@@ -46,6 +46,10 @@ struct Options {
   /// coarse, sync PS in random order: the next step's pulls overlap this step's pushes (README,
   /// "Coarse"); false: the two phases one after the other, as DESIGN 3.2 writes them.
   bool ps_duplex_heuristic = true;
+  /// coarse, sync PS whose phases do not overlap each other (an ordered send, or the step
+  /// barrier): pulls in need order overlap the forward pass, pushes the backward pass (README,
+  /// "Coarse"); false: compute and the two phases one after the other.
+  bool ps_compute_overlap_heuristic = true;
   /// Stragglers: coefficient of variation of a worker's compute time per step (seeded lognormal,
   /// mean 1, independent per worker and step); 0 = identical workers. Fine: simulated; coarse:
   /// a synchronous step waits for the expected slowest of N; analytic: ignored (a bound).
