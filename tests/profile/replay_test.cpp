@@ -17,6 +17,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <unistd.h>
+
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/detail/profile/kineto_workload.hpp"
@@ -208,8 +210,11 @@ class ProfiledScenario : public ::testing::Test {
       GTEST_SKIP() << "skipped: shared trace data not found at " << kTraces.string()
                    << " (it lives next to the project as ../shared/data; CI has it)";
     }
+    // ctest runs these tests as parallel processes: the directory must be unique to this one
+    // (gtest's random seed is the start time in ms, which two processes can share).
     dir_ = fs::temp_directory_path() /
-           fmt::format("stepcast_replay_{}", ::testing::UnitTest::GetInstance()->random_seed());
+           fmt::format("stepcast_replay_{}_{}", ::getpid(),
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     // A relative workload.profile resolves against the scenario file's directory.
     fs::remove(dir_ / "trace.json.gz");

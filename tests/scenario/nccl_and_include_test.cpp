@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "expect_error.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
@@ -70,7 +72,7 @@ class Include : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("stepcast-include-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+           ("stepcast-include-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_ / "calib");
   }
