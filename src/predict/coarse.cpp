@@ -95,17 +95,41 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // - async: pushes leave as the backward produces the gradients and overlap it, but for the
   //   last piece; the forward needs its pieces in an order the pulls do not follow, so the pull
   //   phase stays exposed.
-  // Either way a step exposes (1 + 1/m) phases, not 2. In fifo, tic, tac and priority orders the
-  // sync pulls start with the first layers, whose gradients come last, so both phases stay
-  // exposed (the closed forms of tests/predict/fine_vs_coarse_test.cpp), and so they do under the
-  // step barrier (training.ps.barrier: step), where no pull starts before the last push is applied.
+  // Either way a step exposes (1 + 1/m) phases, not 2.
+  // In fifo, tic, tac and priority orders the sync pulls start with the first layers, whose
+  // gradients come last, so both phases stay exposed (the closed forms of
+  // tests/predict/fine_vs_coarse_test.cpp), and so they do under the step barrier
+  // (training.ps.barrier: step), where no pull starts before the last push is applied.
   const int m = std::max(1, shards.largest_messages());
+  // A worker requests its next step's pulls once that step starts, after its own pushes: what
+  // a sync pull overlaps is the other workers' pushes, so one worker alone exposes both phases
+  // (fine: 2.00 phases with one worker; coarse took 1 + 1/m and was 30% short on VGG-16).
   const bool overlaps_next_pulls =
-      scheme.mode == Mode::Async || scheme.ps.barrier == scheme::PsBarrier::PerTensor;
-  const double exposed_phases =
-      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random && overlaps_next_pulls
-          ? 1.0 + 1.0 / m
-          : 2.0;
+      scheme.mode == Mode::Async || (scheme.ps.barrier == scheme::PsBarrier::PerTensor && n > 1);
+  const bool duplex =
+      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random && overlaps_next_pulls;
+  const double exposed_phases = duplex ? 1.0 + 1.0 / m : 2.0;
+  // Compute-overlap heuristic: the pushes leave as the backward pass produces the gradients, one
+  // piece's share after its end at the least, so pushing ends at max(bwd + phase/m, phase +
+  // bwd/m) after the backward starts; pulls in need order (fifo, tic, tac, priority) feed the
+  // forward pass as they arrive, so it ends max(phase + fwd/m, fwd + phase/m) after the step
+  // starts, and in random order only once they are all in, phase + fwd. With one piece both
+  // are compute plus two phases, the plain phase model; the step takes the shorter of the two.
+  // Without it the phase model misses that a PS hides its transfers behind compute (coarse was
+  // 29-37% slow at 16 workers and 100 Gbps on ResNet-50 in fifo order, 18-32% slow on
+  // asynchronous tic with 2 workers, and 35% slow on AlexNet in random order with 4 workers at
+  // 100 Gbps, where the duplex heuristic alone leaves the compute in series).
+  const auto core_of = [&](double phase) {
+    const double plain = compute + exposed_phases * phase;
+    if (!options.ps_compute_overlap_heuristic) return plain;
+    const double fwd = w.compute_time(workload::OpKind::Forward);
+    const double bwd = w.compute_time(workload::OpKind::Backward);
+    const double rest = std::max(0.0, compute - fwd - bwd);
+    const double pulled =
+        scheme.ps.order == scheme::PsOrder::Random ? phase + fwd : std::max(phase + fwd / m, fwd + phase / m);
+    const double pushed = std::max(bwd + phase / m, phase + bwd / m);
+    return std::min(plain, pulled + pushed + rest);
+  };
   if (scheme.mode == Mode::Sync) {
     // Contention heuristic: every worker moves its share of each shard through that shard's NIC
     // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
@@ -118,26 +142,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     const double server_apply = n * apply_per_step;
     // Stragglers: the barrier of each step waits for the slowest worker's compute.
     const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
-    // Compute-overlap heuristic, where the two phases do not overlap each other (exposed_phases
-    // 2): the pushes leave as the backward pass produces the gradients, one piece's share after
-    // its end at the least, so pushing ends at max(bwd + phase/m, phase + bwd/m) after the
-    // backward starts; pulls in need order (fifo, tic, tac, priority) feed the forward pass as
-    // they arrive, so it ends max(phase + fwd/m, fwd + phase/m) after the step starts, and in
-    // random order (the step barrier) only once they are all in, phase + fwd. With one piece
-    // both are compute plus two phases, the plain phase model. Without it the phase model misses
-    // that a need-ordered PS hides its transfers behind compute (coarse was 29-37% slow at 16
-    // workers and 100 Gbps).
-    double core = compute + exposed_phases * phase;
-    if (options.ps_compute_overlap_heuristic && exposed_phases == 2.0) {
-      const double fwd = w.compute_time(workload::OpKind::Forward);
-      const double bwd = w.compute_time(workload::OpKind::Backward);
-      const double rest = std::max(0.0, compute - fwd - bwd);
-      const double pulled = scheme.ps.order == scheme::PsOrder::Random
-                                ? phase + fwd
-                                : std::max(phase + fwd / m, fwd + phase / m);
-      const double pushed = std::max(bwd + phase / m, phase + bwd / m);
-      core = std::min(core, pulled + pushed + rest);
-    }
+    const double core = core_of(phase);
     r.step_time = core + straggle + server_apply;
     const double exposed = core - compute;
     r.breakdown.compute = compute;
@@ -151,14 +156,14 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // Async: each worker cycles on its own; the servers cap the total rate at the busiest shard's
     // NIC (S_s bytes per worker step each way), its apply lane, or its message lane (2 m o per
     // worker step: its pulls and its pushes).
-    const double cycle = compute + exposed_phases * alone;
+    const double cycle = core_of(alone);
     double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
     if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
     if (lane_per_client > 0) cap = std::min(cap, 1.0 / (2 * lane_per_client));
     const double steps_per_second = std::min(n / cycle, cap);
     r.step_time = n / steps_per_second;
     r.breakdown.compute = compute;
-    r.breakdown.communication_exposed = exposed_phases * alone;
+    r.breakdown.communication_exposed = cycle - compute;
     r.breakdown.wait = r.step_time - cycle;
     r.utilization.push_back({"PS NIC out", steps_per_second * largest_shard / server_bw});
     r.utilization.push_back({"PS NIC in", steps_per_second * largest_shard / server_bw});

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Coarse against fine on a seeded random set of scenarios, through the CLI (issue 11).
+
+Each scenario is examples/resnet50-ps.yaml with the model, workers, NIC bandwidth, scheme and,
+for a parameter server, the order, shards, partition, mode and barrier drawn from a fixed seed.
+Prints coarse-vs-fine (throughput, coarse relative to fine) per scenario, worst last, and how
+many are beyond 10%.
+
+  tools/coarse_vs_fine.py [--binary build/release/stepcast] [--count 40] [--seed 7] [--only TEXT]
+"""
+import argparse
+import json
+import pathlib
+import random
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def scenarios(count, seed):
+    rng = random.Random(seed)
+    for _ in range(count):
+        model = rng.choice(['resnet50', 'resnet152', 'vgg16', 'alexnet'])
+        workers = rng.choice([1, 2, 4, 8, 16, 32, 64])
+        bandwidth = rng.choice(['1Gbps', '10Gbps', '25Gbps', '40Gbps', '100Gbps'])
+        scheme = rng.choice(['ps', 'ps', 'ps', 'allreduce'])
+        order = rng.choice(['random', 'random', 'fifo', 'tic'])
+        shards = rng.choice([1, 2, 4, 8])
+        partition = rng.choice(['whole', 'split'])
+        mode = rng.choice(['sync', 'sync', 'async'])
+        barrier = rng.choice(['per_tensor', 'per_tensor', 'step'])
+        batch = rng.choice([32, 64])
+        args = ['--workers', str(workers), '--set', f'workload.model={model}',
+                '--set', f'cluster.nic_bandwidth={bandwidth}', '--set', f'training.scheme={scheme}',
+                '--set', f'workload.batch_per_worker={batch}', '--set', 'workload.single_worker_throughput=300']
+        name = f'{model} N={workers} {bandwidth} {scheme}'
+        if scheme == 'ps':
+            if mode == 'async':
+                barrier = 'per_tensor'
+            args += ['--set', f'training.ps.order={order}', '--set', f'training.ps.count={shards}',
+                     '--set', f'training.ps.partition={partition}', '--set', f'training.mode={mode}',
+                     '--set', f'training.ps.barrier={barrier}']
+            name += f' {mode} {order} P={shards} {partition} {barrier}'
+        yield name, args
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--binary', default=str(ROOT / 'build/release/stepcast'))
+    parser.add_argument('--count', type=int, default=40)
+    parser.add_argument('--seed', type=int, default=7)
+    parser.add_argument('--only', help='only scenarios whose name contains this')
+    options = parser.parse_args()
+    rows = []
+    for name, args in scenarios(options.count, options.seed):
+        if options.only and options.only not in name:
+            continue
+        run = subprocess.run([options.binary, 'predict', str(ROOT / 'examples/resnet50-ps.yaml'),
+                              '--predictor', 'all', '--json'] + args, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f'{name}: {run.stderr.strip()}')
+        comparison = json.loads(run.stdout)['comparisons'][0]
+        step = comparison['step_time_s']
+        rows.append((comparison['coarse_vs_fine'], name, step['fine'], step['coarse']))
+    rows.sort(key=lambda r: abs(r[0]))
+    for relative, name, fine, coarse in rows:
+        print(f'{relative * 100:+7.1f}%  fine {fine * 1e3:9.1f} ms  coarse {coarse * 1e3:9.1f} ms  {name}')
+    beyond = sum(1 for r in rows if abs(r[0]) > 0.10)
+    print(f'{beyond} of {len(rows)} beyond 10%')
+
+
+if __name__ == '__main__':
+    main()
