@@ -174,6 +174,23 @@ double FlowNetwork::rate(FlowId id) const {
   return flows_[f].rate;
 }
 
+std::vector<double> FlowNetwork::link_bytes_moved(double t) const {
+  const_cast<FlowNetwork*>(this)->reap_finished();
+  if (dirty_) reshare();
+  STEPCAST_ASSERT(completes_by(now_, t));
+  t = std::max(t, now_);
+  std::vector<double> moved = link_bytes_;
+  for (uint32_t f : active_) {
+    const Flow& flow = flows_[f];
+    if (flow.state != State::Active || flow.path.empty()) continue;
+    // Every rate holds from `updated` to t: nothing completes or starts before t.
+    const double left = std::max(0.0, flow.remaining - flow.rate * (t - flow.updated));
+    const double done = std::max(0.0, flow.bytes - left);
+    for (const LinkUse& use : flow.path) moved[use.link] += done * use.count;
+  }
+  return moved;
+}
+
 void FlowNetwork::reap_finished() {
   // In the order advance_to returned them, skipping those restarted: the order decides which
   // slots remove() frees first, and so the ids that later flows get.

@@ -43,6 +43,7 @@ class FlowNetwork final : public NetworkModel {
   /// Flows still moving bytes: those finished by the last advance_to and not restarted are out.
   [[nodiscard]] size_t num_active() const override { return active_.size() - unrestarted_; }
   [[nodiscard]] const std::vector<double>& link_bytes() const override { return link_bytes_; }
+  [[nodiscard]] std::vector<double> link_bytes_moved(double t) const override;
   [[nodiscard]] uint32_t max_link_flows() const override { return max_link_flows_; }
   [[nodiscard]] uint64_t recomputations() const override { return recomputations_; }
   [[nodiscard]] uint64_t flows_reshared() const override { return flows_reshared_; }

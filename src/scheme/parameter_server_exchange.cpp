@@ -206,13 +206,21 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   }
   // Asynchronous workers have no reason to start in step: identical workers started together
   // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
-  // half the time. Start each at a seeded offset within one compute time instead.
-  const double spread = ctx_.workload.step_time_alone();
-  for (int w = 0; w < n; ++w) {
-    const double offset =
-        n > 1 ? spread * static_cast<double>(mix64(ctx_.options.seed ^ mix64(w + 1)) >> 11) * 0x1.0p-53 : 0.0;
-    ctx_.engine.schedule(offset, StartStep{w});
-  }
+  // half the time, which real asynchronous jobs do not show. Start them evenly spaced over one
+  // cycle instead. Offsets persist (a worker ahead keeps its lead: the one behind gets the
+  // bandwidth it leaves, and neither catches up), so they must cover the whole cycle, transfers
+  // included: within one compute time, as before, workers bound by their transfers (AlexNet, 2
+  // workers, 1 Gbps, one shard) stayed in a convoy and a step took twice what the PS NIC needs,
+  // and seeded random offsets left the result to the seed (5.1-7.6 s a step over five seeds).
+  // The cycle is the steady one of workers out of step: a worker's compute and its two transfers
+  // alone, or the busiest shard's NIC carrying every worker's share each way, whichever is
+  // longer. Even spacing over a multiple of it would put workers a cycle apart in step again.
+  const cluster::ClusterSpec& spec = ctx_.cluster.spec;
+  const double worker_transfer = ctx_.workload.parameter_bytes() / (spec.nic_bw / spec.busiest_node_workers());
+  const double shard_transfer = spec.workers * shard_loads(ctx_.workload, ctx_.scheme.ps).largest_bytes() /
+                                ps_server_bw(spec, ctx_.scheme.ps);
+  const double cycle = std::max(ctx_.workload.step_time_alone() + 2 * worker_transfer, shard_transfer);
+  for (int w = 0; w < n; ++w) ctx_.engine.schedule(cycle * w / n, StartStep{w});
 }
 
 void ParameterServerExchange::step_started(int w) {

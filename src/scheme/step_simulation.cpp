@@ -210,6 +210,9 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   r.window = engine.now() - window_start;
   r.workers = runtime.times();
   if (one_for_all) r.workers.assign(cluster.spec.workers, r.workers.front());
+  // Transfers completed by the end, less what each link had carried when the window opened, the
+  // part of the transfers then in flight included: each transfer counts what it moved inside
+  // the window, but for those still in flight at the end, so no link's utilization passes 1.
   std::vector<double> bytes = network.link_bytes();
   const std::vector<double>& at_window = runtime.link_bytes_at_window();
   if (!at_window.empty()) {

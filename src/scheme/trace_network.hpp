@@ -41,6 +41,9 @@ class TracedNetwork final : public net::NetworkModel {
   [[nodiscard]] double rate(net::FlowId flow) const override { return inner_.rate(flow); }
   [[nodiscard]] size_t num_active() const override { return inner_.num_active(); }
   [[nodiscard]] const std::vector<double>& link_bytes() const override { return inner_.link_bytes(); }
+  [[nodiscard]] std::vector<double> link_bytes_moved(double t) const override {
+    return inner_.link_bytes_moved(t);
+  }
   [[nodiscard]] uint32_t max_link_flows() const override { return inner_.max_link_flows(); }
   [[nodiscard]] uint64_t recomputations() const override { return inner_.recomputations(); }
   [[nodiscard]] uint64_t flows_reshared() const override { return inner_.flows_reshared(); }

@@ -50,6 +50,7 @@ void WorkerRuntime::start_step(int w) {
   const double now = ctx_.engine.now();
   worker.compute_scale = straggler_factor(ctx_.options.seed, w, worker.step, ctx_.options.compute_cv);
   worker.step_start = now;
+  if (worker.step == 0) worker.first_start = now;
   worker.idle_since = now;
   worker.release = now;
   worker.communication = worker.wait = 0;
@@ -266,7 +267,7 @@ void WorkerRuntime::maybe_finish_step(int w) {
   // Counted, not scanned: the window opens when the last worker finishes its warm-up.
   if (worker.step == warmup && ++past_warmup_ == static_cast<int>(workers_.size()) && window_start_ < 0) {
     window_start_ = now;
-    link_bytes_at_window_ = ctx_.engine.network().link_bytes();
+    link_bytes_at_window_ = ctx_.engine.network().link_bytes_moved(now);
     if (ctx_.trace != nullptr) ctx_.trace->instants.push_back({-1, "measured window opens", now});
   }
   // The next step starts now, but after everything else that happens now: what it requests
@@ -288,7 +289,8 @@ std::vector<WorkerTimes> WorkerRuntime::times() const {
   const int w0 = ctx_.options.warmup_steps;
   for (const Worker& worker : workers_) {
     WorkerTimes times;
-    const double begin = w0 == 0 ? 0.0 : worker.step_ends[w0 - 1];
+    // Without warm-up, from the worker's first start (asynchronous workers start at offsets).
+    const double begin = w0 == 0 ? worker.first_start : worker.step_ends[w0 - 1];
     times.cycle = (worker.step_ends[w0 + m - 1] - begin) / m;
     times.compute = worker.measured_compute / m;
     times.communication = worker.measured_communication / m;

@@ -99,6 +99,7 @@ class WorkerRuntime {
     double host_owed = 0;       // s of host work waiting for the first lane
     bool host_running = false;  // host work holds the first lane
     double step_start = 0;
+    double first_start = 0;  // of its first step
     double idle_since = 0;
     double release = 0;                  // latest time a barrier this worker waited on was released
     double communication = 0, wait = 0;  // idle time of the current step

@@ -44,7 +44,7 @@ predict::Options fine(uint64_t seed = 1) { return {.warmup_steps = 2, .measure_s
 TEST(Staleness, IsNMinusOneForAPiecePulledAtTheStartAndPushedAtTheEndOfAStep) {
   // One layer of 1 MB, 30 ms forward and 60 ms backward, 100 Gbps: the servers idle. A worker
   // requests its piece as its step starts and its push arrives as the step ends; the next step
-  // starts then. Every other worker pushes once per step of the same length, at its own seeded
+  // starts then. Every other worker pushes once per step of the same length, at its own
   // phase, so exactly N - 1 updates land in between.
   const Workload w = layered(1, 1e6, 30e-3, 60e-3);
   for (int n : {1, 2, 4, 8}) {
@@ -62,10 +62,11 @@ TEST(Staleness, IsNMinusOneForAPiecePulledAtTheStartAndPushedAtTheEndOfAStep) {
 TEST(Staleness, MeanFollowsEachPiecesPullToPushTime) {
   // 8 layers of 1 ms forward and 2 ms backward each, servers idle. Piece l is pulled as the step
   // starts and pushed when backward op l ends, L f + (L - l) b later; the others' pushes of it
-  // come once per step C = L (f + b) at phases spread by the seeded offsets, so it sees
+  // come once per step C = L (f + b) at phases spread by the start offsets, so it sees
   // (N - 1) (L f + (L - l) b) / C updates on average. Over l = 0..L-1:
   //   mean = (N - 1) (L f + (L + 1) b / 2) / (L (f + b)) = (N - 1) x 17 / 24.
-  // Each seed fixes the phases (identical workers keep them), so average over seeds.
+  // The workers start evenly spread over a step (identical workers keep their phases); the seed
+  // draws the random pull order, so average over seeds.
   const int n = 8;
   const Workload w = layered(8, 1e5, 1e-3, 2e-3);
   double sum = 0;
@@ -86,8 +87,10 @@ TEST(Staleness, GrowsWhenTheServerSaturatesYetItsMeanStaysBelowNMinusOne) {
   // 2.4 Gbps server NIC the server is the bottleneck: steps are mostly pulls and pushes, so the
   // compute that separates an early-pushed piece from the step's end is a smaller share of the
   // step and every piece's pull-to-push time nears the whole step (the mean grows), and workers'
-  // steps differ from one another under fair sharing (a push in a long step sees more than N - 1
-  // updates). Every worker still pushes each piece once per step, so the mean stays below N - 1.
+  // steps can differ from one another under fair sharing (a push in a long step then sees more
+  // than N - 1 updates; with 4 workers started evenly spread the pattern can also repeat exactly,
+  // and none does). Every worker still pushes each piece once per step, so the mean stays below
+  // N - 1.
   const Workload w = layered(8, 1e6, 30e-3 / 8, 60e-3 / 8);
   for (int n : {4, 8, 16}) {
     for (uint64_t seed : {1, 2, 3}) {
@@ -99,7 +102,7 @@ TEST(Staleness, GrowsWhenTheServerSaturatesYetItsMeanStaysBelowNMinusOne) {
       EXPECT_EQ(idle.bottleneck_kind, predict::BottleneckKind::Compute);
       EXPECT_EQ(saturated.bottleneck_kind, predict::BottleneckKind::PsNic) << saturated.bottleneck;
       EXPECT_EQ(idle.staleness.max, n - 1);
-      EXPECT_GT(saturated.staleness.max, n - 1);
+      EXPECT_GE(saturated.staleness.max, n - 1);
       EXPECT_GT(saturated.staleness.mean, idle.staleness.mean);
       EXPECT_LT(saturated.staleness.mean, n - 1);
     }

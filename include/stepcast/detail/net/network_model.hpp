@@ -63,6 +63,11 @@ class NetworkModel {
   [[nodiscard]] virtual size_t num_active() const = 0;
   /// Bytes carried so far by each link, counting completed transfers.
   [[nodiscard]] virtual const std::vector<double>& link_bytes() const = 0;
+  /// Bytes carried by each link up to time t (no earlier than the last advance_to, before the next
+  /// completion), with the part of each active transfer moved by then: the difference of two of
+  /// these is what a link carried between them, so that a window's utilization cannot pass 1 by
+  /// counting whole a transfer that started before it.
+  [[nodiscard]] virtual std::vector<double> link_bytes_moved(double t) const = 0;
   /// The most flows (members counted) that shared one link at one time.
   [[nodiscard]] virtual uint32_t max_link_flows() const = 0;
   /// Times bandwidth was re-shared; a cost measure for benchmarks.
