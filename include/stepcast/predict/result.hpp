@@ -43,12 +43,13 @@ struct Options {
   uint64_t seed = 1;              ///< every random choice derives from it
   bool record_trace = false;      ///< fill Result::trace (fine predictor only)
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
-  /// coarse, sync PS in random order: the next step's pulls overlap this step's pushes (README,
-  /// "Coarse"); false: the two phases one after the other, as DESIGN 3.2 writes them.
+  /// coarse PS in random order (async, or sync with more than one worker): the next step's pulls
+  /// overlap this step's pushes (README, "Coarse"); false: the two phases one after the other,
+  /// as DESIGN 3.2 writes them.
   bool ps_duplex_heuristic = true;
-  /// coarse, sync PS whose phases do not overlap each other (an ordered send, or the step
-  /// barrier): pulls in need order overlap the forward pass, pushes the backward pass (README,
-  /// "Coarse"); false: compute and the two phases one after the other.
+  /// coarse PS (sync steps and async cycles, every order): pulls in need order overlap the
+  /// forward pass, pushes the backward pass, and the step takes the shorter of that and the
+  /// phase model (README, "Coarse"); false: compute and the phases one after the other.
   bool ps_compute_overlap_heuristic = true;
   /// Stragglers: coefficient of variation of a worker's compute time per step (seeded lognormal,
   /// mean 1, independent per worker and step); 0 = identical workers. Fine: simulated; coarse:
