@@ -59,10 +59,10 @@ TEST(AnalyticPredictor, UpperBoundOnTheFinePredictor) {
 
     // Asynchronous workers out of step do not repeat one pattern every step: their rate over a
     // few steps strays from the steady one (tests/scheme/parameter_server_test.cpp), so it is
-    // measured over 20.
+    // measured over 60.
     const bool async = scheme.scheme == Scheme::ParameterServer && scheme.mode == Mode::Async;
     const Result fine = predict(w, spec, scheme,
-                                async ? Options{.warmup_steps = 5, .measure_steps = 20}
+                                async ? Options{.warmup_steps = 10, .measure_steps = 60}
                                       : Options{.warmup_steps = 1, .measure_steps = 3});
     EXPECT_GE(bound.throughput, fine.throughput * (1 - 1e-6));
     EXPECT_LE(bound.throughput, spec.workers * w.batch_per_worker / w.step_time_alone() * (1 + 1e-12));
