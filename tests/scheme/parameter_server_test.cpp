@@ -314,9 +314,9 @@ TEST(AsyncParameterServer, TwoTransferBoundWorkersRunOutOfStepAtThePsNicBound) {
   const double cap = bw / bytes;
   for (PsOrder order : {PsOrder::Random, PsOrder::Fifo}) {
     SCOPED_TRACE(order == PsOrder::Fifo ? "fifo" : "random");
-    const double rate =
-        steps_per_second(simulate_steps(w, cluster_of(2, bw, 5e-6), ps(Mode::Async, 1, PsPartition::Split, order),
-                                        {.warmup_steps = 5, .measure_steps = 20}));
+    const double rate = steps_per_second(simulate_steps(w, cluster_of(2, bw, 5e-6),
+                                                        ps(Mode::Async, 1, PsPartition::Split, order),
+                                                        {.warmup_steps = 5, .measure_steps = 20}));
     EXPECT_LE(rate, 1.01 * cap);
     EXPECT_GE(rate, 0.9 * cap);
   }
