@@ -217,8 +217,9 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   // longer. Even spacing over a multiple of it would put workers a cycle apart in step again.
   const cluster::ClusterSpec& spec = ctx_.cluster.spec;
   const double worker_transfer = ctx_.workload.parameter_bytes() / (spec.nic_bw / spec.busiest_node_workers());
-  const double shard_transfer = spec.workers * shard_loads(ctx_.workload, ctx_.scheme.ps).largest_bytes() /
-                                ps_server_bw(spec, ctx_.scheme.ps);
+  const std::vector<double> held = shard_bytes(pieces_, shards_count_);
+  const double shard_transfer =
+      spec.workers * *std::max_element(held.begin(), held.end()) / ps_server_bw(spec, ctx_.scheme.ps);
   const double cycle = std::max(ctx_.workload.step_time_alone() + 2 * worker_transfer, shard_transfer);
   for (int w = 0; w < n; ++w) ctx_.engine.schedule(cycle * w / n, StartStep{w});
 }
