@@ -955,11 +955,16 @@ TEST_P(FlowNetworkProperty, StaggeredArrivalsComplete) {
   }
 }
 
+struct RestartRun {
+  std::vector<Event> events;  ///< every completion as (time, instance index)
+  uint64_t flows_reshared = 0;
+  FlowNetwork::ReshareCounts counts;
+};
+
 // Runs `in` with staggered starts; a finished flow is given more bytes (restart) with a seeded
-// probability. Returns every completion as (time, instance index) and the flows re-shared.
-std::pair<std::vector<Event>, uint64_t> run_with_restarts(const Instance& in, Resharing resharing,
-                                                          uint64_t seed) {
-  auto net = make_maxmin_network(in.capacities, resharing);
+// probability.
+RestartRun run_with_restarts(const Instance& in, Resharing resharing, uint64_t seed) {
+  auto net = std::make_unique<FlowNetwork>(in.capacities, true, resharing);
   std::mt19937_64 rng(seed);
   std::map<uint32_t, size_t> live;
   std::vector<int> restarts(in.flows.size(), 0);
@@ -986,19 +991,38 @@ std::pair<std::vector<Event>, uint64_t> run_with_restarts(const Instance& in, Re
     }
   }
   EXPECT_LT(guard, 100000);
-  return {events, net->flows_reshared()};
+  return {events, net->flows_reshared(), net->reshare_counts()};
 }
 
-// Runs `in` both ways and expects the same completions; returns the flows each re-shared.
-std::pair<uint64_t, uint64_t> expect_incremental_matches_full(const Instance& in, uint64_t seed) {
-  const auto [incremental, incremental_flows] = run_with_restarts(in, Resharing::Incremental, seed);
-  const auto [full, full_flows] = run_with_restarts(in, Resharing::Full, seed);
+void expect_same_completions(const std::vector<Event>& incremental, const std::vector<Event>& full) {
   EXPECT_EQ(incremental.size(), full.size());
   for (size_t k = 0; k < std::min(full.size(), incremental.size()); ++k) {
     EXPECT_EQ(incremental[k].flow, full[k].flow) << "completion " << k;
     EXPECT_REL(incremental[k].time, full[k].time);
   }
-  return {incremental_flows, full_flows};
+}
+
+// Runs `in` both ways and expects the same completions; returns the flows each re-shared, and
+// how the incremental run re-shared.
+struct Comparison {
+  uint64_t incremental_flows = 0, full_flows = 0;
+  FlowNetwork::ReshareCounts counts;
+};
+Comparison expect_incremental_matches_full(const Instance& in, uint64_t seed) {
+  const RestartRun incremental = run_with_restarts(in, Resharing::Incremental, seed);
+  const RestartRun full = run_with_restarts(in, Resharing::Full, seed);
+  expect_same_completions(incremental.events, full.events);
+  // The reference keeps no groups and fills every change over the whole component.
+  EXPECT_EQ(full.counts.level_moves + full.counts.affected_fills + full.counts.rebases, 0u);
+  return {incremental.flows_reshared, full.flows_reshared, incremental.counts};
+}
+
+void add(FlowNetwork::ReshareCounts& total, const FlowNetwork::ReshareCounts& c) {
+  total.level_moves += c.level_moves;
+  total.affected_fills += c.affected_fills;
+  total.component_fills += c.component_fills;
+  total.unit_groups += c.unit_groups;
+  total.rebases += c.rebases;
 }
 
 // Incremental re-sharing (only the component reached from the changed links) gives the same
@@ -1008,11 +1032,10 @@ TEST_P(FlowNetworkProperty, IncrementalMatchesFullResharing) {
   uint64_t incremental_total = 0, full_total = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE(trace(seed, weighted));
-    const auto [incremental_flows, full_flows] =
-        expect_incremental_matches_full(random_instance(seed, weighted, true), seed);
-    EXPECT_LE(incremental_flows, full_flows);
-    incremental_total += incremental_flows;
-    full_total += full_flows;
+    const Comparison c = expect_incremental_matches_full(random_instance(seed, weighted, true), seed);
+    EXPECT_LE(c.incremental_flows, c.full_flows);
+    incremental_total += c.incremental_flows;
+    full_total += c.full_flows;
   }
   // Random paths of 1-4 links out of 5-30 often leave independent flow sets: the saving must show.
   EXPECT_LT(incremental_total, full_total);
@@ -1068,20 +1091,136 @@ TEST_P(FlowNetworkProperty, BoundedIncrementalMatchesFullResharing) {
 }
 
 // The same on incasts, where one connected component holds every flow: the affected set must
-// still give the full re-share's completions, and re-fill far fewer flows than it.
+// still give the full re-share's completions, and re-fill far fewer flows than it. Every way of
+// re-sharing must have been taken, so that each is checked here: level moves of groups alone,
+// affected fills with groups re-filled as one, and whole-component fills.
 TEST_P(FlowNetworkProperty, IncastIncrementalMatchesFullResharing) {
   const bool weighted = GetParam();
   uint64_t incremental_total = 0, full_total = 0;
+  FlowNetwork::ReshareCounts counts;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     SCOPED_TRACE(trace(seed, weighted));
     const Instance in = random_incast(seed, weighted);
-    const auto [incremental_flows, full_flows] = expect_incremental_matches_full(in, seed);
-    EXPECT_LE(incremental_flows, full_flows);
-    incremental_total += incremental_flows;
-    full_total += full_flows;
-    (void)expect_incremental_matches_full(with_bounds(in, seed), seed);
+    const Comparison c = expect_incremental_matches_full(in, seed);
+    EXPECT_LE(c.incremental_flows, c.full_flows);
+    incremental_total += c.incremental_flows;
+    full_total += c.full_flows;
+    add(counts, c.counts);
+    add(counts, expect_incremental_matches_full(with_bounds(in, seed), seed).counts);
   }
   EXPECT_LT(incremental_total, full_total);
+  EXPECT_GT(counts.level_moves, 1000u);
+  EXPECT_GT(counts.affected_fills, 1000u);
+  EXPECT_GT(counts.unit_groups, 1000u);
+  EXPECT_GT(counts.component_fills, 0u);
+}
+
+// Flows that one link holds move on its clock; the clock's origin moves once it ran far past the
+// transfers (a group that never empties: connections that always restart). Two connections
+// restart for ever on one link, one with large transfers and one with small ones, while a third
+// comes and goes (the level moves between a half and a third of the link): every completion
+// must be the full re-share's, and the origin must have moved.
+TEST(FlowNetwork, GroupClockMovesItsOriginAndCompletionsStayExact) {
+  const std::vector<double> capacities{1000.0, 5000.0, 5000.0, 5000.0};
+  auto run = [&](Resharing resharing) {
+    FlowNetwork net(capacities, true, resharing);
+    std::mt19937_64 rng(7);
+    auto uniform = [&rng](double lo, double hi) {
+      return std::uniform_real_distribution<double>(lo, hi)(rng);
+    };
+    std::vector<Event> events;
+    const FlowId large = net.start_flow(on({0, 1}, 2e5), 0.0);
+    const FlowId small = net.start_flow(on({0, 2}, 10.0), 0.0);
+    uint32_t third = index(net.start_flow(on({0, 3}, 5e3), 0.0));
+    bool third_running = true;
+    double third_returns = 0;
+    for (int guard = 0; guard < 400000; ++guard) {
+      const double t_done = net.next_completion();
+      const bool returns = !third_running && third_returns < t_done;
+      const double t = returns ? third_returns : t_done;
+      if (t > 2e5) break;
+      for (FlowId f : net.advance_to(t)) {
+        events.push_back({t, index(f) == index(large) ? 0u : index(f) == index(small) ? 1u : 2u});
+        if (index(f) == index(large)) {
+          net.restart_flow(f, uniform(1e5, 3e5));
+        } else if (index(f) == index(small)) {
+          net.restart_flow(f, uniform(100.0, 1000.0));
+        } else {
+          third_running = false;  // leaves for a while
+          third_returns = t + uniform(1.0, 20.0);
+        }
+      }
+      if (returns) {
+        third = index(net.start_flow(on({0, 3}, uniform(1e3, 1e4)), t));
+        third_running = true;
+      }
+    }
+    (void)third;
+    return std::make_pair(events, net.reshare_counts());
+  };
+  const auto [incremental, counts] = run(Resharing::Incremental);
+  const auto [full, full_counts] = run(Resharing::Full);
+  ASSERT_GT(incremental.size(), 10000u);
+  expect_same_completions(incremental, full);
+  EXPECT_GT(counts.rebases, 10u);
+  EXPECT_EQ(full_counts.rebases, 0u);
+}
+
+// An incast whose clients have room to spare: every change (a connection idles, or starts
+// again) only moves the level of its server's group, with no filling, and the completions are
+// those of re-filling every flow on every change.
+TEST(FlowNetwork, IncastChurnOnlyMovesGroupLevels) {
+  constexpr uint32_t kClients = 64, kServers = 8;
+  std::vector<double> capacities(kClients, 100.0);  // client downlinks
+  capacities.resize(kClients + kServers, 10.0);     // server uplinks: 8 clients each at most
+  auto run = [&](Resharing resharing) {
+    FlowNetwork net(capacities, true, resharing);
+    std::mt19937_64 rng(3);
+    auto uniform = [&rng](double lo, double hi) {
+      return std::uniform_real_distribution<double>(lo, hi)(rng);
+    };
+    std::vector<Event> events;
+    std::map<uint32_t, uint32_t> connection_of;  // flow id -> connection
+    std::multimap<double, uint32_t> wakeups;     // time -> connection that starts (again)
+    for (uint32_t c = 0; c < kClients * kServers; ++c) {
+      if (uniform(0, 1) < 0.5) {
+        connection_of[index(
+            net.start_flow(on({c % kClients, kClients + c / kClients}, uniform(1, 10)), 0.0))] = c;
+      } else {
+        wakeups.emplace(uniform(0.0, 5.0), c);
+      }
+    }
+    for (int completions = 0; completions < 20000;) {
+      const double t_done = net.next_completion();
+      const bool wake = !wakeups.empty() && wakeups.begin()->first < t_done;
+      const double t = wake ? wakeups.begin()->first : t_done;
+      for (FlowId f : net.advance_to(t)) {
+        const uint32_t c = connection_of.at(index(f));
+        events.push_back({t, c});
+        ++completions;
+        if (uniform(0, 1) < 0.7) {
+          net.restart_flow(f, uniform(1, 10));
+        } else {
+          connection_of.erase(index(f));
+          wakeups.emplace(t + uniform(0.1, 2.0), c);
+        }
+      }
+      if (wake) {
+        const uint32_t c = wakeups.begin()->second;
+        wakeups.erase(wakeups.begin());
+        connection_of[index(net.start_flow(on({c % kClients, kClients + c / kClients}, uniform(1, 10)), t))] =
+            c;
+      }
+    }
+    return std::make_pair(events, net.reshare_counts());
+  };
+  const auto [incremental, counts] = run(Resharing::Incremental);
+  const auto [full, full_counts] = run(Resharing::Full);
+  expect_same_completions(incremental, full);
+  const uint64_t reshares = counts.level_moves + counts.affected_fills + counts.component_fills;
+  EXPECT_GT(counts.level_moves, 0.95 * static_cast<double>(reshares))
+      << counts.affected_fills << " affected fills, " << counts.component_fills << " component fills";
+  EXPECT_EQ(full_counts.level_moves, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plain, FlowNetworkProperty, ::testing::Values(false));
