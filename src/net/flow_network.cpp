@@ -94,13 +94,7 @@ FlowNetwork::FlowNetwork(std::vector<double> capacities, bool share, Resharing r
       level_(capacity_.size(), 0.0),
       held_(capacity_.size(), 0),
       local_of_(capacity_.size(), 0),
-      groups_enabled_(share && resharing == Resharing::Incremental),
-      groups_(groups_enabled_ ? capacity_.size() : 0),
-      joining_weight_(groups_enabled_ ? capacity_.size() : 0, 0),
-      deferred_weight_(groups_enabled_ ? capacity_.size() : 0, 0),
-      new_load_(groups_enabled_ ? capacity_.size() : 0, 0.0),
-      next_level_(groups_enabled_ ? capacity_.size() : 0, 0.0),
-      moved_stamp_(groups_enabled_ ? capacity_.size() : 0, 0) {
+      groups_enabled_(share && resharing == Resharing::Incremental) {
   for (double c : capacity_) STEPCAST_ASSERT(c > 0 && std::isfinite(c));
 }
 
@@ -582,6 +576,17 @@ void FlowNetwork::collect_component() const {
 void FlowNetwork::reshare() const {
   dirty_ = false;
   ++recomputations_;
+  if (groups_enabled_ && groups_.empty()) {
+    // Sized at the first re-share: a network whose flows never share (a collective's stage
+    // pattern, solved alone) pays nothing for groups.
+    const size_t links = capacity_.size();
+    groups_.resize(links);
+    joining_weight_.assign(links, 0);
+    deferred_weight_.assign(links, 0);
+    new_load_.assign(links, 0.0);
+    next_level_.assign(links, 0.0);
+    moved_stamp_.assign(links, 0);
+  }
   // A link is marked once per flow that started or ended on it.
   std::sort(marked_links_.begin(), marked_links_.end());
   marked_links_.erase(std::unique(marked_links_.begin(), marked_links_.end()), marked_links_.end());
