@@ -87,64 +87,90 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double lane_per_client = shards.largest_messages() * overhead;  // s per client step and direction
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency + lane_per_client + overhead;
-  // Duplex heuristic (random send order), with m pieces per connection on the busiest shard:
-  // - sync: the next step's pull of a piece may start once every worker's push of it was
-  //   applied, and pulls (the servers' NIC out) and pushes (NIC in) take the two directions of
-  //   the links. In a random order the pieces become ready all through the push phase, so the
-  //   next step's pulls overlap all of it but about one piece's share;
-  // - async: pushes leave as the backward produces the gradients and overlap it, but for the
-  //   last piece; the forward needs its pieces in an order the pulls do not follow, so the pull
-  //   phase stays exposed.
-  // Either way a step exposes (1 + 1/m) phases, not 2.
-  // In fifo, tic, tac and priority orders the sync pulls start with the first layers, whose
-  // gradients come last, so both phases stay exposed (the closed forms of
+  // Duplex heuristic (ps_duplex_heuristic; synchronous, random send order, per-tensor barrier,
+  // more than one worker): the next step's pull of a piece may start once every worker's push of
+  // it was applied, and pulls (the servers' NIC out) and pushes (NIC in) take the two directions
+  // of the links. In a random order the pieces become ready all through the push phase, so the
+  // servers' next pulls overlap all of it but the pieces that are ready last: with N workers each
+  // pushing in its own order, a piece is ready once the last of them pushed it, which is late for
+  // a large piece, so the share left is that of a piece drawn by bytes (size-biased), 1 / m_eff
+  // with m_eff = (sum b)^2 / sum b^2 over the busiest shard's pieces (m for m equal pieces; near
+  // 1 when one piece holds most of the bytes, as VGG-16's fc6 with `partition: whole`, where
+  // counting pieces made coarse 70% fast at 8 workers). The servers' side of a step then exposes
+  // (1 + 1/m_eff) phases instead of 2. A worker's own link does not overlap: it requests its next
+  // step's pulls once that step starts, after its own pushes, so one worker alone, or one whose
+  // own link bounds the phase, exposes both (fine: 2.00 phases with one worker; coarse took
+  // 1 + 1/m for the whole phase and was 30% short on VGG-16 with one worker, and 37% fast on
+  // ResNet-152 with 2 workers on 8 shards, whose own links bound the phase).
+  // In fifo, tic, tac and priority orders the pulls start with the first layers, whose gradients
+  // come last, so both phases stay exposed (the closed forms of
   // tests/predict/fine_vs_coarse_test.cpp), and so they do under the step barrier
   // (training.ps.barrier: step), where no pull starts before the last push is applied.
   const int m = std::max(1, shards.largest_messages());
-  // A worker requests its next step's pulls once that step starts, after its own pushes: what
-  // a sync pull overlaps is the other workers' pushes, so one worker alone exposes both phases
-  // (fine: 2.00 phases with one worker; coarse took 1 + 1/m and was 30% short on VGG-16).
-  const bool overlaps_next_pulls =
-      scheme.mode == Mode::Async || (scheme.ps.barrier == scheme::PsBarrier::PerTensor && n > 1);
-  const bool duplex =
-      options.ps_duplex_heuristic && scheme.ps.order == scheme::PsOrder::Random && overlaps_next_pulls;
-  const double exposed_phases = duplex ? 1.0 + 1.0 / m : 2.0;
-  // Compute-overlap heuristic: the pushes leave as the backward pass produces the gradients, one
-  // piece's share after its end at the least, so pushing ends at max(bwd + phase/m, phase +
-  // bwd/m) after the backward starts; pulls in need order (fifo, tic, tac, priority) feed the
-  // forward pass as they arrive, so it ends max(phase + fwd/m, fwd + phase/m) after the step
-  // starts, and in random order only once they are all in, phase + fwd. With one piece both
-  // are compute plus two phases, the plain phase model; the step takes the shorter of the two.
-  // Without it the phase model misses that a PS hides its transfers behind compute (coarse was
-  // 29-37% slow at 16 workers and 100 Gbps on ResNet-50 in fifo order, 18-32% slow on
-  // asynchronous tic with 2 workers, and 35% slow on AlexNet in random order with 4 workers at
-  // 100 Gbps, where the duplex heuristic alone leaves the compute in series).
-  const auto core_of = [&](double phase) {
-    const double plain = compute + exposed_phases * phase;
-    if (!options.ps_compute_overlap_heuristic) return plain;
-    const double fwd = w.compute_time(workload::OpKind::Forward);
-    const double bwd = w.compute_time(workload::OpKind::Backward);
-    const double rest = std::max(0.0, compute - fwd - bwd);
-    const double pulled =
-        scheme.ps.order == scheme::PsOrder::Random ? phase + fwd : std::max(phase + fwd / m, fwd + phase / m);
-    const double pushed = std::max(bwd + phase / m, phase + bwd / m);
-    return std::min(plain, pulled + pushed + rest);
-  };
+  const double m_eff = std::max(1.0, shards.largest_effective_pieces());
+  const bool duplex = options.ps_duplex_heuristic && scheme.mode == Mode::Sync &&
+                      scheme.ps.order == scheme::PsOrder::Random &&
+                      scheme.ps.barrier == scheme::PsBarrier::PerTensor && n > 1;
+  const bool random_order = scheme.ps.order == scheme::PsOrder::Random;
+  const double fwd = w.compute_time(workload::OpKind::Forward);
+  const double bwd = w.compute_time(workload::OpKind::Backward);
+  const double rest = std::max(0.0, compute - fwd - bwd);
   if (scheme.mode == Mode::Sync) {
     // Contention heuristic: every worker moves its share of each shard through that shard's NIC
-    // at once, so a phase lasts at least N S_s / B (the PS bandwidth bound of DESIGN.md 3.2).
-    // Message heuristic: the busiest shard's lane is serial, N m o a phase; it runs while the NIC
-    // transfers other clients' messages (and while a worker's own end works on another message),
-    // so the phase is the longest of the terms. Without it the phase model misses that a PS
-    // bound by per-message costs stops scaling (docs/validation.md).
+    // at once, so the busiest shard's side of a phase lasts at least N S_s / B (the PS bandwidth
+    // bound of DESIGN.md 3.2). Message heuristic: the busiest shard's lane is serial, N m o a
+    // phase; it runs while the NIC transfers other clients' messages (and while a worker's own
+    // end works on another message), so the phase is the longest of the terms. Without it the
+    // phase model misses that a PS bound by per-message costs stops scaling (docs/validation.md).
     const double lanes = n * lane_per_client + latency;
-    const double phase = std::max({alone, n * largest_shard / server_bw + latency, lanes});
+    const double server = std::max(n * largest_shard / server_bw + latency, lanes);
+    const double phase = std::max(alone, server);
     const double server_apply = n * apply_per_step;
+    // The plain phase model: compute, the exposed phases, the busiest shard's applies. The duplex
+    // overlaps the two directions of the NICs, not the message lane, which handles the pulls and
+    // the pushes of every client one at a time.
+    const double exposed_phases = duplex ? 1.0 + 1.0 / m_eff : 2.0;
+    const double both_lanes = 2 * n * lane_per_client + latency;
+    const double plain = compute +
+                         std::max({exposed_phases * server, 2 * (duplex ? alone : phase), both_lanes}) +
+                         server_apply;
+    // Compute-overlap heuristic (ps_compute_overlap_heuristic), the step as a timeline from the
+    // start of the backward pass. Pushes leave as the backward produces the gradients: they end
+    // max(bwd + phase/m, phase + bwd/m) after it starts (the last gradient a piece's share after
+    // its end, the first a piece's share of the backward into it), and the busiest shard's apply
+    // lane works as they arrive, done a piece's applies after the last or its whole work after
+    // the first. The next step's pulls, requested once a worker's own pushes are out, take a phase
+    // on its link; with the duplex heuristic the servers send them as the pieces are ready, so
+    // the servers are done the size-biased share of a phase after the last push is applied and
+    // (1 + 1/m_eff) phases (their message lane: both directions' messages) after the pushes
+    // began, else a whole phase after the last is applied.
+    // In random order the forward waits for every pull; in need order (fifo, tic, tac,
+    // priority) the pulls feed it as they arrive, max(phase + fwd/m, fwd + phase/m). Without it
+    // coarse was 29-37% slow against fine on ResNet-50 with 16 workers at 100 Gbps in fifo
+    // order, 35% slow on AlexNet in random order with 4 workers at 100 Gbps, and with the shards'
+    // applies in series after the pushes 15% slow on ResNet-152 at 100 Gbps under the step
+    // barrier (8 workers, 2 shards, 20 us per apply), where fine hides them in the backward.
+    double core = plain;
+    if (options.ps_compute_overlap_heuristic) {
+      const double pushed = std::max(bwd + phase / m, phase + bwd / m);
+      const double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
+      double timeline;
+      if (random_order) {
+        const double pulled = duplex ? std::max({pushed + alone, applied + server / m_eff,
+                                                 bwd / m + std::max(exposed_phases * server, both_lanes)})
+                                     : applied + phase;
+        timeline = pulled + fwd;
+      } else {
+        timeline = applied + std::max(phase + fwd / m, fwd + phase / m);
+      }
+      core = std::min(plain, timeline + rest);
+    }
     // Stragglers: the barrier of each step waits for the slowest worker's compute.
     const double straggle = compute * (expected_slowest_factor(n, options.compute_cv) - 1);
-    const double core = core_of(phase);
-    r.step_time = core + straggle + server_apply;
-    const double exposed = core - compute;
+    r.step_time = core + straggle;
+    // What is left beyond compute and the shard's applies is the transfers, seen by a worker in
+    // the share its own link takes of a phase; the rest waits on the servers or the others.
+    const double exposed = std::max(0.0, core - compute - server_apply);
     r.breakdown.compute = compute;
     r.breakdown.communication_exposed = phase > 0 ? exposed * alone / phase : 0.0;
     r.breakdown.wait = r.step_time - compute - r.breakdown.communication_exposed;
@@ -156,7 +182,16 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // Async: each worker cycles on its own; the servers cap the total rate at the busiest shard's
     // NIC (S_s bytes per worker step each way), its apply lane, or its message lane (2 m o per
     // worker step: its pulls and its pushes).
-    const double cycle = core_of(alone);
+    // A worker's own cycle: its pulls, then its compute, then its pushes, on its own link (it
+    // requests its next pulls once its pushes are out); with the compute-overlap heuristic the
+    // pushes leave during the backward pass, as for sync.
+    const double plain = compute + 2 * alone;
+    double cycle = plain;
+    if (options.ps_compute_overlap_heuristic) {
+      const double pulled = random_order ? alone + fwd : std::max(alone + fwd / m, fwd + alone / m);
+      const double pushed = std::max(bwd + alone / m, alone + bwd / m);
+      cycle = std::min(plain, pulled + pushed + rest);
+    }
     double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
     if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
     if (lane_per_client > 0) cap = std::min(cap, 1.0 / (2 * lane_per_client));

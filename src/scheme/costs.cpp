@@ -70,6 +70,11 @@ double ShardLoads::largest_bytes() const { return *std::max_element(bytes.begin(
 
 double ShardLoads::largest_apply() const { return *std::max_element(apply.begin(), apply.end()); }
 
+double ShardLoads::largest_effective_pieces() const {
+  const size_t busiest = static_cast<size_t>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+  return square_bytes[busiest] > 0 ? bytes[busiest] * bytes[busiest] / square_bytes[busiest] : 1.0;
+}
+
 int ShardLoads::largest_messages() const { return *std::max_element(messages.begin(), messages.end()); }
 
 ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps) {
@@ -78,9 +83,11 @@ ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps) {
   load.bytes = shard_bytes(pieces, ps.count);
   load.apply.assign(load.bytes.size(), 0.0);
   load.messages.assign(load.bytes.size(), 0);
+  load.square_bytes.assign(load.bytes.size(), 0.0);
   for (const Piece& p : pieces) {
     load.apply[p.shard] += ps_apply_time(ps, p.bytes);
     load.messages[p.shard]++;
+    load.square_bytes[p.shard] += p.bytes * p.bytes;
   }
   return load;
 }

@@ -29,10 +29,15 @@ namespace stepcast::scheme {
 /// ps_apply_time per received piece) and the messages it handles (one per piece each way, each
 /// costing ps.message_overhead on its message lane). Index = shard, max(1, ps.count) entries.
 struct ShardLoads {
-  std::vector<double> bytes;  ///< bytes per shard
-  std::vector<double> apply;  ///< s per shard
-  std::vector<int> messages;  ///< pieces per shard: messages per client step in each direction
+  std::vector<double> bytes;         ///< bytes per shard
+  std::vector<double> apply;         ///< s per shard
+  std::vector<int> messages;         ///< pieces per shard: messages per client step in each direction
+  std::vector<double> square_bytes;  ///< per shard, the sum of its pieces' bytes squared
   [[nodiscard]] double largest_bytes() const;
+  /// The busiest shard's pieces counted by bytes, (sum b)^2 / sum b^2: m for m equal pieces,
+  /// near 1 when one piece holds most of the bytes. 1 / it is the share of the shard's bytes in
+  /// the piece that holds a byte drawn at random (a size-biased draw).
+  [[nodiscard]] double largest_effective_pieces() const;
   [[nodiscard]] double largest_apply() const;
   [[nodiscard]] int largest_messages() const;
 };
