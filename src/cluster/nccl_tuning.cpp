@@ -1,5 +1,5 @@
 // NCCL's channel count and per-protocol bandwidth caps (include/stepcast/cluster/cluster.hpp).
-// The numbers are NCCL's own tables, read in NVIDIA/nccl at v2.19 (commit b6475625): the speed
+// The numbers are NCCL's own tables, read in NVIDIA/nccl at commit b6475625: the speed
 // tables of src/graph/search.cc (speedArrayIntra/Inter and their sm90 versions, the speeds its
 // ring search tries, fastest first) and the bandwidth tables of src/graph/tuning.cc
 // (ncclTopoTuneModel: llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws), in
@@ -23,7 +23,7 @@ constexpr double kSpeedIntraSm90[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 
 constexpr double kSpeedInterSm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
                                       15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 
-// init.cc gives the ring graph at most MAXCHANNELS / 2 channels (MAXCHANNELS = 32 up to 2.19).
+// init.cc gives the ring graph at most MAXCHANNELS / 2 channels (MAXCHANNELS = 32 there).
 constexpr int kMaxGraphChannels = 16;
 // search.cc, ncclTopoDupChannels: channels are doubled from this speed up (GB/s) ...
 constexpr double kDuplicateFromSpeed = 25.0;

@@ -1,6 +1,7 @@
 // NCCL's channel count and bandwidth caps as the cluster computes them (cluster::nccl_*): the
 // default channel rule on machines whose NCCL graphs are known, and the caps against NCCL's
-// tables (src/graph/tuning.cc and search.cc, v2.19), which the expected values quote.
+// tables (src/graph/tuning.cc and search.cc at NVIDIA/nccl commit b6475625), which the expected
+// values quote.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -3,7 +3,7 @@
 // per-channel cap, the cap on the whole)), caps that never speed anything up, more channels that
 // never slow a capped collective, and `auto` switching protocol where the capped closed forms
 // cross. Expected values are derived in the comments from the inputs and NCCL's tables
-// (src/graph/tuning.cc, v2.19), not taken from the program.
+// (src/graph/tuning.cc at NVIDIA/nccl commit b6475625), not taken from the program.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -130,7 +130,8 @@ struct NcclTuning {
 /// "cluster.nccl.tree.ll128": the scenario keys of one (algorithm, protocol) start so.
 [[nodiscard]] std::string nccl_key(bool tree, NcclProtocol protocol);
 
-/// The most channels cluster.nccl.channels takes: NCCL's MAXCHANNELS since 2.20 (32 before).
+/// The most channels cluster.nccl.channels takes: twice the MAXCHANNELS (32) of the NCCL sources
+/// whose tables stepcast uses, room for versions that launch more.
 inline constexpr int kMaxNcclChannels = 64;
 
 /// The GPU generation NCCL's bandwidth tables are indexed by (tuning.cc: compute capability 7.x,
