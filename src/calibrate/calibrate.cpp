@@ -198,9 +198,10 @@ void summarise(Calibration& c, bool loo, Scored scored) {
 
 // FitMethod::Nccl on the eligible sizes (ascending, distinct, at least two). Every link of the
 // calibrated cluster runs at a multiple of B and every latency constant is lambda times NCCL's,
-// so each candidate c (ring or tree, one protocol) costs lambda L_c + S k_c / B exactly, with L_c
-// and k_c from its closed form at lambda = 1, B = 1 GB/s: the search over (lambda, B) never
-// rebuilds a plan.
+// so each candidate c (ring or tree, one protocol) costs lambda L_c + S sum_p F_p max(1 / cap_c,
+// P_p / (e_c B)) exactly (scheme::pattern_costs: L_c, F_p and P_p from its plan at lambda = 1,
+// B = 1 GB/s; e_c its efficiency; cap_c its bus-bandwidth cap, which depends on B through the
+// channel count and on the LL cap): the search over (lambda, B, LL cap) never rebuilds a plan.
 Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::vector<Measurement>& eligible,
                            int workers, const FitOptions& options) {
   const int per_node = options.workers_per_node;
@@ -212,66 +213,124 @@ Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::ve
   const NcclFit reference{workers, per_node, kReferenceBw, 1};
   const cluster::Cluster cluster = cluster::build_cluster(reference.spec(workers));
   struct Candidate {
-    double latency = 0;    // s at lambda = 1
-    double byte_cost = 0;  // s per byte at B = 1 B/s
+    bool tree = false;
+    cluster::NcclProtocol protocol = cluster::NcclProtocol::Simple;
+    double latency = 0;  // s at lambda = 1
+    double efficiency = 1;
+    std::vector<scheme::PatternCost> patterns;  // at B = kReferenceBw
   };
   std::vector<Candidate> candidates;
   for (scheme::AllReduceAlgorithm algorithm :
        {scheme::AllReduceAlgorithm::Ring, scheme::AllReduceAlgorithm::Tree}) {
-    for (scheme::CollectiveProtocol protocol :
-         {scheme::CollectiveProtocol::LL, scheme::CollectiveProtocol::LL128,
-          scheme::CollectiveProtocol::Simple}) {
+    for (const auto& [protocol, nccl_protocol] :
+         {std::pair{scheme::CollectiveProtocol::LL, cluster::NcclProtocol::LL},
+          std::pair{scheme::CollectiveProtocol::LL128, cluster::NcclProtocol::LL128},
+          std::pair{scheme::CollectiveProtocol::Simple, cluster::NcclProtocol::Simple}}) {
       const scheme::AllReducePlanner planner(cluster, algorithm, protocol);
       const scheme::AllReducePlanner::Choice choice = planner.choose(1);
-      const scheme::CollectiveCost cost =
-          scheme::collective_cost(cluster, planner.plan(choice), choice.terms);
-      candidates.push_back({cost.latency, cost.seconds_per_byte * kReferenceBw});
+      const scheme::CollectivePlan& plan = planner.plan(choice);
+      candidates.push_back({algorithm == scheme::AllReduceAlgorithm::Tree, nccl_protocol,
+                            scheme::collective_cost(cluster, plan, choice.terms).latency,
+                            choice.terms.protocol->efficiency, scheme::pattern_costs(cluster, plan)});
     }
   }
-  auto model = [&](double bytes, double lambda, double bw) {
-    double best = kInfinity;
-    for (const Candidate& c : candidates)
-      best = std::min(best, lambda * c.latency + bytes * c.byte_cost / bw);
-    return best;
+  // Seconds per byte of each candidate at (B, LL cap; 0: NCCL's table).
+  auto per_byte = [&](double bw, double ll_bw) {
+    const cluster::ClusterSpec spec = NcclFit{workers, per_node, bw, 1, ll_bw}.spec(workers);
+    std::vector<double> out;
+    for (const Candidate& c : candidates) {
+      const double cap = cluster::nccl_bus_bw_cap(spec, c.tree, c.protocol);
+      double sum = 0;
+      for (const scheme::PatternCost& p : c.patterns)
+        sum += p.fraction * std::max(1 / cap, p.links_seconds_per_byte * kReferenceBw / (c.efficiency * bw));
+      out.push_back(sum);
+    }
+    return out;
   };
-  auto objective = [&](double log_lambda, double log_bw) {
+  auto objective = [&](double log_lambda, double log_bw, double ll_bw) {
     const double lambda = std::exp(log_lambda), bw = std::exp(log_bw);
+    const std::vector<double> k = per_byte(bw, ll_bw);
     double sum = 0;
     for (const Measurement& m : eligible) {
-      const double e = (model(m.bytes, lambda, bw) - m.time) / m.time;
+      double best = kInfinity;
+      for (size_t i = 0; i < candidates.size(); ++i)
+        best = std::min(best, lambda * candidates[i].latency + m.bytes * k[i]);
+      const double e = (best - m.time) / m.time;
       sum += e * e;
     }
     return sum;
   };
-  // A grid over both (lambda 1e-2 .. 1e3, B 1 MB/s .. 1 PB/s), then coordinate refinement with a
-  // shrinking step: the objective is a sum of min-of-lines terms, piecewise smooth, not convex.
-  double best_l = 0, best_b = std::log(kReferenceBw), best = kInfinity;
+  // A grid over (lambda 1e-2 .. 1e3, B 1 MB/s .. 1 PB/s) with NCCL's caps, then coordinate
+  // refinement with a shrinking step: the objective is a sum of min-of-lines terms, piecewise
+  // smooth, not convex. Then the LL cap is freed (a grid over it, and all three refined): kept
+  // only if it gains more than kNcclCapGain.
   const double l_lo = std::log(1e-2), l_hi = std::log(1e3), b_lo = std::log(1e6),
                b_hi = std::log(limits::kMaxBandwidth);
   constexpr int kGrid = 120;
-  for (int i = 0; i <= kGrid; ++i) {
-    for (int j = 0; j <= kGrid; ++j) {
-      const double l = l_lo + (l_hi - l_lo) * i / kGrid, b = b_lo + (b_hi - b_lo) * j / kGrid;
-      const double v = objective(l, b);
-      if (v < best) std::tie(best, best_l, best_b) = std::tuple{v, l, b};
-    }
-  }
-  for (double step = (l_hi - l_lo) / kGrid; step > 1e-9; step /= 2) {
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (const auto& [dl, db] : {std::pair{step, 0.0}, {-step, 0.0}, {0.0, step}, {0.0, -step}}) {
-        const double v = objective(best_l + dl, best_b + db);
-        if (v < best) {
-          std::tie(best, best_l, best_b) = std::tuple{v, best_l + dl, best_b + db};
-          moved = true;
+  struct Point {
+    double l = 0, b = 0, cap = 0;  // log lambda, log B, log LL cap (cap unused when table)
+    double value = kInfinity;
+  };
+  auto refine = [&](Point p, bool free_cap, double first_step) {
+    auto value_at = [&](const Point& q) { return objective(q.l, q.b, free_cap ? std::exp(q.cap) : 0.0); };
+    for (double step = first_step; step > 1e-9; step /= 2) {
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (const auto& [dl, db, dc] : {std::tuple{step, 0.0, 0.0},
+                                         {-step, 0.0, 0.0},
+                                         {0.0, step, 0.0},
+                                         {0.0, -step, 0.0},
+                                         {0.0, 0.0, step},
+                                         {0.0, 0.0, -step}}) {
+          if (dc != 0 && !free_cap) continue;
+          Point q{p.l + dl, p.b + db, p.cap + dc};
+          q.value = value_at(q);
+          if (q.value < p.value) {
+            p = q;
+            moved = true;
+          }
         }
       }
     }
+    return p;
+  };
+  Point table;
+  for (int i = 0; i <= kGrid; ++i) {
+    for (int j = 0; j <= kGrid; ++j) {
+      const double l = l_lo + (l_hi - l_lo) * i / kGrid, b = b_lo + (b_hi - b_lo) * j / kGrid;
+      const double v = objective(l, b, 0);
+      if (v < table.value) table = {l, b, 0, v};
+    }
   }
+  table = refine(table, false, (l_hi - l_lo) / kGrid);
+  Point capped = table;
+  capped.value = kInfinity;
+  const double c_lo = std::log(1e8), c_hi = std::log(1e13);  // 0.1 GB/s .. 10 TB/s
+  for (int i = 0; i <= kGrid; ++i) {
+    const double cap = c_lo + (c_hi - c_lo) * i / kGrid;
+    const double v = objective(table.l, table.b, std::exp(cap));
+    if (v < capped.value) capped = {table.l, table.b, cap, v};
+  }
+  capped = refine(capped, true, (c_hi - c_lo) / kGrid);
+  // The freed search may also have left a local minimum of (lambda, B): the table refined from
+  // where it ended, so that the gain compared is the cap's alone.
+  Point from_capped = capped;
+  from_capped.value = objective(capped.l, capped.b, 0);
+  from_capped = refine(from_capped, false, (l_hi - l_lo) / kGrid);
+  if (from_capped.value < table.value) table = from_capped;
+  // The gain is relative to the table's error, but a sweep both reproduce to rounding (the model's
+  // own) is no evidence: errors below kNoise per size count as none.
+  constexpr double kNoise = 1e-4;
+  const double floor = static_cast<double>(eligible.size()) * kNoise * kNoise;
+  const double gain = std::max(0.0, (table.value - capped.value) / (table.value + floor));
+  const bool fit_cap = gain > kNcclCapGain;
+  const Point best = fit_cap ? capped : table;
   Calibration c;
   c.options = options;
   c.fit.workers = workers;
-  c.nccl = {workers, per_node, std::exp(best_b), std::exp(best_l)};
+  c.nccl = {workers, per_node, std::exp(best.b), std::exp(best.l), fit_cap ? std::exp(best.cap) : 0.0};
+  c.nccl_ll_fitted_bw = std::exp(capped.cap);
+  c.nccl_ll_gain = gain;
   for (const Measurement& m : points) {
     const bool used = m.bytes >= options.min_bytes && m.bytes <= options.max_bytes;
     SizeError e = score(m, c.nccl.time(m.bytes), used);
@@ -483,6 +542,11 @@ cluster::ClusterSpec NcclFit::spec(int ranks) const {
       costs[p].base_latency *= latency_scale;
       for (double& hop : costs[p].hop_latency) hop *= latency_scale;
     }
+  }
+  if (ll_bw > 0) {
+    constexpr int kLL = static_cast<int>(cluster::NcclProtocol::LL);
+    s.nccl.ring[kLL].max_bw = ll_bw;
+    s.nccl.tree[kLL].max_bw = ll_bw;
   }
   return s;
 }

@@ -110,6 +110,19 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
     json.number(c.nccl.nic_bw);
     json.key("latency_scale");
     json.number(c.nccl.latency_scale);
+    // LL's cap: fitted, or null when NCCL's table (by node count) stays.
+    json.key("ll_bandwidth_Bps");
+    if (c.nccl.ll_bw > 0) {
+      json.number(c.nccl.ll_bw);
+    } else {
+      json.null();
+    }
+    json.key("ll_fitted_bandwidth_Bps");
+    json.number(c.nccl_ll_fitted_bw);
+    json.key("ll_gain");
+    json.number(c.nccl_ll_gain);
+    json.key("channels");
+    json.number(cluster::nccl_channels(c.nccl.spec(c.nccl.workers)));
     json.end_object();
   } else {
     json.null();

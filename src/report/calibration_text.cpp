@@ -164,6 +164,19 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
     out += fmt::format("{}fit: nccl ({})\n", prefix, used);
     out += fmt::format("{}B = {:.6g} GB/s per node NIC (intra-node links {:g} x B), lambda = {:.4g}\n",
                        prefix, c.nccl.nic_bw / 1e9, calibrate::kNcclIntraToNic, c.nccl.latency_scale);
+    const double table_ll = cluster::nccl_max_bw(
+        NcclFit{c.nccl.workers, c.nccl.workers_per_node, c.nccl.nic_bw, 1, 0}.spec(fit.workers), false,
+        cluster::NcclProtocol::LL);
+    out += fmt::format(
+        "{}LL's cap = {:.6g} GB/s of bus bandwidth ({}); NCCL's table at {} nodes: {:.6g} GB/s; the sweep\n",
+        prefix, cluster::nccl_max_bw(spec, false, cluster::NcclProtocol::LL) / 1e9,
+        c.nccl.ll_bw > 0 ? "fitted" : "NCCL's table", spec.num_worker_nodes(), table_ll / 1e9);
+    out += fmt::format(
+        "{}  alone puts it at {:.6g} GB/s, {:.1f}% less squared error ({} above {:g}%); other caps: NCCL's\n",
+        prefix, c.nccl_ll_fitted_bw / 1e9, 100 * c.nccl_ll_gain, c.nccl.ll_bw > 0 ? "taken" : "taken only",
+        calibrate::kNcclCapGain * 100);
+    out +=
+        fmt::format("{}  tables x {} channels (NCCL's rule for B)\n", prefix, cluster::nccl_channels(spec));
   } else {
     out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
     out += fmt::format("{}fit: {} ({}){}\n", prefix, to_string(c.options.method), used,
@@ -206,6 +219,10 @@ std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
                          duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Pcie)]));
       out += fmt::format("          net: {}\n",
                          duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Net)]));
+      if (cost.max_bw) {
+        out += fmt::format("        max_bw: {}  # fitted (LL's cap); NCCL's table follows the node count\n",
+                           bandwidth_value(*cost.max_bw));
+      }
     }
   }
   out += "training:\n  allreduce:\n    algorithm: auto  # protocol auto follows\n";

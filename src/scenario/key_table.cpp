@@ -174,6 +174,17 @@ const Choices<cluster::Topology>& topologies() {
                                             {"custom", cluster::Topology::Custom}};
   return c;
 }
+const Choices<cluster::GpuGeneration>& gpu_generations() {
+  static const Choices<cluster::GpuGeneration> c{{"volta", cluster::GpuGeneration::Volta},
+                                                 {"ampere", cluster::GpuGeneration::Ampere},
+                                                 {"hopper", cluster::GpuGeneration::Hopper}};
+  return c;
+}
+const Choices<cluster::CpuVendor>& cpu_vendors() {
+  static const Choices<cluster::CpuVendor> c{{"intel", cluster::CpuVendor::Intel},
+                                             {"amd", cluster::CpuVendor::Amd}};
+  return c;
+}
 const Choices<cluster::IntraNodeLink>& intra_links() {
   static const Choices<cluster::IntraNodeLink> c{{"nvlink", cluster::IntraNodeLink::NvLink},
                                                  {"pcie", cluster::IntraNodeLink::Pcie}};
@@ -284,6 +295,28 @@ KeyDef bandwidth_key(std::string key, std::string def, std::string description, 
           [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth(v.text, v.where); },
           [field](const Scenario& s) {
             return Rendered{format_bandwidth(field(s)), false};
+          }};
+}
+
+/// A bandwidth cap of NCCL's model: a bandwidth, or 0 / none for no cap; unset, NCCL's table.
+/// `field` returns the std::optional<double> the key sets; `table` what applies when it is unset.
+template <class F, class Table>
+KeyDef cap_key(std::string key, std::string def, std::string description, F field, Table table) {
+  return {{std::move(key), "bandwidth, or 0 / none (no cap)", std::move(def), std::move(description)},
+          false,
+          [field](const RawValue& v, Draft& d) {
+            std::string_view s = number_text(v);
+            double zero = -1;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), zero);
+            const bool no_cap = v.text == "none" ||
+                                (!s.empty() && ec == std::errc() && end == s.data() + s.size() && zero == 0);
+            field(d.scenario) = no_cap ? 0.0 : parse_bandwidth(v.text, v.where);
+          },
+          [field, table](const Scenario& s) {
+            const std::optional<double>& set = field(s);
+            const double bw = set ? *set : table(s);
+            const std::string value = bw > 0 ? format_bandwidth(bw) : std::string("none");
+            return Rendered{set ? value : fmt::format("{} (NCCL's table)", value), false};
           }};
 }
 
@@ -720,8 +753,45 @@ std::vector<KeyDef> make_table() {
           what + ": payload bytes per wire byte (the links' bandwidth it can use)", [cost](auto& s) -> auto& {
             return cost(s).efficiency;
           }));
+      t.push_back(cap_key(
+          key + ".channel_bw", "NCCL's table for cluster.gpu.generation and the node count",
+          what + ": most payload bus bandwidth one channel carries (x cluster.nccl.channels)",
+          [cost](auto& s) -> auto& { return cost(s).channel_bw; },
+          [tree, protocol](const Scenario& s) {
+            return cluster::nccl_channel_bw(s.cluster, tree, protocol);
+          }));
+      t.push_back(cap_key(
+          key + ".max_bw", "NCCL's table (LL: llMaxBws by node count, cluster.cpu.vendor; else none)",
+          what + ": most payload bus bandwidth the collective reaches, whatever its channels",
+          [cost](auto& s) -> auto& { return cost(s).max_bw; },
+          [tree, protocol](const Scenario& s) { return cluster::nccl_max_bw(s.cluster, tree, protocol); }));
     }
   }
+  t.push_back({{"cluster.nccl.channels", "integer in [1, 64]",
+                "NCCL's rule for the topology (one per NIC at its speed, doubled on fast links)",
+                "channels NCCL's tuning model counts (its ring search's; NCCL launches 2-4x as many): "
+                "between nodes a ring per NIC while there are channels, and the per-channel caps "
+                "(cluster.nccl.*.channel_bw) times this"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.cluster.nccl.channels =
+                     parse_integer<int>(v, 1, cluster::kMaxNcclChannels,
+                                        fmt::format("an integer in [1, {}]", cluster::kMaxNcclChannels));
+               },
+               [](const Scenario& s) {
+                 const int channels = cluster::nccl_channels(s.cluster);
+                 return Rendered{s.cluster.nccl.channels ? fmt::format("{}", channels)
+                                                         : fmt::format("{} (NCCL's rule)", channels),
+                                 false};
+               }});
+  t.push_back(choice_key(
+      "cluster.gpu.generation", "hopper", gpu_generations(),
+      "GPU generation for NCCL's bandwidth tables: volta (V100), ampere (A100), hopper (H100)",
+      [](auto& s) -> auto& { return s.cluster.gpu_generation; }));
+  t.push_back(choice_key(
+      "cluster.cpu.vendor", "intel", cpu_vendors(),
+      "host CPU vendor, which picks NCCL's LL bandwidth cap between nodes",
+      [](auto& s) -> auto& { return s.cluster.cpu_vendor; }));
   t.push_back(
       {{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
         "NIC bandwidth of a dedicated parameter-server node, each way"},

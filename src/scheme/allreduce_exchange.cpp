@@ -70,9 +70,11 @@ void AllReduceExchange::start_stage() {
   const Stage& stage = plan.stages[stage_];
   const Pattern& pattern = plan.patterns[stage.pattern];
   stage_flows_left_ = static_cast<int>(pattern.groups.size());
+  const TransferBound bound = transfer_bound(terms);
   for (const FlowGroup& group : pattern.groups) {
     ctx_.engine.network().start_flow(
-        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(terms)}, ctx_.engine.now());
+        {group.path, bytes * stage.fraction * group.size_factor, bound.of(group.size_factor)},
+        ctx_.engine.now());
   }
 }
 

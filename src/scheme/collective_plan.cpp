@@ -93,16 +93,24 @@ std::vector<std::vector<int>> workers_by_node(const Cluster& c) {
   return nodes;
 }
 
-/// NCCL's channels: one per NIC of a node (cluster.nics_per_node), each moving its share of the
-/// data over its own NIC.
+/// The NICs of a worker node its GPUs are spread over (Cluster::nic_of).
+int nics(const Cluster& c) { return std::max(1, std::min(c.spec.nics_per_node, c.spec.workers_per_node)); }
+
+/// The rings (and tree pairs) a plan runs: one per NIC of a node, each moving its share of the
+/// data over its own NIC, as NCCL's channels do; with fewer NCCL channels than NICs
+/// (cluster.nccl.channels) only that many, so the other NICs stay idle between nodes. More
+/// channels than NICs share the NICs' rings: their links carry the same bytes, and only the
+/// protocols' per-channel caps (CollectiveTerms::bus_bw_cap) count them. In one node the rings
+/// meet on the same GPU links whatever their number, so they stay one per NIC there.
 int channels(const Cluster& c) {
-  return std::max(1, std::min(c.spec.nics_per_node, c.spec.workers_per_node));
+  if (c.spec.num_worker_nodes() <= 1) return nics(c);
+  return std::min(nics(c), cluster::nccl_channels(c.spec));
 }
 
 /// The local GPUs (0 .. m - 1) of a node using NIC `nic`, as Cluster::nic_of assigns them.
 std::vector<int> gpus_of_nic(const Cluster& c, int m, int nic) {
   std::vector<int> gpus;
-  const int k = channels(c), g = c.spec.workers_per_node;
+  const int k = nics(c), g = c.spec.workers_per_node;
   for (int d = 0; d < m; ++d) {
     if (std::min(k - 1, d * k / g) == nic) gpus.push_back(d);
   }
@@ -481,11 +489,11 @@ double stage_latency(const CollectivePlan& plan, size_t index, const CollectiveT
 }
 
 CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan, const CollectiveTerms& terms) {
-  const double bound = transfer_bound(terms);
+  const TransferBound bound = transfer_bound(terms);
   std::vector<double> per_byte(plan.patterns.size(), 0.0);  // of a stage with fraction 1
   for (size_t p = 0; p < plan.patterns.size(); ++p) {
     for (const FlowGroup& g : plan.patterns[p].groups) {
-      double rate = bound;
+      double rate = bound.of(g.size_factor);
       for (const net::LinkUse& u : g.path) rate = std::min(rate, c.links[u.link].bw / u.count);
       if (!g.path.empty()) per_byte[p] = std::max(per_byte[p], g.size_factor / rate);
     }
@@ -497,6 +505,26 @@ CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan, con
     cost.seconds_per_byte += stage.fraction * per_byte[stage.pattern] * wire_factor(terms);
   }
   return cost;
+}
+
+std::vector<PatternCost> pattern_costs(const Cluster& c, const CollectivePlan& plan) {
+  std::vector<PatternCost> costs(plan.patterns.size());
+  std::vector<bool> moves(plan.patterns.size(), false);
+  for (size_t p = 0; p < plan.patterns.size(); ++p) {
+    for (const FlowGroup& g : plan.patterns[p].groups) {
+      if (g.path.empty()) continue;
+      double rate = net::kInfinity;
+      for (const net::LinkUse& u : g.path) rate = std::min(rate, c.links[u.link].bw / u.count);
+      costs[p].links_seconds_per_byte = std::max(costs[p].links_seconds_per_byte, g.size_factor / rate);
+      moves[p] = true;
+    }
+  }
+  for (const Stage& stage : plan.stages) costs[static_cast<size_t>(stage.pattern)].fraction += stage.fraction;
+  std::vector<PatternCost> out;
+  for (size_t p = 0; p < costs.size(); ++p) {
+    if (moves[p]) out.push_back(costs[p]);
+  }
+  return out;
 }
 
 CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op,
@@ -576,20 +604,24 @@ CollectiveTerms terms_for(const Cluster& c, AllReduceAlgorithm algorithm, Collec
   CollectiveTerms terms;
   terms.intra_hop = c.spec.intra_node_link == cluster::IntraNodeLink::Pcie ? cluster::NcclHop::Pcie
                                                                            : cluster::NcclHop::NvLink;
-  const cluster::NcclCost* costs =
-      algorithm == AllReduceAlgorithm::Tree ? c.spec.nccl.tree : c.spec.nccl.ring;
+  const bool tree = algorithm == AllReduceAlgorithm::Tree;
+  const cluster::NcclCost* costs = tree ? c.spec.nccl.tree : c.spec.nccl.ring;
+  auto use = [&](cluster::NcclProtocol p) {
+    terms.protocol = &costs[static_cast<int>(p)];
+    terms.bus_bw_cap = cluster::nccl_bus_bw_cap(c.spec, tree, p);
+  };
   switch (protocol) {
     case CollectiveProtocol::Links:
       terms.regime = c.spec.regime_for(bytes);
       break;
     case CollectiveProtocol::LL:
-      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::LL)];
+      use(cluster::NcclProtocol::LL);
       break;
     case CollectiveProtocol::LL128:
-      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::LL128)];
+      use(cluster::NcclProtocol::LL128);
       break;
     case CollectiveProtocol::Simple:
-      terms.protocol = &costs[static_cast<int>(cluster::NcclProtocol::Simple)];
+      use(cluster::NcclProtocol::Simple);
       break;
     case CollectiveProtocol::Auto:
       STEPCAST_ASSERT(false && "auto is resolved by the planner");

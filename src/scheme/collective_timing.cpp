@@ -42,12 +42,13 @@ CollectiveTiming::CollectiveTiming(const cluster::Cluster& cluster, const Collec
   }
 }
 
-double CollectiveTiming::seconds_per_byte(int pattern, double bound) {
+double CollectiveTiming::seconds_per_byte(int pattern, const TransferBound& bound) {
   const auto key = std::make_pair(pattern, bound);
   if (auto it = seconds_per_byte_.find(key); it != seconds_per_byte_.end()) return it->second;
   const std::unique_ptr<net::NetworkModel> net = make_network(cluster_, network_);
   const Pattern& p = plan_.patterns[pattern];
-  for (const FlowGroup& g : p.groups) net->start_flow({g.path, kTimingBytes * g.size_factor, bound}, 0.0);
+  for (const FlowGroup& g : p.groups)
+    net->start_flow({g.path, kTimingBytes * g.size_factor, bound.of(g.size_factor)}, 0.0);
   double end = 0;
   size_t left = p.groups.size();
   while (left > 0) {
@@ -63,7 +64,7 @@ double CollectiveTiming::seconds_per_byte(int pattern, double bound) {
 }
 
 double CollectiveTiming::time(double bytes, const CollectiveTerms& terms) {
-  const double bound = transfer_bound(terms);
+  const TransferBound bound = transfer_bound(terms);
   const double wire = bytes * wire_factor(terms);
   double t = 0;
   for (size_t i = 0; i < plan_.stages.size(); ++i) {

@@ -36,12 +36,12 @@ class CollectiveTiming {
 
  private:
   /// s per byte of stage (collective bytes x stage fraction) of `pattern` under rate bound `bound`.
-  double seconds_per_byte(int pattern, double bound);
+  double seconds_per_byte(int pattern, const TransferBound& bound);
 
   const cluster::Cluster& cluster_;
   const CollectivePlan& plan_;
   NetworkKind network_;
-  std::map<std::pair<int, double>, double> seconds_per_byte_;
+  std::map<std::pair<int, TransferBound>, double> seconds_per_byte_;
   std::vector<double> link_bytes_per_byte_;  // per link, per byte of the collective's buffer
   uint32_t max_link_flows_ = 0;
   uint64_t events_ = 0;

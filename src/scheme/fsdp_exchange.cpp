@@ -314,8 +314,10 @@ void FsdpExchange::start_stage(int stream) {
   const double bytes = buffer_bytes(c);
   s.flows_left = static_cast<int>(pattern.groups.size());
   for (const FlowGroup& group : pattern.groups) {
-    const net::FlowId id = ctx_.engine.network().start_flow(
-        {group.path, bytes * stage.fraction * group.size_factor, transfer_bound(s.terms)}, ctx_.engine.now());
+    const net::FlowId id =
+        ctx_.engine.network().start_flow({group.path, bytes * stage.fraction * group.size_factor,
+                                          transfer_bound(s.terms).of(group.size_factor)},
+                                         ctx_.engine.now());
     stream_of_flow_[net::index(id)] = stream;
   }
   if (s.flows_left == 0) {

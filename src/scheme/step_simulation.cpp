@@ -349,7 +349,7 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
     // starts its latency after the last one ended.
     const std::unique_ptr<net::NetworkModel> net = make_network(c, network);
     sim::Engine<StageDone> engine(*net);
-    const double bound = transfer_bound(terms);
+    const TransferBound bound = transfer_bound(terms);
     const double wire = bytes * wire_factor(terms);
     size_t stage = 0;
     size_t left = 0;
@@ -357,7 +357,7 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
       const Stage& s = plan.stages[stage];
       const Pattern& pattern = plan.patterns[s.pattern];
       for (const FlowGroup& g : pattern.groups)
-        net->start_flow({g.path, wire * s.fraction * g.size_factor, bound}, engine.now());
+        net->start_flow({g.path, wire * s.fraction * g.size_factor, bound.of(g.size_factor)}, engine.now());
       left = pattern.groups.size();
       if (left == 0) engine.schedule(engine.now() + stage_latency(plan, stage, terms), StageDone{});
     };

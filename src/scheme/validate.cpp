@@ -187,6 +187,24 @@ bool known(cluster::IntraNodeLink v) {
   return false;
 }
 
+bool known(cluster::GpuGeneration v) {
+  switch (v) {
+    case cluster::GpuGeneration::Volta:
+    case cluster::GpuGeneration::Ampere:
+    case cluster::GpuGeneration::Hopper:
+      return true;
+  }
+  return false;
+}
+bool known(cluster::CpuVendor v) {
+  switch (v) {
+    case cluster::CpuVendor::Intel:
+    case cluster::CpuVendor::Amd:
+      return true;
+  }
+  return false;
+}
+
 template <class E>
 void expect_known(std::string_view key, E value) {
   if (!known(value)) fail(key, fmt::format("unknown value {}", static_cast<int>(value)));
@@ -286,6 +304,9 @@ void check_cluster_values(const ClusterSpec& c) {
   expect_known("cluster.node_placement", c.node_placement);
   expect_int("cluster.intra_node.gpus_per_pcie_switch", c.gpus_per_pcie_switch, 1, kMaxWorkers);
   expect_int("cluster.nics_per_node", c.nics_per_node, 1, kMaxWorkers);
+  expect_known("cluster.gpu.generation", c.gpu_generation);
+  expect_known("cluster.cpu.vendor", c.cpu_vendor);
+  if (c.nccl.channels) expect_int("cluster.nccl.channels", *c.nccl.channels, 1, cluster::kMaxNcclChannels);
   if (!(std::isfinite(c.gpu_memory) && c.gpu_memory >= 0 && c.gpu_memory <= limits::kMaxBytes)) {
     fail("cluster.gpu_memory", fmt::format("expected a finite size in [0, {:g}] bytes (0: unknown), got {}",
                                            limits::kMaxBytes, c.gpu_memory));
@@ -391,6 +412,8 @@ void check_cluster_values(const ClusterSpec& c) {
         fail(key + ".efficiency",
              fmt::format("expected a bandwidth efficiency in [0.01, 1], got {}", cost.efficiency));
       }
+      if (cost.channel_bw) expect_optional_bandwidth(key + ".channel_bw", *cost.channel_bw, "no cap");
+      if (cost.max_bw) expect_optional_bandwidth(key + ".max_bw", *cost.max_bw, "no cap");
     }
   }
 }

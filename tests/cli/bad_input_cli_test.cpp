@@ -141,6 +141,20 @@ TEST_F(BadInputCli, Overrides) {
                    {"training.ps.count"});
 }
 
+TEST_F(BadInputCli, NcclChannelsAndCaps) {
+  expect_bad_input(run({"collective", "--set", "cluster.nccl.channels=0"}),
+                   {"--set", "cluster.nccl.channels"});
+  expect_bad_input(run({"collective", "--set", "cluster.nccl.channels=many"}),
+                   {"--set", "cluster.nccl.channels", "many"});
+  expect_bad_input(
+      run({"collective", "--algorithm", "auto", "--set", "cluster.nccl.ring.ll128.channel_bw=-5GB/s"}),
+      {"--set", "cluster.nccl.ring.ll128.channel_bw"});
+  expect_bad_input(run({"predict", kExample, "--set", "cluster.nccl.tree.ll.max_bw=abc"}),
+                   {"--set", "cluster.nccl.tree.ll.max_bw", "abc"});
+  const std::string yaml = file("caps.yaml", std::string(kHead) + "  nccl:\n    channels: -3\n");
+  expect_bad_input(run({"predict", yaml}), {yaml + ":", "cluster.nccl.channels"});
+}
+
 TEST_F(BadInputCli, OverrideOfASectionDoesNotSuggestItself) {
   // `training.ps` is a section; "did you mean 'training.ps'?" for key 'training.ps' is no help.
   RunResult r = run({"predict", kExample, "--set", "training.ps=3"});
@@ -199,7 +213,8 @@ TEST_F(BadInputCli, OutputFlagsCreateMissingDirectories) {
 }
 
 TEST_F(BadInputCli, CommandLineMistakesAreErrorsWithThePrefix) {
-  expect_bad_input(run({"predict", kExample, "--predictor", "magic"}), {"stepcast: error:", "--predictor", "magic"});
+  expect_bad_input(run({"predict", kExample, "--predictor", "magic"}),
+                   {"stepcast: error:", "--predictor", "magic"});
   expect_bad_input(run({"predict", kExample, "--workers", "1,2,1"}), {"--workers", "1 is given twice"});
   expect_bad_input(run({"predict", kExample, "--no-such-flag"}), {"stepcast: error:", "--no-such-flag"});
   // --help is not an error.
@@ -207,26 +222,30 @@ TEST_F(BadInputCli, CommandLineMistakesAreErrorsWithThePrefix) {
 }
 
 TEST_F(BadInputCli, ATinyThroughputNamesItsKeyNotTheStepTime) {
-  const std::string s = file("tiny.yaml", "workload: {model: resnet50, single_worker_throughput: 1e-320}\n"
-                                          "cluster: {workers: 2}\n");
+  const std::string s = file("tiny.yaml",
+                             "workload: {model: resnet50, single_worker_throughput: 1e-320}\n"
+                             "cluster: {workers: 2}\n");
   expect_bad_input(run({"predict", s}), {s + ":1:", "workload.single_worker_throughput", "1e6 s"});
 }
 
 TEST_F(BadInputCli, ASwitchLinkedToItselfIsRejected) {
   file("loop.yaml", "switches: [s]\nlinks:\n  - [node0, s]\n  - [node1, s]\n  - [s, s]\n");
-  const std::string s = file("c.yaml", "workload: {model: resnet50, step_time: 100ms}\n"
-                                       "cluster: {workers: 2, topology: custom, custom: loop.yaml}\n");
+  const std::string s = file("c.yaml",
+                             "workload: {model: resnet50, step_time: 100ms}\n"
+                             "cluster: {workers: 2, topology: custom, custom: loop.yaml}\n");
   expect_bad_input(run({"predict", s}), {"loop.yaml:5:", "to itself"});
 }
 
 TEST_F(BadInputCli, AFlatCalibrationSweepHasNoBandwidth) {
   // Every size takes the same time: no bandwidth fits (it used to print 5e20 GB/s).
-  std::string log = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
-                    "     time   algbw   busbw #wrong\n";
+  std::string log =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+      "     time   algbw   busbw #wrong\n";
   for (long size = 1024; size <= (1L << 24); size *= 4) {
-    log += fmt::format("{:>12} {:>12}     float     sum      -1    100.0    0.00    0.00      0    100.0"
-                       "    0.00    0.00      0\n",
-                       size, size / 4);
+    log += fmt::format(
+        "{:>12} {:>12}     float     sum      -1    100.0    0.00    0.00      0    100.0"
+        "    0.00    0.00      0\n",
+        size, size / 4);
   }
   const std::string f = file("flat.txt", log);
   expect_bad_input(run({"calibrate", "nccl-tests", f, "--workers", "8"}), {"no positive bandwidth fits"});

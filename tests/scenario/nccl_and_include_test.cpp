@@ -1,16 +1,18 @@
 // Scenario keys of NCCL's collective model (training.allreduce.protocol, cluster.nccl.*,
 // algorithm auto) and `include:` of shared files such as a calibration (issue 11).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
+#include <utility>
+#include <vector>
 
 #include "expect_error.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scenario {
 namespace {
@@ -66,6 +68,57 @@ TEST(NcclKeys, BadValuesNameTheKey) {
   });
   EXPECT_EQ(regimes.where().key, "training.allreduce.protocol");
   EXPECT_TRUE(contains(regimes.message(), "collective_regimes")) << regimes.message();
+}
+
+TEST(NcclKeys, ChannelsAndBandwidthCapsParseWithUnitsAndNoneMeansNoCap) {
+  const Scenario d = parse_scenario(kMinimal, "s.yaml");
+  EXPECT_FALSE(d.cluster.nccl.channels.has_value());  // NCCL's rule for the topology
+  EXPECT_FALSE(d.cluster.nccl.ring[1].channel_bw.has_value());
+  EXPECT_EQ(d.cluster.gpu_generation, cluster::GpuGeneration::Hopper);
+  EXPECT_EQ(d.cluster.cpu_vendor, cluster::CpuVendor::Intel);
+  const Scenario s = parse_scenario(kMinimal, "s.yaml",
+                                    {"cluster.nccl.channels=24", "cluster.nccl.ring.ll128.channel_bw=300Gbps",
+                                     "cluster.nccl.tree.ll.max_bw=none", "cluster.nccl.ring.ll.max_bw=0",
+                                     "cluster.nccl.tree.simple.channel_bw=20GB/s",
+                                     "cluster.gpu.generation=ampere", "cluster.cpu.vendor=amd"});
+  EXPECT_EQ(s.cluster.nccl.channels, 24);
+  EXPECT_DOUBLE_EQ(*s.cluster.nccl.ring[1].channel_bw, 37.5e9);
+  EXPECT_EQ(s.cluster.nccl.tree[0].max_bw, 0.0);
+  EXPECT_EQ(s.cluster.nccl.ring[0].max_bw, 0.0);
+  EXPECT_DOUBLE_EQ(*s.cluster.nccl.tree[2].channel_bw, 20e9);
+  EXPECT_EQ(s.cluster.gpu_generation, cluster::GpuGeneration::Ampere);
+  EXPECT_EQ(s.cluster.cpu_vendor, cluster::CpuVendor::Amd);
+}
+
+TEST(NcclKeys, BadChannelsAndCapsNameTheKey) {
+  for (const auto& [set, key] : std::vector<std::pair<std::string, std::string>>{
+           {"cluster.nccl.channels=0", "cluster.nccl.channels"},
+           {"cluster.nccl.channels=-2", "cluster.nccl.channels"},
+           {"cluster.nccl.channels=65", "cluster.nccl.channels"},
+           {"cluster.nccl.channels=eight", "cluster.nccl.channels"},
+           {"cluster.nccl.channels=2.5", "cluster.nccl.channels"},
+           {"cluster.nccl.ring.ll128.channel_bw=-36GB/s", "cluster.nccl.ring.ll128.channel_bw"},
+           {"cluster.nccl.ring.ll128.channel_bw=fast", "cluster.nccl.ring.ll128.channel_bw"},
+           {"cluster.nccl.tree.simple.channel_bw=-0.5", "cluster.nccl.tree.simple.channel_bw"},
+           {"cluster.nccl.tree.ll.max_bw=39GB", "cluster.nccl.tree.ll.max_bw"},
+           {"cluster.gpu.generation=pascal", "cluster.gpu.generation"},
+           {"cluster.cpu.vendor=arm", "cluster.cpu.vendor"}}) {
+    SCOPED_TRACE(set);
+    const Error e = expect_error([&] { (void)parse_scenario(kMinimal, "s.yaml", {set}); });
+    EXPECT_EQ(e.where().key, key) << e.what();
+  }
+}
+
+TEST(NcclKeys, ACallerBuildingTheSpecGetsAnErrorNamingTheKey) {
+  cluster::ClusterSpec spec;
+  spec.workers = 8;
+  spec.nccl.channels = 0;
+  EXPECT_EQ(expect_error([&] { scheme::validate(spec, scheme::SchemeConfig{}); }).where().key,
+            "cluster.nccl.channels");
+  spec.nccl.channels.reset();
+  spec.nccl.tree[2].channel_bw = -1.0;
+  EXPECT_EQ(expect_error([&] { scheme::validate(spec, scheme::SchemeConfig{}); }).where().key,
+            "cluster.nccl.tree.simple.channel_bw");
 }
 
 class Include : public ::testing::Test {

@@ -87,33 +87,59 @@ inline constexpr int kNcclHops = 3;
 
 /// One (algorithm, protocol) of NCCL's tuning model: a collective costs `base_latency` once, each
 /// step of a chunk's path one hop latency of its hardware class, and moves data at `efficiency`
-/// of the links' bandwidth (the rest is the protocol's flags and framing).
+/// of the links' bandwidth (the rest is the protocol's flags and framing), but its bus bandwidth
+/// (nccl-tests' busbw: the payload each rank's link moves per second) never above
+/// channels x `channel_bw`, nor above `max_bw` (nccl_bus_bw_cap).
 struct NcclCost {
   double base_latency = 0;                    ///< s, once per collective
   double hop_latency[kNcclHops] = {0, 0, 0};  ///< s per step over NVLink, PCIe, the network
   double efficiency = 1;                      ///< payload bytes / wire bytes, in (0, 1]
+  /// bytes/s of payload bus bandwidth one channel carries at most; unset: NCCL's table for the
+  /// cluster's GPU generation and node count (nccl_channel_bw); 0: no cap.
+  std::optional<double> channel_bw;
+  /// bytes/s of payload bus bandwidth the collective reaches at most whatever its channels; unset:
+  /// NCCL's table (LL's llMaxBws, by node count and host CPU; nccl_max_bw); 0: no cap.
+  std::optional<double> max_bw;
   bool operator==(const NcclCost&) const = default;
 };
 
 /// NCCL's tuning constants for the all-reduce algorithms it chooses between (ring, tree), by
 /// protocol. Defaults: NCCL 2.18's tables (src/graph/tuning.cc: baseLat, hwLat; the LL and LL128
-/// bandwidth factors 1/4 and 120/128 of its ring model).
+/// bandwidth factors 1/4 and 120/128 of its ring model); the bandwidth caps default to NCCL's
+/// tables of the same file (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+/// perChMaxTreeBws), picked by the cluster's GPU generation, node count and host CPU.
 struct NcclTuning {
   NcclCost ring[kNcclProtocols] = {
-      {6.6e-6, {0.6e-6, 1.0e-6, 2.7e-6}, 0.25},
-      {14.0e-6, {1.9e-6, 2.5e-6, 4.0e-6}, 0.9375},
-      {8.4e-6, {3.4e-6, 5.7e-6, 14.0e-6}, 1.0},
+      {6.6e-6, {0.6e-6, 1.0e-6, 2.7e-6}, 0.25, {}, {}},
+      {14.0e-6, {1.9e-6, 2.5e-6, 4.0e-6}, 0.9375, {}, {}},
+      {8.4e-6, {3.4e-6, 5.7e-6, 14.0e-6}, 1.0, {}, {}},
   };
   NcclCost tree[kNcclProtocols] = {
-      {6.8e-6, {0.6e-6, 1.0e-6, 5.0e-6}, 0.25},
-      {14.0e-6, {1.25e-6, 1.9e-6, 8.5e-6}, 0.9375},
-      {0.0, {4.0e-6, 28.0e-6, 28.0e-6}, 1.0},
+      {6.8e-6, {0.6e-6, 1.0e-6, 5.0e-6}, 0.25, {}, {}},
+      {14.0e-6, {1.25e-6, 1.9e-6, 8.5e-6}, 0.9375, {}, {}},
+      {0.0, {4.0e-6, 28.0e-6, 28.0e-6}, 1.0, {}, {}},
   };
+  /// The channels NCCL's tuning model counts (tuning.cc's graphs[a]->nChannels: the rings its
+  /// topology search found, src/graph/search.cc); unset: nccl_default_channels. Between nodes a
+  /// ring runs per NIC of a node while there are channels (fewer channels than NICs leave NICs
+  /// unused); more channels than NICs share them and raise only the per-channel caps' sum.
+  std::optional<int> channels;
   bool operator==(const NcclTuning&) const = default;
 };
 [[nodiscard]] const char* to_string(NcclProtocol protocol);
 /// "cluster.nccl.tree.ll128": the scenario keys of one (algorithm, protocol) start so.
 [[nodiscard]] std::string nccl_key(bool tree, NcclProtocol protocol);
+
+/// The most channels cluster.nccl.channels takes: twice the MAXCHANNELS (32) of the NCCL sources
+/// whose tables stepcast uses, room for versions that launch more.
+inline constexpr int kMaxNcclChannels = 64;
+
+/// The GPU generation NCCL's bandwidth tables are indexed by (tuning.cc: compute capability 7.x,
+/// 8.x, 9.x), and the host CPU vendor that picks its LL table between nodes.
+enum class GpuGeneration : uint8_t { Volta, Ampere, Hopper };
+enum class CpuVendor : uint8_t { Intel, Amd };
+[[nodiscard]] const char* to_string(GpuGeneration generation);
+[[nodiscard]] const char* to_string(CpuVendor vendor);
 
 /// Where a job's nodes sit in a fabric larger than the job: packed (node n in slot n, as now) or
 /// random (a seeded choice of slots, as a batch system that places nodes wherever they are free).
@@ -153,6 +179,8 @@ struct ClusterSpec {
   /// collectives smaller than the first regime's from_bytes).
   std::vector<CollectiveRegime> collective_regimes;
   NcclTuning nccl;  ///< used by training.allreduce.protocol other than `links` (and algorithm auto)
+  GpuGeneration gpu_generation = GpuGeneration::Hopper;  ///< picks NCCL's bandwidth tables
+  CpuVendor cpu_vendor = CpuVendor::Intel;               ///< picks NCCL's LL table between nodes
   /// Workers (GPUs) the job runs on each node, in node order, for a job spread unevenly over its
   /// nodes as a scheduler places it (cluster.placement: [1, 1, 3, 4]); empty: workers_per_node on
   /// every node, the last holding the rest. When set, workers is its sum and no entry exceeds
@@ -175,6 +203,28 @@ struct ClusterSpec {
   /// The most workers any node holds: the busiest node's NIC is shared by that many.
   [[nodiscard]] int busiest_node_workers() const;
 };
+
+/// NCCL's channel count for `spec` when cluster.nccl.channels is unset, as its ring search
+/// (src/graph/search.cc, ncclTopoCompute) would find it: a channel's path leaves a node through
+/// a NIC (one node: through a GPU's intra-node link), and each such link holds as many channels
+/// as fit at the fastest speed of NCCL's speed table it sustains (speedArrayInter, or
+/// speedArrayIntra in one node; the sm90 tables on Hopper); ncclTopoDupChannels then doubles them
+/// when that speed is at least 25 GB/s, except on Hopper below 50 GB/s with more than 4 channels;
+/// at most 16 (init.cc: MAXCHANNELS / 2). A simplification of the search: PCIe paths to the NIC
+/// and its later passes are not modelled (README, "Collectives as NCCL runs them").
+[[nodiscard]] int nccl_default_channels(const ClusterSpec& spec);
+/// spec.nccl.channels, or nccl_default_channels(spec).
+[[nodiscard]] int nccl_channels(const ClusterSpec& spec);
+/// bytes/s: the per-channel cap of (ring or tree, protocol): the key, or NCCL's table for the
+/// GPU generation and node count (1, 2, more); 0: none.
+[[nodiscard]] double nccl_channel_bw(const ClusterSpec& spec, bool tree, NcclProtocol protocol);
+/// bytes/s: the collective's cap whatever its channels (LL's llMaxBws): the key or NCCL's table;
+/// 0: none.
+[[nodiscard]] double nccl_max_bw(const ClusterSpec& spec, bool tree, NcclProtocol protocol);
+/// bytes/s of payload bus bandwidth (busbw) the collective may reach under (ring or tree,
+/// protocol): min(channels x channel_bw, max_bw), +infinity when neither caps it. NCCL's
+/// tuning.cc: busBw = min(links x efficiency, this).
+[[nodiscard]] double nccl_bus_bw_cap(const ClusterSpec& spec, bool tree, NcclProtocol protocol);
 
 struct Link {
   std::string name;    ///< e.g. "node3.nic.up", "server1.nic.down", "leaf0->spine2"

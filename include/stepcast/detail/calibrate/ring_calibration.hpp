@@ -101,17 +101,28 @@ struct RegimeFit {
 /// cannot tell the two apart, and NCCL's collectives on NVLink machines are bound by the network.
 inline constexpr double kNcclIntraToNic = 8;
 
+/// An NCCL fit takes a fitted LL cap (NcclFit::ll_bw) over NCCL's table only when it lowers the
+/// summed squared relative error by more than this fraction: a sweep whose LL sizes do not reach
+/// the cap leaves it undetermined, and the table then keeps following the node count.
+inline constexpr double kNcclCapGain = 0.05;
+
 /// NCCL's tuning model fitted to a sweep: the all-reduce runs as `training.allreduce.algorithm:
 /// auto` runs it (ring or tree, LL, LL128 or Simple, the fastest for each size), on nodes of
 /// workers_per_node GPUs with one NIC of `nic_bw` each way and intra-node links of
 /// kNcclIntraToNic x nic_bw, with every latency constant of NCCL's tables (cluster.nccl: base and
 /// per-hop, ring and tree, all protocols) multiplied by `latency_scale`. Two numbers, so a sweep
 /// at one scale determines them; the model's structure (hops per node count) predicts others.
+/// The protocols' bandwidth caps are NCCL's tables (cluster::nccl_bus_bw_cap, with the channel
+/// count NCCL's rule gives for B), except LL's cap on the whole collective when the sweep
+/// determines it (`ll_bw`): a third number, fitted only where it pays (kNcclCapGain).
 struct NcclFit {
   int workers = 2;
   int workers_per_node = 1;
   double nic_bw = 0;         ///< bytes/s, B
   double latency_scale = 1;  ///< lambda, x NCCL 2.18's constants
+  /// bytes/s: LL's cap on the bus bandwidth of the all-reduce, ring and tree (NCCL's llMaxBw),
+  /// as fitted; 0: NCCL's table, which follows the node count (cluster.nccl.*.ll.max_bw unset).
+  double ll_bw = 0;
   bool operator==(const NcclFit&) const = default;
   /// The calibrated cluster with `ranks` workers (workers_per_node per node).
   [[nodiscard]] cluster::ClusterSpec spec(int ranks) const;
@@ -145,6 +156,11 @@ struct Calibration {
   RegimeFit regimes;
   std::vector<double> regime_scores;
   NcclFit nccl;  ///< Nccl only (else nic_bw 0)
+  /// Nccl only: LL's cap as the sweep alone puts it (bytes/s), and the fraction of the summed
+  /// squared relative error it removes against NCCL's table; nccl.ll_bw takes it only when that
+  /// fraction exceeds kNcclCapGain.
+  double nccl_ll_fitted_bw = 0;
+  double nccl_ll_gain = 0;
   /// |error| over the sizes >= options.report_min_bytes that were not used to fit; with
   /// LeastSquares every eligible size is used, so these fall back to the in-sample sizes.
   /// Regimes: |loo_error| over every size >= report_min_bytes (never in sample).

@@ -8,6 +8,8 @@
 //   // plan.stages.size() == 2 (N - 1); each stage sends bytes * fraction per member
 #pragma once
 
+#include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -84,13 +86,35 @@ struct CollectiveTerms {
   const cluster::CollectiveRegime* regime = nullptr;
   const cluster::NcclCost* protocol = nullptr;
   cluster::NcclHop intra_hop = cluster::NcclHop::NvLink;  ///< the class of a hop inside a node
+  /// bytes/s of payload bus bandwidth the protocol allows the whole collective (NCCL's channels x
+  /// per-channel cap, and its cap on the whole: cluster::nccl_bus_bw_cap); +inf under `links`.
+  double bus_bw_cap = net::kInfinity;
 };
 
-/// Each transfer's own rate bound (FlowSpec::max_rate).
-[[nodiscard]] inline double transfer_bound(const CollectiveTerms& terms) {
-  return terms.regime != nullptr ? terms.regime->bw : net::kInfinity;
-}
+/// The rate bound (FlowSpec::max_rate, wire bytes/s per member) of a plan's transfers: a regime's
+/// bandwidth for every transfer alike, and a protocol's bus-bandwidth cap shared out by the data
+/// each transfer carries. A ring's or tree's transfer of size factor f carries f of the channels'
+/// data (1 / rings, 1 / trees), so it may move f x bus_bw_cap of payload: where the cap binds, a
+/// ring's bandwidth term is NCCL's 2 (N-1)/N S / busBw exactly, a tree's 2 S / busBw stretched by
+/// its pipeline's fill ((depth + kTreeChunks - 1) / kTreeChunks).
+struct TransferBound {
+  double per_transfer = net::kInfinity;     ///< bytes/s, whatever the size factor
+  double per_size_factor = net::kInfinity;  ///< bytes/s per unit of size factor
+  [[nodiscard]] double of(double size_factor) const {
+    return std::min(per_transfer, per_size_factor * size_factor);
+  }
+  auto operator<=>(const TransferBound&) const = default;
+};
 /// Wire bytes per payload byte: a protocol's flags and framing travel with the data.
+[[nodiscard]] inline double wire_factor(const CollectiveTerms& terms);
+/// Each transfer's own rate bound (FlowSpec::max_rate), by its size factor.
+[[nodiscard]] inline TransferBound transfer_bound(const CollectiveTerms& terms) {
+  TransferBound bound;
+  if (terms.regime != nullptr) bound.per_transfer = terms.regime->bw;
+  // The cap is on payload; a transfer moves wire bytes, 1 / efficiency per payload byte.
+  bound.per_size_factor = terms.bus_bw_cap * wire_factor(terms);
+  return bound;
+}
 [[nodiscard]] inline double wire_factor(const CollectiveTerms& terms) {
   return terms.protocol != nullptr ? 1.0 / terms.protocol->efficiency : 1.0;
 }
@@ -111,6 +135,19 @@ struct CollectiveCost {
 };
 [[nodiscard]] CollectiveCost collective_cost(const cluster::Cluster& cluster, const CollectivePlan& plan,
                                              const CollectiveTerms& terms = {});
+
+/// collective_cost's bandwidth term pattern by pattern, before any rate bound: for each pattern
+/// that moves bytes, the stages' summed fraction and its slowest transfer's seconds per byte at
+/// the links (size factor / narrowest share). Under a protocol, collective_cost's
+/// seconds_per_byte is the sum over them of fraction x max(efficiency / bus_bw_cap,
+/// links_seconds_per_byte) / efficiency, for any bus_bw_cap: what lets a fit vary the cap without
+/// rebuilding the plan (calibrate --fit nccl).
+struct PatternCost {
+  double fraction = 0;                ///< summed over the stages of the pattern
+  double links_seconds_per_byte = 0;  ///< s per byte of a stage of fraction 1, links alone
+};
+[[nodiscard]] std::vector<PatternCost> pattern_costs(const cluster::Cluster& cluster,
+                                                     const CollectivePlan& plan);
 
 /// Chunks each tree of the tree all-reduce pipelines its share of the data in: each way (reduce
 /// up, broadcast down) takes depth + kTreeChunks - 1 steps of S / (T kTreeChunks) per edge, T
