@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -325,6 +327,68 @@ TEST(FineVsCoarse, ShardAppliesOverlapThePushes) {
   const double coarse = predict(w, cluster_of(8, bw, a), scheme, kCoarse).step_time;
   EXPECT_LT(fine, w.compute_time() + 0.5 * 64e-3);
   EXPECT_NEAR(coarse, fine, 0.05 * fine);
+}
+
+// Coarse against fine on a seeded random set drawn from the space of tools/coarse_vs_fine.py
+// (ResNet-50/152, VGG-16, AlexNet; 1-64 workers; 1-100 Gbps; PS sync and async in every order,
+// shards, partition and barrier; all-reduce). The issue asks for every point within 10%; that is
+// not met (README, "Coarse": asynchronous servers at their knee, and two synchronous workers
+// that move in step, which fine shows exposing both phases where the duplex heuristic takes
+// 1 + 1/m_eff), so the count is a regression pin: 35 of these 40 were within 10% when it was
+// written (from -17.9% to +34.1%), and every all-reduce point within 1%.
+TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+  std::mt19937_64 rng(11);
+  auto pick = [&rng](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+  };
+  int within = 0, total = 0;
+  std::string beyond;  // for the failure message
+  for (int k = 0; k < 40; ++k) {
+    const std::string model = pick({"resnet50", "resnet152", "vgg16", "alexnet"});
+    const int workers = std::stoi(pick({"1", "2", "4", "8", "16", "32", "64"}));
+    const std::string bandwidth = pick({"1Gbps", "10Gbps", "25Gbps", "40Gbps", "100Gbps"});
+    const std::string scheme = pick({"ps", "ps", "ps", "allreduce"});
+    const std::string order = pick({"random", "random", "fifo", "tic"});
+    const std::string shards = pick({"1", "2", "4", "8"});
+    const std::string partition = pick({"whole", "split"});
+    const std::string mode = pick({"sync", "sync", "async"});
+    const std::string barrier = mode == "async" ? "per_tensor" : pick({"per_tensor", "per_tensor", "step"});
+    const std::string batch = pick({"32", "64"});
+    std::vector<std::string> sets = {"workload.model=" + model, "cluster.nic_bandwidth=" + bandwidth,
+                                     "training.scheme=" + scheme, "workload.batch_per_worker=" + batch,
+                                     "workload.single_worker_throughput=300"};
+    if (scheme == "ps") {
+      for (const std::string& s :
+           {"training.ps.order=" + order, "training.ps.count=" + shards, "training.ps.partition=" + partition,
+            "training.mode=" + mode, "training.ps.barrier=" + barrier}) {
+        sets.push_back(s);
+      }
+    }
+    const std::string name = fmt::format("{} N={} {} {} {} {} P={} {} {}", model, workers, bandwidth, scheme,
+                                         mode, order, shards, partition, barrier);
+    SCOPED_TRACE(name);
+    const scenario::Scenario s = scenario::load_scenario(example, sets);
+    const Workload w = scenario::build_workload(s);
+    cluster::ClusterSpec spec = s.cluster;
+    spec.workers = workers;
+    Options fine = s.options, coarse = s.options;
+    fine.predictor = Predictor::Fine;
+    coarse.predictor = Predictor::Coarse;
+    const double f = predict(w, spec, s.scheme, fine).throughput;
+    const double c = predict(w, spec, s.scheme, coarse).throughput;
+    const double relative = c / f - 1;
+    if (scheme == "allreduce") {
+      EXPECT_NEAR(c, f, 0.01 * f);
+    }
+    ++total;
+    if (std::fabs(relative) <= 0.10) {
+      ++within;
+    } else {
+      beyond += fmt::format("\n  {:+.1f}% {}", 100 * relative, name);
+    }
+  }
+  EXPECT_GE(within, 35) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
 }
 
 TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin20PercentFromOneTo64Workers) {
