@@ -139,6 +139,13 @@ const Choices<PsOrder>& orders() {
                                   {"priority", PsOrder::Priority}};
   return c;
 }
+const Choices<scheme::PsAsyncStart>& async_starts() {
+  static const Choices<scheme::PsAsyncStart> c{{"spread", scheme::PsAsyncStart::Spread},
+                                               {"together", scheme::PsAsyncStart::Together},
+                                               {"random", scheme::PsAsyncStart::Random}};
+  return c;
+}
+
 const Choices<scheme::PsBarrier>& barriers() {
   static const Choices<scheme::PsBarrier> c{{"per_tensor", scheme::PsBarrier::PerTensor},
                                             {"step", scheme::PsBarrier::Step}};
@@ -908,6 +915,11 @@ std::vector<KeyDef> make_table() {
       "sync: a pull waits for its tensor's next version (PS-Lite, BytePS) or for every variable's "
       "(step: TensorFlow's SyncReplicasOptimizer and tf_cnn_benchmarks)",
       [](auto& s) -> auto& { return s.scheme.ps.barrier; }));
+  t.push_back(choice_key(
+      "training.ps.async_start", "spread", async_starts(),
+      "async: when workers start their first step: spread evenly over one cycle, together (convoys), "
+      "or at seeded random times within one cycle",
+      [](auto& s) -> auto& { return s.scheme.ps.async_start; }));
   t.push_back(duration_key(
       "training.ps.apply_time", "0", "time to apply one gradient tensor at a shard, serialized per shard",
       [](auto& s) -> auto& { return s.scheme.ps.apply_time; }));

@@ -206,8 +206,9 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   }
   // Asynchronous workers have no reason to start in step: identical workers started together
   // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
-  // half the time, which real asynchronous jobs do not show. Start them evenly spaced over one
-  // cycle instead. Offsets persist (a worker ahead keeps its lead: the one behind gets the
+  // half the time, which real asynchronous jobs do not show. By default (async_start: spread)
+  // start them evenly spaced over one cycle instead; `together` and `random` are there to show
+  // how much the answer owes to these phases. Offsets persist (a worker ahead keeps its lead: the one behind gets the
   // bandwidth it leaves, and neither catches up), so they must cover the whole cycle, transfers
   // included: within one compute time, as before, workers bound by their transfers (AlexNet, 2
   // workers, 1 Gbps, one shard) stayed in a convoy and a step took twice what the PS NIC needs,
@@ -221,7 +222,22 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   const double shard_transfer =
       spec.workers * *std::max_element(held.begin(), held.end()) / ps_server_bw(spec, ctx_.scheme.ps);
   const double cycle = std::max(ctx_.workload.step_time_alone() + 2 * worker_transfer, shard_transfer);
-  for (int w = 0; w < n; ++w) ctx_.engine.schedule(cycle * w / n, StartStep{w});
+  for (int w = 0; w < n; ++w) {
+    double start = 0;
+    switch (ctx_.scheme.ps.async_start) {
+      case PsAsyncStart::Spread:
+        start = cycle * w / n;
+        break;
+      case PsAsyncStart::Together:
+        break;
+      case PsAsyncStart::Random:
+        // 53 bits of a hash of (seed, worker): uniform in [0, 1).
+        start = cycle * static_cast<double>(mix64(ctx_.options.seed ^ mix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(w))) >> 11) *
+                0x1.0p-53;
+        break;
+    }
+    ctx_.engine.schedule(start, StartStep{w});
+  }
 }
 
 void ParameterServerExchange::step_started(int w) {
@@ -491,10 +507,22 @@ void ParameterServerExchange::on_handled(int connection, int piece, int span) {
       Shard& shard = shards_[c.shard];
       shard.applies.push({piece, c.worker, runtime_.step(c.worker), span});
       if (!shard.busy) start_apply(c.shard);
+      // Async: the push is done once applied (below), as TensorFlow's step runs the apply ops on
+      // the servers and a PS-Lite push returns after the server handled it. Done on delivery, a
+      // worker never waited for the shard's apply lane: with the lane busier than 100% its queue
+      // grew without bound while fine reported a rate the servers cannot apply (ResNet-152, 32
+      // workers, 8 split shards, 20 us an apply: 213 ms a step against 299 ms of applies).
+      // Sync: the next version's barrier already waits for every apply.
+      if (!sync_) return;
       break;
     }
   }
   runtime_.item_done(c.worker);
+}
+
+void ParameterServerExchange::applied(const Apply& apply) {
+  on_piece_applied(apply.piece);
+  if (!sync_) runtime_.item_done(apply.worker);
 }
 
 void ParameterServerExchange::start_apply(int s) {
@@ -508,8 +536,9 @@ void ParameterServerExchange::start_apply(int s) {
     // one after another.
     const double duration = ps_apply_time(ps, bytes) * clients_represented_;
     if (duration <= 0) {  // free updates need no event
+      const Apply done = apply;
       shard.applies.pop();
-      on_piece_applied(piece);
+      applied(done);
       continue;
     }
     const double now = ctx_.engine.now();
@@ -540,9 +569,9 @@ void ParameterServerExchange::on_apply_done(int s) {
   const double window_start = runtime_.window_start();
   if (window_start >= 0)
     shard.busy_time_in_window += ctx_.engine.now() - std::max(shard.apply_start, window_start);
-  const int piece = shard.applies.front().piece;
+  const Apply done = shard.applies.front();
   shard.applies.pop();
-  on_piece_applied(piece);
+  applied(done);
   start_apply(s);
 }
 

@@ -120,6 +120,7 @@ class ParameterServerExchange final : public Exchange {
   void on_handled(int connection, int piece, int span);
   void count_staleness(int client, int piece);
   void start_apply(int shard);
+  void applied(const Apply& apply);  ///< an apply ended: the piece's version, and async, its push is done
   void on_apply_done(int shard);
   void on_piece_applied(int piece);
 

@@ -136,6 +136,15 @@ bool known(PsBarrier v) {
   }
   return false;
 }
+bool known(PsAsyncStart v) {
+  switch (v) {
+    case PsAsyncStart::Spread:
+    case PsAsyncStart::Together:
+    case PsAsyncStart::Random:
+      return true;
+  }
+  return false;
+}
 bool known(AllReduceAlgorithm v) {
   switch (v) {
     case AllReduceAlgorithm::Ring:
@@ -427,6 +436,7 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_known("training.ps.placement", s.ps.placement);
   expect_known("training.ps.order", s.ps.order);
   expect_known("training.ps.barrier", s.ps.barrier);
+  expect_known("training.ps.async_start", s.ps.async_start);
   expect_non_negative("training.ps.apply_time", s.ps.apply_time, "duration (s)", limits::kMaxDuration);
   expect_optional_bandwidth("training.ps.apply_bandwidth", s.ps.apply_bw, "free");
   // A per-message cost beyond a latency's range is no RPC stack's.
@@ -564,6 +574,11 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
     fail("training.ps.barrier",
          "barrier = step is a synchronous step's barrier; async training has none "
          "(use training.mode = sync, or leave the barrier per_tensor)");
+  }
+  if (ps && sc.mode == Mode::Sync && sc.ps.async_start != PsAsyncStart::Spread) {
+    fail("training.ps.async_start",
+         "async_start sets when asynchronous workers start; synchronous workers all start together "
+         "(use training.mode = async, or leave async_start spread)");
   }
   if (sc.scheme == Scheme::Fsdp && sc.fsdp.sharding == FsdpSharding::Hybrid) {
     if (sc.fsdp.shard_group == 0 && !c.placement.empty() &&

@@ -113,6 +113,13 @@ TEST_F(CrossKeyErrors, EachRuleNamesFileLineAndKey) {
        "  ps:\n"              // 9
        "    barrier: step\n",  // 10
        10, "training.ps.barrier", "async training has none"},
+      {"sync_async_start",
+       "  workers: 2\n"             // 5
+       "training:\n"                // 6
+       "  scheme: ps\n"             // 7
+       "  ps:\n"                    // 8
+       "    async_start: random\n",  // 9
+       9, "training.ps.async_start", "synchronous workers all start together"},
   };
   for (const FileCase& c : cases) {
     SCOPED_TRACE(c.name);

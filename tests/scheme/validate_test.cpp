@@ -234,6 +234,17 @@ std::vector<Case> cases() {
          in.scheme.ps.barrier = PsBarrier::Step;
        },
        "training.ps.barrier", "async training has none"},
+      {"async_start_needs_async",
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.ps.async_start = PsAsyncStart::Together;
+       },
+       [](Inputs& in) {
+         ps(in, 1, PsPlacement::Dedicated);
+         in.scheme.mode = Mode::Async;
+         in.scheme.ps.async_start = PsAsyncStart::Together;
+       },
+       "training.ps.async_start", "synchronous workers all start together"},
       {"custom_topology_without_switches",
        [](Inputs& in) {
          custom_two_switches(in);

@@ -45,6 +45,13 @@ enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac, Priority };
 /// token queue, tf_cnn_benchmarks' sync queues), so the next step starts from all pulls at once
 /// and only their order decides how soon the forward pass can run (what TicTac schedules).
 enum class PsBarrier : uint8_t { PerTensor, Step };
+/// When asynchronous workers start their first step. Identical workers under fair sharing keep
+/// their phases (two equal transfers entering a link g apart leave it g apart), so where the
+/// servers' NICs are the knee the steady rate depends on these phases, which nothing in the job
+/// fixes. spread (default): evenly over one cycle, workers out of step, near the PS bound;
+/// together: all at once, as a job launch without jitter, so they move in convoys (all pulling,
+/// then all pushing); random: each at a seeded uniform time within one cycle.
+enum class PsAsyncStart : uint8_t { Spread, Together, Random };
 /// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
 /// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
 /// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
@@ -103,6 +110,7 @@ struct PsConfig {
   PsPlacement placement = PsPlacement::Dedicated;
   PsOrder order = PsOrder::Random;
   PsBarrier barrier = PsBarrier::PerTensor;
+  PsAsyncStart async_start = PsAsyncStart::Spread;
   double apply_time = 0;  ///< s per received gradient tensor, serialized per shard
   double apply_bw = 0;    ///< bytes/s of applying gradients at a shard; 0 = free
   /// s of CPU each message (one piece pulled or pushed) costs at both ends: at the shard on one
