@@ -127,16 +127,33 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     return;
   }
   // Exposed communication: a NIC busy one way then the other (pulls then pushes, serialised by
-  // the step's dependencies) explains it as much as one busy link does; else latency.
-  const double out = busy_of(r, "worker NIC out"), in = busy_of(r, "worker NIC in");
-  if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
-      (!net || out + in > net->busy)) {
-    r.bottleneck = fmt::format(
-        "pull then push serialised on the worker NIC (out {:.0f}% + in {:.0f}% of the step; "
-        "{:.0f}% of step exposed)",
-        100 * out, 100 * in, 100 * exposed);
-    r.bottleneck_kind = BottleneckKind::NetworkBandwidth;
-    r.bottleneck_resource = "worker NIC";
+  // the step's dependencies) explains it as much as one busy link does; else latency. That NIC
+  // is the worker's, or the servers' when the workers pull together and then push together
+  // (asynchronous workers in a convoy: the PS NIC is half busy each way and the step all exposed).
+  struct TakingTurns {
+    const char* nic;
+    const char* what;
+    BottleneckKind kind;
+  };
+  const TakingTurns nics[] = {
+      {"worker NIC", "pull then push serialised on the worker NIC", BottleneckKind::NetworkBandwidth},
+      {"PS NIC", "workers pull together then push together, taking turns on the PS NIC", BottleneckKind::PsNic}};
+  const TakingTurns* turns = nullptr;
+  double turns_out = 0, turns_in = 0;
+  for (const TakingTurns& nic : nics) {
+    const double out = busy_of(r, std::string(nic.nic) + " out"), in = busy_of(r, std::string(nic.nic) + " in");
+    if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
+        (!net || out + in > net->busy) && out + in > turns_out + turns_in) {
+      turns = &nic;
+      turns_out = out;
+      turns_in = in;
+    }
+  }
+  if (turns != nullptr) {
+    r.bottleneck = fmt::format("{} (out {:.0f}% + in {:.0f}% of the step; {:.0f}% of step exposed)", turns->what,
+                               100 * turns_out, 100 * turns_in, 100 * exposed);
+    r.bottleneck_kind = turns->kind;
+    r.bottleneck_resource = turns->nic;
     return;
   }
   if (net.has_value() && net->busy >= kExplains * exposed) {

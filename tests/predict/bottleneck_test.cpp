@@ -29,6 +29,19 @@ TEST(Bottleneck, PullThenPushOnOneSlowNicIsBandwidthBoundOnTheWorkerNic) {
   EXPECT_NE(r.bottleneck.find("pull then push serialised on the worker NIC"), std::string::npos) << r.bottleneck;
 }
 
+TEST(Bottleneck, AsyncWorkersInAConvoyTakeTurnsOnThePsNic) {
+  // Four asynchronous VGG-16 workers started together on 1 Gbps: they pull together, then push
+  // together, so the shard holding fc6 (411 MB of 528) has its NIC half busy each way at most and
+  // the step all exposed. Not latency (which an idle network would mean), though no link is busy
+  // enough alone.
+  const Result r = run(kPs, {"workload.model=vgg16", "cluster.workers=4", "cluster.nic_bandwidth=1Gbps",
+                             "training.ps.count=8", "training.ps.order=fifo", "training.mode=async",
+                             "training.ps.async_start=together"});
+  EXPECT_EQ(r.bottleneck_kind, BottleneckKind::PsNic) << r.bottleneck;
+  EXPECT_EQ(r.bottleneck_resource, "PS NIC") << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("taking turns on the PS NIC"), std::string::npos) << r.bottleneck;
+}
+
 TEST(Bottleneck, ComputeBoundStepSaysCompute) {
   const Result r = run(kRing, {"cluster.workers=2", "cluster.nic_bandwidth=400Gbps"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Compute) << r.bottleneck;
