@@ -137,11 +137,13 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   };
   const TakingTurns nics[] = {
       {"worker NIC", "pull then push serialised on the worker NIC", BottleneckKind::NetworkBandwidth},
-      {"PS NIC", "workers pull together then push together, taking turns on the PS NIC", BottleneckKind::PsNic}};
+      {"PS NIC", "workers pull together then push together, taking turns on the PS NIC",
+       BottleneckKind::PsNic}};
   const TakingTurns* turns = nullptr;
   double turns_out = 0, turns_in = 0;
   for (const TakingTurns& nic : nics) {
-    const double out = busy_of(r, std::string(nic.nic) + " out"), in = busy_of(r, std::string(nic.nic) + " in");
+    const double out = busy_of(r, std::string(nic.nic) + " out"),
+                 in = busy_of(r, std::string(nic.nic) + " in");
     if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
         (!net || out + in > net->busy) && out + in > turns_out + turns_in) {
       turns = &nic;
@@ -150,8 +152,8 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     }
   }
   if (turns != nullptr) {
-    r.bottleneck = fmt::format("{} (out {:.0f}% + in {:.0f}% of the step; {:.0f}% of step exposed)", turns->what,
-                               100 * turns_out, 100 * turns_in, 100 * exposed);
+    r.bottleneck = fmt::format("{} (out {:.0f}% + in {:.0f}% of the step; {:.0f}% of step exposed)",
+                               turns->what, 100 * turns_out, 100 * turns_in, 100 * exposed);
     r.bottleneck_kind = turns->kind;
     r.bottleneck_resource = turns->nic;
     return;

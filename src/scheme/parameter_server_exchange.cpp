@@ -208,8 +208,10 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   // would move in convoys (all pulling, then all pushing) that leave each NIC direction idle
   // half the time, which real asynchronous jobs do not show. By default (async_start: spread)
   // start them evenly spaced over one cycle instead; `together` and `random` are there to show
-  // how much the answer owes to these phases. Offsets persist (a worker ahead keeps its lead: the one behind gets the
-  // bandwidth it leaves, and neither catches up), so they must cover the whole cycle, transfers
+  // how much the answer owes to these phases. Offsets persist under fair sharing (a worker ahead
+  // keeps its lead: the one behind gets the bandwidth it leaves, and neither catches up), though
+  // in some scenarios workers are drawn into convoys anyway (docs/validation.md, "Coarse against
+  // fine on asynchronous parameter servers"), so they must cover the whole cycle, transfers
   // included: within one compute time, as before, workers bound by their transfers (AlexNet, 2
   // workers, 1 Gbps, one shard) stayed in a convoy and a step took twice what the PS NIC needs,
   // and seeded random offsets left the result to the seed (5.1-7.6 s a step over five seeds).
@@ -217,7 +219,8 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
   // alone, or the busiest shard's NIC carrying every worker's share each way, whichever is
   // longer. Even spacing over a multiple of it would put workers a cycle apart in step again.
   const cluster::ClusterSpec& spec = ctx_.cluster.spec;
-  const double worker_transfer = ctx_.workload.parameter_bytes() / (spec.nic_bw / spec.busiest_node_workers());
+  const double worker_transfer =
+      ctx_.workload.parameter_bytes() / (spec.nic_bw / spec.busiest_node_workers());
   const std::vector<double> held = shard_bytes(pieces_, shards_count_);
   const double shard_transfer =
       spec.workers * *std::max_element(held.begin(), held.end()) / ps_server_bw(spec, ctx_.scheme.ps);
@@ -232,8 +235,11 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
         break;
       case PsAsyncStart::Random:
         // 53 bits of a hash of (seed, worker): uniform in [0, 1).
-        start = cycle * static_cast<double>(mix64(ctx_.options.seed ^ mix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(w))) >> 11) *
-                0x1.0p-53;
+        start =
+            cycle *
+            static_cast<double>(
+                mix64(ctx_.options.seed ^ mix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(w))) >> 11) *
+            0x1.0p-53;
         break;
     }
     ctx_.engine.schedule(start, StartStep{w});

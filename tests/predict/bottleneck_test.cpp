@@ -26,7 +26,8 @@ TEST(Bottleneck, PullThenPushOnOneSlowNicIsBandwidthBoundOnTheWorkerNic) {
   const Result r = run(kPs, {"cluster.workers=1", "cluster.nic_bandwidth=1Gbps", "training.ps.count=4"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::NetworkBandwidth) << r.bottleneck;
   EXPECT_EQ(r.bottleneck_resource, "worker NIC") << r.bottleneck;
-  EXPECT_NE(r.bottleneck.find("pull then push serialised on the worker NIC"), std::string::npos) << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("pull then push serialised on the worker NIC"), std::string::npos)
+      << r.bottleneck;
 }
 
 TEST(Bottleneck, AsyncWorkersInAConvoyTakeTurnsOnThePsNic) {
@@ -34,9 +35,9 @@ TEST(Bottleneck, AsyncWorkersInAConvoyTakeTurnsOnThePsNic) {
   // together, so the shard holding fc6 (411 MB of 528) has its NIC half busy each way at most and
   // the step all exposed. Not latency (which an idle network would mean), though no link is busy
   // enough alone.
-  const Result r = run(kPs, {"workload.model=vgg16", "cluster.workers=4", "cluster.nic_bandwidth=1Gbps",
-                             "training.ps.count=8", "training.ps.order=fifo", "training.mode=async",
-                             "training.ps.async_start=together"});
+  const Result r = run(
+      kPs, {"workload.model=vgg16", "cluster.workers=4", "cluster.nic_bandwidth=1Gbps", "training.ps.count=8",
+            "training.ps.order=fifo", "training.mode=async", "training.ps.async_start=together"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::PsNic) << r.bottleneck;
   EXPECT_EQ(r.bottleneck_resource, "PS NIC") << r.bottleneck;
   EXPECT_NE(r.bottleneck.find("taking turns on the PS NIC"), std::string::npos) << r.bottleneck;
@@ -50,7 +51,8 @@ TEST(Bottleneck, ComputeBoundStepSaysCompute) {
 
 TEST(Bottleneck, OneShardForManyWorkersIsThePsNic) {
   for (const char* predictor : {"fine", "coarse"}) {
-    const Result r = run(kPs, {"cluster.workers=32", "training.ps.count=1", std::string("predictor=") + predictor});
+    const Result r =
+        run(kPs, {"cluster.workers=32", "training.ps.count=1", std::string("predictor=") + predictor});
     EXPECT_EQ(r.bottleneck_kind, BottleneckKind::PsNic) << predictor << ": " << r.bottleneck;
   }
 }
@@ -62,22 +64,23 @@ TEST(Bottleneck, SlowApplyIsThePsApply) {
 }
 
 TEST(Bottleneck, StragglersOnAFastNetworkAreStragglers) {
-  const Result r = run(kRing, {"cluster.workers=32", "cluster.nic_bandwidth=1000Gbps", "workload.compute_cv=0.5",
-                               "training.allreduce.bucket_size=0"});
+  const Result r = run(kRing, {"cluster.workers=32", "cluster.nic_bandwidth=1000Gbps",
+                               "workload.compute_cv=0.5", "training.allreduce.bucket_size=0"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Stragglers) << r.bottleneck;
 }
 
 TEST(Bottleneck, HighLatencyWithIdleLinksIsLatency) {
   // Every gradient its own all-reduce on a 256-worker ring with 1 ms per hop: 510 steps of a
   // latency each per tensor, while the 400 Gbps links stay nearly idle.
-  const Result r = run(kRing, {"cluster.workers=256", "cluster.nic_bandwidth=400Gbps", "cluster.link_latency=1ms",
-                               "training.allreduce.bucket_size=0"});
+  const Result r = run(kRing, {"cluster.workers=256", "cluster.nic_bandwidth=400Gbps",
+                               "cluster.link_latency=1ms", "training.allreduce.bucket_size=0"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::NetworkLatency) << r.bottleneck;
   EXPECT_EQ(r.bottleneck_resource, "");
 }
 
 TEST(Bottleneck, AJobThatDoesNotFitSaysMemoryFirst) {
-  const Result r = run(std::string(STEPCAST_SOURCE_DIR) + "/examples/llama2-70b-fsdp.yaml", {"cluster.workers=8"});
+  const Result r =
+      run(std::string(STEPCAST_SOURCE_DIR) + "/examples/llama2-70b-fsdp.yaml", {"cluster.workers=8"});
   EXPECT_FALSE(r.memory.fits());
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Memory) << r.bottleneck;
   EXPECT_EQ(r.bottleneck_resource, "gpu memory");

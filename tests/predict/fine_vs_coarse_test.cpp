@@ -409,7 +409,8 @@ TEST(FinePs, AsyncIsNeverSlowerThanTheSameJobInSync) {
         "training.ps.order=" + pick({"random", "fifo", "tic"}),
         "training.ps.count=" + pick({"1", "2", "4"}),
         "training.ps.partition=" + pick({"whole", "split"}),
-        "training.mode=async", "training.ps.async_start=" + pick({"spread", "together", "random"}),
+        "training.mode=async",
+        "training.ps.async_start=" + pick({"spread", "together", "random"}),
         "workload.single_worker_throughput=300"};
     const int workers = std::stoi(pick({"2", "4", "8"}));
     SCOPED_TRACE(fmt::format("N={} {}", workers, fmt::join(sets, " ")));

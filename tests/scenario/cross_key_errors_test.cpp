@@ -46,8 +46,8 @@ class CrossKeyErrors : public ::testing::Test {
   fs::path dir_;
 };
 
-using stepcast::testing::expect_error;
 using stepcast::testing::contains;
+using stepcast::testing::expect_error;
 
 struct FileCase {
   const char* name;
@@ -106,18 +106,18 @@ TEST_F(CrossKeyErrors, EachRuleNamesFileLineAndKey) {
        "  mode: async\n",       // 8
        8, "training.mode", "training.scheme = ps"},
       {"async_step_barrier",
-       "  workers: 2\n"       // 5
-       "training:\n"          // 6
-       "  scheme: ps\n"       // 7
-       "  mode: async\n"      // 8
-       "  ps:\n"              // 9
+       "  workers: 2\n"        // 5
+       "training:\n"           // 6
+       "  scheme: ps\n"        // 7
+       "  mode: async\n"       // 8
+       "  ps:\n"               // 9
        "    barrier: step\n",  // 10
        10, "training.ps.barrier", "async training has none"},
       {"sync_async_start",
-       "  workers: 2\n"             // 5
-       "training:\n"                // 6
-       "  scheme: ps\n"             // 7
-       "  ps:\n"                    // 8
+       "  workers: 2\n"              // 5
+       "training:\n"                 // 6
+       "  scheme: ps\n"              // 7
+       "  ps:\n"                     // 8
        "    async_start: random\n",  // 9
        9, "training.ps.async_start", "synchronous workers all start together"},
   };
