@@ -19,6 +19,9 @@ namespace {
 constexpr predict::Predictor kPredictors[] = {predict::Predictor::Fine, predict::Predictor::Coarse,
                                               predict::Predictor::Analytic};
 
+// Coarse this far from fine on an asynchronous parameter server gets the note on phases.
+constexpr double kCoarseAsyncNote = 0.10;
+
 std::size_t slot(predict::Predictor predictor) { return static_cast<std::size_t>(predictor); }
 
 /// x / reference - 1, or nothing when either is missing or the reference is not a positive rate.
@@ -85,6 +88,15 @@ std::string disagreement_warning(const Sweep& sweep, const PredictorComparison& 
       }
     }
     first = false;
+  }
+  // Asynchronous parameter servers (fine measured staleness): near the servers' knee fine's step
+  // depends on the workers' phases, which coarse takes out of step (docs/validation.md).
+  const int coarse = comparison.prediction[slot(predict::Predictor::Coarse)];
+  if (fine >= 0 && coarse >= 0 && sweep.predictions[static_cast<std::size_t>(fine)].staleness.pushes > 0 &&
+      comparison.coarse_vs_fine.has_value() && std::fabs(*comparison.coarse_vs_fine) > kCoarseAsyncNote) {
+    text +=
+        "; asynchronous workers: where the servers' NICs are near saturation fine's step depends on the "
+        "workers' start phases (see training.ps.async_start), while coarse takes them out of step";
   }
   return text;
 }

@@ -105,6 +105,27 @@ TEST(DisagreementWarning, NamesTheConfigurationAndEveryPredictor) {
   EXPECT_EQ(disagreement_warning(sweep, c[2]), "");
 }
 
+TEST(DisagreementWarning, AsynchronousWorkersGetTheNoteOnPhases) {
+  // Fine measured staleness (an asynchronous parameter server) and coarse is 30% off: the warning
+  // says the step depends on the workers' phases. Synchronous (no staleness), or coarse within
+  // 10%, it does not.
+  Sweep sweep{.scenario = "s", .inputs = {}, .predictions = {result(Predictor::Fine, 4, 100),
+                                                              result(Predictor::Coarse, 4, 130)}};
+  sweep.predictions[0].staleness.pushes = 40;
+  std::vector<PredictorComparison> c = compare_predictors(sweep);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(disagreement_warning(sweep, c[0]).find("training.ps.async_start"), std::string::npos);
+  sweep.predictions[0].staleness.pushes = 0;
+  c = compare_predictors(sweep);
+  EXPECT_EQ(disagreement_warning(sweep, c[0]).find("async_start"), std::string::npos);
+  sweep.predictions[0].staleness.pushes = 40;
+  sweep.predictions.push_back(result(Predictor::Analytic, 4, 150));
+  sweep.predictions[1].throughput = 105;
+  c = compare_predictors(sweep);
+  ASSERT_TRUE(c[0].disagrees());
+  EXPECT_EQ(disagreement_warning(sweep, c[0]).find("async_start"), std::string::npos);
+}
+
 TEST(WriteComparisonTable, AColumnPairPerPredictorAndTheSpreadMarkedWhereTheyDisagree) {
   std::ostringstream out;
   write_comparison_table(out, three_configurations());
