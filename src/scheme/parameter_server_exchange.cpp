@@ -234,12 +234,8 @@ void ParameterServerExchange::begin(WorkerRuntime& runtime) {
       case PsAsyncStart::Together:
         break;
       case PsAsyncStart::Random:
-        // 53 bits of a hash of (seed, worker): uniform in [0, 1).
-        start =
-            cycle *
-            static_cast<double>(
-                mix64(ctx_.options.seed ^ mix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(w))) >> 11) *
-            0x1.0p-53;
+        start = cycle * unit_interval(mix64(ctx_.options.seed ^
+                                            mix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(w))));
         break;
     }
     ctx_.engine.schedule(start, StartStep{w});

@@ -258,8 +258,8 @@ double straggler_factor(uint64_t seed, int worker, int step, double cv) {
   const uint64_t key =
       mix64(seed ^ mix64((static_cast<uint64_t>(worker) << 32) + static_cast<uint64_t>(step)) ^
             0x7374726167676c65ULL);
-  const double u1 = (static_cast<double>(key >> 11) + 1) * 0x1.0p-53;
-  const double u2 = static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;
+  const double u1 = unit_interval(key) + 0x1.0p-53;  // (0, 1]: log(u1) stays finite
+  const double u2 = unit_interval(mix64(key));
   const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
   const double sigma2 = std::log1p(cv * cv);
   return std::exp(-sigma2 / 2 + std::sqrt(sigma2) * z);

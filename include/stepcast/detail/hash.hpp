@@ -16,4 +16,9 @@ namespace stepcast {
   return x ^ (x >> 31);
 }
 
+/// The top 53 bits of a key as a double, uniform in [0, 1): every value a multiple of 2^-53.
+[[nodiscard]] constexpr double unit_interval(uint64_t key) {
+  return static_cast<double>(key >> 11) * 0x1.0p-53;
+}
+
 }  // namespace stepcast
