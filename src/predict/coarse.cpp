@@ -135,33 +135,68 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                          std::max({exposed_phases * server, 2 * (duplex ? alone : phase), both_lanes}) +
                          server_apply;
     // Compute-overlap heuristic (ps_compute_overlap_heuristic), the step as a timeline from the
-    // start of the backward pass. Pushes leave as the backward produces the gradients: they end
-    // max(bwd + phase/m, phase + bwd/m) after it starts (the last gradient a piece's share after
-    // its end, the first a piece's share of the backward into it), and the busiest shard's apply
-    // lane works as they arrive, done a piece's applies after the last or its whole work after
-    // the first. The next step's pulls, requested once a worker's own pushes are out, take a phase
-    // on its link; with the duplex heuristic the servers send them as the pieces are ready, so
-    // the servers are done the size-biased share of a phase after the last push is applied and
-    // (1 + 1/m_eff) phases (their message lane: both directions' messages) after the pushes
-    // began, else a whole phase after the last is applied.
-    // In random order the forward waits for every pull; in need order (fifo, tic, tac,
-    // priority) the pulls feed it as they arrive, max(phase + fwd/m, fwd + phase/m). Without it
-    // coarse was 29-37% slow against fine on ResNet-50 with 16 workers at 100 Gbps in fifo
-    // order, 35% slow on AlexNet in random order with 4 workers at 100 Gbps, and with the shards'
-    // applies in series after the pushes 15% slow on ResNet-152 at 100 Gbps under the step
-    // barrier (8 workers, 2 shards, 20 us per apply), where fine hides them in the backward.
+    // start of the backward pass, piece by piece (scheme::push_streams, forward_end_after_pulls).
+    // Each shard's connection streams its pieces at the slower of the shard NIC's share (N
+    // workers in step) and the worker's link shared with the other shards' streams. A gradient
+    // piece leaves once the backward produced it and the connection is free (first the one ready
+    // first, or in need order under tic, tac and priority); the shard's lane applies the workers'
+    // copies as they come in. The next step's pulls are requested once the worker's own pushes
+    // are out, and a piece leaves once it is applied (per-tensor barrier: its own applies, so
+    // the pulls run while the lane applies the rest; step barrier: every piece's), in the pull
+    // order; each forward op starts once what it reads is in (in random order the mean over 64
+    // seeded orders). With the duplex heuristic the pulls may instead end as the phase model
+    // above says, out of step, whichever is sooner. With message overheads the lanes, not the
+    // bytes, set the pace, and the phase form stays: pushes end max(bwd + phase/m, phase +
+    // bwd/m) after the backward starts, the lane a piece's applies later, the pulls a phase after
+    // that (random: then the forward; need order: max(phase + fwd/m, fwd + phase/m)).
+    // Errors this removes (tools/coarse_vs_fine.py, fine's trace): the phase form left the whole
+    // forward after the pulls (35% slow on AlexNet in random order, 4 workers, 100 Gbps), the
+    // shards' applies after the pushes (15% slow on ResNet-152 at 100 Gbps under the step barrier
+    // and 21.6% under tic, 32 workers, 8 split shards, 20 us an apply, where fine pulls a piece
+    // while the lane applies the next), and the lane's backlog of small pieces pushed last (12%
+    // fast on ResNet-50 in fifo order under the step barrier, 16 and 64 workers); a classifier's
+    // large gradient leaves early in the backward and its weights are read last in the forward
+    // (AlexNet in tic order, 8 workers, 100 Gbps: 10% slow).
     double core = plain;
     if (options.ps_compute_overlap_heuristic) {
-      const double pushed = std::max(bwd + phase / m, phase + bwd / m);
-      const double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
+      std::vector<double> stream_start(shards.bytes.size()), per_byte(shards.bytes.size());
+      for (size_t s = 0; s < shards.bytes.size(); ++s) {
+        per_byte[s] =
+            shards.bytes[s] > 0 ? std::max(n / server_bw, model / (worker_bw * shards.bytes[s])) : 0.0;
+      }
+      double pushed = std::max(bwd + phase / m, phase + bwd / m);
+      double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
+      const bool pipelined = scheme.ps.barrier == scheme::PsBarrier::PerTensor;
       double timeline;
-      if (random_order) {
-        const double pulled = duplex ? std::max({pushed + alone, applied + server / m_eff,
-                                                 bwd / m + std::max(exposed_phases * server, both_lanes)})
-                                     : applied + phase;
-        timeline = pulled + fwd;
+      if (!(overhead > 0)) {
+        // The worker's step starts once its last push is in (one latency); its pull requests take another.
+        const scheme::PushStreams streams = scheme::push_streams(w, scheme.ps, n, per_byte);
+        pushed = streams.pushed + latency;
+        applied = std::max(streams.applied, pushed);
+        std::vector<double> ready = streams.piece_applied;
+        if (!pipelined) std::fill(ready.begin(), ready.end(), applied);
+        std::fill(stream_start.begin(), stream_start.end(), pushed + latency);
+        timeline =
+            scheme::forward_end_after_pulls(w, scheme.ps, stream_start, per_byte, ready, options.seed, 64);
+        if (duplex) {
+          const double pulled = std::max({pushed + alone, applied + server / m_eff,
+                                          bwd / m + std::max(exposed_phases * server, both_lanes)});
+          for (size_t s = 0; s < shards.bytes.size(); ++s)
+            stream_start[s] = pulled - shards.bytes[s] * per_byte[s];
+          timeline = std::min(timeline, scheme::forward_end_after_pulls(w, scheme.ps, stream_start, per_byte,
+                                                                        {}, options.seed, 64));
+        }
       } else {
-        timeline = applied + std::max(phase + fwd / m, fwd + phase / m);
+        const double pulls_from = pipelined ? pushed : applied;
+        const double pulls_tail = pipelined ? applied + phase / m : applied;
+        if (random_order) {
+          const double pulled = duplex ? std::max({pushed + alone, applied + server / m_eff,
+                                                   bwd / m + std::max(exposed_phases * server, both_lanes)})
+                                       : std::max(pulls_from + phase, pulls_tail);
+          timeline = pulled + fwd;
+        } else {
+          timeline = std::max(pulls_from + std::max(phase + fwd / m, fwd + phase / m), pulls_tail + fwd / m);
+        }
       }
       core = std::min(plain, timeline + rest);
     }

@@ -1,13 +1,153 @@
 #include "stepcast/detail/scheme/costs.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
+#include <queue>
+#include <utility>
 
+#include "scheme/step_paths.hpp"
+#include "stepcast/detail/hash.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
 
 namespace stepcast::scheme {
 
+namespace {
+
+/// One connection sending its pieces one at a time from `clock`, each the first in `rank` among
+/// those ready (ready[p] <= now; idle until the next is ready), taking bytes x seconds_per_byte.
+/// `by_ready`: its pieces sorted by ready. Calls sent(piece, when it is in) in sending order.
+template <typename Sent>
+double serve_by_rank(const std::vector<size_t>& by_ready, const std::vector<double>& ready,
+                     const std::vector<uint64_t>& rank, const std::vector<Piece>& pieces, double clock,
+                     double seconds_per_byte, Sent&& sent) {
+  using Entry = std::pair<uint64_t, size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> waiting;
+  size_t next = 0;
+  while (next < by_ready.size() || !waiting.empty()) {
+    if (waiting.empty()) clock = std::max(clock, ready[by_ready[next]]);
+    while (next < by_ready.size() && ready[by_ready[next]] <= clock) {
+      waiting.push({rank[by_ready[next]], by_ready[next]});
+      ++next;
+    }
+    const size_t p = waiting.top().second;
+    waiting.pop();
+    clock += pieces[p].bytes * seconds_per_byte;
+    sent(p, clock);
+  }
+  return clock;
+}
+
+}  // namespace
+
 double ps_apply_time(const PsConfig& ps, double bytes) {
   return ps.apply_time + (ps.apply_bw > 0 ? bytes / ps.apply_bw : 0.0);
+}
+
+double forward_end_after_pulls(const workload::Workload& workload, const PsConfig& ps,
+                               const std::vector<double>& stream_start,
+                               const std::vector<double>& seconds_per_byte,
+                               const std::vector<double>& piece_ready, uint64_t seed, int draws) {
+  const std::vector<Piece> pieces = place_parameters(workload, ps);
+  const std::vector<uint64_t> need = need_ranks(workload, pieces, ps.order);
+  const bool random = ps.order == PsOrder::Random;
+  const double origin = *std::min_element(stream_start.begin(), stream_start.end());
+  std::vector<double> ready(pieces.size(), 0.0);
+  for (size_t p = 0; p < pieces.size() && p < piece_ready.size(); ++p) ready[p] = piece_ready[p];
+  std::vector<std::vector<size_t>> by_ready(stream_start.size());
+  {
+    std::vector<size_t> all(pieces.size());
+    std::iota(all.begin(), all.end(), size_t{0});
+    std::stable_sort(all.begin(), all.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+    for (size_t p : all) by_ready[static_cast<size_t>(pieces[p].shard)].push_back(p);
+  }
+  std::vector<uint64_t> rank(pieces.size());
+  std::vector<double> arrival(pieces.size()), tensor_in(workload.tensors.size());
+  std::vector<double> op_end(workload.ops.size()), lane_free(workload.lanes.size()),
+      gate(workload.ops.size());
+  double total = 0;
+  const int rounds = random ? std::max(1, draws) : 1;
+  for (int draw = 0; draw < rounds; ++draw) {
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      rank[p] = random ? mix64(seed ^ mix64(static_cast<uint64_t>(draw) * 0x9e3779b97f4a7c15ULL + p))
+                       : (need.empty() ? p : need[p]);
+    }
+    for (size_t s = 0; s < stream_start.size(); ++s) {
+      serve_by_rank(by_ready[s], ready, rank, pieces, stream_start[s], seconds_per_byte[s],
+                    [&](size_t p, double in) { arrival[p] = in; });
+    }
+    std::fill(tensor_in.begin(), tensor_in.end(), origin);
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      double& in = tensor_in[static_cast<size_t>(pieces[p].tensor)];
+      in = std::max(in, arrival[p]);
+    }
+    std::fill(gate.begin(), gate.end(), origin);
+    for (size_t t = 0; t < workload.tensors.size(); ++t) {
+      for (int reader : workload.tensors[t].consumers) {
+        gate[static_cast<size_t>(reader)] = std::max(gate[static_cast<size_t>(reader)], tensor_in[t]);
+      }
+    }
+    // Ops are in a topological order and each lane runs its ops in index order (Workload).
+    std::fill(lane_free.begin(), lane_free.end(), origin);
+    double forward_end = origin;
+    for (size_t op = 0; op < workload.ops.size(); ++op) {
+      const workload::Op& o = workload.ops[op];
+      if (o.kind != workload::OpKind::Forward) continue;
+      double start = std::max(gate[op], lane_free[static_cast<size_t>(o.lane)]);
+      for (int d : o.deps) {
+        if (workload.ops[static_cast<size_t>(d)].kind == workload::OpKind::Forward) {
+          start = std::max(start, op_end[static_cast<size_t>(d)]);
+        }
+      }
+      op_end[op] = start + o.duration;
+      lane_free[static_cast<size_t>(o.lane)] = op_end[op];
+      forward_end = std::max(forward_end, op_end[op]);
+    }
+    for (double a : arrival) forward_end = std::max(forward_end, a);
+    total += forward_end;
+  }
+  return total / rounds;
+}
+
+PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps, int workers,
+                         const std::vector<double>& seconds_per_byte) {
+  const AloneSchedule alone = schedule_alone(workload);
+  double backward_start = alone.compute_end;
+  for (size_t op = 0; op < workload.ops.size(); ++op) {
+    if (workload.ops[op].kind == workload::OpKind::Backward) {
+      backward_start = std::min(backward_start, alone.op_start[op]);
+    }
+  }
+  const std::vector<Piece> pieces = place_parameters(workload, ps);
+  const std::vector<uint64_t> need = need_ranks(workload, pieces, ps.order);
+  std::vector<double> ready(pieces.size());
+  std::vector<size_t> production(pieces.size());
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const int producer = workload.tensors[static_cast<size_t>(pieces[p].tensor)].producer;
+    const double made = producer >= 0 ? alone.op_end[static_cast<size_t>(producer)] : alone.compute_end;
+    ready[p] = std::max(0.0, made - backward_start);
+    production[p] = p;
+  }
+  std::stable_sort(production.begin(), production.end(),
+                   [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+  std::vector<uint64_t> rank(pieces.size());
+  for (size_t i = 0; i < production.size(); ++i) rank[production[i]] = need.empty() ? i : need[production[i]];
+  const size_t shards = std::max<size_t>(1, seconds_per_byte.size());
+  std::vector<std::vector<size_t>> of_shard(shards);
+  for (size_t p : production) of_shard[static_cast<size_t>(pieces[p].shard)].push_back(p);
+  PushStreams r;
+  r.piece_applied.assign(pieces.size(), 0.0);
+  for (size_t s = 0; s < shards; ++s) {
+    double lane = 0;
+    const double out =
+        serve_by_rank(of_shard[s], ready, rank, pieces, 0.0, seconds_per_byte[s], [&](size_t p, double in) {
+          lane = std::max(lane, in) + workers * ps_apply_time(ps, pieces[p].bytes);
+          r.piece_applied[p] = lane;
+        });
+    r.pushed = std::max(r.pushed, out);
+    r.applied = std::max(r.applied, lane);
+  }
+  return r;
 }
 
 double ps_server_bw(const cluster::ClusterSpec& spec, const PsConfig& ps) {

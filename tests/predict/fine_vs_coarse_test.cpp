@@ -2,12 +2,14 @@
 // nothing to overlap and nothing contends, so both must reduce to the same closed form (DESIGN.md
 // 3.2); and the coarse PS model against the PS NIC bounds.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -329,13 +331,51 @@ TEST(FineVsCoarse, ShardAppliesOverlapThePushes) {
   EXPECT_NEAR(coarse, fine, 0.05 * fine);
 }
 
+// Where the phase form missed, now piece by piece (scheme::push_streams, forward_end_after_pulls),
+// examples/resnet50-ps.yaml with 300 samples/s and 20 us an apply. Before: ResNet-50 in fifo order
+// under the step barrier 11.5% fast (the lane's backlog of small pieces pushed last); AlexNet in
+// tic order 10.2% slow (its classifier's gradient leaves early in the backward, its weights are
+// read last in the forward); ResNet-152 in tic order with 8 split shards 21.6% slow (fine pulls a
+// piece while the lane applies the next).
+TEST(FineVsCoarse, PiecesStreamThroughTheShardsAndTheirApplyLanes) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+  const std::vector<std::pair<int, std::vector<std::string>>> cases = {
+      {16,
+       {"workload.model=resnet50", "cluster.nic_bandwidth=40Gbps", "workload.batch_per_worker=32",
+        "training.ps.order=fifo", "training.ps.count=4", "training.ps.partition=split",
+        "training.ps.barrier=step"}},
+      {8,
+       {"workload.model=alexnet", "cluster.nic_bandwidth=100Gbps", "workload.batch_per_worker=64",
+        "training.ps.order=tic", "training.ps.count=4", "training.ps.partition=whole"}},
+      {32,
+       {"workload.model=resnet152", "cluster.nic_bandwidth=40Gbps", "workload.batch_per_worker=32",
+        "training.ps.order=tic", "training.ps.count=8", "training.ps.partition=split"}},
+  };
+  for (const auto& [workers, sets] : cases) {
+    std::vector<std::string> all = sets;
+    all.push_back("workload.single_worker_throughput=300");
+    SCOPED_TRACE(fmt::format("{} workers, {}", workers, fmt::join(sets, " ")));
+    const scenario::Scenario s = scenario::load_scenario(example, all);
+    const Workload w = scenario::build_workload(s);
+    cluster::ClusterSpec spec = s.cluster;
+    spec.workers = workers;
+    Options fine = s.options, coarse = s.options;
+    fine.predictor = Predictor::Fine;
+    coarse.predictor = Predictor::Coarse;
+    const double f = predict(w, spec, s.scheme, fine).step_time;
+    const double c = predict(w, spec, s.scheme, coarse).step_time;
+    EXPECT_NEAR(c, f, 0.02 * f);
+  }
+}
+
 // Coarse against fine on a seeded random set drawn from the space of tools/coarse_vs_fine.py
 // (ResNet-50/152, VGG-16, AlexNet; 1-64 workers; 1-100 Gbps; PS sync and async in every order,
 // shards, partition and barrier; all-reduce). The issue asks for every point within 10%; that is
 // not met (README, "Coarse": asynchronous servers at their knee, and two synchronous workers
 // that move in step, which fine shows exposing both phases where the duplex heuristic takes
 // 1 + 1/m_eff), so the count is a regression pin: 35 of these 40 were within 10% when it was
-// written (from -17.9% to +34.1%), and every all-reduce point within 1%.
+// written (from -17.9% to +34.1%), 36 since pieces stream through the shards (from -10.2% to
+// +34.1%), and every all-reduce point within 1%.
 TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   std::mt19937_64 rng(11);
@@ -388,7 +428,7 @@ TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
       beyond += fmt::format("\n  {:+.1f}% {}", 100 * relative, name);
     }
   }
-  EXPECT_GE(within, 35) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
+  EXPECT_GE(within, 36) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
 }
 
 // Asynchronous workers in a convoy (all pulling, then all pushing) run as a synchronous step

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 
@@ -75,6 +76,52 @@ TEST(PsCosts, ShardLoadsFollowThePlacement) {
 }
 
 constexpr double kS = 100e6;
+
+// Three layers on one lane, 1 ms per op; layer 2 (read last in the forward, produced first in the
+// backward) holds 1 MB, layers 0 and 1 hold 1 kB; one shard, 1 GB/s per stream, 1 ms an apply.
+PsConfig one_shard(PsOrder order) {
+  PsConfig ps;
+  ps.count = 1;
+  ps.partition = PsPartition::Whole;
+  ps.order = order;
+  ps.apply_time = 1e-3;
+  return ps;
+}
+
+TEST(PsStreams, TheLaneBacklogOfSmallPiecesPushedLast) {
+  const workload::Workload w = test_workloads::layered({1e3, 1e3, 1e6}, 1e-3, 1e-3);
+  // From the backward's start: w2 ready at 1 ms, in at 2 ms; w1 ready at 2 ms and w0 at 3 ms,
+  // each in 1 us later. Four workers' copies take 4 ms of the lane per piece: 2 + 4 = 6 ms,
+  // then 10 and 14 ms, 11 ms after the last push is in (not one piece's 4 ms).
+  const PushStreams r = push_streams(w, one_shard(PsOrder::Fifo), 4, {1e-9});
+  EXPECT_NEAR(r.pushed, 3e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(r.applied, 14e-3, 1e-12);
+  ASSERT_EQ(r.piece_applied.size(), 3u);
+  EXPECT_NEAR(r.piece_applied[2], 6e-3, 1e-12);
+  EXPECT_NEAR(r.piece_applied[1], 10e-3, 1e-12);
+  EXPECT_NEAR(r.piece_applied[0], 14e-3, 1e-12);
+  // Free applies: the lane is done with the last push.
+  PsConfig free = one_shard(PsOrder::Fifo);
+  free.apply_time = 0;
+  EXPECT_NEAR(push_streams(w, free, 4, {1e-9}).applied, 3e-3 + 1e-6, 1e-12);
+}
+
+TEST(PsStreams, TheForwardRunsWhileTheLastLayersArePulled) {
+  const workload::Workload w = test_workloads::layered({1e3, 1e3, 1e6}, 1e-3, 1e-3);
+  // Piece order (fifo) from 0: w0 in at 1 us, w1 at 2 us, w2 at 1.000002 ms, hidden behind fwd0
+  // and fwd1, so the forward ends at 3.000001 ms; all pulls then the forward would be 4.000002.
+  const double need = forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, {1e-9}, {}, 1, 1);
+  EXPECT_NEAR(need, 3e-3 + 1e-6, 1e-12);
+  // A piece waits until it is ready: w0 ready at 5 ms holds the whole forward.
+  const double held = forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, {1e-9}, {5e-3, 0, 0}, 1, 1);
+  EXPECT_NEAR(held, 5e-3 + 1e-6 + 3e-3, 1e-12);
+  // Random order: the mean over seeded orders lies between the need order and all pulls first,
+  // and the same seed gives the same mean.
+  const double random = forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, {1e-9}, {}, 7, 64);
+  EXPECT_GT(random, need + 1e-5);
+  EXPECT_LT(random, 1.000002e-3 + 3e-3 - 1e-5);
+  EXPECT_EQ(random, forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, {1e-9}, {}, 7, 64));
+}
 
 TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {
   // Ring, halving-doubling and hdrm: reduce-scatter then all-gather, (N-1)/N S each per worker.

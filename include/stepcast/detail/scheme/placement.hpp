@@ -6,6 +6,7 @@
 //   auto pieces = place_parameters(workload, ps_config);   // one Piece per (tensor, shard)
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "stepcast/scheme/scheme_config.hpp"
@@ -26,6 +27,11 @@ struct Piece {
 /// bytes/count each. With ps.slice_bytes > 0 each of those is ceil(bytes / slice_bytes) pieces of
 /// equal size on its shard, adjacent (P3's slices: sent, aggregated and applied one by one).
 [[nodiscard]] std::vector<Piece> place_parameters(const workload::Workload& workload, const PsConfig& ps);
+
+/// Each piece's place when a connection sends by need (training.ps.order tic, tac, priority):
+/// rank 0 first. Empty for random and fifo (fifo sends in piece order; random draws per send).
+[[nodiscard]] std::vector<uint64_t> need_ranks(const workload::Workload& workload,
+                                               const std::vector<Piece>& pieces, PsOrder order);
 
 /// How many pieces place_parameters returns, without building them (validate() bounds it).
 [[nodiscard]] double count_pieces(const workload::Workload& workload, const PsConfig& ps);
