@@ -11,8 +11,15 @@ together and at five seeded random phases (training.ps.async_start), and the ran
 over the six starts and the default is printed: under fair sharing the phases persist, so where
 the servers' NICs are the knee fine has no answer independent of them.
 
+With --warmup/--measure every predictor runs with those steps.warmup/steps.measure (the example
+has 2 and 5). Coarse predicts the steady state; fine measures the steps it is told to, and in
+synchronous random order its workers keep reorganising for about ten steps (one breaks away from
+the others, then they settle into groups taking turns on the servers' NICs), so `--warmup 10
+--measure 20` compares coarse with fine's settled step, as tf_cnn_benchmarks discards its first
+ten steps.
+
   tools/coarse_vs_fine.py [--binary build/release/stepcast] [--count 40] [--seed 7] [--only TEXT]
-                          [--starts]
+                          [--warmup W] [--measure M] [--starts]
 """
 import argparse
 import json
@@ -57,6 +64,8 @@ def main():
     parser.add_argument('--count', type=int, default=40)
     parser.add_argument('--seed', type=int, default=7)
     parser.add_argument('--only', help='only scenarios whose name contains this')
+    parser.add_argument('--warmup', type=int, help='steps.warmup for every predictor (default: the example\'s)')
+    parser.add_argument('--measure', type=int, help='steps.measure for every predictor (default: the example\'s)')
     parser.add_argument('--starts', action='store_true',
                         help='for async points beyond 10%%: fine over start phases')
     options = parser.parse_args()
@@ -64,6 +73,10 @@ def main():
     for name, args in scenarios(options.count, options.seed):
         if options.only and options.only not in name:
             continue
+        if options.warmup is not None:
+            args += ['--set', f'steps.warmup={options.warmup}']
+        if options.measure is not None:
+            args += ['--set', f'steps.measure={options.measure}']
         run = subprocess.run([options.binary, 'predict', str(ROOT / 'examples/resnet50-ps.yaml'),
                               '--predictor', 'all', '--json'] + args, capture_output=True, text=True)
         if run.returncode != 0:

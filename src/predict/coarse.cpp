@@ -136,8 +136,8 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                          server_apply;
     // Compute-overlap heuristic (ps_compute_overlap_heuristic), the step as a timeline from the
     // start of the backward pass, piece by piece (scheme::push_streams, forward_end_after_pulls).
-    // Each shard's connection streams its pieces at the slower of the shard NIC's share (N
-    // workers in step) and the worker's link shared with the other shards' streams. A gradient
+    // Each shard's connection streams its pieces one at a time, at most at the shard NIC's share
+    // (N workers in step), and those sending share the worker's link max-min fairly. A gradient
     // piece leaves once the backward produced it and the connection is free (first the one ready
     // first, or in need order under tic, tac and priority); the shard's lane applies the workers'
     // copies as they come in. The next step's pulls are requested once the worker's own pushes
@@ -159,32 +159,33 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // (AlexNet in tic order, 8 workers, 100 Gbps: 10% slow).
     double core = plain;
     if (options.ps_compute_overlap_heuristic) {
-      std::vector<double> stream_start(shards.bytes.size()), per_byte(shards.bytes.size());
-      for (size_t s = 0; s < shards.bytes.size(); ++s) {
-        per_byte[s] =
-            shards.bytes[s] > 0 ? std::max(n / server_bw, model / (worker_bw * shards.bytes[s])) : 0.0;
-      }
+      std::vector<double> stream_start(shards.bytes.size());
+      // Each shard's connection at its NIC's share with N workers in step; the worker's link
+      // (its share of its node's NIC) shared among the connections sending.
+      const scheme::ShardStreams streams_of_worker{std::vector<double>(shards.bytes.size(), server_bw / n),
+                                                   worker_bw};
       double pushed = std::max(bwd + phase / m, phase + bwd / m);
       double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
       const bool pipelined = scheme.ps.barrier == scheme::PsBarrier::PerTensor;
       double timeline;
       if (!(overhead > 0)) {
         // The worker's step starts once its last push is in (one latency); its pull requests take another.
-        const scheme::PushStreams streams = scheme::push_streams(w, scheme.ps, n, per_byte);
+        const scheme::PushStreams streams = scheme::push_streams(w, scheme.ps, n, streams_of_worker);
         pushed = streams.pushed + latency;
         applied = std::max(streams.applied, pushed);
         std::vector<double> ready = streams.piece_applied;
         if (!pipelined) std::fill(ready.begin(), ready.end(), applied);
         std::fill(stream_start.begin(), stream_start.end(), pushed + latency);
-        timeline =
-            scheme::forward_end_after_pulls(w, scheme.ps, stream_start, per_byte, ready, options.seed, 64);
+        timeline = scheme::forward_end_after_pulls(w, scheme.ps, stream_start, streams_of_worker, ready,
+                                                   options.seed, 64);
         if (duplex) {
           const double pulled = std::max({pushed + alone, applied + server / m_eff,
                                           bwd / m + std::max(exposed_phases * server, both_lanes)});
           for (size_t s = 0; s < shards.bytes.size(); ++s)
-            stream_start[s] = pulled - shards.bytes[s] * per_byte[s];
-          timeline = std::min(timeline, scheme::forward_end_after_pulls(w, scheme.ps, stream_start, per_byte,
-                                                                        {}, options.seed, 64));
+            stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
+          timeline =
+              std::min(timeline, scheme::forward_end_after_pulls(w, scheme.ps, stream_start,
+                                                                 streams_of_worker, {}, options.seed, 64));
         }
       } else {
         const double pulls_from = pipelined ? pushed : applied;

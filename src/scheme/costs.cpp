@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <queue>
 #include <utility>
@@ -14,28 +15,92 @@ namespace stepcast::scheme {
 
 namespace {
 
-/// One connection sending its pieces one at a time from `clock`, each the first in `rank` among
-/// those ready (ready[p] <= now; idle until the next is ready), taking bytes x seconds_per_byte.
-/// `by_ready`: its pieces sorted by ready. Calls sent(piece, when it is in) in sending order.
-template <typename Sent>
-double serve_by_rank(const std::vector<size_t>& by_ready, const std::vector<double>& ready,
-                     const std::vector<uint64_t>& rank, const std::vector<Piece>& pieces, double clock,
-                     double seconds_per_byte, Sent&& sent) {
+/// A worker's connections to the shards sending their pieces as a fluid: shard s's connection
+/// sends one piece at a time from start[s], the first in `rank` among those ready (ready[p] <= now;
+/// idle until the next is ready); those sending share the worker's link max-min fairly, each at
+/// most its shard's rate. by_shard[s]: shard s's pieces sorted by ready. Returns each piece's
+/// arrival, and fills `sent` (the pieces of every shard in the order they arrived).
+std::vector<double> send_pieces(const std::vector<Piece>& pieces, const std::vector<double>& ready,
+                                const std::vector<uint64_t>& rank,
+                                const std::vector<std::vector<size_t>>& by_shard,
+                                const std::vector<double>& start, const ShardStreams& streams,
+                                std::vector<size_t>* sent = nullptr) {
+  constexpr size_t kNone = static_cast<size_t>(-1);
   using Entry = std::pair<uint64_t, size_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> waiting;
-  size_t next = 0;
-  while (next < by_ready.size() || !waiting.empty()) {
-    if (waiting.empty()) clock = std::max(clock, ready[by_ready[next]]);
-    while (next < by_ready.size() && ready[by_ready[next]] <= clock) {
-      waiting.push({rank[by_ready[next]], by_ready[next]});
-      ++next;
+  const size_t shards = by_shard.size();
+  std::vector<double> arrival(pieces.size(), 0.0);
+  std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<>>> waiting(shards);
+  std::vector<size_t> next(shards, 0), current(shards, kNone);
+  std::vector<double> left(shards, 0.0), rate(shards, 0.0);
+  std::vector<size_t> active;
+  double now = *std::min_element(start.begin(), start.end());
+  for (;;) {
+    double admit_at = std::numeric_limits<double>::infinity();
+    active.clear();
+    for (size_t s = 0; s < shards; ++s) {
+      const std::vector<size_t>& list = by_shard[s];
+      if (now >= start[s]) {
+        while (next[s] < list.size() && ready[list[next[s]]] <= now) {
+          waiting[s].push({rank[list[next[s]]], list[next[s]]});
+          ++next[s];
+        }
+      }
+      if (current[s] == kNone && !waiting[s].empty() && now >= start[s]) {
+        current[s] = waiting[s].top().second;
+        waiting[s].pop();
+        left[s] = pieces[current[s]].bytes;
+      }
+      if (current[s] != kNone) {
+        active.push_back(s);
+      } else if (next[s] < list.size()) {
+        admit_at = std::min(admit_at, std::max(start[s], ready[list[next[s]]]));
+      }
     }
-    const size_t p = waiting.top().second;
-    waiting.pop();
-    clock += pieces[p].bytes * seconds_per_byte;
-    sent(p, clock);
+    if (active.empty()) {
+      if (admit_at == std::numeric_limits<double>::infinity()) break;
+      now = admit_at;
+      continue;
+    }
+    // Max-min fair shares of the link, each capped by its shard's rate.
+    std::sort(active.begin(), active.end(),
+              [&](size_t a, size_t b) { return streams.shard_rate[a] < streams.shard_rate[b]; });
+    double room = streams.link_rate;
+    for (size_t k = 0; k < active.size(); ++k) {
+      const size_t s = active[k];
+      rate[s] = std::min(streams.shard_rate[s], room / static_cast<double>(active.size() - k));
+      room -= rate[s];
+    }
+    double step = admit_at - now;
+    size_t first = kNone;  // the stream that completes at the end of this step, if any
+    for (size_t s : active) {
+      const double t = left[s] / rate[s];
+      if (t <= step) {
+        step = t;
+        first = s;
+      }
+    }
+    now += step;
+    for (size_t s : active) {
+      left[s] -= rate[s] * step;
+      if (s == first || left[s] <= 1e-12 * pieces[current[s]].bytes) {
+        arrival[current[s]] = now;
+        if (sent != nullptr) sent->push_back(current[s]);
+        current[s] = kNone;
+      }
+    }
   }
-  return clock;
+  return arrival;
+}
+
+/// Pieces of each shard sorted by ready (ties by piece index).
+std::vector<std::vector<size_t>> by_shard_and_ready(const std::vector<Piece>& pieces,
+                                                    const std::vector<double>& ready, size_t shards) {
+  std::vector<size_t> all(pieces.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  std::stable_sort(all.begin(), all.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+  std::vector<std::vector<size_t>> r(shards);
+  for (size_t p : all) r[static_cast<size_t>(pieces[p].shard)].push_back(p);
+  return r;
 }
 
 }  // namespace
@@ -45,8 +110,7 @@ double ps_apply_time(const PsConfig& ps, double bytes) {
 }
 
 double forward_end_after_pulls(const workload::Workload& workload, const PsConfig& ps,
-                               const std::vector<double>& stream_start,
-                               const std::vector<double>& seconds_per_byte,
+                               const std::vector<double>& stream_start, const ShardStreams& streams,
                                const std::vector<double>& piece_ready, uint64_t seed, int draws) {
   const std::vector<Piece> pieces = place_parameters(workload, ps);
   const std::vector<uint64_t> need = need_ranks(workload, pieces, ps.order);
@@ -54,15 +118,9 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
   const double origin = *std::min_element(stream_start.begin(), stream_start.end());
   std::vector<double> ready(pieces.size(), 0.0);
   for (size_t p = 0; p < pieces.size() && p < piece_ready.size(); ++p) ready[p] = piece_ready[p];
-  std::vector<std::vector<size_t>> by_ready(stream_start.size());
-  {
-    std::vector<size_t> all(pieces.size());
-    std::iota(all.begin(), all.end(), size_t{0});
-    std::stable_sort(all.begin(), all.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
-    for (size_t p : all) by_ready[static_cast<size_t>(pieces[p].shard)].push_back(p);
-  }
+  const std::vector<std::vector<size_t>> by_ready = by_shard_and_ready(pieces, ready, stream_start.size());
   std::vector<uint64_t> rank(pieces.size());
-  std::vector<double> arrival(pieces.size()), tensor_in(workload.tensors.size());
+  std::vector<double> arrival, tensor_in(workload.tensors.size());
   std::vector<double> op_end(workload.ops.size()), lane_free(workload.lanes.size()),
       gate(workload.ops.size());
   double total = 0;
@@ -72,10 +130,7 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
       rank[p] = random ? mix64(seed ^ mix64(static_cast<uint64_t>(draw) * 0x9e3779b97f4a7c15ULL + p))
                        : (need.empty() ? p : need[p]);
     }
-    for (size_t s = 0; s < stream_start.size(); ++s) {
-      serve_by_rank(by_ready[s], ready, rank, pieces, stream_start[s], seconds_per_byte[s],
-                    [&](size_t p, double in) { arrival[p] = in; });
-    }
+    arrival = send_pieces(pieces, ready, rank, by_ready, stream_start, streams);
     std::fill(tensor_in.begin(), tensor_in.end(), origin);
     for (size_t p = 0; p < pieces.size(); ++p) {
       double& in = tensor_in[static_cast<size_t>(pieces[p].tensor)];
@@ -110,7 +165,7 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
 }
 
 PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps, int workers,
-                         const std::vector<double>& seconds_per_byte) {
+                         const ShardStreams& streams) {
   const AloneSchedule alone = schedule_alone(workload);
   double backward_start = alone.compute_end;
   for (size_t op = 0; op < workload.ops.size(); ++op) {
@@ -132,20 +187,20 @@ PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps,
                    [&](size_t a, size_t b) { return ready[a] < ready[b]; });
   std::vector<uint64_t> rank(pieces.size());
   for (size_t i = 0; i < production.size(); ++i) rank[production[i]] = need.empty() ? i : need[production[i]];
-  const size_t shards = std::max<size_t>(1, seconds_per_byte.size());
-  std::vector<std::vector<size_t>> of_shard(shards);
-  for (size_t p : production) of_shard[static_cast<size_t>(pieces[p].shard)].push_back(p);
+  const size_t shards = std::max<size_t>(1, streams.shard_rate.size());
+  std::vector<size_t> sent;
+  const std::vector<double> arrival =
+      send_pieces(pieces, ready, rank, by_shard_and_ready(pieces, ready, shards),
+                  std::vector<double>(shards, 0.0), streams, &sent);
   PushStreams r;
   r.piece_applied.assign(pieces.size(), 0.0);
-  for (size_t s = 0; s < shards; ++s) {
-    double lane = 0;
-    const double out =
-        serve_by_rank(of_shard[s], ready, rank, pieces, 0.0, seconds_per_byte[s], [&](size_t p, double in) {
-          lane = std::max(lane, in) + workers * ps_apply_time(ps, pieces[p].bytes);
-          r.piece_applied[p] = lane;
-        });
-    r.pushed = std::max(r.pushed, out);
-    r.applied = std::max(r.applied, lane);
+  std::vector<double> lane(shards, 0.0);
+  for (size_t p : sent) {
+    double& l = lane[static_cast<size_t>(pieces[p].shard)];
+    l = std::max(l, arrival[p]) + workers * ps_apply_time(ps, pieces[p].bytes);
+    r.piece_applied[p] = l;
+    r.pushed = std::max(r.pushed, arrival[p]);
+    r.applied = std::max(r.applied, l);
   }
   return r;
 }

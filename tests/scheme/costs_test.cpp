@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,8 @@ constexpr double kS = 100e6;
 
 // Three layers on one lane, 1 ms per op; layer 2 (read last in the forward, produced first in the
 // backward) holds 1 MB, layers 0 and 1 hold 1 kB; one shard, 1 GB/s per stream, 1 ms an apply.
+const ShardStreams kOneGBps{{1e9}, std::numeric_limits<double>::infinity()};
+
 PsConfig one_shard(PsOrder order) {
   PsConfig ps;
   ps.count = 1;
@@ -93,7 +96,7 @@ TEST(PsStreams, TheLaneBacklogOfSmallPiecesPushedLast) {
   // From the backward's start: w2 ready at 1 ms, in at 2 ms; w1 ready at 2 ms and w0 at 3 ms,
   // each in 1 us later. Four workers' copies take 4 ms of the lane per piece: 2 + 4 = 6 ms,
   // then 10 and 14 ms, 11 ms after the last push is in (not one piece's 4 ms).
-  const PushStreams r = push_streams(w, one_shard(PsOrder::Fifo), 4, {1e-9});
+  const PushStreams r = push_streams(w, one_shard(PsOrder::Fifo), 4, kOneGBps);
   EXPECT_NEAR(r.pushed, 3e-3 + 1e-6, 1e-12);
   EXPECT_NEAR(r.applied, 14e-3, 1e-12);
   ASSERT_EQ(r.piece_applied.size(), 3u);
@@ -103,24 +106,25 @@ TEST(PsStreams, TheLaneBacklogOfSmallPiecesPushedLast) {
   // Free applies: the lane is done with the last push.
   PsConfig free = one_shard(PsOrder::Fifo);
   free.apply_time = 0;
-  EXPECT_NEAR(push_streams(w, free, 4, {1e-9}).applied, 3e-3 + 1e-6, 1e-12);
+  EXPECT_NEAR(push_streams(w, free, 4, kOneGBps).applied, 3e-3 + 1e-6, 1e-12);
 }
 
 TEST(PsStreams, TheForwardRunsWhileTheLastLayersArePulled) {
   const workload::Workload w = test_workloads::layered({1e3, 1e3, 1e6}, 1e-3, 1e-3);
   // Piece order (fifo) from 0: w0 in at 1 us, w1 at 2 us, w2 at 1.000002 ms, hidden behind fwd0
   // and fwd1, so the forward ends at 3.000001 ms; all pulls then the forward would be 4.000002.
-  const double need = forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, {1e-9}, {}, 1, 1);
+  const double need = forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, kOneGBps, {}, 1, 1);
   EXPECT_NEAR(need, 3e-3 + 1e-6, 1e-12);
   // A piece waits until it is ready: w0 ready at 5 ms holds the whole forward.
-  const double held = forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, {1e-9}, {5e-3, 0, 0}, 1, 1);
+  const double held =
+      forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, kOneGBps, {5e-3, 0, 0}, 1, 1);
   EXPECT_NEAR(held, 5e-3 + 1e-6 + 3e-3, 1e-12);
   // Random order: the mean over seeded orders lies between the need order and all pulls first,
   // and the same seed gives the same mean.
-  const double random = forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, {1e-9}, {}, 7, 64);
+  const double random = forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, kOneGBps, {}, 7, 64);
   EXPECT_GT(random, need + 1e-5);
   EXPECT_LT(random, 1.000002e-3 + 3e-3 - 1e-5);
-  EXPECT_EQ(random, forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, {1e-9}, {}, 7, 64));
+  EXPECT_EQ(random, forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, kOneGBps, {}, 7, 64));
 }
 
 TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {

@@ -44,38 +44,46 @@ struct ShardLoads {
 };
 [[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
 
-/// When a worker's forward pass ends, in s on the clock of stream_start, when each shard s sends
-/// the worker its pieces one after another from stream_start[s], each taking bytes x
-/// seconds_per_byte[s], in the pull order: piece order (fifo), need order (tic, tac, priority:
-/// need_ranks), or in random order the mean over `draws` random orders drawn from `seed`. A
-/// piece is sent only once ready (piece_ready[p], on the same clock; empty: all ready). A
-/// forward op starts once its lane and dependencies allow (one worker's schedule alone) and every
-/// piece of the tensors it reads is in, and none before the earliest stream start. The first
-/// layers need little and come first in need order; in random order the ops wait for what they
-/// read, not for every pull, so the compute of layers whose parameters came early hides the rest.
+/// How one worker's connections to the shards move bytes: shard s's connection at most
+/// shard_rate[s] bytes/s (its NIC's share), all of them together at most link_rate (the worker's
+/// link), shared max-min fairly among those sending.
+struct ShardStreams {
+  std::vector<double> shard_rate;
+  double link_rate = 0;
+};
+
+/// When a worker's forward pass ends, in s on the clock of stream_start, when shard s sends the
+/// worker its pieces one at a time from stream_start[s] (streams), a piece once it is ready
+/// (piece_ready[p] on the same clock; empty: all ready), the first in the pull order among those
+/// ready: piece order (fifo), need order (tic, tac, priority: need_ranks), or in random order the
+/// mean over `draws` random orders drawn from `seed`. A forward op starts once its lane and
+/// dependencies allow (one worker's schedule alone) and every piece of the tensors it reads is in,
+/// and none before the earliest stream start. The first layers need little and come first in need
+/// order; in random order the ops wait for what they read, not for every pull, so the compute of
+/// layers whose parameters came early hides the rest.
 [[nodiscard]] double forward_end_after_pulls(const workload::Workload& workload, const PsConfig& ps,
                                              const std::vector<double>& stream_start,
-                                             const std::vector<double>& seconds_per_byte,
+                                             const ShardStreams& streams,
                                              const std::vector<double>& piece_ready, uint64_t seed,
                                              int draws);
 
 /// One synchronous step's pushes, in s from the start of the backward pass, with `workers`
 /// clients in step: a gradient piece may leave once the backward produced it (one worker's
-/// schedule alone); each shard's connection sends one piece at a time, the first ready in its
-/// push order (production order for random and fifo, need order for tic, tac and priority),
-/// taking bytes x seconds_per_byte[shard]; the shard's lane applies the workers' copies of a
-/// piece once it is in, one at a time. `pushed`: the last piece out, over the shards; `applied`:
-/// the last lane done. The lane ends later than the last push by more than one piece's applies
-/// where the pieces pushed last are small (their transfer is short, their applies are not), as
-/// the first layers' biases and norms of a CNN; and a large gradient produced early in the
-/// backward (a CNN's classifier) is out long before the backward ends.
+/// schedule alone); each shard's connection sends one piece at a time (streams), the first ready
+/// in its push order (production order for random and fifo, need order for tic, tac and
+/// priority); the shard's lane applies the workers' copies of a piece once it is in, one at a
+/// time. `pushed`: the last piece in, over the shards; `applied`: the last lane done. The lane
+/// ends later than the last push by more than one piece's applies where the pieces pushed last
+/// are small (their transfer is short, their applies are not), as the first layers' biases and
+/// norms of a CNN; and a large gradient produced early in the backward (a CNN's classifier) is
+/// in long before the backward ends.
 struct PushStreams {
   double pushed = 0;
   double applied = 0;
   std::vector<double> piece_applied;  ///< per piece (place_parameters' order): its lane done
 };
 [[nodiscard]] PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps, int workers,
-                                       const std::vector<double>& seconds_per_byte);
+                                       const ShardStreams& streams);
 
 /// Bytes of memory one optimizer step reads and writes per parameter, the same in fp32 and in
 /// mixed precision: the gradient, the (master) weight and the optimizer's state read, the weight
