@@ -19,7 +19,7 @@ namespace {
 /// sends one piece at a time from start[s], the first in `rank` among those ready (ready[p] <= now;
 /// idle until the next is ready); those sending share the worker's link max-min fairly, each at
 /// most its shard's rate. by_shard[s]: shard s's pieces sorted by ready. Returns each piece's
-/// arrival, and fills `sent` (the pieces of every shard in the order they arrived).
+/// arrival, and fills `sent` (each shard's pieces in the order they arrived).
 std::vector<double> send_pieces(const std::vector<Piece>& pieces, const std::vector<double>& ready,
                                 const std::vector<uint64_t>& rank,
                                 const std::vector<std::vector<size_t>>& by_shard,
@@ -30,6 +30,29 @@ std::vector<double> send_pieces(const std::vector<Piece>& pieces, const std::vec
   const size_t shards = by_shard.size();
   std::vector<double> arrival(pieces.size(), 0.0);
   std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<>>> waiting(shards);
+  double all_shards = 0;
+  for (double r : streams.shard_rate) all_shards += r;
+  if (all_shards <= streams.link_rate) {
+    // The link never binds: each connection at its shard's rate, on its own.
+    for (size_t s = 0; s < shards; ++s) {
+      double clock = start[s];
+      size_t next = 0;
+      const std::vector<size_t>& list = by_shard[s];
+      while (next < list.size() || !waiting[s].empty()) {
+        if (waiting[s].empty()) clock = std::max(clock, ready[list[next]]);
+        while (next < list.size() && ready[list[next]] <= clock) {
+          waiting[s].push({rank[list[next]], list[next]});
+          ++next;
+        }
+        const size_t p = waiting[s].top().second;
+        waiting[s].pop();
+        clock += pieces[p].bytes / streams.shard_rate[s];
+        arrival[p] = clock;
+        if (sent != nullptr) sent->push_back(p);
+      }
+    }
+    return arrival;
+  }
   std::vector<size_t> next(shards, 0), current(shards, kNone);
   std::vector<double> left(shards, 0.0), rate(shards, 0.0);
   std::vector<size_t> active;
