@@ -11,6 +11,7 @@
 #include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -125,6 +126,29 @@ TEST(PsStreams, TheForwardRunsWhileTheLastLayersArePulled) {
   EXPECT_GT(random, need + 1e-5);
   EXPECT_LT(random, 1.000002e-3 + 3e-3 - 1e-5);
   EXPECT_EQ(random, forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, kOneGBps, {}, 7, 64));
+}
+
+TEST(PsStreams, ConnectionsShareTheWorkersLinkFairly) {
+  // Two shards, 1 MB and 3 MB, each connection at most 1 GB/s. On a 1 GB/s worker link both run
+  // at 0.5 GB/s until the 1 MB piece is in at 2 ms; the other then has the link, in at 4 ms. The
+  // forward (1 ms an op) runs 2-3 ms and 4-5 ms. On an unbounded link: in at 1 and 3 ms, done at 4.
+  const workload::Workload w = test_workloads::layered({1e6, 3e6}, 1e-3, 1e-3);
+  PsConfig ps = one_shard(PsOrder::Fifo);
+  ps.count = 2;
+  ASSERT_NE(place_parameters(w, ps)[0].shard, place_parameters(w, ps)[1].shard);
+  const ShardStreams shared{{1e9, 1e9}, 1e9};
+  const ShardStreams own{{1e9, 1e9}, std::numeric_limits<double>::infinity()};
+  EXPECT_NEAR(forward_end_after_pulls(w, ps, {0.0, 0.0}, shared, {}, 1, 1), 5e-3, 1e-12);
+  EXPECT_NEAR(forward_end_after_pulls(w, ps, {0.0, 0.0}, own, {}, 1, 1), 4e-3, 1e-12);
+  // Pushes: w1 is produced at 1 ms (its backward runs first), w0 at 2 ms. w1 runs alone at
+  // 1 GB/s until 2 ms (1 MB of 3 in), then both at 0.5 GB/s: w0 is in at 4 ms, when w1 has 1 MB
+  // left, which takes the whole link: in at 5 ms.
+  PsConfig free = ps;
+  free.apply_time = 0;
+  const PushStreams pushed = push_streams(w, free, 1, shared);
+  EXPECT_NEAR(pushed.piece_applied[0], 4e-3, 1e-12);
+  EXPECT_NEAR(pushed.piece_applied[1], 5e-3, 1e-12);
+  EXPECT_NEAR(pushed.pushed, 5e-3, 1e-12);
 }
 
 TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {
