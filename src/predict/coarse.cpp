@@ -93,7 +93,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency + lane_per_client + overhead;
   // Duplex heuristic (ps_duplex_heuristic; synchronous, random send order, per-tensor barrier,
-  // more than one worker): the next step's pull of a piece may start once every worker's push of
+  // more than two workers): the next step's pull of a piece may start once every worker's push of
   // it was applied, and pulls (the servers' NIC out) and pushes (NIC in) take the two directions
   // of the links. In a random order the pieces become ready all through the push phase, so the
   // servers' next pulls overlap all of it but the pieces that are ready last: with N workers each
@@ -107,6 +107,14 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // own link bounds the phase, exposes both (fine: 2.00 phases with one worker; coarse took
   // 1 + 1/m for the whole phase and was 30% short on VGG-16 with one worker, and 37% fast on
   // ResNet-152 with 2 workers on 8 shards, whose own links bound the phase).
+  // The overlap needs the workers out of step, and only from three workers on do they drift
+  // apart: a worker that starts a phase d ahead of the other N - 1 has the shard's NIC to itself
+  // for d, and under fair sharing ends (N - 1) d ahead (the NIC moves the same bytes in the same
+  // time either way), so the lead grows threefold a phase at 4 workers (fine's trace: ResNet-152,
+  // 4 workers, 10 Gbps, one shard: a 15 ms lead at the first push, 136 ms one step later) and
+  // stays d at 2, where a piece's pull also waits for the other's push of it. Two workers stay
+  // in step (AlexNet, 25 Gbps, one shard: 10-30 ms apart over six steps of 300 ms), and coarse
+  // with the duplex was 14-20% fast on them (examples/resnet50-ps.yaml, one shard: 20%).
   // In fifo, tic, tac and priority orders the pulls start with the first layers, whose gradients
   // come last, so both phases stay exposed (the closed forms of
   // tests/predict/fine_vs_coarse_test.cpp), and so they do under the step barrier
@@ -115,7 +123,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double m_eff = std::max(1.0, shards.largest_effective_pieces());
   const bool duplex = options.ps_duplex_heuristic && scheme.mode == Mode::Sync &&
                       scheme.ps.order == scheme::PsOrder::Random &&
-                      scheme.ps.barrier == scheme::PsBarrier::PerTensor && n > 1;
+                      scheme.ps.barrier == scheme::PsBarrier::PerTensor && n > 2;
   const bool random_order = scheme.ps.order == scheme::PsOrder::Random;
   const double fwd = w.compute_time(workload::OpKind::Forward);
   const double bwd = w.compute_time(workload::OpKind::Backward);
@@ -188,9 +196,9 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                           bwd / m + std::max(exposed_phases * server, both_lanes)});
           for (size_t s = 0; s < shards.bytes.size(); ++s)
             stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
-          timeline = std::min(
-              timeline, scheme::forward_end_after_pulls(w, scheme.ps, stream_start, streams_of_worker, {},
-                                                        options.seed, kRandomOrders));
+          const double out_of_step = scheme::forward_end_after_pulls(
+              w, scheme.ps, stream_start, streams_of_worker, {}, options.seed, kRandomOrders);
+          timeline = std::min(timeline, out_of_step);
         }
       } else {
         const double pulls_from = pipelined ? pushed : applied;
