@@ -1,6 +1,7 @@
 #include "stepcast/detail/scheme/costs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -134,7 +135,8 @@ double ps_apply_time(const PsConfig& ps, double bytes) {
 
 double forward_end_after_pulls(const workload::Workload& workload, const PsConfig& ps,
                                const std::vector<double>& stream_start, const ShardStreams& streams,
-                               const std::vector<double>& piece_ready, uint64_t seed, int draws) {
+                               const std::vector<double>& piece_ready, uint64_t seed, int draws,
+                               double* spread) {
   const std::vector<Piece> pieces = place_parameters(workload, ps);
   const std::vector<uint64_t> need = need_ranks(workload, pieces, ps.order);
   const bool random = ps.order == PsOrder::Random;
@@ -148,6 +150,7 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
       gate(workload.ops.size());
   double total = 0;
   const int rounds = random ? std::max(1, draws) : 1;
+  std::vector<double> ends;
   for (int draw = 0; draw < rounds; ++draw) {
     for (size_t p = 0; p < pieces.size(); ++p) {
       rank[p] = random ? mix64(seed ^ mix64(static_cast<uint64_t>(draw) * 0x9e3779b97f4a7c15ULL + p))
@@ -183,6 +186,15 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
     }
     for (double a : arrival) forward_end = std::max(forward_end, a);
     total += forward_end;
+    ends.push_back(forward_end);
+  }
+  if (spread != nullptr) {
+    double differences = 0;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      for (size_t j = i + 1; j < ends.size(); ++j) differences += std::fabs(ends[i] - ends[j]);
+    }
+    *spread =
+        ends.size() > 1 ? 2 * differences / (static_cast<double>(ends.size()) * (ends.size() - 1)) : 0.0;
   }
   return total / rounds;
 }

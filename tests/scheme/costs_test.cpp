@@ -126,6 +126,15 @@ TEST(PsStreams, TheForwardRunsWhileTheLastLayersArePulled) {
   EXPECT_GT(random, need + 1e-5);
   EXPECT_LT(random, 1.000002e-3 + 3e-3 - 1e-5);
   EXPECT_EQ(random, forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, kOneGBps, {}, 7, 64));
+  // How far two orders put two workers apart: of the six orders, three end the forward at about
+  // 3 ms (w0 w1 w2, w1 w0 w2, w0 w2 w1) and three at about 4 ms, so E|X - X'| = 2 x 1/2 x 1/2 x
+  // 1 ms = 0.5 ms; a need order has one end.
+  double apart = -1;
+  (void)forward_end_after_pulls(w, one_shard(PsOrder::Random), {0.0}, kOneGBps, {}, 7, 64, &apart);
+  EXPECT_GT(apart, 0.35e-3);
+  EXPECT_LT(apart, 0.65e-3);
+  (void)forward_end_after_pulls(w, one_shard(PsOrder::Fifo), {0.0}, kOneGBps, {}, 7, 64, &apart);
+  EXPECT_EQ(apart, 0.0);
 }
 
 TEST(PsStreams, ConnectionsShareTheWorkersLinkFairly) {

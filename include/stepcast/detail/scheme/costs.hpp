@@ -60,12 +60,13 @@ struct ShardStreams {
 /// dependencies allow (one worker's schedule alone) and every piece of the tensors it reads is in,
 /// and none before the earliest stream start. The first layers need little and come first in need
 /// order; in random order the ops wait for what they read, not for every pull, so the compute of
-/// layers whose parameters came early hides the rest.
+/// layers whose parameters came early hides the rest. `spread` (if given): the mean absolute
+/// difference between the ends of two draws, how far apart two workers' random orders put them.
 [[nodiscard]] double forward_end_after_pulls(const workload::Workload& workload, const PsConfig& ps,
                                              const std::vector<double>& stream_start,
                                              const ShardStreams& streams,
-                                             const std::vector<double>& piece_ready, uint64_t seed,
-                                             int draws);
+                                             const std::vector<double>& piece_ready, uint64_t seed, int draws,
+                                             double* spread = nullptr);
 
 /// One synchronous step's pushes, in s from the start of the backward pass, with `workers`
 /// clients in step: a gradient piece may leave once the backward produced it (one worker's
