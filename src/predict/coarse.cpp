@@ -175,8 +175,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
       std::vector<double> stream_start(shards.bytes.size());
       // Each shard's connection at its NIC's share with N workers in step; the worker's link
       // (its share of its node's NIC) shared among the connections sending.
-      const scheme::ShardStreams streams_of_worker{std::vector<double>(shards.bytes.size(), server_bw / n),
-                                                   worker_bw};
+      const scheme::ShardStreams streams_of_worker{server_bw / n, worker_bw};
       double pushed = std::max(bwd + phase / m, phase + bwd / m);
       double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
       const bool pipelined = scheme.ps.barrier == scheme::PsBarrier::PerTensor;

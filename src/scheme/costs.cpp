@@ -18,99 +18,63 @@ namespace {
 
 /// A worker's connections to the shards sending their pieces as a fluid: shard s's connection
 /// sends one piece at a time from start[s], the first in `rank` among those ready (ready[p] <= now;
-/// idle until the next is ready); those sending share the worker's link max-min fairly, each at
-/// most its shard's rate. by_shard[s]: shard s's pieces sorted by ready. Returns each piece's
-/// arrival, and fills `sent` (each shard's pieces in the order they arrived).
+/// idle until the next is ready); the k connections sending share the worker's link fairly, each
+/// at min(shard_rate, link_rate / k). by_shard[s]: shard s's pieces sorted by ready. Returns each
+/// piece's arrival, and fills `sent` (each shard's pieces in the order they arrived). All sending
+/// connections move at one rate, so a virtual clock (bytes each has sent) orders their ends:
+/// O(pieces log shards), as fair queueing runs it.
 std::vector<double> send_pieces(const std::vector<Piece>& pieces, const std::vector<double>& ready,
                                 const std::vector<uint64_t>& rank,
                                 const std::vector<std::vector<size_t>>& by_shard,
                                 const std::vector<double>& start, const ShardStreams& streams,
                                 std::vector<size_t>* sent = nullptr) {
-  constexpr size_t kNone = static_cast<size_t>(-1);
   using Entry = std::pair<uint64_t, size_t>;
+  using Timed = std::pair<double, size_t>;
   const size_t shards = by_shard.size();
   std::vector<double> arrival(pieces.size(), 0.0);
   std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<>>> waiting(shards);
-  double all_shards = 0;
-  for (double r : streams.shard_rate) all_shards += r;
-  if (all_shards <= streams.link_rate) {
-    // The link never binds: each connection at its shard's rate, on its own.
-    for (size_t s = 0; s < shards; ++s) {
-      double clock = start[s];
-      size_t next = 0;
-      const std::vector<size_t>& list = by_shard[s];
-      while (next < list.size() || !waiting[s].empty()) {
-        if (waiting[s].empty()) clock = std::max(clock, ready[list[next]]);
-        while (next < list.size() && ready[list[next]] <= clock) {
-          waiting[s].push({rank[list[next]], list[next]});
-          ++next;
-        }
-        const size_t p = waiting[s].top().second;
-        waiting[s].pop();
-        clock += pieces[p].bytes / streams.shard_rate[s];
-        arrival[p] = clock;
-        if (sent != nullptr) sent->push_back(p);
-      }
+  std::vector<size_t> next(shards, 0), current(shards, 0);
+  // Sending connections by the virtual time they finish; idle ones by when they may start.
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> finishing, starting;
+  double now = 0, virtual_now = 0;
+  auto start_next = [&](size_t s) {
+    const std::vector<size_t>& list = by_shard[s];
+    while (next[s] < list.size() && ready[list[next[s]]] <= now) {
+      waiting[s].push({rank[list[next[s]]], list[next[s]]});
+      ++next[s];
     }
-    return arrival;
+    if (!waiting[s].empty()) {
+      current[s] = waiting[s].top().second;
+      waiting[s].pop();
+      finishing.push({virtual_now + pieces[current[s]].bytes, s});
+    } else if (next[s] < list.size()) {
+      starting.push({std::max(start[s], ready[list[next[s]]]), s});
+    }
+  };
+  for (size_t s = 0; s < shards; ++s) {
+    if (!by_shard[s].empty()) starting.push({std::max(start[s], ready[by_shard[s].front()]), s});
   }
-  std::vector<size_t> next(shards, 0), current(shards, kNone);
-  std::vector<double> left(shards, 0.0), rate(shards, 0.0);
-  std::vector<size_t> active;
-  double now = *std::min_element(start.begin(), start.end());
-  for (;;) {
-    double admit_at = std::numeric_limits<double>::infinity();
-    active.clear();
-    for (size_t s = 0; s < shards; ++s) {
-      const std::vector<size_t>& list = by_shard[s];
-      if (now >= start[s]) {
-        while (next[s] < list.size() && ready[list[next[s]]] <= now) {
-          waiting[s].push({rank[list[next[s]]], list[next[s]]});
-          ++next[s];
-        }
-      }
-      if (current[s] == kNone && !waiting[s].empty() && now >= start[s]) {
-        current[s] = waiting[s].top().second;
-        waiting[s].pop();
-        left[s] = pieces[current[s]].bytes;
-      }
-      if (current[s] != kNone) {
-        active.push_back(s);
-      } else if (next[s] < list.size()) {
-        admit_at = std::min(admit_at, std::max(start[s], ready[list[next[s]]]));
-      }
-    }
-    if (active.empty()) {
-      if (admit_at == std::numeric_limits<double>::infinity()) break;
-      now = admit_at;
-      continue;
-    }
-    // Max-min fair shares of the link, each capped by its shard's rate.
-    std::sort(active.begin(), active.end(),
-              [&](size_t a, size_t b) { return streams.shard_rate[a] < streams.shard_rate[b]; });
-    double room = streams.link_rate;
-    for (size_t k = 0; k < active.size(); ++k) {
-      const size_t s = active[k];
-      rate[s] = std::min(streams.shard_rate[s], room / static_cast<double>(active.size() - k));
-      room -= rate[s];
-    }
-    double step = admit_at - now;
-    size_t first = kNone;  // the stream that completes at the end of this step, if any
-    for (size_t s : active) {
-      const double t = left[s] / rate[s];
-      if (t <= step) {
-        step = t;
-        first = s;
-      }
-    }
-    now += step;
-    for (size_t s : active) {
-      left[s] -= rate[s] * step;
-      if (s == first || left[s] <= 1e-12 * pieces[current[s]].bytes) {
-        arrival[current[s]] = now;
-        if (sent != nullptr) sent->push_back(current[s]);
-        current[s] = kNone;
-      }
+  while (!finishing.empty() || !starting.empty()) {
+    const double rate =
+        finishing.empty()
+            ? 0.0
+            : std::min(streams.shard_rate, streams.link_rate / static_cast<double>(finishing.size()));
+    const double finish_at = finishing.empty() ? std::numeric_limits<double>::infinity()
+                                               : now + (finishing.top().first - virtual_now) / rate;
+    if (!starting.empty() && starting.top().first < finish_at) {
+      const auto [when, s] = starting.top();
+      starting.pop();
+      virtual_now += rate * (when - now);
+      now = when;
+      start_next(s);
+    } else {
+      const auto [finish, s] = finishing.top();
+      finishing.pop();
+      virtual_now = finish;
+      now = finish_at;
+      arrival[current[s]] = now;
+      if (sent != nullptr) sent->push_back(current[s]);
+      start_next(s);
     }
   }
   return arrival;
@@ -222,7 +186,7 @@ PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps,
                    [&](size_t a, size_t b) { return ready[a] < ready[b]; });
   std::vector<uint64_t> rank(pieces.size());
   for (size_t i = 0; i < production.size(); ++i) rank[production[i]] = need.empty() ? i : need[production[i]];
-  const size_t shards = std::max<size_t>(1, streams.shard_rate.size());
+  const size_t shards = static_cast<size_t>(std::max(1, ps.count));
   std::vector<size_t> sent;
   const std::vector<double> arrival =
       send_pieces(pieces, ready, rank, by_shard_and_ready(pieces, ready, shards),

@@ -81,7 +81,7 @@ constexpr double kS = 100e6;
 
 // Three layers on one lane, 1 ms per op; layer 2 (read last in the forward, produced first in the
 // backward) holds 1 MB, layers 0 and 1 hold 1 kB; one shard, 1 GB/s per stream, 1 ms an apply.
-const ShardStreams kOneGBps{{1e9}, std::numeric_limits<double>::infinity()};
+const ShardStreams kOneGBps{1e9, std::numeric_limits<double>::infinity()};
 
 PsConfig one_shard(PsOrder order) {
   PsConfig ps;
@@ -145,8 +145,8 @@ TEST(PsStreams, ConnectionsShareTheWorkersLinkFairly) {
   PsConfig ps = one_shard(PsOrder::Fifo);
   ps.count = 2;
   ASSERT_NE(place_parameters(w, ps)[0].shard, place_parameters(w, ps)[1].shard);
-  const ShardStreams shared{{1e9, 1e9}, 1e9};
-  const ShardStreams own{{1e9, 1e9}, std::numeric_limits<double>::infinity()};
+  const ShardStreams shared{1e9, 1e9};
+  const ShardStreams own{1e9, std::numeric_limits<double>::infinity()};
   EXPECT_NEAR(forward_end_after_pulls(w, ps, {0.0, 0.0}, shared, {}, 1, 1), 5e-3, 1e-12);
   EXPECT_NEAR(forward_end_after_pulls(w, ps, {0.0, 0.0}, own, {}, 1, 1), 4e-3, 1e-12);
   // Pushes: w1 is produced at 1 ms (its backward runs first), w0 at 2 ms. w1 runs alone at

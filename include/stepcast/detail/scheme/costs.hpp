@@ -44,11 +44,11 @@ struct ShardLoads {
 };
 [[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
 
-/// How one worker's connections to the shards move bytes: shard s's connection at most
-/// shard_rate[s] bytes/s (its NIC's share), all of them together at most link_rate (the worker's
-/// link), shared max-min fairly among those sending.
+/// How one worker's connections to the shards move bytes: each shard's connection at most
+/// shard_rate bytes/s (its NIC's share), all of them together at most link_rate (the worker's
+/// link), shared fairly among those sending.
 struct ShardStreams {
-  std::vector<double> shard_rate;
+  double shard_rate = 0;
   double link_rate = 0;
 };
 
