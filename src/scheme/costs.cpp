@@ -5,7 +5,6 @@
 #include <functional>
 #include <limits>
 #include <numeric>
-#include <queue>
 #include <utility>
 
 #include "scheme/step_paths.hpp"
@@ -16,68 +15,105 @@ namespace stepcast::scheme {
 
 namespace {
 
+/// The memory send_pieces works in, kept across calls (one per random order drawn).
+struct SendBuffers {
+  using Entry = std::pair<uint64_t, size_t>;  // rank, piece
+  using Timed = std::pair<double, size_t>;    // time, shard
+  std::vector<std::vector<Entry>> waiting;    // per shard, a min-heap by rank
+  std::vector<std::vector<Entry>> all_ready;  // per shard, sorted, last first
+  std::vector<size_t> next, current;
+  std::vector<Timed> finishing, starting;  // min-heaps
+  std::vector<double> arrival;
+};
+
 /// A worker's connections to the shards sending their pieces as a fluid: shard s's connection
 /// sends one piece at a time from start[s], the first in `rank` among those ready (ready[p] <= now;
 /// idle until the next is ready); the k connections sending share the worker's link fairly, each
-/// at min(shard_rate, link_rate / k). by_shard[s]: shard s's pieces sorted by ready. Returns each
-/// piece's arrival, and fills `sent` (each shard's pieces in the order they arrived). All sending
+/// at min(shard_rate, link_rate / k). by_shard[s]: shard s's pieces sorted by ready. Leaves each
+/// piece's arrival in b.arrival, and fills `sent` (the pieces in the order they arrived). All sending
 /// connections move at one rate, so a virtual clock (bytes each has sent) orders their ends:
 /// O(pieces log shards), as fair queueing runs it.
-std::vector<double> send_pieces(const std::vector<Piece>& pieces, const std::vector<double>& ready,
-                                const std::vector<uint64_t>& rank,
-                                const std::vector<std::vector<size_t>>& by_shard,
-                                const std::vector<double>& start, const ShardStreams& streams,
-                                std::vector<size_t>* sent = nullptr) {
-  using Entry = std::pair<uint64_t, size_t>;
-  using Timed = std::pair<double, size_t>;
+void send_pieces(const std::vector<Piece>& pieces, const std::vector<double>& ready,
+                 const std::vector<uint64_t>& rank, const std::vector<std::vector<size_t>>& by_shard,
+                 const std::vector<double>& start, const ShardStreams& streams, SendBuffers& b,
+                 std::vector<size_t>* sent = nullptr) {
+  using Entry = SendBuffers::Entry;
   const size_t shards = by_shard.size();
-  std::vector<double> arrival(pieces.size(), 0.0);
-  std::vector<std::priority_queue<Entry, std::vector<Entry>, std::greater<>>> waiting(shards);
-  std::vector<size_t> next(shards, 0), current(shards, 0);
-  // Sending connections by the virtual time they finish; idle ones by when they may start.
-  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> finishing, starting;
+  constexpr auto later = std::greater<>();
+  b.arrival.assign(pieces.size(), 0.0);
+  b.waiting.resize(shards);
+  b.all_ready.resize(shards);
+  for (size_t s = 0; s < shards; ++s) {
+    b.waiting[s].clear();
+    b.all_ready[s].clear();
+  }
+  b.next.assign(shards, 0);
+  b.current.assign(shards, 0);
+  b.finishing.clear();
+  b.starting.clear();
   double now = 0, virtual_now = 0;
   auto start_next = [&](size_t s) {
     const std::vector<size_t>& list = by_shard[s];
-    while (next[s] < list.size() && ready[list[next[s]]] <= now) {
-      waiting[s].push({rank[list[next[s]]], list[next[s]]});
-      ++next[s];
+    std::vector<Entry>& heap = b.waiting[s];
+    // A shard whose remaining pieces are all ready sends them in one sorted order: cheaper than
+    // the heap, and the same order.
+    if (heap.empty() && b.next[s] < list.size() && ready[list.back()] <= now) {
+      for (size_t i = b.next[s]; i < list.size(); ++i) b.all_ready[s].push_back({rank[list[i]], list[i]});
+      b.next[s] = list.size();
+      std::sort(b.all_ready[s].begin(), b.all_ready[s].end(), later);
     }
-    if (!waiting[s].empty()) {
-      current[s] = waiting[s].top().second;
-      waiting[s].pop();
-      finishing.push({virtual_now + pieces[current[s]].bytes, s});
-    } else if (next[s] < list.size()) {
-      starting.push({std::max(start[s], ready[list[next[s]]]), s});
+    while (b.next[s] < list.size() && ready[list[b.next[s]]] <= now) {
+      heap.push_back({rank[list[b.next[s]]], list[b.next[s]]});
+      std::push_heap(heap.begin(), heap.end(), later);
+      ++b.next[s];
     }
+    if (!b.all_ready[s].empty()) {
+      b.current[s] = b.all_ready[s].back().second;
+      b.all_ready[s].pop_back();
+    } else if (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      b.current[s] = heap.back().second;
+      heap.pop_back();
+    } else {
+      if (b.next[s] < list.size()) {
+        b.starting.push_back({std::max(start[s], ready[list[b.next[s]]]), s});
+        std::push_heap(b.starting.begin(), b.starting.end(), later);
+      }
+      return;
+    }
+    b.finishing.push_back({virtual_now + pieces[b.current[s]].bytes, s});
+    std::push_heap(b.finishing.begin(), b.finishing.end(), later);
   };
   for (size_t s = 0; s < shards; ++s) {
-    if (!by_shard[s].empty()) starting.push({std::max(start[s], ready[by_shard[s].front()]), s});
+    if (by_shard[s].empty()) continue;
+    b.starting.push_back({std::max(start[s], ready[by_shard[s].front()]), s});
+    std::push_heap(b.starting.begin(), b.starting.end(), later);
   }
-  while (!finishing.empty() || !starting.empty()) {
+  while (!b.finishing.empty() || !b.starting.empty()) {
     const double rate =
-        finishing.empty()
+        b.finishing.empty()
             ? 0.0
-            : std::min(streams.shard_rate, streams.link_rate / static_cast<double>(finishing.size()));
-    const double finish_at = finishing.empty() ? std::numeric_limits<double>::infinity()
-                                               : now + (finishing.top().first - virtual_now) / rate;
-    if (!starting.empty() && starting.top().first < finish_at) {
-      const auto [when, s] = starting.top();
-      starting.pop();
+            : std::min(streams.shard_rate, streams.link_rate / static_cast<double>(b.finishing.size()));
+    const double finish_at = b.finishing.empty() ? std::numeric_limits<double>::infinity()
+                                                 : now + (b.finishing.front().first - virtual_now) / rate;
+    if (!b.starting.empty() && b.starting.front().first < finish_at) {
+      std::pop_heap(b.starting.begin(), b.starting.end(), later);
+      const auto [when, s] = b.starting.back();
+      b.starting.pop_back();
       virtual_now += rate * (when - now);
       now = when;
       start_next(s);
     } else {
-      const auto [finish, s] = finishing.top();
-      finishing.pop();
+      std::pop_heap(b.finishing.begin(), b.finishing.end(), later);
+      const auto [finish, s] = b.finishing.back();
+      b.finishing.pop_back();
       virtual_now = finish;
       now = finish_at;
-      arrival[current[s]] = now;
-      if (sent != nullptr) sent->push_back(current[s]);
+      b.arrival[b.current[s]] = now;
+      if (sent != nullptr) sent->push_back(b.current[s]);
       start_next(s);
     }
   }
-  return arrival;
 }
 
 /// Pieces of each shard sorted by ready (ties by piece index).
@@ -109,7 +145,8 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
   for (size_t p = 0; p < pieces.size() && p < piece_ready.size(); ++p) ready[p] = piece_ready[p];
   const std::vector<std::vector<size_t>> by_ready = by_shard_and_ready(pieces, ready, stream_start.size());
   std::vector<uint64_t> rank(pieces.size());
-  std::vector<double> arrival, tensor_in(workload.tensors.size());
+  SendBuffers buffers;
+  std::vector<double> tensor_in(workload.tensors.size());
   std::vector<double> op_end(workload.ops.size()), lane_free(workload.lanes.size()),
       gate(workload.ops.size());
   double total = 0;
@@ -120,7 +157,8 @@ double forward_end_after_pulls(const workload::Workload& workload, const PsConfi
       rank[p] = random ? mix64(seed ^ mix64(static_cast<uint64_t>(draw) * 0x9e3779b97f4a7c15ULL + p))
                        : (need.empty() ? p : need[p]);
     }
-    arrival = send_pieces(pieces, ready, rank, by_ready, stream_start, streams);
+    send_pieces(pieces, ready, rank, by_ready, stream_start, streams, buffers);
+    const std::vector<double>& arrival = buffers.arrival;
     std::fill(tensor_in.begin(), tensor_in.end(), origin);
     for (size_t p = 0; p < pieces.size(); ++p) {
       double& in = tensor_in[static_cast<size_t>(pieces[p].tensor)];
@@ -188,9 +226,10 @@ PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps,
   for (size_t i = 0; i < production.size(); ++i) rank[production[i]] = need.empty() ? i : need[production[i]];
   const size_t shards = static_cast<size_t>(std::max(1, ps.count));
   std::vector<size_t> sent;
-  const std::vector<double> arrival =
-      send_pieces(pieces, ready, rank, by_shard_and_ready(pieces, ready, shards),
-                  std::vector<double>(shards, 0.0), streams, &sent);
+  SendBuffers buffers;
+  send_pieces(pieces, ready, rank, by_shard_and_ready(pieces, ready, shards),
+              std::vector<double>(shards, 0.0), streams, buffers, &sent);
+  const std::vector<double>& arrival = buffers.arrival;
   PushStreams r;
   r.piece_applied.assign(pieces.size(), 0.0);
   std::vector<double> lane(shards, 0.0);
