@@ -114,7 +114,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // 4 workers, 10 Gbps, one shard: a 15 ms lead at the first push, 136 ms one step later) and
   // stays d at 2, where a piece's pull also waits for the other's push of it. Two workers stay
   // in step (AlexNet, 25 Gbps, one shard: 10-30 ms apart over six steps of 300 ms), and coarse
-  // with the duplex was 14-20% fast on them (examples/resnet50-ps.yaml, one shard: 20%).
+  // with the duplex was 13-20% fast on them (examples/resnet50-ps.yaml, one shard: 20%).
   // In fifo, tic, tac and priority orders the pulls start with the first layers, whose gradients
   // come last, so both phases stay exposed (the closed forms of
   // tests/predict/fine_vs_coarse_test.cpp), and so they do under the step barrier
@@ -170,9 +170,15 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // fast on ResNet-50 in fifo order under the step barrier, 16 and 64 workers); a classifier's
     // large gradient leaves early in the backward and its weights are read last in the forward
     // (AlexNet in tic order, 8 workers, 100 Gbps: 10% slow).
+    // With the workers out of step (the duplex heuristic), the pulls end a phase of the worker's
+    // own link after its pushes, the size-biased share of a servers' phase after the last apply,
+    // and `phases` servers' phases after the pushes began, whichever is last.
+    auto out_of_step_pulled = [&](double pushed, double applied, double phases) {
+      return std::max(
+          {pushed + alone, applied + server / m_eff, bwd / m + std::max(phases * server, both_lanes)});
+    };
     double core = plain;
     if (options.ps_compute_overlap_heuristic) {
-      std::vector<double> stream_start(shards.bytes.size());
       // Each shard's connection at its NIC's share with N workers in step; the worker's link
       // (its share of its node's NIC) shared among the connections sending.
       const scheme::ShardStreams streams_of_worker{server_bw / n, worker_bw};
@@ -187,14 +193,13 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
         applied = std::max(streams.applied, pushed);
         std::vector<double> ready = streams.piece_applied;
         if (!pipelined) std::fill(ready.begin(), ready.end(), applied);
-        std::fill(stream_start.begin(), stream_start.end(), pushed + latency);
+        std::vector<double> stream_start(shards.bytes.size(), pushed + latency);
         double apart = 0;  // how far two workers' random orders put them apart in one step
         timeline = scheme::forward_end_after_pulls(w, scheme.ps, stream_start, streams_of_worker, ready,
                                                    options.seed, kRandomOrders, &apart);
         const bool pair = options.ps_duplex_heuristic && random_order && pipelined && n == 2;
         if (duplex || pair) {
-          const double pulled = std::max({pushed + alone, applied + server / m_eff,
-                                          bwd / m + std::max((1.0 + 1.0 / m_eff) * server, both_lanes)});
+          const double pulled = out_of_step_pulled(pushed, applied, 1.0 + 1.0 / m_eff);
           for (size_t s = 0; s < shards.bytes.size(); ++s)
             stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
           const double out_of_step = scheme::forward_end_after_pulls(
@@ -209,8 +214,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
         const double pulls_from = pipelined ? pushed : applied;
         const double pulls_tail = pipelined ? applied + phase / m : applied;
         if (random_order) {
-          const double pulled = duplex ? std::max({pushed + alone, applied + server / m_eff,
-                                                   bwd / m + std::max(exposed_phases * server, both_lanes)})
+          const double pulled = duplex ? out_of_step_pulled(pushed, applied, exposed_phases)
                                        : std::max(pulls_from + phase, pulls_tail);
           timeline = pulled + fwd;
         } else {
