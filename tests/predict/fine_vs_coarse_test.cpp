@@ -41,6 +41,23 @@ cluster::ClusterSpec cluster_of(int workers, double nic_bw, double latency) {
   return spec;
 }
 
+/// A scenario file with `sets` applied, predicted by fine and by coarse at `workers` (0: the
+/// scenario's own count) with the scenario's options.
+struct FineAndCoarse {
+  Result fine, coarse;
+};
+FineAndCoarse fine_and_coarse(const std::string& file, const std::vector<std::string>& sets,
+                              int workers = 0) {
+  const scenario::Scenario s = scenario::load_scenario(file, sets);
+  const Workload w = scenario::build_workload(s);
+  cluster::ClusterSpec spec = s.cluster;
+  if (workers > 0) spec.workers = workers;
+  Options fine = s.options, coarse = s.options;
+  fine.predictor = Predictor::Fine;
+  coarse.predictor = Predictor::Coarse;
+  return {predict(w, spec, s.scheme, fine), predict(w, spec, s.scheme, coarse)};
+}
+
 /// L layers, one tensor each (forward op l reads tensor l, backward op of layer l produces it).
 Workload layered(int layers, double total_bytes, double forward_time, double backward_time) {
   Workload w;
@@ -350,14 +367,8 @@ TEST(FineVsCoarse, EveryExampleAgreesWithin10Percent) {
        std::filesystem::directory_iterator(std::string(STEPCAST_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".yaml") continue;
     SCOPED_TRACE(entry.path().filename().string());
-    const scenario::Scenario s = scenario::load_scenario(entry.path().string(), {});
-    const Workload w = scenario::build_workload(s);
-    Options fine = s.options, coarse = s.options;
-    fine.predictor = Predictor::Fine;
-    coarse.predictor = Predictor::Coarse;
-    const double f = predict(w, s.cluster, s.scheme, fine).throughput;
-    const double c = predict(w, s.cluster, s.scheme, coarse).throughput;
-    EXPECT_NEAR(c, f, 0.10 * f);
+    const FineAndCoarse r = fine_and_coarse(entry.path().string(), {});
+    EXPECT_NEAR(r.coarse.throughput, r.fine.throughput, 0.10 * r.fine.throughput);
     ++examples;
   }
   EXPECT_GE(examples, 10);
@@ -387,16 +398,8 @@ TEST(FineVsCoarse, PiecesStreamThroughTheShardsAndTheirApplyLanes) {
     std::vector<std::string> all = sets;
     all.push_back("workload.single_worker_throughput=300");
     SCOPED_TRACE(fmt::format("{} workers, {}", workers, fmt::join(sets, " ")));
-    const scenario::Scenario s = scenario::load_scenario(example, all);
-    const Workload w = scenario::build_workload(s);
-    cluster::ClusterSpec spec = s.cluster;
-    spec.workers = workers;
-    Options fine = s.options, coarse = s.options;
-    fine.predictor = Predictor::Fine;
-    coarse.predictor = Predictor::Coarse;
-    const double f = predict(w, spec, s.scheme, fine).step_time;
-    const double c = predict(w, spec, s.scheme, coarse).step_time;
-    EXPECT_NEAR(c, f, 0.02 * f);
+    const FineAndCoarse r = fine_and_coarse(example, all, workers);
+    EXPECT_NEAR(r.coarse.step_time, r.fine.step_time, 0.02 * r.fine.step_time);
   }
 }
 
@@ -440,15 +443,9 @@ TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
     const std::string name = fmt::format("{} N={} {} {} {} {} P={} {} {}", model, workers, bandwidth, scheme,
                                          mode, order, shards, partition, barrier);
     SCOPED_TRACE(name);
-    const scenario::Scenario s = scenario::load_scenario(example, sets);
-    const Workload w = scenario::build_workload(s);
-    cluster::ClusterSpec spec = s.cluster;
-    spec.workers = workers;
-    Options fine = s.options, coarse = s.options;
-    fine.predictor = Predictor::Fine;
-    coarse.predictor = Predictor::Coarse;
-    const double f = predict(w, spec, s.scheme, fine).throughput;
-    const double c = predict(w, spec, s.scheme, coarse).throughput;
+    const FineAndCoarse r = fine_and_coarse(example, sets, workers);
+    const double f = r.fine.throughput;
+    const double c = r.coarse.throughput;
     const double relative = c / f - 1;
     if (scheme == "allreduce") {
       EXPECT_NEAR(c, f, 0.01 * f);
