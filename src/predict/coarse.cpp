@@ -199,7 +199,18 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                                    options.seed, kRandomOrders, &apart);
         const bool pair = options.ps_duplex_heuristic && random_order && pipelined && n == 2;
         if (duplex || pair) {
-          const double pulled = out_of_step_pulled(pushed, applied, 1.0 + 1.0 / m_eff);
+          // The pieces applied last go out after their applies: from each piece's apply on, its
+          // shard's NIC still sends every worker's copy of it and of the pieces applied later
+          // (streams.drained, on the in-step pushes' clock). Where a piece that holds most of a
+          // shard's bytes is applied late, every worker waits for it and fair sharing hands it to
+          // all at once, in step, so the out-of-step overlap does not reach it (fine's trace,
+          // AlexNet, 8 workers, 10 Gbps, one shard: all eight pull fc6, 151 MB, in the same 966
+          // ms). Without it coarse was 10-12% fast on AlexNet and VGG-16 at 8-32 workers, and
+          // 4.7-12.5% on examples/resnet50-ps.yaml with 1-4 shards at 16-64 workers. It costs the
+          // example on 8 unbalanced shards at 16-64 workers, whose workers stay out of step:
+          // 0-3.4% fast before, 4.7-10.6% slow now (3.8-7.9% after ten warm-up steps).
+          const double pulled =
+              std::max(out_of_step_pulled(pushed, applied, 1.0 + 1.0 / m_eff), streams.drained + latency);
           for (size_t s = 0; s < shards.bytes.size(); ++s)
             stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
           const double out_of_step = scheme::forward_end_after_pulls(

@@ -240,6 +240,16 @@ PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps,
     r.pushed = std::max(r.pushed, arrival[p]);
     r.applied = std::max(r.applied, l);
   }
+  std::vector<size_t> last_applied_first(pieces.size());
+  std::iota(last_applied_first.begin(), last_applied_first.end(), size_t{0});
+  std::stable_sort(last_applied_first.begin(), last_applied_first.end(),
+                   [&](size_t a, size_t b) { return r.piece_applied[a] > r.piece_applied[b]; });
+  std::vector<double> bytes_after(shards, 0.0);
+  for (size_t p : last_applied_first) {
+    double& after = bytes_after[static_cast<size_t>(pieces[p].shard)];
+    after += pieces[p].bytes;
+    r.drained = std::max(r.drained, r.piece_applied[p] + after / streams.shard_rate);
+  }
   return r;
 }
 

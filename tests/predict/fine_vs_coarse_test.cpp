@@ -498,11 +498,13 @@ TEST(FinePs, AsyncIsNeverSlowerThanTheSameJobInSync) {
   }
 }
 
-TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin20PercentFromOneTo64Workers) {
+TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin12PercentFromOneTo64Workers) {
   // examples/resnet50-ps.yaml (ResNet-50, 10 GbE, dedicated servers, random order) at 1 to 64
   // workers and 1 to 8 shards. Measured (coarse against fine, throughput) on 1, 2, 4 and 8 shards
-  // at 1-64 workers: from -7.2% (4 workers, 1 shard) to +12.5% (32 workers, 1 shard), 26 of 28
-  // points within 10% (before two workers were kept in step: up to +20.4% at 2 workers, 25 of 28;
+  // at 1-64 workers: from -10.6% (64 workers, 8 shards) to +8.6% (32 workers, 1 shard), 27 of 28
+  // points within 10%, and all 28 within 10% of fine with ten warm-up steps or the example's two
+  // (before the pieces applied last were drained after their applies: -7.2% to +12.5%, 26 of 28;
+  // before two workers were kept in step: up to +20.4% at 2 workers, 25 of 28;
   // before the timeline streamed pieces: -9.0% to +17.6%, 25 of 28; before pieces were counted by bytes,
   // the worker's own link kept out of the overlap and the applies overlapped: -17.6% to +13.5%,
   // 19 of 28); without the duplex heuristic coarse is 26-41% slower from 4 workers on.
@@ -518,7 +520,7 @@ TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin20PercentFromOneTo64Work
       coarse.predictor = Predictor::Coarse;
       const double f = predict(w, spec, s.scheme, fine).throughput;
       const double c = predict(w, spec, s.scheme, coarse).throughput;
-      EXPECT_NEAR(c, f, 0.2 * f) << n << " workers, " << shards << " shards";
+      EXPECT_NEAR(c, f, 0.12 * f) << n << " workers, " << shards << " shards";
     }
   }
 }

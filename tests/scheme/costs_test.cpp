@@ -104,10 +104,20 @@ TEST(PsStreams, TheLaneBacklogOfSmallPiecesPushedLast) {
   EXPECT_NEAR(r.piece_applied[2], 6e-3, 1e-12);
   EXPECT_NEAR(r.piece_applied[1], 10e-3, 1e-12);
   EXPECT_NEAR(r.piece_applied[0], 14e-3, 1e-12);
+  // The next pulls end no sooner than each piece's applies plus every worker's copy of it and of
+  // the pieces applied after it, through the shard's NIC (4 x 1 GB/s): w0, applied last, takes
+  // 1 KB / 1 GB/s more, 14.001 ms (w2, 1 MB at 6 ms, would need 7.002 ms).
+  EXPECT_NEAR(r.drained, 14e-3 + 1e-6, 1e-12);
   // Free applies: the lane is done with the last push.
   PsConfig free = one_shard(PsOrder::Fifo);
   free.apply_time = 0;
   EXPECT_NEAR(push_streams(w, free, 4, kOneGBps).applied, 3e-3 + 1e-6, 1e-12);
+  // A large piece applied last: w0 (1 MB) is produced at 3 ms and in at 4 ms, so the pulls end
+  // at 5 ms at the soonest, one piece-time after the last apply.
+  const workload::Workload large_first = test_workloads::layered({1e6, 1e3, 1e3}, 1e-3, 1e-3);
+  const PushStreams late = push_streams(large_first, free, 4, kOneGBps);
+  EXPECT_NEAR(late.applied, 4e-3, 1e-12);
+  EXPECT_NEAR(late.drained, 5e-3, 1e-12);
 }
 
 TEST(PsStreams, TheForwardRunsWhileTheLastLayersArePulled) {
@@ -158,6 +168,8 @@ TEST(PsStreams, ConnectionsShareTheWorkersLinkFairly) {
   EXPECT_NEAR(pushed.piece_applied[0], 4e-3, 1e-12);
   EXPECT_NEAR(pushed.piece_applied[1], 5e-3, 1e-12);
   EXPECT_NEAR(pushed.pushed, 5e-3, 1e-12);
+  // Each shard's NIC sends its own pieces: w1's shard its 3 MB after 5 ms, 8 ms.
+  EXPECT_NEAR(pushed.drained, 8e-3, 1e-12);
 }
 
 TEST(CollectiveBytes, ClosedFormsPerAlgorithm) {

@@ -78,9 +78,14 @@ struct ShardStreams {
 /// are small (their transfer is short, their applies are not), as the first layers' biases and
 /// norms of a CNN; and a large gradient produced early in the backward (a CNN's classifier) is
 /// in long before the backward ends.
+/// `drained`: the earliest the shards could send every worker its copy of each piece again once
+/// that piece is applied (a shard's NIC out carries `workers` x shard_rate): the latest, over the
+/// pieces, of a piece applied plus its shard's bytes applied at or after it / shard_rate, the end
+/// of a NIC that sends whatever is applied as soon as it is.
 struct PushStreams {
   double pushed = 0;
   double applied = 0;
+  double drained = 0;
   std::vector<double> piece_applied;  ///< per piece (place_parameters' order): its lane done
 };
 [[nodiscard]] PushStreams push_streams(const workload::Workload& workload, const PsConfig& ps, int workers,
