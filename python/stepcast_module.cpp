@@ -293,7 +293,8 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "links",
                                            "links_left_out",
                                            "step_time_samples",
-                                           "staleness"};
+                                           "staleness",
+                                           "async_phases_s"};
 
 /// The predictions of one call with everything the command prints from them.
 struct PyPrediction {

@@ -365,6 +365,8 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
     r.breakdown.wait += s.breakdown.wait / n;
     r.bytes_sent += s.bytes_sent / n;
     r.bytes_received += s.bytes_received / n;
+    r.async_phases.out_of_step += s.async_phases.out_of_step / n;  // means over the steps, as step_time
+    r.async_phases.convoy += s.async_phases.convoy / n;
     r.events += s.events;
     r.max_link_flows = std::max(r.max_link_flows, s.max_link_flows);
     seconds_per_sample += s.throughput > 0 ? 1.0 / s.throughput : 0;

@@ -97,6 +97,11 @@ std::string disagreement_warning(const Sweep& sweep, const PredictorComparison& 
     text +=
         "; asynchronous workers: where the servers' NICs are near saturation fine's step depends on the "
         "workers' start phases (see training.ps.async_start), while coarse takes them out of step";
+    const predict::AsyncPhases& range = sweep.predictions[static_cast<std::size_t>(coarse)].async_phases;
+    if (range.convoy > 0) {
+      text += fmt::format(" ({} a step; {} in a convoy, all pulling then all pushing)",
+                          format_duration(range.out_of_step), format_duration(range.convoy));
+    }
   }
   return text;
 }

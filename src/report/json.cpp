@@ -270,6 +270,17 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
     }
     json.end_object();
   }
+  json.key("async_phases_s");
+  if (!(r.async_phases.convoy > 0)) {
+    json.raw("null");
+  } else {
+    json.begin_object();
+    json.key("out_of_step");
+    json.number(r.async_phases.out_of_step);
+    json.key("convoy");
+    json.number(r.async_phases.convoy);
+    json.end_object();
+  }
   json.end_object();
 }
 

@@ -148,6 +148,22 @@ void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result
   }
 }
 
+/// One line per asynchronous parameter-server prediction whose step depends on the workers'
+/// phases (AsyncPhases: the convoy more than 1% slower than out of step).
+void append_async_phases(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::AsyncPhases& p = r.async_phases;
+    if (!(p.convoy > 1.01 * p.out_of_step)) continue;
+    fmt::format_to(it,
+                   "asynchronous phases ({}, {}): {} a step with the workers out of step, {} in a convoy (all "
+                   "pulling, then all pushing); where a job runs between them depends on where its workers "
+                   "start and drift (training.ps.async_start in fine)\n",
+                   format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+                   format_duration(p.out_of_step), format_duration(p.convoy));
+  }
+}
+
 /// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
 std::string format_span(double seconds) {
   if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
@@ -322,6 +338,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
   } else {
     append_step_spreads(buf, sweep.predictions);
     append_staleness(buf, sweep.predictions);
+    append_async_phases(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
     append_collectives(buf, sweep.predictions.back());

@@ -166,6 +166,8 @@ void fields(IO& io, R& r) {
   f(r.staleness.mean);
   f(r.staleness.p95);
   f(r.staleness.max);
+  f(r.async_phases.out_of_step);
+  f(r.async_phases.convoy);
 }
 
 }  // namespace

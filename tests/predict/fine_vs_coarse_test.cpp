@@ -460,12 +460,16 @@ TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
   EXPECT_GE(within, 38) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
 }
 
-// Asynchronous workers in a convoy (all pulling, then all pushing) run as a synchronous step
-// without its barrier, and out of step they do better, so an async job is never slower than the
-// same job in sync mode, whatever its phases: checked on a seeded set near the servers' knee,
-// where the phases matter most (measured on tools/coarse_vs_fine.py's 88 async points of seeds
-// 7-12: at most 1.0024 times the sync step).
-TEST(FinePs, AsyncIsNeverSlowerThanTheSameJobInSync) {
+// Asynchronous workers in a convoy (all pulling, then all pushing) run the synchronous step under
+// the step barrier: each worker's pushes complete once applied, and the shard's lane applies every
+// worker's copies as they come in, so a worker's next pulls follow nearly every apply. Out of step
+// they do better, so an async job is never slower than that, whatever its phases: checked on a
+// seeded set near the servers' knee, where the phases matter most (measured on
+// tools/coarse_vs_fine.py's 88 async points of seeds 7-12 at five starts each: at most 1.0009
+// times it). Under the per-tensor barrier the synchronous step pipelines the applies with the next
+// pulls, which a convoy cannot: ResNet-152, 32 workers, 40 Gbps, 8 split shards in tic order, 20 us
+// an apply, started together runs 472.5 ms a step against 385.3 ms in sync.
+TEST(FinePs, AsyncIsNeverSlowerThanAConvoy) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   std::mt19937_64 rng(5);
   auto pick = [&rng](const std::vector<std::string>& from) {
@@ -489,13 +493,58 @@ TEST(FinePs, AsyncIsNeverSlowerThanTheSameJobInSync) {
     spec.workers = workers;
     SchemeConfig async = s.scheme;
     async.mode = Mode::Async;
-    SchemeConfig sync = async;
-    sync.mode = Mode::Sync;
-    sync.ps.async_start = scheme::PsAsyncStart::Spread;
+    SchemeConfig convoy = async;
+    convoy.mode = Mode::Sync;
+    convoy.ps.barrier = scheme::PsBarrier::Step;
+    convoy.ps.async_start = scheme::PsAsyncStart::Spread;
     const Result a = predict(w, spec, async, s.options);
-    const Result b = predict(w, spec, sync, s.options);
+    const Result b = predict(w, spec, convoy, s.options);
     EXPECT_LE(a.step_time, 1.01 * b.step_time);
   }
+}
+
+// Coarse's asynchronous step is a range (Result::async_phases): the workers out of step (the
+// prediction) and in a convoy (the synchronous step under the step barrier, as above). Under fair
+// sharing fine's workers keep their phases, so its step moves with where they start, and lies in
+// the range: on tools/coarse_vs_fine.py's 88 async points of seeds 7-12 at five starts each
+// (spread, together, three random), from 0.964 times the out-of-step step to 1.015 times the
+// convoy, where the out-of-step value alone is more than 10% off on 22 (docs/validation.md). One
+// worker has no phases: the range is one value.
+TEST(FineVsCoarse, AsyncFineLiesBetweenCoarsesOutOfStepAndConvoySteps) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
+  std::mt19937_64 rng(17);
+  auto pick = [&rng](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
+  };
+  int wide = 0;  // points where the phases matter (the convoy over 10% slower)
+  for (int k = 0; k < 10; ++k) {
+    std::vector<std::string> sets = {"workload.model=" + pick({"resnet50", "vgg16", "alexnet"}),
+                                     "cluster.nic_bandwidth=" + pick({"1Gbps", "10Gbps", "25Gbps"}),
+                                     "training.ps.order=" + pick({"random", "fifo", "tic"}),
+                                     "training.ps.count=" + pick({"1", "2", "4", "8"}),
+                                     "training.ps.partition=" + pick({"whole", "split"}),
+                                     "training.mode=async",
+                                     "workload.single_worker_throughput=300"};
+    const int workers = std::stoi(pick({"2", "4", "8", "16"}));
+    SCOPED_TRACE(fmt::format("N={} {}", workers, fmt::join(sets, " ")));
+    const FineAndCoarse spread = fine_and_coarse(example, sets, workers);
+    const predict::AsyncPhases& range = spread.coarse.async_phases;
+    EXPECT_EQ(range.out_of_step, spread.coarse.step_time);
+    EXPECT_GE(range.convoy, range.out_of_step);
+    if (range.convoy > 1.1 * range.out_of_step) ++wide;
+    for (const char* start : {"spread", "together", "random"}) {
+      std::vector<std::string> at = sets;
+      at.push_back(std::string("training.ps.async_start=") + start);
+      const double fine = start == std::string("spread") ? spread.fine.step_time
+                                                          : fine_and_coarse(example, at, workers).fine.step_time;
+      EXPECT_GE(fine, 0.95 * range.out_of_step) << start;
+      EXPECT_LE(fine, 1.03 * range.convoy) << start;
+    }
+    const FineAndCoarse one = fine_and_coarse(example, sets, 1);
+    EXPECT_NEAR(one.coarse.async_phases.convoy, one.coarse.async_phases.out_of_step,
+                1e-9 * one.coarse.step_time);
+  }
+  EXPECT_GE(wide, 3);  // the set reaches the servers' knee, where the range matters
 }
 
 TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin12PercentFromOneTo64Workers) {

@@ -115,6 +115,11 @@ TEST(DisagreementWarning, AsynchronousWorkersGetTheNoteOnPhases) {
   std::vector<PredictorComparison> c = compare_predictors(sweep);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(disagreement_warning(sweep, c[0]).find("training.ps.async_start"), std::string::npos);
+  // With coarse's range (AsyncPhases), the note gives it.
+  sweep.predictions[1].async_phases = {.out_of_step = 0.19, .convoy = 0.26};
+  c = compare_predictors(sweep);
+  EXPECT_NE(disagreement_warning(sweep, c[0]).find("(190 ms a step; 260 ms in a convoy"), std::string::npos)
+      << disagreement_warning(sweep, c[0]);
   sweep.predictions[0].staleness.pushes = 0;
   c = compare_predictors(sweep);
   EXPECT_EQ(disagreement_warning(sweep, c[0]).find("async_start"), std::string::npos);

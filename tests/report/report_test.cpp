@@ -275,7 +275,7 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
           "\"tokens_per_s\":null,\"tokens_per_s_per_worker\":null,\"model_flops_per_s_per_worker\":null,"
           "\"mfu\":null,\"mfu_6nd\":null,\"collectives\":[],"
           "\"max_link_flows\":0,\"links\":[],\"links_left_out\":0,\"step_time_samples\":null,\"staleness\":"
-          "null}"),
+          "null,\"async_phases_s\":null}"),
       std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"
                          "\"ps NIC out (max over shards)\":0.97,"),
@@ -314,7 +314,7 @@ TEST(WriteJson, StalenessIsAnObjectOrNull) {
   ASSERT_EQ(json_error(json), "") << json;
   const std::string compact = without_whitespace(json);
   EXPECT_EQ(count(compact, "\"staleness\":null"), 2u) << compact;
-  EXPECT_NE(compact.find("\"staleness\":{\"pushes\":560,\"mean\":6.5,\"p95\":7,\"max\":9}}"),
+  EXPECT_NE(compact.find("\"staleness\":{\"pushes\":560,\"mean\":6.5,\"p95\":7,\"max\":9},"),
             std::string::npos)
       << compact;
 }
@@ -328,6 +328,28 @@ TEST(WriteTable, StalenessLineOnlyWhereMeasured) {
   EXPECT_EQ(count(table, "staleness ("), 1u) << table;
   EXPECT_NE(table.find("mean 6.50, p95 7.00, max 9 updates"), std::string::npos) << table;
   EXPECT_NE(table.find("(560 pushes)"), std::string::npos) << table;
+}
+
+TEST(WriteJson, AsyncPhasesAreAnObjectOrNull) {
+  Sweep sweep = make_sweep();
+  sweep.predictions[2].async_phases = {.out_of_step = 0.19, .convoy = 0.26};
+  const std::string compact = without_whitespace(render(write_json, sweep));
+  ASSERT_EQ(json_error(compact), "") << compact;
+  EXPECT_EQ(count(compact, "\"async_phases_s\":null"), 2u) << compact;
+  EXPECT_NE(compact.find("\"async_phases_s\":{\"out_of_step\":0.19,\"convoy\":0.26}}"), std::string::npos)
+      << compact;
+}
+
+TEST(WriteTable, AsyncPhasesLineOnlyWhereTheyMatter) {
+  Sweep sweep = make_sweep();
+  // The convoy within 1% of out of step: the phases do not matter, no line.
+  sweep.predictions[2].async_phases = {.out_of_step = 0.19, .convoy = 0.1915};
+  EXPECT_EQ(render(write_table, sweep).find("asynchronous phases"), std::string::npos);
+  sweep.predictions[2].async_phases = {.out_of_step = 0.19, .convoy = 0.26};
+  const std::string table = render(write_table, sweep);
+  EXPECT_EQ(count(table, "asynchronous phases ("), 1u) << table;
+  EXPECT_NE(table.find("190 ms a step with the workers out of step, 260 ms in a convoy"), std::string::npos)
+      << table;
 }
 
 TEST(WriteJson, DottedKeysBecomeNestedObjectsInFirstAppearanceOrder) {

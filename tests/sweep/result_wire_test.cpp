@@ -32,6 +32,7 @@ TEST(ResultWire, AResultComesBackEqual) {
   r.mode = "extrapolated";
   r.tokens.mfu = 0.4;
   r.staleness = {.pushes = 1234, .mean = 6.75, .p95 = 9.5, .max = 12};
+  r.async_phases = {.out_of_step = 0.125, .convoy = 0.25};
   Outcome sent;
   sent.results = {r, predict::Result{}};
   const Outcome got = decode(encode(sent));
@@ -39,6 +40,7 @@ TEST(ResultWire, AResultComesBackEqual) {
   ASSERT_EQ(got.results.size(), 2u);
   EXPECT_EQ(got.results[0], r);
   EXPECT_EQ(got.results[0].staleness, r.staleness);
+  EXPECT_EQ(got.results[0].async_phases, r.async_phases);
   EXPECT_EQ(got.results[1], predict::Result{});
 }
 

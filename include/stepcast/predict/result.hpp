@@ -120,6 +120,21 @@ struct Staleness {
   bool operator==(const Staleness&) const = default;
 };
 
+/// Asynchronous parameter server (coarse predictor): the step with the workers out of step (the
+/// prediction, Result::step_time) and in a convoy, all pulling and then all pushing, which is the
+/// synchronous step under the step barrier (each worker's pushes complete once applied, and the
+/// shard's lane applies every worker's copies as they come in, so its pulls follow nearly every
+/// apply). Under fair sharing the workers keep their phases, so where between the two a job runs
+/// depends on where its workers start (training.ps.async_start) and drift; fine's step lies
+/// within 10% of the range on every asynchronous point of tools/coarse_vs_fine.py's seeds 7-12 at
+/// five starts but one, where coarse's own cycle is 12% slow (docs/validation.md). All 0: not
+/// predicted (sync training, or the fine and analytic predictors).
+struct AsyncPhases {
+  double out_of_step = 0;  ///< s a step
+  double convoy = 0;       ///< s a step, at least out_of_step
+  bool operator==(const AsyncPhases&) const = default;
+};
+
 /// The whole job (Options::job): start-up, then steps of Result::step_time. samples == 0: off.
 struct Job {
   double samples = 0;       ///< samples asked for
@@ -231,6 +246,7 @@ struct Result {
   /// bucket order; empty otherwise (every bucket runs training.allreduce.algorithm on the links).
   std::vector<BucketCollective> collectives{};
   Staleness staleness{};  ///< async parameter server, fine predictor; pushes == 0 otherwise
+  AsyncPhases async_phases{};  ///< async parameter server, coarse predictor; all 0 otherwise
   Trace trace;
   bool operator==(const Result&) const = default;
 };
