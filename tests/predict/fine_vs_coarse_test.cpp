@@ -405,13 +405,17 @@ TEST(FineVsCoarse, PiecesStreamThroughTheShardsAndTheirApplyLanes) {
 
 // Coarse against fine on a seeded random set drawn from the space of tools/coarse_vs_fine.py
 // (ResNet-50/152, VGG-16, AlexNet; 1-64 workers; 1-100 Gbps; PS sync and async in every order,
-// shards, partition and barrier; all-reduce). The issue asks for every point within 10%; that is
-// not met on larger sets (README, "Coarse": asynchronous servers at their knee, and synchronous
-// random order where fine's workers keep reorganising), so the count is a regression pin: 35 of
-// these 40 were within 10% when it was written (from -17.9% to +34.1%), 36 once pieces streamed
-// through the shards, 38 once two workers were kept in step (the two left are asynchronous), and
-// every all-reduce point within 1%.
-TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
+// shards, partition and barrier; all-reduce). The issue asks for every point within 10%. Here
+// every all-reduce point is within 1% and every synchronous one within 10%; an asynchronous
+// step has no one answer near the servers' knee (fine's moves with where its workers start), so
+// there fine must lie in coarse's range, out of step to a convoy (Result::async_phases), as it
+// does at every start on tools/coarse_vs_fine.py's 88 asynchronous points. This set was drawn
+// before any of that was measured; on the larger sets of seeds 7-12, 3 of the 272 synchronous
+// and all-reduce points are beyond 10% (README, "Coarse"). Regression pin on the single
+// numbers: 35 of these 40 were within 10% when it was written (from -17.9% to +34.1%), 36 once
+// pieces streamed through the shards, 38 once two workers were kept in step (the two left are
+// asynchronous, inside the range).
+TEST(FineVsCoarse, SeededRandomSetAgreesWithin10PercentOrInTheAsynchronousRange) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   std::mt19937_64 rng(11);
   auto pick = [&rng](const std::vector<std::string>& from) {
@@ -449,6 +453,12 @@ TEST(FineVsCoarse, SeededRandomSetRegressionPin) {
     const double relative = c / f - 1;
     if (scheme == "allreduce") {
       EXPECT_NEAR(c, f, 0.01 * f);
+    } else if (mode == "sync") {
+      EXPECT_NEAR(c, f, 0.10 * f);
+    } else {
+      const predict::AsyncPhases& range = r.coarse.async_phases;
+      EXPECT_GE(r.fine.step_time, 0.95 * range.out_of_step);
+      EXPECT_LE(r.fine.step_time, 1.03 * range.convoy);
     }
     ++total;
     if (std::fabs(relative) <= 0.10) {
