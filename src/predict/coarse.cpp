@@ -223,7 +223,6 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
         applied = in_step.applied;
         timeline = in_step.forward_end;
         const double apart = in_step.apart;
-        std::vector<double> stream_start(shards.bytes.size());
         const bool pair = options.ps_duplex_heuristic && random_order && pipelined && n == 2;
         if (duplex || pair) {
           // The pieces applied last go out after their applies: from each piece's apply on, its
@@ -238,6 +237,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
           // 0-3.4% fast before, 4.7-10.6% slow now (3.8-7.9% after ten warm-up steps).
           const double pulled =
               std::max(out_of_step_pulled(pushed, applied, 1.0 + 1.0 / m_eff), streams.drained + latency);
+          std::vector<double> stream_start(shards.bytes.size());
           for (size_t s = 0; s < shards.bytes.size(); ++s)
             stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
           const double out_of_step = scheme::forward_end_after_pulls(
@@ -290,10 +290,10 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
         // applied (an asynchronous push completes once applied). The phase form below kept a
         // whole phase of the busiest shard before the forward, and was 12% slow on AlexNet in
         // tic order on 8 shards, whose fc6 streams from its shard while the first layers compute.
-        cycle = std::min(plain, in_step_timeline(w, scheme.ps, 1, {server_bw, worker_bw}, latency, false,
-                                                 options.seed)
-                                        .forward_end +
-                                    rest);
+        const scheme::ShardStreams alone_at_the_shards{server_bw, worker_bw};
+        const InStepTimeline own =
+            in_step_timeline(w, scheme.ps, 1, alone_at_the_shards, latency, false, options.seed);
+        cycle = std::min(plain, own.forward_end + rest);
       } else {
         const double pulled = random_order ? alone + fwd : std::max(alone + fwd / m, fwd + alone / m);
         const double pushed = std::max(bwd + alone / m, alone + bwd / m);
