@@ -148,13 +148,16 @@ void append_staleness(fmt::memory_buffer& buf, const std::vector<predict::Result
   }
 }
 
+/// A convoy this much slower than the workers out of step: the phases matter enough to say so.
+constexpr double kPhasesMatter = 1.01;
+
 /// One line per asynchronous parameter-server prediction whose step depends on the workers'
-/// phases (AsyncPhases: the convoy more than 1% slower than out of step).
+/// phases (AsyncPhases: the convoy over kPhasesMatter times the step out of step).
 void append_async_phases(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
   auto it = std::back_inserter(buf);
   for (const auto& r : predictions) {
     const predict::AsyncPhases& p = r.async_phases;
-    if (!(p.convoy > 1.01 * p.out_of_step)) continue;
+    if (!(p.convoy > kPhasesMatter * p.out_of_step)) continue;
     fmt::format_to(it,
                    "asynchronous phases ({}, {}): {} a step with the workers out of step, {} in a convoy (all "
                    "pulling, then all pushing); where a job runs between them depends on where its workers "
