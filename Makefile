@@ -48,7 +48,7 @@ fuzz:
 	cmake --build --preset fuzz -j $(JOBS) --target fuzz_targets
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
 
-# Cross-check of the flow model against SimGrid's max-min model (README, Development).
+# Cross-check of the flow model against SimGrid's max-min model (docs/development.md).
 test-simgrid:
 	@STEPCAST_WITH_SIMGRID=1 scripts/install-deps.sh
 	cmake --preset simgrid >/dev/null
@@ -56,7 +56,7 @@ test-simgrid:
 	ctest --preset simgrid -R SimGrid
 
 # The Python module (python/stepcast_module.cpp) and the command its tests compare with; then
-# PYTHONPATH=build/python python3 -c "import stepcast" (README, Python). Debian's interpreter,
+# PYTHONPATH=build/python python3 -c "import stepcast" (docs/library.md, Python). Debian's interpreter,
 # the one its python3-* packages (pybind11, pytest, pandas) are installed for, unless PYTHON=...
 PYTHON ?= /usr/bin/python3
 python:

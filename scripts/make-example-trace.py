@@ -9,7 +9,7 @@ buckets, last layers first), and the optimizer's kernels after the last all-redu
 follow what torch.profiler writes (categories, pid/tid of the GPU stream, correlation ids from
 each cudaLaunchKernel to its kernel, NCCL's "Collective name", "In msg nelems", "Group size" and
 "dtype" args). The durations are invented but physical: kernels in proportion to their layer's
-work, all-reduces at 10 GB/s. It exists so that the README and examples/ need nothing outside the
+work, all-reduces at 10 GB/s. It exists so that docs/guide.md and examples/ need nothing outside the
 repository; it is not measured data and validates nothing.
 
     scripts/make-example-trace.py                      # rewrites examples/traces/small-cnn-ddp-rank0.pt.trace.json

@@ -136,7 +136,7 @@ TEST_F(SweepCli, CollectiveListsAreOneRowPerSizeCountAndConfiguration) {
   const Json& rows = doc["collectives"];
   ASSERT_EQ(rows.array.size(), 2u * 2u * 2u);
   // A ring all-reduce alone on a switch: 2 (N-1) steps of S/N at the NIC rate, each plus the
-  // latency (closed form, README "Time one collective").
+  // latency (closed form, docs/guide.md "Time one collective").
   for (const Json& row : rows.array) {
     const double n = row["workers"].number, size = row["size_bytes"].number;
     const double bw = row["config"]["cluster.nic_bandwidth"].string == "100Gbps" ? 12.5e9 : 50e9;

@@ -411,7 +411,7 @@ TEST(FineVsCoarse, PiecesStreamThroughTheShardsAndTheirApplyLanes) {
 // there fine must lie in coarse's range, out of step to a convoy (Result::async_phases), as it
 // does at every start on tools/coarse_vs_fine.py's 88 asynchronous points. This set was drawn
 // before any of that was measured; on the larger sets of seeds 7-12, 3 of the 272 synchronous
-// and all-reduce points are beyond 10% (README, "Coarse"). Regression pin on the single
+// and all-reduce points are beyond 10% (docs/models.md, "Coarse"). Regression pin on the single
 // numbers: 35 of these 40 were within 10% when it was written (from -17.9% to +34.1%), 36 once
 // pieces streamed through the shards, 38 once two workers were kept in step (the two left are
 // asynchronous, inside the range).

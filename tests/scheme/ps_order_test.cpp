@@ -6,7 +6,7 @@
 // compute ratio up to where communication is as long as the compute. Under the per-tensor
 // barrier (the default) random is faster once the step is NIC-bound (10 GbE): the next step's
 // pulls of pieces already updated overlap this step's pushes, which no order of a step's own
-// pulls can beat (README).
+// pulls can beat (docs/models.md, "Parameter server (fine)").
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -185,7 +185,7 @@ TEST(TicTac, UnderTheStepBarrierNeedOrdersBeatRandomAndStartTheForwardPassEarlie
 // The gain of tic over random grows with the communication-to-compute ratio while communication
 // is shorter than the compute (ResNet-50, 8 workers, 2 shards: 400 to 50 Gbps NICs); past that the
 // step is bound by the two transfer phases and ordering can hide at most the forward pass, so the
-// relative gain falls again (README: 32.1% at 50 Gbps, 22.8% at 25, 5.2% at 10).
+// relative gain falls again (docs/models.md, "Parameter server (fine)": 32.1% at 50 Gbps, 22.8% at 25, 5.2% at 10).
 TEST(TicTac, TheGainGrowsWithTheCommunicationToComputeRatio) {
   const Workload w = zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.2});
   double previous = 0;
@@ -200,7 +200,7 @@ TEST(TicTac, TheGainGrowsWithTheCommunicationToComputeRatio) {
 
 // The default per-tensor barrier lets random order's next-step pulls of pieces already updated
 // overlap this step's pushes (the two directions of the links), which the step barrier forbids:
-// random is faster under it, and there faster than tic (printed; README).
+// random is faster under it, and there faster than tic (printed; docs/models.md, "Parameter server (fine)").
 TEST(TicTac, PerTensorBarrierLetsRandomOrderOverlapTheNextStepsPulls) {
   const Workload w = zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.2});
   const cluster::ClusterSpec spec = eight_workers(1.25e9);

@@ -211,7 +211,7 @@ struct ClusterSpec {
 /// speedArrayIntra in one node; the sm90 tables on Hopper); ncclTopoDupChannels then doubles them
 /// when that speed is at least 25 GB/s, except on Hopper below 50 GB/s with more than 4 channels;
 /// at most 16 (init.cc: MAXCHANNELS / 2). A simplification of the search: PCIe paths to the NIC
-/// and its later passes are not modelled (README, "Collectives as NCCL runs them").
+/// and its later passes are not modelled (docs/models.md, "Collectives as NCCL runs them").
 [[nodiscard]] int nccl_default_channels(const ClusterSpec& spec);
 /// spec.nccl.channels, or nccl_default_channels(spec).
 [[nodiscard]] int nccl_channels(const ClusterSpec& spec);

@@ -44,12 +44,12 @@ struct Options {
   bool record_trace = false;      ///< fill Result::trace (fine predictor only)
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
   /// coarse PS in random order (async, or sync with more than one worker): the next step's pulls
-  /// overlap this step's pushes (README, "Coarse"); false: the two phases one after the other,
+  /// overlap this step's pushes (docs/models.md, "Coarse"); false: the two phases one after the other,
   /// as DESIGN 3.2 writes them.
   bool ps_duplex_heuristic = true;
   /// coarse PS (sync steps and async cycles, every order): pulls in need order overlap the
   /// forward pass, pushes the backward pass, and the step takes the shorter of that and the
-  /// phase model (README, "Coarse"); false: compute and the phases one after the other.
+  /// phase model (docs/models.md, "Coarse"); false: compute and the phases one after the other.
   bool ps_compute_overlap_heuristic = true;
   /// Stragglers: coefficient of variation of a worker's compute time per step (seeded lognormal,
   /// mean 1, independent per worker and step); 0 = identical workers. Fine: simulated; coarse:

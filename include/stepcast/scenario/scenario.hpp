@@ -142,7 +142,7 @@ struct KeyInfo {
   std::string default_value;
   std::string description;
 };
-/// The documented scenario keys, for `stepcast options` and the README.
+/// The documented scenario keys, for `stepcast options` and docs/scenario.md.
 [[nodiscard]] const std::vector<KeyInfo>& known_keys();
 
 }  // namespace stepcast::scenario
