@@ -37,8 +37,8 @@ void LongRunWarning::progress_at(double elapsed, double fraction) {
       projected >= 120 ? fmt::format("{:.0f} min", projected / 60) : format_duration(projected);
   sink_(
       fmt::format("the fine prediction for {} workers is projected to take about {} on the full "
-                  "event-by-event engine (no exact fast path applies to it; docs/models.md, Exact fast paths); "
-                  "predictor: coarse or analytic answers in milliseconds (--set predictor=coarse)",
+                  "event-by-event engine (no exact fast path applies to it; docs/models.md, Exact fast "
+                  "paths); predictor: coarse or analytic answers in milliseconds (--set predictor=coarse)",
                   workers_, how_long));
 }
 

@@ -185,7 +185,8 @@ TEST(TicTac, UnderTheStepBarrierNeedOrdersBeatRandomAndStartTheForwardPassEarlie
 // The gain of tic over random grows with the communication-to-compute ratio while communication
 // is shorter than the compute (ResNet-50, 8 workers, 2 shards: 400 to 50 Gbps NICs); past that the
 // step is bound by the two transfer phases and ordering can hide at most the forward pass, so the
-// relative gain falls again (docs/models.md, "Parameter server (fine)": 32.1% at 50 Gbps, 22.8% at 25, 5.2% at 10).
+// relative gain falls again (docs/models.md, "Parameter server (fine)": 32.1% at 50 Gbps, 22.8% at
+// 25, 5.2% at 10).
 TEST(TicTac, TheGainGrowsWithTheCommunicationToComputeRatio) {
   const Workload w = zoo::to_workload(zoo::get_model("resnet50"), {.batch_per_worker = 32, .step_time = 0.2});
   double previous = 0;
