@@ -6,11 +6,12 @@
 
 namespace stepcast::scheme {
 
-AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& runtime)
+AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& runtime, int owner)
     : ctx_(context),
       runtime_(runtime),
       buckets_(workload::make_buckets(context.workload, context.scheme.allreduce.bucket_bytes)),
-      planner_(context.cluster, context.scheme.allreduce.algorithm, context.scheme.allreduce.protocol) {
+      planner_(context.cluster, context.scheme.allreduce.algorithm, context.scheme.allreduce.protocol),
+      runner_(context.engine, owner) {
   for (const workload::Bucket& b : buckets_) choice_of_bucket_.push_back(planner_.choose(b.bytes));
   bucket_of_tensor_.assign(ctx_.workload.tensors.size(), kNone);
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
@@ -55,37 +56,16 @@ void AllReduceExchange::maybe_start_collective() {
   joined_.erase(it);
   running_ = true;
   collective_start_ = ctx_.engine.now();
-  stage_ = 0;
-  start_stage();
+  const AllReducePlanner::Choice& choice = running_choice();
+  if (runner_.start(planner_.plan(choice), running_bucket().bytes, choice.terms, 0) == kNone) collective_done();
 }
 
-void AllReduceExchange::start_stage() {
-  const CollectivePlan& plan = running_plan();
-  if (stage_ == plan.stages.size()) {
-    on_stage_done();
-    return;
-  }
-  const CollectiveTerms& terms = running_choice().terms;
-  const double bytes = running_bucket().bytes * wire_factor(terms);
-  const Stage& stage = plan.stages[stage_];
-  const Pattern& pattern = plan.patterns[stage.pattern];
-  stage_flows_left_ = static_cast<int>(pattern.groups.size());
-  const TransferBound bound = transfer_bound(terms);
-  for (const FlowGroup& group : pattern.groups) {
-    ctx_.engine.network().start_flow(
-        {group.path, bytes * stage.fraction * group.size_factor, bound.of(group.size_factor)},
-        ctx_.engine.now());
-  }
-}
-
-void AllReduceExchange::flow_done(net::FlowId /*flow*/) {
-  if (--stage_flows_left_ > 0) return;
-  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(running_plan(), stage_, running_choice().terms),
-                       StageDone{});
-}
+void AllReduceExchange::flow_done(net::FlowId flow) { runner_.flow_done(flow); }
 
 void AllReduceExchange::handle(const Event& event) {
-  if (std::holds_alternative<StageDone>(event)) on_stage_done();
+  if (const auto* done = std::get_if<StageDone>(&event)) {
+    if (runner_.stage_done(done->slot)) collective_done();
+  }
 }
 
 std::string AllReduceExchange::choice_label(int bucket) const {
@@ -97,11 +77,7 @@ std::string AllReduceExchange::choice_label(int bucket) const {
                      to_string(choice.protocol));
 }
 
-void AllReduceExchange::on_stage_done() {
-  if (const size_t stages = running_plan().stages.size(); stage_ < stages && ++stage_ < stages) {
-    start_stage();
-    return;
-  }
+void AllReduceExchange::collective_done() {
   const int n = ctx_.workers();
   const double now = ctx_.engine.now();
   if (ctx_.trace != nullptr) {

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "scheme/exchange.hpp"
+#include "scheme/plan_runner.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 
 namespace stepcast::scheme {
 
 class AllReduceExchange final : public Exchange {
  public:
-  AllReduceExchange(const StepContext& context, WorkerRuntime& runtime);
+  AllReduceExchange(const StepContext& context, WorkerRuntime& runtime, int owner);
 
   [[nodiscard]] int inputs_needed(int /*op*/) const override { return 0; }
   [[nodiscard]] int items_per_step() const override {
@@ -34,8 +35,7 @@ class AllReduceExchange final : public Exchange {
  private:
   void join(int w, int bucket);
   void maybe_start_collective();
-  void start_stage();
-  void on_stage_done();
+  void collective_done();
   /// "allreduce bucket 3 (tree/LL)": the trace span's name.
   [[nodiscard]] std::string choice_label(int bucket) const;
   [[nodiscard]] const workload::Bucket& running_bucket() const {
@@ -53,13 +53,11 @@ class AllReduceExchange final : public Exchange {
   std::map<int64_t, int> joined_;  // collective (step * buckets + bucket) -> workers joined
   int64_t next_collective_ = 0;
   bool running_ = false;
-  size_t stage_ = 0;  // of the running collective
-  int stage_flows_left_ = 0;
   double collective_start_ = 0;
+  PlanRunner runner_;
   [[nodiscard]] const AllReducePlanner::Choice& running_choice() const {
     return choice_of_bucket_[next_collective_ % static_cast<int64_t>(buckets_.size())];
   }
-  [[nodiscard]] const CollectivePlan& running_plan() const { return planner_.plan(running_choice()); }
 };
 
 }  // namespace stepcast::scheme

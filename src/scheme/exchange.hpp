@@ -49,8 +49,9 @@ struct MessageHandled {  ///< parameter server: the receiving end's message over
   int piece;
   int span = -1;
 };
-struct StageDone {  ///< collectives: a step of the running collective of `stream` ended, latency included
-  int stream = 0;
+struct StageDone {  ///< collectives: a stage of the collective in `slot` of owner's PlanRunner ended, latency included
+  int owner = 0;
+  int slot = 0;
 };
 using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone,
                            MessagePrepared, MessageHandled>;

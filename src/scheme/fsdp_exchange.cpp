@@ -102,13 +102,14 @@ FsdpPlans make_fsdp_plans(const cluster::Cluster& cluster, const FsdpConfig& fsd
   return plans;
 }
 
-FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime)
+FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime, int owner)
     : ctx_(context),
       runtime_(runtime),
       units_(fsdp_units(context.workload, context.scheme.fsdp.unit_blocks)),
       own_plans_(context.fsdp_plans != nullptr ? FsdpPlans{}
                                                : make_fsdp_plans(context.cluster, context.scheme.fsdp)),
-      plans_(context.fsdp_plans != nullptr ? *context.fsdp_plans : own_plans_) {
+      plans_(context.fsdp_plans != nullptr ? *context.fsdp_plans : own_plans_),
+      runner_(context.engine, owner) {
   const FsdpConfig& fsdp = ctx_.scheme.fsdp;
   const bool sharded = !plans_.gather.stages.empty();
   switch (fsdp.sharding) {
@@ -295,9 +296,8 @@ void FsdpExchange::maybe_start(int stream) {
   s.running = true;
   s.start = ctx_.engine.now();
   const Collective& c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
-  s.terms = {.regime = ctx_.cluster.spec.regime_for(buffer_bytes(c))};
-  s.stage = 0;
-  start_stage(stream);
+  const CollectiveTerms terms{.regime = ctx_.cluster.spec.regime_for(buffer_bytes(c))};
+  if (runner_.start(plan(s, c.kind), buffer_bytes(c), terms, stream) == kNone) collective_done(stream);
 }
 
 double FsdpExchange::buffer_bytes(const Collective& c) const {
@@ -305,49 +305,17 @@ double FsdpExchange::buffer_bytes(const Collective& c) const {
   return c.kind == Kind::AllReduce ? unit / plans_.shard_degree : unit;
 }
 
-void FsdpExchange::start_stage(int stream) {
-  Stream& s = streams_[stream];
-  const Collective& c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
-  const CollectivePlan& p = plan(s, c.kind);
-  const Stage& stage = p.stages[s.stage];
-  const Pattern& pattern = p.patterns[static_cast<size_t>(stage.pattern)];
-  const double bytes = buffer_bytes(c);
-  s.flows_left = static_cast<int>(pattern.groups.size());
-  for (const FlowGroup& group : pattern.groups) {
-    const net::FlowId id =
-        ctx_.engine.network().start_flow({group.path, bytes * stage.fraction * group.size_factor,
-                                          transfer_bound(s.terms).of(group.size_factor)},
-                                         ctx_.engine.now());
-    stream_of_flow_[net::index(id)] = stream;
-  }
-  if (s.flows_left == 0) {
-    ctx_.engine.schedule(ctx_.engine.now() + stage_latency(p, s.stage, s.terms), StageDone{stream});
-  }
-}
-
-void FsdpExchange::flow_done(net::FlowId flow) {
-  const auto it = stream_of_flow_.find(net::index(flow));
-  STEPCAST_ASSERT(it != stream_of_flow_.end());
-  const int stream = it->second;
-  stream_of_flow_.erase(it);
-  Stream& s = streams_[stream];
-  if (--s.flows_left > 0) return;
-  const Collective& c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
-  const CollectivePlan& p = plan(s, c.kind);
-  ctx_.engine.schedule(ctx_.engine.now() + stage_latency(p, s.stage, s.terms), StageDone{stream});
-}
+void FsdpExchange::flow_done(net::FlowId flow) { runner_.flow_done(flow); }
 
 void FsdpExchange::handle(const Event& event) {
-  if (const auto* done = std::get_if<StageDone>(&event)) on_stage_done(done->stream);
+  if (const auto* done = std::get_if<StageDone>(&event)) {
+    if (const std::optional<int> stream = runner_.stage_done(done->slot)) collective_done(*stream);
+  }
 }
 
-void FsdpExchange::on_stage_done(int stream) {
+void FsdpExchange::collective_done(int stream) {
   Stream& s = streams_[stream];
   const Collective c = s.sequence[static_cast<size_t>(s.next % static_cast<int64_t>(s.sequence.size()))];
-  if (++s.stage < plan(s, c.kind).stages.size()) {
-    start_stage(stream);
-    return;
-  }
   s.running = false;
   const auto per_step = static_cast<int64_t>(s.sequence.size());
   const bool last_of_step = (s.next + 1) % per_step == 0;

@@ -25,10 +25,10 @@
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 #include "scheme/exchange.hpp"
+#include "scheme/plan_runner.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 
@@ -36,7 +36,7 @@ namespace stepcast::scheme {
 
 class FsdpExchange final : public Exchange {
  public:
-  FsdpExchange(const StepContext& context, WorkerRuntime& runtime);
+  FsdpExchange(const StepContext& context, WorkerRuntime& runtime, int owner);
 
   [[nodiscard]] int inputs_needed(int op) const override { return inputs_[static_cast<size_t>(op)]; }
   [[nodiscard]] int items_per_step() const override { return items_per_step_; }
@@ -64,11 +64,8 @@ class FsdpExchange final : public Exchange {
     std::map<int64_t, int> joined;     ///< collective (step x sequence + index) -> workers issued
     int64_t next = 0;                  ///< next collective to run
     bool running = false;
-    size_t stage = 0;
-    int flows_left = 0;
     double start = 0;
-    CollectiveTerms terms;  ///< of the running collective (its size regime)
-    int thread = 0;         ///< trace thread
+    int thread = 0;  ///< trace thread
   };
 
   [[nodiscard]] const CollectivePlan& plan(const Stream& s, Kind kind) const {
@@ -77,8 +74,7 @@ class FsdpExchange final : public Exchange {
   /// Worker w issues a collective; by_worker: its progress did (a barrier for the others).
   void issue(int w, Kind kind, int unit, bool by_worker = true);
   void maybe_start(int stream);
-  void start_stage(int stream);
-  void on_stage_done(int stream);
+  void collective_done(int stream);
   void finished(int stream, const Collective& c, int step, bool last_of_step);
   /// Bytes of the collective's buffer: the unit's parameters, or for HSDP's all-reduce its shard.
   [[nodiscard]] double buffer_bytes(const Collective& c) const;
@@ -100,7 +96,7 @@ class FsdpExchange final : public Exchange {
   int forward_ops_ = 0;             // ops that read a unit's parameters
   int items_per_step_ = 0;
   Stream streams_[2];
-  std::unordered_map<uint32_t, int> stream_of_flow_;
+  PlanRunner runner_;  // tag = stream
 
   struct WorkerState {
     std::vector<int> forward_left, backward_left, gradients_left;  // per unit

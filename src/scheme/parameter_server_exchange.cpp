@@ -28,8 +28,10 @@ cluster::Endpoint ps_shard_endpoint(const cluster::Cluster& cluster, const PsCon
   return {dedicated ? cluster.spec.num_worker_nodes() + shard : shard, cluster::kHostDevice};
 }
 
-ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime)
+ParameterServerExchange::ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime,
+                                                 int owner)
     : ctx_(context),
+      owner_(owner),
       runtime_(runtime),
       sync_(context.scheme.mode == Mode::Sync),
       step_barrier_(sync_ && context.scheme.ps.barrier == PsBarrier::Step),
@@ -314,11 +316,10 @@ void ParameterServerExchange::transmit(int connection, bool reuse_flow) {
   const double now = ctx_.engine.now();
   c.send_start = now;
   const double bytes = pieces_[piece].bytes;
-  net::NetworkModel& net = ctx_.engine.network();
   if (reuse_flow) {
-    net.restart_flow(c.flow, bytes);
+    ctx_.engine.network().restart_flow(c.flow, bytes);
   } else {
-    c.flow = net.start_flow({c.path, bytes}, now);
+    c.flow = ctx_.engine.start_flow({c.path, bytes}, owner_);
   }
   const uint32_t i = net::index(c.flow);
   if (i >= flow_owner_.size()) flow_owner_.resize(i + 1, kNone);

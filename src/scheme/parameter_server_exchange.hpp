@@ -43,7 +43,7 @@ namespace stepcast::scheme {
 /// carry every client's members and each gradient it pushes is applied once per client.
 class ParameterServerExchange final : public Exchange {
  public:
-  ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime);
+  ParameterServerExchange(const StepContext& context, WorkerRuntime& runtime, int owner);
 
   [[nodiscard]] int inputs_needed(int op) const override { return pieces_needed_[op]; }
   [[nodiscard]] int items_per_step() const override {
@@ -125,6 +125,7 @@ class ParameterServerExchange final : public Exchange {
   void on_piece_applied(int piece);
 
   const StepContext& ctx_;
+  const int owner_;  // its flows on the engine (StepEngine::start_flow)
   WorkerRuntime& runtime_;
   const bool sync_;
   const bool step_barrier_;  ///< sync with PsBarrier::Step: pulls wait for the whole model

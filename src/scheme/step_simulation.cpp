@@ -17,6 +17,7 @@
 #include "scheme/exchange.hpp"
 #include "scheme/fsdp_exchange.hpp"
 #include "scheme/parameter_server_exchange.hpp"
+#include "scheme/plan_runner.hpp"
 #include "scheme/step_paths.hpp"
 #include "scheme/trace_network.hpp"
 #include "scheme/worker_runtime.hpp"
@@ -32,14 +33,17 @@ namespace {
 using cluster::Cluster;
 using workload::Workload;
 
+/// The one exchange of a data-parallel run owns every flow and event of the engine.
+constexpr int kOwner = 0;
+
 std::unique_ptr<Exchange> make_exchange(const StepContext& context, WorkerRuntime& runtime) {
   switch (context.scheme.scheme) {
     case Scheme::ParameterServer:
-      return std::make_unique<ParameterServerExchange>(context, runtime);
+      return std::make_unique<ParameterServerExchange>(context, runtime, kOwner);
     case Scheme::AllReduce:
-      return std::make_unique<AllReduceExchange>(context, runtime);
+      return std::make_unique<AllReduceExchange>(context, runtime, kOwner);
     case Scheme::Fsdp:
-      return std::make_unique<FsdpExchange>(context, runtime);
+      return std::make_unique<FsdpExchange>(context, runtime, kOwner);
   }
   return nullptr;
 }
@@ -345,31 +349,15 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
     timing.add_link_bytes(bytes_on, bytes, 1, terms);
     r.engine = SimulationEngine::Fast;
   } else {
-    // Stage after stage on the engine: a stage's transfers start together, the next stage
-    // starts its latency after the last one ended.
+    // Stage after stage on the engine, as an exchange runs it (PlanRunner).
     const std::unique_ptr<net::NetworkModel> net = make_network(c, network);
-    sim::Engine<StageDone> engine(*net);
-    const TransferBound bound = transfer_bound(terms);
-    const double wire = bytes * wire_factor(terms);
-    size_t stage = 0;
-    size_t left = 0;
-    auto start_stage = [&] {
-      const Stage& s = plan.stages[stage];
-      const Pattern& pattern = plan.patterns[s.pattern];
-      for (const FlowGroup& g : pattern.groups)
-        net->start_flow({g.path, wire * s.fraction * g.size_factor, bound.of(g.size_factor)}, engine.now());
-      left = pattern.groups.size();
-      if (left == 0) engine.schedule(engine.now() + stage_latency(plan, stage, terms), StageDone{});
-    };
-    if (!plan.stages.empty()) start_stage();
-    engine.run_until([&] { return stage == plan.stages.size(); },
-                     [&](net::FlowId) {
-                       if (--left == 0) {
-                         engine.schedule(engine.now() + stage_latency(plan, stage, terms), StageDone{});
-                       }
-                     },
-                     [&](const StageDone&) {
-                       if (++stage < plan.stages.size()) start_stage();
+    StepEngine engine(*net);
+    PlanRunner runner(engine, 0);
+    bool done = runner.start(plan, bytes, terms, 0) == kNone;
+    engine.run_until([&] { return done; }, [&](net::FlowId id) { runner.flow_done(id); },
+                     [&](const Event& e) {
+                       if (const auto* stage = std::get_if<StageDone>(&e))
+                         done = runner.stage_done(stage->slot).has_value();
                      });
     r.time = engine.now();
     r.events = engine.events() - plan.stages.size();

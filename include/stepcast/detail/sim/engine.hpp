@@ -10,6 +10,7 @@
 //
 //   Engine<std::variant<OpDone, StageDone>> engine(network);
 //   engine.schedule(1e-3, OpDone{0, 3});
+//   engine.start_flow({path, 1e6}, /*owner=*/2);   // its completion: engine.owner_of(id) == 2
 //   engine.run_until([&] { return finished; }, on_flow_done, on_event);
 #pragma once
 
@@ -40,6 +41,18 @@ class Engine {
   /// Queues `event` at absolute time `time` (>= now()).
   void schedule(double time, Event event) { queue_.push(time, std::move(event)); }
 
+  /// Starts `flow` now for `owner`, the caller's index of what asked for it (an exchange of a
+  /// step): owner_of(id) says whose a completion is, so several exchanges can run side by side.
+  net::FlowId start_flow(const net::FlowSpec& flow, int owner) {
+    const net::FlowId id = network_.start_flow(flow, now_);
+    const size_t i = net::index(id);
+    if (i >= owner_.size()) owner_.resize(i + 1, -1);
+    owner_[i] = owner;
+    return id;
+  }
+  /// The owner a flow was started for (start_flow); a restarted flow keeps its owner.
+  [[nodiscard]] int owner_of(net::FlowId id) const { return owner_[net::index(id)]; }
+
   /// Handles instants until `done()` holds after one. `on_flow(net::FlowId)` and
   /// `on_event(const Event&)` are the handlers. Throws std::logic_error when nothing is left to
   /// happen but `done()` is still false (a dependency that never resolves: a bug, not bad input).
@@ -67,6 +80,7 @@ class Engine {
   net::NetworkModel& network_;
   EventQueue<Event> queue_;
   std::vector<net::FlowId> finished_;  // reused: one allocation per run, not per instant
+  std::vector<int> owner_;              // flow index -> owner (start_flow)
   double now_ = 0;
   uint64_t events_ = 0;
 };
