@@ -9,6 +9,7 @@
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -31,19 +32,34 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.workers = cluster.workers;
   r.predictor = Predictor::Fine;
   double steps_per_second = 0;
+  double bubble = 0;
   for (const scheme::WorkerTimes& t : sim.workers) {
     steps_per_second += 1.0 / t.cycle;
     r.step_time += t.cycle;
     r.breakdown.compute += t.compute;
     r.breakdown.communication_exposed += t.communication;
     r.breakdown.wait += t.wait;
+    r.breakdown.tensor += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Tensor)];
+    r.breakdown.context += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Context)];
+    r.breakdown.pipeline += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Pipeline)];
+    r.breakdown.data += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Data)];
+    bubble += t.cycle > 0 ? t.bubble / t.cycle : 0;
   }
   const double n = static_cast<double>(sim.workers.size());
   r.step_time /= n;
   r.breakdown.compute /= n;
   r.breakdown.communication_exposed /= n;
   r.breakdown.wait /= n;
-  r.throughput = steps_per_second * workload.batch_per_worker;
+  r.breakdown.tensor /= n;
+  r.breakdown.context /= n;
+  r.breakdown.pipeline /= n;
+  r.breakdown.data /= n;
+  r.throughput = steps_per_second * scheme::samples_per_worker_step(scheme.parallel, cluster.workers,
+                                                                     workload.batch_per_worker);
+  if (scheme.parallel.composed()) {
+    r.layout = scheme::RankLayout::describe(scheme.parallel, cluster.workers);
+    r.bubble_fraction = bubble / n;
+  }
   for (const scheme::ResourceLoad& load : sim.loads) r.utilization.push_back({load.resource, load.busy});
   r.bytes_sent = sim.bytes_sent;
   r.bytes_received = sim.bytes_received;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -219,6 +220,46 @@ const Choices<Predictor>& predictors() {
   static const Choices<Predictor> c{
       {"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}, {"analytic", Predictor::Analytic}};
   return c;
+}
+
+const Choices<scheme::PipelineSchedule>& pipeline_schedules() {
+  static const Choices<scheme::PipelineSchedule> c{{"gpipe", scheme::PipelineSchedule::GPipe},
+                                                   {"1f1b", scheme::PipelineSchedule::OneFOneB},
+                                                   {"interleaved", scheme::PipelineSchedule::Interleaved},
+                                                   {"zero_bubble", scheme::PipelineSchedule::ZeroBubble}};
+  return c;
+}
+const Choices<scheme::TensorOverlap>& tensor_overlaps() {
+  static const Choices<scheme::TensorOverlap> c{{"none", scheme::TensorOverlap::None},
+                                                {"collective", scheme::TensorOverlap::Collective}};
+  return c;
+}
+
+/// "tp-cp-dp-pp": the rank order, fastest-varying dimension first, every one of tp, cp, dp, pp once.
+std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_order(const RawValue& v) {
+  constexpr std::string_view kExpected = "the four dimensions tp, cp, dp and pp in some order, fastest first, "
+                                         "joined by '-' (Megatron's default tp-cp-dp-pp)";
+  std::array<scheme::ParallelDimension, scheme::kParallelDimensions> order{};
+  std::array<bool, scheme::kParallelDimensions> seen{};
+  std::string_view text = v.text;
+  size_t n = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('-');
+    const std::string_view name = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    bool known = false;
+    for (int d = 0; d < scheme::kParallelDimensions; ++d) {
+      const auto dimension = static_cast<scheme::ParallelDimension>(d);
+      if (name != scheme::to_string(dimension)) continue;
+      if (seen[static_cast<size_t>(d)] || n >= order.size()) fail(v, kExpected);
+      seen[static_cast<size_t>(d)] = true;
+      order[n++] = dimension;
+      known = true;
+    }
+    if (!known) fail(v, kExpected);
+  }
+  if (n != order.size()) fail(v, kExpected);
+  return order;
 }
 
 const Choices<predict::StartupIo>& startup_ios() {
@@ -553,8 +594,30 @@ std::vector<KeyDef> make_table() {
          return Rendered{echo_duration(s.workload.comm_cpu_per_byte), false};
        }});
   t.push_back(integer_key(
-      "workload.batch_per_worker", "32", 1, kMaxBatch, "samples per step per worker",
+      "workload.batch_per_worker", "32", 1, kMaxBatch,
+      "samples per step per worker (with a parallel layout: sequences per micro-batch, as workload.micro_batch)",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
+  t.push_back({{"workload.micro_batch", "integer in [1, 16777216]", "1 (with a parallel layout)",
+                "sequences per micro-batch of one data-parallel replica (a parallel layout's batch per worker)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.micro_batch = parse_integer<int>(v, 1, kMaxBatch, "an integer in [1, 16777216]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{fmt::format("{}", s.workload.batch_per_worker), true};
+               }});
+  t.push_back({{"workload.global_batch", "integer in [1, 2^40]", "(d x micro-batch: one micro-batch a step)",
+                "sequences per optimizer step over all data-parallel replicas: m = global_batch / (d x micro_batch) "
+                "micro-batches a step"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.scheme.parallel.global_batch =
+                     parse_integer<int64_t>(v, 1, int64_t{1} << 40, "an integer in [1, 1099511627776]");
+               },
+               [](const Scenario& s) {
+                 const int64_t g = s.scheme.parallel.global_batch;
+                 return g > 0 ? Rendered{fmt::format("{}", g), true} : Rendered{"one micro-batch a step", false};
+               }});
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
                false,
@@ -1018,6 +1081,86 @@ std::vector<KeyDef> make_table() {
       "training.optimizer", "adam", optimizers(),
       "optimizer whose state the memory check counts (fp16/bf16: with fp32 master weights)",
       [](auto& s) -> auto& { return s.scheme.optimizer; }));
+
+  // --- parallel layout: tensor, context, pipeline (data parallelism is what is left)
+  t.push_back(integer_key(
+      "training.parallel.tensor", "1", 1, kMaxWorkers,
+      "tensor-parallel degree t: each block's weights and FLOPs split over t GPUs (Megatron-LM)",
+      [](auto& s) -> auto& { return s.scheme.parallel.tensor; }));
+  t.push_back(choice_key(
+      "training.parallel.sequence", "true", booleans(),
+      "with t > 1, Megatron's sequence parallelism: each block's all-reduces become reduce-scatter + "
+      "all-gather, norms and dropout on s/t tokens",
+      [](auto& s) -> auto& { return s.scheme.parallel.sequence; }));
+  t.push_back(integer_key(
+      "training.parallel.pipeline", "1", 1, kMaxWorkers,
+      "pipeline-parallel degree p: the blocks cut into p stages",
+      [](auto& s) -> auto& { return s.scheme.parallel.pipeline; }));
+  t.push_back(integer_key(
+      "training.parallel.virtual_stages", "1", 1, 1024,
+      "v: model chunks per pipeline stage (training.pipeline.schedule: interleaved)",
+      [](auto& s) -> auto& { return s.scheme.parallel.virtual_stages; }));
+  t.push_back(integer_key(
+      "training.parallel.context", "1", 1, kMaxWorkers,
+      "context-parallel degree c: the sequence split over c GPUs, K and V passed around a ring (ring attention)",
+      [](auto& s) -> auto& { return s.scheme.parallel.context; }));
+  t.push_back({{"training.parallel.order", "dimensions joined by '-'", "tp-cp-dp-pp",
+                "rank order, fastest-varying first; Megatron's default puts a tensor group on adjacent ranks "
+                "(inside a node when t <= workers per node). The data-parallel degree is workers / (t c p)"},
+               true,
+               [](const RawValue& v, Draft& d) { d.scenario.scheme.parallel.order = parse_rank_order(v); },
+               [](const Scenario& s) {
+                 std::string out;
+                 for (scheme::ParallelDimension dim : s.scheme.parallel.order) {
+                   if (!out.empty()) out += '-';
+                   out += scheme::to_string(dim);
+                 }
+                 return Rendered{out, false};
+               }});
+  t.push_back(choice_key(
+      "training.pipeline.schedule", "1f1b", pipeline_schedules(),
+      "order of each stage's micro-batch passes: gpipe, 1f1b (Megatron's default), interleaved (v > 1 chunks "
+      "per stage) or zero_bubble (ZB-H1: backward split into input- and weight-gradient passes)",
+      [](auto& s) -> auto& { return s.scheme.pipeline.schedule; }));
+  t.push_back(
+      {{"training.pipeline.layers_per_stage", "list of integers", "(even)",
+        "transformer blocks of each model chunk, p x v entries in model order, e.g. [5, 6, 6, 5]; default as "
+        "even as possible (chunks differ by at most one block), the embedding on the first, the head last"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         std::vector<int> blocks;
+         std::string_view text = v.text;
+         while (!text.empty()) {
+           const size_t end = text.find(',');
+           std::string_view item = text.substr(0, end);
+           text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+           const size_t first = item.find_first_not_of(" \t[]");
+           if (first == std::string_view::npos) continue;
+           item = item.substr(first, item.find_last_not_of(" \t[]") - first + 1);
+           if (blocks.size() >= 65536) throw Error(v.where, "more than 65536 model chunks");
+           blocks.push_back(parse_integer<int>(
+               RawValue{std::string(item), v.where}, 0, 1 << 20,
+               fmt::format("a list of blocks per model chunk, each an integer in [0, 1048576] (chunk {}: '{}')",
+                           blocks.size(), item)));
+         }
+         if (blocks.empty()) throw Error(v.where, "expected a list of blocks per model chunk such as [5, 6, 6, 5]");
+         d.scenario.scheme.pipeline.layers_per_stage = std::move(blocks);
+       },
+       [](const Scenario& s) {
+         if (s.scheme.pipeline.layers_per_stage.empty()) return Rendered{"even", false};
+         return Rendered{fmt::format("[{}]", fmt::join(s.scheme.pipeline.layers_per_stage, ", ")), false};
+       },
+       true});
+  t.push_back(choice_key(
+      "training.pipeline.account_for_embedding", "false", booleans(),
+      "count the embedding and the loss (head) as one block each when splitting the blocks into chunks "
+      "(Megatron's --account-for-embedding/loss-in-pipeline-split)",
+      [](auto& s) -> auto& { return s.scheme.pipeline.account_for_embedding; }));
+  t.push_back(choice_key(
+      "training.tensor.overlap", "none", tensor_overlaps(),
+      "none: a block's tensor-parallel collectives between its GEMMs; collective: each overlaps the GEMM "
+      "beside it (TorchTitan's async TP, Megatron's userbuffers)",
+      [](auto& s) -> auto& { return s.scheme.tensor.overlap; }));
 
   // --- prediction
   t.push_back(choice_key(

@@ -605,6 +605,23 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
 
   Scenario& s = draft.scenario;
   s.cluster.placement_seed = s.options.seed;  // every random choice takes the scenario's seed
+  // A scenario that names its parallel layout trains in micro-batches: its batch per worker is the
+  // micro-batch (workload.micro_batch, default 1), at every point of a sweep over the layout.
+  const bool layout_named = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {
+    const std::string& key = entry.first;
+    return key.starts_with("training.parallel.") || key.starts_with("training.pipeline.") ||
+           key.starts_with("training.tensor.") || key == "workload.micro_batch" || key == "workload.global_batch";
+  });
+  if (draft.micro_batch) {
+    if (entries.count("workload.batch_per_worker") != 0) {
+      throw Error(location_of(entries, "workload.micro_batch", file_name),
+                  "give workload.micro_batch or workload.batch_per_worker, not both (they are the same number "
+                  "with a parallel layout)");
+    }
+    s.workload.batch_per_worker = *draft.micro_batch;
+  } else if (layout_named && entries.count("workload.batch_per_worker") == 0) {
+    s.workload.batch_per_worker = 1;
+  }
   if (!s.cluster.placement.empty()) {
     // An uneven placement says how many workers there are, and a node's GPU slots at least.
     if (entries.count("cluster.workers") == 0) {
@@ -882,6 +899,7 @@ workload::Workload build_workload(const Scenario& scenario) {
     const double element = workload::bytes_per_element(w.precision);
     out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,
                                                        w.checkpointing, element, w.flash_attention);
+    out.facts.flash_attention = w.flash_attention;
   }
   return out;
 }

@@ -553,6 +553,25 @@ CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op,
   return plan;
 }
 
+CollectivePlan plan_group_shift(const Cluster& c, const std::vector<std::vector<int>>& groups) {
+  CollectivePlan plan;
+  if (groups.empty() || groups.front().size() < 2) return plan;
+  std::vector<Transfer> shift;
+  for (const std::vector<int>& group : groups) {
+    for (const Transfer& t : ring_shift(group)) shift.push_back(t);
+  }
+  add_stages(plan, add_pattern(plan, make_pattern(c, shift)), 1, 1.0);
+  return plan;
+}
+
+CollectivePlan plan_transfers(const Cluster& c, const std::vector<std::pair<int, int>>& pairs) {
+  CollectivePlan plan;
+  std::vector<Transfer> transfers;
+  for (const auto& [from, to] : pairs) transfers.push_back({from, to, 1});
+  add_stages(plan, add_pattern(plan, make_pattern(c, transfers)), 1, 1.0);
+  return plan;
+}
+
 bool needs_power_of_two(AllReduceAlgorithm algorithm) {
   return algorithm == AllReduceAlgorithm::HalvingDoubling || algorithm == AllReduceAlgorithm::Hdrm;
 }

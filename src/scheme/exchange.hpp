@@ -3,6 +3,11 @@
 // the way one scheme does (parameter_server_exchange.hpp, allreduce_exchange.hpp). Both run on
 // one sim::Engine and share a StepContext. Adding a scheme is adding one Exchange and one case in
 // make_exchange's switch (step_simulation.cpp).
+//
+// A composed layout (tensor, context, pipeline parallelism, micro-batches: composed_step.cpp)
+// runs a stage program per worker instead (StageProgram: compute ops and communication ops), and
+// one exchange per parallel dimension side by side (group_exchange.hpp, pipeline_exchange.hpp):
+// each flow and event carries its owner (the dimension's index), and the run loop routes it there.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +17,7 @@
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/detail/sim/engine.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/sim/trace.hpp"
@@ -49,12 +55,16 @@ struct MessageHandled {  ///< parameter server: the receiving end's message over
   int piece;
   int span = -1;
 };
+struct TransferArrived {  ///< pipeline: a point-to-point message's last byte and latency are in
+  int owner = 0;
+  int message = 0;
+};
 struct StageDone {  ///< collectives: a stage of the collective in `slot` of owner's PlanRunner ended, latency included
   int owner = 0;
   int slot = 0;
 };
 using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone,
-                           MessagePrepared, MessageHandled>;
+                           MessagePrepared, MessageHandled, TransferArrived>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;
@@ -89,6 +99,54 @@ struct RepresentativeClient {
 
 struct FsdpPlans;  // fsdp_exchange.hpp
 
+/// What a communication op of a stage program asks of its dimension's exchange.
+enum class CommKind : uint8_t {
+  AllReduce,      ///< the buffer summed over the group
+  AllGather,      ///< the buffer (the whole output) gathered from the group's shards
+  ReduceScatter,  ///< the buffer (the whole input) summed and scattered over the group
+  RingShift,      ///< one step of a ring: each member sends the buffer to the next (ring attention's K, V)
+  Send,           ///< a message to the member of another pipeline stage (activations, gradients)
+  Recv,           ///< the matching message from another stage: ends when it arrived
+};
+[[nodiscard]] const char* to_string(CommKind kind);
+
+struct CommOp {
+  ParallelDimension dimension = ParallelDimension::Data;
+  CommKind kind = CommKind::AllReduce;
+  double bytes = 0;  ///< per member: a collective's buffer, a message's bytes
+  /// The exchange's stream the op runs on: a group's collectives of one stream run one at a time,
+  /// in the order its members issue them (every member issues them in the same order).
+  int stream = 0;
+  int peer_chunk = 0;  ///< Send and Recv: the model chunk (virtual stage) at the other end
+  int64_t tag = 0;     ///< Send and Recv: the message, the same at both ends
+};
+
+/// One pipeline stage's step as its ranks run it: compute ops on lanes (lane order, dependencies,
+/// as a Workload) and communication ops, which take no lane: a communication op is issued to its
+/// exchange once its dependencies are done, and ends when the exchange says so.
+struct StageProgram {
+  workload::Workload ops;
+  std::vector<int> comm_of_op;  ///< op -> index into comms; kNone for a compute op
+  std::vector<CommOp> comms;
+  int stage = 0;                ///< pipeline stage
+  double parameters = 0;         ///< elements of the stage's parameters on one rank
+  [[nodiscard]] bool is_comm(int op) const { return comm_of_op[static_cast<size_t>(op)] >= 0; }
+};
+
+/// A composed run (composed_step.cpp): which program each simulated worker runs and which rank
+/// it is; the simulated workers are all ranks, or one per stage on the fast path.
+struct ComposedRun {
+  const RankLayout* layout = nullptr;
+  std::vector<StageProgram> programs;  ///< per pipeline stage
+  std::vector<int> rank_of_worker;     ///< simulated worker -> rank
+  std::vector<int> worker_of_rank;     ///< rank -> simulated worker, kNone when not simulated
+  bool one_per_stage = false;          ///< the fast path: simulated worker s is stage s's rank at (0, 0, 0)
+  [[nodiscard]] const StageProgram& program_of(int worker) const {
+    return programs[static_cast<size_t>(
+        layout->coordinates(rank_of_worker[static_cast<size_t>(worker)])[ParallelDimension::Pipeline])];
+  }
+};
+
 /// What the runtime and an exchange of one simulation share; borrowed, outlives both.
 struct StepContext {
   const workload::Workload& workload;
@@ -103,8 +161,11 @@ struct StepContext {
   /// Set on the sharded-data-parallel fast path (fsdp_fast_path.cpp): its collective plans on a
   /// reduced network, worker 0 simulated for all.
   const FsdpPlans* fsdp_plans = nullptr;
+  /// Set for a composed layout: the stage programs the workers run (composed_step.cpp).
+  const ComposedRun* composed = nullptr;
   /// Workers simulated (all of the cluster's, or one standing for all).
   [[nodiscard]] int workers() const {
+    if (composed != nullptr) return static_cast<int>(composed->rank_of_worker.size());
     return representative != nullptr || fsdp_plans != nullptr ? 1 : cluster.spec.workers;
   }
   /// Records a span (trace must be set); returns its index in trace->spans.
@@ -144,6 +205,9 @@ class Exchange {
   /// only these items are left, and optimizer_done says when it ended.
   [[nodiscard]] virtual int items_after_optimizer() const { return 0; }
   virtual void optimizer_done(int /*w*/) {}
+  /// Worker w's communication op `op` of its stage program is due (its dependencies are done):
+  /// run it, and call WorkerRuntime::comm_done(w, op) when it ended for w.
+  virtual void start_comm(int /*w*/, int /*op*/, const CommOp& /*comm*/) {}
   virtual void flow_done(net::FlowId flow) = 0;
   /// Events of the exchange's own kinds (Delivered, ApplyDone, StageDone, MessagePrepared, MessageHandled).
   virtual void handle(const Event& event) = 0;

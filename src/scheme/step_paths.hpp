@@ -11,6 +11,10 @@
 #include <vector>
 
 #include "scheme/exchange.hpp"
+
+namespace stepcast::scheme {
+struct ComposedPlans;  // composed_plans.hpp
+}
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/net/network_model.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
@@ -29,12 +33,23 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
 /// The engine run behind both the full engine and the parameter-server fast path: the worker
 /// runtime and the scheme's exchange on `network` (the cluster's links, or the reduced network of
 /// a representative client) until every worker finished, then the window's loads.
+/// With `composed` (and its `composed_plans`), the workers run their stage programs with one
+/// exchange per parallel dimension (composed_step.cpp).
 [[nodiscard]] SimulationResult run_steps(const workload::Workload& workload, const cluster::Cluster& cluster,
                                          const SchemeConfig& scheme, const SimulationOptions& options,
                                          net::NetworkModel& network,
                                          const RepresentativeClient* representative,
                                          const LinkBytesToCluster& to_cluster,
-                                         const FsdpPlans* fsdp_plans = nullptr);
+                                         const FsdpPlans* fsdp_plans = nullptr,
+                                         const ComposedRun* composed = nullptr,
+                                         const ComposedPlans* composed_plans = nullptr);
+
+/// A composed layout (tensor, context or pipeline parallelism, micro-batches): every rank's stage
+/// program on the full engine, or without stragglers and where every group of a stage crosses
+/// links alike, one rank per stage on the network reduced to link classes (exact; tests compare).
+[[nodiscard]] SimulationResult simulate_composed(const workload::Workload& workload,
+                                                 const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
+                                                 const SimulationOptions& options);
 
 /// Sharded data parallelism without straggler noise, exact: every worker runs the same op graph
 /// and every collective spans all of them, so worker 0 stands for all; its collectives run on a

@@ -15,7 +15,10 @@
 #include "scheme/allreduce_exchange.hpp"
 #include "scheme/collective_timing.hpp"
 #include "scheme/exchange.hpp"
+#include "scheme/composed_plans.hpp"
 #include "scheme/fsdp_exchange.hpp"
+#include "scheme/group_exchange.hpp"
+#include "scheme/pipeline_exchange.hpp"
 #include "scheme/parameter_server_exchange.hpp"
 #include "scheme/plan_runner.hpp"
 #include "scheme/step_paths.hpp"
@@ -166,7 +169,8 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
 SimulationResult run_steps(const Workload& w, const Cluster& cluster, const SchemeConfig& scheme,
                            const SimulationOptions& options, net::NetworkModel& network,
                            const RepresentativeClient* representative, const LinkBytesToCluster& to_cluster,
-                           const FsdpPlans* fsdp_plans) {
+                           const FsdpPlans* fsdp_plans, const ComposedRun* composed,
+                           const ComposedPlans* composed_plans) {
   STEPCAST_ASSERT(workload::validate(w).empty());
   STEPCAST_ASSERT(options.measure_steps >= 1 && options.warmup_steps >= 0);
   // A trace also records the links' load, through a network that forwards every call.
@@ -175,18 +179,36 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   StepEngine engine(traced ? static_cast<net::NetworkModel&>(*traced) : network);
   TraceLayout layout;
   sim::Trace trace;
-  if (options.record_trace) trace = make_trace_layout(w, scheme, options, cluster.spec.workers, layout);
+  // The lanes a trace names: the stage programs' (all alike) or the workload's.
+  const Workload& laned = composed != nullptr ? composed->programs.front().ops : w;
+  if (options.record_trace) trace = make_trace_layout(laned, scheme, options, cluster.spec.workers, layout);
   const StepContext context{w,       scheme,         options,
                             cluster, engine,         options.record_trace ? &trace : nullptr,
-                            layout,  representative, fsdp_plans};
+                            layout,  representative, fsdp_plans,
+                            composed};
   WorkerRuntime runtime(context);
-  const std::unique_ptr<Exchange> exchange = make_exchange(context, runtime);
-  runtime.attach(*exchange);
+  // The owner of a flow or event is its exchange's index here: one exchange, or one per parallel
+  // dimension in ParallelDimension order.
+  std::vector<std::unique_ptr<Exchange>> exchanges;
+  if (composed != nullptr) {
+    for (int d = 0; d < kParallelDimensions; ++d) {
+      const auto dimension = static_cast<ParallelDimension>(d);
+      if (dimension == ParallelDimension::Pipeline) {
+        exchanges.push_back(std::make_unique<PipelineExchange>(context, runtime, *composed_plans, d));
+      } else {
+        exchanges.push_back(std::make_unique<GroupExchange>(context, runtime, dimension, *composed_plans, d));
+      }
+    }
+  } else {
+    exchanges.push_back(make_exchange(context, runtime));
+  }
+  for (const std::unique_ptr<Exchange>& e : exchanges) runtime.attach(*e);
 
-  exchange->begin(runtime);
+  exchanges.front()->begin(runtime);
   constexpr uint64_t kProgressEvery = 1024;
   uint64_t until_progress = kProgressEvery;
-  engine.run_until([&] { return runtime.all_done(); }, [&](net::FlowId id) { exchange->flow_done(id); },
+  engine.run_until([&] { return runtime.all_done(); },
+                   [&](net::FlowId id) { exchanges[static_cast<size_t>(engine.owner_of(id))]->flow_done(id); },
                    [&](const Event& e) {
                      if (options.progress && --until_progress == 0) {
                        until_progress = kProgressEvery;
@@ -200,8 +222,12 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
                        runtime.optimizer_done(optimized->worker);
                      } else if (const auto* hosted = std::get_if<HostWorkDone>(&e)) {
                        runtime.host_work_done(hosted->worker);
+                     } else if (const auto* stage = std::get_if<StageDone>(&e)) {
+                       exchanges[static_cast<size_t>(stage->owner)]->handle(e);
+                     } else if (const auto* arrived = std::get_if<TransferArrived>(&e)) {
+                       exchanges[static_cast<size_t>(arrived->owner)]->handle(e);
                      } else {
-                       exchange->handle(e);
+                       exchanges.front()->handle(e);  // the parameter server's own events
                      }
                    });
 
@@ -209,11 +235,21 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   r.events = engine.events();
   r.max_link_flows = network.max_link_flows();
   const bool one_for_all = representative != nullptr || fsdp_plans != nullptr;
-  r.engine = one_for_all ? SimulationEngine::Fast : SimulationEngine::Full;
+  const bool one_per_stage = composed != nullptr && composed->one_per_stage;
+  r.engine = one_for_all || one_per_stage ? SimulationEngine::Fast : SimulationEngine::Full;
   const double window_start = std::max(runtime.window_start(), 0.0);
   r.window = engine.now() - window_start;
   r.workers = runtime.times();
   if (one_for_all) r.workers.assign(cluster.spec.workers, r.workers.front());
+  if (one_per_stage) {
+    // Every rank of a stage runs its representative's timeline.
+    std::vector<WorkerTimes> all(static_cast<size_t>(cluster.spec.workers));
+    for (int rank = 0; rank < cluster.spec.workers; ++rank) {
+      all[static_cast<size_t>(rank)] =
+          r.workers[static_cast<size_t>(composed->layout->coordinates(rank)[ParallelDimension::Pipeline])];
+    }
+    r.workers = std::move(all);
+  }
   // Transfers completed by the end, less what each link had carried when the window opened, the
   // part of the transfers then in flight included: each transfer counts what it moved inside
   // the window, but for those still in flight at the end, so no link's utilization passes 1.
@@ -223,7 +259,7 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
     for (size_t l = 0; l < bytes.size(); ++l) bytes[l] -= at_window[l];
   }
   add_window_loads(r, cluster, scheme, to_cluster ? to_cluster(bytes) : bytes);
-  exchange->add_loads(r, window_start);
+  for (const std::unique_ptr<Exchange>& e : exchanges) e->add_loads(r, window_start);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
   if (traced) {
@@ -277,6 +313,7 @@ SimulationResult simulate_steps(const Workload& workload, const cluster::Cluster
                 fmt::format("needs steps.warmup >= 0 and steps.measure >= 1, got {} and {}",
                             options.warmup_steps, options.measure_steps));
   }
+  if (scheme.parallel.composed()) return simulate_composed(workload, cluster, scheme, options);
   // A trace shows every event, so it comes from the full engine.
   if (options.fast_paths && !options.record_trace) {
     switch (scheme.scheme) {

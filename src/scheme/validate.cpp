@@ -10,9 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "scheme/stage_programs.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::scheme {
@@ -209,6 +211,25 @@ bool known(cluster::CpuVendor v) {
   switch (v) {
     case cluster::CpuVendor::Intel:
     case cluster::CpuVendor::Amd:
+      return true;
+  }
+  return false;
+}
+
+bool known(PipelineSchedule v) {
+  switch (v) {
+    case PipelineSchedule::GPipe:
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::Interleaved:
+    case PipelineSchedule::ZeroBubble:
+      return true;
+  }
+  return false;
+}
+bool known(TensorOverlap v) {
+  switch (v) {
+    case TensorOverlap::None:
+    case TensorOverlap::Collective:
       return true;
   }
   return false;
@@ -450,6 +471,26 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_int("training.fsdp.shard_group", s.fsdp.shard_group, 0, kMaxWorkers);
   expect_int("training.fsdp.unit", s.fsdp.unit_blocks, 1, kMaxWorkers);
   expect_int("training.fsdp.prefetch", s.fsdp.prefetch, 0, 64);
+  expect_int("training.parallel.tensor", s.parallel.tensor, 1, kMaxWorkers);
+  expect_int("training.parallel.pipeline", s.parallel.pipeline, 1, kMaxWorkers);
+  expect_int("training.parallel.context", s.parallel.context, 1, kMaxWorkers);
+  expect_int("training.parallel.virtual_stages", s.parallel.virtual_stages, 1, 1024);
+  expect_known("training.pipeline.schedule", s.pipeline.schedule);
+  expect_known("training.tensor.overlap", s.tensor.overlap);
+  {
+    std::array<bool, kParallelDimensions> seen{};
+    for (ParallelDimension d : s.parallel.order) {
+      const auto i = static_cast<size_t>(d);
+      if (i >= seen.size() || seen[i]) {
+        fail("training.parallel.order", "expected each of tp, cp, dp and pp exactly once");
+      }
+      seen[i] = true;
+    }
+  }
+  if (s.parallel.global_batch < 0 || s.parallel.global_batch > int64_t{1} << 40) {
+    fail("workload.global_batch", fmt::format("expected an integer in [1, 2^40] or 0 (one micro-batch a step), got {}",
+                                              s.parallel.global_batch));
+  }
   // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
   if (!(std::isfinite(s.allreduce.bucket_bytes) && s.allreduce.bucket_bytes <= limits::kMaxBytes)) {
     fail("training.allreduce.bucket_size", fmt::format("expected a finite size <= {:g} bytes, got {}",
@@ -598,6 +639,56 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
   }
 }
 
+/// The parallel layout's rules with the cluster (training.parallel.*, training.pipeline.*).
+void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
+  const ParallelConfig& par = s.parallel;
+  const int v = par.virtual_stages;
+  if (v > 1 && s.pipeline.schedule != PipelineSchedule::Interleaved) {
+    fail("training.parallel.virtual_stages",
+         fmt::format("{} chunks per stage need training.pipeline.schedule: interleaved", v));
+  }
+  if (s.pipeline.schedule == PipelineSchedule::Interleaved && (v < 2 || par.pipeline < 2)) {
+    fail("training.pipeline.schedule",
+         fmt::format("interleaved runs v >= 2 model chunks on each of p >= 2 stages "
+                     "(training.parallel.virtual_stages, training.parallel.pipeline), got v = {}, p = {}",
+                     v, par.pipeline));
+  }
+  if (!par.composed()) return;
+  const long long model = static_cast<long long>(par.tensor) * par.context * par.pipeline;
+  if (c.workers % model != 0) {
+    const char* key = par.pipeline > 1   ? "training.parallel.pipeline"
+                      : par.context > 1 ? "training.parallel.context"
+                                        : "training.parallel.tensor";
+    fail(key, fmt::format("tensor {} x context {} x pipeline {} = {} GPUs per data-parallel replica does not "
+                          "divide the {} workers",
+                          par.tensor, par.context, par.pipeline, model, c.workers));
+  }
+  switch (s.scheme) {
+    case Scheme::ParameterServer:
+      fail("training.scheme",
+           "tensor, context and pipeline parallelism and micro-batches run with allreduce (data-parallel "
+           "all-reduce) or fsdp (sharding: optimizer), not a parameter server");
+    case Scheme::AllReduce:
+      break;
+    case Scheme::Fsdp:
+      if (s.fsdp.sharding != FsdpSharding::Optimizer) {
+        fail("training.fsdp.sharding",
+             "with tensor, context or pipeline parallelism or micro-batches only optimizer (ZeRO-1, "
+             "Megatron's distributed optimizer) is modelled yet; full, grad_op and hybrid are not");
+      }
+      break;
+  }
+  const int gradient_group = static_cast<int>(c.workers / model) * par.context;
+  if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
+                                     s.allreduce.protocol != CollectiveProtocol::Links)) {
+    fail("training.allreduce.algorithm",
+         fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as rings "
+                     "on the links (ring, protocol links): other algorithms and NCCL's protocols are modelled "
+                     "over all workers only",
+                     gradient_group, c.workers));
+  }
+}
+
 }  // namespace
 
 void validate(const ClusterSpec& cluster, const SchemeConfig& scheme) {
@@ -605,6 +696,7 @@ void validate(const ClusterSpec& cluster, const SchemeConfig& scheme) {
   check_cluster_values(cluster);
   check_scheme_values(scheme);
   check_rules(cluster, scheme);
+  check_layout(cluster, scheme);
 }
 
 void validate(const workload::Workload& workload, const ClusterSpec& cluster, const SchemeConfig& scheme) {
@@ -612,6 +704,7 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
     fail("workload", fmt::format("invalid workload '{}': {}", workload.name, problem));
   }
   validate(cluster, scheme);
+  if (scheme.parallel.composed()) check_layout(workload, cluster, scheme);
   if (scheme.scheme == Scheme::ParameterServer && scheme.ps.slice_bytes > 0) {
     // Every slice is a message each client pulls and pushes every step, with its own state.
     const double pieces = count_pieces(workload, scheme.ps);
@@ -628,5 +721,90 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
 }
 
 void validate_custom_topology(const cluster::CustomTopologySpec& custom) { check_custom(custom); }
+
+void check_layout(const workload::Workload& w, const ClusterSpec& c, const SchemeConfig& s) {
+  const ParallelConfig& par = s.parallel;
+  if (!w.facts.transformer) {
+    fail("workload.model",
+         fmt::format("tensor, context and pipeline parallelism and micro-batches split a transformer decoder "
+                     "by its blocks; workload '{}' is not one (give a zoo decoder or workload.transformer)",
+                     w.name));
+  }
+  // The stage programs split one forward and one backward op per layer (zoo::to_workload's).
+  std::vector<int> forward, backward;
+  for (const workload::Op& op : w.ops) {
+    if (op.layer < 0 || op.lane != 0) {
+      fail("workload.model", fmt::format("a parallel layout needs a zoo decoder's ops (one forward and one "
+                                         "backward op per layer); op '{}' is not one",
+                                         op.name));
+    }
+    std::vector<int>& count = op.kind == workload::OpKind::Backward ? backward : forward;
+    if (count.size() <= static_cast<size_t>(op.layer)) count.resize(static_cast<size_t>(op.layer) + 1, 0);
+    count[static_cast<size_t>(op.layer)]++;
+  }
+  if (forward != backward || std::any_of(forward.begin(), forward.end(), [](int n) { return n != 1; })) {
+    fail("workload.model", "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
+  }
+  const workload::TransformerShape& shape = *w.facts.transformer;
+  const int t = par.tensor;
+  if (shape.heads % t != 0 || shape.kv_heads % t != 0) {
+    fail("training.parallel.tensor",
+         fmt::format("{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
+                     shape.heads, shape.kv_heads));
+  }
+  if (par.context > 1 && shape.seq_len % (2 * par.context) != 0) {
+    fail("training.parallel.context",
+         fmt::format("context parallelism cuts the sequence into 2c = {} chunks (causal load balance), but "
+                     "workload.seq_len = {} does not divide by {}",
+                     2 * par.context, shape.seq_len, 2 * par.context));
+  }
+  const int d = data_parallel_degree(par, c.workers);
+  const int64_t per_step = static_cast<int64_t>(d) * w.batch_per_worker;
+  if (par.global_batch > 0 && par.global_batch % per_step != 0) {
+    fail("workload.global_batch",
+         fmt::format("{} sequences do not divide into micro-batches of {} over {} data-parallel replica{} ({} a "
+                     "round)",
+                     par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
+  }
+  const int64_t m = par.global_batch > 0 ? par.global_batch / per_step : 1;
+  constexpr int64_t kMaxMicroBatches = 1 << 16;
+  if (m > kMaxMicroBatches) {
+    fail("workload.global_batch",
+         fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)", m, kMaxMicroBatches));
+  }
+  const int p = par.pipeline;
+  if (p > 1) {
+    switch (s.pipeline.schedule) {
+      case PipelineSchedule::GPipe:
+        break;
+      case PipelineSchedule::OneFOneB:
+      case PipelineSchedule::ZeroBubble:
+        if (m < p) {
+          fail("workload.global_batch",
+               fmt::format("{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
+                           "replicas of micro-batch {}); give at least {} sequences",
+                           s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
+                           par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
+        }
+        break;
+      case PipelineSchedule::Interleaved:
+        if (m % p != 0) {
+          fail("workload.global_batch",
+               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {}", p, m));
+        }
+        break;
+    }
+  }
+  // Blocks enough for the chunks (and a layers_per_stage that adds up): the split throws.
+  (void)chunk_layers(w, s);
+  // The programs' size: m micro-batches through every layer, a few ops each.
+  const double ops = static_cast<double>(m) * static_cast<double>(w.ops.size()) * (par.context + 4.0);
+  if (ops > 1 << 26) {
+    fail("workload.global_batch",
+         fmt::format("{} micro-batches over {} layers make about {:.3g} ops a step; at most {:.3g} (take a larger "
+                     "workload.micro_batch)",
+                     m, w.ops.size() / 2, ops, static_cast<double>(1 << 26)));
+  }
+}
 
 }  // namespace stepcast::scheme

@@ -10,43 +10,76 @@ namespace stepcast::scheme {
 
 WorkerRuntime::WorkerRuntime(const StepContext& context)
     : ctx_(context),
-      num_ops_(static_cast<int>(context.workload.ops.size())),
       target_steps_(context.options.warmup_steps + context.options.measure_steps),
-      optimizer_time_(optimizer_step_time(context.workload, context.cluster.spec, context.scheme)),
+      // A stage program holds its optimizer step as an op of its own.
+      optimizer_time_(context.composed != nullptr
+                          ? 0.0
+                          : optimizer_step_time(context.workload, context.cluster.spec, context.scheme)),
       // Without warm-up the window is the whole run, open from the start (so a shard's apply time
       // counts from the first step, not only the apply still running at the end).
       window_start_(context.options.warmup_steps == 0 ? 0.0 : -1.0) {
-  const workload::Workload& w = ctx_.workload;
-  dependents_.resize(num_ops_);
-  lane_ops_.resize(w.lanes.size());
-  produced_.resize(num_ops_);
-  for (int op = 0; op < num_ops_; ++op) {
-    for (int d : w.ops[op].deps) dependents_[d].push_back(op);
-    lane_ops_[w.ops[op].lane].push_back(op);
-  }
-  for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
-    if (w.tensors[t].producer >= 0) {
-      produced_[w.tensors[t].producer].push_back(t);
-    } else {
-      unproduced_.push_back(t);
+  auto add_program = [&](const workload::Workload& w, const StageProgram* stage) {
+    Program p;
+    p.ops = &w;
+    p.stage = stage;
+    p.num_ops = static_cast<int>(w.ops.size());
+    p.dependents.resize(static_cast<size_t>(p.num_ops));
+    p.lane_ops.resize(w.lanes.size());
+    p.produced.resize(static_cast<size_t>(p.num_ops));
+    for (int op = 0; op < p.num_ops; ++op) {
+      for (int d : w.ops[op].deps) p.dependents[d].push_back(op);
+      if (stage == nullptr || !stage->is_comm(op)) p.lane_ops[w.ops[op].lane].push_back(op);
     }
+    for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
+      if (w.tensors[t].producer >= 0) {
+        p.produced[w.tensors[t].producer].push_back(t);
+      } else {
+        p.unproduced.push_back(t);
+      }
+    }
+    programs_.push_back(std::move(p));
+  };
+  if (ctx_.composed != nullptr) {
+    for (const StageProgram& stage : ctx_.composed->programs) add_program(stage.ops, &stage);
+    program_of_.resize(static_cast<size_t>(ctx_.workers()));
+    for (int w = 0; w < ctx_.workers(); ++w) {
+      program_of_[static_cast<size_t>(w)] =
+          ctx_.composed->layout->coordinates(ctx_.composed->rank_of_worker[static_cast<size_t>(w)])
+              [ParallelDimension::Pipeline];
+    }
+  } else {
+    add_program(ctx_.workload, nullptr);
   }
   workers_.resize(ctx_.workers());
-  for (Worker& worker : workers_) {
-    worker.unmet.resize(num_ops_);
-    worker.lane_next.resize(w.lanes.size());
-    worker.lane_busy.resize(w.lanes.size());
+  for (int w = 0; w < ctx_.workers(); ++w) {
+    Worker& worker = workers_[static_cast<size_t>(w)];
+    const Program& p = programs_[program_of(w)];
+    worker.unmet.resize(static_cast<size_t>(p.num_ops));
+    worker.lane_next.resize(p.lane_ops.size());
+    worker.lane_busy.resize(p.lane_ops.size());
     worker.step_ends.reserve(target_steps_ + 1);
+    if (p.stage != nullptr) {
+      worker.issued_at.assign(static_cast<size_t>(p.num_ops), 0.0);
+      worker.released_at.assign(static_cast<size_t>(p.num_ops), 0.0);
+      worker.ended_at.assign(static_cast<size_t>(p.num_ops), 0.0);
+    }
     if (ctx_.trace != nullptr) {
-      worker.op_span.assign(num_ops_, kNone);
-      worker.waited_for.assign(num_ops_, kNone);
-      worker.waited_at.assign(num_ops_, 0.0);
+      worker.op_span.assign(static_cast<size_t>(p.num_ops), kNone);
+      worker.waited_for.assign(static_cast<size_t>(p.num_ops), kNone);
+      worker.waited_at.assign(static_cast<size_t>(p.num_ops), 0.0);
     }
   }
 }
 
+int WorkerRuntime::items_per_step() const {
+  int items = 0;
+  for (const Exchange* e : exchanges_) items += e->items_per_step();
+  return items;
+}
+
 void WorkerRuntime::start_step(int w) {
   Worker& worker = workers_[w];
+  const Program& p = programs_[program_of(w)];
   const double now = ctx_.engine.now();
   worker.compute_scale = straggler_factor(ctx_.options.seed, w, worker.step, ctx_.options.compute_cv);
   worker.step_start = now;
@@ -54,14 +87,19 @@ void WorkerRuntime::start_step(int w) {
   worker.idle_since = now;
   worker.release = now;
   worker.communication = worker.wait = 0;
+  worker.exposed.fill(0);
+  worker.bubble = 0;
   worker.ops_done = 0;
   worker.optimizer = optimizer_time_ > 0 ? Worker::Optimizer::Pending : Worker::Optimizer::Done;
   std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
-  for (int op = 0; op < num_ops_; ++op) {
-    worker.unmet[op] = static_cast<int>(ctx_.workload.ops[op].deps.size()) + exchange_->inputs_needed(op);
+  for (int op = 0; op < p.num_ops; ++op) {
+    int inputs = 0;
+    for (const Exchange* e : exchanges_) inputs += e->inputs_needed(op);
+    worker.unmet[op] = static_cast<int>(p.ops->ops[op].deps.size()) + inputs;
+    if (worker.unmet[op] == 0 && is_comm(p, op)) worker.due_comms.push_back(op);
   }
-  worker.outstanding = exchange_->items_per_step();
-  exchange_->step_started(w);
+  worker.outstanding = items_per_step();
+  for (Exchange* e : exchanges_) e->step_started(w);
   try_start_ops(w);
 }
 
@@ -76,73 +114,168 @@ void WorkerRuntime::close_idle(int w) {
   worker.communication += idle - wait;
 }
 
+void WorkerRuntime::split_idle(int w, int op) {
+  Worker& worker = workers_[w];
+  const Program& p = programs_[program_of(w)];
+  const StageProgram& stage = *p.stage;
+  const double start = worker.idle_since;
+  double end = ctx_.engine.now();
+  if (!(end > start)) return;
+  // The communication op the interval waited for: the op itself when it ends the step, else its
+  // latest communication dependency (the later in the program on a tie).
+  auto latest_comm_dep = [&](int o) {
+    int found = kNone;
+    double latest = -1;
+    for (int d : p.ops->ops[o].deps) {
+      if (stage.is_comm(d) && worker.ended_at[static_cast<size_t>(d)] >= latest) {
+        latest = worker.ended_at[static_cast<size_t>(d)];
+        found = d;
+      }
+    }
+    return found;
+  };
+  int at = stage.is_comm(op) ? op : latest_comm_dep(op);
+  while (at != kNone && end > start) {
+    const auto i = static_cast<size_t>(at);
+    const CommOp& comm = stage.comms[static_cast<size_t>(stage.comm_of_op[i])];
+    const auto d = static_cast<size_t>(comm.dimension);
+    // [release, end]: its transfer; [issue, release]: others; before its issue: its own wait.
+    const double released = std::clamp(worker.released_at[i], start, end);
+    const double issued = std::clamp(worker.issued_at[i], start, released);
+    worker.exposed[d] += end - released;
+    worker.communication += end - released;
+    worker.wait += released - issued;
+    if (comm.dimension == ParallelDimension::Pipeline) worker.bubble += released - issued;
+    end = issued;
+    at = latest_comm_dep(at);
+  }
+  // What no communication op explains (a dependency that ended before the interval began): waiting.
+  worker.wait += std::max(0.0, end - start);
+}
+
+void WorkerRuntime::start_op(int w, int op, int lane) {
+  Worker& worker = workers_[w];
+  const Program& p = programs_[program_of(w)];
+  const double now = ctx_.engine.now();
+  if (worker.busy_lanes == 0) {
+    if (p.stage != nullptr) {
+      split_idle(w, op);
+    } else {
+      close_idle(w);
+    }
+  }
+  worker.lane_busy[lane] = 1;
+  worker.busy_lanes++;
+  const double duration = p.ops->ops[op].duration * worker.compute_scale;
+  if (ctx_.trace != nullptr) {
+    worker.op_span[op] = kNone;
+    if (ctx_.layout.keeps(w, worker.step)) {
+      worker.op_span[op] = ctx_.span({.process = w,
+                                      .thread = lane,
+                                      .name = p.ops->ops[op].name,
+                                      .category = "compute",
+                                      .start = now,
+                                      .duration = duration,
+                                      .step = worker.step});
+      // The input it got last, if that is what it was waiting for (it starts as it arrives).
+      if (worker.waited_for[op] != kNone && worker.waited_at[op] == now) {
+        ctx_.flow(worker.waited_for[op], worker.op_span[op], "input");
+      }
+    }
+    worker.waited_for[op] = kNone;
+  }
+  ctx_.engine.schedule(now + duration, OpDone{w, op});
+  for (Exchange* e : exchanges_) e->op_started(w, op);
+}
+
 void WorkerRuntime::try_start_ops(int w) {
   Worker& worker = workers_[w];
-  const double now = ctx_.engine.now();
-  for (size_t lane = 0; lane < lane_ops_.size(); ++lane) {
-    if (worker.lane_busy[lane] || worker.lane_next[lane] >= static_cast<int>(lane_ops_[lane].size()))
-      continue;
-    const int op = lane_ops_[lane][worker.lane_next[lane]];
-    if (worker.unmet[op] > 0) continue;
-    if (worker.busy_lanes == 0) close_idle(w);
-    worker.lane_busy[lane] = 1;
-    worker.busy_lanes++;
-    worker.lane_next[lane]++;
-    const double duration = ctx_.workload.ops[op].duration * worker.compute_scale;
-    if (ctx_.trace != nullptr) {
-      worker.op_span[op] = kNone;
-      if (ctx_.layout.keeps(w, worker.step)) {
-        worker.op_span[op] = ctx_.span({.process = w,
-                                        .thread = static_cast<int>(lane),
-                                        .name = ctx_.workload.ops[op].name,
-                                        .category = "compute",
-                                        .start = now,
-                                        .duration = duration,
-                                        .step = worker.step});
-        // The input it got last, if that is what it was waiting for (it starts as it arrives).
-        if (worker.waited_for[op] != kNone && worker.waited_at[op] == now) {
-          ctx_.flow(worker.waited_for[op], worker.op_span[op], "input");
-        }
-      }
-      worker.waited_for[op] = kNone;
+  const Program& p = programs_[program_of(w)];
+  // Communication first: issuing a collective or a message takes no lane, and what it unblocks
+  // may be on a lane.
+  while (!worker.due_comms.empty()) {
+    const int op = worker.due_comms.back();
+    worker.due_comms.pop_back();
+    const StageProgram& stage = *p.stage;
+    worker.issued_at[static_cast<size_t>(op)] = worker.released_at[static_cast<size_t>(op)] = ctx_.engine.now();
+    exchanges_[static_cast<size_t>(stage.comms[static_cast<size_t>(stage.comm_of_op[op])].dimension)]->start_comm(
+        w, op, stage.comms[static_cast<size_t>(stage.comm_of_op[op])]);
+  }
+  for (size_t lane = 0; lane < p.lane_ops.size(); ++lane) {
+    if (worker.lane_busy[lane]) continue;
+    const std::vector<int>& ops = p.lane_ops[lane];
+    const int next = worker.lane_next[lane];
+    if (next < static_cast<int>(ops.size()) && worker.unmet[ops[next]] == 0) {
+      worker.lane_next[lane]++;
+      start_op(w, ops[next], static_cast<int>(lane));
     }
-    ctx_.engine.schedule(now + duration, OpDone{w, op});
-    exchange_->op_started(w, op);
   }
 }
 
-void WorkerRuntime::op_done(int w, int op) {
+void WorkerRuntime::satisfy(int w, int op) {
   Worker& worker = workers_[w];
-  const int lane = ctx_.workload.ops[op].lane;
-  worker.lane_busy[lane] = 0;
-  worker.busy_lanes--;
-  if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
-  // Host work owed while the op ran goes before the lane's next op.
-  if (lane == 0 && worker.host_owed > 0) start_host_work(w);
+  if (--worker.unmet[op] == 0 && is_comm(programs_[program_of(w)], op)) worker.due_comms.push_back(op);
+}
+
+void WorkerRuntime::ended(int w, int op) {
+  // What follows an op's end, compute or communication: its dependents, its gradients.
+  Worker& worker = workers_[w];
+  const Program& p = programs_[program_of(w)];
   worker.ops_done++;
   work_done_++;
-  for (int d : dependents_[op]) worker.unmet[d]--;
+  if (p.stage != nullptr) worker.ended_at[static_cast<size_t>(op)] = ctx_.engine.now();
+  worker.last_ended = op;
+  for (int d : p.dependents[op]) satisfy(w, d);
   if (ctx_.trace != nullptr) worker.finishing_span = worker.op_span[op];
-  exchange_->op_finished(w, op);
-  for (int t : produced_[op]) exchange_->gradient_ready(w, t);
-  if (worker.ops_done == num_ops_) {
-    for (int t : unproduced_) exchange_->gradient_ready(w, t);
+  for (Exchange* e : exchanges_) e->op_finished(w, op);
+  for (int t : p.produced[op]) {
+    for (Exchange* e : exchanges_) e->gradient_ready(w, t);
+  }
+  if (worker.ops_done == p.num_ops) {
+    for (int t : p.unproduced) {
+      for (Exchange* e : exchanges_) e->gradient_ready(w, t);
+    }
   }
   worker.finishing_span = kNone;
   try_start_ops(w);
   maybe_finish_step(w);
 }
 
+void WorkerRuntime::op_done(int w, int op) {
+  Worker& worker = workers_[w];
+  const Program& p = programs_[program_of(w)];
+  const int lane = p.ops->ops[op].lane;
+  worker.lane_busy[lane] = 0;
+  worker.busy_lanes--;
+  if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
+  // Host work owed while the op ran goes before the lane's next op.
+  if (lane == 0 && worker.host_owed > 0) start_host_work(w);
+  ended(w, op);
+}
+
+void WorkerRuntime::comm_done(int w, int op) {
+  Worker& worker = workers_[w];
+  if (ctx_.trace != nullptr) worker.op_span[op] = kNone;
+  ended(w, op);
+}
+
+void WorkerRuntime::comm_released(int w, int op, double since) {
+  Worker& worker = workers_[w];
+  worker.released_at[static_cast<size_t>(op)] = std::max(since, worker.issued_at[static_cast<size_t>(op)]);
+  worker.release = std::max(worker.release, ctx_.engine.now());
+}
+
 void WorkerRuntime::unmet_input(int w, int op, int source) {
   Worker& worker = workers_[w];
-  if (--worker.unmet[op] == 0 && source != kNone) {
+  satisfy(w, op);
+  if (worker.unmet[op] == 0 && source != kNone) {
     worker.waited_for[op] = source;
     worker.waited_at[op] = ctx_.engine.now();
   }
 }
 
 void WorkerRuntime::input_arrived(int w, int tensor, int source) {
-  for (int consumer : ctx_.workload.tensors[tensor].consumers) unmet_input(w, consumer, source);
+  for (int consumer : ops_of(w).tensors[tensor].consumers) unmet_input(w, consumer, source);
   try_start_ops(w);
 }
 
@@ -222,24 +355,31 @@ void WorkerRuntime::optimizer_done(int w) {
   Worker& worker = workers_[w];
   worker.optimizer = Worker::Optimizer::Done;
   if (--worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();
-  exchange_->optimizer_done(w);
+  for (Exchange* e : exchanges_) e->optimizer_done(w);
   maybe_finish_step(w);
 }
 
 void WorkerRuntime::maybe_finish_step(int w) {
   Worker& worker = workers_[w];
-  if (worker.ops_done < num_ops_ || worker.host_running) return;
+  if (worker.ops_done < programs_[program_of(w)].num_ops || worker.host_running) return;
   switch (worker.optimizer) {
-    case Worker::Optimizer::Pending:
-      if (worker.outstanding <= exchange_->items_after_optimizer()) start_optimizer(w);
+    case Worker::Optimizer::Pending: {
+      int after = 0;
+      for (const Exchange* e : exchanges_) after += e->items_after_optimizer();
+      if (worker.outstanding <= after) start_optimizer(w);
       return;
+    }
     case Worker::Optimizer::Running:
       return;
     case Worker::Optimizer::Done:
       break;
   }
   if (worker.outstanding > 0) return;
-  close_idle(w);
+  if (programs_[program_of(w)].stage != nullptr) {
+    if (worker.busy_lanes == 0) split_idle(w, worker.last_ended);
+  } else {
+    close_idle(w);
+  }
   // The step is busy (some lane running an op) or idle, and every idle interval was split into
   // waiting and communication, so the busy wall time is what is left. (Summing op durations
   // would count overlapping lanes twice.)
@@ -262,6 +402,8 @@ void WorkerRuntime::maybe_finish_step(int w) {
     worker.measured_compute += compute;
     worker.measured_communication += worker.communication;
     worker.measured_wait += worker.wait;
+    for (size_t d = 0; d < worker.exposed.size(); ++d) worker.measured_exposed[d] += worker.exposed[d];
+    worker.measured_bubble += worker.bubble;
   }
   if (worker.step == target_steps_) finished_++;
   // Counted, not scanned: the window opens when the last worker finishes its warm-up.
@@ -277,8 +419,10 @@ void WorkerRuntime::maybe_finish_step(int w) {
 }
 
 double WorkerRuntime::fraction_done() const {
-  const double total = static_cast<double>(workers_.size()) * target_steps_ *
-                       (num_ops_ + (exchange_ != nullptr ? exchange_->items_per_step() : 0));
+  double total = 0;
+  for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
+    total += static_cast<double>(target_steps_) * (programs_[program_of(w)].num_ops + items_per_step());
+  }
   return total > 0 ? std::min(1.0, static_cast<double>(work_done_) / total) : 1.0;
 }
 
@@ -295,6 +439,8 @@ std::vector<WorkerTimes> WorkerRuntime::times() const {
     times.compute = worker.measured_compute / m;
     times.communication = worker.measured_communication / m;
     times.wait = worker.measured_wait / m;
+    for (size_t d = 0; d < times.exposed.size(); ++d) times.exposed[d] = worker.measured_exposed[d] / m;
+    times.bubble = worker.measured_bubble / m;
     out.push_back(times);
   }
   return out;

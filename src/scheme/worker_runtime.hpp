@@ -12,6 +12,17 @@
 // lane is free, else right after the op running there, before the lane's next op; it is busy
 // time, like an op.
 // Owns the measured window: it opens when every worker finished its warm-up steps.
+//
+// A composed run gives each worker its stage's program (StageProgram): its communication ops take
+// no lane; each is handed to its dimension's exchange once its dependencies are done
+// (Exchange::start_comm), is released when what it waits for from others is there (the last
+// member of its group issued the collective; the other stage started sending the message:
+// comm_released) and ends when the exchange calls comm_done. An idle interval is split along the
+// chain of what the op ending it waited for, latest dependency first: a communication op's time
+// from its release to its end is that dimension's exposed communication (WorkerTimes::exposed),
+// from its issue to its release waiting for others (wait; for another pipeline stage, the
+// bubble), and before its issue what it waited for in turn. Only times decide it, never the
+// order of events at one instant, so identical ranks split alike.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +35,9 @@ namespace stepcast::scheme {
 class WorkerRuntime {
  public:
   explicit WorkerRuntime(const StepContext& context);
-  void attach(Exchange& exchange) { exchange_ = &exchange; }
+  /// Adds an exchange. A composed run attaches one per parallel dimension, in ParallelDimension
+  /// order (a communication op goes to the one of its dimension); other runs attach one.
+  void attach(Exchange& exchange) { exchanges_.push_back(&exchange); }
 
   // Driven by the engine.
   void start_step(int w);
@@ -40,6 +53,12 @@ class WorkerRuntime {
   void op_input_arrived(int w, int op, int source = kNone);
   /// One item of worker w's step finished.
   void item_done(int w);
+  /// Worker w's communication op `op` ended (Exchange::start_comm).
+  void comm_done(int w, int op);
+  /// What worker w's communication op `op` waits for from others is there: its group's last
+  /// member issued it, or the message it receives started from the other stage at `since` (<=
+  /// now; the issue time when that was earlier). Also releases w from waiting, as release().
+  void comm_released(int w, int op, double since);
   /// Worker w's first lane owes `seconds` of host CPU to communication (see the file comment).
   void add_host_work(int w, double seconds);
   /// Worker w waited for others (a barrier) until now.
@@ -47,6 +66,8 @@ class WorkerRuntime {
   void release_all();
 
   [[nodiscard]] int step(int w) const { return workers_[w].step; }
+  /// The op graph worker w runs: its stage's program, or the workload.
+  [[nodiscard]] const workload::Workload& ops_of(int w) const { return *programs_[program_of(w)].ops; }
   /// s of a worker's optimizer step before its straggler factor; 0: it is skipped.
   [[nodiscard]] double optimizer_time() const { return optimizer_time_; }
   /// While worker w's op is ending (the exchange's op_finished and gradient_ready): its trace
@@ -74,17 +95,37 @@ class WorkerRuntime {
   /// returns when it ends.
   double occupy(int w, const char* what, double duration);
   void close_idle(int w);
+  /// Composed runs: splits worker w's idle interval ending now along what `op` (starting now, or
+  /// ending the step) waited for (the file comment).
+  void split_idle(int w, int op);
   void unmet_input(int w, int op, int source);
+  /// One dependency or input of op `op` of worker w is done.
+  void satisfy(int w, int op);
+  void start_op(int w, int op, int lane);
+  void ended(int w, int op);
+  [[nodiscard]] int items_per_step() const;
+
+  /// An op graph as the runtime walks it: the workload or one stage's program.
+  struct Program {
+    const workload::Workload* ops = nullptr;
+    const StageProgram* stage = nullptr;   // composed runs: its communication ops
+    int num_ops = 0;
+    std::vector<std::vector<int>> dependents;  // op -> ops that list it in deps
+    std::vector<std::vector<int>> lane_ops;    // lane -> compute ops in program order
+    std::vector<std::vector<int>> produced;    // op -> tensors whose gradient it produces
+    std::vector<int> unproduced;               // tensors no op produces: ready when compute ends
+  };
+  [[nodiscard]] size_t program_of(int w) const {
+    return program_of_.empty() ? 0 : static_cast<size_t>(program_of_[static_cast<size_t>(w)]);
+  }
+  [[nodiscard]] bool is_comm(const Program& p, int op) const { return p.stage != nullptr && p.stage->is_comm(op); }
 
   const StepContext& ctx_;
-  Exchange* exchange_ = nullptr;
-  const int num_ops_;
+  std::vector<Exchange*> exchanges_;
   const int target_steps_;
   const double optimizer_time_;
-  std::vector<std::vector<int>> dependents_;  // op -> ops that list it in deps
-  std::vector<std::vector<int>> lane_ops_;    // lane -> ops in program order
-  std::vector<std::vector<int>> produced_;    // op -> tensors whose gradient it produces
-  std::vector<int> unproduced_;               // tensors no op produces: ready when compute ends
+  std::vector<Program> programs_;
+  std::vector<int> program_of_;  // worker -> index into programs_ (empty: all program 0)
 
   struct Worker {
     int step = 0;
@@ -103,6 +144,12 @@ class WorkerRuntime {
     double idle_since = 0;
     double release = 0;                  // latest time a barrier this worker waited on was released
     double communication = 0, wait = 0;  // idle time of the current step
+    // Composed runs: the split of idle time (split_idle), and each op's times this step.
+    std::array<double, kParallelDimensions> exposed{}, measured_exposed{};
+    double bubble = 0, measured_bubble = 0;
+    std::vector<int> due_comms;  // communication ops whose dependencies are done, not yet issued
+    std::vector<double> issued_at, released_at, ended_at;  // op -> s (communication ops: all three)
+    int last_ended = kNone;  // the op whose end is being handled
     std::vector<double> step_ends;
     // Trace only: op -> its span this step; the span of the input it got last and when.
     std::vector<int> op_span, waited_for;

@@ -121,6 +121,10 @@ void fields(IO& io, R& r) {
   f(r.breakdown.compute);
   f(r.breakdown.communication_exposed);
   f(r.breakdown.wait);
+  f(r.breakdown.tensor);
+  f(r.breakdown.context);
+  f(r.breakdown.pipeline);
+  f(r.breakdown.data);
   f(r.optimizer_step_time);
   f(r.utilization);
   f(r.bytes_sent);
@@ -168,6 +172,8 @@ void fields(IO& io, R& r) {
   f(r.staleness.max);
   f(r.async_phases.out_of_step);
   f(r.async_phases.convoy);
+  f(r.layout);
+  f(r.bubble_fraction);
 }
 
 }  // namespace

@@ -198,6 +198,8 @@ workload::Workload to_workload(const ModelSpec& model, const WorkloadParams& par
     w.facts.tokens_per_sample = tokens;
     w.facts.flops_per_sample = training_flops_per_token(model) * tokens;
     w.facts.flops_per_sample_6n = flops_per_token_6n(model) * tokens;
+    w.facts.transformer = *model.transformer;
+    w.facts.checkpointing = params.checkpointing;
     // Decoder blocks: layers "<block>.attention" and "<block>.mlp"/".moe" share a block;
     // embeddings and head stand alone (FSDP wraps them as units of their own).
     w.block_of_layer.assign(model.layers.size(), -1);

@@ -76,6 +76,13 @@ struct Breakdown {
   double compute = 0;                ///< ops running
   double communication_exposed = 0;  ///< waiting for a transfer or collective, nothing running
   double wait = 0;                   ///< waiting for other workers or a server (barrier, apply)
+  /// A parallel layout (training.parallel.*): communication_exposed split by the dimension whose
+  /// transfers the workers waited for: tensor-parallel collectives, ring attention's steps,
+  /// pipeline messages, the data-parallel gradient reduction. All 0 otherwise.
+  double tensor = 0;
+  double context = 0;
+  double pipeline = 0;
+  double data = 0;
   bool operator==(const Breakdown&) const = default;
 };
 
@@ -246,6 +253,13 @@ struct Result {
   /// bucket order; empty otherwise (every bucket runs training.allreduce.algorithm on the links).
   std::vector<BucketCollective> collectives{};
   Staleness staleness{};  ///< async parameter server, fine predictor; pushes == 0 otherwise
+  /// A parallel layout: "tp4 cp1 pp8 vp12 dp336" (scheme::RankLayout::describe); "" for data
+  /// parallelism alone.
+  std::string layout{};
+  /// A parallel layout: the share of the step the ranks wait for another pipeline stage's
+  /// activations or gradients (the pipeline bubble; mean over ranks; part of breakdown.wait).
+  /// 0 otherwise.
+  double bubble_fraction = 0;
   AsyncPhases async_phases{};  ///< async parameter server, coarse predictor; all 0 otherwise
   Trace trace;
   bool operator==(const Result&) const = default;

@@ -7,7 +7,9 @@
 //   s.ps.count = 4; s.ps.order = PsOrder::Random;
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 namespace stepcast::scheme {
 
@@ -134,6 +136,64 @@ struct AllReduceConfig {
   bool operator==(const AllReduceConfig&) const = default;
 };
 
+/// The dimensions a training job's ranks are laid out along (Megatron-LM's parallel state): tensor
+/// (t: each layer's weights split over t GPUs), context (c: the sequence split over c GPUs, ring
+/// attention), data (d: replicas, or FSDP's shards) and pipeline (p: the layers cut into p stages).
+enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline };
+inline constexpr int kParallelDimensions = 4;
+/// "tp", "cp", "dp", "pp": the names of training.parallel.order.
+[[nodiscard]] const char* to_string(ParallelDimension dimension);
+
+/// How the parallel degrees compose. The data-parallel degree is what is left: d = workers /
+/// (t c p), an integer (validate() checks). All 1 and global_batch 0: plain data parallelism, the
+/// step of training.scheme alone, as before these keys existed.
+struct ParallelConfig {
+  int tensor = 1;          ///< t (training.parallel.tensor)
+  bool sequence = true;    ///< with t > 1, Megatron's sequence parallelism (reduce-scatter + all-gather)
+  int pipeline = 1;        ///< p
+  int virtual_stages = 1;  ///< v: model chunks per pipeline stage (interleaved schedule)
+  int context = 1;         ///< c
+  /// Rank order, fastest-varying first: Megatron's default tp-cp-dp-pp puts a tensor group on
+  /// adjacent ranks, so inside a node when t <= workers per node.
+  std::array<ParallelDimension, kParallelDimensions> order{ParallelDimension::Tensor, ParallelDimension::Context,
+                                                          ParallelDimension::Data, ParallelDimension::Pipeline};
+  /// Sequences per optimizer step over all data-parallel replicas (workload.global_batch); the
+  /// step runs m = global_batch / (d x micro-batch) micro-batches. 0: one micro-batch (m = 1).
+  int64_t global_batch = 0;
+  bool operator==(const ParallelConfig&) const = default;
+  /// Whether the step needs the composed engine (stage programs): some degree above 1, or several
+  /// micro-batches per step.
+  [[nodiscard]] bool composed() const { return tensor * pipeline * context > 1 || global_batch > 0; }
+};
+
+/// The order each pipeline stage runs its micro-batches' forward (F) and backward (B) passes in:
+/// - gpipe: every forward, then every backward (Huang et al. 2019);
+/// - 1f1b: p - s warm-up forwards on stage s, then one forward and one backward in turn, then the
+///   remaining backwards (PipeDream-Flush, Narayanan et al. 2021; Megatron's default);
+/// - interleaved: 1f1b over v model chunks per stage (Narayanan et al. 2021), v > 1;
+/// - zero_bubble: ZB-H1 (Qi et al. 2023): the backward split into B (input gradient) and W
+///   (weight gradient); W fills the tail's bubbles, with 1f1b's memory.
+enum class PipelineSchedule : uint8_t { GPipe, OneFOneB, Interleaved, ZeroBubble };
+
+struct PipelineConfig {
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Transformer blocks of each model chunk (p x v entries, in order); empty: as even as possible.
+  std::vector<int> layers_per_stage{};
+  /// Count the embedding and the loss (the head) as one block each when splitting (Megatron's
+  /// --account-for-embedding-in-pipeline-split and ...-loss-...).
+  bool account_for_embedding = false;
+  bool operator==(const PipelineConfig&) const = default;
+};
+
+/// none: a block's tensor-parallel collectives run between its GEMMs, on the critical path;
+/// collective: each overlaps the GEMM next to it (TorchTitan's async TP, Megatron's userbuffers).
+enum class TensorOverlap : uint8_t { None, Collective };
+
+struct TensorConfig {
+  TensorOverlap overlap = TensorOverlap::None;
+  bool operator==(const TensorConfig&) const = default;
+};
+
 struct SchemeConfig {
   Scheme scheme = Scheme::AllReduce;
   Mode mode = Mode::Sync;
@@ -141,6 +201,9 @@ struct SchemeConfig {
   AllReduceConfig allreduce;
   FsdpConfig fsdp;
   Optimizer optimizer = Optimizer::Adam;
+  ParallelConfig parallel;
+  PipelineConfig pipeline;
+  TensorConfig tensor;
   bool operator==(const SchemeConfig&) const = default;
 };
 

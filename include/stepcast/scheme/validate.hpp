@@ -43,6 +43,13 @@ void validate(const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
 void validate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
               const SchemeConfig& scheme);
 
+/// The rules of a parallel layout with its workload (validate() calls it when the layout is
+/// composed): a transformer decoder from the zoo, heads and key/value heads divisible by t, the
+/// sequence by 2c, the global batch into micro-batches, enough micro-batches for the schedule,
+/// blocks for every model chunk. Throws Error naming the key.
+void check_layout(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                  const SchemeConfig& scheme);
+
 /// The rules of a custom topology (cluster.custom): known, distinct switches, one link per node
 /// and no node left out, every switch reachable from every other. Throws Error (key
 /// cluster.custom). The topology-file reader in scenario/ uses it too, adding the file.

@@ -19,9 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "stepcast/workload/transformer_shape.hpp"
 
 namespace stepcast::workload {
 
@@ -78,6 +81,12 @@ struct ModelFacts {
   /// bytes of activations one worker stores at the peak of a step (its batch, the checkpointing
   /// mode); < 0: not modelled for this workload.
   double activation_bytes = -1;
+  /// Decoders (zoo::to_workload): the shape, at the sequence length the ops were timed for, and
+  /// the recomputation and attention kernels they include; what the stage programs of tensor,
+  /// context and pipeline parallelism split and size their transfers by. nullopt otherwise.
+  std::optional<TransformerShape> transformer{};
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
+  bool flash_attention = true;
   bool operator==(const ModelFacts&) const = default;
 };
 

@@ -12,6 +12,7 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -78,6 +79,17 @@ struct CollectivePlan {
 /// over shard groups (and HSDP's all-reduce across them) are. Empty for groups of one.
 [[nodiscard]] CollectivePlan plan_group_ring(const cluster::Cluster& cluster, CollectiveOp op,
                                              const std::vector<std::vector<int>>& groups);
+
+/// One step of a ring in each of the groups at once: every member sends the buffer to the next
+/// member of its group (ring attention's pass of K and V). One stage of fraction 1; empty for
+/// groups of one.
+[[nodiscard]] CollectivePlan plan_group_shift(const cluster::Cluster& cluster,
+                                              const std::vector<std::vector<int>>& groups);
+
+/// Point-to-point transfers between workers, all at once: (from, to) pairs, each moving the whole
+/// buffer (pipeline stages' activations and gradients). One stage of fraction 1.
+[[nodiscard]] CollectivePlan plan_transfers(const cluster::Cluster& cluster,
+                                            const std::vector<std::pair<int, int>>& pairs);
 
 /// What a collective of a given size pays beyond its plan's transfers: a size regime
 /// (cluster.collective_regimes) or one protocol of NCCL's model (cluster.nccl), or neither (the

@@ -19,6 +19,7 @@
 //   SimulationResult r = simulate_steps(workload, cluster_spec, scheme, {.measure_steps = 5});
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -70,6 +71,11 @@ struct WorkerTimes {
   double compute = 0;        ///< at least one lane busy
   double communication = 0;  ///< idle, waiting for a transfer in progress
   double wait = 0;           ///< idle, waiting for other workers or a server's update
+  /// Composed layouts: `communication` split by the dimension whose transfer the worker waited
+  /// for (indexed by ParallelDimension), and the part of `wait` spent waiting for another
+  /// pipeline stage's activations or gradients (the bubble). All 0 for other runs.
+  std::array<double, kParallelDimensions> exposed{};
+  double bubble = 0;
 };
 
 /// Busy fraction of a group of like resources over the measured window.

@@ -1,0 +1,67 @@
+// Where each rank sits in a parallel layout: its (tensor, context, data, pipeline) coordinates
+// and the groups it communicates in. The one mapping from ranks to coordinates; every exchange,
+// plan and report asks it. Megatron-LM's rule: with the order's dimensions D0 (fastest) .. D3 and
+// sizes n0 .. n3, rank = x0 + n0 (x1 + n1 (x2 + n2 x3)); a group of dimension D holds the ranks
+// that agree on every other coordinate, in the order of their D coordinate.
+//
+//   RankLayout layout(config.parallel, 64);          // t 8, p 4: d = 2
+//   layout.coordinates(19);                           // {tensor 3, context 0, data 0, pipeline 1}
+//   layout.group(ParallelDimension::Tensor, 19);      // ranks 16 .. 23
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "stepcast/scheme/scheme_config.hpp"
+
+namespace stepcast::scheme {
+
+struct RankCoordinates {
+  std::array<int, kParallelDimensions> at{};  ///< indexed by ParallelDimension
+  [[nodiscard]] int operator[](ParallelDimension d) const { return at[static_cast<size_t>(d)]; }
+  bool operator==(const RankCoordinates&) const = default;
+};
+
+class RankLayout {
+ public:
+  /// `workers` = t c d p. Asserts that the degrees divide the workers and that the order names
+  /// every dimension once (validate() reports both as bad input first).
+  RankLayout(const ParallelConfig& parallel, int workers);
+
+  [[nodiscard]] int workers() const { return workers_; }
+  /// The degree of a dimension (d is workers / (t c p)).
+  [[nodiscard]] int size(ParallelDimension d) const { return size_[static_cast<size_t>(d)]; }
+  [[nodiscard]] RankCoordinates coordinates(int rank) const;
+  [[nodiscard]] int rank(const RankCoordinates& at) const;
+  /// The ranks of `rank`'s group along `d`, in the order of their coordinate along d.
+  [[nodiscard]] std::vector<int> group(ParallelDimension d, int rank) const;
+  /// Every group along `d` whose members are in pipeline stage `stage`, ordered by their lowest
+  /// rank; all stages' groups when stage < 0. (Pipeline groups span the stages: stage is ignored.)
+  [[nodiscard]] std::vector<std::vector<int>> groups(ParallelDimension d, int stage = -1) const;
+  /// The ranks that hold the same parameters and reduce their gradients together: data x context.
+  [[nodiscard]] std::vector<int> gradient_group(int rank) const;
+  /// All gradient groups of pipeline stage `stage`, ordered by their lowest rank.
+  [[nodiscard]] std::vector<std::vector<int>> gradient_groups(int stage) const;
+  /// "tp4 cp1 pp8 vp12 dp336": the layout as the table prints it.
+  [[nodiscard]] static std::string describe(const ParallelConfig& parallel, int workers);
+
+ private:
+  int workers_;
+  std::array<int, kParallelDimensions> size_{};
+  std::array<int, kParallelDimensions> stride_{};  ///< rank distance of one step along a dimension
+};
+
+/// The data-parallel degree d = workers / (t c p), 0 when that does not divide.
+[[nodiscard]] int data_parallel_degree(const ParallelConfig& parallel, int workers);
+
+/// Micro-batches per step: global_batch / (d x micro_batch), or 1 without a global batch.
+/// Assumes they divide (validate() checks).
+[[nodiscard]] int micro_batches(const ParallelConfig& parallel, int workers, int micro_batch);
+
+/// Samples (sequences) each worker's step accounts for, so that summed over the workers they are
+/// the step's batch: `batch_per_worker`, or under a composed layout the d replicas' m
+/// micro-batches of `batch_per_worker` sequences shared by each replica's t c p ranks.
+[[nodiscard]] double samples_per_worker_step(const ParallelConfig& parallel, int workers, int batch_per_worker);
+
+}  // namespace stepcast::scheme

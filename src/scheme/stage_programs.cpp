@@ -1,0 +1,615 @@
+#include "scheme/stage_programs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
+#include "stepcast/error.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+using workload::Op;
+using workload::OpKind;
+using workload::Workload;
+using Pass = PipelinePass::Kind;
+
+constexpr int kComputeLane = 0;
+constexpr int kCommLane = 1;  // communication ops take no lane; this one names them in traces
+
+/// What a decoder layer is, for its split and its collectives.
+enum class Role : uint8_t { Embedding, Attention, Mlp, Head };
+
+/// One layer of the source workload: its ops and role.
+struct LayerInfo {
+  int forward = -1, backward = -1;  // op indices in the source workload
+  Role role = Role::Mlp;
+  int block = -1;
+  std::vector<int> tensors;
+};
+
+std::vector<LayerInfo> layers_of(const Workload& w) {
+  int num_layers = 0;
+  for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
+  std::vector<LayerInfo> layers(static_cast<size_t>(num_layers));
+  for (int i = 0; i < static_cast<int>(w.ops.size()); ++i) {
+    const Op& op = w.ops[static_cast<size_t>(i)];
+    STEPCAST_ASSERT(op.layer >= 0);
+    LayerInfo& l = layers[static_cast<size_t>(op.layer)];
+    (op.kind == OpKind::Forward ? l.forward : l.backward) = i;
+  }
+  for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
+    const int consumer = w.tensors[static_cast<size_t>(t)].consumers.front();
+    layers[static_cast<size_t>(w.ops[static_cast<size_t>(consumer)].layer)].tensors.push_back(t);
+  }
+  int previous_block = -1;
+  for (int l = 0; l < num_layers; ++l) {
+    LayerInfo& info = layers[static_cast<size_t>(l)];
+    info.block = static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
+    if (info.block < 0) {
+      info.role = l == 0 ? Role::Embedding : Role::Head;
+    } else {
+      info.role = info.block != previous_block ? Role::Attention : Role::Mlp;
+    }
+    previous_block = info.block;
+  }
+  return layers;
+}
+
+/// The model's units for the pipeline split: a block's layers, or a layer alone.
+std::vector<std::vector<int>> units_of(const Workload& w, int num_layers) {
+  std::vector<std::vector<int>> units;
+  int previous = -2;
+  for (int l = 0; l < num_layers; ++l) {
+    const int block = static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
+    if (block < 0 || block != previous) units.emplace_back();
+    units.back().push_back(l);
+    previous = block < 0 ? -2 : block;
+  }
+  return units;
+}
+
+double element_bytes(const Workload& w) { return workload::bytes_per_element(w.precision); }
+
+}  // namespace
+
+std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v, int m, int stage) {
+  std::vector<PipelinePass> order;
+  order.reserve(static_cast<size_t>(2 * m * v));
+  auto forward = [&](int chunk, int mb) { order.push_back({Pass::Forward, chunk, mb}); };
+  auto backward = [&](int chunk, int mb) { order.push_back({Pass::Backward, chunk, mb}); };
+  switch (schedule) {
+    case PipelineSchedule::GPipe:
+      for (int chunk = 0; chunk < v; ++chunk) {
+        for (int mb = 0; mb < m; ++mb) forward(chunk, mb);
+      }
+      for (int chunk = v - 1; chunk >= 0; --chunk) {
+        for (int mb = 0; mb < m; ++mb) backward(chunk, mb);
+      }
+      break;
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::ZeroBubble: {
+      // PipeDream-Flush: p - s - 1 forwards in flight before the first backward.
+      const int warmup = std::min(p - stage - 1, m);
+      for (int i = 0; i < warmup; ++i) forward(0, i);
+      for (int i = 0; i < m - warmup; ++i) {
+        forward(0, warmup + i);
+        backward(0, i);
+      }
+      for (int i = m - warmup; i < m; ++i) backward(0, i);
+      break;
+    }
+    case PipelineSchedule::Interleaved: {
+      // Megatron-LM's interleaved 1F1B (schedules.py): virtual micro-batch k runs chunk
+      // (k mod pv) / p of micro-batch (k / pv) p + k mod p; backwards take the chunks in reverse.
+      const int total = m * v;
+      int warmup = (p - stage - 1) * 2 + (v - 1) * p;
+      if (m == p) warmup = total;  // Megatron: every forward first when m equals p
+      warmup = std::min(warmup, total);
+      auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+      auto fwd = [&](int k) { forward((k % (p * v)) / p, mb_of(k)); };
+      auto bwd = [&](int k) { backward(v - 1 - (k % (p * v)) / p, mb_of(k)); };
+      for (int k = 0; k < warmup; ++k) fwd(k);
+      for (int i = 0; i < total - warmup; ++i) {
+        fwd(warmup + i);
+        bwd(i);
+      }
+      for (int i = total - warmup; i < total; ++i) bwd(i);
+      break;
+    }
+  }
+  return order;
+}
+
+double block_activation_message(const Workload& w, const ParallelConfig& parallel) {
+  const workload::TransformerShape& s = *w.facts.transformer;
+  return static_cast<double>(w.batch_per_worker) * static_cast<double>(s.seq_len) / parallel.context *
+         static_cast<double>(s.hidden) * element_bytes(w);
+}
+
+std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig& scheme) {
+  const std::vector<LayerInfo> layers = layers_of(w);
+  const int num_layers = static_cast<int>(layers.size());
+  std::vector<std::vector<int>> units = units_of(w, num_layers);
+  const bool decoder = w.facts.transformer.has_value();
+  const bool separate = decoder && !scheme.pipeline.account_for_embedding && units.size() >= 2;
+  std::vector<int> first, last;
+  if (separate) {
+    first = units.front();
+    last = units.back();
+    units.erase(units.begin());
+    units.pop_back();
+  }
+  const int chunks = scheme.parallel.pipeline * scheme.parallel.virtual_stages;
+  const int n = static_cast<int>(units.size());
+  std::vector<int> counts(static_cast<size_t>(chunks));
+  if (!scheme.pipeline.layers_per_stage.empty()) {
+    counts = scheme.pipeline.layers_per_stage;
+    const int given = std::accumulate(counts.begin(), counts.end(), 0);
+    if (static_cast<int>(counts.size()) != chunks || given != n) {
+      throw Error({"", 0, "training.pipeline.layers_per_stage"},
+                  fmt::format("expected {} entries (p x v model chunks) summing to the {} blocks to split{}, got {} "
+                              "entries summing to {}",
+                              chunks, n, separate ? " (the embedding and the head are not counted)" : "",
+                              counts.size(), given));
+    }
+  } else {
+    if (n < chunks) {
+      throw Error({"", 0, "training.parallel.pipeline"},
+                  fmt::format("{} blocks cannot fill {} pipeline stages x {} chunks: each model chunk needs a block",
+                              n, scheme.parallel.pipeline, scheme.parallel.virtual_stages));
+    }
+    for (int j = 0; j < chunks; ++j) counts[static_cast<size_t>(j)] = n / chunks + (j < n % chunks ? 1 : 0);
+  }
+  std::vector<std::vector<int>> out(static_cast<size_t>(chunks));
+  int unit = 0;
+  for (int j = 0; j < chunks; ++j) {
+    std::vector<int>& chunk = out[static_cast<size_t>(j)];
+    if (j == 0) chunk.insert(chunk.end(), first.begin(), first.end());
+    for (int k = 0; k < counts[static_cast<size_t>(j)]; ++k, ++unit) {
+      chunk.insert(chunk.end(), units[static_cast<size_t>(unit)].begin(), units[static_cast<size_t>(unit)].end());
+    }
+    if (j == chunks - 1) chunk.insert(chunk.end(), last.begin(), last.end());
+    if (chunk.empty()) {
+      throw Error({"", 0, "training.pipeline.layers_per_stage"},
+                  fmt::format("model chunk {} (stage {}, chunk {}) holds no layer", j, j % scheme.parallel.pipeline,
+                              j / scheme.parallel.pipeline));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Builds one stage's program pass by pass.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme,
+                 const RankLayout& layout, int stage, const std::vector<std::vector<int>>& chunks)
+      : w_(w),
+        spec_(spec),
+        scheme_(scheme),
+        layout_(layout),
+        stage_(stage),
+        chunks_(chunks),
+        layers_(layers_of(w)),
+        t_(scheme.parallel.tensor),
+        c_(scheme.parallel.context),
+        p_(scheme.parallel.pipeline),
+        v_(scheme.parallel.virtual_stages),
+        m_(micro_batches(scheme.parallel, layout.workers(), w.batch_per_worker)),
+        sequence_(scheme.parallel.sequence && t_ > 1),
+        split_(t_ > 1 || c_ > 1) {
+    program_.stage = stage;
+    program_.ops.name = fmt::format("{} stage {}", w.name, stage);
+    program_.ops.batch_per_worker = w.batch_per_worker;
+    program_.ops.precision = w.precision;
+    program_.ops.facts = w.facts;
+    program_.ops.block_of_layer = w.block_of_layer;
+    program_.ops.optimizer_in_ops = true;
+    program_.ops.lanes = {"gpu", "communication"};
+    if (w.facts.transformer) activation_ = block_activation_message(w, scheme.parallel);
+    last_of_layer_.assign(layers_.size(), kNone);
+    first_of_layer_.assign(layers_.size(), kNone);
+  }
+
+  StageProgram build() {
+    const std::vector<PipelinePass> order = schedule_order(scheme_.pipeline.schedule, p_, v_, m_, stage_);
+    const bool zero_bubble = scheme_.pipeline.schedule == PipelineSchedule::ZeroBubble;
+    for (const PipelinePass& pass : order) {
+      const int j = pass.chunk * p_ + stage_;  // model chunk (zero_bubble: v = 1, backwards in order)
+      switch (pass.kind) {
+        case Pass::Forward:
+          forward_pass(j, pass.micro_batch);
+          break;
+        case Pass::Backward:
+          backward_pass(j, pass.micro_batch, zero_bubble);
+          break;
+        case Pass::Weight:
+          break;  // W passes are emitted with their B (zero_bubble)
+      }
+    }
+    // ZB-H1's W passes not yet placed: the last `stage` micro-batches', in order.
+    for (size_t mb = deferred_.size() - std::min(deferred_.size(), static_cast<size_t>(stage_)); mb < deferred_.size();
+         ++mb) {
+      emit_weights(mb);
+    }
+    add_tensors();
+    add_data_parallel();
+    return std::move(program_);
+  }
+
+ private:
+  int add_op(Op op, int comm = kNone) {
+    program_.ops.ops.push_back(std::move(op));
+    program_.comm_of_op.push_back(comm);
+    return static_cast<int>(program_.ops.ops.size()) - 1;
+  }
+  int add_compute(std::string name, OpKind kind, double duration, std::vector<int> deps, int layer,
+                  int lane = kComputeLane) {
+    return add_op({.name = std::move(name), .kind = kind, .duration = duration, .lane = lane, .layer = layer,
+                   .deps = std::move(deps)});
+  }
+  int add_comm(std::string name, OpKind kind, const CommOp& comm, std::vector<int> deps, int layer) {
+    program_.comms.push_back(comm);
+    return add_op({.name = std::move(name), .kind = kind, .duration = 0, .lane = kCommLane, .layer = layer,
+                   .deps = std::move(deps)},
+                  static_cast<int>(program_.comms.size()) - 1);
+  }
+  static std::vector<int> after(int op) { return op == kNone ? std::vector<int>{} : std::vector<int>{op}; }
+
+  /// A tensor-parallel collective of the block activations after (or before) `previous`.
+  int tensor_collective(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
+    if (t_ <= 1) return previous;
+    return add_comm(fmt::format("tp {} {}", to_string(kind), what), pass,
+                    {.dimension = ParallelDimension::Tensor, .kind = kind, .bytes = activation_}, after(previous),
+                    layer);
+  }
+
+  /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
+  /// (scores and context) and its output projection (zoo/transformer.cpp's accounting).
+  struct AttentionSplit {
+    double qkv = 0, core = 0, out = 0;
+  };
+  [[nodiscard]] AttentionSplit attention_split() const {
+    const workload::TransformerShape& s = *w_.facts.transformer;
+    const auto h = static_cast<double>(s.hidden), seq = static_cast<double>(s.seq_len);
+    const double g = static_cast<double>(s.kv_heads * s.head_dim());
+    const double qkv = 2 * seq * h * (h + 2 * g), core = 4 * seq * seq * h, out = 2 * seq * h * h;
+    const double total = qkv + core + out;
+    return {qkv / total, core / total, out / total};
+  }
+  /// Bytes of one ring step of K and V for one rank: 2 b (s / c) (kv width / t) elements.
+  [[nodiscard]] double kv_message() const {
+    const workload::TransformerShape& s = *w_.facts.transformer;
+    const double kv_heads = std::max(1.0, static_cast<double>(s.kv_heads) / t_);
+    return 2.0 * w_.batch_per_worker * static_cast<double>(s.seq_len) / c_ * kv_heads *
+           static_cast<double>(s.head_dim()) * element_bytes(w_);
+  }
+
+  /// The compute of an attention layer's pass under context parallelism: a projection (`first`
+  /// s), the core in c chunks (`core` s in all; chunk k >= 1 waits for ring step k, which passes
+  /// the K and V chunk k needs while chunk k - 1 computes), a projection (`last` s).
+  int ring_attention(const std::string& label, OpKind pass, double first, double core, double last,
+                     double ring_bytes, int previous, int layer) {
+    int op = add_compute(label + " proj", pass, first, after(previous), layer);
+    int ring = op;  // the first ring step waits for the projection that made K and V
+    for (int k = 0; k < c_; ++k) {
+      std::vector<int> deps = after(op);
+      if (k > 0) {
+        ring = add_comm(fmt::format("cp ring step {} {}", k, label), pass,
+                        {.dimension = ParallelDimension::Context, .kind = CommKind::RingShift, .bytes = ring_bytes},
+                        after(ring), layer);
+        deps.push_back(ring);
+      }
+      op = add_compute(fmt::format("{} core {}", label, k), pass, core / c_, deps, layer);
+    }
+    return add_compute(label + " proj out", pass, last, after(op), layer);
+  }
+
+  /// One layer's forward for micro-batch `mb` after op `previous`; returns its last op.
+  int layer_forward(int l, int mb, int previous, const char* prefix) {
+    const int first = static_cast<int>(program_.ops.ops.size());
+    const int last = layer_forward_ops(l, mb, previous, prefix);
+    if (first_of_layer_[static_cast<size_t>(l)] == kNone) first_of_layer_[static_cast<size_t>(l)] = first;
+    return last;
+  }
+  int layer_forward_ops(int l, int mb, int previous, const char* prefix) {
+    const LayerInfo& info = layers_[static_cast<size_t>(l)];
+    const Op& source = w_.ops[static_cast<size_t>(info.forward)];
+    const double duration = source.duration / (t_ * c_);
+    const std::string name = fmt::format("{}F mb{} {}", prefix, mb, source.name);
+    int op = previous;
+    switch (info.role) {
+      case Role::Embedding:
+        op = add_compute(name, OpKind::Forward, duration, after(op), l);
+        // Vocabulary-parallel embedding: the partial lookups summed over the tensor group.
+        return tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Forward, op,
+                                 l);
+      case Role::Attention:
+      case Role::Mlp: {
+        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Forward, op, l);
+        if (info.role == Role::Attention && c_ > 1) {
+          const AttentionSplit split = attention_split();
+          op = ring_attention(name, OpKind::Forward, duration * split.qkv, duration * split.core, duration * split.out,
+                              kv_message(), op, l);
+        } else {
+          op = add_compute(name, OpKind::Forward, duration, after(op), l);
+        }
+        return tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Forward, op,
+                                 l);
+      }
+      case Role::Head:
+        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Forward, op, l);
+        return add_compute(name, OpKind::Forward, duration, after(op), l);
+    }
+    return op;
+  }
+
+  /// The recomputation a layer's backward op holds (zoo::recompute_flops), as a share of it.
+  [[nodiscard]] double recompute_duration(int l) const {
+    const LayerInfo& info = layers_[static_cast<size_t>(l)];
+    const double forward = w_.ops[static_cast<size_t>(info.forward)].duration;
+    switch (w_.facts.checkpointing) {
+      case workload::ActivationCheckpointing::None:
+        return 0;
+      case workload::ActivationCheckpointing::Selective:
+        return info.role == Role::Attention ? forward * attention_split().core : 0;
+      case workload::ActivationCheckpointing::Full:
+        return info.block >= 0 ? forward : 0;
+    }
+    return 0;
+  }
+
+  /// A weight-gradient pass (ZB-H1's W) waiting for its place in the program: its layer, its
+  /// duration, the input-gradient op it follows.
+  struct WeightGradient {
+    int layer = 0;
+    std::string name;
+    double duration = 0;
+    int after = kNone;
+  };
+
+  /// One layer's backward for micro-batch `mb` after `previous`; its W pass (zero_bubble) goes to
+  /// `weights`. Returns its last op on the input-gradient path.
+  int layer_backward(int l, int mb, int previous, bool zero_bubble, std::vector<WeightGradient>& weights) {
+    const LayerInfo& info = layers_[static_cast<size_t>(l)];
+    const Op& source = w_.ops[static_cast<size_t>(info.backward)];
+    const std::string name = fmt::format("B mb{} {}", mb, source.name);
+    // A block recomputed in full re-ran its forward before this (backward_pass), so only the
+    // backward proper is left here; selective recomputation stays in the attention's backward.
+    const bool full = w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
+    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / (t_ * c_);
+    const double recompute = full ? 0.0 : recompute_duration(l) / (t_ * c_);
+    const double proper = total - recompute;
+    // The backward proper splits as the forward does: output projection, core, Q/K/V projection
+    // for an attention layer. ZB-H1 splits each linear's backward into the input gradient (B) and
+    // the weight gradient (W), half each; the core has no weights; the embedding only weights.
+    const bool attention = info.role == Role::Attention;
+    const AttentionSplit split = attention ? attention_split() : AttentionSplit{0, 0, 1};
+    const double linear_share = zero_bubble ? 0.5 : 1.0;
+    double first = proper * split.out * linear_share;  // output projection (all of an MLP's)
+    const double core = recompute + proper * split.core;
+    double last = proper * split.qkv * linear_share;
+    double weight = zero_bubble ? proper * (split.out + split.qkv) * 0.5 : 0.0;
+    if (info.role == Role::Embedding && zero_bubble) {
+      weight = total;
+      first = last = 0;
+    }
+    // Whole, the backward keeps the source op's duration to the last bit (a layer not split).
+    const double duration = zero_bubble || (attention && c_ > 1) ? first + core + last : total;
+    int op = previous;
+    switch (info.role) {
+      case Role::Embedding:
+        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Backward, op, l);
+        op = add_compute(name, OpKind::Backward, duration, after(op), l);
+        break;
+      case Role::Attention:
+      case Role::Mlp:
+      case Role::Head: {
+        if (sequence_ && info.role != Role::Head) op = tensor_collective(CommKind::AllGather, name, OpKind::Backward, op, l);
+        if (attention && c_ > 1) {
+          // The core's backward passes K, V and their gradients around the ring.
+          op = ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), op, l);
+        } else {
+          op = add_compute(name, OpKind::Backward, duration, after(op), l);
+        }
+        op = tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Backward, op, l);
+        break;
+      }
+    }
+    if (weight > 0) weights.push_back({l, fmt::format("W mb{} {}", mb, source.name), weight, op});
+    return op;
+  }
+
+  void forward_pass(int j, int mb) {
+    int op = kNone;
+    if (j > 0) op = add_comm(fmt::format("pp recv F mb{} chunk {}", mb, j), OpKind::Forward,
+                             pipeline_message(CommKind::Recv, j - 1, mb, j - 1, true), {}, kNone);
+    for (int l : chunks_[static_cast<size_t>(j)]) op = layer_forward(l, mb, op, "");
+    if (j + 1 < static_cast<int>(chunks_.size())) {
+      add_comm(fmt::format("pp send F mb{} chunk {}", mb, j), OpKind::Forward,
+               pipeline_message(CommKind::Send, j + 1, mb, j, true), after(op), kNone);
+    }
+  }
+
+  void backward_pass(int j, int mb, bool zero_bubble) {
+    int op = kNone;
+    if (j + 1 < static_cast<int>(chunks_.size())) {
+      op = add_comm(fmt::format("pp recv B mb{} chunk {}", mb, j), OpKind::Backward,
+                    pipeline_message(CommKind::Recv, j + 1, mb, j + 1, false), {}, kNone);
+    }
+    std::vector<WeightGradient> weights;
+    const std::vector<int>& chunk = chunks_[static_cast<size_t>(j)];
+    int recomputed_block = -1;
+    for (auto it = chunk.rbegin(); it != chunk.rend(); ++it) {
+      const LayerInfo& info = layers_[static_cast<size_t>(*it)];
+      if (w_.facts.checkpointing == workload::ActivationCheckpointing::Full && split_ && info.block >= 0 &&
+          info.block != recomputed_block) {
+        // Full recomputation: the block's forward again, collectives and all, before its backward.
+        recomputed_block = info.block;
+        for (int l : chunk) {
+          if (layers_[static_cast<size_t>(l)].block == info.block) op = layer_forward(l, mb, op, "recompute ");
+        }
+      }
+      op = layer_backward(*it, mb, op, zero_bubble, weights);
+      if (mb == m_ - 1) last_of_layer_[static_cast<size_t>(*it)] = op;
+    }
+    if (j > 0) {
+      add_comm(fmt::format("pp send B mb{} chunk {}", mb, j), OpKind::Backward,
+               pipeline_message(CommKind::Send, j - 1, mb, j, false), after(op), kNone);
+    }
+    if (!zero_bubble) return;
+    // ZB-H1 (Qi et al. 2023): stage s runs micro-batch k's W after the B of micro-batch k + s, so
+    // that every stage holds p micro-batches' activations as 1F1B's first stage does, and the
+    // later stages' Bs, which the earlier ones wait for, go first.
+    deferred_.push_back(std::move(weights));
+    if (mb >= stage_) emit_weights(static_cast<size_t>(mb - stage_));
+  }
+
+  /// Appends micro-batch `mb`'s deferred W passes to the compute lane.
+  void emit_weights(size_t mb) {
+    for (const WeightGradient& wg : deferred_[mb]) {
+      const int op = add_compute(wg.name, OpKind::Backward, wg.duration, after(wg.after), wg.layer);
+      if (static_cast<int>(mb) == m_ - 1) last_of_layer_[static_cast<size_t>(wg.layer)] = op;
+    }
+  }
+
+  /// A pipeline message between model chunks `from` (the sender) and its neighbour `peer`.
+  [[nodiscard]] CommOp pipeline_message(CommKind kind, int peer, int mb, int from, bool forward) const {
+    const double bytes = sequence_ ? activation_ / t_ : activation_;
+    const int64_t tag = (static_cast<int64_t>(mb) * static_cast<int64_t>(chunks_.size()) + from) * 2 + (forward ? 0 : 1);
+    return {.dimension = ParallelDimension::Pipeline, .kind = kind, .bytes = bytes, .peer_chunk = peer, .tag = tag};
+  }
+
+  /// The stage's parameters: its layers' tensors, split over the tensor group, each produced by
+  /// the last micro-batch's last backward op of its layer.
+  void add_tensors() {
+    std::vector<bool> mine(layers_.size(), false);
+    for (int k = 0; k < v_; ++k) {
+      for (int l : chunks_[static_cast<size_t>(k * p_ + stage_)]) mine[static_cast<size_t>(l)] = true;
+    }
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      if (!mine[l]) continue;
+      for (int t : layers_[l].tensors) {
+        workload::Tensor tensor = w_.tensors[static_cast<size_t>(t)];
+        tensor.bytes /= t_;
+        tensor.producer = last_of_layer_[l];
+        tensor.consumers = {first_of_layer_[l]};
+        program_.parameters += tensor.bytes / element_bytes(w_);
+        program_.ops.tensors.push_back(std::move(tensor));
+      }
+    }
+  }
+
+  /// The gradient reduction over the stage's gradient group and the optimizer step. DDP reduces
+  /// its gradient buckets (training.allreduce.bucket_size) as they fill; the distributed
+  /// optimizer (fsdp, sharding optimizer: ZeRO-1) reduce-scatters FSDP's units (training.fsdp.unit
+  /// blocks each) in backward order and gathers them in forward order after the optimizer step.
+  void add_data_parallel() {
+    const int group = layout_.size(ParallelDimension::Data) * c_;
+    const bool distributed = scheme_.scheme == Scheme::Fsdp;  // validate(): sharding optimizer only
+    std::vector<int> reductions;
+    std::vector<std::vector<int>> gathers;  // tensors of each gather, forward order
+    std::vector<double> gather_bytes;
+    auto reduce = [&](const std::vector<int>& tensors, double bytes) {
+      std::vector<int> deps;
+      for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      reductions.push_back(add_comm(fmt::format("dp {} {}", distributed ? "reduce-scatter" : "all-reduce",
+                                                reductions.size()),
+                                    OpKind::Other,
+                                    {.dimension = ParallelDimension::Data,
+                                     .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
+                                     .bytes = bytes},
+                                    deps, kNone));
+    };
+    if (group > 1 && distributed) {
+      const std::vector<FsdpUnit> units = fsdp_units(program_.ops, scheme_.fsdp.unit_blocks);
+      for (int u : fsdp_backward_order(units)) reduce(units[static_cast<size_t>(u)].tensors, units[static_cast<size_t>(u)].bytes);
+      for (const FsdpUnit& unit : units) gather_bytes.push_back(unit.bytes);
+    } else if (group > 1) {
+      for (const workload::Bucket& bucket : workload::make_buckets(program_.ops, scheme_.allreduce.bucket_bytes)) {
+        reduce(bucket.tensors, bucket.bytes);
+      }
+    }
+    // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them
+    // with the distributed optimizer (memory-bound, as costs.hpp's optimizer_step_time).
+    const double share = distributed ? 1.0 / group : 1.0;
+    const double seconds = spec_.gpu_memory_bw > 0 && !w_.optimizer_in_ops
+                               ? share * program_.parameters * optimizer_bytes_per_parameter(scheme_.optimizer) /
+                                     spec_.gpu_memory_bw
+                               : 0.0;
+    int optimizer = kNone;
+    if (seconds > 0) {
+      std::vector<int> deps = reductions;
+      // After the stage's last compute op too, when there is no reduction.
+      if (deps.empty()) deps.push_back(last_compute());
+      optimizer = add_compute("optimizer step", OpKind::Other, seconds, deps, kNone);
+    }
+    for (size_t u = 0; u < gather_bytes.size(); ++u) {
+      add_comm(fmt::format("dp all-gather {}", u), OpKind::Other,
+               {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather, .bytes = gather_bytes[u]},
+               optimizer != kNone ? after(optimizer) : reductions, kNone);
+    }
+  }
+
+  [[nodiscard]] int last_compute() const {
+    for (int op = static_cast<int>(program_.ops.ops.size()) - 1; op >= 0; --op) {
+      if (program_.comm_of_op[static_cast<size_t>(op)] == kNone) return op;
+    }
+    return kNone;
+  }
+
+  const Workload& w_;
+  const cluster::ClusterSpec& spec_;
+  const SchemeConfig& scheme_;
+  const RankLayout& layout_;
+  const int stage_;
+  const std::vector<std::vector<int>>& chunks_;
+  const std::vector<LayerInfo> layers_;
+  const int t_, c_, p_, v_, m_;
+  const bool sequence_;  // sequence parallelism in effect
+  const bool split_;     // layers split over a tensor or context group
+  double activation_ = 0;
+  std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
+  std::vector<int> last_of_layer_;   // layer -> the last micro-batch's last backward op
+  std::vector<int> first_of_layer_;  // layer -> the first micro-batch's first forward op
+  StageProgram program_;
+};
+
+}  // namespace
+
+std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster::ClusterSpec& spec,
+                                               const SchemeConfig& scheme, const RankLayout& layout) {
+  const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
+  std::vector<StageProgram> programs;
+  for (int s = 0; s < scheme.parallel.pipeline; ++s) {
+    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks).build());
+  }
+  return programs;
+}
+
+const char* to_string(CommKind kind) {
+  switch (kind) {
+    case CommKind::AllReduce:
+      return "all-reduce";
+    case CommKind::AllGather:
+      return "all-gather";
+    case CommKind::ReduceScatter:
+      return "reduce-scatter";
+    case CommKind::RingShift:
+      return "ring step";
+    case CommKind::Send:
+      return "send";
+    case CommKind::Recv:
+      return "receive";
+  }
+  return "?";
+}
+
+}  // namespace stepcast::scheme
