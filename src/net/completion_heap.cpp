@@ -4,17 +4,11 @@
 
 namespace stepcast::net {
 
-void CompletionHeap::schedule_flow(uint32_t flow, double finish) {
-  if (flow >= flow_slot_.size()) flow_slot_.resize(flow + 1, kNotQueued);
-  schedule(flow_slot_[flow], {finish, flow});
+void CompletionHeap::grow(std::vector<uint32_t>& slots, uint32_t index) {
+  slots.resize(index + 1, kNotQueued);
 }
 
-void CompletionHeap::schedule_group(uint32_t group, uint32_t first, double finish) {
-  if (group >= group_slot_.size()) group_slot_.resize(group + 1, kNotQueued);
-  schedule(group_slot_[group], {finish, first, group});
-}
-
-void CompletionHeap::schedule(uint32_t slot, const Entry& entry) {
+void CompletionHeap::schedule(uint32_t slot, Entry entry) {
   auto place_entry = [this](uint32_t at, const Entry& e) { place(at, e); };
   if (slot == kNotQueued) {
     indexed_heap::push(heap_, entry, place_entry);

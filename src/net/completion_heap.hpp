@@ -32,9 +32,15 @@ class CompletionHeap {
   };
 
   /// Queues flow `flow` (of its own) to finish at `finish`, or moves its entry there.
-  void schedule_flow(uint32_t flow, double finish);
+  void schedule_flow(uint32_t flow, double finish) {
+    if (flow >= flow_slot_.size()) grow(flow_slot_, flow);
+    schedule(flow_slot_[flow], {finish, flow});
+  }
   /// Queues the group of link `group` for its flow `first` finishing at `finish`, or moves its entry.
-  void schedule_group(uint32_t group, uint32_t first, double finish);
+  void schedule_group(uint32_t group, uint32_t first, double finish) {
+    if (group >= group_slot_.size()) grow(group_slot_, group);
+    schedule(group_slot_[group], {finish, first, group});
+  }
   /// Takes out the entry of a flow of its own; it must be queued.
   void erase_flow(uint32_t flow) { erase_at(flow_slot_[flow]); }
   /// Takes out the entry of a group, if it has one.
@@ -58,7 +64,10 @@ class CompletionHeap {
 
  private:
   static constexpr uint32_t kNotQueued = ~uint32_t{0};
-  void schedule(uint32_t slot, const Entry& entry);
+  /// Pushes `entry`, or moves the one at `slot` to it.
+  void schedule(uint32_t slot, Entry entry);
+  /// Makes room for the slot of owner `index` (rare: out of the inlined path).
+  static void grow(std::vector<uint32_t>& slots, uint32_t index);
   void erase_at(uint32_t slot);
   /// Stores an entry at a slot and records the slot with its owner.
   void place(uint32_t slot, const Entry& entry) {

@@ -16,7 +16,7 @@ struct ComponentView {
     flow.rate = rate;
     flow.next_bottleneck = held_by;
   }
-  MaxMinSystem::LinkFlows flows_on(uint32_t link) { return system.flows_on(link); }
+  MaxMinSystem::LinkFlows<Flow> flows_on(uint32_t link) { return system.flows_on(link); }
   uint32_t fix_rest(uint32_t /*link*/, double /*rate*/) { return 0; }
 };
 }  // namespace
@@ -38,19 +38,19 @@ void ComponentFill::collect(bool all_links) {
   const uint32_t stamp = system_.stamp();
   auto reach_link = [&](uint32_t l) {
     LinkState& link = system_.link(l);
-    if (link.visit == stamp || !system_.has_flows(l)) return;
+    if (link.visit == stamp || !link.has_flows()) return;
     link.visit = stamp;
     links_.push_back(l);
   };
   if (all_links) {
-    for (uint32_t l = 0; l < system_.num_links(); ++l) reach_link(l);
+    const auto num_links = static_cast<uint32_t>(system_.num_links());
+    for (uint32_t l = 0; l < num_links; ++l) reach_link(l);
   } else {
     for (uint32_t l : system_.marked_links()) reach_link(l);
   }
   // Breadth-first over links: every flow on a reached link, every link of a reached flow.
   for (size_t i = 0; i < links_.size(); ++i) {
-    for (const uint32_t f : system_.flows_on(links_[i])) {
-      Flow& flow = system_.flow(f);
+    for (auto [f, flow] : system_.flows_on(links_[i])) {
       if (flow.visit == stamp) continue;
       flow.visit = stamp;
       flows_.push_back(f);

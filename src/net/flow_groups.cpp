@@ -5,14 +5,6 @@
 #include "net/indexed_heap.hpp"
 
 namespace stepcast::net {
-namespace {
-// A group's clock origin moves once the clock passed this many times the most bytes its flows had
-// left at the last move (or joined with since): a flow's bytes left are its virtual finish less the
-// clock, so the clock's rounding stays within that many ulps of the largest transfer, while the
-// O(flows) move is paid at most once per that many bytes moved (every flow moving at the last
-// move has finished by the next).
-constexpr double kRebaseFactor = 16;
-}  // namespace
 
 FlowGroups::FlowGroups(MaxMinSystem& system, CompletionHeap& completions, bool enabled)
     : system_(system), completions_(completions), enabled_(enabled) {}
@@ -26,15 +18,6 @@ double FlowGroups::remaining_at(const Flow& flow, double t) const {
   if (flow.moving_slot == kNoSlot) return 0;
   const Group& group = groups_[flow.bottleneck];
   return std::max(0.0, group.moving[flow.moving_slot].virtual_finish - clock_at(group, t));
-}
-
-void FlowGroups::settle(uint32_t f, bool rate_changed) {
-  Flow& flow = system_.flow(f);
-  if (groupable(flow)) {
-    join(f);
-  } else if (rate_changed || !completions_.queued_flow(f)) {
-    completions_.schedule_flow(f, flow.finish_time());
-  }
 }
 
 void FlowGroups::join(uint32_t f) {
@@ -114,22 +97,6 @@ void FlowGroups::set_rate(uint32_t link, double rate) {
   requeue(link);
 }
 
-void FlowGroups::restart(uint32_t f, double bytes) {
-  const uint32_t link = system_.flow(f).bottleneck;
-  Group& group = groups_[link];
-  group.rebase_at = std::max(group.rebase_at, kRebaseFactor * bytes);
-  rebase_if_due(link);
-  push_moving(group, {clock_at(group, system_.now()) + bytes, f});
-  if (system_.flow(f).moving_slot == 0) requeue(link);
-}
-
-void FlowGroups::finish_first(uint32_t link, uint32_t f) {
-  Group& group = groups_[link];
-  system_.flow(f).moving_slot = kNoSlot;
-  erase_moving(group, 0);
-  requeue(link);
-}
-
 void FlowGroups::rebase_if_due(uint32_t link) {
   Group& group = groups_[link];
   const double now = system_.now();
@@ -157,17 +124,6 @@ void FlowGroups::push_moving(Group& group, const Moving& entry) {
 
 void FlowGroups::erase_moving(Group& group, uint32_t slot) {
   indexed_heap::erase(group.moving, slot, moving_placer(group));
-}
-
-void FlowGroups::requeue(uint32_t link) {
-  Group& group = groups_[link];
-  if (group.moving.empty()) {
-    completions_.erase_group(link);
-    return;
-  }
-  const Moving& first = group.moving.front();
-  completions_.schedule_group(link, first.flow,
-                              group.clock_time + (first.virtual_finish - group.clock) / group.rate);
 }
 
 }  // namespace stepcast::net

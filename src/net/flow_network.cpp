@@ -142,9 +142,7 @@ std::vector<double> FlowNetwork::link_bytes_moved(double t) const {
   return moved;
 }
 
-void FlowNetwork::Core::settle() {
-  reap_finished();
-  if (!system.changed()) return;
+void FlowNetwork::Core::reshare() {
   STEPCAST_ASSERT(resharer != nullptr);
   ++system.counters().recomputations;
   // A link is marked once per flow that started or ended on it.

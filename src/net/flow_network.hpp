@@ -62,8 +62,13 @@ class FlowNetwork final : public NetworkModel {
   // member rather than one per field; nothing outside it changes in a const call.
   struct Core {
     Core(std::vector<double> capacities, bool share, Resharing resharing);
-    /// Drops the flows finished and not restarted, then re-shares if the set of flows changed.
-    void settle();
+    /// Drops the flows finished and not restarted, then re-shares if the set of flows changed
+    /// (inline: every query calls it, and most find nothing to re-share).
+    void settle() {
+      reap_finished();
+      if (system.changed()) reshare();
+    }
+    void reshare();
     void reap_finished();
     /// Takes flow f out of its group or the completion heap and frees it (see remove_flow).
     void remove(uint32_t f);

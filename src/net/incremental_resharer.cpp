@@ -92,8 +92,7 @@ bool IncrementalResharer::fill_affected_set() {
     // A link that holds none (a client's unsaturated uplink) is not walked.
     uint32_t to_find = system_.held(l) - grouped;
     if (to_find == 0) continue;
-    for (const uint32_t f : system_.flows_on(l)) {
-      const Flow& flow = system_.flow(f);
+    for (const auto [f, flow] : system_.flows_on(l)) {
       if (flow.bottleneck != l || flow.grouped) continue;
       if (flow.visit != stamp) add_affected(f);
       if (--to_find == 0) break;
@@ -219,8 +218,8 @@ void IncrementalResharer::expand(uint32_t local) {
   if (affected_links_[local].expanded) return;
   affected_links_[local].expanded = true;
   const uint32_t stamp = system_.stamp();
-  for (const uint32_t f : system_.flows_on(affected_links_[local].link)) {
-    if (system_.flow(f).visit != stamp) add_affected(f);
+  for (const auto [f, flow] : system_.flows_on(affected_links_[local].link)) {
+    if (flow.visit != stamp) add_affected(f);
   }
 }
 
@@ -358,8 +357,8 @@ void IncrementalResharer::find_violations() {
     if (slowest_held == kInfinity) continue;
     if (held > 0 && slowest_held >= level * (1 - kFairnessTolerance)) continue;
     double fastest_other = 0;
-    for (const uint32_t f : system_.flows_on(l)) {
-      const Flow& flow = system_.flow(f);
+    for (const auto& listed : system_.flows_on(l)) {
+      const Flow& flow = listed.flow;
       const bool in_unit = a.unit_weight > 0 && flow.grouped && flow.bottleneck == l;
       if (flow.visit != stamp && !in_unit) fastest_other = std::max(fastest_other, groups_.rate_of(flow));
     }
@@ -470,8 +469,8 @@ bool IncrementalResharer::move_levels() {
   // must be no faster than it; they were no faster than its old level, so only a lower level needs
   // a look at them. Every new flow on it joins it.
   auto slower_than = [&](uint32_t l, double level) {
-    for (const uint32_t f : system_.flows_on(l)) {
-      const Flow& flow = system_.flow(f);
+    for (const auto& listed : system_.flows_on(l)) {
+      const Flow& flow = listed.flow;
       if (flow.visit == stamp) {
         if (flow.next_bottleneck != l && next_level_[flow.next_bottleneck] > level) return false;
       } else if (flow.bottleneck != l && groups_.rate_of(flow) > level) {

@@ -149,10 +149,6 @@ void MaxMinSystem::remove_flow(uint32_t f) {
   free_.push_back(f);
 }
 
-void MaxMinSystem::account_bytes(const Flow& flow, double bytes) {
-  for (const LinkUse& use : flow.path) link_bytes_[use.link] += bytes * use.count;
-}
-
 MaxMinSystem::Alone MaxMinSystem::rate_alone(const Flow& flow) const {
   Alone alone{flow.max_rate, kNoLink};
   for (const LinkUse& use : flow.path) {
@@ -160,11 +156,6 @@ MaxMinSystem::Alone MaxMinSystem::rate_alone(const Flow& flow) const {
     if (share < alone.rate) alone = {share, use.link};
   }
   return alone;
-}
-
-void MaxMinSystem::mark_new(uint32_t f) {
-  for (const LinkUse& use : flows_[f].path) marked_links_.push_back(use.link);
-  new_flows_.push_back(f);
 }
 
 void MaxMinSystem::next_stamp() {

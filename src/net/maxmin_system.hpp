@@ -9,7 +9,7 @@
 //   MaxMinSystem system({1e9, 1e9}, /*share=*/true);
 //   const auto [f, alone] = system.add_flow({{{0, 1}, {1, 1}}, 5e8});
 //   system.list(f);                                  // it shares a link: into the link lists
-//   for (uint32_t g : system.flows_on(0)) { ... }    // every flow listed on link 0
+//   for (auto [g, flow] : system.flows_on(0)) { ... }   // every flow listed on link 0
 #pragma once
 
 #include <algorithm>
@@ -69,6 +69,7 @@ struct LinkState {
   uint64_t head = ~uint64_t{0};  ///< first entry of the link's list of flows (active or finished)
   uint32_t weight = 0;           ///< members of those flows crossing it
   uint32_t visit = 0;            ///< stamp: reached in the current search
+  [[nodiscard]] bool has_flows() const { return head != ~uint64_t{0}; }
 };
 
 /// How the re-shares went, for tests and benchmarks.
@@ -107,37 +108,61 @@ class MaxMinSystem {
   [[nodiscard]] double capacity(uint32_t link) const { return capacity_[link]; }
   [[nodiscard]] LinkState& link(uint32_t link) { return links_[link]; }
   [[nodiscard]] const LinkState& link(uint32_t link) const { return links_[link]; }
-  [[nodiscard]] bool has_flows(uint32_t link) const { return links_[link].head != kNoNode; }
 
-  /// The flows listed on one link (active or finished), last listed first. The lists must not
+  /// A flow in a link's list: its number and the flow. Converts to the number, so that a walk that
+  /// needs only numbers reads `for (uint32_t f : system.flows_on(link))`.
+  template <class F>
+  struct Listed {
+    uint32_t id;
+    F& flow;
+    operator uint32_t() const { return id; }
+  };
+  /// The flows listed on one link (active or finished), last listed first:
+  /// `for (auto [f, flow] : system.flows_on(link))`. The lists and the flows' storage must not
   /// change while one is walked.
+  template <class F>
   class LinkFlows {
    public:
     class Iterator {
      public:
-      uint32_t operator*() const { return flow_of(node_); }
+      Listed<F> operator*() const { return {id_, *flow_}; }
       Iterator& operator++() {
-        node_ = system_->flows_[flow_of(node_)].next_on_link[entry_of(node_)];
+        node_ = next_;
+        load();
         return *this;
       }
       bool operator!=(const Iterator& o) const { return node_ != o.node_; }
 
      private:
       friend class LinkFlows;
-      Iterator(const MaxMinSystem* system, uint64_t node) : system_(system), node_(node) {}
-      const MaxMinSystem* system_;
+      Iterator(F* flows, uint64_t node) : flows_(flows), node_(node) { load(); }
+      // Reads the next entry before the loop's body runs, as a walk by hand would: the body then
+      // finds the flow where the walk left it.
+      void load() {
+        if (node_ == kNoNode) return;
+        id_ = flow_of(node_);
+        flow_ = flows_ + id_;
+        next_ = flow_->next_on_link[entry_of(node_)];
+      }
+      F* flows_;
       uint64_t node_;
+      uint32_t id_ = 0;
+      F* flow_ = nullptr;
+      uint64_t next_ = kNoNode;
     };
-    [[nodiscard]] Iterator begin() const { return {system_, head_}; }
-    [[nodiscard]] Iterator end() const { return {system_, kNoNode}; }
+    [[nodiscard]] Iterator begin() const { return {flows_, head_}; }
+    [[nodiscard]] Iterator end() const { return {flows_, kNoNode}; }
 
    private:
     friend class MaxMinSystem;
-    LinkFlows(const MaxMinSystem* system, uint64_t head) : system_(system), head_(head) {}
-    const MaxMinSystem* system_;
+    LinkFlows(F* flows, uint64_t head) : flows_(flows), head_(head) {}
+    F* flows_;
     uint64_t head_;
   };
-  [[nodiscard]] LinkFlows flows_on(uint32_t link) const { return {this, links_[link].head}; }
+  [[nodiscard]] LinkFlows<Flow> flows_on(uint32_t link) { return {flows_.data(), links_[link].head}; }
+  [[nodiscard]] LinkFlows<const Flow> flows_on(uint32_t link) const {
+    return {flows_.data(), links_[link].head};
+  }
 
   // What the listed flows book on each link: the bandwidth they use, how many it holds (their
   // bottleneck is this link) and at what rate (its level). Exact after a component fill; kept by
@@ -175,7 +200,9 @@ class MaxMinSystem {
   /// still crossed by others are marked as changed.
   void remove_flow(uint32_t f);
   /// Counts `bytes` per member of the flow as carried by its links.
-  void account_bytes(const Flow& flow, double bytes);
+  void account_bytes(const Flow& flow, double bytes) {
+    for (const LinkUse& use : flow.path) link_bytes_[use.link] += bytes * use.count;
+  }
 
   /// Its narrowest link shared only among its own members, or its own bound if lower (bottleneck
   /// kNoLink).
@@ -195,7 +222,10 @@ class MaxMinSystem {
   [[nodiscard]] std::vector<uint32_t>& marked_links() { return marked_links_; }
   [[nodiscard]] std::vector<uint32_t>& new_flows() { return new_flows_; }
   /// A new flow that shares a link: it and its links join the change.
-  void mark_new(uint32_t f);
+  void mark_new(uint32_t f) {
+    for (const LinkUse& use : flows_[f].path) marked_links_.push_back(use.link);
+    new_flows_.push_back(f);
+  }
 
   /// A fresh search stamp for LinkState::visit and Flow::visit (the old marks all differ from it).
   void next_stamp();
