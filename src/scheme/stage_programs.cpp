@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
@@ -269,6 +270,28 @@ class ProgramBuilder {
                     layer);
   }
 
+  /// A layer's compute (`compute(previous)` returns its last op) between its tensor-parallel
+  /// collectives: `before` (an all-gather, with sequence parallelism) and `following` (the
+  /// all-reduce or reduce-scatter of its output). With training.tensor.overlap: collective, each
+  /// overlaps the compute beside it (the all-gather feeds the GEMM chunk by chunk, the reduction
+  /// drains it so: async TP), so both start with the compute and the next op waits for all three
+  /// (a join of no duration); the exposed part is what the collectives take beyond the compute.
+  template <class Compute>
+  int around_collectives(std::optional<CommKind> before, Compute compute, std::optional<CommKind> following,
+                         const std::string& name, OpKind pass, int previous, int layer) {
+    if (t_ <= 1 || (!before && !following)) return compute(previous);
+    if (scheme_.tensor.overlap == TensorOverlap::None) {
+      int op = before ? tensor_collective(*before, name, pass, previous, layer) : previous;
+      op = compute(op);
+      return following ? tensor_collective(*following, name, pass, op, layer) : op;
+    }
+    std::vector<int> joined;
+    if (before) joined.push_back(tensor_collective(*before, name, pass, previous, layer));
+    if (following) joined.push_back(tensor_collective(*following, name, pass, previous, layer));
+    joined.push_back(compute(previous));
+    return add_compute(name + " (overlapped collectives)", pass, 0, std::move(joined), layer);
+  }
+
   /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
   /// (scores and context) and its output projection (zoo/transformer.cpp's accounting).
   struct AttentionSplit {
@@ -322,31 +345,31 @@ class ProgramBuilder {
     const Op& source = w_.ops[static_cast<size_t>(info.forward)];
     const double duration = source.duration / (t_ * c_);
     const std::string name = fmt::format("{}F mb{} {}", prefix, mb, source.name);
-    int op = previous;
+    const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
+    const std::optional<CommKind> gather =
+        sequence_ ? std::optional<CommKind>(CommKind::AllGather) : std::nullopt;
+    auto whole = [&](int before) { return add_compute(name, OpKind::Forward, duration, after(before), l); };
     switch (info.role) {
       case Role::Embedding:
-        op = add_compute(name, OpKind::Forward, duration, after(op), l);
         // Vocabulary-parallel embedding: the partial lookups summed over the tensor group.
-        return tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Forward, op,
-                                 l);
+        return around_collectives(std::nullopt, whole, reduction, name, OpKind::Forward, previous, l);
       case Role::Attention:
-      case Role::Mlp: {
-        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Forward, op, l);
+      case Role::Mlp:
         if (info.role == Role::Attention && c_ > 1) {
           const AttentionSplit split = attention_split();
-          op = ring_attention(name, OpKind::Forward, duration * split.qkv, duration * split.core, duration * split.out,
-                              kv_message(), op, l);
-        } else {
-          op = add_compute(name, OpKind::Forward, duration, after(op), l);
+          return around_collectives(
+              gather,
+              [&](int before) {
+                return ring_attention(name, OpKind::Forward, duration * split.qkv, duration * split.core,
+                                      duration * split.out, kv_message(), before, l);
+              },
+              reduction, name, OpKind::Forward, previous, l);
         }
-        return tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Forward, op,
-                                 l);
-      }
+        return around_collectives(gather, whole, reduction, name, OpKind::Forward, previous, l);
       case Role::Head:
-        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Forward, op, l);
-        return add_compute(name, OpKind::Forward, duration, after(op), l);
+        return around_collectives(gather, whole, std::nullopt, name, OpKind::Forward, previous, l);
     }
-    return op;
+    return previous;
   }
 
   /// The recomputation a layer's backward op holds (zoo::recompute_flops), as a share of it.
@@ -401,23 +424,32 @@ class ProgramBuilder {
     }
     // Whole, the backward keeps the source op's duration to the last bit (a layer not split).
     const double duration = zero_bubble || (attention && c_ > 1) ? first + core + last : total;
+    const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
+    const std::optional<CommKind> gather =
+        sequence_ ? std::optional<CommKind>(CommKind::AllGather) : std::nullopt;
+    auto whole = [&](int before) { return add_compute(name, OpKind::Backward, duration, after(before), l); };
     int op = previous;
     switch (info.role) {
       case Role::Embedding:
-        if (sequence_) op = tensor_collective(CommKind::AllGather, name, OpKind::Backward, op, l);
-        op = add_compute(name, OpKind::Backward, duration, after(op), l);
+        // The backward of the forward's reduce-scatter gathers the gradient (sequence parallelism).
+        op = around_collectives(gather, whole, std::nullopt, name, OpKind::Backward, previous, l);
         break;
       case Role::Attention:
       case Role::Mlp:
       case Role::Head: {
-        if (sequence_ && info.role != Role::Head) op = tensor_collective(CommKind::AllGather, name, OpKind::Backward, op, l);
+        // A layer's backward reduces its input gradient; with sequence parallelism it first gathers
+        // the output gradient (the conjugates of the forward's reduce-scatter and all-gather); the
+        // head's input was gathered, so its backward only reduce-scatters.
+        const std::optional<CommKind> before = info.role == Role::Head ? std::nullopt : gather;
         if (attention && c_ > 1) {
           // The core's backward passes K, V and their gradients around the ring.
-          op = ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), op, l);
+          op = around_collectives(
+              before,
+              [&](int b) { return ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), b, l); },
+              reduction, name, OpKind::Backward, previous, l);
         } else {
-          op = add_compute(name, OpKind::Backward, duration, after(op), l);
+          op = around_collectives(before, whole, reduction, name, OpKind::Backward, previous, l);
         }
-        op = tensor_collective(sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce, name, OpKind::Backward, op, l);
         break;
       }
     }
