@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "predict/composed.hpp"
 #include "predict/summary.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
@@ -151,6 +152,7 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
       return predict_analytic(step, cluster, scheme, options);
     });
   }
+  if (scheme.parallel.composed()) return analytic_composed(workload, cluster, scheme, options);
   // The optimizer step and the host CPU of the transfers keep the worker busy like its compute
   // (scheme/costs.hpp).
   WorkerSide worker{workload.step_time_alone() + scheme::optimizer_step_time(workload, cluster, scheme) +

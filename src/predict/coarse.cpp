@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "predict/composed.hpp"
 #include "predict/summary.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
@@ -483,6 +484,7 @@ Result predict_coarse(const workload::Workload& workload, const cluster::Cluster
       return predict_coarse(step, cluster, scheme, options);
     });
   }
+  if (scheme.parallel.composed()) return coarse_composed(workload, cluster, scheme, options);
   Result r;
   switch (scheme.scheme) {
     case scheme::Scheme::AllReduce:

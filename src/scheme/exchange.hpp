@@ -124,11 +124,17 @@ struct CommOp {
 /// One pipeline stage's step as its ranks run it: compute ops on lanes (lane order, dependencies,
 /// as a Workload) and communication ops, which take no lane: a communication op is issued to its
 /// exchange once its dependencies are done, and ends when the exchange says so.
+/// Which pass of the schedule an op belongs to (a recomputed forward is part of the backward).
+enum class ProgramPass : uint8_t { Forward, Backward, Weight, Step };
+
 struct StageProgram {
   workload::Workload ops;
   std::vector<int> comm_of_op;  ///< op -> index into comms; kNone for a compute op
   std::vector<CommOp> comms;
-  int stage = 0;                ///< pipeline stage
+  std::vector<ProgramPass> pass_of_op;  ///< op -> its pass (Step: the gradient reduction, the optimizer)
+  std::vector<int> micro_batch_of_op;   ///< op -> its micro-batch, kNone for Step ops
+  int stage = 0;                        ///< pipeline stage
+  int micro_batches = 1;                ///< m
   double parameters = 0;         ///< elements of the stage's parameters on one rank
   [[nodiscard]] bool is_comm(int op) const { return comm_of_op[static_cast<size_t>(op)] >= 0; }
 };

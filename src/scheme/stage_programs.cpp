@@ -220,13 +220,17 @@ class ProgramBuilder {
   StageProgram build() {
     const std::vector<PipelinePass> order = schedule_order(scheme_.pipeline.schedule, p_, v_, m_, stage_);
     const bool zero_bubble = scheme_.pipeline.schedule == PipelineSchedule::ZeroBubble;
+    program_.micro_batches = m_;
     for (const PipelinePass& pass : order) {
       const int j = pass.chunk * p_ + stage_;  // model chunk (zero_bubble: v = 1, backwards in order)
+      micro_batch_ = pass.micro_batch;
       switch (pass.kind) {
         case Pass::Forward:
+          pass_ = ProgramPass::Forward;
           forward_pass(j, pass.micro_batch);
           break;
         case Pass::Backward:
+          pass_ = ProgramPass::Backward;
           backward_pass(j, pass.micro_batch, zero_bubble);
           break;
         case Pass::Weight:
@@ -239,6 +243,7 @@ class ProgramBuilder {
       emit_weights(mb);
     }
     add_tensors();
+    pass_ = ProgramPass::Step;
     add_data_parallel();
     return std::move(program_);
   }
@@ -247,6 +252,8 @@ class ProgramBuilder {
   int add_op(Op op, int comm = kNone) {
     program_.ops.ops.push_back(std::move(op));
     program_.comm_of_op.push_back(comm);
+    program_.pass_of_op.push_back(pass_);
+    program_.micro_batch_of_op.push_back(pass_ == ProgramPass::Step ? kNone : micro_batch_);
     return static_cast<int>(program_.ops.ops.size()) - 1;
   }
   int add_compute(std::string name, OpKind kind, double duration, std::vector<int> deps, int layer,
@@ -504,10 +511,16 @@ class ProgramBuilder {
 
   /// Appends micro-batch `mb`'s deferred W passes to the compute lane.
   void emit_weights(size_t mb) {
+    const ProgramPass pass = pass_;
+    const int micro_batch = micro_batch_;
+    pass_ = ProgramPass::Weight;
+    micro_batch_ = static_cast<int>(mb);
     for (const WeightGradient& wg : deferred_[mb]) {
       const int op = add_compute(wg.name, OpKind::Backward, wg.duration, after(wg.after), wg.layer);
       if (static_cast<int>(mb) == m_ - 1) last_of_layer_[static_cast<size_t>(wg.layer)] = op;
     }
+    pass_ = pass;
+    micro_batch_ = micro_batch;
   }
 
   /// A pipeline message between model chunks `from` (the sender) and its neighbour `peer`.
@@ -609,6 +622,8 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
+  ProgramPass pass_ = ProgramPass::Forward;  // of the ops being added
+  int micro_batch_ = 0;
   std::vector<int> last_of_layer_;   // layer -> the last micro-batch's last backward op
   std::vector<int> first_of_layer_;  // layer -> the first micro-batch's first forward op
   StageProgram program_;

@@ -1,0 +1,55 @@
+// What the coarse and analytic predictors take from a composed layout (tensor, context, pipeline
+// parallelism, micro-batches): each stage's program (the fine engine's, scheme/stage_programs)
+// reduced to closed forms. Per stage and micro-batch, the compute of its forward, backward and
+// weight-gradient passes with the tensor-parallel collectives on their critical path (each at its
+// plan's closed form alone, collective_cost; with training.tensor.overlap, a layer takes the
+// longer of its compute and its collectives) and ring attention's steps beside the core chunks
+// they feed; one pipeline message alone; the gradient reduction's collectives alone; the
+// optimizer step; and the bytes every link carries in a step.
+//
+//   const ComposedCosts costs = composed_costs(workload, cluster_spec, scheme);
+//   double slowest = 0;
+//   for (const StageCost& s : costs.stages) slowest = std::max(slowest, s.forward + s.backward);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::scheme {
+
+struct StageCost {
+  /// s per micro-batch: each pass's compute with the collectives it waits for (a recomputed
+  /// forward is in the backward; weight is ZB-H1's W, 0 otherwise).
+  double forward = 0, backward = 0, weight = 0;
+  double compute = 0;          ///< s per micro-batch: the passes' compute alone
+  double tensor_exposed = 0;   ///< s per micro-batch: tensor-parallel collectives not hidden
+  double context_exposed = 0;  ///< s per micro-batch: ring-attention steps not hidden
+  double message = 0;          ///< s: one activation (or gradient) message to the next stage alone
+  double last_backward = 0;    ///< s: the last micro-batch's backward passes, which the reduction overlaps
+  std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
+  /// s: how long before the end of the last micro-batch's backward passes each reduction's
+  /// gradients are all produced (0 for those the last op produces).
+  std::vector<double> ready_before_end;
+  std::vector<double> gathers;     ///< s: the distributed optimizer's gathers after the step
+  double optimizer = 0;            ///< s
+};
+
+struct ComposedCosts {
+  std::vector<StageCost> stages;  ///< per pipeline stage
+  int micro_batches = 1;
+  /// bytes each link of the cluster carries in one step, all ranks (Cluster::links order), and
+  /// the links' capacities (bytes/s).
+  std::vector<double> link_bytes, link_bw;
+  std::vector<std::string> link_names;
+  double bytes_sent = 0;  ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
+};
+
+/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
+[[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
+                                           const SchemeConfig& scheme);
+
+}  // namespace stepcast::scheme

@@ -1,0 +1,167 @@
+// The coarse and analytic predictors of a composed layout (tensor, context and pipeline
+// parallelism with micro-batches), from scheme/composed_costs.hpp's per-stage closed forms.
+//
+// Coarse: with S_s = F_s + B_s (+ W_s) the time of one micro-batch's passes on stage s (exposed
+// tensor and context collectives included) and delta one pipeline message alone, the
+// pipeline's part of the step is the schedule's length in micro-batches (Narayanan et al. 2019,
+// 2021; Qi et al. 2023), written for stages that need not be equal:
+//   gpipe, 1f1b:   sum_s S_s + (m - 1) max_s S_s + 2 (p - 1) delta
+//   interleaved:   m max_s S_s + (sum_s S_s - max_s S_s) / v + 2 (p - 1) delta
+//   zero_bubble:   max_b [m S_b - b W_b + sum_{s<b} (F_s + B_s) + sum_{s>b} (F_s + B_s - W_s)]
+//                  + 2 (p - 1) delta (stage b defers b of its Ws into the tail of the pipeline)
+// (equal stages: (m + p - 1) S, (m + (p - 1)/v) S, m S + (p - 1)(F + B - W)). Stage s ends its
+// last backward earlier than stage 0 by the backward passes between them; then its gradient
+// reduction (each collective once its gradients are in and the one before it ended, what runs
+// past the backward), its optimizer step and the distributed optimizer's gathers. The step is the
+// latest stage's end.
+//
+// Analytic: the busiest resource: a stage's compute over the step, or the link that carries the
+// most bytes for its bandwidth (every collective and message of the step on the links).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "predict/composed.hpp"
+#include "predict/summary.hpp"
+#include "stepcast/detail/scheme/composed_costs.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+
+namespace stepcast::predict {
+
+namespace {
+
+double samples_per_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                        const scheme::SchemeConfig& scheme) {
+  return scheme::samples_per_worker_step(scheme.parallel, spec.workers, w.batch_per_worker) * spec.workers;
+}
+
+}  // namespace
+
+Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                       const scheme::SchemeConfig& scheme, const Options& options) {
+  const scheme::ComposedCosts costs = scheme::composed_costs(w, spec, scheme);
+  const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages, m = costs.micro_batches;
+  double sum = 0, slowest = 0, message = 0;
+  for (const scheme::StageCost& s : costs.stages) {
+    const double passes = s.forward + s.backward + s.weight;
+    sum += passes;
+    slowest = std::max(slowest, passes);
+    message = std::max(message, s.message);
+  }
+  const double messages = 2.0 * (p - 1) * message;
+  double pipeline = 0;
+  switch (scheme.pipeline.schedule) {
+    case scheme::PipelineSchedule::GPipe:
+    case scheme::PipelineSchedule::OneFOneB:
+      pipeline = sum + (m - 1) * slowest;
+      break;
+    case scheme::PipelineSchedule::Interleaved:
+      pipeline = m * slowest + (sum - slowest) / v;
+      break;
+    case scheme::PipelineSchedule::ZeroBubble: {
+      double before = 0;  // sum over s < b of F_s + B_s
+      double after = 0;   // sum over s > b of F_s + B_s - W_s
+      for (const scheme::StageCost& s : costs.stages) after += s.forward + s.backward - s.weight;
+      for (size_t b = 0; b < costs.stages.size(); ++b) {
+        const scheme::StageCost& s = costs.stages[b];
+        after -= s.forward + s.backward - s.weight;
+        pipeline = std::max(pipeline, m * (s.forward + s.backward + s.weight) - static_cast<double>(b) * s.weight +
+                                          before + after);
+        before += s.forward + s.backward;
+      }
+      break;
+    }
+  }
+  pipeline += messages;
+  // Each stage's end: its last backward, then what of its reduction the backward did not hide.
+  double step = pipeline, behind = 0, data = 0;
+  for (size_t s = 0; s < costs.stages.size(); ++s) {
+    const scheme::StageCost& c = costs.stages[s];
+    // The reductions one after another on their stream, each once its gradients are in (on the
+    // clock of the last backward's end, 0).
+    double end = -c.last_backward;
+    for (size_t k = 0; k < c.reductions.size(); ++k) end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
+    const double tail = std::max(0.0, end) + std::accumulate(c.gathers.begin(), c.gathers.end(), 0.0);
+    step = std::max(step, pipeline - behind + tail + c.optimizer);
+    data = std::max(data, tail);
+    behind += c.last_backward + message;
+  }
+  // Every rank's step waits for the slowest at the gradient reduction and the pipeline's
+  // messages: the expected slowest of the workers' factors, on the compute.
+  double compute = 0, tensor = 0, context = 0, optimizer = 0;
+  for (const scheme::StageCost& c : costs.stages) {
+    compute += m * c.compute;
+    tensor += m * c.tensor_exposed;
+    context += m * c.context_exposed;
+    optimizer += c.optimizer;
+  }
+  const double n = static_cast<double>(costs.stages.size());
+  compute = compute / n + optimizer / n;
+  tensor /= n;
+  context /= n;
+  const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
+  step += straggle;
+
+  Result r;
+  r.step_time = step;
+  r.breakdown.compute = compute;
+  r.breakdown.tensor = tensor;
+  r.breakdown.context = context;
+  r.breakdown.pipeline = messages;
+  r.breakdown.data = std::max(0.0, step - straggle - pipeline - optimizer / n);
+  r.breakdown.communication_exposed = r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline +
+                                      r.breakdown.data;
+  r.breakdown.wait = std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed);
+  if (r.breakdown.wait == 0) {
+    // The parts overlap more than their sum allows: scale the exposed parts to fit the step.
+    const double room = std::max(0.0, step - r.breakdown.compute);
+    const double scale = r.breakdown.communication_exposed > 0 ? room / r.breakdown.communication_exposed : 0;
+    for (double* part : {&r.breakdown.tensor, &r.breakdown.context, &r.breakdown.pipeline, &r.breakdown.data,
+                         &r.breakdown.communication_exposed}) {
+      *part *= std::min(1.0, scale);
+    }
+  }
+  r.bubble_fraction = step > 0 ? std::max(0.0, r.breakdown.wait - straggle) / step : 0;
+  r.layout = scheme::RankLayout::describe(scheme.parallel, spec.workers);
+  r.workers = spec.workers;
+  r.predictor = Predictor::Coarse;
+  r.throughput = samples_per_step(w, spec, scheme) / step;
+  r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
+  r.utilization.push_back({"worker compute (mean)", std::min(1.0, compute / step)});
+  finish_result(r, w);
+  return r;
+}
+
+Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                         const scheme::SchemeConfig& scheme, const Options& options) {
+  const scheme::ComposedCosts costs = scheme::composed_costs(w, spec, scheme);
+  const int m = costs.micro_batches;
+  double compute = 0;
+  for (const scheme::StageCost& c : costs.stages) compute = std::max(compute, m * c.compute + c.optimizer);
+  // The busiest link: bytes of the step over its bandwidth.
+  double link_time = 0;
+  size_t busiest = 0;
+  for (size_t l = 0; l < costs.link_bytes.size(); ++l) {
+    const double t = costs.link_bytes[l] / costs.link_bw[l];
+    if (t > link_time) {
+      link_time = t;
+      busiest = l;
+    }
+  }
+  Result r;
+  r.step_time = std::max(compute, link_time);
+  r.breakdown.compute = compute;
+  r.breakdown.communication_exposed = std::max(0.0, r.step_time - compute);
+  r.layout = scheme::RankLayout::describe(scheme.parallel, spec.workers);
+  r.workers = spec.workers;
+  r.predictor = Predictor::Analytic;
+  r.throughput = samples_per_step(w, spec, scheme) / r.step_time;
+  r.utilization.push_back({"worker compute (busiest stage)", compute / r.step_time});
+  if (!costs.link_names.empty()) r.utilization.push_back({costs.link_names[busiest], link_time / r.step_time});
+  r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
+  finish_result(r, w);
+  return r;
+}
+
+}  // namespace stepcast::predict

@@ -1,0 +1,184 @@
+#include "stepcast/detail/scheme/composed_costs.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "scheme/composed_plans.hpp"
+#include "scheme/stage_programs.hpp"
+
+namespace stepcast::scheme {
+namespace {
+
+/// Adds what `count` collectives of `bytes` on `plan` move over each link.
+void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTerms& terms, std::vector<double>& out) {
+  const double wire = bytes * wire_factor(terms);
+  for (const Stage& stage : plan.stages) {
+    for (const FlowGroup& group : plan.patterns[static_cast<size_t>(stage.pattern)].groups) {
+      for (const net::LinkUse& use : group.path) out[use.link] += wire * stage.fraction * group.size_factor * use.count;
+    }
+  }
+}
+
+}  // namespace
+
+ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme) {
+  const cluster::Cluster cluster = cluster::build_cluster(spec);
+  const RankLayout layout(scheme.parallel, spec.workers);
+  ComposedRun run;
+  run.layout = &layout;
+  run.programs = build_stage_programs(w, spec, scheme, layout);
+  const int p = layout.size(ParallelDimension::Pipeline);
+  run.one_per_stage = true;
+  run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
+  for (int s = 0; s < p; ++s) {
+    RankCoordinates at;
+    at.at[static_cast<size_t>(ParallelDimension::Pipeline)] = s;
+    run.rank_of_worker.push_back(layout.rank(at));
+    run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
+  }
+  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true);
+
+  ComposedCosts costs;
+  costs.micro_batches = run.programs.front().micro_batches;
+  costs.link_bytes.assign(cluster.links.size(), 0.0);
+  for (const cluster::Link& link : cluster.links) {
+    costs.link_bw.push_back(link.bw);
+    costs.link_names.push_back(link.name);
+  }
+  for (int s = 0; s < p; ++s) {
+    const StageProgram& program = run.programs[static_cast<size_t>(s)];
+    const std::vector<workload::Op>& ops = program.ops.ops;
+    // One communication op alone: its plan's closed form, and the bytes it puts on the links.
+    auto plan_of = [&](const CommOp& c, CollectiveTerms& terms) -> const CollectivePlan& {
+      terms = {.regime = spec.regime_for(c.bytes)};
+      if (c.dimension == ParallelDimension::Pipeline) {
+        const int peer = c.peer_chunk % p;
+        terms = {};
+        return plans.transfers.at({s, peer});
+      }
+      const auto d = static_cast<size_t>(c.dimension);
+      const GroupPlans& g = plans.groups[d][static_cast<size_t>(plans.group_of_worker[d][static_cast<size_t>(s)])];
+      switch (c.kind) {
+        case CommKind::AllReduce:
+          if (g.planner) {
+            const AllReducePlanner::Choice choice = g.planner->choose(c.bytes);
+            terms = choice.terms;
+            return g.planner->plan(choice);
+          }
+          return g.all_reduce;
+        case CommKind::AllGather:
+          return g.all_gather;
+        case CommKind::ReduceScatter:
+          return g.reduce_scatter;
+        case CommKind::RingShift:
+          return g.ring_shift;
+        case CommKind::Send:
+        case CommKind::Recv:
+          break;
+      }
+      return g.all_reduce;  // not reached: messages are the pipeline's
+    };
+    std::vector<double> time_of(ops.size(), 0.0);
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (!program.is_comm(static_cast<int>(op))) {
+        time_of[op] = ops[op].duration;
+        continue;
+      }
+      const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+      if (c.kind == CommKind::Recv) continue;  // the sender's op carries the message
+      CollectiveTerms terms;
+      const CollectivePlan& plan = plan_of(c, terms);
+      time_of[op] = collective_cost(cluster, plan, terms).time(c.bytes);
+      add_link_bytes(plan, c.bytes, terms, costs.link_bytes);
+    }
+
+    StageCost cost;
+    const bool overlap = scheme.tensor.overlap == TensorOverlap::Collective;
+    // Micro-batch 0's passes (every micro-batch's are alike), layer by layer: its compute, its
+    // tensor-parallel collectives (all exposed, or with overlap what exceeds the compute), and
+    // each core chunk's wait for its ring step beyond the chunk before it.
+    struct LayerPass {
+      double compute = 0, tensor = 0, context = 0;
+    };
+    std::map<std::pair<ProgramPass, int>, LayerPass> by_layer;
+    double previous_core = 0;
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (program.micro_batch_of_op[op] != 0) continue;
+      const ProgramPass pass = program.pass_of_op[op];
+      LayerPass& lp = by_layer[{pass, ops[op].layer}];
+      if (program.is_comm(static_cast<int>(op))) {
+        const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+        if (c.dimension == ParallelDimension::Tensor) lp.tensor += time_of[op];
+        if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
+          cost.message = std::max(cost.message, time_of[op]);
+        }
+        continue;
+      }
+      lp.compute += ops[op].duration;
+      for (int d : ops[op].deps) {
+        if (!program.is_comm(d)) continue;
+        const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[static_cast<size_t>(d)])];
+        if (c.kind == CommKind::RingShift) lp.context += std::max(0.0, time_of[static_cast<size_t>(d)] - previous_core);
+      }
+      previous_core = ops[op].duration;
+    }
+    for (const auto& [key, lp] : by_layer) {
+      const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute) : lp.tensor;
+      const double total = lp.compute + tensor + lp.context;
+      switch (key.first) {
+        case ProgramPass::Forward:
+          cost.forward += total;
+          break;
+        case ProgramPass::Backward:
+          cost.backward += total;
+          break;
+        case ProgramPass::Weight:
+          cost.weight += total;
+          break;
+        case ProgramPass::Step:
+          break;
+      }
+      cost.compute += lp.compute;
+      cost.tensor_exposed += tensor;
+      cost.context_exposed += lp.context;
+    }
+    cost.last_backward = (cost.backward + cost.weight) / scheme.parallel.virtual_stages;
+    // When, in the last micro-batch's backward passes (its ops back to back in program order,
+    // tensor collectives on the path), each op has ended.
+    const int last_mb = program.micro_batches - 1;
+    std::vector<double> done_at(ops.size(), 0.0);
+    double clock = 0;
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward) continue;
+      if (program.is_comm(static_cast<int>(op))) {
+        const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+        if (c.dimension == ParallelDimension::Tensor && !overlap) clock += time_of[op];
+      } else {
+        clock += ops[op].duration;
+      }
+      done_at[op] = clock;
+    }
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (program.pass_of_op[op] != ProgramPass::Step) continue;
+      if (!program.is_comm(static_cast<int>(op))) {
+        cost.optimizer += ops[op].duration;
+        continue;
+      }
+      const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+      if (c.kind == CommKind::AllGather) {
+        cost.gathers.push_back(time_of[op]);
+        continue;
+      }
+      cost.reductions.push_back(time_of[op]);
+      double ready = 0;
+      for (int d : ops[op].deps) ready = std::max(ready, done_at[static_cast<size_t>(d)]);
+      cost.ready_before_end.push_back(clock - ready);
+    }
+    costs.stages.push_back(std::move(cost));
+  }
+  for (uint32_t l : cluster.nic_up) costs.bytes_sent += costs.link_bytes[l];
+  for (uint32_t l : cluster.bus_up) costs.bytes_sent += costs.link_bytes[l];
+  return costs;
+}
+
+}  // namespace stepcast::scheme

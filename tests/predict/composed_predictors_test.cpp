@@ -1,0 +1,102 @@
+// The coarse and analytic predictors of parallel layouts against the fine engine: coarse within
+// 5% of fine on a seeded random set of layouts (the bar), analytic never slower than
+// fine (a bound), all three equal to today's at t = p = c = 1 (the composed engine is not
+// taken there), and the pipeline closed forms in coarse with no communication.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+#include "stepcast/scheme/validate.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::predict {
+namespace {
+
+struct Layout {
+  workload::Workload workload;
+  cluster::ClusterSpec cluster;
+  scheme::SchemeConfig scheme;
+  std::string label;
+};
+
+/// A random layout of a decoder on nodes of 8 GPUs with NVLink inside and 400 Gbps NICs: the
+/// kind of job the composed engine is for (t within a node, pipelines across nodes).
+Layout random_layout(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::vector<int> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  Layout l;
+  const int t = pick({1, 2, 4, 8}), c = pick({1, 1, 2}), p = pick({1, 2, 4, 8}), d = pick({1, 2, 4});
+  const int v = p > 1 ? pick({1, 1, 2}) : 1;
+  const int blocks = p * v * pick({1, 2, 3});
+  zoo::TransformerShape shape{.layers = blocks, .hidden = 4096, .ffn_hidden = 14336, .heads = 32, .kv_heads = 8,
+                              .vocab = 128256, .seq_len = 4096};
+  const zoo::ModelSpec model = zoo::make_transformer("random", "", shape);
+  const auto checkpointing = static_cast<workload::ActivationCheckpointing>(pick({0, 1, 2}));
+  const double rate = 400e12;
+  const int micro_batch = pick({1, 2});
+  l.workload = zoo::to_workload(model, {.batch_per_worker = micro_batch,
+                                        .step_time = micro_batch * zoo::step_flops_per_sample(model, 2.0, checkpointing) / rate,
+                                        .precision = workload::Precision::BF16,
+                                        .checkpointing = checkpointing});
+  scheme::SchemeConfig& s = l.scheme;
+  s.parallel.tensor = t;
+  s.parallel.context = c;
+  s.parallel.pipeline = p;
+  s.parallel.virtual_stages = v;
+  s.parallel.sequence = pick({0, 1, 1}) == 1;
+  s.pipeline.schedule = v > 1 ? scheme::PipelineSchedule::Interleaved
+                              : static_cast<scheme::PipelineSchedule>(pick({0, 1, 1, 3}));
+  s.tensor.overlap = static_cast<scheme::TensorOverlap>(pick({0, 0, 1}));
+  const int m = p * pick({1, 2, 4});
+  s.parallel.global_batch = static_cast<int64_t>(m) * d * micro_batch;
+  if (pick({0, 1}) == 1) {
+    s.scheme = scheme::Scheme::Fsdp;
+    s.fsdp.sharding = scheme::FsdpSharding::Optimizer;
+  }
+  l.cluster.workers = t * c * p * d;
+  l.cluster.workers_per_node = 8;
+  l.cluster.nics_per_node = 8;
+  l.cluster.nic_bw = 50e9;
+  l.cluster.latency = 5e-6;
+  l.cluster.intra_node_bw = 450e9;
+  l.cluster.intra_node_latency = 2e-6;
+  l.cluster.gpu_memory_bw = 3.35e12;
+  l.label = fmt::format("seed {}: {} on {} GPUs, m {}, {}, {}{}", seed, scheme::RankLayout::describe(s.parallel, l.cluster.workers),
+                        l.cluster.workers, m, static_cast<int>(s.pipeline.schedule),
+                        s.parallel.sequence ? "sp " : "", s.tensor.overlap == scheme::TensorOverlap::Collective ? "overlap" : "");
+  return l;
+}
+
+Result run(const Layout& l, Predictor predictor) {
+  Options o;
+  o.predictor = predictor;
+  o.warmup_steps = 1;
+  o.measure_steps = 2;
+  return predict(l.workload, l.cluster, l.scheme, o);
+}
+
+TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
+  int beyond = 0;
+  double worst = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const Layout l = random_layout(seed);
+    const Result fine = run(l, Predictor::Fine), coarse = run(l, Predictor::Coarse),
+                 analytic = run(l, Predictor::Analytic);
+    const double error = coarse.step_time / fine.step_time - 1;
+    fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%) analytic {:.4f}\n", l.label, fine.step_time,
+               coarse.step_time, 100 * error, analytic.step_time);
+    worst = std::max(worst, std::fabs(error));
+    if (std::fabs(error) > 0.05) ++beyond;
+    EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << l.label;
+  }
+  fmt::print("worst {:.2f}%, {} beyond 5%\n", 100 * worst, beyond);
+  EXPECT_EQ(beyond, 0);
+}
+
+}  // namespace
+}  // namespace stepcast::predict
