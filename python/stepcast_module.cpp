@@ -294,7 +294,9 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "links_left_out",
                                            "step_time_samples",
                                            "staleness",
-                                           "async_phases_s"};
+                                           "async_phases_s",
+                                           "layout",
+                                           "bubble_fraction"};
 
 /// The predictions of one call with everything the command prints from them.
 struct PyPrediction {
@@ -360,6 +362,13 @@ py::list rows_of(const stepcast::report::Sweep& sweep) {
     row["gpu_memory_bytes"] = optional_number(r.memory.gpu_memory > 0, r.memory.gpu_memory);
     row["fits"] = r.memory.known && r.memory.gpu_memory > 0 ? py::object(py::bool_(r.memory.fits()))
                                                             : py::object(py::none());
+    const bool layout = !r.layout.empty();
+    row["layout"] = layout ? py::object(py::str(r.layout)) : py::object(py::none());
+    row["bubble_fraction"] = optional_number(layout, r.bubble_fraction);
+    row["tensor_s"] = optional_number(layout, r.breakdown.tensor);
+    row["context_s"] = optional_number(layout, r.breakdown.context);
+    row["pipeline_s"] = optional_number(layout, r.breakdown.pipeline);
+    row["data_s"] = optional_number(layout, r.breakdown.data);
     if (i < sweep.configs.size()) {
       for (const stepcast::report::Input& setting : sweep.configs[i])
         row[py::str(setting.key)] = config_value(setting);

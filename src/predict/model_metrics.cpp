@@ -2,15 +2,77 @@
 // and the model, not from how the step was predicted.
 #include <algorithm>
 
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+#include "stepcast/zoo/activation_memory.hpp"
 
 namespace stepcast::predict {
 
+namespace {
+
+/// A parallel layout's memory per GPU: each stage's model states (its layers over the tensor
+/// group; the distributed optimizer's states over the gradient group) and the activations its
+/// schedule keeps in flight (each forward's chunk until its backward: 1F1B's stage s holds
+/// min(p - s, m) micro-batches, GPipe m, interleaved and ZB-H1 as their orders say), per
+/// micro-batch after Korthikanti et al. (zoo/activation_memory.hpp); the stage that holds most.
+/// Returns the optimizer step of the stage with the most parameters, s.
+double account_layout_memory(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
+                             const scheme::SchemeConfig& scheme) {
+  const scheme::ParallelConfig& par = scheme.parallel;
+  const workload::TransformerShape& shape = *w.facts.transformer;
+  const double element = workload::bytes_per_element(w.precision);
+  const zoo::ActivationSplit split{.tensor = par.tensor, .sequence_parallel = par.sequence && par.tensor > 1,
+                                   .context = par.context};
+  const double block =
+      zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing, element, w.facts.flash_attention, split);
+  const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split);
+  // Full recomputation: the block being recomputed holds all of its activations for a moment.
+  const double recomputing =
+      w.facts.checkpointing == workload::ActivationCheckpointing::Full
+          ? zoo::block_activation_bytes(shape, w.batch_per_worker, workload::ActivationCheckpointing::None, element,
+                                        w.facts.flash_attention, split)
+          : 0.0;
+  const int gradient_group = scheme::data_parallel_degree(par, cluster.workers) * par.context;
+  double worst = -1, most_parameters = 0;
+  for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
+    Memory m = model_state_memory(stage.parameters, w.precision, scheme, gradient_group, cluster.workers_per_node);
+    const auto chunks = static_cast<int>(stage.chunk_blocks.size());
+    double held = 0, peak = 0;
+    for (const auto& [chunk, sign] : stage.activations) {
+      const double bytes = stage.chunk_blocks[static_cast<size_t>(chunk)] * block +
+                           (stage.head && chunk == chunks - 1 ? head : 0.0);
+      held += sign * bytes;
+      peak = std::max(peak, held);
+    }
+    m.activations = peak + recomputing;
+    most_parameters = std::max(most_parameters, stage.parameters);
+    if (m.total() > worst) {
+      worst = m.total();
+      r.memory.per_worker = m;
+    }
+  }
+  r.memory.known = true;
+  r.memory.activations_modelled = true;
+  if (!(cluster.gpu_memory_bw > 0)) return 0;
+  const double share = scheme.scheme == scheme::Scheme::Fsdp ? 1.0 / gradient_group : 1.0;
+  return share * most_parameters * scheme::optimizer_bytes_per_parameter(scheme.optimizer) / cluster.gpu_memory_bw;
+}
+
+}  // namespace
+
 void account_model(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
                    const scheme::SchemeConfig& scheme) {
+  if (scheme.parallel.composed() && w.facts.transformer) {
+    r.memory = {};
+    r.memory.gpu_memory = cluster.gpu_memory;
+    r.optimizer_step_time = account_layout_memory(r, w, cluster, scheme);
+    account_tokens(r, w, cluster);
+    return;
+  }
   const double element = workload::bytes_per_element(w.precision);
   // A profile knows its gradients' bytes but not the parameter count: the bytes at the
   // workload's precision give it.
@@ -33,6 +95,10 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
     }
   }
   r.optimizer_step_time = scheme::optimizer_step_time(w, cluster, scheme);
+  account_tokens(r, w, cluster);
+}
+
+void account_tokens(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster) {
   r.tokens = {};
   if (w.facts.tokens_per_sample > 0 && r.step_time > 0) {
     const double samples_per_s = r.throughput;

@@ -31,7 +31,8 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
                  "bottleneck,step_samples,step_time_mean_s,step_time_p50_s,step_time_p95_s,"
                  "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
-                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits");
+                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits,"
+                 "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s");
   // The swept keys last, named after the keys, values as given.
   const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
   for (std::size_t k = 0; k < swept; ++k) {
@@ -78,6 +79,15 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
       buf.append(std::string_view(r.memory.fits() ? ",true" : ",false"));
     } else {
       buf.push_back(',');
+    }
+    // A parallel layout: its name, bubble and exposed communication by dimension; empty otherwise.
+    if (r.layout.empty()) {
+      buf.append(std::string_view(",,,,,,"));
+    } else {
+      buf.push_back(',');
+      append_csv_quoted(buf, r.layout);
+      fmt::format_to(it, ",{},{},{},{},{}", r.bubble_fraction, r.breakdown.tensor, r.breakdown.context,
+                     r.breakdown.pipeline, r.breakdown.data);
     }
     for (std::size_t k = 0; k < swept; ++k) {
       buf.push_back(',');

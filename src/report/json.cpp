@@ -123,7 +123,24 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.number(r.breakdown.communication_exposed);
   json.key("wait");
   json.number(r.breakdown.wait);
+  // A parallel layout's exposed communication by dimension (0 otherwise).
+  json.key("tensor");
+  json.number(r.breakdown.tensor);
+  json.key("context");
+  json.number(r.breakdown.context);
+  json.key("pipeline");
+  json.number(r.breakdown.pipeline);
+  json.key("data");
+  json.number(r.breakdown.data);
   json.end_object();
+  json.key("layout");
+  if (r.layout.empty()) {
+    json.null();
+  } else {
+    json.string(r.layout);
+  }
+  json.key("bubble_fraction");
+  json.number(r.bubble_fraction);
   json.key("optimizer_step_s");
   json.number(r.optimizer_step_time);
   json.key("utilization");

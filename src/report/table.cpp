@@ -39,15 +39,19 @@ std::string memory_cell(const predict::Result& r) {
 /// The columns the sweep needs: token rates and MFU for language models, memory per GPU when it
 /// is known and something to compare it with (a GPU size, or activations) is.
 std::vector<Column> columns_for(const std::vector<predict::Result>& predictions) {
-  bool tokens = false, mfu = false, memory = false, mode = false;
+  bool tokens = false, mfu = false, memory = false, mode = false, layout = false;
   for (const auto& r : predictions) {
     mode = mode || !r.mode.empty();
+    layout = layout || !r.layout.empty();
     tokens = tokens || r.tokens.tokens_per_s > 0;
     mfu = mfu || r.tokens.mfu >= 0;
     memory = memory || (r.memory.known && (r.memory.gpu_memory > 0 || r.memory.activations_modelled));
   }
   std::vector<Column> c;
   c.push_back({"workers", true, [](const predict::Result& r) { return fmt::format("{}", r.workers); }});
+  if (layout) {
+    c.push_back({"layout", false, [](const predict::Result& r) { return r.layout.empty() ? std::string("-") : r.layout; }});
+  }
   if (mode)
     c.push_back(
         {"mode", false, [](const predict::Result& r) { return r.mode.empty() ? std::string("-") : r.mode; }});
@@ -70,6 +74,11 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   c.push_back({"speed-up", true, [](const predict::Result& r) { return format_number(r.speedup) + "x"; }});
   c.push_back({"efficiency", true, [](const predict::Result& r) { return format_percent(r.efficiency); }});
   if (memory) c.push_back({"memory per GPU", true, memory_cell});
+  if (layout) {
+    c.push_back({"bubble", true, [](const predict::Result& r) {
+                   return r.layout.empty() ? std::string("-") : format_percent(r.bubble_fraction);
+                 }});
+  }
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
 }
@@ -210,6 +219,16 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
                  format_duration(b.compute), percent_of(b.compute, r.step_time),
                  format_duration(b.communication_exposed), percent_of(b.communication_exposed, r.step_time),
                  format_duration(b.wait), percent_of(b.wait, r.step_time));
+  if (!r.layout.empty()) {
+    // Where a parallel layout's exposed communication and waiting come from.
+    fmt::format_to(it,
+                   "exposed by dimension ({}): tensor {} ({}), context {} ({}), pipeline {} ({}), data {} ({}); "
+                   "pipeline bubble {}\n",
+                   r.layout, format_duration(b.tensor), percent_of(b.tensor, r.step_time), format_duration(b.context),
+                   percent_of(b.context, r.step_time), format_duration(b.pipeline),
+                   percent_of(b.pipeline, r.step_time), format_duration(b.data), percent_of(b.data, r.step_time),
+                   format_percent(r.bubble_fraction));
+  }
   if (r.compute_cv > 0) {
     fmt::format_to(it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",
                    format_percent(r.compute_cv));

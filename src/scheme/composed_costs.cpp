@@ -21,6 +21,44 @@ void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTe
 
 }  // namespace
 
+std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme, int workers) {
+  const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
+  const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages;
+  const int m = micro_batches(scheme.parallel, workers, w.batch_per_worker);
+  const double element = workload::bytes_per_element(w.precision);
+  std::vector<double> layer_parameters;
+  for (const workload::Tensor& t : w.tensors) {
+    const int layer = w.ops[static_cast<size_t>(t.consumers.front())].layer;
+    if (layer_parameters.size() <= static_cast<size_t>(layer)) layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
+    layer_parameters[static_cast<size_t>(layer)] += t.bytes / element;
+  }
+  const int last_layer = static_cast<int>(layer_parameters.size()) - 1;
+  auto block_of = [&](int l) {
+    return static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
+  };
+  std::vector<StageFootprint> out(static_cast<size_t>(p));
+  for (int s = 0; s < p; ++s) {
+    StageFootprint& f = out[static_cast<size_t>(s)];
+    for (int k = 0; k < v; ++k) {
+      int blocks = 0, previous = -1;
+      for (int l : chunks[static_cast<size_t>(k * p + s)]) {
+        if (static_cast<size_t>(l) < layer_parameters.size()) f.parameters += layer_parameters[static_cast<size_t>(l)];
+        const int block = block_of(l);
+        if (block >= 0 && block != previous) ++blocks;
+        previous = block;
+        if (l == 0 && block < 0) f.embedding = true;
+        if (l == last_layer && block < 0) f.head = true;
+      }
+      f.chunk_blocks.push_back(blocks);
+    }
+    f.parameters /= scheme.parallel.tensor;
+    for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s)) {
+      f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
+    }
+  }
+  return out;
+}
+
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme) {
   const cluster::Cluster cluster = cluster::build_cluster(spec);
   const RankLayout layout(scheme.parallel, spec.workers);

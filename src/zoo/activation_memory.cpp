@@ -119,7 +119,52 @@ double outside_blocks(const Terms& t) {
   return bytes;
 }
 
+/// What a rank of a tensor group of t holds of a block's activations (Korthikanti et al. 2022,
+/// sections 4.1-4.2): with sequence parallelism (or t = 1) everything divided by t; without,
+/// the norm inputs, the inputs of the Q/K/V and first MLP linears and the dropout masks are
+/// whole on every rank (10 s b h of Korthikanti's 34) and the rest divided by t.
+double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool flash_attention,
+                   const ActivationSplit& split) {
+  const double whole = block_bytes(t, checkpointing, flash_attention);
+  const auto tensor = static_cast<double>(split.tensor);
+  if (split.sequence_parallel || split.tensor == 1) return whole / tensor;
+  double replicated = 0;
+  switch (checkpointing) {
+    case ActivationCheckpointing::None:
+    case ActivationCheckpointing::Selective:
+      // Attention's norm input and Q/K/V input, the MLP's norm input and MLP input, masks.
+      replicated = 4 * t.e * t.tokens * t.h + (t.dropout ? 2 * kMaskBytes * t.tokens * t.h : 0.0);
+      if (t.moe) replicated += t.e * t.tokens * t.h;  // the router's input as well
+      break;
+    case ActivationCheckpointing::Full:
+      replicated = whole;  // the block's input
+      break;
+  }
+  return replicated + (whole - replicated) / tensor;
+}
+
 }  // namespace
+
+double block_activation_bytes(const TransformerShape& shape, int64_t sequences, ActivationCheckpointing checkpointing,
+                              double element_bytes, bool flash_attention, const ActivationSplit& split) {
+  validate(shape, sequences, element_bytes);
+  STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
+  Terms t = terms(shape, sequences, element_bytes);
+  t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
+  return block_bytes(t, checkpointing, flash_attention, split);
+}
+
+double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
+                             const ActivationSplit& split) {
+  validate(shape, sequences, element_bytes);
+  Terms t = terms(shape, sequences, element_bytes);
+  t.tokens /= split.context;
+  const auto tensor = static_cast<double>(split.tensor);
+  // The final norm's input and the head's input (whole on every rank without sequence
+  // parallelism), the logits split over the vocabulary.
+  const double inputs = 2 * t.e * t.tokens * t.h;
+  return (split.sequence_parallel ? inputs / tensor : inputs) + kFp32Bytes * t.tokens * t.vocab / tensor;
+}
 
 double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                               ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention) {

@@ -52,6 +52,9 @@ void account_job(Result& result, const workload::Workload& workload, const Optio
 /// (memory, peak FLOP/s) and the scheme's sharding; every predictor's Result gets them.
 void account_model(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                    const scheme::SchemeConfig& scheme);
+/// Fills result.tokens (tokens/s, model FLOP/s, MFU) from result.throughput and the workload's
+/// ModelFacts; account_model calls it.
+void account_tokens(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster);
 [[nodiscard]] Result predict_coarse(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                     const scheme::SchemeConfig& scheme, const Options& options);
 

@@ -74,4 +74,31 @@ namespace stepcast::zoo {
                                             workload::ActivationCheckpointing checkpointing,
                                             double element_bytes, bool flash_attention = true);
 
+/// How a parallel layout splits a block's activations over a rank: a tensor group of `tensor`
+/// ranks (with or without Megatron's sequence parallelism) and a context group of `context`
+/// ranks (each keeps the activations of its s / c tokens).
+struct ActivationSplit {
+  int tensor = 1;
+  bool sequence_parallel = false;
+  int context = 1;
+};
+
+/// One rank's share of block_activation_bytes under `split` (Korthikanti et al. 2022, sections
+/// 4.1-4.2): with sequence parallelism everything / t; without, the norm inputs, the inputs of
+/// the Q/K/V and first MLP linears and the dropout masks whole on every rank (10 s b h of
+/// Korthikanti's 34) and the rest / t, so that for their GPT block it is s b h (10 + 24/t +
+/// 5as/(ht)) with standard attention, s b h / t (34 + 5as/h) with sequence parallelism, and
+/// without the attention core under selective recomputation; full recomputation keeps each
+/// block's input, whole without sequence parallelism. Context parallelism divides the tokens.
+/// Throws as block_activation_bytes.
+[[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
+                                            workload::ActivationCheckpointing checkpointing, double element_bytes,
+                                            bool flash_attention, const ActivationSplit& split);
+
+/// What the last pipeline stage holds outside the blocks for one micro-batch under `split`: the
+/// final norm's and the LM head's inputs (e T h each, whole without sequence parallelism) and the
+/// fp32 logits split over the vocabulary (4 T V / t), T = s b / c tokens.
+[[nodiscard]] double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
+                                           const ActivationSplit& split);
+
 }  // namespace stepcast::zoo

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -47,6 +48,21 @@ struct ComposedCosts {
   std::vector<std::string> link_names;
   double bytes_sent = 0;  ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
 };
+
+/// What one rank of a pipeline stage holds, for the memory check (predict/model_metrics.cpp).
+struct StageFootprint {
+  double parameters = 0;          ///< elements on one rank: its layers' parameters over the tensor group
+  std::vector<int> chunk_blocks;  ///< transformer blocks of each of its v model chunks
+  bool embedding = false;         ///< holds the embedding (stage 0's first chunk)
+  bool head = false;              ///< holds the head and the loss (the last stage's last chunk)
+  /// Its schedule's passes in order as (chunk, +1 forward or -1 backward): a forward keeps its
+  /// chunk's activations until the backward of the same micro-batch frees them.
+  std::vector<std::pair<int, int>> activations;
+};
+
+/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
+[[nodiscard]] std::vector<StageFootprint> stage_footprints(const workload::Workload& workload,
+                                                           const SchemeConfig& scheme, int workers);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
