@@ -12,6 +12,7 @@
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
+#include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {
@@ -96,6 +97,37 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   }
   fmt::print("worst {:.2f}%, {} beyond 5%\n", 100 * worst, beyond);
   EXPECT_EQ(beyond, 0);
+}
+
+TEST(ComposedPredictors, OneFOneBFirstStageHoldsPMicroBatchesOfActivations) {
+  // 8 blocks on 4 stages of 2. Under 1F1B the first stage holds min(p, m) = 4 micro-batches'
+  // activations, the most (the last holds one micro-batch with the head's). Under GPipe every
+  // stage holds all m = 8, so the last stage, with the head, holds the most.
+  const zoo::ModelSpec model = zoo::get_model("llama2-7b");
+  zoo::TransformerShape shape = *model.transformer;
+  shape.layers = 8;
+  const zoo::ModelSpec small = zoo::make_transformer("small", "", shape);
+  const workload::Workload w =
+      zoo::to_workload(small, {.batch_per_worker = 1, .step_time = 1, .precision = workload::Precision::BF16});
+  cluster::ClusterSpec c;
+  c.workers = 4;
+  c.workers_per_node = 4;
+  scheme::SchemeConfig s;
+  s.parallel.pipeline = 4;
+  s.parallel.global_batch = 8;
+  const zoo::ActivationSplit one{};
+  const double block = zoo::block_activation_bytes(shape, 1, workload::ActivationCheckpointing::None, 2, true, one);
+  const double head = zoo::head_activation_bytes(shape, 1, 2, one);
+  Options o;
+  o.predictor = Predictor::Analytic;
+  s.pipeline.schedule = scheme::PipelineSchedule::OneFOneB;
+  Result r = predict(w, c, s, o);
+  ASSERT_TRUE(r.memory.known);
+  // The embedding's output is its first block's input, counted there.
+  EXPECT_NEAR(r.memory.per_worker.activations, 4 * 2 * block, 1e-9 * block);
+  s.pipeline.schedule = scheme::PipelineSchedule::GPipe;
+  r = predict(w, c, s, o);
+  EXPECT_NEAR(r.memory.per_worker.activations, 8 * (2 * block + head), 1e-9 * block);
 }
 
 }  // namespace

@@ -196,5 +196,53 @@ TEST(ActivationMemory, RejectsEmptySequencesAndBatches) {
             "workload.seq_len");
 }
 
+
+// ---- Korthikanti et al. 2022 section 4.2 (table 2) with tensor parallelism, and context
+// parallelism dividing the tokens.
+
+TEST(ActivationMemoryParallel, GptBlockUnderTensorAndSequenceParallelism) {
+  const TransformerShape shape = gpt3_175b(1);
+  const double s = 2048, h = 12288, a = 96, b = 1;
+  for (int t : {2, 4, 8}) {
+    const ActivationSplit tp{.tensor = t, .sequence_parallel = false, .context = 1};
+    const ActivationSplit sp{.tensor = t, .sequence_parallel = true, .context = 1};
+    const double none = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t));
+    EXPECT_NEAR(block_activation_bytes(shape, 1, kNone, 2, false, tp), none, 0.02 * none) << t;
+    const double none_sp = s * b * h / t * (34 + 5 * a * s / h);
+    EXPECT_NEAR(block_activation_bytes(shape, 1, kNone, 2, false, sp), none_sp, 0.02 * none_sp) << t;
+    const double selective = s * b * h * (10 + 24.0 / t);
+    EXPECT_NEAR(block_activation_bytes(shape, 1, kSelective, 2, false, tp), selective, 0.02 * selective) << t;
+    const double selective_sp = 34 * s * b * h / t;
+    EXPECT_NEAR(block_activation_bytes(shape, 1, kSelective, 2, false, sp), selective_sp, 0.02 * selective_sp) << t;
+    // Full recomputation keeps each block's input: whole on every rank, or its 1/t of the tokens.
+    EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kFull, 2, false, tp), 2 * s * b * h);
+    EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kFull, 2, false, sp), 2 * s * b * h / t);
+  }
+  // t = 1 is the block as before, sequence parallel or not.
+  for (bool sequence : {false, true}) {
+    const ActivationSplit one{.tensor = 1, .sequence_parallel = sequence, .context = 1};
+    EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 2, kNone, 2, true, one), block_activation_bytes(shape, 2, kNone, 2, true));
+  }
+}
+
+TEST(ActivationMemoryParallel, ContextParallelismDividesTheTokens) {
+  const TransformerShape& shape = llama2_7b();
+  for (int c : {2, 4}) {
+    const ActivationSplit cp{.tensor = 1, .sequence_parallel = false, .context = c};
+    // Flash attention keeps nothing quadratic, so every term is linear in the tokens.
+    EXPECT_NEAR(block_activation_bytes(shape, 2, kNone, 2, true, cp), block_activation_bytes(shape, 2, kNone, 2, true) / c,
+                1e-9 * block_activation_bytes(shape, 2, kNone, 2, true));
+  }
+}
+
+TEST(ActivationMemoryParallel, HeadHoldsItsInputsAndTheLogitsOverTheVocabulary) {
+  const TransformerShape& shape = llama2_7b();
+  const double s = 4096, h = 4096, V = 32000, b = 1;
+  const ActivationSplit tp{.tensor = 4, .sequence_parallel = false, .context = 1};
+  EXPECT_DOUBLE_EQ(head_activation_bytes(shape, 1, 2, tp), 2 * 2 * s * b * h + 4 * s * b * V / 4);
+  const ActivationSplit sp{.tensor = 4, .sequence_parallel = true, .context = 1};
+  EXPECT_DOUBLE_EQ(head_activation_bytes(shape, 1, 2, sp), 2 * 2 * s * b * h / 4 + 4 * s * b * V / 4);
+}
+
 }  // namespace
 }  // namespace stepcast::zoo
