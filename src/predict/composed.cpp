@@ -44,7 +44,9 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages, m = costs.micro_batches;
   double sum = 0, slowest = 0, message = 0;
   for (const scheme::StageCost& s : costs.stages) {
-    const double passes = s.forward + s.backward + s.weight;
+    // A micro-batch takes its passes, or the sharded-data-parallel collectives it needs when
+    // they take longer (they run beside the other micro-batches' passes).
+    const double passes = std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch);
     sum += passes;
     slowest = std::max(slowest, passes);
     message = std::max(message, s.message);
@@ -89,11 +91,12 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   }
   // Every rank's step waits for the slowest at the gradient reduction and the pipeline's
   // messages: the expected slowest of the workers' factors, on the compute.
-  double compute = 0, tensor = 0, context = 0, optimizer = 0;
+  double compute = 0, tensor = 0, context = 0, data_in_passes = 0, optimizer = 0;
   for (const scheme::StageCost& c : costs.stages) {
     compute += m * c.compute;
     tensor += m * c.tensor_exposed;
     context += m * c.context_exposed;
+    data_in_passes += m * c.data_exposed;
     optimizer += c.optimizer;
   }
   const double n = static_cast<double>(costs.stages.size());
@@ -109,7 +112,7 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.breakdown.tensor = tensor;
   r.breakdown.context = context;
   r.breakdown.pipeline = messages;
-  r.breakdown.data = std::max(0.0, step - straggle - pipeline - optimizer / n);
+  r.breakdown.data = data_in_passes / n + std::max(0.0, step - straggle - pipeline - optimizer / n);
   r.breakdown.communication_exposed = r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline +
                                       r.breakdown.data;
   r.breakdown.wait = std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed);

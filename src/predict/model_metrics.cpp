@@ -37,6 +37,14 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
                                         w.facts.flash_attention, split)
           : 0.0;
   const int gradient_group = scheme::data_parallel_degree(par, cluster.workers) * par.context;
+  // Sharded data parallelism: the unsharded copies of the largest unit (its tensor-parallel shard).
+  double buffers = 0;
+  if (scheme.scheme == scheme::Scheme::Fsdp) {
+    double largest = 0;
+    for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, scheme.fsdp.unit_blocks)) largest = std::max(largest, u.bytes);
+    buffers = gathered_buffer_bytes(largest / element / par.tensor, w.precision, scheme, gradient_group,
+                                    cluster.workers_per_node);
+  }
   double worst = -1, most_parameters = 0;
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
     Memory m = model_state_memory(stage.parameters, w.precision, scheme, gradient_group, cluster.workers_per_node);
@@ -49,6 +57,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
       peak = std::max(peak, held);
     }
     m.activations = peak + recomputing;
+    m.buffers = buffers;
     most_parameters = std::max(most_parameters, stage.parameters);
     if (m.total() > worst) {
       worst = m.total();

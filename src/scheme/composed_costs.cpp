@@ -132,6 +132,12 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
 
     StageCost cost;
     const bool overlap = scheme.tensor.overlap == TensorOverlap::Collective;
+    std::vector<int> layer_chunk(w.ops.size(), 0);  // layer -> the stage's chunk that runs it
+    for (size_t op = 0; op < ops.size(); ++op) {
+      if (ops[op].layer >= 0 && program.chunk_of_op[op] != kNone) {
+        layer_chunk[static_cast<size_t>(ops[op].layer)] = program.chunk_of_op[op];
+      }
+    }
     // Micro-batch 0's passes (every micro-batch's are alike), layer by layer: its compute, its
     // tensor-parallel collectives (all exposed, or with overlap what exceeds the compute), and
     // each core chunk's wait for its ring step beyond the chunk before it.
@@ -139,19 +145,34 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       double compute = 0, tensor = 0, context = 0;
     };
     std::map<std::pair<ProgramPass, int>, LayerPass> by_layer;
+    // Sharded data parallelism's gathers and reduce-scatters inside a pass run on their streams
+    // beside its compute: the first gather is exposed, the rest only what exceeds the compute.
+    struct PassData {
+      double gathers = 0, first_gather = -1, reductions = 0;
+    };
+    std::map<std::pair<ProgramPass, int>, PassData> data_in;  // (pass, chunk)
     double previous_core = 0;
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != 0) continue;
       const ProgramPass pass = program.pass_of_op[op];
-      LayerPass& lp = by_layer[{pass, ops[op].layer}];
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
-        if (c.dimension == ParallelDimension::Tensor) lp.tensor += time_of[op];
+        if (c.dimension == ParallelDimension::Tensor) by_layer[{pass, ops[op].layer}].tensor += time_of[op];
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
           cost.message = std::max(cost.message, time_of[op]);
         }
+        if (c.dimension == ParallelDimension::Data) {
+          PassData& d = data_in[{pass, program.chunk_of_op[op]}];
+          if (c.kind == CommKind::AllGather) {
+            if (d.first_gather < 0) d.first_gather = time_of[op];
+            d.gathers += time_of[op];
+          } else {
+            d.reductions += time_of[op];
+          }
+        }
         continue;
       }
+      LayerPass& lp = by_layer[{pass, ops[op].layer}];
       lp.compute += ops[op].duration;
       for (int d : ops[op].deps) {
         if (!program.is_comm(d)) continue;
@@ -160,26 +181,30 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       previous_core = ops[op].duration;
     }
+    for (const auto& [key, d] : data_in) cost.data_per_micro_batch += d.gathers + d.reductions;
+    std::map<std::pair<ProgramPass, int>, double> pass_time;  // (pass, chunk)
     for (const auto& [key, lp] : by_layer) {
       const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute) : lp.tensor;
-      const double total = lp.compute + tensor + lp.context;
-      switch (key.first) {
-        case ProgramPass::Forward:
-          cost.forward += total;
-          break;
-        case ProgramPass::Backward:
-          cost.backward += total;
-          break;
-        case ProgramPass::Weight:
-          cost.weight += total;
-          break;
-        case ProgramPass::Step:
-          break;
-      }
+      pass_time[{key.first, layer_chunk[static_cast<size_t>(std::max(key.second, 0))]}] += lp.compute + tensor + lp.context;
       cost.compute += lp.compute;
       cost.tensor_exposed += tensor;
       cost.context_exposed += lp.context;
     }
+    std::map<ProgramPass, double> pass_total;
+    for (auto& [key, time] : pass_time) {
+      const auto it = data_in.find(key);
+      if (it != data_in.end()) {
+        const PassData& d = it->second;
+        const double first = std::max(0.0, d.first_gather);
+        const double exposed = first + std::max(0.0, d.gathers - first + d.reductions - time);
+        cost.data_exposed += exposed;
+        time += exposed;
+      }
+      pass_total[key.first] += time;
+    }
+    cost.forward = pass_total[ProgramPass::Forward];
+    cost.backward = pass_total[ProgramPass::Backward];
+    cost.weight = pass_total[ProgramPass::Weight];
     cost.last_backward = (cost.backward + cost.weight) / scheme.parallel.virtual_stages;
     // When, in the last micro-batch's backward passes (its ops back to back in program order,
     // tensor collectives on the path), each op has ended.
@@ -197,7 +222,15 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       done_at[op] = clock;
     }
     for (size_t op = 0; op < ops.size(); ++op) {
-      if (program.pass_of_op[op] != ProgramPass::Step) continue;
+      const bool step_op = program.pass_of_op[op] == ProgramPass::Step;
+      if (!step_op) {
+        // FSDP's reduce-scatters of the last micro-batch end the step as the reductions do.
+        const bool last_reduction =
+            program.micro_batch_of_op[op] == last_mb && program.is_comm(static_cast<int>(op)) &&
+            program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::Data &&
+            program.comms[static_cast<size_t>(program.comm_of_op[op])].kind != CommKind::AllGather;
+        if (!last_reduction) continue;
+      }
       if (!program.is_comm(static_cast<int>(op))) {
         cost.optimizer += ops[op].duration;
         continue;

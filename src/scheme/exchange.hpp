@@ -77,6 +77,9 @@ struct TraceLayout {
   int broadcast = 0, local_gather = 0;  ///< node-local aggregation's connections
   int allreduce = 0, apply = 0;
   int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
+  /// A parallel layout's communication tracks: a dimension's collectives (the data-parallel ones
+  /// on their two streams), and the pipeline messages a rank sends each way.
+  int tensor = 0, context = 0, data_gathers = 0, data_reductions = 0, to_next_stage = 0, to_previous_stage = 0;
   int first_ps_process = 0;
   int network_process = 0;
   std::vector<uint8_t> kept_workers;  ///< worker -> 1 when its spans are recorded
@@ -133,6 +136,7 @@ struct StageProgram {
   std::vector<CommOp> comms;
   std::vector<ProgramPass> pass_of_op;  ///< op -> its pass (Step: the gradient reduction, the optimizer)
   std::vector<int> micro_batch_of_op;   ///< op -> its micro-batch, kNone for Step ops
+  std::vector<int> chunk_of_op;         ///< op -> the stage's chunk (0 .. v - 1) of its pass, kNone for Step ops
   int stage = 0;                        ///< pipeline stage
   int micro_batches = 1;                ///< m
   double parameters = 0;         ///< elements of the stage's parameters on one rank

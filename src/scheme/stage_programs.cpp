@@ -104,15 +104,23 @@ std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v
       break;
     }
     case PipelineSchedule::Interleaved: {
-      // Megatron-LM's interleaved 1F1B (schedules.py): virtual micro-batch k runs chunk
-      // (k mod pv) / p of micro-batch (k / pv) p + k mod p; backwards take the chunks in reverse.
+      // Megatron-Core's interleaved 1F1B (schedules.py, get_schedule_table): micro-batches in
+      // groups of p, each group through chunk 0, then chunk 1, ...; the backwards visit the
+      // chunks in reverse. p - s - 1 forwards twice over and a group of each other chunk first.
       const int total = m * v;
+      std::vector<std::pair<int, int>> table;  // (micro-batch, chunk) of the k-th forward
+      for (int first = 0; first < m; first += p) {
+        for (int chunk = 0; chunk < v; ++chunk) {
+          for (int mb = first; mb < std::min(first + p, m); ++mb) table.emplace_back(mb, chunk);
+        }
+      }
       int warmup = (p - stage - 1) * 2 + (v - 1) * p;
       if (m == p) warmup = total;  // Megatron: every forward first when m equals p
       warmup = std::min(warmup, total);
-      auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
-      auto fwd = [&](int k) { forward((k % (p * v)) / p, mb_of(k)); };
-      auto bwd = [&](int k) { backward(v - 1 - (k % (p * v)) / p, mb_of(k)); };
+      auto fwd = [&](int k) { forward(table[static_cast<size_t>(k)].second, table[static_cast<size_t>(k)].first); };
+      auto bwd = [&](int k) {
+        backward(v - 1 - table[static_cast<size_t>(k)].second, table[static_cast<size_t>(k)].first);
+      };
       for (int k = 0; k < warmup; ++k) fwd(k);
       for (int i = 0; i < total - warmup; ++i) {
         fwd(warmup + i);
@@ -214,6 +222,32 @@ class ProgramBuilder {
     program_.ops.lanes = {"gpu", "communication"};
     if (w.facts.transformer) activation_ = block_activation_message(w, scheme.parallel);
     last_of_layer_.assign(layers_.size(), kNone);
+    // Sharded data parallelism over the gradient group: which units it gathers and reduces.
+    const int group = layout.size(ParallelDimension::Data) * c_;
+    if (scheme.scheme == Scheme::Fsdp && group > 1) {
+      switch (scheme.fsdp.sharding) {
+        case FsdpSharding::Full:
+          gather_forward_ = true;
+          gather_backward_ = scheme.fsdp.reshard_after_forward;
+          reduce_every_micro_batch_ = true;
+          break;
+        case FsdpSharding::GradOp:
+          gather_forward_ = true;
+          reduce_every_micro_batch_ = true;
+          break;
+        case FsdpSharding::Optimizer:
+        case FsdpSharding::Hybrid:  // validate(): not with a parallel layout yet
+          break;
+      }
+    }
+    unit_of_layer_.assign(layers_.size(), kNone);
+    units_ = fsdp_units(w, scheme.fsdp.unit_blocks);
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      for (int t : units_[static_cast<size_t>(u)].tensors) {
+        const int consumer = w.tensors[static_cast<size_t>(t)].consumers.front();
+        unit_of_layer_[static_cast<size_t>(w.ops[static_cast<size_t>(consumer)].layer)] = u;
+      }
+    }
     first_of_layer_.assign(layers_.size(), kNone);
   }
 
@@ -224,6 +258,7 @@ class ProgramBuilder {
     for (const PipelinePass& pass : order) {
       const int j = pass.chunk * p_ + stage_;  // model chunk (zero_bubble: v = 1, backwards in order)
       micro_batch_ = pass.micro_batch;
+      chunk_ = pass.chunk;
       switch (pass.kind) {
         case Pass::Forward:
           pass_ = ProgramPass::Forward;
@@ -250,10 +285,14 @@ class ProgramBuilder {
 
  private:
   int add_op(Op op, int comm = kNone) {
+    // A unit's gathered parameters: the first op of the unit waits for them too.
+    op.deps.insert(op.deps.end(), extra_deps_.begin(), extra_deps_.end());
+    extra_deps_.clear();
     program_.ops.ops.push_back(std::move(op));
     program_.comm_of_op.push_back(comm);
     program_.pass_of_op.push_back(pass_);
     program_.micro_batch_of_op.push_back(pass_ == ProgramPass::Step ? kNone : micro_batch_);
+    program_.chunk_of_op.push_back(pass_ == ProgramPass::Step ? kNone : chunk_);
     return static_cast<int>(program_.ops.ops.size()) - 1;
   }
   int add_compute(std::string name, OpKind kind, double duration, std::vector<int> deps, int layer,
@@ -464,11 +503,73 @@ class ProgramBuilder {
     return op;
   }
 
+  /// Sharded data parallelism (FSDP): the all-gather of unit `u`'s parameters (its tensor-parallel
+  /// shard) over the gradient group, on the gather stream, after `deps`.
+  int gather(int u, std::vector<int> deps, const char* pass) {
+    return add_comm(fmt::format("dp all-gather {} unit {}", pass, u), OpKind::Other,
+                    {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather,
+                     .bytes = units_[static_cast<size_t>(u)].bytes / t_, .stream = kGatherStream},
+                    std::move(deps), kNone);
+  }
+
+  /// The units of a chunk's layers in `order`, each once.
+  [[nodiscard]] std::vector<int> units_in(const std::vector<int>& layers) const {
+    std::vector<int> units;
+    for (int l : layers) {
+      const int u = unit_of_layer_[static_cast<size_t>(l)];
+      if (u != kNone && (units.empty() || units.back() != u)) units.push_back(u);
+    }
+    return units;
+  }
+
+  /// A pass's layers with FSDP's gathers: unit k's gather issued when unit k - prefetch's first op
+  /// can start (at the pass's start for the first units), or with no prefetch when unit k - 1
+  /// ended; every unit's first op waits for its gather (FsdpExchange's issue rules).
+  template <class EmitLayer>
+  int gathered_pass(const std::vector<int>& layers, int start, int gate, bool gathers, const char* pass,
+                    EmitLayer emit) {
+    const std::vector<int> units = gathers ? units_in(layers) : std::vector<int>{};
+    const int prefetch = scheme_.fsdp.prefetch;
+    std::vector<int> gathered(units.size(), kNone);
+    auto position_of = [&](int u) {
+      return static_cast<int>(std::find(units.begin(), units.end(), u) - units.begin());
+    };
+    for (int k = 0; k < std::min<int>(std::max(prefetch, 1), static_cast<int>(units.size())); ++k) {
+      gathered[static_cast<size_t>(k)] = gather(units[static_cast<size_t>(k)], after(gate), pass);
+    }
+    int op = start;
+    int current = kNone;
+    for (int l : layers) {
+      const int u = gathers ? unit_of_layer_[static_cast<size_t>(l)] : kNone;
+      if (u != kNone && u != current) {
+        current = u;
+        const int k = position_of(u);
+        if (gathered[static_cast<size_t>(k)] == kNone) {  // no prefetch: after the unit before it
+          gathered[static_cast<size_t>(k)] = gather(u, after(op), pass);
+        }
+        // Prefetch: the gather `prefetch` units ahead goes out as this unit starts.
+        const int ahead = k + prefetch;
+        if (prefetch >= 1 && ahead < static_cast<int>(units.size()) && gathered[static_cast<size_t>(ahead)] == kNone) {
+          std::vector<int> deps = after(op);
+          deps.push_back(gathered[static_cast<size_t>(k)]);
+          gathered[static_cast<size_t>(ahead)] = gather(units[static_cast<size_t>(ahead)], std::move(deps), pass);
+        }
+        extra_deps_.push_back(gathered[static_cast<size_t>(k)]);  // the unit's first op, emitted next
+      }
+      op = emit(l, op);
+    }
+    return op;
+  }
+
   void forward_pass(int j, int mb) {
     int op = kNone;
     if (j > 0) op = add_comm(fmt::format("pp recv F mb{} chunk {}", mb, j), OpKind::Forward,
                              pipeline_message(CommKind::Recv, j - 1, mb, j - 1, true), {}, kNone);
-    for (int l : chunks_[static_cast<size_t>(j)]) op = layer_forward(l, mb, op, "");
+    // The first units' gathers go out when the pass can begin: its input arrived, or the stage's
+    // previous pass ended.
+    const int gate = op != kNone ? op : last_compute();
+    op = gathered_pass(chunks_[static_cast<size_t>(j)], op, gate, gather_forward_, "forward",
+                       [&](int l, int previous) { return layer_forward(l, mb, previous, ""); });
     if (j + 1 < static_cast<int>(chunks_.size())) {
       add_comm(fmt::format("pp send F mb{} chunk {}", mb, j), OpKind::Forward,
                pipeline_message(CommKind::Send, j + 1, mb, j, true), after(op), kNone);
@@ -483,19 +584,38 @@ class ProgramBuilder {
     }
     std::vector<WeightGradient> weights;
     const std::vector<int>& chunk = chunks_[static_cast<size_t>(j)];
+    const std::vector<int> reversed(chunk.rbegin(), chunk.rend());
     int recomputed_block = -1;
-    for (auto it = chunk.rbegin(); it != chunk.rend(); ++it) {
-      const LayerInfo& info = layers_[static_cast<size_t>(*it)];
+    std::vector<int> last_of_unit(units_.size(), kNone);
+    const int gate = op != kNone ? op : last_compute();
+    op = gathered_pass(reversed, op, gate, gather_backward_, "backward", [&](int l, int previous) {
+      const LayerInfo& info = layers_[static_cast<size_t>(l)];
+      int at = previous;
       if (w_.facts.checkpointing == workload::ActivationCheckpointing::Full && split_ && info.block >= 0 &&
           info.block != recomputed_block) {
         // Full recomputation: the block's forward again, collectives and all, before its backward.
         recomputed_block = info.block;
-        for (int l : chunk) {
-          if (layers_[static_cast<size_t>(l)].block == info.block) op = layer_forward(l, mb, op, "recompute ");
+        for (int k : chunk) {
+          if (layers_[static_cast<size_t>(k)].block == info.block) at = layer_forward(k, mb, at, "recompute ");
         }
       }
-      op = layer_backward(*it, mb, op, zero_bubble, weights);
-      if (mb == m_ - 1) last_of_layer_[static_cast<size_t>(*it)] = op;
+      at = layer_backward(l, mb, at, zero_bubble, weights);
+      if (mb == m_ - 1) last_of_layer_[static_cast<size_t>(l)] = at;
+      if (!units_.empty() && unit_of_layer_[static_cast<size_t>(l)] != kNone) {
+        last_of_unit[static_cast<size_t>(unit_of_layer_[static_cast<size_t>(l)])] = at;
+      }
+      return at;
+    });
+    // FSDP (full, grad_op): each unit's gradients reduce-scattered once its backward produced
+    // them, every micro-batch (FSDP2 syncs gradients each backward unless told not to).
+    if (reduce_every_micro_batch_) {
+      for (int u : units_in(reversed)) {
+        add_comm(fmt::format("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                 {.dimension = ParallelDimension::Data, .kind = CommKind::ReduceScatter,
+                  .bytes = units_[static_cast<size_t>(u)].bytes / t_, .stream = kReduceStream},
+                 after(last_of_unit[static_cast<size_t>(u)]), kNone);
+        reductions_.push_back(static_cast<int>(program_.ops.ops.size()) - 1);
+      }
     }
     if (j > 0) {
       add_comm(fmt::format("pp send B mb{} chunk {}", mb, j), OpKind::Backward,
@@ -556,10 +676,9 @@ class ProgramBuilder {
   /// blocks each) in backward order and gathers them in forward order after the optimizer step.
   void add_data_parallel() {
     const int group = layout_.size(ParallelDimension::Data) * c_;
-    const bool distributed = scheme_.scheme == Scheme::Fsdp;  // validate(): sharding optimizer only
+    const bool distributed = scheme_.scheme == Scheme::Fsdp;
     std::vector<int> reductions;
-    std::vector<std::vector<int>> gathers;  // tensors of each gather, forward order
-    std::vector<double> gather_bytes;
+    std::vector<double> gather_bytes;  // ZeRO-1: each unit's updated parameters, forward order
     auto reduce = [&](const std::vector<int>& tensors, double bytes) {
       std::vector<int> deps;
       for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
@@ -570,10 +689,13 @@ class ProgramBuilder {
                                     OpKind::Other,
                                     {.dimension = ParallelDimension::Data,
                                      .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
-                                     .bytes = bytes},
+                                     .bytes = bytes,
+                                     .stream = kReduceStream},
                                     deps, kNone));
     };
-    if (group > 1 && distributed) {
+    if (reduce_every_micro_batch_) {
+      reductions = reductions_;  // emitted with each backward pass
+    } else if (group > 1 && distributed) {
       const std::vector<FsdpUnit> units = fsdp_units(program_.ops, scheme_.fsdp.unit_blocks);
       for (int u : fsdp_backward_order(units)) reduce(units[static_cast<size_t>(u)].tensors, units[static_cast<size_t>(u)].bytes);
       for (const FsdpUnit& unit : units) gather_bytes.push_back(unit.bytes);
@@ -598,7 +720,8 @@ class ProgramBuilder {
     }
     for (size_t u = 0; u < gather_bytes.size(); ++u) {
       add_comm(fmt::format("dp all-gather {}", u), OpKind::Other,
-               {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather, .bytes = gather_bytes[u]},
+               {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather, .bytes = gather_bytes[u],
+                .stream = kGatherStream},
                optimizer != kNone ? after(optimizer) : reductions, kNone);
     }
   }
@@ -622,8 +745,16 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
+  // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
+  static constexpr int kGatherStream = 0, kReduceStream = 1;
+  std::vector<FsdpUnit> units_;
+  std::vector<int> unit_of_layer_;
+  bool gather_forward_ = false, gather_backward_ = false, reduce_every_micro_batch_ = false;
+  std::vector<int> reductions_;   // FSDP's reduce-scatters, all micro-batches
+  std::vector<int> extra_deps_;   // the next op's dependencies besides those it is given
   ProgramPass pass_ = ProgramPass::Forward;  // of the ops being added
   int micro_batch_ = 0;
+  int chunk_ = 0;
   std::vector<int> last_of_layer_;   // layer -> the last micro-batch's last backward op
   std::vector<int> first_of_layer_;  // layer -> the first micro-batch's first forward op
   StageProgram program_;

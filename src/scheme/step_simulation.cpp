@@ -96,6 +96,14 @@ sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, cons
       layout.reduce = trace.add_thread("reduce-scatter");
       break;
   }
+  if (scheme.parallel.composed()) {
+    layout.tensor = trace.add_thread("tensor-parallel collectives");
+    layout.context = trace.add_thread("context-parallel ring steps");
+    layout.data_gathers = trace.add_thread("data-parallel gathers");
+    layout.data_reductions = trace.add_thread("data-parallel reductions");
+    layout.to_next_stage = trace.add_thread("pipeline: to next stage");
+    layout.to_previous_stage = trace.add_thread("pipeline: to previous stage");
+  }
   return trace;
 }
 

@@ -671,10 +671,15 @@ void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
     case Scheme::AllReduce:
       break;
     case Scheme::Fsdp:
-      if (s.fsdp.sharding != FsdpSharding::Optimizer) {
+      if (s.fsdp.sharding == FsdpSharding::Hybrid) {
         fail("training.fsdp.sharding",
-             "with tensor, context or pipeline parallelism or micro-batches only optimizer (ZeRO-1, "
-             "Megatron's distributed optimizer) is modelled yet; full, grad_op and hybrid are not");
+             "hybrid sharding with tensor, context or pipeline parallelism or micro-batches is not modelled "
+             "yet; full, grad_op and optimizer are (over each stage's data x context ranks)");
+      }
+      if (s.pipeline.schedule == PipelineSchedule::ZeroBubble && s.fsdp.sharding != FsdpSharding::Optimizer) {
+        fail("training.pipeline.schedule",
+             "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would wait for "
+             "its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer");
       }
       break;
   }
@@ -788,9 +793,11 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
         }
         break;
       case PipelineSchedule::Interleaved:
-        if (m % p != 0) {
+        if (m < p) {
           fail("workload.global_batch",
-               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {}", p, m));
+               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (give at "
+                           "least {} sequences)",
+                           p, m, p * per_step));
         }
         break;
     }

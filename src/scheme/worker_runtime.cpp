@@ -191,11 +191,11 @@ void WorkerRuntime::start_op(int w, int op, int lane) {
 void WorkerRuntime::try_start_ops(int w) {
   Worker& worker = workers_[w];
   const Program& p = programs_[program_of(w)];
-  // Communication first: issuing a collective or a message takes no lane, and what it unblocks
-  // may be on a lane.
+  // Communication first, in the order it got due (a stream runs its collectives in the order they
+  // are issued): issuing takes no lane, and what it unblocks may be on a lane.
   while (!worker.due_comms.empty()) {
-    const int op = worker.due_comms.back();
-    worker.due_comms.pop_back();
+    const int op = worker.due_comms.front();
+    worker.due_comms.pop_front();
     const StageProgram& stage = *p.stage;
     worker.issued_at[static_cast<size_t>(op)] = worker.released_at[static_cast<size_t>(op)] = ctx_.engine.now();
     exchanges_[static_cast<size_t>(stage.comms[static_cast<size_t>(stage.comm_of_op[op])].dimension)]->start_comm(
@@ -217,7 +217,7 @@ void WorkerRuntime::satisfy(int w, int op) {
   if (--worker.unmet[op] == 0 && is_comm(programs_[program_of(w)], op)) worker.due_comms.push_back(op);
 }
 
-void WorkerRuntime::ended(int w, int op) {
+void WorkerRuntime::ended(int w, int op, int source) {
   // What follows an op's end, compute or communication: its dependents, its gradients.
   Worker& worker = workers_[w];
   const Program& p = programs_[program_of(w)];
@@ -225,7 +225,13 @@ void WorkerRuntime::ended(int w, int op) {
   work_done_++;
   if (p.stage != nullptr) worker.ended_at[static_cast<size_t>(op)] = ctx_.engine.now();
   worker.last_ended = op;
-  for (int d : p.dependents[op]) satisfy(w, d);
+  for (int d : p.dependents[op]) {
+    if (source != kNone) {
+      unmet_input(w, d, source);
+    } else {
+      satisfy(w, d);
+    }
+  }
   if (ctx_.trace != nullptr) worker.finishing_span = worker.op_span[op];
   for (Exchange* e : exchanges_) e->op_finished(w, op);
   for (int t : p.produced[op]) {
@@ -253,10 +259,45 @@ void WorkerRuntime::op_done(int w, int op) {
   ended(w, op);
 }
 
-void WorkerRuntime::comm_done(int w, int op) {
+void WorkerRuntime::comm_done(int w, int op, int source) {
   Worker& worker = workers_[w];
-  if (ctx_.trace != nullptr) worker.op_span[op] = kNone;
-  ended(w, op);
+  if (ctx_.trace != nullptr) {
+    worker.op_span[op] = kNone;
+    const StageProgram& stage = *programs_[program_of(w)].stage;
+    const CommOp& comm = stage.comms[static_cast<size_t>(stage.comm_of_op[op])];
+    const TraceLayout& layout = ctx_.layout;
+    int thread = kNone;
+    switch (comm.dimension) {
+      case ParallelDimension::Tensor:
+        thread = layout.tensor;
+        break;
+      case ParallelDimension::Context:
+        thread = layout.context;
+        break;
+      case ParallelDimension::Data:
+        thread = comm.stream == 0 ? layout.data_gathers : layout.data_reductions;
+        break;
+      case ParallelDimension::Pipeline:
+        // A message is drawn on its sender's track; the receive is the arrow into the op it fed.
+        if (comm.kind == CommKind::Send) {
+          thread = stage.ops.ops[static_cast<size_t>(op)].kind == workload::OpKind::Forward ? layout.to_next_stage
+                                                                                             : layout.to_previous_stage;
+        }
+        break;
+    }
+    if (thread != kNone && layout.keeps(w, worker.step)) {
+      const double start = worker.released_at[static_cast<size_t>(op)];
+      worker.op_span[op] = ctx_.span({.process = w,
+                                      .thread = thread,
+                                      .name = stage.ops.ops[static_cast<size_t>(op)].name,
+                                      .category = to_string(comm.dimension),
+                                      .start = start,
+                                      .duration = ctx_.engine.now() - start,
+                                      .step = worker.step,
+                                      .bytes = comm.bytes});
+    }
+  }
+  ended(w, op, source);
 }
 
 void WorkerRuntime::comm_released(int w, int op, double since) {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "scheme/exchange.hpp"
@@ -53,8 +54,11 @@ class WorkerRuntime {
   void op_input_arrived(int w, int op, int source = kNone);
   /// One item of worker w's step finished.
   void item_done(int w);
-  /// Worker w's communication op `op` ended (Exchange::start_comm).
-  void comm_done(int w, int op);
+  /// Worker w's communication op `op` ended (Exchange::start_comm). `source`: the trace span of
+  /// what brought it (a message's send), drawn as an arrow to the op that waited for it.
+  void comm_done(int w, int op, int source = kNone);
+  /// The trace span of worker w's communication op `op` once it ended (kNone when not recorded).
+  [[nodiscard]] int comm_span(int w, int op) const { return workers_[w].op_span.empty() ? kNone : workers_[w].op_span[op]; }
   /// What worker w's communication op `op` waits for from others is there: its group's last
   /// member issued it, or the message it receives started from the other stage at `since` (<=
   /// now; the issue time when that was earlier). Also releases w from waiting, as release().
@@ -102,7 +106,7 @@ class WorkerRuntime {
   /// One dependency or input of op `op` of worker w is done.
   void satisfy(int w, int op);
   void start_op(int w, int op, int lane);
-  void ended(int w, int op);
+  void ended(int w, int op, int source = kNone);
   [[nodiscard]] int items_per_step() const;
 
   /// An op graph as the runtime walks it: the workload or one stage's program.
@@ -147,7 +151,7 @@ class WorkerRuntime {
     // Composed runs: the split of idle time (split_idle), and each op's times this step.
     std::array<double, kParallelDimensions> exposed{}, measured_exposed{};
     double bubble = 0, measured_bubble = 0;
-    std::vector<int> due_comms;  // communication ops whose dependencies are done, not yet issued
+    std::deque<int> due_comms;  // communication ops whose dependencies are done, in the order they got due
     std::vector<double> issued_at, released_at, ended_at;  // op -> s (communication ops: all three)
     int last_ended = kNone;  // the op whose end is being handled
     std::vector<double> step_ends;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "stepcast/predict/predict.hpp"
@@ -53,11 +54,13 @@ Layout random_layout(uint64_t seed) {
   s.pipeline.schedule = v > 1 ? scheme::PipelineSchedule::Interleaved
                               : static_cast<scheme::PipelineSchedule>(pick({0, 1, 1, 3}));
   s.tensor.overlap = static_cast<scheme::TensorOverlap>(pick({0, 0, 1}));
-  const int m = p * pick({1, 2, 4});
+  const int m = p * pick({1, 2, 4}) + pick({0, 0, 1});
   s.parallel.global_batch = static_cast<int64_t>(m) * d * micro_batch;
   if (pick({0, 1}) == 1) {
     s.scheme = scheme::Scheme::Fsdp;
-    s.fsdp.sharding = scheme::FsdpSharding::Optimizer;
+    // full, grad_op, optimizer (ZB-H1 with full or grad_op is rejected: validate.cpp)
+    s.fsdp.sharding = static_cast<scheme::FsdpSharding>(
+        s.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble ? 2 : pick({0, 1, 2}));
   }
   l.cluster.workers = t * c * p * d;
   l.cluster.workers_per_node = 8;
@@ -67,8 +70,8 @@ Layout random_layout(uint64_t seed) {
   l.cluster.intra_node_bw = 450e9;
   l.cluster.intra_node_latency = 2e-6;
   l.cluster.gpu_memory_bw = 3.35e12;
-  l.label = fmt::format("seed {}: {} on {} GPUs, m {}, {}, {}{}", seed, scheme::RankLayout::describe(s.parallel, l.cluster.workers),
-                        l.cluster.workers, m, static_cast<int>(s.pipeline.schedule),
+  l.label = fmt::format("seed {}: {} on {} GPUs, m {}, sched {}, fsdp {}, ckpt {}, {}{}", seed, scheme::RankLayout::describe(s.parallel, l.cluster.workers),
+                        l.cluster.workers, m, static_cast<int>(s.pipeline.schedule), s.scheme == scheme::Scheme::Fsdp ? static_cast<int>(s.fsdp.sharding) : -1, static_cast<int>(checkpointing),
                         s.parallel.sequence ? "sp " : "", s.tensor.overlap == scheme::TensorOverlap::Collective ? "overlap" : "");
   return l;
 }
@@ -82,6 +85,10 @@ Result run(const Layout& l, Predictor predictor) {
 }
 
 TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
+  // Within 5% everywhere but where FSDP gathers units inside a pipeline's passes (full or
+  // grad_op with p > 1): there each pass's first gather holds up the pipeline's fill and drain,
+  // which coarse's schedule length counts only once per pass; within 10% there (8.3% the worst
+  // at this commit: docs/models.md, "Coarse").
   int beyond = 0;
   double worst = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
@@ -91,11 +98,21 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
     const double error = coarse.step_time / fine.step_time - 1;
     fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%) analytic {:.4f}\n", l.label, fine.step_time,
                coarse.step_time, 100 * error, analytic.step_time);
+    if (std::getenv("SHOW_BREAKDOWN") != nullptr && std::fabs(error) > 0.05) {
+      for (const Result* x : {&fine, &coarse}) {
+        fmt::print("  {}: compute {:.4f} tensor {:.4f} context {:.4f} pipeline {:.4f} data {:.4f} wait {:.4f} bubble {:.3f}\n",
+                   to_string(x->predictor), x->breakdown.compute, x->breakdown.tensor, x->breakdown.context,
+                   x->breakdown.pipeline, x->breakdown.data, x->breakdown.wait, x->bubble_fraction);
+      }
+    }
+    const bool fsdp_in_pipeline = l.scheme.scheme == scheme::Scheme::Fsdp &&
+                                  l.scheme.fsdp.sharding != scheme::FsdpSharding::Optimizer &&
+                                  l.scheme.parallel.pipeline > 1;
     worst = std::max(worst, std::fabs(error));
-    if (std::fabs(error) > 0.05) ++beyond;
+    if (std::fabs(error) > (fsdp_in_pipeline ? 0.10 : 0.05)) ++beyond;
     EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << l.label;
   }
-  fmt::print("worst {:.2f}%, {} beyond 5%\n", 100 * worst, beyond);
+  fmt::print("worst {:.2f}%, {} beyond the bound\n", 100 * worst, beyond);
   EXPECT_EQ(beyond, 0);
 }
 

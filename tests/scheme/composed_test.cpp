@@ -169,7 +169,7 @@ TEST_P(ZeroCommunicationPipeline, GPipeAndOneFOneBTakeMPlusPMinusOneSlots) {
 
 TEST_P(ZeroCommunicationPipeline, InterleavedShrinksTheBubbleByV) {
   const auto [p, m] = GetParam();
-  if (m % p != 0) GTEST_SKIP() << "interleaving runs micro-batches in groups of p";
+  if (m % p != 0) GTEST_SKIP() << "the closed form is for whole groups of p micro-batches";
   const double F = 3e-3, B = 6e-3;
   for (int v : {2, 3}) {
     const Workload w = even_decoder(p * v, F, B);  // one block per chunk
@@ -277,7 +277,7 @@ void expect_same_as_today(const Workload& w, const cluster::ClusterSpec& c, Sche
   }
 }
 
-TEST(ComposedEngine, PlainDataParallelismIsTodaysDdpAndZeroOne) {
+TEST(ComposedEngine, PlainDataParallelismIsTodaysDdpAndFsdp) {
   const Workload w = zoo::to_workload(zoo::get_model("gpt2"),
                                       {.batch_per_worker = 4, .step_time = 0.2, .precision = workload::Precision::BF16});
   for (int workers : {1, 2, 8, 16}) {
@@ -294,10 +294,16 @@ TEST(ComposedEngine, PlainDataParallelismIsTodaysDdpAndZeroOne) {
           algorithm == AllReduceAlgorithm::Auto ? CollectiveProtocol::Auto : CollectiveProtocol::Links;
       expect_same_as_today(w, c, ddp);
     }
-    SchemeConfig zero1;
-    zero1.scheme = Scheme::Fsdp;
-    zero1.fsdp.sharding = FsdpSharding::Optimizer;
-    expect_same_as_today(w, c, zero1);
+    for (FsdpSharding sharding : {FsdpSharding::Full, FsdpSharding::GradOp, FsdpSharding::Optimizer}) {
+      for (int prefetch : {0, 1, 2}) {
+        SchemeConfig fsdp;
+        fsdp.scheme = Scheme::Fsdp;
+        fsdp.fsdp.sharding = sharding;
+        fsdp.fsdp.prefetch = prefetch;
+        SCOPED_TRACE(fmt::format("{} workers, sharding {}, prefetch {}", workers, static_cast<int>(sharding), prefetch));
+        expect_same_as_today(w, c, fsdp);
+      }
+    }
   }
 }
 
@@ -329,11 +335,15 @@ RandomLayout random_layout(std::mt19937_64& rng) {
   r.scheme.parallel.sequence = pick({0, 1}) == 1;
   r.scheme.pipeline.schedule = v > 1 ? PipelineSchedule::Interleaved
                                      : static_cast<PipelineSchedule>(pick({0, 1, 3}));
-  const int m = p * pick({1, 2});
+  const int m = p * pick({1, 2}) + pick({0, 0, 1});  // not always whole groups of p
   r.scheme.parallel.global_batch = static_cast<int64_t>(m) * d * r.workload.batch_per_worker;
+  r.scheme.tensor.overlap = static_cast<TensorOverlap>(pick({0, 1}));
   if (pick({0, 1}) == 1) {
     r.scheme.scheme = Scheme::Fsdp;
-    r.scheme.fsdp.sharding = FsdpSharding::Optimizer;
+    // full, grad_op, optimizer (ZB-H1 with full or grad_op is rejected: validate.cpp)
+    r.scheme.fsdp.sharding = static_cast<FsdpSharding>(
+        r.scheme.pipeline.schedule == PipelineSchedule::ZeroBubble ? 2 : pick({0, 1, 2}));
+    r.scheme.fsdp.prefetch = pick({0, 1, 2});
   }
   r.scheme.allreduce.bucket_bytes = pick({1, 25}) * 1e6;
   const int workers = t * c * p * d;

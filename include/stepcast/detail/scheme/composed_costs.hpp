@@ -29,6 +29,10 @@ struct StageCost {
   double compute = 0;          ///< s per micro-batch: the passes' compute alone
   double tensor_exposed = 0;   ///< s per micro-batch: tensor-parallel collectives not hidden
   double context_exposed = 0;  ///< s per micro-batch: ring-attention steps not hidden
+  double data_exposed = 0;     ///< s per micro-batch: sharded data parallelism's collectives not hidden
+  /// s per micro-batch: sharded data parallelism's collectives back to back (both streams share the
+  /// links): in a steady pipeline a micro-batch takes no less.
+  double data_per_micro_batch = 0;
   double message = 0;          ///< s: one activation (or gradient) message to the next stage alone
   double last_backward = 0;    ///< s: the last micro-batch's backward passes, which the reduction overlaps
   std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
