@@ -65,6 +65,12 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.bytes_received = sim.bytes_received;
   r.events = sim.events;
   r.engine = scheme::to_string(sim.engine);
+  if (sim.engine == scheme::SimulationEngine::Approximate && warn) {
+    warn(fmt::format("the fine prediction for {} workers ran one rank per pipeline stage as an approximation: the "
+                     "groups of a stage cross the links unevenly, and every rank would be too many ops "
+                     "(docs/models.md, \"Parallel layouts\"); simulation.fast_paths=false runs every rank",
+                     cluster.workers));
+  }
   r.max_link_flows = sim.max_link_flows;
   r.links = std::move(sim.links);
   r.staleness = staleness_of(sim.staleness_counts);

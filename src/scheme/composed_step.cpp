@@ -10,7 +10,9 @@
 //   flow groups with the same member counts). Where each group of a stage crosses the same
 //   classes as the others (symmetric()), the max-min allocation that gives every group's flow the
 //   same rate is the allocation, so the reduced network's rates are the full network's.
-// Elsewhere (stragglers, a trace, groups laid across nodes unevenly) every rank runs.
+// Elsewhere (stragglers, a trace, groups laid across nodes unevenly) every rank runs; where the
+// groups cross links unevenly and every rank would be too many ops (options.full_engine_ops),
+// the same shortcut runs as an approximation: each stage's groups at the pace of its slowest.
 #include <numeric>
 
 #include "scheme/collective_timing.hpp"
@@ -40,17 +42,25 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
     ComposedPlans plans = make_composed_plans(cluster, scheme, run, true);
     std::vector<uint32_t> source;
     const std::vector<double> capacities = reduce_to_link_classes(cluster, plans.all(), source);
-    if (symmetric(cluster, scheme, layout, source)) {
+    const bool exact = symmetric(cluster, scheme, layout, source);
+    // Every rank's ops in a step: what the full engine would simulate.
+    double ops = 0;
+    for (const StageProgram& program : run.programs) {
+      ops += static_cast<double>(program.ops.ops.size()) * spec.workers / p;
+    }
+    if (exact || ops > options.full_engine_ops) {
       const std::unique_ptr<net::NetworkModel> network = make_network(capacities, options.network);
-      return run_steps(w, cluster, scheme, options, *network, nullptr,
-                       [&](const std::vector<double>& reduced_bytes) {
-                         std::vector<double> bytes(source.size(), 0.0);
-                         for (size_t l = 0; l < source.size(); ++l) {
-                           if (source[l] != kNoClass) bytes[l] = reduced_bytes[source[l]];
-                         }
-                         return bytes;
-                       },
-                       nullptr, &run, &plans);
+      SimulationResult r = run_steps(w, cluster, scheme, options, *network, nullptr,
+                                     [&](const std::vector<double>& reduced_bytes) {
+                                       std::vector<double> bytes(source.size(), 0.0);
+                                       for (size_t l = 0; l < source.size(); ++l) {
+                                         if (source[l] != kNoClass) bytes[l] = reduced_bytes[source[l]];
+                                       }
+                                       return bytes;
+                                     },
+                                     nullptr, &run, &plans);
+      if (!exact) r.engine = SimulationEngine::Approximate;
+      return r;
     }
   }
   run.one_per_stage = false;

@@ -104,9 +104,10 @@ std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v
       break;
     }
     case PipelineSchedule::Interleaved: {
-      // Megatron-Core's interleaved 1F1B (schedules.py, get_schedule_table): micro-batches in
-      // groups of p, each group through chunk 0, then chunk 1, ...; the backwards visit the
-      // chunks in reverse. p - s - 1 forwards twice over and a group of each other chunk first.
+      // Megatron-LM's interleaved 1F1B (schedules.py, get_schedule_table): micro-batches in
+      // groups of p (m a multiple of p: validate()), each group through chunk 0, then chunk 1,
+      // ...; the backwards visit the chunks in reverse. p - s - 1 forwards twice over and a group
+      // of each other chunk first.
       const int total = m * v;
       std::vector<std::pair<int, int>> table;  // (micro-batch, chunk) of the k-th forward
       for (int first = 0; first < m; first += p) {

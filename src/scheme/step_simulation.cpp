@@ -295,6 +295,8 @@ const char* to_string(SimulationEngine engine) {
       return "full";
     case SimulationEngine::Fast:
       return "fast";
+    case SimulationEngine::Approximate:
+      return "approximate";
   }
   return "?";
 }

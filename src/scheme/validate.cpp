@@ -793,11 +793,14 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
         }
         break;
       case PipelineSchedule::Interleaved:
-        if (m < p) {
+        if (m % p != 0) {
+          // Megatron-LM's interleaved schedule runs micro-batches in groups of p (with fewer the
+          // order it writes can wait on itself).
           fail("workload.global_batch",
-               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (give at "
-                           "least {} sequences)",
-                           p, m, p * per_step));
+               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
+                           "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
+                           p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
+                           w.batch_per_worker, p * per_step));
         }
         break;
     }

@@ -92,6 +92,10 @@ void add_decoders(std::vector<ModelSpec>& m) {
                                "Llama 3 70B as Hugging Face LlamaForCausalLM (80 layers, hidden 8192, "
                                "GQA 64/8 heads, vocab 128256), sequence length 8192",
                                llama_shape(80, 8192, 28672, 64, 8, 128256, 8192)));
+  m.push_back(make_transformer("llama3-405b",
+                               "Llama 3.1 405B as Hugging Face LlamaForCausalLM (126 layers, hidden 16384, "
+                               "GQA 128/8 heads, vocab 128256), sequence length 8192",
+                               llama_shape(126, 16384, 53248, 128, 8, 128256, 8192)));
   TransformerShape mixtral = llama_shape(32, 4096, 14336, 32, 8, 32000, 4096);
   mixtral.experts = 8;
   mixtral.top_k = 2;

@@ -107,7 +107,7 @@ TEST_F(CommandsCli, ZooListHasTheSixteenModels) {
   ASSERT_EQ(lines.size(), 17u) << r.out;  // header + 16 models
   for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
                             "bert-base", "bert-large", "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b",
-                            "llama2-70b", "llama3-8b", "llama3-70b", "mixtral-8x7b"}) {
+                            "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"}) {
     bool found = false;
     for (size_t i = 1; i < lines.size(); ++i)
       found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;

@@ -54,7 +54,7 @@ Layout random_layout(uint64_t seed) {
   s.pipeline.schedule = v > 1 ? scheme::PipelineSchedule::Interleaved
                               : static_cast<scheme::PipelineSchedule>(pick({0, 1, 1, 3}));
   s.tensor.overlap = static_cast<scheme::TensorOverlap>(pick({0, 0, 1}));
-  const int m = p * pick({1, 2, 4}) + pick({0, 0, 1});
+  const int m = p * pick({1, 2, 4}) + (v > 1 ? 0 : pick({0, 0, 1}));
   s.parallel.global_batch = static_cast<int64_t>(m) * d * micro_batch;
   if (pick({0, 1}) == 1) {
     s.scheme = scheme::Scheme::Fsdp;

@@ -125,7 +125,7 @@ TEST(ModelZoo, ContainsTheSixteenModelsInStableOrder) {
   EXPECT_EQ(names,
             (std::vector<std::string>{"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
                                       "bert-base", "bert-large", "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b",
-                                      "llama2-70b", "llama3-8b", "llama3-70b", "mixtral-8x7b"}));
+                                      "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"}));
   EXPECT_EQ(&all_models(), &all_models());
 }
 

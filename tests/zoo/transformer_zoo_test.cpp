@@ -46,6 +46,11 @@ TEST(TransformerZoo, Llama2HasHuggingFaceParameterCounts) {
 TEST(TransformerZoo, Llama3HasHuggingFaceParameterCounts) {
   EXPECT_EQ(get_model("llama3-8b").num_parameters(), 8'030'261'248);
   EXPECT_EQ(get_model("llama3-70b").num_parameters(), 70'553'706'496);
+  // Llama 3.1 405B's config (126 layers, hidden 16384, MLP 53248, 128 query and 8 key/value
+  // heads, vocabulary 128256, untied head), counted by hand: embeddings and head 2 x 128256 x
+  // 16384 = 4,202,692,608; per block 2 x 16384^2 + 2 x 16384 x 1024 (attention) + 3 x 16384 x
+  // 53248 (MLP) + 2 x 16384 (norms) = 3,187,703,808, x 126 = 401,650,679,808; final norm 16384.
+  EXPECT_EQ(get_model("llama3-405b").num_parameters(), 405'853'388'800);
 }
 
 TEST(TransformerZoo, MixtralHasHuggingFaceParameterCount) {

@@ -37,8 +37,11 @@ namespace stepcast::scheme {
 enum class NetworkKind : uint8_t { MaxMin, NoContention };
 
 /// Which engine produced a result: the event-by-event simulation of every worker and transfer
-/// (full), or an exact shortcut where workers or stages are alike (fast; see simulate_steps).
-enum class SimulationEngine : uint8_t { Full, Fast };
+/// (full), an exact shortcut where workers or stages are alike (fast; see simulate_steps), or for
+/// a parallel layout whose groups of a stage cross the links unevenly, the same shortcut as an
+/// approximation where the full engine would take too long (approximate: every group of a stage
+/// moves at the pace of the slowest; measured against full in tests/scheme/composed_test.cpp).
+enum class SimulationEngine : uint8_t { Full, Fast, Approximate };
 [[nodiscard]] const char* to_string(SimulationEngine engine);
 
 struct SimulationOptions {
@@ -59,6 +62,10 @@ struct SimulationOptions {
   std::function<void(double fraction_done)> progress{};
   /// With record_trace: the workers and steps the trace keeps (the simulation is the same).
   sim::TraceSelection trace_selection{};
+  /// A parallel layout the exact fast path cannot take (its groups cross links unevenly) runs on
+  /// the full engine up to this many ops a step over all ranks, and approximately above
+  /// (SimulationEngine::Approximate). Tests set 0 to force the approximation.
+  double full_engine_ops = 4e6;
 };
 
 /// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
