@@ -100,11 +100,11 @@ TEST_F(CommandsCli, CollectiveTableOutput) {
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
 }
 
-TEST_F(CommandsCli, ZooListHasTheSixteenModels) {
+TEST_F(CommandsCli, ZooListHasTheSeventeenModels) {
   RunResult r = run({"zoo", "list"});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
-  ASSERT_EQ(lines.size(), 17u) << r.out;  // header + 16 models
+  ASSERT_EQ(lines.size(), 18u) << r.out;  // header + 17 models
   for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
                             "bert-base", "bert-large", "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b",
                             "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"}) {
