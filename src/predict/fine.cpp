@@ -54,8 +54,8 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.breakdown.context /= n;
   r.breakdown.pipeline /= n;
   r.breakdown.data /= n;
-  r.throughput = steps_per_second * scheme::samples_per_worker_step(scheme.parallel, cluster.workers,
-                                                                     workload.batch_per_worker);
+  r.throughput = steps_per_second *
+                 scheme::samples_per_worker_step(scheme.parallel, cluster.workers, workload.batch_per_worker);
   if (scheme.parallel.composed()) {
     r.layout = scheme::RankLayout::describe(scheme.parallel, cluster.workers);
     r.bubble_fraction = bubble / n;
@@ -66,10 +66,11 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.events = sim.events;
   r.engine = scheme::to_string(sim.engine);
   if (sim.engine == scheme::SimulationEngine::Approximate && warn) {
-    warn(fmt::format("the fine prediction for {} workers ran one rank per pipeline stage as an approximation: the "
-                     "groups of a stage cross the links unevenly, and every rank would be too many ops "
-                     "(docs/models.md, \"Parallel layouts\"); simulation.fast_paths=false runs every rank",
-                     cluster.workers));
+    warn(fmt::format(
+        "the fine prediction for {} workers ran one rank per pipeline stage as an approximation: the "
+        "groups of a stage cross the links unevenly, and every rank would be too many ops "
+        "(docs/models.md, \"Parallel layouts\"); simulation.fast_paths=false runs every rank",
+        cluster.workers));
   }
   r.max_link_flows = sim.max_link_flows;
   r.links = std::move(sim.links);
@@ -116,6 +117,15 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
     }
     options.compute_cv = workload::step_variation(workload);
     options.compute_cv_auto = false;
+  }
+  if (warn && scheme.parallel.composed() && scheme.parallel.tensor > cluster.workers_per_node) {
+    // Allowed (a node of few GPUs), but every block's collectives then cross the NICs.
+    warn(
+        fmt::format("training.parallel.tensor: a tensor group of {} GPUs spans {} nodes of {}: every block's "
+                    "collectives cross the NICs",
+                    scheme.parallel.tensor,
+                    (scheme.parallel.tensor + cluster.workers_per_node - 1) / cluster.workers_per_node,
+                    cluster.workers_per_node));
   }
   Result r;
   switch (options.predictor) {

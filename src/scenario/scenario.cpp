@@ -271,10 +271,12 @@ std::string model_list() {
 // place that set it (file:line, or the --set override; a key left at its default points at the
 // file). With a sweep the rules hold at each swept worker count, not at the file's.
 void validate_at(const Scenario& s, const Entries& entries, const std::string& file,
-                 const std::vector<int>& worker_sweep) {
+                 const std::vector<int>& worker_sweep, const workload::Workload* workload) {
   auto check = [&](const cluster::ClusterSpec& c, const std::string& note) {
     try {
       scheme::validate(c, s.scheme);
+      // A parallel layout's rules with the model (heads by t, blocks for the stages, the batch).
+      if (workload != nullptr && s.scheme.parallel.composed()) scheme::check_layout(*workload, c, s.scheme);
     } catch (const Error& e) {
       throw Error(location_of(entries, e.where().key, file), e.message() + note);
     }
@@ -610,13 +612,15 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
   const bool layout_named = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {
     const std::string& key = entry.first;
     return key.starts_with("training.parallel.") || key.starts_with("training.pipeline.") ||
-           key.starts_with("training.tensor.") || key == "workload.micro_batch" || key == "workload.global_batch";
+           key.starts_with("training.tensor.") || key == "workload.micro_batch" ||
+           key == "workload.global_batch";
   });
   if (draft.micro_batch) {
     if (entries.count("workload.batch_per_worker") != 0) {
-      throw Error(location_of(entries, "workload.micro_batch", file_name),
-                  "give workload.micro_batch or workload.batch_per_worker, not both (they are the same number "
-                  "with a parallel layout)");
+      throw Error(
+          location_of(entries, "workload.micro_batch", file_name),
+          "give workload.micro_batch or workload.batch_per_worker, not both (they are the same number "
+          "with a parallel layout)");
     }
     s.workload.batch_per_worker = *draft.micro_batch;
   } else if (layout_named && entries.count("workload.batch_per_worker") == 0) {
@@ -695,7 +699,16 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     }
     s.cluster.custom = load_custom_topology(*draft.custom_topology, s.cluster.nic_bw);
   }
-  validate_at(s, entries, file_name, worker_sweep);
+  std::optional<workload::Workload> workload;
+  if (needs == Needs::Workload && s.scheme.parallel.composed() && s.workload.profile.empty()) {
+    try {
+      workload = build_workload(s);
+    } catch (const Error& e) {
+      if (!e.where().file.empty()) throw;
+      throw Error(location_of(entries, e.where().key, file_name), e.message());
+    }
+  }
+  validate_at(s, entries, file_name, worker_sweep, workload ? &*workload : nullptr);
   return s;
 }
 
