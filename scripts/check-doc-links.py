@@ -2,7 +2,8 @@
 """Checks the relative links of README.md and docs/*.md: each must name a file (or folder) of
 the repository, must not leave it, and an #anchor must name a heading of its target (GitHub's
 heading ids). http(s) and mailto links are citations and are not followed. docs/scenario.md is
-generated from the key table; while it is absent, links to it are reported and not counted.
+generated from the key table (`stepcast options --markdown`); while it is absent, links to it are
+reported and not counted.
 
     scripts/check-doc-links.py          # exit 1 and one line per broken link
 """

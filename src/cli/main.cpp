@@ -373,7 +373,49 @@ int run_zoo_show(const std::string& name) {
   return 0;
 }
 
-int run_options() {
+// docs/scenario.md: every key of the table, grouped by its first name (workload, cluster, training,
+// ...) in the table's order. A test (tests/cli/scenario_reference_cli_test.cpp) fails when the file
+// and this differ.
+void print_options_markdown() {
+  const auto cell = [](std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+      if (c == '|') out += '\\';
+      out += c;
+    }
+    return out.empty() ? std::string("-") : out;
+  };
+  const auto section_of = [](std::string_view key) {
+    const size_t dot = key.find('.');
+    return dot == std::string_view::npos ? std::string() : std::string(key.substr(0, dot));
+  };
+  fmt::print("# Scenario reference\n\n"
+             "Every key a scenario file (or `--set KEY=VALUE`, `--sweep KEY=V1,V2`) accepts, with its type,\n"
+             "default and meaning. Generated from the key table (`src/scenario/key_table.cpp`) by\n"
+             "`stepcast options --markdown > docs/scenario.md`; a test fails when the two differ, so edit the\n"
+             "table, not this file. Sizes and bandwidths need a unit (`80GB`, `400Gbps`, `25GB/s`); times\n"
+             "take one too (`1.5us`, `20ms`). How the keys are used: [guide.md](guide.md).\n");
+  const auto& keys = stepcast::scenario::known_keys();
+  std::vector<std::string> sections;
+  for (const auto& k : keys) {
+    const std::string section = section_of(k.key);
+    if (std::find(sections.begin(), sections.end(), section) == sections.end()) sections.push_back(section);
+  }
+  for (const std::string& section : sections) {
+    fmt::print("\n## {}\n\n| key | type | default | meaning |\n|---|---|---|---|\n",
+               section.empty() ? std::string("Top level") : fmt::format("`{}`", section));
+    for (const auto& k : keys) {
+      if (section_of(k.key) != section) continue;
+      fmt::print("| `{}` | {} | {} | {} |\n", k.key, cell(k.type), cell(k.default_value), cell(k.description));
+    }
+  }
+}
+
+int run_options(bool markdown) {
+  if (markdown) {
+    print_options_markdown();
+    return 0;
+  }
   fmt::print("{:<36} {:<22} {:<10} {}\n", "key", "type", "default", "meaning");
   for (const auto& k : stepcast::scenario::known_keys()) {
     fmt::print("{:<36} {:<22} {:<10} {}\n", k.key, k.type, k.default_value, k.description);
@@ -468,6 +510,9 @@ int main(int argc, char** argv) {
   zoo_show->add_option("name", zoo_name, "Model name")->required();
 
   CLI::App* options = app.add_subcommand("options", "List every scenario key with type and default");
+  bool options_markdown = false;
+  options->add_flag("--markdown", options_markdown,
+                    "Print the scenario reference as Markdown (docs/scenario.md is this output)");
   const auto [inspect, run_inspect] = stepcast::cli::add_inspect_command(app);
   const auto [advise, run_advise] = stepcast::cli::add_advise_command(app);
   const auto run_export = stepcast::cli::add_export_command(app);
@@ -515,7 +560,7 @@ int main(int argc, char** argv) {
     }
     if (zoo_list->parsed()) return run_zoo_list();
     if (zoo_show->parsed()) return run_zoo_show(zoo_name);
-    if (options->parsed()) return run_options();
+    if (options->parsed()) return run_options(options_markdown);
     if (inspect->parsed()) return run_inspect();
     if (advise->parsed()) return run_advise();
     if (app.got_subcommand("export")) return run_export();
