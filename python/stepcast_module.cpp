@@ -24,6 +24,7 @@
 #include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/advice.hpp"
 #include "stepcast/report/report.hpp"
@@ -41,8 +42,7 @@ namespace {
 using stepcast::Error;
 using stepcast::SourceLocation;
 
-// Same bound as the cluster.workers key and `stepcast predict --workers`.
-constexpr int kMaxWorkers = 16384;
+using stepcast::limits::kMaxWorkers;
 // What a dict scenario is called in messages (and its name, without a `name` key).
 constexpr const char* kDictScenario = "<dict>";
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/output_file.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/report/advice.hpp"
 #include "stepcast/report/html.hpp"
 #include "stepcast/sweep/advise.hpp"
@@ -46,8 +47,9 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
                   "A key and its values from cheapest to dearest: KEY=V1,V2,... or KEY=A..B (repeatable)")
       ->required();
   cmd->add_option("--workers", args->workers, "Total workers (default: the scenario's cluster.workers)")
-      ->check(CLI::Range(1, 16384));
-  cmd->add_option("--target-efficiency", args->target_efficiency, "Scaling efficiency to reach, 0..1 (0.8 = 80%)");
+      ->check(CLI::Range(1, stepcast::limits::kMaxWorkers));
+  cmd->add_option("--target-efficiency", args->target_efficiency,
+                  "Scaling efficiency to reach, 0..1 (0.8 = 80%)");
   cmd->add_option("--target-throughput", args->target_throughput, "Throughput to reach, samples/s");
   cmd->add_option("--jobs", args->jobs, "Threads (default: all cores); the answer is the same")
       ->check(CLI::Range(1, 1024));
@@ -57,11 +59,14 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             sweep::AdviseRequest request;
             request.sweep.scenario = args->scenario;
             request.sweep.overrides = args->sets;
-            for (const std::string& text : args->varies) request.sweep.axes.push_back(sweep::parse_axis(text));
+            for (const std::string& text : args->varies)
+              request.sweep.axes.push_back(sweep::parse_axis(text));
             if (args->workers > 0) request.sweep.workers = {args->workers};
             request.sweep.jobs = args->jobs;
             request.sweep.distribute = true;  // under mpirun, the ranks share the grid
-            request.sweep.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
+            request.sweep.warn = [](const std::string& w) {
+              fmt::print(stderr, "stepcast: warning: {}\n", w);
+            };
             request.target_efficiency = args->target_efficiency;
             request.target_throughput = args->target_throughput;
             const report::Advice advice = sweep::advise(request);

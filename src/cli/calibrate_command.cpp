@@ -10,14 +10,12 @@
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/detail/report/calibration_report.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {
 
-namespace {
-// Same bound as the cluster.workers key.
-constexpr int kMaxWorkers = 16384;
-}  // namespace
+using limits::kMaxWorkers;
 
 CalibrateCommand::CalibrateCommand(CLI::App& app) {
   CLI::App* calibrate =

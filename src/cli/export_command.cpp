@@ -1,7 +1,6 @@
 // `stepcast export --chakra PREFIX SCENARIO.yaml`: the scenario's workload, bucketed (all-reduce)
 // or placed on shards (PS) exactly as the predictors do it, written as one Chakra trace per rank.
 #include "cli/export_command.hpp"
-#include "cli/output_file.hpp"
 
 #include <fmt/format.h>
 
@@ -10,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/output_file.hpp"
+#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/report/chakra_export.hpp"
 #include "stepcast/scenario/scenario.hpp"
-#include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {
@@ -48,8 +49,9 @@ int run_export(const ExportArgs& args) {
       for (const scheme::Piece& p : scheme::place_parameters(w, s.scheme.ps)) {
         how.pieces.push_back({.tensor = p.tensor, .shard = p.shard, .bytes = p.bytes});
       }
-      summary = fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
-                            how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
+      summary =
+          fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
+                      how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
       break;
     case scheme::Scheme::AllReduce:
       how.buckets = workload::make_buckets(w, s.scheme.allreduce.bucket_bytes);
@@ -85,7 +87,7 @@ std::function<int()> add_export_command(CLI::App& app) {
   cmd->add_option("scenario", args->scenario, "Scenario YAML file")->required();
   cmd->add_option("--set", args->sets, "Override a scenario key: KEY=VALUE (repeatable)");
   cmd->add_option("--workers", args->workers, "Number of workers (overrides cluster.workers)")
-      ->check(CLI::Range(1, 16384));
+      ->check(CLI::Range(1, limits::kMaxWorkers));
   cmd->add_option("--network-dims", args->network_dims,
                   "Dimensions of the ASTRA-sim network the traces will run on (involved_dim of collectives)")
       ->check(CLI::Range(1, 8))

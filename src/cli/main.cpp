@@ -20,10 +20,11 @@
 #include "cli/export_command.hpp"
 #include "cli/output_file.hpp"
 #include "cli/trace_options.hpp"
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
-#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/html.hpp"
 #include "stepcast/report/report.hpp"
@@ -40,8 +41,7 @@ using stepcast::Error;
 using stepcast::SourceLocation;
 
 constexpr int kBadInput = 2;
-// Same bound as the cluster.workers key: the fine simulator's supported scale.
-constexpr int kMaxWorkers = 16384;
+using stepcast::limits::kMaxWorkers;
 
 std::vector<int> parse_worker_list(const std::string& text) {
   std::vector<int> out;
@@ -140,7 +140,8 @@ int run_predict(const PredictArgs& args) {
   const stepcast::scenario::Scenario scenario =
       stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload,
                                         request.axes.empty() ? swept : std::vector<int>{});
-  if (!args.trace_out.empty() && (all_predictors || scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
+  if (!args.trace_out.empty() &&
+      (all_predictors || scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor alone");
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
@@ -167,7 +168,8 @@ int run_predict(const PredictArgs& args) {
   if (buildable) {
     const bool dedicated = scheme.scheme == stepcast::scheme::Scheme::ParameterServer &&
                            scheme.ps.placement == stepcast::scheme::PsPlacement::Dedicated;
-    const stepcast::cluster::Cluster cluster = stepcast::cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
+    const stepcast::cluster::Cluster cluster =
+        stepcast::cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
     sweep.topology = stepcast::cluster::describe_fabric(cluster);
     if (counts.size() > 1) sweep.topology += fmt::format(" (at {} workers)", counts.back());
     const bool reshaped = std::any_of(request.axes.begin(), request.axes.end(), [](const auto& axis) {
@@ -178,9 +180,10 @@ int run_predict(const PredictArgs& args) {
       fmt::print(stderr, "stepcast: warning: {}\n", note);
   }
   if (scenario.workload.comm_cpu_per_byte > 0 && scheme.scheme != stepcast::scheme::Scheme::ParameterServer) {
-    fmt::print(stderr,
-               "stepcast: warning: workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a "
-               "parameter server's pulls and pushes pay it)\n");
+    fmt::print(
+        stderr,
+        "stepcast: warning: workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a "
+        "parameter server's pulls and pushes pay it)\n");
   }
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
@@ -204,7 +207,8 @@ int run_predict(const PredictArgs& args) {
   }
   // Predictors that disagree are worth a word wherever the output goes (the JSON says it too).
   for (const stepcast::report::PredictorComparison& c : stepcast::report::compare_predictors(sweep)) {
-    if (c.disagrees()) fmt::print(stderr, "stepcast: warning: {}\n", stepcast::report::disagreement_warning(sweep, c));
+    if (c.disagrees())
+      fmt::print(stderr, "stepcast: warning: {}\n", stepcast::report::disagreement_warning(sweep, c));
   }
   if (args.json) {
     stepcast::report::write_json(std::cout, sweep);
@@ -389,12 +393,13 @@ void print_options_markdown() {
     const size_t dot = key.find('.');
     return dot == std::string_view::npos ? std::string() : std::string(key.substr(0, dot));
   };
-  fmt::print("# Scenario reference\n\n"
-             "Every key a scenario file (or `--set KEY=VALUE`, `--sweep KEY=V1,V2`) accepts, with its type,\n"
-             "default and meaning. Generated from the key table (`src/scenario/key_table.cpp`) by\n"
-             "`stepcast options --markdown > docs/scenario.md`; a test fails when the two differ, so edit the\n"
-             "table, not this file. Sizes and bandwidths need a unit (`80GB`, `400Gbps`, `25GB/s`); times\n"
-             "take one too (`1.5us`, `20ms`). How the keys are used: [guide.md](guide.md).\n");
+  fmt::print(
+      "# Scenario reference\n\n"
+      "Every key a scenario file (or `--set KEY=VALUE`, `--sweep KEY=V1,V2`) accepts, with its type,\n"
+      "default and meaning. Generated from the key table (`src/scenario/key_table.cpp`) by\n"
+      "`stepcast options --markdown > docs/scenario.md`; a test fails when the two differ, so edit the\n"
+      "table, not this file. Sizes and bandwidths need a unit (`80GB`, `400Gbps`, `25GB/s`); times\n"
+      "take one too (`1.5us`, `20ms`). How the keys are used: [guide.md](guide.md).\n");
   const auto& keys = stepcast::scenario::known_keys();
   std::vector<std::string> sections;
   for (const auto& k : keys) {
@@ -406,7 +411,8 @@ void print_options_markdown() {
                section.empty() ? std::string("Top level") : fmt::format("`{}`", section));
     for (const auto& k : keys) {
       if (section_of(k.key) != section) continue;
-      fmt::print("| `{}` | {} | {} | {} |\n", k.key, cell(k.type), cell(k.default_value), cell(k.description));
+      fmt::print("| `{}` | {} | {} | {} |\n", k.key, cell(k.type), cell(k.default_value),
+                 cell(k.description));
     }
   }
 }
@@ -499,8 +505,9 @@ int main(int argc, char** argv) {
   collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
   collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
   collective->add_flag("--json", coll.json, "Print JSON");
-  collective->add_flag("--all-links", coll.all_links,
-                       "List every link that carried bytes (default: the 10 busiest, and how many were left out)");
+  collective->add_flag(
+      "--all-links", coll.all_links,
+      "List every link that carried bytes (default: the 10 busiest, and how many were left out)");
 
   CLI::App* zoo = app.add_subcommand("zoo", "Built-in models");
   zoo->require_subcommand(1);

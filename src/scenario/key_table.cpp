@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
@@ -237,8 +238,9 @@ const Choices<scheme::TensorOverlap>& tensor_overlaps() {
 
 /// "tp-cp-dp-pp": the rank order, fastest-varying dimension first, every one of tp, cp, dp, pp once.
 std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_order(const RawValue& v) {
-  constexpr std::string_view kExpected = "the four dimensions tp, cp, dp and pp in some order, fastest first, "
-                                         "joined by '-' (Megatron's default tp-cp-dp-pp)";
+  constexpr std::string_view kExpected =
+      "the four dimensions tp, cp, dp and pp in some order, fastest first, "
+      "joined by '-' (Megatron's default tp-cp-dp-pp)";
   std::array<scheme::ParallelDimension, scheme::kParallelDimensions> order{};
   std::array<bool, scheme::kParallelDimensions> seen{};
   std::string_view text = v.text;
@@ -273,7 +275,7 @@ const Choices<predict::StartupIo>& startup_ios() {
 
 // Upper bounds keep every integer far from overflow and the simulation within seconds to
 // minutes; they are well above any cluster or run length the models are meant for.
-constexpr int kMaxWorkers = 16384;
+using limits::kMaxWorkers;
 constexpr int kMaxServers = 4096;
 constexpr int kMaxSteps = 1000;
 constexpr int kMaxBatch = 1 << 24;
@@ -595,29 +597,32 @@ std::vector<KeyDef> make_table() {
        }});
   t.push_back(integer_key(
       "workload.batch_per_worker", "32", 1, kMaxBatch,
-      "samples per step per worker (with a parallel layout: sequences per micro-batch, as workload.micro_batch)",
+      "samples per step per worker (with a parallel layout: sequences per micro-batch, as "
+      "workload.micro_batch)",
       [](auto& s) -> auto& { return s.workload.batch_per_worker; }));
-  t.push_back({{"workload.micro_batch", "integer in [1, 16777216]", "1 (with a parallel layout)",
-                "sequences per micro-batch of one data-parallel replica (a parallel layout's batch per worker)"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 d.micro_batch = parse_integer<int>(v, 1, kMaxBatch, "an integer in [1, 16777216]");
-               },
-               [](const Scenario& s) {
-                 return Rendered{fmt::format("{}", s.workload.batch_per_worker), true};
-               }});
-  t.push_back({{"workload.global_batch", "integer in [1, 2^40]", "(d x micro-batch: one micro-batch a step)",
-                "sequences per optimizer step over all data-parallel replicas: m = global_batch / (d x micro_batch) "
-                "micro-batches a step"},
-               false,
-               [](const RawValue& v, Draft& d) {
-                 d.scenario.scheme.parallel.global_batch =
-                     parse_integer<int64_t>(v, 1, int64_t{1} << 40, "an integer in [1, 1099511627776]");
-               },
-               [](const Scenario& s) {
-                 const int64_t g = s.scheme.parallel.global_batch;
-                 return g > 0 ? Rendered{fmt::format("{}", g), true} : Rendered{"one micro-batch a step", false};
-               }});
+  t.push_back(
+      {{"workload.micro_batch", "integer in [1, 16777216]", "1 (with a parallel layout)",
+        "sequences per micro-batch of one data-parallel replica (a parallel layout's batch per worker)"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         d.micro_batch = parse_integer<int>(v, 1, kMaxBatch, "an integer in [1, 16777216]");
+       },
+       [](const Scenario& s) {
+         return Rendered{fmt::format("{}", s.workload.batch_per_worker), true};
+       }});
+  t.push_back(
+      {{"workload.global_batch", "integer in [1, 2^40]", "(d x micro-batch: one micro-batch a step)",
+        "sequences per optimizer step over all data-parallel replicas: m = global_batch / (d x micro_batch) "
+        "micro-batches a step"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         d.scenario.scheme.parallel.global_batch =
+             parse_integer<int64_t>(v, 1, int64_t{1} << 40, "an integer in [1, 1099511627776]");
+       },
+       [](const Scenario& s) {
+         const int64_t g = s.scheme.parallel.global_batch;
+         return g > 0 ? Rendered{fmt::format("{}", g), true} : Rendered{"one micro-batch a step", false};
+       }});
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
                false,
@@ -1059,7 +1064,7 @@ std::vector<KeyDef> make_table() {
                false,
                [](const RawValue& v, Draft& d) {
                  d.scenario.scheme.fsdp.shard_group =
-                     parse_integer<int>(v, 1, kMaxWorkers, "an integer in [1, 16384]");
+                     parse_integer<int>(v, 1, kMaxWorkers, fmt::format("an integer in [1, {}]", kMaxWorkers));
                },
                [](const Scenario& s) {
                  return Rendered{s.scheme.fsdp.shard_group > 0 ? fmt::format("{}", s.scheme.fsdp.shard_group)
@@ -1102,7 +1107,8 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.scheme.parallel.virtual_stages; }));
   t.push_back(integer_key(
       "training.parallel.context", "1", 1, kMaxWorkers,
-      "context-parallel degree c: the sequence split over c GPUs, K and V passed around a ring (ring attention)",
+      "context-parallel degree c: the sequence split over c GPUs, K and V passed around a ring (ring "
+      "attention)",
       [](auto& s) -> auto& { return s.scheme.parallel.context; }));
   t.push_back({{"training.parallel.order", "dimensions joined by '-'", "tp-cp-dp-pp",
                 "rank order, fastest-varying first; Megatron's default puts a tensor group on adjacent ranks "
@@ -1140,10 +1146,12 @@ std::vector<KeyDef> make_table() {
            if (blocks.size() >= 65536) throw Error(v.where, "more than 65536 model chunks");
            blocks.push_back(parse_integer<int>(
                RawValue{std::string(item), v.where}, 0, 1 << 20,
-               fmt::format("a list of blocks per model chunk, each an integer in [0, 1048576] (chunk {}: '{}')",
-                           blocks.size(), item)));
+               fmt::format(
+                   "a list of blocks per model chunk, each an integer in [0, 1048576] (chunk {}: '{}')",
+                   blocks.size(), item)));
          }
-         if (blocks.empty()) throw Error(v.where, "expected a list of blocks per model chunk such as [5, 6, 6, 5]");
+         if (blocks.empty())
+           throw Error(v.where, "expected a list of blocks per model chunk such as [5, 6, 6, 5]");
          d.scenario.scheme.pipeline.layers_per_stage = std::move(blocks);
        },
        [](const Scenario& s) {

@@ -25,6 +25,7 @@
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
@@ -383,9 +384,9 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
     if (a_node || b_node) {
       const std::string& node = a_node ? link.a : link.b;
       const std::string digits = node.substr(4);
-      if (digits.size() > 5 || std::stoi(digits) >= scheme::kMaxWorkers) {
+      if (digits.size() > 7 || std::stoi(digits) >= limits::kMaxWorkers) {
         throw Error(where, fmt::format("'{}': nodes are numbered below {}, the most workers stepcast takes",
-                                       node, scheme::kMaxWorkers));
+                                       node, limits::kMaxWorkers));
       }
       const int n = std::stoi(digits);
       if (node_line.count(n)) {

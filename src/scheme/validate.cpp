@@ -22,6 +22,7 @@ namespace {
 
 using cluster::ClusterSpec;
 using cluster::Topology;
+using limits::kMaxWorkers;
 
 // Library errors carry no file: scenario/ knows which file and line set the key.
 [[noreturn]] void fail(std::string_view key, const std::string& message) {
@@ -488,8 +489,9 @@ void check_scheme_values(const SchemeConfig& s) {
     }
   }
   if (s.parallel.global_batch < 0 || s.parallel.global_batch > int64_t{1} << 40) {
-    fail("workload.global_batch", fmt::format("expected an integer in [1, 2^40] or 0 (one micro-batch a step), got {}",
-                                              s.parallel.global_batch));
+    fail("workload.global_batch",
+         fmt::format("expected an integer in [1, 2^40] or 0 (one micro-batch a step), got {}",
+                     s.parallel.global_batch));
   }
   // <= 0 is documented (one bucket per gradient); NaN would make every comparison false.
   if (!(std::isfinite(s.allreduce.bucket_bytes) && s.allreduce.bucket_bytes <= limits::kMaxBytes)) {
@@ -656,7 +658,7 @@ void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
   if (!par.composed()) return;
   const long long model = static_cast<long long>(par.tensor) * par.context * par.pipeline;
   if (c.workers % model != 0) {
-    const char* key = par.pipeline > 1   ? "training.parallel.pipeline"
+    const char* key = par.pipeline > 1  ? "training.parallel.pipeline"
                       : par.context > 1 ? "training.parallel.context"
                                         : "training.parallel.tensor";
     fail(key, fmt::format("tensor {} x context {} x pipeline {} = {} GPUs per data-parallel replica does not "
@@ -678,7 +680,8 @@ void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
       }
       if (s.pipeline.schedule == PipelineSchedule::ZeroBubble && s.fsdp.sharding != FsdpSharding::Optimizer) {
         fail("training.pipeline.schedule",
-             "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would wait for "
+             "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would "
+             "wait for "
              "its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer");
       }
       break;
@@ -686,11 +689,12 @@ void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
   const int gradient_group = static_cast<int>(c.workers / model) * par.context;
   if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
                                      s.allreduce.protocol != CollectiveProtocol::Links)) {
-    fail("training.allreduce.algorithm",
-         fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as rings "
-                     "on the links (ring, protocol links): other algorithms and NCCL's protocols are modelled "
-                     "over all workers only",
-                     gradient_group, c.workers));
+    fail(
+        "training.allreduce.algorithm",
+        fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as rings "
+                    "on the links (ring, protocol links): other algorithms and NCCL's protocols are modelled "
+                    "over all workers only",
+                    gradient_group, c.workers));
   }
 }
 
@@ -748,14 +752,16 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
     count[static_cast<size_t>(op.layer)]++;
   }
   if (forward != backward || std::any_of(forward.begin(), forward.end(), [](int n) { return n != 1; })) {
-    fail("workload.model", "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
+    fail("workload.model",
+         "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
   }
   const workload::TransformerShape& shape = *w.facts.transformer;
   const int t = par.tensor;
   if (shape.heads % t != 0 || shape.kv_heads % t != 0) {
     fail("training.parallel.tensor",
-         fmt::format("{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
-                     shape.heads, shape.kv_heads));
+         fmt::format(
+             "{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
+             shape.heads, shape.kv_heads));
   }
   if (par.context > 1 && shape.seq_len % (2 * par.context) != 0) {
     fail("training.parallel.context",
@@ -767,15 +773,17 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
   const int64_t per_step = static_cast<int64_t>(d) * w.batch_per_worker;
   if (par.global_batch > 0 && par.global_batch % per_step != 0) {
     fail("workload.global_batch",
-         fmt::format("{} sequences do not divide into micro-batches of {} over {} data-parallel replica{} ({} a "
-                     "round)",
-                     par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
+         fmt::format(
+             "{} sequences do not divide into micro-batches of {} over {} data-parallel replica{} ({} a "
+             "round)",
+             par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
   }
   const int64_t m = par.global_batch > 0 ? par.global_batch / per_step : 1;
   constexpr int64_t kMaxMicroBatches = 1 << 16;
   if (m > kMaxMicroBatches) {
     fail("workload.global_batch",
-         fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)", m, kMaxMicroBatches));
+         fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)", m,
+                     kMaxMicroBatches));
   }
   const int p = par.pipeline;
   if (p > 1) {
@@ -786,10 +794,11 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
       case PipelineSchedule::ZeroBubble:
         if (m < p) {
           fail("workload.global_batch",
-               fmt::format("{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
-                           "replicas of micro-batch {}); give at least {} sequences",
-                           s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
-                           par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
+               fmt::format(
+                   "{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
+                   "replicas of micro-batch {}); give at least {} sequences",
+                   s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
+                   par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
         }
         break;
       case PipelineSchedule::Interleaved:
@@ -797,10 +806,11 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
           // Megatron-LM's interleaved schedule runs micro-batches in groups of p (with fewer the
           // order it writes can wait on itself).
           fail("workload.global_batch",
-               fmt::format("the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
-                           "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
-                           p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
-                           w.batch_per_worker, p * per_step));
+               fmt::format(
+                   "the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
+                   "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
+                   p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
+                   w.batch_per_worker, p * per_step));
         }
         break;
     }
@@ -811,9 +821,10 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
   const double ops = static_cast<double>(m) * static_cast<double>(w.ops.size()) * (par.context + 4.0);
   if (ops > 1 << 26) {
     fail("workload.global_batch",
-         fmt::format("{} micro-batches over {} layers make about {:.3g} ops a step; at most {:.3g} (take a larger "
-                     "workload.micro_batch)",
-                     m, w.ops.size() / 2, ops, static_cast<double>(1 << 26)));
+         fmt::format(
+             "{} micro-batches over {} layers make about {:.3g} ops a step; at most {:.3g} (take a larger "
+             "workload.micro_batch)",
+             m, w.ops.size() / 2, ops, static_cast<double>(1 << 26)));
   }
 }
 

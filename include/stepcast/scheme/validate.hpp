@@ -14,14 +14,14 @@
 #include <cstdint>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
 namespace stepcast::scheme {
 
-/// The largest job the simulators are meant for (cluster.workers, training.ps.count); far from
-/// integer overflow, and a fine prediction at these sizes still takes seconds to minutes.
-inline constexpr int kMaxWorkers = 16384;
+/// The most parameter-server shards (training.ps.count); the most workers is
+/// limits::kMaxWorkers (stepcast/limits.hpp).
 inline constexpr int kMaxServers = 4096;
 /// Worker-server connections (training.ps.count x cluster.workers) the fine simulator keeps per
 /// direction; beyond this its memory and time grow past what a prediction should cost.
@@ -31,9 +31,9 @@ inline constexpr int64_t kMaxConnections = int64_t{1} << 20;
 /// clients: past these a step is millions of events and per-client state of gigabytes.
 inline constexpr double kMaxSlices = 1e5;
 inline constexpr double kMaxStepMessages = 1 << 24;
-/// Torus routers (the product of cluster.torus.dims): more than three times the most nodes a job
-/// can have (kMaxWorkers + kMaxServers); every one is built with its links (16 million took
-/// minutes and gigabytes).
+/// Torus routers (the product of cluster.torus.dims): a torus has a router per node slot, each
+/// built with its links and routed by a search over all of them, so it stays below the job sizes
+/// of the other topologies (16 million took minutes and gigabytes).
 inline constexpr int64_t kMaxRouters = int64_t{1} << 16;
 
 /// Checks the cluster and the scheme, alone and together. Throws Error({"", 0, key}, why).
