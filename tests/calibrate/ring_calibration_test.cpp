@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -124,6 +125,7 @@ TEST(ApplyFit, SimulatedRingReproducesTheFitOnOneNodeAndAcrossNodes) {
 }
 
 TEST(CalibrationYaml, KeysLoadAsAScenarioAndReproduceTheFit) {
+  // Input, not an expected value: a realistic fit (the nccl-tests end points below, rounded).
   const RingFit truth{16, 4.52667e-6, 339.797e9};
   std::vector<Measurement> sweep;
   for (double bytes = 8; bytes <= 8.6e9; bytes *= 2) sweep.push_back({bytes, truth.time(bytes), 0});
@@ -142,9 +144,10 @@ TEST(CalibrationYaml, KeysLoadAsAScenarioAndReproduceTheFit) {
 
 // ---------------------------------------------------------------------------------------------
 // Acceptance on the measured sweeps. Calibrated on the smallest and the largest size only; the
-// held-out sizes from 1 MiB up are scored. The numbers asserted are the ones docs/calibration.md
-// reports; the issue asks for a median of at most 10%, which the alpha-beta ring does not reach
-// on these sweeps (docs/calibration.md says why), so these tests pin what is true.
+// held-out sizes from 1 MiB up are scored. The expected fit is solved here from the two rows of
+// the raw file, and the expected summary recomputed from it, so nothing asserted is copied from
+// the program's output. The issue asks for a median of at most 10%, which the alpha-beta ring does
+// not reach on these sweeps (docs/calibration.md says why and quotes the numbers derived here).
 
 const std::filesystem::path kTables = std::filesystem::path(STEPCAST_SHARED_DATA) / "tables";
 
@@ -159,20 +162,66 @@ Calibration acceptance_run(const std::string& file, int workers, int per_node) {
   return c;
 }
 
+// The line t = 2(N-1) a + 2(N-1)/N S / B through two measured (S, t): solved by hand,
+//   B = 2(N-1)/N (S2 - S1) / (t2 - t1),   a = (t1 - 2(N-1)/N S1 / B) / (2(N-1)).
+struct Line {
+  double a = 0;   // s per ring step
+  double bw = 0;  // bytes/s
+};
+Line through(int n, double s1, double t1, double s2, double t2) {
+  const double k = 2.0 * (n - 1) / n;
+  const double bw = k * (s2 - s1) / (t2 - t1);
+  return {(t1 - k * s1 / bw) / (2.0 * (n - 1)), bw};
+}
+
+// Only the two end points are used; every size's prediction and error are the closed form with
+// `line`; and the summary is the median and the maximum |error| over the sizes >= 1 MiB that the
+// fit did not use: all recomputed here from the measured times.
+void expect_held_out_summary(const Calibration& c, int n, const Line& line, int expected_count) {
+  std::vector<double> held_out;
+  for (const SizeError& e : c.sizes) {
+    const double predicted = 2.0 * (n - 1) * line.a + 2.0 * (n - 1) / n * e.bytes / line.bw;
+    const double error = (predicted - e.measured) / e.measured;
+    EXPECT_EQ(e.used, e.bytes == c.sizes.front().bytes || e.bytes == c.sizes.back().bytes) << e.bytes;
+    EXPECT_NEAR(e.predicted, predicted, 1e-12 * predicted) << e.bytes;
+    EXPECT_NEAR(e.error, error, 1e-9) << e.bytes;
+    if (e.bytes >= 1048576 && !e.used) held_out.push_back(std::abs(error));
+  }
+  std::sort(held_out.begin(), held_out.end());
+  ASSERT_EQ(static_cast<int>(held_out.size()), expected_count);
+  EXPECT_EQ(c.summary_count, expected_count);
+  const size_t m = held_out.size();
+  const double median = m % 2 == 1 ? held_out[m / 2] : (held_out[m / 2 - 1] + held_out[m / 2]) / 2;
+  EXPECT_NEAR(c.median_error, median, 1e-9);
+  EXPECT_NEAR(c.max_error, held_out.back(), 1e-9);
+  EXPECT_FALSE(c.summary_in_sample);
+}
+
 TEST(CalibrationAcceptance, NcclTestsTwoNodesH100) {
   const std::string file = "nccl_tests_gcp_a3mega_h100_2node_allreduce.txt";
   if (!std::filesystem::exists(kTables / file)) {
     GTEST_SKIP() << "SKIPPED: " << (kTables / file) << " is absent (../shared/data not checked out)";
   }
   const Calibration c = acceptance_run(file, 16, 8);
-  EXPECT_NEAR(c.fit.step_latency, 4.52667e-6, 1e-11);
-  EXPECT_NEAR(c.fit.bw, 339.797e9, 1e6);
-  EXPECT_EQ(c.summary_count, 13);
-  // Pinned: median 42.0%, max 76.6% (16 MB). The 10% goal of the issue is NOT met: the middle
-  // sizes run a slower protocol regime that neither endpoint measures.
-  EXPECT_NEAR(c.median_error, 0.420, 0.001);
-  EXPECT_NEAR(c.max_error, 0.766, 0.001);
+  // The file's first and last rows (out-of-place time, us): 8 B in 135.8 us, 8589934592 B in
+  // 47535 us. N = 16: B = 1.875 x 8589934584 / 47399.2e-6 = 339.797 GB/s,
+  // a = (135.8 us - 1.875 x 8 / B) / 30 = 4.52667 us.
+  ASSERT_EQ(c.sizes.front().bytes, 8);
+  ASSERT_EQ(c.sizes.back().bytes, 8589934592.0);
+  EXPECT_DOUBLE_EQ(c.sizes.front().measured, 135.8e-6);
+  EXPECT_DOUBLE_EQ(c.sizes.back().measured, 47535e-6);
+  const Line line = through(16, 8, 135.8e-6, 8589934592.0, 47535e-6);
+  EXPECT_NEAR(c.fit.step_latency, line.a, 1e-9 * line.a);
+  EXPECT_NEAR(c.fit.bw, line.bw, 1e-9 * line.bw);
+  EXPECT_FALSE(c.latency_clamped);
+  // 13 held-out sizes: 1 MiB .. 4 GiB (2^20 .. 2^32). With the line above: median 42.0%, max
+  // 76.6% (16 MiB). The 10% goal of the issue is NOT met: the middle sizes run a slower
+  // protocol regime that neither endpoint measures.
+  expect_held_out_summary(c, 16, line, 13);
   // What does hold: from 2 GiB up the bandwidth term dominates and the fit is within 6%.
+  // Regression pin: the largest of these errors is -5.2% (2 GiB; -2.2% at 4 GiB, 0 at 8 GiB,
+  // which the fit uses), measured at dce4b38 (2026-11-29) and the same from the line above; the
+  // bound states what this data shows so that docs/calibration.md's claim is checked, not a target.
   for (const SizeError& e : c.sizes) {
     if (e.bytes >= 2147483648.0) {
       EXPECT_LT(std::abs(e.error), 0.06) << e.bytes;
@@ -186,12 +235,26 @@ TEST(CalibrationAcceptance, XlaEightH100OneHost) {
     GTEST_SKIP() << "SKIPPED: " << (kTables / file) << " is absent (../shared/data not checked out)";
   }
   const Calibration c = acceptance_run(file, 8, 8);
-  EXPECT_NEAR(c.fit.step_latency, 2.55968e-6, 1e-11);
-  EXPECT_NEAR(c.fit.bw, 394.217e9, 1e6);
-  EXPECT_EQ(c.summary_count, 11);
-  // Pinned: median 13.3%, max 35.1% (8 MiB); the 10% goal is missed by 3.3 points.
-  EXPECT_NEAR(c.median_error, 0.133, 0.001);
-  EXPECT_NEAR(c.max_error, 0.351, 0.001);
+  // The table's first and last all-reduce rows (bytes / network_throughput_bytes_per_sec):
+  // 1024 B at 28571428 B/s (35.84 us) and 2147483648 B at 224423344971 B/s (9568.90 us). N = 8:
+  // B = 1.75 x 2147482624 / 9533.06e-6 = 394.217 GB/s, a = (35.84 us - 1.75 x 1024 / B) / 14
+  // = 2.55968 us.
+  const double t1 = 1024.0 / 28571428, t2 = 2147483648.0 / 224423344971;
+  ASSERT_EQ(c.sizes.front().bytes, 1024);
+  ASSERT_EQ(c.sizes.back().bytes, 2147483648.0);
+  EXPECT_DOUBLE_EQ(c.sizes.front().measured, t1);
+  EXPECT_DOUBLE_EQ(c.sizes.back().measured, t2);
+  const Line line = through(8, 1024, t1, 2147483648.0, t2);
+  EXPECT_NEAR(c.fit.step_latency, line.a, 1e-9 * line.a);
+  EXPECT_NEAR(c.fit.bw, line.bw, 1e-9 * line.bw);
+  EXPECT_FALSE(c.latency_clamped);
+  // 11 held-out sizes: 1 MiB .. 1 GiB (2^20 .. 2^30). With the line above: median 13.3%, max
+  // 35.1% (8 MiB); the 10% goal is missed by 3.3 points.
+  expect_held_out_summary(c, 8, line, 11);
+  // From 128 MiB up the fit is within 9%.
+  // Regression pin: the largest of these errors is -8.1% (128 MiB; -4.6% at 256 MiB, -1.7% at
+  // 512 MiB, -0.7% at 1 GiB), measured at dce4b38 (2026-11-29) and the same from the line above;
+  // the bound states what this data shows, not a target.
   for (const SizeError& e : c.sizes) {
     if (e.bytes >= 134217728.0) {
       EXPECT_LT(std::abs(e.error), 0.09) << e.bytes;
