@@ -102,9 +102,12 @@ TEST(RegimeCalibration, PicksOneRegimeForASingleNoisyLine) {
   EXPECT_NEAR(c.fit.bw, line.bw, line.bw * 0.02);
 
   // Not every noise draw: on pure noise a second regime's leave-one-out score is sometimes more
-  // than 5% lower by chance (33 of these 40 draws choose one regime when written; the scale of the
-  // noise does not matter). Most draws must still choose one. Such a fit is harmless: its regimes fit the
-  // same line, so it still predicts every size to within the noise.
+  // than 5% lower by chance (the scale of the noise does not matter). Most draws must still choose
+  // one. Such a fit is harmless: its regimes fit the same line, so it still predicts every size to
+  // within the noise.
+  // Regression pin: 33 of these 40 seeded draws chose one regime at 6c92d17 (2026-11-29); the
+  // bound of 30 leaves room for a change to the search that moves a few draws, not for one that
+  // makes extra regimes the rule.
   int one = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     const Calibration d = calibrate_ring(sweep(line, 0.01, seed), 16, {.method = FitMethod::Regimes});
@@ -277,6 +280,64 @@ TEST(RegimeCalibration, SimulatorReproducesModelFromYaml) {
 
 const std::filesystem::path kTables = std::filesystem::path(STEPCAST_SHARED_DATA) / "tables";
 
+// The cosine of the angle between two vectors: 0 when they are orthogonal.
+double cosine(const std::vector<double>& x, const std::vector<double>& y) {
+  double xy = 0, xx = 0, yy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    xy += x[i] * y[i];
+    xx += x[i] * x[i];
+    yy += y[i] * y[i];
+  }
+  return xx == 0 || yy == 0 ? 0 : xy / std::sqrt(xx * yy);  // a zero residual is orthogonal to all
+}
+
+// Each regime's (a_j, B_j), checked without the program's solver: they minimise the summed squared
+// relative error r_i = (2(N-1) a + 2(N-1)/N S_i / B - t_i) / t_i over the sizes of the range iff
+// the residual r is orthogonal to both regressors, 2(N-1) / t_i and 2(N-1)/N S_i / t_i (the normal
+// equations; only the second when a was clamped to 0). The sizes are those measured from
+// first_bytes to last_bytes, `count` of them, and each range starts at the geometric mean of the
+// previous range's last size and its own first, rounded to whole bytes.
+void expect_each_regime_is_the_least_squares_line_of_its_sizes(const Calibration& c, int n) {
+  const std::vector<Regime>& regimes = c.regimes.regimes;
+  for (size_t j = 0; j < regimes.size(); ++j) {
+    const Regime& r = regimes[j];
+    SCOPED_TRACE(testing::Message() << "regime " << j << " from " << r.first_bytes << " B");
+    EXPECT_DOUBLE_EQ(r.from_bytes,
+                     j == 0 ? 0 : std::round(std::sqrt(regimes[j - 1].last_bytes * r.first_bytes)));
+    std::vector<double> residual, steps, volume;
+    for (const SizeError& e : c.sizes) {
+      if (e.bytes < r.first_bytes || e.bytes > r.last_bytes) continue;
+      const double t = e.measured;
+      residual.push_back((2.0 * (n - 1) * r.step_latency + 2.0 * (n - 1) / n * e.bytes / r.bw - t) / t);
+      steps.push_back(2.0 * (n - 1) / t);
+      volume.push_back(2.0 * (n - 1) / n * e.bytes / t);
+    }
+    ASSERT_EQ(static_cast<int>(residual.size()), r.count);
+    EXPECT_GT(r.bw, 0);
+    EXPECT_LT(std::fabs(cosine(residual, volume)), 1e-8);
+    if (r.latency_clamped) {
+      EXPECT_EQ(r.step_latency, 0);
+    } else {
+      EXPECT_GT(r.step_latency, 0);
+      EXPECT_LT(std::fabs(cosine(residual, steps)), 1e-8);
+    }
+  }
+}
+
+// The summary is the median and the maximum |leave-one-out error| over the sizes >= 1 MiB.
+void expect_summary_of_the_leave_one_out_errors(const Calibration& c) {
+  std::vector<double> scored;
+  for (const SizeError& e : c.sizes) {
+    if (e.bytes >= 1 << 20) scored.push_back(std::abs(e.loo_error));
+  }
+  std::sort(scored.begin(), scored.end());
+  ASSERT_EQ(c.summary_count, static_cast<int>(scored.size()));
+  const size_t n = scored.size();
+  EXPECT_DOUBLE_EQ(c.median_error, n % 2 == 1 ? scored[n / 2] : (scored[n / 2 - 1] + scored[n / 2]) / 2);
+  EXPECT_DOUBLE_EQ(c.max_error, scored.back());
+  EXPECT_FALSE(c.summary_in_sample);
+}
+
 Calibration acceptance_run(const std::string& file, int workers, int per_node) {
   const CollectiveLog log = read_collective_log((kTables / file).string());
   const Calibration c = calibrate_ring(log.points, workers, {.method = FitMethod::Regimes});
@@ -284,6 +345,8 @@ Calibration acceptance_run(const std::string& file, int workers, int per_node) {
                                   "  ");
   // The scenario keys reproduce the predicted column in the simulator.
   expect_simulator_reproduces(apply_regime_fit(c.regimes, per_node), c.regimes, 1e-9);
+  expect_each_regime_is_the_least_squares_line_of_its_sizes(c, workers);
+  expect_summary_of_the_leave_one_out_errors(c);
   return c;
 }
 
@@ -293,16 +356,19 @@ TEST(RegimeAcceptance, NcclTestsTwoNodesH100) {
     GTEST_SKIP() << "SKIPPED: " << (kTables / file) << " is absent (../shared/data not checked out)";
   }
   const Calibration c = acceptance_run(file, 16, 8);
-  EXPECT_EQ(c.summary_count, 14);
-  EXPECT_FALSE(c.summary_in_sample);
-  EXPECT_LE(c.median_error, 0.10);
-  // Pinned: 4 regimes (8 B - 1 KiB, 2 - 32 KiB, 64 KiB - 8 MiB, 16 MiB - 8 GiB); leave-one-out
-  // median 0.7%, max 2.5% (32 MiB).
+  EXPECT_EQ(c.summary_count, 14);  // 1 MiB .. 8 GiB: 2^20 .. 2^33
+  EXPECT_LE(c.median_error, 0.10);  // the goal
+  // Each regime's (a, B) is checked above against its sizes (the last: 16 MiB - 8 GiB, 10 sizes,
+  // a = 29.6322 us, B = 342.89 GB/s, as docs/calibration.md quotes). Which ranges are chosen, and
+  // the leave-one-out errors, come from the leave-one-out search itself:
+  // Regression pin: the choice on this sweep, 4 regimes (8 B - 1 KiB, 2 - 32 KiB, 64 KiB - 8 MiB,
+  // 16 MiB - 8 GiB), and its leave-one-out median 0.73% and max 2.5% (32 MiB), measured at 6c92d17
+  // (2026-11-29) and quoted by docs/calibration.md; recorded so that a change to the regime
+  // search or its scoring is noticed, not a target (the goal is the 10% above).
   ASSERT_EQ(chosen_regimes(c), 4);
+  EXPECT_EQ(c.regimes.regimes[1].first_bytes, 2048);
   EXPECT_EQ(c.regimes.regimes[2].first_bytes, 65536);
   EXPECT_EQ(c.regimes.regimes[3].first_bytes, 16777216);
-  EXPECT_NEAR(c.regimes.regimes[3].step_latency, 29.6322e-6, 1e-10);
-  EXPECT_NEAR(c.regimes.regimes[3].bw, 342.89e9, 1e6);
   EXPECT_NEAR(c.median_error, 0.0073, 0.0005);
   EXPECT_NEAR(c.max_error, 0.025, 0.0005);
 }
@@ -313,11 +379,12 @@ TEST(RegimeAcceptance, XlaEightH100OneHost) {
     GTEST_SKIP() << "SKIPPED: " << (kTables / file) << " is absent (../shared/data not checked out)";
   }
   const Calibration c = acceptance_run(file, 8, 8);
-  EXPECT_EQ(c.summary_count, 12);
-  EXPECT_FALSE(c.summary_in_sample);
-  EXPECT_LE(c.median_error, 0.10);
-  // Pinned: 2 regimes (1 KiB - 4 MiB, 8 MiB - 2 GiB); leave-one-out median 2.1%, max 46.5%
-  // (4 MiB, next to the boundary: left out, it falls in the second regime).
+  EXPECT_EQ(c.summary_count, 12);  // 1 MiB .. 2 GiB: 2^20 .. 2^31
+  EXPECT_LE(c.median_error, 0.10);  // the goal
+  // Regression pin: the leave-one-out choice on this table, 2 regimes (1 KiB - 4 MiB, 8 MiB -
+  // 2 GiB), and its leave-one-out median 2.1% and max 46.5% (4 MiB, next to the boundary: left
+  // out, it falls in the second regime), measured at 6c92d17 (2026-11-29) and quoted by
+  // docs/calibration.md; recorded so that a change to the regime search is noticed, not a target.
   ASSERT_EQ(chosen_regimes(c), 2);
   EXPECT_EQ(c.regimes.regimes[1].first_bytes, 8388608);
   EXPECT_NEAR(c.median_error, 0.021, 0.0005);
@@ -326,8 +393,10 @@ TEST(RegimeAcceptance, XlaEightH100OneHost) {
 
 // A stricter hold-out than leave-one-out: the fit (the number of regimes included) sees only every
 // other size of the sweep, plus the largest, and predicts the sizes it never saw from 1 MiB up.
-// nccl-tests: median 0.22% (3 regimes from 16 sizes). XLA: 10.3% (3 regimes from 12 sizes, 5
-// unseen sizes, two of them next to a boundary); its noisier, shorter sweep is held to 15%.
+// nccl-tests: median 0.22% (3 regimes from 16 sizes), held to the 10% goal. XLA: 10.3% (3 regimes
+// from 12 sizes, 5 unseen sizes, two of them next to a boundary), which misses the goal.
+// Regression pin: XLA's bound, 15%, is not the goal but sits above its median of 10.3% measured
+// at 6c92d17 (2026-11-29); it keeps that noisier, shorter sweep from getting worse unnoticed.
 TEST(RegimeAcceptance, EveryOtherSizePredictsTheRest) {
   struct Case {
     std::string file;
