@@ -359,8 +359,9 @@ TEST(FineVsCoarse, ShardAppliesOverlapThePushes) {
 }
 
 // The first ask: coarse within 10% of fine on every example, at the example's own worker
-// count (measured from -2.1% to +7.8%: the profiled small CNN and the single-server analytic
-// example are the farthest).
+// count; the bound is that goal. Measured at f750b82 (2026-12-05) from -7.7% (gpt3-175b-3d) to
+// +8.7% (single-server-analytic; the profiled small CNN +7.8%); -2.1% to +7.8% at 335a2f8
+// (2026-12-03), before the parallel-layout examples.
 TEST(FineVsCoarse, EveryExampleAgreesWithin10Percent) {
   int examples = 0;
   for (const auto& entry :
@@ -411,10 +412,12 @@ TEST(FineVsCoarse, PiecesStreamThroughTheShardsAndTheirApplyLanes) {
 // there fine must lie in coarse's range, out of step to a convoy (Result::async_phases), as it
 // does at every start on tools/coarse_vs_fine.py's 88 asynchronous points. This set was drawn
 // before any of that was measured; on the larger sets of seeds 7-12, 3 of the 272 synchronous
-// and all-reduce points are beyond 10% (docs/models.md, "Coarse"). Regression pin on the single
-// numbers: 35 of these 40 were within 10% when it was written (from -17.9% to +34.1%), 36 once
-// pieces streamed through the shards, 38 once two workers were kept in step (the two left are
-// asynchronous, inside the range).
+// and all-reduce points are beyond 10% (docs/models.md, "Coarse").
+// Regression pin: the count of these 40 within 10%: 35 when it was written (from -17.9% to
+// +34.1%), 36 once pieces streamed through the shards, 38 once two workers were kept in step
+// (3b90707, 2026-12-03), 39 at f750b82 (2026-12-05; the one left, +47.6%, AlexNet async on 8
+// whole shards, is inside the asynchronous range). Pinned so that a change that loses a point
+// is noticed; the goal is the per-point check above, not the count.
 TEST(FineVsCoarse, SeededRandomSetAgreesWithin10PercentOrInTheAsynchronousRange) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   std::mt19937_64 rng(11);
@@ -467,7 +470,7 @@ TEST(FineVsCoarse, SeededRandomSetAgreesWithin10PercentOrInTheAsynchronousRange)
       beyond += fmt::format("\n  {:+.1f}% {}", 100 * relative, name);
     }
   }
-  EXPECT_GE(within, 38) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
+  EXPECT_GE(within, 39) << "of " << total << " within 10% (regression pin); beyond:" << beyond;
 }
 
 // Asynchronous workers in a convoy (all pulling, then all pushing) run the synchronous step under
@@ -520,6 +523,9 @@ TEST(FinePs, AsyncIsNeverSlowerThanAConvoy) {
 // (spread, together, three random), from 0.964 times the out-of-step step to 1.015 times the
 // convoy, where the out-of-step value alone is more than 10% off on 22 (docs/validation.md). One
 // worker has no phases: the range is one value.
+// Regression pin: the margins 0.95 and 1.03 sit just outside those measured extremes (0.964 and
+// 1.015, a7de674, 2026-12-03); on this seeded set fine lies from 0.979 times the out-of-step step
+// to 1.000 times the convoy (f750b82, 2026-12-05). Not targets: fine must lie in the range.
 TEST(FineVsCoarse, AsyncFineLiesBetweenCoarsesOutOfStepAndConvoySteps) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   std::mt19937_64 rng(17);
@@ -567,6 +573,10 @@ TEST(FineVsCoarse, TheExampleParameterServerAgreesWithin12PercentFromOneTo64Work
   // before the timeline streamed pieces: -9.0% to +17.6%, 25 of 28; before pieces were counted by bytes,
   // the worker's own link kept out of the overlap and the applies overlapped: -17.6% to +13.5%,
   // 19 of 28); without the duplex heuristic coarse is 26-41% slower from 4 workers on.
+  // Regression pin: the bound, 12%, sits just above the worst of the 12 points checked here,
+  // -10.6% (64 workers, 8 shards; the largest above is +8.3%, 64 workers, 1 shard), measured at
+  // f750b82 (2026-12-05), as on the 28-point grid above at 4fcc362 (2026-12-03); pinned so that
+  // a change moving it is noticed. The goal is 10%, which this grid misses at that one point.
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
   for (int shards : {1, 2, 8}) {
     const scenario::Scenario s =
