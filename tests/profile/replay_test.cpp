@@ -186,7 +186,11 @@ void check_replay(const std::string& file) {
             static_cast<std::ptrdiff_t>(slowest_measured));
   // Against trace_summary's own per-step kernel sums (kernels starting in the window, memcpys and
   // memsets left out; the converter takes GPU work launched in the window, memcpys included):
-  // the means over the sampled steps agree within 3% (1.7% on the A100 trace, 0.8% on the V100).
+  // the means over the sampled steps agree within 3%.
+  // Regression pin: the two sums differ by 1.7% on the A100 trace and 0.8% on the V100 (memcpys,
+  // and kernels launched in one window that start in the next) at 94662bb (2026-11-29), 1.6% and
+  // 0.8% at f750b82 (2026-12-05); they count different things, so the bound only notices a
+  // change in either count, it is not a target.
   const double n = static_cast<double>(k.sampled_steps.size());
   EXPECT_NEAR(gpu_sum / n, summary_kernel_sum / n, 0.03 * summary_kernel_sum / n);
 }

@@ -412,6 +412,10 @@ TEST(ComposedEngine, ApproximateFastPathStaysNearTheFullEngineWhereGroupsCrossLi
   }
   fmt::print("{} approximated, worst {:.3f}%\n", approximated, 100 * worst);
   EXPECT_GE(approximated, 5);
+  // Regression pin: the approximation's worst error on these seeded layouts is 3.3% (15 of the 60
+  // approximated), measured at f800265 (2026-12-05) and unchanged at f750b82, as docs/models.md
+  // quotes; the bound sits above it so that a change making the approximation worse is noticed.
+  // No accuracy is promised for the approximation: not a target.
   EXPECT_LT(worst, 0.05);
 }
 
