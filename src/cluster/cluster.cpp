@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <numeric>
 
@@ -22,19 +23,19 @@ int bus_index(const ClusterSpec& spec, Endpoint e) {
 
 class Builder {
  public:
-  explicit Builder(Cluster& c) : c_(c) {}
+  Builder(Cluster& c, std::vector<Link>& fabric) : c_(c), fabric_(fabric) {}
 
-  uint32_t add_link(std::string name, double bw, double latency, int from, int to) {
-    c_.links.push_back({std::move(name), bw, latency, from, to});
-    const auto id = static_cast<uint32_t>(c_.links.size() - 1);
-    const int switch_from = from - c_.num_nodes;
-    if (from >= c_.num_nodes && to >= c_.num_nodes) c_.switch_out[switch_from].push_back(id);
+  /// A link from switch a to switch b (their names are the table's switch names).
+  uint32_t add_link(double bw, int a, int b) {
+    fabric_.push_back({bw, 0, c_.num_nodes + a, c_.num_nodes + b});
+    const auto id = static_cast<uint32_t>(fabric_.size() - 1);
+    c_.switch_out[a].push_back(id);
     return id;
   }
   /// Both directions between switches a and b.
-  void connect_switches(int a, int b, double bw, const std::string& name_a, const std::string& name_b) {
-    add_link(name_a + "->" + name_b, bw, 0, c_.num_nodes + a, c_.num_nodes + b);
-    add_link(name_b + "->" + name_a, bw, 0, c_.num_nodes + b, c_.num_nodes + a);
+  void connect_switches(int a, int b, double bw) {
+    add_link(bw, a, b);
+    add_link(bw, b, a);
   }
   void set_switches(int count) {
     c_.num_switches = count;
@@ -43,6 +44,7 @@ class Builder {
 
  private:
   Cluster& c_;
+  std::vector<Link>& fabric_;
 };
 
 // Switch names for link labels.
@@ -71,8 +73,7 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
         for (int s = 0; s < half; ++s) names.push_back(fmt::format("spine{}", s));
         for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
         for (int l = 0; l < leaves; ++l) {
-          for (int s = 0; s < half; ++s)
-            b.connect_switches(l, leaves + s, up_bw, names[l], names[leaves + s]);
+          for (int s = 0; s < half; ++s) b.connect_switches(l, leaves + s, up_bw);
         }
       } else {
         // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches,
@@ -92,13 +93,13 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
           for (int e = 0; e < half; ++e) {
             for (int a = 0; a < half; ++a) {
               const int edge = p * half + e, agg = edges + p * half + a;
-              b.connect_switches(edge, agg, up_bw, names[edge], names[agg]);
+              b.connect_switches(edge, agg, up_bw);
             }
           }
           for (int a = 0; a < half; ++a) {
             for (int j = 0; j < half; ++j) {
               const int agg = edges + p * half + a, core = edges + aggs + a * half + j;
-              b.connect_switches(agg, core, up_bw, names[agg], names[core]);
+              b.connect_switches(agg, core, up_bw);
             }
           }
         }
@@ -113,7 +114,7 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
       for (int i = 0; i < s; ++i) names.push_back(fmt::format("B{}", i));
       for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / h;
       for (int i = 0; i < s; ++i) {
-        for (int j = 0; j < s; ++j) b.connect_switches(i, s + j, spec.nic_bw, names[i], names[s + j]);
+        for (int j = 0; j < s; ++j) b.connect_switches(i, s + j, spec.nic_bw);
       }
       break;
     }
@@ -131,7 +132,7 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
           const int next = r + (((coordinate + 1) % d) - coordinate) * stride;
           // A dimension of 2 has one neighbour, not two links to the same one.
           if (d > 2 || coordinate == 0) {
-            if (d > 1) b.connect_switches(r, next, spec.nic_bw, names[r], names[next]);
+            if (d > 1) b.connect_switches(r, next, spec.nic_bw);
           }
         }
         stride *= d;
@@ -149,7 +150,7 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
         const int a = switch_index(link.a), z = switch_index(link.b);
         const int count = static_cast<int>(names.size());
         if (a < count && z < count) {
-          b.connect_switches(a, z, link.bw, link.a, link.b);
+          b.connect_switches(a, z, link.bw);
         } else {
           // A node's NIC link: the node attaches to the switch at the other end.
           const bool node_first = a == count;
@@ -177,13 +178,25 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
   return names;
 }
 
-/// The NIC bandwidth of node n in a custom topology: its link's.
-double custom_nic_bw(const ClusterSpec& spec, int n) {
-  const std::string name = fmt::format("node{}", n);
+/// The NIC bandwidth of each of `nodes` nodes in a custom topology: its link's (the first that
+/// names it), nic_bw for a node without one.
+std::vector<double> custom_nic_bw(const ClusterSpec& spec, int nodes) {
+  std::vector<double> bw(static_cast<size_t>(nodes), spec.nic_bw);
+  std::vector<uint8_t> seen(static_cast<size_t>(nodes), 0);
   for (const CustomLink& link : spec.custom.links) {
-    if (link.a == name || link.b == name) return link.bw;
+    for (const std::string* end : {&link.a, &link.b}) {
+      if (end->rfind("node", 0) != 0 || end->size() == 4) continue;
+      const std::string digits = end->substr(4);
+      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+      const int n = std::stoi(digits);
+      if (*end != fmt::format("node{}", n)) continue;  // "node03" is not node 3's
+      if (n < nodes && !seen[static_cast<size_t>(n)]) {
+        seen[static_cast<size_t>(n)] = 1;
+        bw[static_cast<size_t>(n)] = link.bw;
+      }
+    }
   }
-  return spec.nic_bw;
+  return bw;
 }
 
 }  // namespace
@@ -281,24 +294,60 @@ int ClusterSpec::busiest_node_workers() const {
   return *std::max_element(placement.begin(), placement.end());
 }
 
-std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
-  std::vector<uint32_t> route;
-  if (a == b) return route;
-  if (distance_to_.empty()) distance_to_.resize(num_switches);
-  std::vector<int>& dist = distance_to_[b];
-  if (dist.empty()) {
-    // Breadth-first search backwards from b over switch-to-switch links.
-    dist.assign(num_switches, -1);
-    std::vector<std::vector<int>> incoming(num_switches);
-    for (int s = 0; s < num_switches; ++s) {
-      for (uint32_t l : switch_out[s]) incoming[links[l].to - num_nodes].push_back(s);
+int Cluster::switch_hops(int from, int to) const {
+  if (from == to) return 0;
+  // Nodes attach to leaves (edge switches), so a route's destination is one; the shapes below
+  // give the hops to it from any switch, as the search over the links would.
+  switch (spec.topology) {
+    case Topology::Switch:
+      break;
+    case Topology::FatTree: {
+      const int half = std::max(1, spec.fat_tree.radix / 2);
+      if (spec.fat_tree.levels == 2) {
+        const int leaves = num_switches - half;
+        if (to >= leaves) break;
+        return from >= leaves ? 1 : 2;  // spine -> leaf, or leaf -> spine -> leaf
+      }
+      const int edges = (num_switches - half * half) / 2;
+      if (to >= edges) break;
+      const int pod = to / half;
+      if (from < edges) return from / half == pod ? 2 : 4;  // up to an aggregation switch (and a core)
+      if (from < 2 * edges) return (from - edges) / half == pod ? 1 : 3;
+      return 2;  // core -> aggregation -> edge
     }
-    std::deque<int> queue{b};
-    dist[b] = 0;
+    case Topology::BiGraph: {
+      const int half = spec.bigraph.switches_per_half;
+      return (from < half) == (to < half) ? 2 : 1;
+    }
+    case Topology::Torus: {
+      int hops = 0, stride = 1;
+      for (int d : spec.torus.dims) {
+        const int dx = std::abs((from / stride) % d - (to / stride) % d);
+        hops += std::min(dx, d - dx);
+        stride *= d;
+      }
+      return hops;
+    }
+    case Topology::Custom:
+      break;
+  }
+  // Breadth-first search backwards from `to` over switch-to-switch links, kept per destination.
+  if (distance_to_.empty()) distance_to_.resize(num_switches);
+  std::vector<int>& dist = distance_to_[to];
+  if (dist.empty()) {
+    if (incoming_.empty()) {
+      incoming_.resize(num_switches);
+      for (int s = 0; s < num_switches; ++s) {
+        for (uint32_t l : switch_out[s]) incoming_[links[l].to - num_nodes].push_back(s);
+      }
+    }
+    dist.assign(num_switches, -1);
+    std::deque<int> queue{to};
+    dist[to] = 0;
     while (!queue.empty()) {
       const int v = queue.front();
       queue.pop_front();
-      for (int u : incoming[v]) {
+      for (int u : incoming_[v]) {
         if (dist[u] < 0) {
           dist[u] = dist[v] + 1;
           queue.push_back(u);
@@ -306,18 +355,26 @@ std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
       }
     }
   }
-  STEPCAST_ASSERT(dist[a] >= 0);
+  return dist[from];
+}
+
+std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
+  std::vector<uint32_t> route;
+  if (a == b) return route;
+  int left = switch_hops(a, b);
+  STEPCAST_ASSERT(left >= 0);
   int v = a;
   std::vector<uint32_t> candidates;
   while (v != b) {
     candidates.clear();
     for (uint32_t l : switch_out[v]) {
-      if (dist[links[l].to - num_nodes] == dist[v] - 1) candidates.push_back(l);
+      if (switch_hops(links[l].to - num_nodes, b) == left - 1) candidates.push_back(l);
     }
     hash = mix64(hash);
     const uint32_t chosen = candidates[hash % candidates.size()];
     route.push_back(chosen);
     v = links[chosen].to - num_nodes;
+    --left;
   }
   return route;
 }
@@ -383,55 +440,111 @@ Cluster build_cluster(const ClusterSpec& spec, int extra_nodes) {
   STEPCAST_ASSERT(static_cast<int>(c.node_of_worker.size()) == spec.workers);
   const int capacity = topology_capacity(spec);
   STEPCAST_ASSERT(capacity == 0 || c.num_nodes <= capacity);
-  Builder builder(c);
-  const std::vector<std::string> switch_names = build_fabric(c, builder);
+  LinkTable& t = c.links;
+  Builder builder(c, t.fabric_);
+  t.switch_names_ = build_fabric(c, builder);
   // Half the end-to-end latency on each NIC hop so a node-to-node path pays exactly `latency`.
-  const double hop = spec.latency / 2;
+  t.num_nodes_ = c.num_nodes;
+  t.worker_nodes_ = worker_nodes;
+  t.nics_per_worker_node_ = spec.nics_per_node;
+  t.workers_per_node_ = spec.workers_per_node;
+  t.node_switch_ = c.node_switch;
+  t.worker_nic_bw_ = spec.nic_bw;
+  t.server_nic_bw_ = spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
+  if (spec.topology == Topology::Custom) t.custom_nic_bw_ = custom_nic_bw(spec, c.num_nodes);
+  t.nic_latency_ = spec.latency / 2;
+  t.intra_bw_ = spec.intra_node_bw;
+  // The bus hop inside a node: half the intra-node latency each way, so GPU-to-GPU pays it once.
+  t.bus_latency_ = spec.intra_node_latency / 2;
+  // Each NIC's up link, then its down link, node by node; then the PCIe switches' and the buses'.
+  t.nic_begin_ = t.fabric_.size();
+  auto next = static_cast<uint32_t>(t.nic_begin_);
+  c.first_nic.reserve(static_cast<size_t>(c.num_nodes) + 1);
   for (int n = 0; n < c.num_nodes; ++n) {
-    const bool server = n >= worker_nodes;
-    double bw = server && spec.ps_nic_bw > 0 ? spec.ps_nic_bw : spec.nic_bw;
-    if (spec.topology == Topology::Custom) bw = custom_nic_bw(spec, n);
-    const std::string node = server ? fmt::format("server{}", n - worker_nodes) : fmt::format("node{}", n);
-    const int sw = c.num_nodes + c.node_switch[n];
-    const int nics = server ? 1 : spec.nics_per_node;
+    const int nics = n >= worker_nodes ? 1 : spec.nics_per_node;
     c.first_nic.push_back(static_cast<int>(c.nic_up.size()));
     for (int k = 0; k < nics; ++k) {
-      const std::string nic = nics == 1 ? node + ".nic" : fmt::format("{}.nic{}", node, k);
-      c.nic_up.push_back(builder.add_link(nic + ".up", bw, hop, n, sw));
-      c.nic_down.push_back(builder.add_link(nic + ".down", bw, hop, sw, n));
+      c.nic_up.push_back(next++);
+      c.nic_down.push_back(next++);
     }
   }
   c.first_nic.push_back(static_cast<int>(c.nic_up.size()));
+  t.pcie_begin_ = next;
   if (spec.intra_node_link == IntraNodeLink::Pcie) {
-    const int per_node = (spec.workers_per_node + spec.gpus_per_pcie_switch - 1) / spec.gpus_per_pcie_switch;
+    t.pcie_per_node_ = (spec.workers_per_node + spec.gpus_per_pcie_switch - 1) / spec.gpus_per_pcie_switch;
     for (int n = 0; n < worker_nodes; ++n) {
-      for (int k = 0; k < per_node; ++k) {
-        c.pcie_up.push_back(
-            builder.add_link(fmt::format("node{}.pcie{}.up", n, k), spec.intra_node_bw, 0, -1, -1));
-        c.pcie_down.push_back(
-            builder.add_link(fmt::format("node{}.pcie{}.down", n, k), spec.intra_node_bw, 0, -1, -1));
+      for (int k = 0; k < t.pcie_per_node_; ++k) {
+        c.pcie_up.push_back(next++);
+        c.pcie_down.push_back(next++);
       }
     }
   }
-  // The bus hop inside a node: half the intra-node latency each way, so GPU-to-GPU pays it once.
-  const double bus_hop = spec.intra_node_latency / 2;
-  for (int n = 0; n < worker_nodes; ++n) {
-    for (int d = 0; d <= spec.workers_per_node; ++d) {
-      const std::string dev = d == spec.workers_per_node ? "host" : fmt::format("gpu{}", d);
-      c.bus_up.push_back(
-          builder.add_link(fmt::format("node{}.{}.bus.up", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
-      c.bus_down.push_back(
-          builder.add_link(fmt::format("node{}.{}.bus.down", n, dev), spec.intra_node_bw, bus_hop, -1, -1));
-    }
+  t.bus_begin_ = next;
+  t.buses_ = static_cast<size_t>(worker_nodes) * static_cast<size_t>(spec.workers_per_node + 1);
+  c.bus_up.reserve(t.buses_);
+  c.bus_down.reserve(t.buses_);
+  for (size_t i = 0; i < t.buses_; ++i) {
+    c.bus_up.push_back(next++);
+    c.bus_down.push_back(next++);
   }
+  STEPCAST_ASSERT(next == t.size());
   return c;
+}
+
+int LinkTable::node_of_nic(size_t nic) const {
+  const size_t worker_nics = static_cast<size_t>(worker_nodes_) * static_cast<size_t>(nics_per_worker_node_);
+  if (nic < worker_nics) return static_cast<int>(nic / static_cast<size_t>(nics_per_worker_node_));
+  return worker_nodes_ + static_cast<int>(nic - worker_nics);
+}
+
+Link LinkTable::operator[](size_t l) const {
+  if (l < nic_begin_) return fabric_[l];
+  if (l < pcie_begin_) {
+    const size_t nic = (l - nic_begin_) / 2;
+    const int node = node_of_nic(nic);
+    const auto n = static_cast<size_t>(node);
+    const double bw = !custom_nic_bw_.empty() ? custom_nic_bw_[n]
+                      : node >= worker_nodes_ ? server_nic_bw_
+                                              : worker_nic_bw_;
+    const int sw = num_nodes_ + node_switch_[n];
+    if ((l - nic_begin_) % 2 == 0) return {bw, nic_latency_, node, sw};
+    return {bw, nic_latency_, sw, node};
+  }
+  if (l < bus_begin_) return {intra_bw_, 0, -1, -1};
+  STEPCAST_ASSERT(l < size());
+  return {intra_bw_, bus_latency_, -1, -1};
+}
+
+std::string LinkTable::name(size_t l) const {
+  if (l < nic_begin_) {
+    const Link& link = fabric_[l];
+    return switch_names_[static_cast<size_t>(link.from - num_nodes_)] + "->" +
+           switch_names_[static_cast<size_t>(link.to - num_nodes_)];
+  }
+  const char* way = (l - nic_begin_) % 2 == 0 ? "up" : "down";
+  if (l < pcie_begin_) {
+    const size_t nic = (l - nic_begin_) / 2;
+    const int node = node_of_nic(nic);
+    if (node >= worker_nodes_) return fmt::format("server{}.nic.{}", node - worker_nodes_, way);
+    if (nics_per_worker_node_ == 1) return fmt::format("node{}.nic.{}", node, way);
+    return fmt::format("node{}.nic{}.{}", node, nic % static_cast<size_t>(nics_per_worker_node_), way);
+  }
+  if (l < bus_begin_) {
+    const size_t k = (l - pcie_begin_) / 2, per_node = static_cast<size_t>(pcie_per_node_);
+    return fmt::format("node{}.pcie{}.{}", k / per_node, k % per_node, way);
+  }
+  const size_t k = (l - bus_begin_) / 2, per_node = static_cast<size_t>(workers_per_node_) + 1;
+  const size_t device = k % per_node;
+  if (device + 1 == per_node) return fmt::format("node{}.host.bus.{}", k / per_node, way);
+  return fmt::format("node{}.gpu{}.bus.{}", k / per_node, device, way);
 }
 
 std::string describe_fabric(const Cluster& c) {
   const ClusterSpec& spec = c.spec;
-  const std::string uplinks = spec.fat_tree.oversubscription > 1
-                                  ? fmt::format(", uplinks at 1/{:g} of the NIC", spec.fat_tree.oversubscription)
-                                  : std::string{};
+  const std::string uplinks =
+      spec.fat_tree.oversubscription > 1
+          ? fmt::format(", uplinks at 1/{:g} of the NIC", spec.fat_tree.oversubscription)
+          : std::string{};
   std::string shape;
   switch (spec.topology) {
     case Topology::Switch:
@@ -441,20 +554,22 @@ std::string describe_fabric(const Cluster& c) {
       const int half = std::max(1, spec.fat_tree.radix / 2);
       if (spec.fat_tree.levels == 2) {
         shape = fmt::format("leaf-spine (radix {}): {} of up to {} hosts, {}{}", spec.fat_tree.radix,
-                            format_count(c.num_switches - half, "leaf", "leaves"), half, format_count(half, "spine", "spines"),
-                            uplinks);
+                            format_count(c.num_switches - half, "leaf", "leaves"), half,
+                            format_count(half, "spine", "spines"), uplinks);
       } else {
         const int pods = (c.num_switches - half * half) / (2 * half);
-        shape = fmt::format("3-level fat-tree (radix {}): {} of {} edge and {} aggregation switches, {}, {} hosts "
-                            "per edge switch{}",
-                            spec.fat_tree.radix, format_count(pods, "pod", "pods"), half, half,
-                            format_count(half * half, "core", "cores"), half, uplinks);
+        shape = fmt::format(
+            "3-level fat-tree (radix {}): {} of {} edge and {} aggregation switches, {}, {} hosts "
+            "per edge switch{}",
+            spec.fat_tree.radix, format_count(pods, "pod", "pods"), half, half,
+            format_count(half * half, "core", "cores"), half, uplinks);
       }
       break;
     }
     case Topology::BiGraph:
       shape = fmt::format("BiGraph: 2 halves of {}, {} hosts per switch",
-                          format_count(spec.bigraph.switches_per_half, "switch", "switches"), spec.bigraph.hosts_per_switch);
+                          format_count(spec.bigraph.switches_per_half, "switch", "switches"),
+                          spec.bigraph.hosts_per_switch);
       break;
     case Topology::Torus: {
       std::string dims;
@@ -471,7 +586,8 @@ std::string describe_fabric(const Cluster& c) {
   }
   const int worker_nodes = spec.num_worker_nodes();
   shape += "; " + format_count(worker_nodes, "worker node", "worker nodes");
-  if (c.num_nodes > worker_nodes) shape += " and " + format_count(c.num_nodes - worker_nodes, "server node", "server nodes");
+  if (c.num_nodes > worker_nodes)
+    shape += " and " + format_count(c.num_nodes - worker_nodes, "server node", "server nodes");
   switch (spec.node_placement) {
     case NodePlacement::Packed:
       break;
@@ -485,35 +601,41 @@ std::string describe_fabric(const Cluster& c) {
 std::vector<std::string> ineffective_keys(const Cluster& c) {
   std::vector<std::string> notes;
   const ClusterSpec& spec = c.spec;
-  const bool one_switch =
-      std::all_of(c.node_switch.begin(), c.node_switch.begin() + c.num_nodes,
-                  [&](int s) { return s == c.node_switch.front(); });
+  const bool one_switch = std::all_of(c.node_switch.begin(), c.node_switch.begin() + c.num_nodes,
+                                      [&](int s) { return s == c.node_switch.front(); });
   if (spec.topology == Topology::FatTree && spec.fat_tree.oversubscription > 1 && one_switch) {
-    notes.push_back(fmt::format(
-        "cluster.fat_tree.oversubscription ({:g}) has no effect: all {} nodes attach to one {} switch (radix {} "
-        "gives {} hosts each), so no traffic crosses its uplinks; a smaller cluster.fat_tree.radix spreads them",
-        spec.fat_tree.oversubscription, c.num_nodes, spec.fat_tree.levels == 2 ? "leaf" : "edge",
-        spec.fat_tree.radix, std::max(1, spec.fat_tree.radix / 2)));
+    notes.push_back(
+        fmt::format("cluster.fat_tree.oversubscription ({:g}) has no effect: all {} nodes attach to one {} "
+                    "switch (radix {} "
+                    "gives {} hosts each), so no traffic crosses its uplinks; a smaller "
+                    "cluster.fat_tree.radix spreads them",
+                    spec.fat_tree.oversubscription, c.num_nodes, spec.fat_tree.levels == 2 ? "leaf" : "edge",
+                    spec.fat_tree.radix, std::max(1, spec.fat_tree.radix / 2)));
   }
   // Another topology's keys: set away from their defaults, they describe a fabric not built.
   const auto other_topology = [&](Topology owner, bool changed, const char* keys) {
     if (spec.topology != owner && changed) {
-      notes.push_back(fmt::format("{} has no effect: cluster.topology is {}", keys, to_string(spec.topology)));
+      notes.push_back(
+          fmt::format("{} has no effect: cluster.topology is {}", keys, to_string(spec.topology)));
     }
   };
   other_topology(Topology::FatTree, spec.fat_tree != FatTreeSpec{}, "cluster.fat_tree.*");
   other_topology(Topology::BiGraph, spec.bigraph != BiGraphSpec{}, "cluster.bigraph.*");
   other_topology(Topology::Torus, spec.torus != TorusSpec{}, "cluster.torus.dims");
   if (spec.fabric_nodes > 0 && spec.node_placement == NodePlacement::Packed) {
-    notes.emplace_back("cluster.fabric_nodes has no effect: cluster.node_placement is packed (nodes fill the "
-                       "fabric in order; random scatters them over fabric_nodes slots)");
+    notes.emplace_back(
+        "cluster.fabric_nodes has no effect: cluster.node_placement is packed (nodes fill the "
+        "fabric in order; random scatters them over fabric_nodes slots)");
   }
-  if (spec.intra_node_link != IntraNodeLink::Pcie && spec.gpus_per_pcie_switch != ClusterSpec{}.gpus_per_pcie_switch) {
-    notes.emplace_back("cluster.intra_node.gpus_per_pcie_switch has no effect: cluster.intra_node.link is nvlink");
+  if (spec.intra_node_link != IntraNodeLink::Pcie &&
+      spec.gpus_per_pcie_switch != ClusterSpec{}.gpus_per_pcie_switch) {
+    notes.emplace_back(
+        "cluster.intra_node.gpus_per_pcie_switch has no effect: cluster.intra_node.link is nvlink");
   }
   if (spec.ps_nic_bw > 0 && c.num_nodes == spec.num_worker_nodes()) {
-    notes.emplace_back("cluster.ps_nic_bandwidth has no effect: no parameter server has a node of its own "
-                       "(training.ps.placement: dedicated gives it one)");
+    notes.emplace_back(
+        "cluster.ps_nic_bandwidth has no effect: no parameter server has a node of its own "
+        "(training.ps.placement: dedicated gives it one)");
   }
   return notes;
 }

@@ -17,12 +17,13 @@
 //
 // Analytic: the busiest resource: a stage's compute over the step, or the link that carries the
 // most bytes for its bandwidth (every collective and message of the step on the links).
+#include "predict/composed.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "predict/composed.hpp"
 #include "predict/summary.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -68,8 +69,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
       for (size_t b = 0; b < costs.stages.size(); ++b) {
         const scheme::StageCost& s = costs.stages[b];
         after -= s.forward + s.backward - s.weight;
-        pipeline = std::max(pipeline, m * (s.forward + s.backward + s.weight) - static_cast<double>(b) * s.weight +
-                                          before + after);
+        pipeline = std::max(pipeline, m * (s.forward + s.backward + s.weight) -
+                                          static_cast<double>(b) * s.weight + before + after);
         before += s.forward + s.backward;
       }
       break;
@@ -83,7 +84,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
     // The reductions one after another on their stream, each once its gradients are in (on the
     // clock of the last backward's end, 0).
     double end = -c.last_backward;
-    for (size_t k = 0; k < c.reductions.size(); ++k) end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
+    for (size_t k = 0; k < c.reductions.size(); ++k)
+      end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
     const double tail = std::max(0.0, end) + std::accumulate(c.gathers.begin(), c.gathers.end(), 0.0);
     step = std::max(step, pipeline - behind + tail + c.optimizer);
     data = std::max(data, tail);
@@ -113,8 +115,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.breakdown.context = context;
   r.breakdown.pipeline = messages;
   r.breakdown.data = data_in_passes / n + std::max(0.0, step - straggle - pipeline - optimizer / n);
-  r.breakdown.communication_exposed = r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline +
-                                      r.breakdown.data;
+  r.breakdown.communication_exposed =
+      r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline + r.breakdown.data;
   r.breakdown.wait = std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed);
   if (r.breakdown.wait == 0) {
     // The parts overlap more than their sum allows: scale the exposed parts to fit the step.
@@ -161,7 +163,7 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   r.predictor = Predictor::Analytic;
   r.throughput = samples_per_step(w, spec, scheme) / r.step_time;
   r.utilization.push_back({"worker compute (busiest stage)", compute / r.step_time});
-  if (!costs.link_names.empty()) r.utilization.push_back({costs.link_names[busiest], link_time / r.step_time});
+  if (!costs.links.empty()) r.utilization.push_back({costs.links.name(busiest), link_time / r.step_time});
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   finish_result(r, w);
   return r;

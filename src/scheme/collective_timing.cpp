@@ -14,7 +14,7 @@ constexpr double kTimingBytes = 0x1.0p30;
 std::unique_ptr<net::NetworkModel> make_network(const cluster::Cluster& c, NetworkKind kind) {
   std::vector<double> capacities;
   capacities.reserve(c.links.size());
-  for (const cluster::Link& l : c.links) capacities.push_back(l.bw);
+  for (const cluster::Link l : c.links) capacities.push_back(l.bw);
   return make_network(std::move(capacities), kind);
 }
 

@@ -10,18 +10,21 @@ namespace stepcast::scheme {
 namespace {
 
 /// Adds what `count` collectives of `bytes` on `plan` move over each link.
-void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTerms& terms, std::vector<double>& out) {
+void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTerms& terms,
+                    std::vector<double>& out) {
   const double wire = bytes * wire_factor(terms);
   for (const Stage& stage : plan.stages) {
     for (const FlowGroup& group : plan.patterns[static_cast<size_t>(stage.pattern)].groups) {
-      for (const net::LinkUse& use : group.path) out[use.link] += wire * stage.fraction * group.size_factor * use.count;
+      for (const net::LinkUse& use : group.path)
+        out[use.link] += wire * stage.fraction * group.size_factor * use.count;
     }
   }
 }
 
 }  // namespace
 
-std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme, int workers) {
+std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme,
+                                             int workers) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages;
   const int m = micro_batches(scheme.parallel, workers, w.batch_per_worker);
@@ -29,7 +32,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   std::vector<double> layer_parameters;
   for (const workload::Tensor& t : w.tensors) {
     const int layer = w.ops[static_cast<size_t>(t.consumers.front())].layer;
-    if (layer_parameters.size() <= static_cast<size_t>(layer)) layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
+    if (layer_parameters.size() <= static_cast<size_t>(layer))
+      layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
     layer_parameters[static_cast<size_t>(layer)] += t.bytes / element;
   }
   const int last_layer = static_cast<int>(layer_parameters.size()) - 1;
@@ -42,7 +46,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
     for (int k = 0; k < v; ++k) {
       int blocks = 0, previous = -1;
       for (int l : chunks[static_cast<size_t>(k * p + s)]) {
-        if (static_cast<size_t>(l) < layer_parameters.size()) f.parameters += layer_parameters[static_cast<size_t>(l)];
+        if (static_cast<size_t>(l) < layer_parameters.size())
+          f.parameters += layer_parameters[static_cast<size_t>(l)];
         const int block = block_of(l);
         if (block >= 0 && block != previous) ++blocks;
         previous = block;
@@ -59,7 +64,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   return out;
 }
 
-ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme) {
+ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
+                             const SchemeConfig& scheme) {
   const cluster::Cluster cluster = cluster::build_cluster(spec);
   const RankLayout layout(scheme.parallel, spec.workers);
   ComposedRun run;
@@ -79,10 +85,9 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
   ComposedCosts costs;
   costs.micro_batches = run.programs.front().micro_batches;
   costs.link_bytes.assign(cluster.links.size(), 0.0);
-  for (const cluster::Link& link : cluster.links) {
-    costs.link_bw.push_back(link.bw);
-    costs.link_names.push_back(link.name);
-  }
+  costs.link_bw.reserve(cluster.links.size());
+  for (const cluster::Link link : cluster.links) costs.link_bw.push_back(link.bw);
+  costs.links = cluster.links;
   for (int s = 0; s < p; ++s) {
     const StageProgram& program = run.programs[static_cast<size_t>(s)];
     const std::vector<workload::Op>& ops = program.ops.ops;
@@ -95,7 +100,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         return plans.transfers.at({s, peer});
       }
       const auto d = static_cast<size_t>(c.dimension);
-      const GroupPlans& g = plans.groups[d][static_cast<size_t>(plans.group_of_worker[d][static_cast<size_t>(s)])];
+      const GroupPlans& g =
+          plans.groups[d][static_cast<size_t>(plans.group_of_worker[d][static_cast<size_t>(s)])];
       switch (c.kind) {
         case CommKind::AllReduce:
           if (g.planner) {
@@ -177,7 +183,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       for (int d : ops[op].deps) {
         if (!program.is_comm(d)) continue;
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[static_cast<size_t>(d)])];
-        if (c.kind == CommKind::RingShift) lp.context += std::max(0.0, time_of[static_cast<size_t>(d)] - previous_core);
+        if (c.kind == CommKind::RingShift)
+          lp.context += std::max(0.0, time_of[static_cast<size_t>(d)] - previous_core);
       }
       previous_core = ops[op].duration;
     }
@@ -185,7 +192,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     std::map<std::pair<ProgramPass, int>, double> pass_time;  // (pass, chunk)
     for (const auto& [key, lp] : by_layer) {
       const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute) : lp.tensor;
-      pass_time[{key.first, layer_chunk[static_cast<size_t>(std::max(key.second, 0))]}] += lp.compute + tensor + lp.context;
+      pass_time[{key.first, layer_chunk[static_cast<size_t>(std::max(key.second, 0))]}] +=
+          lp.compute + tensor + lp.context;
       cost.compute += lp.compute;
       cost.tensor_exposed += tensor;
       cost.context_exposed += lp.context;
@@ -212,7 +220,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     std::vector<double> done_at(ops.size(), 0.0);
     double clock = 0;
     for (size_t op = 0; op < ops.size(); ++op) {
-      if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward) continue;
+      if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward)
+        continue;
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (c.dimension == ParallelDimension::Tensor && !overlap) clock += time_of[op];

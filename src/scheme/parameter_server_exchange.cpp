@@ -119,7 +119,7 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       std::string links;
       for (const net::LinkUse& use : c.path) {
         if (!links.empty()) links += " > ";
-        links += cluster.links[use.link].name;
+        links += cluster.links.name(use.link);
       }
       c.trace_path = ctx_.trace->add_path(std::move(links));
     }

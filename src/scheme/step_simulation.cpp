@@ -14,12 +14,12 @@
 
 #include "scheme/allreduce_exchange.hpp"
 #include "scheme/collective_timing.hpp"
-#include "scheme/exchange.hpp"
 #include "scheme/composed_plans.hpp"
+#include "scheme/exchange.hpp"
 #include "scheme/fsdp_exchange.hpp"
 #include "scheme/group_exchange.hpp"
-#include "scheme/pipeline_exchange.hpp"
 #include "scheme/parameter_server_exchange.hpp"
+#include "scheme/pipeline_exchange.hpp"
 #include "scheme/plan_runner.hpp"
 #include "scheme/step_paths.hpp"
 #include "scheme/trace_network.hpp"
@@ -169,7 +169,7 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
   }
   if (bus > 0) r.loads.push_back({"intra-node link", bus});
   for (size_t l = 0; l < bytes.size(); ++l) {
-    if (bytes[l] > 0) r.links.push_back({cluster.links[l].name, busy(static_cast<uint32_t>(l)), bytes[l]});
+    if (bytes[l] > 0) r.links.push_back({cluster.links.name(l), busy(static_cast<uint32_t>(l)), bytes[l]});
   }
   sort_links(r.links);
 }
@@ -190,10 +190,9 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   // The lanes a trace names: the stage programs' (all alike) or the workload's.
   const Workload& laned = composed != nullptr ? composed->programs.front().ops : w;
   if (options.record_trace) trace = make_trace_layout(laned, scheme, options, cluster.spec.workers, layout);
-  const StepContext context{w,       scheme,         options,
-                            cluster, engine,         options.record_trace ? &trace : nullptr,
-                            layout,  representative, fsdp_plans,
-                            composed};
+  const StepContext context{
+      w,      scheme,         options,    cluster, engine, options.record_trace ? &trace : nullptr,
+      layout, representative, fsdp_plans, composed};
   WorkerRuntime runtime(context);
   // The owner of a flow or event is its exchange's index here: one exchange, or one per parallel
   // dimension in ParallelDimension order.
@@ -215,29 +214,30 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   exchanges.front()->begin(runtime);
   constexpr uint64_t kProgressEvery = 1024;
   uint64_t until_progress = kProgressEvery;
-  engine.run_until([&] { return runtime.all_done(); },
-                   [&](net::FlowId id) { exchanges[static_cast<size_t>(engine.owner_of(id))]->flow_done(id); },
-                   [&](const Event& e) {
-                     if (options.progress && --until_progress == 0) {
-                       until_progress = kProgressEvery;
-                       options.progress(runtime.fraction_done());
-                     }
-                     if (const auto* op = std::get_if<OpDone>(&e)) {
-                       runtime.op_done(op->worker, op->op);
-                     } else if (const auto* start = std::get_if<StartStep>(&e)) {
-                       runtime.start_step(start->worker);
-                     } else if (const auto* optimized = std::get_if<OptimizerDone>(&e)) {
-                       runtime.optimizer_done(optimized->worker);
-                     } else if (const auto* hosted = std::get_if<HostWorkDone>(&e)) {
-                       runtime.host_work_done(hosted->worker);
-                     } else if (const auto* stage = std::get_if<StageDone>(&e)) {
-                       exchanges[static_cast<size_t>(stage->owner)]->handle(e);
-                     } else if (const auto* arrived = std::get_if<TransferArrived>(&e)) {
-                       exchanges[static_cast<size_t>(arrived->owner)]->handle(e);
-                     } else {
-                       exchanges.front()->handle(e);  // the parameter server's own events
-                     }
-                   });
+  engine.run_until(
+      [&] { return runtime.all_done(); },
+      [&](net::FlowId id) { exchanges[static_cast<size_t>(engine.owner_of(id))]->flow_done(id); },
+      [&](const Event& e) {
+        if (options.progress && --until_progress == 0) {
+          until_progress = kProgressEvery;
+          options.progress(runtime.fraction_done());
+        }
+        if (const auto* op = std::get_if<OpDone>(&e)) {
+          runtime.op_done(op->worker, op->op);
+        } else if (const auto* start = std::get_if<StartStep>(&e)) {
+          runtime.start_step(start->worker);
+        } else if (const auto* optimized = std::get_if<OptimizerDone>(&e)) {
+          runtime.optimizer_done(optimized->worker);
+        } else if (const auto* hosted = std::get_if<HostWorkDone>(&e)) {
+          runtime.host_work_done(hosted->worker);
+        } else if (const auto* stage = std::get_if<StageDone>(&e)) {
+          exchanges[static_cast<size_t>(stage->owner)]->handle(e);
+        } else if (const auto* arrived = std::get_if<TransferArrived>(&e)) {
+          exchanges[static_cast<size_t>(arrived->owner)]->handle(e);
+        } else {
+          exchanges.front()->handle(e);  // the parameter server's own events
+        }
+      });
 
   SimulationResult r;
   r.events = engine.events();
@@ -414,7 +414,7 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   // Busiest links over the whole collective.
   for (size_t l = 0; l < bytes_on.size(); ++l) {
     if (bytes_on[l] > 0 && r.time > 0)
-      r.links.push_back({c.links[l].name, bytes_on[l] / (c.links[l].bw * r.time), bytes_on[l]});
+      r.links.push_back({c.links.name(l), bytes_on[l] / (c.links[l].bw * r.time), bytes_on[l]});
   }
   sort_links(r.links);
   return r;

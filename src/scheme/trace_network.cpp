@@ -135,7 +135,8 @@ double rounded(double value, double scale) { return std::round(value * scale) / 
 
 void add_sample(sim::TraceCounter& c, double time, std::initializer_list<double> values) {
   const std::size_t n = c.series.size();
-  if (!c.times.empty() && std::equal(values.begin(), values.end(), c.values.end() - static_cast<std::ptrdiff_t>(n)))
+  if (!c.times.empty() &&
+      std::equal(values.begin(), values.end(), c.values.end() - static_cast<std::ptrdiff_t>(n)))
     return;
   c.times.push_back(time);
   c.values.insert(c.values.end(), values.begin(), values.end());
@@ -162,18 +163,20 @@ void TracedNetwork::add_counters(sim::Trace& trace, const cluster::Cluster& clus
     if (bytes > 0) busiest.emplace_back(bytes, l);
   }
   std::sort(busiest.begin(), busiest.end(), [&](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : cluster.links[a.second].name < cluster.links[b.second].name;
+    return a.first != b.first ? a.first > b.first
+                              : cluster.links.name(a.second) < cluster.links.name(b.second);
   });
   if (busiest.size() > kLinks) busiest.resize(kLinks);
 
   for (const auto& [bytes, l] : busiest) {
     const Link& link = links_[l];
-    sim::TraceCounter c{process, cluster.links[l].name, {"utilisation", "flows"}, {}, {}};
+    sim::TraceCounter c{process, cluster.links.name(l), {"utilisation", "flows"}, {}, {}};
     for (std::size_t i = first; i <= last; ++i) {
       const auto [at, width] = span_of(i);
       if (!(width > 0)) continue;
       // Bin integrals are over the whole bin; its part outside [t0, t1] is assumed alike.
-      const double full = std::min(static_cast<double>(i + 1) * width_, now_) - static_cast<double>(i) * width_;
+      const double full =
+          std::min(static_cast<double>(i + 1) * width_, now_) - static_cast<double>(i) * width_;
       add_sample(c, at,
                  {rounded(link.bytes[i] / (cluster.links[l].bw * full), 1e4),
                   rounded(link.members_time[i] / full, 1e3)});
@@ -203,7 +206,8 @@ void TracedNetwork::add_counters(sim::Trace& trace, const cluster::Cluster& clus
     for (std::size_t i = first; i <= last; ++i) {
       const auto [at, width] = span_of(i);
       if (!(width > 0)) continue;
-      const double full = std::min(static_cast<double>(i + 1) * width_, now_) - static_cast<double>(i) * width_;
+      const double full =
+          std::min(static_cast<double>(i + 1) * width_, now_) - static_cast<double>(i) * width_;
       double sum = 0;
       for (uint32_t l : g.links) {
         if (!links_[l].bytes.empty()) sum += links_[l].bytes[i] / (cluster.links[l].bw * full);

@@ -243,7 +243,7 @@ void expect_known(std::string_view key, E value) {
 
 // "node<digits>": the number, or -1 for any other name.
 int node_number(const std::string& name) {
-  if (name.size() <= 4 || name.rfind("node", 0) != 0 || name.size() > 9) return -1;
+  if (name.size() <= 4 || name.rfind("node", 0) != 0 || name.size() > 11) return -1;  // up to 7 digits
   if (!std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
   return std::stoi(name.substr(4));
 }

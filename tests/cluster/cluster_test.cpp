@@ -34,8 +34,8 @@ TEST(Cluster, SwitchPathBetweenNodesIsUplinkThenDownlink) {
       for (uint32_t l : p.links) EXPECT_DOUBLE_EQ(c.links[l].bw, 12.5e9);
     }
   }
-  EXPECT_EQ(c.links[c.nic_up[2]].name, "node2.nic.up");
-  EXPECT_EQ(c.links[c.nic_down[2]].name, "node2.nic.down");
+  EXPECT_EQ(c.links.name(c.nic_up[2]), "node2.nic.up");
+  EXPECT_EQ(c.links.name(c.nic_down[2]), "node2.nic.down");
 }
 
 TEST(Cluster, DevicesOfANodeShareItsNic) {
@@ -54,16 +54,16 @@ TEST(Cluster, SameNodeDevicesUseBusLinks) {
   const Cluster c = build_cluster(spec_of(8, 4));
   const Path p = c.path({.node = 1, .device = 0}, {.node = 1, .device = 3});
   ASSERT_EQ(p.links.size(), 2u);
-  EXPECT_EQ(c.links[p.links[0]].name, "node1.gpu0.bus.up");
-  EXPECT_EQ(c.links[p.links[1]].name, "node1.gpu3.bus.down");
+  EXPECT_EQ(c.links.name(p.links[0]), "node1.gpu0.bus.up");
+  EXPECT_EQ(c.links.name(p.links[1]), "node1.gpu3.bus.down");
   EXPECT_DOUBLE_EQ(p.latency, c.spec.intra_node_latency);
   for (uint32_t l : p.links) EXPECT_DOUBLE_EQ(c.links[l].bw, 24e9);
 
   // A co-located server on the host CPU has its own bus link.
   const Path to_host = c.path({.node = 0, .device = 2}, {.node = 0, .device = kHostDevice});
   ASSERT_EQ(to_host.links.size(), 2u);
-  EXPECT_EQ(c.links[to_host.links[0]].name, "node0.gpu2.bus.up");
-  EXPECT_EQ(c.links[to_host.links[1]].name, "node0.host.bus.down");
+  EXPECT_EQ(c.links.name(to_host.links[0]), "node0.gpu2.bus.up");
+  EXPECT_EQ(c.links.name(to_host.links[1]), "node0.host.bus.down");
   EXPECT_DOUBLE_EQ(to_host.latency, c.spec.intra_node_latency);
 }
 
@@ -84,9 +84,10 @@ TEST(Cluster, LinkNamesAreUniqueAndIndicesValid) {
   EXPECT_EQ(c.bus_up.size(), 2u * 5u);  // per worker node: 4 GPUs + host
   EXPECT_EQ(c.bus_down.size(), 2u * 5u);
   std::set<std::string> names;
-  for (const Link& l : c.links) {
-    EXPECT_TRUE(names.insert(l.name).second) << "duplicate " << l.name;
-    EXPECT_GT(l.bw, 0.0);
+  for (size_t i = 0; i < c.links.size(); ++i) {
+    const std::string name = c.links.name(i);
+    EXPECT_TRUE(names.insert(name).second) << "duplicate " << name;
+    EXPECT_GT(c.links[i].bw, 0.0);
   }
   for (auto* v : {&c.nic_up, &c.nic_down, &c.bus_up, &c.bus_down}) {
     for (uint32_t l : *v) EXPECT_LT(l, c.links.size());
@@ -106,7 +107,7 @@ TEST(Cluster, DedicatedServerNodesUsePsNicBandwidth) {
     EXPECT_DOUBLE_EQ(c.links[c.nic_up[n]].bw, bw) << "node " << n;
     EXPECT_DOUBLE_EQ(c.links[c.nic_down[n]].bw, bw) << "node " << n;
   }
-  EXPECT_EQ(c.links[c.nic_up[3]].name, "server1.nic.up");
+  EXPECT_EQ(c.links.name(c.nic_up[3]), "server1.nic.up");
 
   const Path p = c.path(c.worker_endpoint(3), {.node = 2, .device = kHostDevice});
   EXPECT_EQ(p.links, (std::vector<uint32_t>{c.nic_up[1], c.nic_down[2]}));

@@ -22,7 +22,8 @@ ClusterSpec fat_tree(int workers, int radix) {
 
 std::vector<std::string> route_names(const Cluster& c, int from, int to) {
   std::vector<std::string> names;
-  for (uint32_t l : c.path(c.worker_endpoint(from), c.worker_endpoint(to)).links) names.push_back(c.links[l].name);
+  for (uint32_t l : c.path(c.worker_endpoint(from), c.worker_endpoint(to)).links)
+    names.push_back(c.links.name(l));
   return names;
 }
 

@@ -96,11 +96,12 @@ TEST(Hdrm, EveryLinkDirectionCarriesOneTransferInEveryStep) {
         }
       }
       ASSERT_FALSE(per_link.empty());
-      for (const auto& [link, count] : per_link) EXPECT_EQ(count, 1u) << c.links[link].name;
+      for (const auto& [link, count] : per_link) EXPECT_EQ(count, 1u) << c.links.name(link);
       EXPECT_EQ(pattern.max_link_members, 1u);
     }
-    EXPECT_EQ(simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm).max_link_flows,
-              1u);
+    EXPECT_EQ(
+        simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm).max_link_flows,
+        1u);
   }
 }
 
@@ -111,7 +112,8 @@ TEST(Hdrm, EveryWorkerSendsWhatHalvingDoublingSends) {
     SCOPED_TRACE(label(spec));
     const cluster::Cluster c = cluster::build_cluster(spec);
     const int n = spec.workers;
-    const double sent = collective_bytes_sent(plan_collective(c, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm), kBytes);
+    const double sent =
+        collective_bytes_sent(plan_collective(c, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm), kBytes);
     EXPECT_NEAR(sent, 2.0 * (n - 1) * kBytes, 1e-9 * n * kBytes);
   }
 }
@@ -132,7 +134,8 @@ TEST(Hdrm, RunsAtItsClosedForm) {
       const double n = spec.workers;
       EXPECT_NEAR(expected, 2 * std::log2(n) * kLatency + 2 * (n - 1) / n * kBytes / kBw, 1e-12);
     }
-    const CollectiveResult r = simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm);
+    const CollectiveResult r =
+        simulate_collective(spec, kBytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm);
     EXPECT_NEAR(r.time, expected, 0.01 * expected);
     EXPECT_EQ(r.stages, static_cast<int>(std::lround(2 * steps)));
   }
@@ -150,7 +153,8 @@ TEST(Hdrm, NeverSlowerThanPlainHalvingDoubling) {
     const bool any_size = spec.bigraph.hosts_per_switch <= spec.bigraph.switches_per_half;
     for (double bytes : {1e3, 1e6, 1e8}) {
       if (!any_size && bytes < 1e6) continue;
-      const double hdrm = simulate_collective(spec, bytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm).time;
+      const double hdrm =
+          simulate_collective(spec, bytes, CollectiveOp::AllReduce, AllReduceAlgorithm::Hdrm).time;
       const double plain =
           simulate_collective(spec, bytes, CollectiveOp::AllReduce, AllReduceAlgorithm::HalvingDoubling).time;
       EXPECT_LE(hdrm, plain * (1 + 1e-9)) << bytes << " bytes";
@@ -173,7 +177,8 @@ TEST(Hdrm, Vgg16OnFourByFourSwitchesOfFourHostsRunsAsOnOneSwitch) {
   // NICs: the step times are equal. That in turn is at most the ring's on the switch (2 log2 32 =
   // 10 latencies per bucket instead of 2 x 31, the same bytes), and the ring on the BiGraph is no
   // faster than on the switch (it crosses between switches of one half through the other).
-  const std::vector<std::string> on_bigraph = {"cluster.topology=bigraph", "cluster.bigraph.switches_per_half=4",
+  const std::vector<std::string> on_bigraph = {"cluster.topology=bigraph",
+                                               "cluster.bigraph.switches_per_half=4",
                                                "cluster.bigraph.hosts_per_switch=4"};
   auto with = [&](std::vector<std::string> base, const std::string& algorithm) {
     base.push_back("training.allreduce.algorithm=" + algorithm);

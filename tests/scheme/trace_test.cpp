@@ -3,9 +3,8 @@
 // on any track for a parameter server in random order (4 workers, 2 shards), a bucketed
 // all-reduce and fully sharded data parallelism; the flows, counters and step markers each
 // records; --trace-workers / --trace-steps selections; and a trace changes no result.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
@@ -34,18 +33,27 @@ workload::Workload layers(int count, double bytes, double forward, double backwa
   w.name = "layers";
   w.batch_per_worker = 32;
   for (int l = 0; l < count; ++l) {
-    workload::Op op{.name = fmt::format("fwd{}", l), .kind = workload::OpKind::Forward, .duration = forward,
-                    .lane = 0, .layer = l, .deps = {}};
+    workload::Op op{.name = fmt::format("fwd{}", l),
+                    .kind = workload::OpKind::Forward,
+                    .duration = forward,
+                    .lane = 0,
+                    .layer = l,
+                    .deps = {}};
     if (l > 0) op.deps = {l - 1};
     w.ops.push_back(op);
   }
   for (int l = count - 1; l >= 0; --l) {
     const int before = static_cast<int>(w.ops.size()) - 1;
-    w.ops.push_back({.name = fmt::format("bwd{}", l), .kind = workload::OpKind::Backward, .duration = backward,
-                     .lane = 0, .layer = l, .deps = {before}});
+    w.ops.push_back({.name = fmt::format("bwd{}", l),
+                     .kind = workload::OpKind::Backward,
+                     .duration = backward,
+                     .lane = 0,
+                     .layer = l,
+                     .deps = {before}});
   }
   for (int l = 0; l < count; ++l) {
-    w.tensors.push_back({.name = fmt::format("w{}", l), .bytes = bytes, .producer = 2 * count - 1 - l, .consumers = {l}});
+    w.tensors.push_back(
+        {.name = fmt::format("w{}", l), .bytes = bytes, .producer = 2 * count - 1 - l, .consumers = {l}});
   }
   EXPECT_EQ(workload::validate(w), "");
   return w;
@@ -115,10 +123,12 @@ std::set<int> processes_with_spans(const sim::Trace& trace, const char* category
 }
 
 TEST(SimulatedTrace, ParameterServerInRandomOrderNestsOnEveryTrack) {
-  const SimulationResult r = simulate_steps(layers(12, 1e6, 1e-3, 2e-3), switch_of(4), random_ps(2), traced());
+  const SimulationResult r =
+      simulate_steps(layers(12, 1e6, 1e-3, 2e-3), switch_of(4), random_ps(2), traced());
   const TraceCheck c = valid(r);
   // One track per connection: each worker pulls from and pushes to both shards.
-  for (const char* name : {"pull from ps 0", "pull from ps 1", "push to ps 0", "push to ps 1", "apply", "steps"}) {
+  for (const char* name :
+       {"pull from ps 0", "pull from ps 1", "push to ps 0", "push to ps 1", "apply", "steps"}) {
     EXPECT_TRUE(c.thread_names.count(name)) << name;
   }
   EXPECT_TRUE(c.process_names.count("ps 1"));
@@ -185,7 +195,8 @@ TEST(SimulatedTrace, AllReduceNestsAndDrawsBucketsToTheirCollectives) {
 }
 
 TEST(SimulatedTrace, FullShardingNestsAndDrawsGathersToTheOpsThatWaited) {
-  const SimulationResult r = simulate_steps(layers(8, 4e6, 1e-4, 2e-4), switch_of(4), full_sharding(), traced());
+  const SimulationResult r =
+      simulate_steps(layers(8, 4e6, 1e-4, 2e-4), switch_of(4), full_sharding(), traced());
   const TraceCheck c = valid(r);
   EXPECT_TRUE(c.thread_names.count("all-gather"));
   EXPECT_TRUE(c.thread_names.count("reduce-scatter"));
@@ -199,7 +210,8 @@ TEST(SimulatedTrace, FullShardingNestsAndDrawsGathersToTheOpsThatWaited) {
 TEST(SimulatedTrace, SelectionKeepsOnlyTheChosenWorkersAndSteps) {
   const workload::Workload w = layers(6, 1e6, 1e-3, 2e-3);
   const SimulationResult all = simulate_steps(w, switch_of(4), random_ps(2), traced());
-  const SimulationResult some = simulate_steps(w, switch_of(4), random_ps(2), traced({.workers = {1, 3}, .first_workers = 0, .steps = 1}));
+  const SimulationResult some = simulate_steps(w, switch_of(4), random_ps(2),
+                                               traced({.workers = {1, 3}, .first_workers = 0, .steps = 1}));
   valid(some);
   EXPECT_EQ(processes_with_spans(some.trace, "compute"), (std::set<int>{1, 3}));
   std::set<int> steps;
@@ -213,7 +225,8 @@ TEST(SimulatedTrace, SelectionKeepsOnlyTheChosenWorkersAndSteps) {
   EXPECT_FALSE(c.process_names.count("worker 0"));
   EXPECT_TRUE(c.process_names.count("worker 3"));
   // The first workers only (the CLI's default at many workers).
-  const SimulationResult first = simulate_steps(w, switch_of(4), allreduce(), traced({.workers = {}, .first_workers = 2}));
+  const SimulationResult first =
+      simulate_steps(w, switch_of(4), allreduce(), traced({.workers = {}, .first_workers = 2}));
   EXPECT_EQ(processes_with_spans(first.trace, "compute"), (std::set<int>{0, 1}));
 }
 
@@ -244,11 +257,13 @@ TEST(SimulatedTrace, LinkCountersCarryTheLinksBytes) {
   std::size_t checked = 0;
   for (const sim::TraceCounter& c : r.trace.counters) {
     if (c.series.size() != 2) continue;  // the NIC means have one series
-    const auto link = std::find_if(cluster.links.begin(), cluster.links.end(),
-                                   [&](const cluster::Link& l) { return l.name == c.name; });
-    ASSERT_NE(link, cluster.links.end()) << c.name;
+    size_t l = 0;
+    while (l < cluster.links.size() && cluster.links.name(l) != c.name) ++l;
+    ASSERT_LT(l, cluster.links.size()) << c.name;
+    const cluster::Link link = cluster.links[l];
     double bytes = 0;
-    for (size_t k = 0; k + 1 < c.times.size(); ++k) bytes += c.values[2 * k] * link->bw * (c.times[k + 1] - c.times[k]);
+    for (size_t k = 0; k + 1 < c.times.size(); ++k)
+      bytes += c.values[2 * k] * link.bw * (c.times[k + 1] - c.times[k]);
     // All of the run's traffic: 3 steps of a ring all-reduce of 12 MB, 2 (N-1)/N x 12 MB per NIC
     // each way.
     const double expected = 3 * 2.0 * 3 / 4 * 12e6;

@@ -17,6 +17,7 @@
 //   Path p = c.path({.node = 0, .device = 0}, {.node = 8, .device = kHostDevice});
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -226,12 +227,67 @@ struct ClusterSpec {
 /// tuning.cc: busBw = min(links x efficiency, this).
 [[nodiscard]] double nccl_bus_bw_cap(const ClusterSpec& spec, bool tree, NcclProtocol protocol);
 
+struct Cluster;
+
+/// One direction of a full-duplex link. Its name (LinkTable::name) is made when asked.
 struct Link {
-  std::string name;    ///< e.g. "node3.nic.up", "server1.nic.down", "leaf0->spine2"
   double bw = 0;       ///< bytes/s
   double latency = 0;  ///< s
   int from = -1;       ///< vertex (node index, or num_nodes + switch index); -1 for bus links
   int to = -1;
+};
+
+/// A cluster's links by index, in the order build_cluster lays them out: the fabric's (switch to
+/// switch), then each NIC's up and down link node by node, then each PCIe switch's, then each
+/// device's bus link (up and down, the host last on every node). Only the fabric's links are
+/// stored; a node's links are computed from their index and the node's switch, so a million GPUs
+/// cost the table one integer per node, and a link's name ("node3.nic.up", "server1.nic.down",
+/// "node0.gpu2.bus.up", "leaf0->spine2") is written only when asked for.
+class LinkTable {
+ public:
+  [[nodiscard]] size_t size() const { return bus_begin_ + 2 * buses_; }
+  [[nodiscard]] bool empty() const { return size() == 0; }
+  [[nodiscard]] Link operator[](size_t l) const;
+  /// "node3.nic.up", "node3.nic1.down" (several NICs), "server0.nic.up", "node0.pcie1.up",
+  /// "node0.gpu2.bus.up", "node0.host.bus.down", "leaf0->spine2".
+  [[nodiscard]] std::string name(size_t l) const;
+
+  class Iterator {
+   public:
+    using value_type = Link;
+    using difference_type = std::ptrdiff_t;
+    Iterator(const LinkTable* table, size_t l) : table_(table), l_(l) {}
+    Link operator*() const { return (*table_)[l_]; }
+    Iterator& operator++() {
+      ++l_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return l_ == other.l_; }
+
+   private:
+    const LinkTable* table_;
+    size_t l_;
+  };
+  [[nodiscard]] Iterator begin() const { return {this, 0}; }
+  [[nodiscard]] Iterator end() const { return {this, size()}; }
+
+ private:
+  friend struct Cluster;
+  friend Cluster build_cluster(const ClusterSpec& spec, int extra_nodes);
+  [[nodiscard]] int node_of_nic(size_t nic) const;
+
+  std::vector<Link> fabric_;               ///< links [0, nic_begin_)
+  std::vector<std::string> switch_names_;  ///< for the fabric's link names
+  int num_nodes_ = 0, worker_nodes_ = 0;
+  int nics_per_worker_node_ = 1;
+  int workers_per_node_ = 1;
+  int pcie_per_node_ = 0;
+  std::vector<int> node_switch_;       ///< per node (a copy of Cluster::node_switch)
+  std::vector<double> custom_nic_bw_;  ///< per node, custom topologies only
+  double worker_nic_bw_ = 0, server_nic_bw_ = 0, nic_latency_ = 0;
+  double intra_bw_ = 0, bus_latency_ = 0;
+  size_t nic_begin_ = 0, pcie_begin_ = 0, bus_begin_ = 0;
+  size_t buses_ = 0;  ///< bus links per direction
 };
 
 /// How many nodes a topology holds (0 = unbounded: the topology grows with the nodes).
@@ -257,7 +313,7 @@ struct Path {
 struct Cluster {
   ClusterSpec spec;
   int num_nodes = 0;  ///< worker nodes first, then extra (server) nodes
-  std::vector<Link> links;
+  LinkTable links;
   std::vector<uint32_t> nic_up, nic_down;         ///< all NICs, node by node (first_nic[node] + k)
   std::vector<int> first_nic;                     ///< per node, plus one past the last
   std::vector<uint32_t> pcie_up, pcie_down;       ///< pcie: per node * switches_per_node
@@ -281,9 +337,15 @@ struct Cluster {
   /// The NIC link index (into nic_up/nic_down) an endpoint's traffic uses.
   [[nodiscard]] int nic_of(Endpoint e) const;
 
+  /// Hops from switch `from` to switch `to` over switch-to-switch links: from the topology's shape
+  /// (leaf-spine, k-ary fat-tree, BiGraph, torus), or a breadth-first search (custom).
+  [[nodiscard]] int switch_hops(int from, int to) const;
+
  private:
-  // distance_to_[b][s] = hops from switch s to switch b; filled on first use of destination b.
+  // Custom topologies: distance_to_[b][s] = hops from switch s to switch b, filled on first use of
+  // destination b; incoming_[s]: the switches with a link into s.
   mutable std::vector<std::vector<int>> distance_to_;
+  mutable std::vector<std::vector<int>> incoming_;
 };
 
 /// Builds the links of `spec` plus `extra_nodes` single-purpose nodes (dedicated parameter

@@ -33,14 +33,14 @@ struct StageCost {
   /// s per micro-batch: sharded data parallelism's collectives back to back (both streams share the
   /// links): in a steady pipeline a micro-batch takes no less.
   double data_per_micro_batch = 0;
-  double message = 0;          ///< s: one activation (or gradient) message to the next stage alone
-  double last_backward = 0;    ///< s: the last micro-batch's backward passes, which the reduction overlaps
+  double message = 0;        ///< s: one activation (or gradient) message to the next stage alone
+  double last_backward = 0;  ///< s: the last micro-batch's backward passes, which the reduction overlaps
   std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
   /// s: how long before the end of the last micro-batch's backward passes each reduction's
   /// gradients are all produced (0 for those the last op produces).
   std::vector<double> ready_before_end;
-  std::vector<double> gathers;     ///< s: the distributed optimizer's gathers after the step
-  double optimizer = 0;            ///< s
+  std::vector<double> gathers;  ///< s: the distributed optimizer's gathers after the step
+  double optimizer = 0;         ///< s
 };
 
 struct ComposedCosts {
@@ -49,8 +49,8 @@ struct ComposedCosts {
   /// bytes each link of the cluster carries in one step, all ranks (Cluster::links order), and
   /// the links' capacities (bytes/s).
   std::vector<double> link_bytes, link_bw;
-  std::vector<std::string> link_names;
-  double bytes_sent = 0;  ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
+  cluster::LinkTable links;  ///< the cluster's links, which name them
+  double bytes_sent = 0;     ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
 };
 
 /// What one rank of a pipeline stage holds, for the memory check (predict/model_metrics.cpp).
@@ -69,7 +69,7 @@ struct StageFootprint {
                                                            const SchemeConfig& scheme, int workers);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
-[[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                                           const SchemeConfig& scheme);
+[[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
+                                           const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
 
 }  // namespace stepcast::scheme
