@@ -15,8 +15,9 @@
 namespace stepcast::limits {
 
 /// The most workers (GPUs) of a job: cluster.workers, --workers, the group degrees of a parallel
-/// layout. 2^20 = 1,048,576.
-inline constexpr int kMaxWorkers = 1 << 20;
+/// layout. 2^14 = 16,384 until every path past it either runs on link classes or stops at its own
+/// limit with an error (issue 27's scale work: at 2^20 an FSDP step ran minutes without a word).
+inline constexpr int kMaxWorkers = 1 << 14;
 
 /// The most workers a prediction simulates rank by rank on the full engine (every op and transfer
 /// of every worker: stragglers, parameter servers, traces, simulation.fast_paths false, a layout

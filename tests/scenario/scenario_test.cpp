@@ -344,10 +344,10 @@ TEST(Scenario, WrongType) {
   Error e = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: abc\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 1048576], got 'abc'");
+  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got 'abc'");
   Error f = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 2.5\n", "t.yaml"); });
-  EXPECT_EQ(f.message(), "expected an integer in [1, 1048576], got '2.5'");
+  EXPECT_EQ(f.message(), "expected an integer in [1, 16384], got '2.5'");
   Error g = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "training:\n  scheme: mpi\n", "t.yaml"); });
   EXPECT_EQ(g.where().key, "training.scheme");
@@ -358,7 +358,7 @@ TEST(Scenario, ZeroWorkers) {
   Error e = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 0\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 1048576], got '0'");
+  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got '0'");
 }
 
 TEST(Scenario, NegativeOrZeroBandwidth) {
@@ -374,7 +374,7 @@ TEST(Scenario, MapOrListWhereScalarExpected) {
     (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers:\n    - 1\n    - 2\n", "t.yaml");
   });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 1048576], got a list");
+  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got a list");
   Error m = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: {a: 1}\n", "t.yaml"); });
   EXPECT_EQ(m.message(), "expected a bandwidth, got a map");
