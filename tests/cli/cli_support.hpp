@@ -148,6 +148,15 @@ struct Json {
   std::vector<Json> array;
   std::vector<std::pair<std::string, Json>> object;  ///< in order; duplicates rejected
 
+  // The destructor is defined after the class: with an implicit one, clang 14 and libstdc++ 12
+  // define it while std::pair<std::string, Json> (of `object`) is still incomplete, and fail.
+  Json() = default;
+  Json(const Json&) = default;
+  Json(Json&&) noexcept = default;
+  Json& operator=(const Json&) = default;
+  Json& operator=(Json&&) noexcept = default;
+  ~Json();
+
   [[nodiscard]] bool is_object() const { return type == Type::Object; }
   [[nodiscard]] bool is_array() const { return type == Type::Array; }
   [[nodiscard]] bool is_number() const { return type == Type::Number; }
@@ -177,6 +186,8 @@ struct Json {
     return nullptr;
   }
 };
+
+inline Json::~Json() = default;
 
 class JsonParser {
  public:

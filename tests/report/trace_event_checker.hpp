@@ -253,8 +253,9 @@ inline TraceCheck check_trace_events(const std::string& text) {
   for (std::size_t k = 0; k < flow_points.size(); ++k) {
     const auto& [track, ts] = flow_points[k];
     auto it = slices.find(track);
+    const auto at = ts;  // clang 14 cannot capture a structured binding (C++20 allows it)
     const bool inside = it != slices.end() && std::any_of(it->second.begin(), it->second.end(), [&](const Slice& s) {
-                          return s.start <= ts && ts <= s.end;
+                          return s.start <= at && at <= s.end;
                         });
     if (!inside) problem("traceEvents[" + std::to_string(flow_point_events[k]) + "]: flow event in no slice of its track");
   }
