@@ -1,7 +1,7 @@
 # Thin front door over CMake presets. `make demo` and `make test` are the README's Quick start.
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build demo test test-asan test-simgrid test-package test-python python bench format tidy clean fuzz
+.PHONY: deps build demo test asan test-asan test-simgrid test-package test-python python bench format tidy clean fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -21,9 +21,14 @@ test: build
 test-package: deps
 	JOBS=$(JOBS) scripts/test-package.sh
 
-test-asan: deps
+# One clang build (preset asan, build/asan) under AddressSanitizer and UndefinedBehaviorSanitizer
+# serves the test suite and the libFuzzer targets (`make fuzz`); clang comes with the fuzz deps.
+asan:
+	@STEPCAST_WITH_FUZZ=1 scripts/install-deps.sh
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
+
+test-asan: asan
 	ctest --preset asan -j $(JOBS)
 
 bench: build
@@ -38,14 +43,15 @@ tidy: build
 clean:
 	rm -rf build
 
-# libFuzzer on every reader and loader (tests/fuzz/README.md): clang with ASan and UBSan, each
-# target FUZZ_SECONDS (60) seconds after the pinned reproducers of tests/data/fuzz/; corpora in
-# build/fuzz/corpus/<target>. `FUZZ_SECONDS=30 make fuzz`; FUZZ_TARGETS="scenario kineto" picks.
+# libFuzzer on every reader and loader (tests/fuzz/README.md): the targets of the asan build
+# (clang with ASan and UBSan), each FUZZ_SECONDS (60) seconds after the pinned reproducers of
+# tests/data/fuzz/; corpora in build/fuzz/corpus/<target>. `FUZZ_SECONDS=30 make fuzz`;
+# FUZZ_TARGETS="scenario kineto" picks.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@STEPCAST_WITH_FUZZ=1 scripts/install-deps.sh
-	cmake --preset fuzz >/dev/null
-	cmake --build --preset fuzz -j $(JOBS) --target fuzz_targets
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS) --target fuzz_targets
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
 
 # Cross-check of the flow model against SimGrid's max-min model (docs/development.md).

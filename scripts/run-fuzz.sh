@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets built by the fuzz preset (make fuzz; tests/fuzz/README.md): first every
+# Runs the libFuzzer targets built by the asan preset (make fuzz; tests/fuzz/README.md): first every
 # pinned reproducer of tests/data/fuzz/ once through its target (a regression fails at once), then
 # each target for FUZZ_SECONDS (default 60), seeded from tests/fuzz/seeds/, examples/ and the
 # reproducers. The corpus grows in build/fuzz/corpus/<target> (kept between runs, never
 # committed); a crash leaves build/fuzz/artifacts/<target>/crash-<sha1> and the log in
 # build/fuzz/logs/<target>.log. Exits 1 when any target crashed.
+#
+# FUZZ_BUILD is the build holding the targets (build/asan, the preset asan: clang, ASan, UBSan and
+# the tests beside them); FUZZ_DIR holds the corpora, seeds, artifacts and logs (build/fuzz).
 #
 # FUZZ_SEED fixes libFuzzer's random seed (CI: 1, so a run mutates in the same order; a time
 # budget still ends it after a machine-dependent number of inputs); unset, libFuzzer picks one.
@@ -16,7 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 seed=${FUZZ_SEED:-0}
-build=${FUZZ_BUILD:-build/fuzz}
+bin_dir=${FUZZ_BUILD:-build/asan}
+work=${FUZZ_DIR:-build/fuzz}
 all="astrasim chakra collective_log custom_topology kineto layer_table scenario scenario_set scenario_predict tf_timeline"
 targets=${FUZZ_TARGETS:-$all}
 repros=tests/data/fuzz
@@ -52,14 +56,14 @@ dict_of() {
 
 failed=()
 for t in $targets; do
-  bin=$build/${t}_fuzz
+  bin=$bin_dir/${t}_fuzz
   if [ ! -x "$bin" ]; then
-    echo "run-fuzz: $bin is missing (cmake --preset fuzz && cmake --build --preset fuzz --target fuzz_targets)" >&2
+    echo "run-fuzz: $bin is missing (cmake --preset asan && cmake --build --preset asan --target fuzz_targets)" >&2
     exit 2
   fi
-  seeds=$build/seeds/$t
+  seeds=$work/seeds/$t
   rm -rf "$seeds"
-  mkdir -p "$seeds" "$build/corpus/$t" "$build/artifacts/$t" "$build/logs"
+  mkdir -p "$seeds" "$work/corpus/$t" "$work/artifacts/$t" "$work/logs"
   for f in $(seed_files "$t"); do cp "$f" "$seeds/"; done
   if [ "$t" = scenario_set ]; then
     # An override line, then a scenario.
@@ -71,7 +75,7 @@ for t in $targets; do
       done
     done
   fi
-  log=$build/logs/$t.log
+  log=$work/logs/$t.log
   : >"$log"
   repro=$(repro_files "$t")
   if [ -n "$repro" ] && ! "$bin" -runs=1 $repro >>"$log" 2>&1; then
@@ -85,13 +89,13 @@ for t in $targets; do
   # -timeout: an input taking more than 20 s is a stall; -rss_limit_mb: one that grows past 2.5 GB
   # is reading what it should refuse.
   if "$bin" -max_total_time="$seconds" -seed="$seed" -timeout=20 -rss_limit_mb=2560 -max_len=8192 -print_final_stats=1 \
-      ${dict:+-dict=$dict} -artifact_prefix="$build/artifacts/$t/" "$build/corpus/$t" "$seeds" >>"$log" 2>&1; then
+      ${dict:+-dict=$dict} -artifact_prefix="$work/artifacts/$t/" "$work/corpus/$t" "$seeds" >>"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$log" | tr '\n' ' ' | sed "s/^/run-fuzz: $t: /"
     echo
   else
-    echo "run-fuzz: $t: CRASH; input in $build/artifacts/$t/, log $log" >&2
+    echo "run-fuzz: $t: CRASH; input in $work/artifacts/$t/, log $log" >&2
     grep -E "ERROR|BUG|runtime error|terminate|Assertion|assertion" "$log" | head -n 5 >&2 || true
-    for a in "$build/artifacts/$t"/*; do
+    for a in "$work/artifacts/$t"/*; do
       [ -f "$a" ] || continue
       echo "run-fuzz: $t: $(basename "$a") (base64, first 4 kB):" >&2
       head -c 4096 "$a" | base64 >&2
