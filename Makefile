@@ -54,12 +54,13 @@ fuzz:
 	cmake --build --preset asan -j $(JOBS) --target fuzz_targets
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/run-fuzz.sh
 
-# Cross-check of the flow model against SimGrid's max-min model (docs/development.md).
+# Cross-check of the flow model against SimGrid's max-min model (docs/development.md), in the
+# release build (which builds it by itself wherever SimGrid is installed: `make test` runs it).
 test-simgrid:
 	@STEPCAST_WITH_SIMGRID=1 scripts/install-deps.sh
-	cmake --preset simgrid >/dev/null
-	cmake --build --preset simgrid -j $(JOBS) --target net_tests simgrid_flows
-	ctest --preset simgrid -R SimGrid
+	cmake --preset release -DSTEPCAST_WITH_SIMGRID=ON >/dev/null
+	cmake --build --preset release -j $(JOBS) --target net_tests simgrid_flows
+	ctest --preset release -R SimGrid
 
 # The Python module (python/stepcast_module.cpp) and the command its tests compare with; then
 # PYTHONPATH=build/python python3 -c "import stepcast" (docs/library.md, Python). Debian's interpreter,
