@@ -62,14 +62,16 @@ test-simgrid:
 	cmake --build --preset release -j $(JOBS) --target net_tests simgrid_flows
 	ctest --preset release -R SimGrid
 
-# The Python module (python/stepcast_module.cpp) and the command its tests compare with; then
-# PYTHONPATH=build/python python3 -c "import stepcast" (docs/library.md, Python). Debian's interpreter,
-# the one its python3-* packages (pybind11, pytest, pandas) are installed for, unless PYTHON=...
+# The Python module (python/stepcast_module.cpp) and the command its tests compare with, in the
+# release build: PYTHONPATH=build/release python3 -c "import stepcast" (docs/library.md, Python).
+# Its pytest suite is the ctest test python_tests, which `make test` runs too. Debian's
+# interpreter, the one its python3-* packages (pybind11, pytest, pandas) are installed for,
+# unless PYTHON=... (the next `make test` builds the module for the preset's interpreter again).
 PYTHON ?= /usr/bin/python3
 python:
 	@STEPCAST_WITH_PYTHON=1 scripts/install-deps.sh
-	cmake --preset python -DPYTHON_EXECUTABLE=$(PYTHON) >/dev/null
-	cmake --build --preset python -j $(JOBS) --target stepcast_python stepcast
+	cmake --preset release -DPYTHON_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build --preset release -j $(JOBS) --target stepcast_python stepcast
 
 test-python: python
-	PYTHONPATH=build/python STEPCAST_BINARY=build/python/stepcast $(PYTHON) -m pytest -q python/tests
+	ctest --preset release -L python

@@ -1,6 +1,6 @@
 # The Python module (python/stepcast_module.cpp): every function against the command's --json
 # for the same inputs, closed forms and counts derived here, and errors that name their key.
-# Run with the module and the command of one build: make test-python, or ctest --preset python.
+# Run with the module and the command of one build: make test-python, or ctest --preset release -L python.
 import json
 import math
 import os
