@@ -13,12 +13,15 @@
 # budget still ends it after a machine-dependent number of inputs); unset, libFuzzer picks one.
 # A crash's input is also printed in base64, for a log that outlives the machine (CI).
 #
+# FUZZ_JOBS targets run at once (default: the number of cores), each for its own FUZZ_SECONDS.
+#
 #   FUZZ_SECONDS=30 scripts/run-fuzz.sh
 #   FUZZ_TARGETS="scenario kineto" FUZZ_SECONDS=600 scripts/run-fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 seed=${FUZZ_SEED:-0}
+jobs=${FUZZ_JOBS:-$(nproc)}
 bin_dir=${FUZZ_BUILD:-build/asan}
 work=${FUZZ_DIR:-build/fuzz}
 all="astrasim chakra collective_log custom_topology kineto layer_table scenario scenario_set scenario_predict tf_timeline"
@@ -54,20 +57,24 @@ dict_of() {
   esac
 }
 
-failed=()
 for t in $targets; do
-  bin=$bin_dir/${t}_fuzz
-  if [ ! -x "$bin" ]; then
-    echo "run-fuzz: $bin is missing (cmake --preset asan && cmake --build --preset asan --target fuzz_targets)" >&2
+  if [ ! -x "$bin_dir/${t}_fuzz" ]; then
+    echo "run-fuzz: $bin_dir/${t}_fuzz is missing (cmake --preset asan && cmake --build --preset asan --target fuzz_targets)" >&2
     exit 2
   fi
-  seeds=$work/seeds/$t
+done
+
+# One target: its reproducers, then FUZZ_SECONDS of fuzzing. Returns 1 on a crash.
+fuzz_one() {
+  local t=$1
+  local bin=$bin_dir/${t}_fuzz
+  local seeds=$work/seeds/$t
   rm -rf "$seeds"
   mkdir -p "$seeds" "$work/corpus/$t" "$work/artifacts/$t" "$work/logs"
   for f in $(seed_files "$t"); do cp "$f" "$seeds/"; done
   if [ "$t" = scenario_set ]; then
     # An override line, then a scenario.
-    i=0
+    local i=0
     for f in examples/*.yaml; do
       for set in cluster.workers=8 training.scheme=ps cluster.nic_bandwidth=100Gbps workload.compute_cv=0.1; do
         i=$((i + 1))
@@ -75,15 +82,16 @@ for t in $targets; do
       done
     done
   fi
-  log=$work/logs/$t.log
+  local log=$work/logs/$t.log
   : >"$log"
+  local repro
   repro=$(repro_files "$t")
   if [ -n "$repro" ] && ! "$bin" -runs=1 $repro >>"$log" 2>&1; then
     echo "run-fuzz: $t: a pinned reproducer crashes again; see $log" >&2
     tail -n 30 "$log" >&2
-    failed+=("$t")
-    continue
+    return 1
   fi
+  local dict
   dict=$(dict_of "$t")
   echo "run-fuzz: $t for ${seconds}s"
   # -timeout: an input taking more than 20 s is a stall; -rss_limit_mb: one that grows past 2.5 GB
@@ -100,8 +108,23 @@ for t in $targets; do
       echo "run-fuzz: $t: $(basename "$a") (base64, first 4 kB):" >&2
       head -c 4096 "$a" | base64 >&2
     done
-    failed+=("$t")
+    return 1
   fi
+}
+
+# FUZZ_JOBS targets at a time (default: one per core), each on one core for its FUZZ_SECONDS;
+# what a target prints is shown in one piece when it ends, and a crash marks it failed.
+mkdir -p "$work/logs"
+rm -f "$work"/logs/*.out "$work"/logs/*.failed
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  { fuzz_one "$t" || : >"$work/logs/$t.failed"; } >"$work/logs/$t.out" 2>&1 &
+done
+wait
+failed=()
+for t in $targets; do
+  cat "$work/logs/$t.out"
+  [ ! -e "$work/logs/$t.failed" ] || failed+=("$t")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "run-fuzz: crashes in: ${failed[*]}" >&2
