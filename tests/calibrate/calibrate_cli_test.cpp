@@ -8,6 +8,7 @@
 #include "stepcast/scenario/scenario.hpp"
 
 namespace {
+namespace calibrate_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast_cli_test::CliTest;
 using stepcast_cli_test::read_text;
@@ -127,4 +128,5 @@ TEST_F(CliTest, CalibrateBadInputExitsTwoNamingTheFile) {
   EXPECT_EQ(r.code, 2) << r.describe();
 }
 
+}  // namespace calibrate_cli_test
 }  // namespace

@@ -13,6 +13,7 @@
 
 namespace stepcast::calibrate {
 namespace {
+namespace collective_log_test {  // this file's own names: test files are compiled several to a unit
 
 // Shaped like a real all_reduce_perf log: banner and device lines, an NCCL INFO line without '#',
 // the two header lines, 13-field rows (with `root`), the footer.
@@ -169,5 +170,6 @@ TEST(CollectiveLogFile, AutoDetectsTheFormatAndNamesUnreadableFiles) {
   std::filesystem::remove(xla);
 }
 
+}  // namespace collective_log_test
 }  // namespace
 }  // namespace stepcast::calibrate

@@ -19,6 +19,7 @@
 
 namespace stepcast::calibrate {
 namespace {
+namespace nccl_calibration_test {  // this file's own names: test files are compiled several to a unit
 
 const std::filesystem::path kTables = std::filesystem::path(STEPCAST_SHARED_DATA) / "tables";
 
@@ -32,7 +33,8 @@ std::vector<Measurement> sweep_of(const NcclFit& truth) {
 TEST(NcclFit, RecoversBandwidthAndLatencyScaleFromItsOwnSweep) {
   for (const NcclFit truth :
        {NcclFit{16, 8, 40e9, 3.0}, NcclFit{8, 1, 12.5e9, 0.5}, NcclFit{32, 4, 100e9, 10}}) {
-    SCOPED_TRACE(testing::Message() << truth.workers << " ranks, " << truth.workers_per_node << " per node");
+    SCOPED_TRACE(::testing::Message()
+                 << truth.workers << " ranks, " << truth.workers_per_node << " per node");
     const Calibration c =
         calibrate_ring(sweep_of(truth), truth.workers,
                        {.method = FitMethod::Nccl, .workers_per_node = truth.workers_per_node});
@@ -49,7 +51,7 @@ TEST(NcclFit, RecoversLLsCapWhereTheSweepReachesIt) {
   // error the table's 39 GB/s, which does not bind, would leave). B itself is then bounded but
   // not determined: the 2-node tree's Simple cap (4 channels x 41.4 GB/s) binds at large sizes.
   for (const NcclFit truth : {NcclFit{16, 8, 100e9, 2.0, 5e9}, NcclFit{32, 8, 100e9, 4.0, 12e9}}) {
-    SCOPED_TRACE(testing::Message() << truth.ll_bw << " B/s");
+    SCOPED_TRACE(::testing::Message() << truth.ll_bw << " B/s");
     const Calibration c =
         calibrate_ring(sweep_of(truth), truth.workers,
                        {.method = FitMethod::Nccl, .workers_per_node = truth.workers_per_node});
@@ -146,5 +148,6 @@ TEST(NcclFitAcceptance, EveryOtherSizePredictsTheRestWithNcclsLLCap) {
   EXPECT_EQ(c.nccl.ll_bw, 0);  // the table is kept: the fitted cap gains less than 5%
 }
 
+}  // namespace nccl_calibration_test
 }  // namespace
 }  // namespace stepcast::calibrate

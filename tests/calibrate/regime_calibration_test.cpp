@@ -24,6 +24,7 @@
 
 namespace stepcast::calibrate {
 namespace {
+namespace regime_calibration_test {  // this file's own names: test files are compiled several to a unit
 
 using report::calibration_header;
 using report::calibration_yaml;
@@ -431,5 +432,6 @@ TEST(RegimeAcceptance, EveryOtherSizePredictsTheRest) {
   }
 }
 
+}  // namespace regime_calibration_test
 }  // namespace
 }  // namespace stepcast::calibrate

@@ -21,6 +21,7 @@
 
 namespace stepcast::calibrate {
 namespace {
+namespace ring_calibration_test {  // this file's own names: test files are compiled several to a unit
 
 using report::calibration_header;
 using report::calibration_yaml;
@@ -262,5 +263,6 @@ TEST(CalibrationAcceptance, XlaEightH100OneHost) {
   }
 }
 
+}  // namespace ring_calibration_test
 }  // namespace
 }  // namespace stepcast::calibrate

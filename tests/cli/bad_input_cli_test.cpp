@@ -6,6 +6,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace bad_input_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using BadInputCli = CliTest;
 
@@ -282,5 +283,6 @@ TEST_F(BadInputCli, ExtremeWorkersPerNodeDoesNotCrash) {
                    {"--workers-per-node"});
 }
 
+}  // namespace bad_input_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

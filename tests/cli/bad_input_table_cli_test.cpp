@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace bad_input_table_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using BadInputTable = CliTest;
 
@@ -597,5 +598,6 @@ TEST_F(BadInputTable, EveryCaseExitsTwoNamingFileLineAndKey) {
   }
 }
 
+}  // namespace bad_input_table_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace commands_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using CommandsCli = CliTest;
 
@@ -168,5 +169,6 @@ TEST_F(CommandsCli, OptionsPointsAtCommandsThatExist) {
   }
 }
 
+}  // namespace commands_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

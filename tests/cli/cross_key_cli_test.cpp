@@ -5,6 +5,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace cross_key_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using CrossKeyCli = CliTest;
 
@@ -68,5 +69,6 @@ TEST_F(CrossKeyCli, WorkerSweepIsCheckedAtEachSweptCount) {
                 {"--set: training.allreduce.algorithm", "power-of-two", "got 12", "--workers 12"});
 }
 
+}  // namespace cross_key_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

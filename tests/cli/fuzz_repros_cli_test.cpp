@@ -5,6 +5,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace fuzz_repros_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using FuzzRepros = CliTest;
 
@@ -109,5 +110,6 @@ TEST_F(FuzzRepros, AnEndlessInputIsRefusedNotReadUntilMemoryRunsOut) {
   expect_clear_error(run({"predict", custom}), {"/dev/zero", "64 MiB"});
 }
 
+}  // namespace fuzz_repros_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

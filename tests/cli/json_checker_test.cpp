@@ -4,6 +4,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace json_checker_test {  // this file's own names: test files are compiled several to a unit
 
 bool valid(const std::string& text) {
   Json v;
@@ -51,5 +52,6 @@ TEST(JsonChecker, RejectsInvalidDocuments) {
   }
 }
 
+}  // namespace json_checker_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace layout_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using LayoutCli = CliTest;
 
@@ -84,5 +85,6 @@ TEST_F(LayoutCli, MoreTensorParallelismHoldsLessPerGpu) {
   EXPECT_GT(p[1]["memory_per_worker_bytes"]["total"].number, p[2]["memory_per_worker_bytes"]["total"].number);
 }
 
+}  // namespace layout_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace predict_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using PredictCli = CliTest;
 
@@ -472,5 +473,6 @@ TEST_F(PredictCli, FastPathsAndTheFullEngineGiveTheSameNumbersOnEveryExample) {
   EXPECT_GE(fast_runs, 9) << "the all-reduce examples take the fast path";
 }
 
+}  // namespace predict_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace predictor_all_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using PredictorAllCli = CliTest;
 
@@ -126,5 +127,6 @@ TEST_F(PredictorAllCli, RejectsATraceAndASweptPredictor) {
   EXPECT_EQ(unknown.code, 2) << unknown.describe();
 }
 
+}  // namespace predictor_all_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -8,6 +8,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace sweep_cli_test {  // this file's own names: test files are compiled several to a unit
 
 class SweepCli : public CliTest {};
 
@@ -151,5 +152,6 @@ TEST_F(SweepCli, CollectiveListsAreOneRowPerSizeCountAndConfiguration) {
   EXPECT_EQ(split_lines(table.out).size(), 2u + 4u) << table.out;
 }
 
+}  // namespace sweep_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -10,6 +10,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace trace_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast_trace_test::check_trace_events;
 using stepcast_trace_test::TraceCheck;
@@ -95,5 +96,6 @@ TEST_F(TraceCli, BadSelectionsAreErrorsNamingTheFlag) {
   EXPECT_EQ(with({"--trace-workers", "0-1,3"}).code, 0);
 }
 
+}  // namespace trace_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

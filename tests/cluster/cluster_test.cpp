@@ -9,6 +9,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace cluster_test {  // this file's own names: test files are compiled several to a unit
 
 ClusterSpec spec_of(int workers, int per_node) {
   ClusterSpec spec;
@@ -121,5 +122,6 @@ TEST(Cluster, DedicatedServerNodesDefaultToNicBandwidth) {
   EXPECT_DOUBLE_EQ(c.links[c.nic_down[2]].bw, 12.5e9);
 }
 
+}  // namespace cluster_test
 }  // namespace
 }  // namespace stepcast::cluster

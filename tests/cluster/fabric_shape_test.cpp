@@ -10,6 +10,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace fabric_shape_test {  // this file's own names: test files are compiled several to a unit
 
 ClusterSpec with(int workers, Topology topology) {
   ClusterSpec spec;
@@ -100,5 +101,6 @@ TEST(FabricShape, KeysOfWhatIsNotBuiltHaveNoEffect) {
   EXPECT_TRUE(ineffective_keys(build_cluster(torus, 1)).empty());
 }
 
+}  // namespace fabric_shape_test
 }  // namespace
 }  // namespace stepcast::cluster

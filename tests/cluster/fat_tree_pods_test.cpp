@@ -10,6 +10,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace fat_tree_pods_test {  // this file's own names: test files are compiled several to a unit
 
 ClusterSpec fat_tree(int workers, int radix) {
   ClusterSpec spec;
@@ -49,5 +50,6 @@ TEST(FatTreePods, ARadixFarLargerThanTheJobBuildsOnePod) {
   EXPECT_EQ(route_names(c, 0, 7).size(), 2u) << "two hosts of one edge switch: up and down";
 }
 
+}  // namespace fat_tree_pods_test
 }  // namespace
 }  // namespace stepcast::cluster

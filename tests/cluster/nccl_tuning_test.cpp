@@ -10,6 +10,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace nccl_tuning_test {  // this file's own names: test files are compiled several to a unit
 
 ClusterSpec machine(int nodes, int gpus, int nics, double nic_bw, double intra_bw, GpuGeneration generation) {
   ClusterSpec spec;
@@ -87,5 +88,6 @@ TEST(NcclCaps, KeysOverrideTheTablesAndZeroMeansNoCap) {
   EXPECT_DOUBLE_EQ(nccl_bus_bw_cap(spec, false, NcclProtocol::LL), 20e9);
 }
 
+}  // namespace nccl_tuning_test
 }  // namespace
 }  // namespace stepcast::cluster

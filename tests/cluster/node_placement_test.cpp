@@ -12,6 +12,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace node_placement_test {  // this file's own names: test files are compiled several to a unit
 
 ClusterSpec torus_job(NodePlacement placement, uint64_t seed = 1) {
   ClusterSpec spec;
@@ -79,5 +80,6 @@ TEST(NodePlacement, RandomWithoutPositionsOrSlotsIsAnError) {
   EXPECT_THROW(scheme::validate(small, {}), Error);
 }
 
+}  // namespace node_placement_test
 }  // namespace
 }  // namespace stepcast::cluster

@@ -18,6 +18,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace uneven_placement_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::AllReduceAlgorithm;
 using scheme::Scheme;
@@ -192,5 +193,6 @@ TEST(UnevenPlacement, ScenarioKeyGivesTheWorkersAndNamesItsErrors) {
   }
 }
 
+}  // namespace uneven_placement_test
 }  // namespace
 }  // namespace stepcast::cluster

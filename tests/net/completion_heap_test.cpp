@@ -13,6 +13,7 @@
 
 namespace stepcast::net {
 namespace {
+namespace completion_heap_test {  // this file's own names: test files are compiled several to a unit
 
 // Empties the heap front first; returns (finish, flow) in the order they came out.
 std::vector<std::pair<double, uint32_t>> drain(CompletionHeap& heap) {
@@ -108,5 +109,6 @@ TEST(CompletionHeap, RandomScheduleMoveEraseStaysOrdered) {
   }
 }
 
+}  // namespace completion_heap_test
 }  // namespace
 }  // namespace stepcast::net

@@ -18,6 +18,7 @@
 
 namespace stepcast::net {
 namespace {
+namespace flow_network_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr double kRel = 1e-9;
 
@@ -1225,5 +1226,6 @@ TEST(FlowNetwork, IncastChurnOnlyMovesGroupLevels) {
 INSTANTIATE_TEST_SUITE_P(Plain, FlowNetworkProperty, ::testing::Values(false));
 INSTANTIATE_TEST_SUITE_P(Weighted, FlowNetworkProperty, ::testing::Values(true));
 
+}  // namespace flow_network_test
 }  // namespace
 }  // namespace stepcast::net

@@ -13,6 +13,7 @@
 
 namespace stepcast::net {
 namespace {
+namespace progressive_filling_test {  // this file's own names: test files are compiled several to a unit
 
 // A system of its own: links by their number, each with every flow crossing it.
 struct ToyView {
@@ -126,5 +127,6 @@ TEST(ProgressiveFilling, WhatALinkHoldsBesideItsFlowsIsFixedWithIt) {
   check(std::integral_constant<StaleLevels, StaleLevels::Requeue>{});
 }
 
+}  // namespace progressive_filling_test
 }  // namespace
 }  // namespace stepcast::net

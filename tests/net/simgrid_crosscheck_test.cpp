@@ -21,6 +21,7 @@
 
 namespace stepcast::net {
 namespace {
+namespace simgrid_crosscheck_test {  // this file's own names: test files are compiled several to a unit
 
 // Unused where the cross-check is not built (the test skips), which clang would warn about.
 [[maybe_unused]] constexpr double kRelativeTolerance = 1e-3;  // the 0.1%
@@ -135,7 +136,7 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
 #ifndef STEPCAST_SIMGRID_FLOWS
   GTEST_SKIP() << "SimGrid cross-check not built (configure with -DSTEPCAST_WITH_SIMGRID=ON)";
 #else
-  const std::string input_path = testing::TempDir() + "simgrid_crosscheck_flows.txt";
+  const std::string input_path = ::testing::TempDir() + "simgrid_crosscheck_flows.txt";
   double max_difference = 0;
   size_t flows = 0;
   size_t slowed = 0;   // flows that shared a link: slower than alone on their path
@@ -172,5 +173,6 @@ TEST(SimGridCrossCheck, RandomFlowSetsAgreeWithinPointOnePercent) {
 #endif
 }
 
+}  // namespace simgrid_crosscheck_test
 }  // namespace
 }  // namespace stepcast::net

@@ -13,6 +13,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace analytic_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::Mode;
 using scheme::Scheme;
@@ -168,5 +169,6 @@ TEST(AnalyticPredictor, SequentialStartupMakesJobTimeUShaped) {
   EXPECT_GT(predict(w, spec, scheme, options).job.time, 1.5 * best_time);
 }
 
+}  // namespace analytic_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -11,6 +11,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace bottleneck_test {  // this file's own names: test files are compiled several to a unit
 
 const std::string kPs = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
 const std::string kRing = std::string(STEPCAST_SOURCE_DIR) + "/examples/vgg16-allreduce.yaml";
@@ -88,5 +89,6 @@ TEST(Bottleneck, AJobThatDoesNotFitSaysMemoryFirst) {
   EXPECT_GT(r.step_time, 0);  // still a prediction
 }
 
+}  // namespace bottleneck_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -17,6 +17,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace collective_bytes_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::AllReduceAlgorithm;
 
@@ -83,5 +84,6 @@ TEST(CollectiveBytes, CoarseAndAnalyticCountWhatTheFineSimulatorSends) {
   }
 }
 
+}  // namespace collective_bytes_test
 }  // namespace
 }  // namespace stepcast::predict

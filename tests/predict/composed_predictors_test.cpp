@@ -18,6 +18,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace composed_predictors_test {  // this file's own names: test files are compiled several to a unit
 
 struct Layout {
   workload::Workload workload;
@@ -148,5 +149,6 @@ TEST(ComposedPredictors, OneFOneBFirstStageHoldsPMicroBatchesOfActivations) {
   EXPECT_NEAR(r.memory.per_worker.activations, 8 * (2 * block + head), 1e-9 * block);
 }
 
+}  // namespace composed_predictors_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -22,6 +22,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace fine_vs_coarse_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::Mode;
 using scheme::PsPartition;
@@ -624,11 +625,13 @@ TEST(CoarseParameterServer, AsyncThroughputRespectsThePsNicBound) {
   }
 }
 
+}  // namespace fine_vs_coarse_test
 }  // namespace
 }  // namespace stepcast::predict
 
 namespace stepcast::predict {
 namespace {
+namespace fine_vs_coarse_test {  // this file's own names: test files are compiled several to a unit
 
 // The compute-overlap heuristic (Options::ps_compute_overlap_heuristic): ResNet-50, sync PS,
 // need order (fifo), 8 and 16 workers, 2-4 shards split, 10-100 Gbps. Without it coarse put
@@ -679,5 +682,6 @@ TEST(FineVsCoarse, AsyncNeedOrderedWorkersOverlapComputeWithin5Percent) {
   }
 }
 
+}  // namespace fine_vs_coarse_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -16,6 +16,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace fsdp_predictors_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::FsdpSharding;
 using scheme::Scheme;
@@ -174,5 +175,6 @@ TEST(FsdpResult, TokenRatesAndMfuFollowFromThroughputAndTheModel) {
   }
 }
 
+}  // namespace fsdp_predictors_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -14,6 +14,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace host_bound_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 
@@ -77,11 +78,13 @@ TEST_F(SharedTrace, ReplayedAtItsOwnSizeExtrapolatedElsewhereOrWhenAsked) {
   EXPECT_LE(at(2, {"workload.replay=never"}).step_time, at(3).step_time * (1 + 1e-9));
 }
 
+}  // namespace host_bound_test
 }  // namespace
 }  // namespace stepcast::predict
 
 namespace stepcast::predict {
 namespace {
+namespace host_bound_test {  // this file's own names: test files are compiled several to a unit
 
 const std::string kPsExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
 
@@ -105,5 +108,6 @@ TEST(MeasuredWith, AMeasurementThatIncludedThePsGivesOneWorkerSpeedUpOne) {
   }
 }
 
+}  // namespace host_bound_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -12,6 +12,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace long_run_test {  // this file's own names: test files are compiled several to a unit
 
 TEST(LongRunWarning, ProjectsFromTheFractionDoneAndWarnsOnce) {
   std::vector<std::string> warnings;
@@ -113,5 +114,6 @@ TEST(LongRunWarning, OnlyTheFullEngineReportsProgressAndProgressChangesNothing) 
   EXPECT_EQ(calls, 0);
 }
 
+}  // namespace long_run_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -10,6 +10,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace memory_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::FsdpSharding;
 using scheme::Optimizer;
@@ -198,5 +199,6 @@ TEST(GatheredBufferBytes, NoneWithoutParameterSharding) {
   EXPECT_EQ(gathered_buffer_bytes(1e8, Precision::FP16, fsdp(FsdpSharding::Full), 1, 1), 0);
 }
 
+}  // namespace memory_test
 }  // namespace
 }  // namespace stepcast::predict

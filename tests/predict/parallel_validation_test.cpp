@@ -35,6 +35,7 @@
 
 namespace stepcast {
 namespace {
+namespace parallel_validation_test {  // this file's own names: test files are compiled several to a unit
 
 using Row = std::map<std::string, std::string>;
 
@@ -243,5 +244,6 @@ TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
   EXPECT_LT(worst, 0.32);
 }
 
+}  // namespace parallel_validation_test
 }  // namespace
 }  // namespace stepcast

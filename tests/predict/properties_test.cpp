@@ -20,6 +20,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace properties_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::Mode;
 using scheme::PsOrder;
@@ -262,5 +263,6 @@ TEST(PredictProperties, BreakdownAddsUpWithOverlappingLanes) {
   EXPECT_NEAR(b.communication_exposed, ring_allreduce_time(100e6, 4, 1.25e9, 5e-6), 1e-9);
 }
 
+}  // namespace properties_test
 }  // namespace
 }  // namespace stepcast::predict

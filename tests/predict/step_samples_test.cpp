@@ -14,6 +14,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace step_samples_test {  // this file's own names: test files are compiled several to a unit
 
 using workload::Workload;
 
@@ -119,5 +120,6 @@ TEST(StepSamples, NoSamplesNoSpread) {
   }
 }
 
+}  // namespace step_samples_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -15,6 +15,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace stragglers_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::Mode;
 using scheme::Scheme;
@@ -124,5 +125,6 @@ TEST(Stragglers, AsynchronousWorkersKeepTheirMeanRate) {
   EXPECT_NE(noisy.step_time, calm.step_time);
 }
 
+}  // namespace stragglers_test
 }  // namespace
 }  // namespace stepcast::predict

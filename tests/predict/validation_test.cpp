@@ -24,6 +24,7 @@
 
 namespace stepcast {
 namespace {
+namespace validation_test {  // this file's own names: test files are compiled several to a unit
 
 std::string table_path() {
   return std::string(STEPCAST_SHARED_DATA) + "/tables/tf_cnn_benchmarks_2017_single_node.csv";
@@ -152,5 +153,6 @@ TEST(Validation, GceK80ParameterServerOnTheHostFromOneGpu) {
   expect_errors_within(p, 0.105, 0.065);
 }
 
+}  // namespace validation_test
 }  // namespace
 }  // namespace stepcast

@@ -10,6 +10,7 @@
 
 namespace stepcast::predict {
 namespace {
+namespace zoo_scaling_test {  // this file's own names: test files are compiled several to a unit
 
 // ResNet-50 (25.6 M parameters, 102 MB of FP32 gradients), batch 64, 0.292 s per step alone.
 workload::Workload resnet50() {
@@ -67,5 +68,6 @@ TEST(ZooScaling, OneWorkerHasSpeedupOne) {
   }
 }
 
+}  // namespace zoo_scaling_test
 }  // namespace
 }  // namespace stepcast::predict

@@ -7,6 +7,7 @@
 
 namespace stepcast::profile {
 namespace {
+namespace astrasim_workload_test {  // this file's own names: test files are compiled several to a unit
 
 // Two layers, ticks of 1 ns: conv1 fwd 5 us, ig 6 us, wg 10 us, update 0.3 us.
 constexpr const char* kTwoLayers =
@@ -101,5 +102,6 @@ TEST(AstraSimWorkload, BrokenFilesNameLineAndField) {
   EXPECT_THROW((void)read_astrasim_workload("/nonexistent.txt"), Error);
 }
 
+}  // namespace astrasim_workload_test
 }  // namespace
 }  // namespace stepcast::profile

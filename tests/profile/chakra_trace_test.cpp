@@ -19,6 +19,7 @@
 
 namespace stepcast::profile {
 namespace {
+namespace chakra_trace_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 using report::ChakraExport;
@@ -239,5 +240,6 @@ TEST(ChakraTrace, BrokenFilesGiveErrorsNamingFileAndPlace) {
   fs::remove_all(dir);
 }
 
+}  // namespace chakra_trace_test
 }  // namespace
 }  // namespace stepcast::profile

@@ -20,6 +20,7 @@
 
 namespace stepcast_profile_test {
 namespace {
+namespace event_scanner_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::profile::detail::kScanIncomplete;
 using stepcast::profile::detail::ScanFn;
@@ -498,5 +499,6 @@ TEST(EventScanner, ReaderUsesTheFastestBlockScannerByDefault) {
 #endif
 }
 
+}  // namespace event_scanner_test
 }  // namespace
 }  // namespace stepcast_profile_test

@@ -15,6 +15,7 @@
 #include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace {
+namespace example_trace_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 
@@ -58,4 +59,5 @@ TEST(ExampleTrace, ReaderSeesTheScriptsStepsAndBuckets) {
   EXPECT_EQ(per_step, kParameters);
 }
 
+}  // namespace example_trace_test
 }  // namespace

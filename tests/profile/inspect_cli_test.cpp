@@ -12,6 +12,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace inspect_cli_test {  // this file's own names: test files are compiled several to a unit
 
 const fs::path kTrace =
     fs::path(STEPCAST_SHARED_DATA) / "traces" / "resnet50_ddp_2xA100_rank0_nccl_data.json.gz";
@@ -154,5 +155,6 @@ TEST_F(InspectCli, APipeReadsTheSameAsTheFile) {
   }
 }
 
+}  // namespace inspect_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

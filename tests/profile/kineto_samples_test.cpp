@@ -16,6 +16,7 @@
 
 namespace stepcast_profile_test {
 namespace {
+namespace kineto_samples_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::profile::convert_kineto;
 using stepcast::profile::KinetoWorkload;
@@ -193,5 +194,6 @@ TEST_F(KinetoSamples, SamplesCanBeTurnedOff) {
   EXPECT_EQ(stepcast::workload::validate(k.workload), "");
 }
 
+}  // namespace kineto_samples_test
 }  // namespace
 }  // namespace stepcast_profile_test

@@ -15,6 +15,7 @@
 #include "stepcast/detail/profile/trace_summary.hpp"
 
 namespace {
+namespace kineto_shared_data_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 using stepcast::profile::TraceSummary;
@@ -181,4 +182,5 @@ TEST(KinetoSharedData, ProfilerWindowWarmUpStepsAreNotSteady) {
   EXPECT_NEAR(d.step_time.mean * 1e3, (222.442 + 219.727 + 224.936) / 3, 0.01);
 }
 
+}  // namespace kineto_shared_data_test
 }  // namespace

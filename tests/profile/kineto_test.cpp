@@ -13,6 +13,7 @@
 
 namespace stepcast_profile_test {
 namespace {
+namespace kineto_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::Error;
 using stepcast::profile::Category;
@@ -378,5 +379,6 @@ TEST_F(KinetoReader, CutShortStepIsNotSteady) {
   EXPECT_EQ(s.step_time_all.count, 5);
 }
 
+}  // namespace kineto_test
 }  // namespace
 }  // namespace stepcast_profile_test

@@ -7,6 +7,7 @@
 
 namespace stepcast::profile {
 namespace {
+namespace layer_table_test {  // this file's own names: test files are compiled several to a unit
 
 TEST(LayerTable, RowsBecomeForwardThenReverseBackwardOpsAndTensors) {
   const auto w = parse_layer_table(
@@ -89,5 +90,6 @@ TEST(LayerTable, ReadsTheExampleFile) {
   }
 }
 
+}  // namespace layer_table_test
 }  // namespace
 }  // namespace stepcast::profile

@@ -17,6 +17,7 @@
 
 namespace stepcast::profile {
 namespace {
+namespace layer_times_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 
@@ -181,5 +182,6 @@ TEST_F(LayerTimesTest, LayerTimesAndAStepTimeTogetherAreAnError) {
   EXPECT_THROW((void)scenario::load_scenario(path, {"workload.step_time=1s"}), Error);
 }
 
+}  // namespace layer_times_test
 }  // namespace
 }  // namespace stepcast::profile

@@ -27,6 +27,7 @@
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace {
+namespace replay_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 using stepcast::profile::KinetoWorkload;
@@ -400,4 +401,5 @@ TEST_F(ProfiledScenario, ManyWorkersWithoutGradientSizesIsAnError) {
   }
 }
 
+}  // namespace replay_test
 }  // namespace

@@ -15,6 +15,7 @@
 
 namespace stepcast::profile {
 namespace {
+namespace tf_timeline_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 
@@ -219,5 +220,6 @@ TEST(TfTimeline, KinetoTraceIsNotATfTimeline) {
   EXPECT_FALSE(looks_like_tf_timeline(p.string()));
 }
 
+}  // namespace tf_timeline_test
 }  // namespace
 }  // namespace stepcast::profile

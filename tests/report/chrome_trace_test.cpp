@@ -11,6 +11,7 @@
 
 namespace stepcast::report {
 namespace {
+namespace chrome_trace_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast_trace_test::check_trace_events;
 using stepcast_trace_test::TraceCheck;
@@ -197,5 +198,6 @@ TEST(TraceEventChecker, RejectsUnpairedOrUnboundFlows) {
   EXPECT_FALSE(check(slices + s + R"(,{"name":"g","cat":"flow","ph":"f","id":1,"ts":20,"pid":1,"tid":1})").ok());
 }
 
+}  // namespace chrome_trace_test
 }  // namespace
 }  // namespace stepcast::report

@@ -29,6 +29,7 @@
 
 namespace stepcast::report {
 namespace {
+namespace html_report_test {  // this file's own names: test files are compiled several to a unit
 
 using predict::Predictor;
 using predict::Result;
@@ -448,7 +449,7 @@ TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
     GTEST_SKIP() << chromium << " not found: install Debian's chromium (STEPCAST_WITH_BROWSER=1 "
                  << "scripts/install-deps.sh) to run the browser test";
 
-  std::string pattern = (std::filesystem::path(testing::TempDir()) / "stepcast-html-XXXXXX").string();
+  std::string pattern = (std::filesystem::path(::testing::TempDir()) / "stepcast-html-XXXXXX").string();
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
   const std::filesystem::path dir = pattern;
   const std::filesystem::path page = dir / "report.html", dom_file = dir / "dom.html",
@@ -514,5 +515,6 @@ TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
   }
 }
 
+}  // namespace html_report_test
 }  // namespace
 }  // namespace stepcast::report

@@ -17,6 +17,7 @@
 
 namespace stepcast::report {
 namespace {
+namespace output_report_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -421,5 +422,6 @@ TEST(CalibrationReport, TableHasTheTitleTheHeaderAndTheOutput) {
   EXPECT_NE(text.find("wrote the cluster keys to calib.yaml\n"), std::string::npos) << text;
 }
 
+}  // namespace output_report_test
 }  // namespace
 }  // namespace stepcast::report

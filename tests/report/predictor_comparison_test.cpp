@@ -11,6 +11,7 @@
 
 namespace stepcast::report {
 namespace {
+namespace predictor_comparison_test {  // this file's own names: test files are compiled several to a unit
 
 using predict::Predictor;
 using predict::Result;
@@ -175,5 +176,6 @@ TEST(WriteJson, ComparisonsCarryEveryPredictor) {
   EXPECT_NE(json.find("\"disagree\":false,\"warning\":null}"), std::string::npos) << json;
 }
 
+}  // namespace predictor_comparison_test
 }  // namespace
 }  // namespace stepcast::report

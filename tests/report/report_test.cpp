@@ -12,6 +12,7 @@
 
 namespace stepcast::report {
 namespace {
+namespace report_test {  // this file's own names: test files are compiled several to a unit
 
 using predict::Predictor;
 using predict::Result;
@@ -651,5 +652,6 @@ TEST(WriteChromeTrace, EmptyTraceAndLargeTraceAreValid) {
             std::string::npos);
 }
 
+}  // namespace report_test
 }  // namespace
 }  // namespace stepcast::report

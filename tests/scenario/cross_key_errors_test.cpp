@@ -16,6 +16,7 @@
 
 namespace stepcast::scenario {
 namespace {
+namespace cross_key_errors_test {  // this file's own names: test files are compiled several to a unit
 
 namespace fs = std::filesystem;
 
@@ -188,5 +189,6 @@ TEST_F(CrossKeyErrors, SweepChecksEachSweptCountNotTheFiles) {
   EXPECT_EQ(e.where(), (SourceLocation{"--set", 0, "training.mode"})) << e.what();
 }
 
+}  // namespace cross_key_errors_test
 }  // namespace
 }  // namespace stepcast::scenario

@@ -12,6 +12,7 @@
 
 namespace stepcast::scenario {
 namespace {
+namespace custom_topology_test {  // this file's own names: test files are compiled several to a unit
 
 std::string write_topology(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "stepcast_custom_topology";
@@ -101,5 +102,6 @@ TEST(CustomTopology, NeedsItsFileAndOnlyWithCustom) {
                stepcast::Error);
 }
 
+}  // namespace custom_topology_test
 }  // namespace
 }  // namespace stepcast::scenario

@@ -16,6 +16,7 @@
 
 namespace stepcast::scenario {
 namespace {
+namespace nccl_and_include_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::testing::contains;
 using stepcast::testing::expect_error;
@@ -176,5 +177,6 @@ TEST_F(Include, ErrorsNameTheFileAndLine) {
   EXPECT_EQ(loop.where().key, "include");
 }
 
+}  // namespace nccl_and_include_test
 }  // namespace
 }  // namespace stepcast::scenario

@@ -12,6 +12,7 @@
 
 namespace stepcast::scenario {
 namespace {
+namespace profile_scenario_test {  // this file's own names: test files are compiled several to a unit
 
 std::filesystem::path temp_dir(const std::string& name) {
   auto dir = std::filesystem::path(::testing::TempDir()) / ("stepcast_profile_scenario_" + name);
@@ -73,5 +74,6 @@ TEST(ProfileScenario, BrokenProfileNamesTheKey) {
   }
 }
 
+}  // namespace profile_scenario_test
 }  // namespace
 }  // namespace stepcast::scenario

@@ -19,6 +19,7 @@
 
 namespace stepcast::scenario {
 namespace {
+namespace scenario_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr const char* kMinimal =
     "workload:\n"
@@ -611,5 +612,6 @@ TEST(Scenario, LoadScenarioFromFile) {
   EXPECT_TRUE(contains(e.message(), "cannot read")) << e.what();
 }
 
+}  // namespace scenario_test
 }  // namespace
 }  // namespace stepcast::scenario

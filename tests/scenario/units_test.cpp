@@ -12,6 +12,7 @@
 
 namespace stepcast {
 namespace {
+namespace units_test {  // this file's own names: test files are compiled several to a unit
 
 const SourceLocation kWhere{"job.yaml", 7, "cluster.nic_bandwidth"};
 
@@ -209,5 +210,6 @@ TEST(NumberFormat, PluralsAndNonFiniteValues) {
   EXPECT_EQ(format_duration(-std::numeric_limits<double>::infinity()), "-inf s");
 }
 
+}  // namespace units_test
 }  // namespace
 }  // namespace stepcast

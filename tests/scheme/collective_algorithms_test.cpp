@@ -11,6 +11,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace collective_algorithms_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using cluster::Topology;
@@ -263,11 +264,13 @@ TEST(CollectiveCost, SeesLinksSharedWithinAStep) {
   EXPECT_NEAR(cost.time(kBytes), simulated, 1e-6 * simulated);
 }
 
+}  // namespace collective_algorithms_test
 }  // namespace
 }  // namespace stepcast::scheme
 
 namespace stepcast::scheme {
 namespace {
+namespace collective_algorithms_test {  // this file's own names: test files are compiled several to a unit
 
 // The EFLOPS motivation: every GPU of node 0 sends to its peer on node 1 at once.
 double per_gpu_rate(const cluster::ClusterSpec& spec) {
@@ -318,5 +321,6 @@ TEST(IntraNode, PcieSwitchUplinkIsSharedByItsGpus) {
   EXPECT_NEAR(per_gpu_rate(spec), 16e9, 1e3);
 }
 
+}  // namespace collective_algorithms_test
 }  // namespace
 }  // namespace stepcast::scheme

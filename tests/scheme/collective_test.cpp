@@ -12,6 +12,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace collective_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 
@@ -183,5 +184,6 @@ TEST(CollectiveRegimes, SimulatorMatchesClosedCostForEveryAlgorithm) {
   }
 }
 
+}  // namespace collective_test
 }  // namespace
 }  // namespace stepcast::scheme

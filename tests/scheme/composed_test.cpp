@@ -22,6 +22,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace composed_test {  // this file's own names: test files are compiled several to a unit
 
 using workload::Workload;
 
@@ -431,5 +432,6 @@ TEST(ComposedEngine, SameSeedSameStepWithStragglers) {
   EXPECT_GT(mean_cycle(a), mean_cycle(even) * 0.999);
 }
 
+}  // namespace composed_test
 }  // namespace
 }  // namespace stepcast::scheme

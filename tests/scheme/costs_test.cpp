@@ -15,6 +15,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace costs_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 
@@ -233,5 +234,6 @@ TEST(CollectiveBytes, PlanBytesEqualTheClosedForm) {
   }
 }
 
+}  // namespace costs_test
 }  // namespace
 }  // namespace stepcast::scheme

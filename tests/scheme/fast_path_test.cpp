@@ -18,6 +18,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace fast_path_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr double kTolerance = 1e-9;
 
@@ -438,5 +439,6 @@ TEST(FastPath, CostGrowsWithWorkersTimesBucketsNotTheirSquare) {
   EXPECT_LT(ratio, 5.0);
 }
 
+}  // namespace fast_path_test
 }  // namespace
 }  // namespace stepcast::scheme

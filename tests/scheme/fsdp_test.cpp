@@ -29,6 +29,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace fsdp_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr double kExact = 1e-9;  // relative: event times are sums of a few hundred terms
 
@@ -567,5 +568,6 @@ TEST(FsdpFastPath, EqualsTheFullEngineOnRandomScenarios) {
   EXPECT_GT(in_domain, kCases * 3 / 4);
 }
 
+}  // namespace fsdp_test
 }  // namespace
 }  // namespace stepcast::scheme

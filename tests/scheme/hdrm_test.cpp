@@ -19,6 +19,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace hdrm_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using cluster::Topology;
@@ -194,5 +195,6 @@ TEST(Hdrm, Vgg16OnFourByFourSwitchesOfFourHostsRunsAsOnOneSwitch) {
   EXPECT_LT(hdrm, with(on_bigraph, "halving_doubling"));
 }
 
+}  // namespace hdrm_test
 }  // namespace
 }  // namespace stepcast::scheme

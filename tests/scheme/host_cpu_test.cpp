@@ -21,6 +21,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace host_cpu_test {  // this file's own names: test files are compiled several to a unit
 
 bool close(double a, double b, double tolerance = 1e-9) {
   return std::fabs(a - b) <= tolerance * std::max({std::fabs(a), std::fabs(b), 1e-12});
@@ -139,5 +140,6 @@ TEST(HostCpuScenario, TheKeyReadsAsTimePerByteAndRejectsImpossibleValues) {
   }
 }
 
+}  // namespace host_cpu_test
 }  // namespace
 }  // namespace stepcast::scheme

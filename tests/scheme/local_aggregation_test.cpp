@@ -8,6 +8,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace local_aggregation_test {  // this file's own names: test files are compiled several to a unit
 
 struct Outcome {
   double step_time = 0;
@@ -89,5 +90,6 @@ TEST(LocalAggregation, AsyncNodesCompleteEveryStep) {
   }
 }
 
+}  // namespace local_aggregation_test
 }  // namespace
 }  // namespace stepcast::scheme

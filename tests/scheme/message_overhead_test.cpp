@@ -16,6 +16,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace message_overhead_test {  // this file's own names: test files are compiled several to a unit
 
 using test_workloads::cluster_of;
 using test_workloads::layered;
@@ -196,5 +197,6 @@ TEST(MessageOverhead, ThroughputStopsScalingAtScale) {
   EXPECT_LT(with[3], 0.5 * without[3]);
 }
 
+}  // namespace message_overhead_test
 }  // namespace
 }  // namespace stepcast::scheme

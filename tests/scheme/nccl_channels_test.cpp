@@ -16,6 +16,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace nccl_channels_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using cluster::NcclHop;
@@ -230,5 +231,6 @@ TEST(NcclChannelCaps, AutoSwitchesProtocolWhereTheCappedClosedFormsCross) {
   EXPECT_NEAR(ran(at).time, ll128, 1e-9 * ll128);
 }
 
+}  // namespace nccl_channels_test
 }  // namespace
 }  // namespace stepcast::scheme

@@ -13,6 +13,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace nccl_collectives_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using cluster::NcclHop;
@@ -204,5 +205,6 @@ TEST(AutoAlgorithm, RingLatencyAtScaleIsAvoided) {
   EXPECT_LT(chosen.time, allreduce(spec, 1e6, AllReduceAlgorithm::Ring, CollectiveProtocol::Auto) / 3);
 }
 
+}  // namespace nccl_collectives_test
 }  // namespace
 }  // namespace stepcast::scheme

@@ -22,6 +22,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace optimizer_step_test {  // this file's own names: test files are compiled several to a unit
 
 constexpr double kExact = 1e-9;
 
@@ -222,5 +223,6 @@ TEST(OptimizerStepScenario, ABandwidthTooLowForTheMeasuredStepIsAnErrorAtItsLine
   }
 }
 
+}  // namespace optimizer_step_test
 }  // namespace
 }  // namespace stepcast::scheme

@@ -17,6 +17,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace parameter_server_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using test_workloads::cluster_of;
@@ -379,5 +380,6 @@ TEST(AsyncParameterServer, ReachesThePsNicBoundForLargeN) {
   }
 }
 
+}  // namespace parameter_server_test
 }  // namespace
 }  // namespace stepcast::scheme

@@ -21,6 +21,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace placement_test {  // this file's own names: test files are compiled several to a unit
 
 using test_workloads::layered;
 
@@ -170,5 +171,6 @@ TEST(PsSlicing, PiecesBecomeEqualSlicesOnTheirShard) {
   EXPECT_EQ(shard_bytes(split, 2), (std::vector<double>{7.5e6, 7.5e6}));
 }
 
+}  // namespace placement_test
 }  // namespace
 }  // namespace stepcast::scheme

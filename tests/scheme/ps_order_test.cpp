@@ -26,6 +26,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace ps_order_test {  // this file's own names: test files are compiled several to a unit
 
 using test_workloads::layered;
 using test_workloads::mean_cycle;
@@ -212,5 +213,6 @@ TEST(TicTac, PerTensorBarrierLetsRandomOrderOverlapTheNextStepsPulls) {
             << random << " s\n";
 }
 
+}  // namespace ps_order_test
 }  // namespace
 }  // namespace stepcast::scheme

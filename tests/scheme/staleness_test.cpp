@@ -15,6 +15,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace staleness_test {  // this file's own names: test files are compiled several to a unit
 
 using test_workloads::layered;
 
@@ -130,5 +131,6 @@ TEST(Staleness, StatisticsAreOrderedDeterministicAndOnlyForAsyncFine) {
   }
 }
 
+}  // namespace staleness_test
 }  // namespace
 }  // namespace stepcast::scheme

@@ -22,6 +22,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace trace_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast_trace_test::check_trace_events;
 using stepcast_trace_test::TraceCheck;
@@ -274,5 +275,6 @@ TEST(SimulatedTrace, LinkCountersCarryTheLinksBytes) {
   EXPECT_EQ(checked, 8u);  // 4 NICs x 2 directions
 }
 
+}  // namespace trace_test
 }  // namespace
 }  // namespace stepcast::scheme

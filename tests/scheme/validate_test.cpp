@@ -18,6 +18,7 @@
 
 namespace stepcast::scheme {
 namespace {
+namespace validate_test {  // this file's own names: test files are compiled several to a unit
 
 using cluster::ClusterSpec;
 using cluster::Topology;
@@ -619,5 +620,6 @@ TEST(Validate, SimulatorEntryPointsThrowInsteadOfAborting) {
   EXPECT_GT(simulate_steps(w, spec, scheme, {}).workers.size(), 0u);
 }
 
+}  // namespace validate_test
 }  // namespace
 }  // namespace stepcast::scheme

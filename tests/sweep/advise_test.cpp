@@ -13,6 +13,7 @@
 
 namespace stepcast::sweep {
 namespace {
+namespace advise_test {  // this file's own names: test files are compiled several to a unit
 
 const std::string kExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
 
@@ -103,5 +104,6 @@ TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
   EXPECT_THROW((void)advise(counts), Error);
 }
 
+}  // namespace advise_test
 }  // namespace
 }  // namespace stepcast::sweep

@@ -6,6 +6,7 @@
 
 namespace stepcast::sweep::wire {
 namespace {
+namespace result_wire_test {  // this file's own names: test files are compiled several to a unit
 
 TEST(ResultWire, AResultComesBackEqual) {
   predict::Result r;
@@ -44,5 +45,6 @@ TEST(ResultWire, AResultComesBackEqual) {
   EXPECT_EQ(got.results[1], predict::Result{});
 }
 
+}  // namespace result_wire_test
 }  // namespace
 }  // namespace stepcast::sweep::wire

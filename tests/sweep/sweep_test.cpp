@@ -15,6 +15,7 @@
 
 namespace stepcast::sweep {
 namespace {
+namespace sweep_test {  // this file's own names: test files are compiled several to a unit
 
 const std::string kExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
 
@@ -209,5 +210,6 @@ TEST(SweepThreads, AtLeastOneAtMostTheTasks) {
   EXPECT_EQ(threads_for(8, 0), 1);
 }
 
+}  // namespace sweep_test
 }  // namespace
 }  // namespace stepcast::sweep

@@ -10,6 +10,7 @@
 
 namespace stepcast::workload {
 namespace {
+namespace workload_test {  // this file's own names: test files are compiled several to a unit
 
 Workload two_lanes() {
   // cpu: a (1 s) then b (1 s); gpu: k (3 s) after a. k overlaps b: the step takes 1 + 3 = 4 s,
@@ -140,5 +141,6 @@ TEST(Workload, ValidateChecksSamples) {
   EXPECT_EQ(validate(w), "");
 }
 
+}  // namespace workload_test
 }  // namespace
 }  // namespace stepcast::workload

@@ -14,6 +14,7 @@
 
 namespace stepcast::zoo {
 namespace {
+namespace activation_memory_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::testing::expect_error;
 using workload::ActivationCheckpointing;
@@ -244,5 +245,6 @@ TEST(ActivationMemoryParallel, HeadHoldsItsInputsAndTheLogitsOverTheVocabulary) 
   EXPECT_DOUBLE_EQ(head_activation_bytes(shape, 1, 2, sp), 2 * 2 * s * b * h / 4 + 4 * s * b * V / 4);
 }
 
+}  // namespace activation_memory_test
 }  // namespace
 }  // namespace stepcast::zoo

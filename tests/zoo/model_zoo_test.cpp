@@ -11,6 +11,7 @@
 
 namespace stepcast::zoo {
 namespace {
+namespace model_zoo_test {  // this file's own names: test files are compiled several to a unit
 
 const ModelSpec& model(std::string_view name) {
   const ModelSpec* m = find_model(name);
@@ -300,5 +301,6 @@ TEST(ToWorkload, ZeroBackwardRatioPutsAllTimeInForward) {
   EXPECT_NEAR(forward, 2.0, 1e-12);
 }
 
+}  // namespace model_zoo_test
 }  // namespace
 }  // namespace stepcast::zoo

@@ -12,6 +12,7 @@
 
 namespace stepcast::zoo {
 namespace {
+namespace transformer_zoo_test {  // this file's own names: test files are compiled several to a unit
 
 using stepcast::testing::expect_error;
 
@@ -356,5 +357,6 @@ TEST(TransformerZoo, RejectsShapesThatCannotBeBuilt) {
   expect_bad_shape(gpt2, "workload.transformer.swiglu");
 }
 
+}  // namespace transformer_zoo_test
 }  // namespace
 }  // namespace stepcast::zoo
