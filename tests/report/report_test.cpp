@@ -229,8 +229,8 @@ Sweep make_sweep() {
   return sweep;
 }
 
-template <typename Writer, typename Value>
-std::string render(Writer write, const Value& value) {
+template <typename Value>
+std::string render(void (*write)(std::ostream&, const Value&), const Value& value) {
   std::ostringstream out;
   write(out, value);
   return out.str();
