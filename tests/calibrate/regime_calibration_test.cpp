@@ -302,7 +302,7 @@ void expect_each_regime_is_the_least_squares_line_of_its_sizes(const Calibration
   const std::vector<Regime>& regimes = c.regimes.regimes;
   for (size_t j = 0; j < regimes.size(); ++j) {
     const Regime& r = regimes[j];
-    SCOPED_TRACE(testing::Message() << "regime " << j << " from " << r.first_bytes << " B");
+    SCOPED_TRACE(::testing::Message() << "regime " << j << " from " << r.first_bytes << " B");
     EXPECT_DOUBLE_EQ(r.from_bytes,
                      j == 0 ? 0 : std::round(std::sqrt(regimes[j - 1].last_bytes * r.first_bytes)));
     std::vector<double> residual, steps, volume;

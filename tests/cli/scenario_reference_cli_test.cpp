@@ -7,6 +7,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace scenario_reference_cli_test {  // this file's own names: test files are compiled several to a unit
 
 using ScenarioReference = CliTest;
 
@@ -54,5 +55,6 @@ TEST_F(ScenarioReference, ParallelLayoutKeysAreDocumented) {
   }
 }
 
+}  // namespace scenario_reference_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test
