@@ -15,6 +15,7 @@
 
 namespace stepcast::cluster {
 namespace {
+namespace switch_hops_test {  // this file's own names: test files are compiled several to a unit
 
 /// Hops from every switch to `to` by a search backwards over the cluster's switch links.
 std::vector<int> searched(const Cluster& c, int to) {
@@ -122,5 +123,6 @@ TEST(LinkTable, NamesAndCapacitiesFollowTheLayout) {
   EXPECT_EQ(c.links.size(), static_cast<size_t>(c.bus_down.back()) + 1);
 }
 
+}  // namespace switch_hops_test
 }  // namespace
 }  // namespace stepcast::cluster
