@@ -10,6 +10,7 @@
 // Results are kept as what report/'s JSON writers produce, parsed by Python's json module, so
 // to_dict() is `stepcast predict --json` by construction. stepcast::Error becomes stepcast.Error,
 // a ValueError carrying file, line and key. Predictions run with the GIL released.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -21,8 +22,6 @@
 #include <utility>
 #include <vector>
 
-#include "stepcast/detail/report/collective_report.hpp"
-#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -30,6 +29,7 @@
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/advise.hpp"
+#include "stepcast/sweep/collective.hpp"
 #include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -451,73 +451,39 @@ PyPrediction predict(const py::object& scenario, const py::object& workers, cons
 py::object collective(const std::string& op_name, const py::object& size, const py::object& workers,
                       const py::object& algorithm, const py::object& scenario, const py::object& set,
                       const py::object& workers_per_node, const py::object& nic_bandwidth,
-                      const py::object& latency) {
-  using stepcast::scheme::CollectiveOp;
-  static const std::vector<std::pair<std::string, CollectiveOp>> ops{
-      {"allreduce", CollectiveOp::AllReduce},
-      {"allgather", CollectiveOp::AllGather},
-      {"reducescatter", CollectiveOp::ReduceScatter},
-      {"broadcast", CollectiveOp::Broadcast}};
-  auto op_it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == op_name; });
-  if (op_it == ops.end()) {
-    throw Error({"", 0, "op"}, "unsupported collective '" + op_name +
-                                   "' (supported: allreduce, allgather, reducescatter, broadcast)");
-  }
-  const CollectiveOp op = op_it->second;
-  double bytes = 0;
+                      const py::object& latency, const py::object& protocol) {
+  // The library runs it as `stepcast collective` does (sweep/collective.hpp); only the arguments'
+  // Python types are checked here.
+  stepcast::sweep::CollectiveRequest request;
+  request.op = op_name;
   if (py::isinstance<py::str>(size)) {
-    bytes = stepcast::parse_bytes(size.cast<std::string>(), {"", 0, "size"});
-  } else if (py::isinstance<py::int_>(size) || py::isinstance<py::float_>(size)) {
-    bytes = size.cast<double>();
+    request.sizes = size.cast<std::string>();
+    if (request.sizes.find(',') != std::string::npos) throw Error({"", 0, "size"}, "expected one size");
+  } else if ((py::isinstance<py::int_>(size) && !py::isinstance<py::bool_>(size)) ||
+             py::isinstance<py::float_>(size)) {
+    request.sizes = fmt::format("{}B", size.cast<double>());
   } else {
     throw py::type_error("size: expected bytes (a number) or a size such as '100MB'");
   }
-  if (!(bytes > 0)) throw Error({"", 0, "size"}, "expected a size > 0");
-
-  // As `stepcast collective` builds the cluster: its own defaults without a scenario, then the
-  // scenario, then `set`, then the keyword arguments, whose errors name them.
-  std::optional<ScenarioInput> input;
-  if (!scenario.is_none()) input = scenario_input(scenario);
-  std::vector<std::string> overrides;
-  if (!input) overrides = {"cluster.workers=8", "cluster.nic_bandwidth=100Gbps", "cluster.link_latency=2us"};
-  overrides.push_back("training.scheme=allreduce");
-  for (std::string& s : overrides_of(set)) overrides.push_back(std::move(s));
-  std::vector<std::pair<std::string, std::string>> argument_of_key;
-  const std::pair<const char*, const py::object*> flags[] = {{"workers", &workers},
-                                                             {"workers_per_node", &workers_per_node},
-                                                             {"nic_bandwidth", &nic_bandwidth},
-                                                             {"link_latency", &latency}};
-  for (const auto& [key, value] : flags) {
-    if (value->is_none()) continue;
-    overrides.push_back(std::string("cluster.") + key + "=" + value_text(*value));
-    argument_of_key.emplace_back(std::string("cluster.") + key,
-                                 key == std::string("link_latency") ? "latency" : key);
-  }
-  if (!algorithm.is_none() || !input) {
-    overrides.push_back("training.allreduce.algorithm=" +
-                        (algorithm.is_none() ? std::string("ring") : py::str(algorithm).cast<std::string>()));
-    argument_of_key.emplace_back("training.allreduce.algorithm", "algorithm");
+  if (!scenario.is_none()) request.scenario = request_for(scenario_input(scenario));
+  request.sets = overrides_of(set);
+  const std::vector<int> counts = workers_of(workers);
+  if (counts.size() > 1) throw Error({"", 0, "workers"}, "expected one worker count");
+  if (!counts.empty()) request.workers = std::to_string(counts.front());
+  const std::pair<std::optional<std::string>*, const py::object*> named[] = {
+      {&request.algorithm, &algorithm},
+      {&request.protocol, &protocol},
+      {&request.workers_per_node, &workers_per_node},
+      {&request.nic_bandwidth, &nic_bandwidth},
+      {&request.latency, &latency}};
+  for (const auto& [field, value] : named) {
+    if (!value->is_none()) *field = value_text(*value);
   }
   std::string json;
   {
     py::gil_scoped_release release;
-    const auto needs = stepcast::scenario::Needs::ClusterOnly;
-    const stepcast::scenario::Scenario s = renaming_options(argument_of_key, [&] {
-      return input ? stepcast::sweep::load_scenario(request_for(*input), overrides, needs)
-                   : stepcast::scenario::parse_scenario("{}", "collective", overrides, needs);
-    });
-    const auto algo = s.scheme.allreduce.algorithm;
-    if (op != CollectiveOp::AllReduce && algo != stepcast::scheme::AllReduceAlgorithm::Ring) {
-      throw Error({"", 0, "algorithm"}, op_name + " is only modelled with the ring");
-    }
-    const stepcast::report::CollectiveReport report{
-        .op = op,
-        .algorithm = algo,
-        .cluster = s.cluster,
-        .bytes = bytes,
-        .result = stepcast::scheme::simulate_collective(s.cluster, bytes, op, algo)};
     std::ostringstream out;
-    stepcast::report::write_json(out, report);
+    stepcast::sweep::write_json(out, stepcast::sweep::run_collective(request));
     json = out.str();
   }
   return parse_json(json);
@@ -756,11 +722,13 @@ PYBIND11_MODULE(stepcast, m) {
         py::arg("workers") = py::none(), py::arg("algorithm") = py::none(), py::arg("scenario") = py::none(),
         py::arg("set") = py::none(), py::arg("workers_per_node") = py::none(),
         py::arg("nic_bandwidth") = py::none(), py::arg("latency") = py::none(),
+        py::arg("protocol") = py::none(),
         "Times one collective alone on the network, as `stepcast collective --json`: op 'allreduce',\n"
         "'allgather', 'reducescatter' or 'broadcast'; size in bytes per worker (a number or '100MB').\n"
         "Without a scenario the cluster is 8 workers, 100Gbps NICs, 2us latency, the ring; workers,\n"
-        "algorithm, workers_per_node, nic_bandwidth ('25Gbps') and latency ('5us') override the scenario\n"
-        "and `set`. Returns a dict: time_s, algbw_GBps, busbw_GBps, steps, links, ...");
+        "algorithm, protocol ('links', 'll', 'll128', 'simple', 'auto'), workers_per_node, nic_bandwidth\n"
+        "('25Gbps') and latency ('5us') override the scenario and `set`. Returns a dict: time_s, algbw_GBps, "
+        "busbw_GBps, steps, links, ...");
   m.def("advise", &advise, py::arg("scenario"), py::arg("vary"), py::arg("target_efficiency") = py::none(),
         py::arg("target_throughput") = py::none(), py::arg("workers") = py::none(),
         py::arg("set") = py::none(), py::arg("jobs") = 0,

@@ -225,6 +225,29 @@ def test_collective_equals_the_commands_json():
     assert stepcast.collective(scenario=EXAMPLE_DICT, size="25MB") == from_file
     assert from_file["workers"] == 8
     assert stepcast.collective(scenario=EXAMPLE, set={"cluster.workers": 4}, size="25MB")["workers"] == 4
+    # NCCL's protocol model, chosen or given: the module once ran `auto` on the bare links (2.56 ms)
+    # where the command ran NCCL's Simple (2.63 ms); both now call sweep::run_collective.
+    for extra, args in (({"algorithm": "auto"}, ["--algorithm", "auto"]),
+                        ({"algorithm": "tree", "protocol": "ll128"}, ["--algorithm", "tree", "--protocol", "ll128"]),
+                        ({"protocol": "simple", "workers": 64, "workers_per_node": 8},
+                         ["--protocol", "simple", "--workers", "64", "--workers-per-node", "8"])):
+        python = stepcast.collective(size="32MB", **extra)
+        assert python == cli_json("collective", "--size", "32MB", *args), extra
+    auto = stepcast.collective(size="32MB", algorithm="auto")
+    links = stepcast.collective(size="32MB", algorithm="auto", protocol="links")
+    assert auto["time_s"] != links["time_s"]  # auto is NCCL's model, not the bare links
+
+
+def test_collective_errors_name_the_option_of_each_front_end():
+    for python_kwargs, cli_args, python_key, cli_key in (
+            ({"workers_per_node": 0}, ["--workers-per-node", "0"], "workers_per_node", "--workers-per-node"),
+            ({"protocol": "fast"}, ["--protocol", "fast"], "protocol", "--protocol"),
+            ({"nic_bandwidth": "10"}, ["--nic-bandwidth", "10"], "nic_bandwidth", "--nic-bandwidth")):
+        with pytest.raises(stepcast.Error) as caught:
+            stepcast.collective(**python_kwargs)
+        assert caught.value.key == python_key, caught.value
+        done = subprocess.run([BINARY, "collective", *cli_args], capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and cli_key in done.stderr, done.stderr
 
 
 # ---- advise ----------------------------------------------------------------------------------

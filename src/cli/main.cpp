@@ -21,15 +21,13 @@
 #include "cli/output_file.hpp"
 #include "cli/trace_options.hpp"
 #include "stepcast/cluster/cluster.hpp"
-#include "stepcast/detail/report/collective_report.hpp"
-#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/html.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/validate.hpp"
+#include "stepcast/sweep/collective.hpp"
 #include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -41,32 +39,6 @@ using stepcast::Error;
 using stepcast::SourceLocation;
 
 constexpr int kBadInput = 2;
-using stepcast::limits::kMaxWorkers;
-
-std::vector<int> parse_worker_list(const std::string& text) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
-    int value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1 ||
-        value > kMaxWorkers) {
-      throw Error(
-          {"", 0, "--workers"},
-          fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'", kMaxWorkers, text));
-    }
-    if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw Error({"", 0, "--workers"},
-                  fmt::format("{} is given twice in '{}'; each count once", value, text));
-    }
-    out.push_back(value);
-    pos = comma + 1;
-  }
-  return out;
-}
 
 using stepcast::cli::open_output;
 
@@ -102,7 +74,8 @@ int run_predict(const PredictArgs& args) {
     overrides.push_back(fmt::format("seed={}", seed));
   }
   // The rules hold at each swept count, not at the file's cluster.workers (which is not predicted).
-  const std::vector<int> swept = args.workers_given ? parse_worker_list(args.workers) : std::vector<int>{};
+  const std::vector<int> swept =
+      args.workers_given ? stepcast::sweep::parse_worker_list(args.workers, "--workers") : std::vector<int>{};
   stepcast::sweep::Request request;
   request.scenario = args.scenario;
   request.overrides = overrides;
@@ -225,117 +198,11 @@ int run_predict(const PredictArgs& args) {
   return 0;
 }
 
-struct CollectiveArgs {
-  std::string op = "allreduce";
-  std::string algorithm = "ring";
-  std::string protocol;  // empty: the scenario's (links, or auto with algorithm auto)
-  std::string size = "100MB";
-  std::string scenario;
-  std::vector<std::string> sets;
-  // Flags given on the command line, as scenario overrides (they win over --scenario and --set),
-  // with the option each came from so that errors name it.
-  std::vector<std::string> flags;
-  std::vector<std::pair<std::string, std::string>> flag_of_key;
-  bool json = false;
-  std::vector<int> workers;         // --workers 8,16: one row per count
-  std::vector<std::string> sweeps;  // --sweep KEY=V1,V2
-  bool all_links = false;           // --all-links: every link, not the 10 busiest
-};
-
-int run_collective(const CollectiveArgs& args) {
-  using stepcast::scheme::CollectiveOp;
-  static const std::vector<std::pair<std::string, CollectiveOp>> ops{
-      {"allreduce", CollectiveOp::AllReduce},
-      {"allgather", CollectiveOp::AllGather},
-      {"reducescatter", CollectiveOp::ReduceScatter},
-      {"broadcast", CollectiveOp::Broadcast}};
-  auto op_it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == args.op; });
-  if (op_it == ops.end()) {
-    throw Error({"", 0, "--op"}, fmt::format("unsupported collective '{}' (supported: allreduce, allgather, "
-                                             "reducescatter, broadcast)",
-                                             args.op));
-  }
-  const CollectiveOp op = op_it->second;
-
-  // The cluster comes from the same keys as `predict`: the collective's own defaults, then the
-  // scenario file, then --set, then explicit flags.
-  std::vector<std::string> overrides;
-  if (args.scenario.empty()) {
-    overrides = {"cluster.workers=8", "cluster.nic_bandwidth=100Gbps", "cluster.link_latency=2us"};
-  }
-  overrides.push_back("training.scheme=allreduce");
-  overrides.insert(overrides.end(), args.sets.begin(), args.sets.end());
-  overrides.insert(overrides.end(), args.flags.begin(), args.flags.end());
-  const auto needs = stepcast::scenario::Needs::ClusterOnly;
-  stepcast::scenario::Scenario scenario;
-  try {
-    scenario = args.scenario.empty()
-                   ? stepcast::scenario::parse_scenario("{}", "collective", overrides, needs)
-                   : stepcast::scenario::load_scenario(args.scenario, overrides, needs);
-  } catch (const Error& e) {
-    for (const auto& [key, flag] : args.flag_of_key) {
-      if (e.where().key == key) throw Error({"", 0, flag}, e.message());
-    }
-    throw;
-  }
-  const auto algorithm = scenario.scheme.allreduce.algorithm;
-  if (op != CollectiveOp::AllReduce && algorithm != stepcast::scheme::AllReduceAlgorithm::Ring) {
-    throw Error({"", 0, "--algorithm"}, fmt::format("{} is only modelled with the ring", args.op));
-  }
-  // Lists (--size 1MB,4MB, --workers 8,16) and --sweep make nccl-tests style rows; one of each
-  // keeps the single collective's report.
-  std::vector<double> sizes;
-  for (size_t pos = 0; pos <= args.size.size();) {
-    size_t comma = args.size.find(',', pos);
-    if (comma == std::string::npos) comma = args.size.size();
-    const double b = stepcast::parse_bytes(args.size.substr(pos, comma - pos), {"", 0, "--size"});
-    if (b <= 0) throw Error({"", 0, "--size"}, "expected sizes > 0");
-    sizes.push_back(b);
-    pos = comma + 1;
-  }
-  std::vector<stepcast::sweep::Axis> axes;
-  for (const std::string& text : args.sweeps) axes.push_back(stepcast::sweep::parse_axis(text));
-  const std::vector<stepcast::report::Config> configs = stepcast::sweep::grid(axes);
-  const std::vector<int> counts =
-      args.workers.empty() ? std::vector<int>{scenario.cluster.workers} : args.workers;
-  std::vector<stepcast::report::CollectiveReport> rows;
-  std::vector<stepcast::report::Config> row_configs;
-  for (const stepcast::report::Config& config : configs) {
-    stepcast::scenario::Scenario at = scenario;
-    if (!config.empty()) {
-      std::vector<std::string> more = overrides;
-      for (const auto& setting : config) more.push_back(setting.key + "=" + setting.value);
-      at = args.scenario.empty() ? stepcast::scenario::parse_scenario("{}", "collective", more, needs)
-                                 : stepcast::scenario::load_scenario(args.scenario, more, needs);
-    }
-    for (int n : counts) {
-      stepcast::cluster::ClusterSpec spec = at.cluster;
-      spec.workers = n;
-      for (double size : sizes) {
-        rows.push_back({.op = op,
-                        .algorithm = at.scheme.allreduce.algorithm,
-                        .cluster = spec,
-                        .bytes = size,
-                        .result = stepcast::scheme::simulate_collective(
-                            spec, size, op, at.scheme.allreduce.algorithm,
-                            stepcast::scheme::NetworkKind::MaxMin, true, at.scheme.allreduce.protocol),
-                        .links_shown = args.all_links ? 0u : 10u});
-        if (!axes.empty()) row_configs.push_back(config);
-      }
-    }
-  }
-  if (rows.size() == 1 && axes.empty()) {
-    if (args.json) {
-      stepcast::report::write_json(std::cout, rows.front());
-    } else {
-      stepcast::report::write_table(std::cout, rows.front());
-    }
-  } else if (args.json) {
-    stepcast::report::write_json(std::cout, rows, row_configs);
-  } else {
-    stepcast::report::write_table(std::cout, rows, row_configs);
-  }
-  return 0;
+/// "workers_per_node" -> "--workers-per-node": the option of the collective request's field.
+std::string collective_option(std::string_view option) {
+  std::string flag = "--" + std::string(option);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
 int run_zoo_list() {
@@ -482,31 +349,34 @@ int main(int argc, char** argv) {
                    "Threads for a sweep (default: all cores); the output is the same")
       ->check(CLI::Range(1, 1024));
 
-  CollectiveArgs coll;
-  std::string coll_workers, coll_workers_per_node, coll_nic, coll_latency;
+  stepcast::sweep::CollectiveRequest coll;
+  coll.option_name = collective_option;
+  std::string coll_scenario;
+  std::vector<std::string> coll_sweeps;
+  bool coll_json = false, coll_all_links = false;
   CLI::App* collective = app.add_subcommand("collective", "Time one collective alone on the network");
   collective->add_option("--op", coll.op, "allreduce, allgather, reducescatter or broadcast")
       ->capture_default_str();
-  collective
-      ->add_option("--algorithm", coll.algorithm,
-                   "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm, auto")
-      ->capture_default_str();
+  collective->add_option(
+      "--algorithm", coll.algorithm,
+      "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm, auto (default: "
+      "the scenario's, ring without one)");
   collective->add_option("--protocol", coll.protocol,
                          "links (the links alone), ll, ll128, simple (NCCL's model of that protocol) or "
                          "auto (the fastest); default links, auto with --algorithm auto");
-  collective->add_option("--size", coll.size, "Bytes per worker, e.g. 100MB, or a list: 1MB,16MB,256MB")
+  collective->add_option("--size", coll.sizes, "Bytes per worker, e.g. 100MB, or a list: 1MB,16MB,256MB")
       ->capture_default_str();
-  collective->add_option("--scenario", coll.scenario, "Take the cluster from this scenario file");
+  collective->add_option("--scenario", coll_scenario, "Take the cluster from this scenario file");
   collective->add_option("--set", coll.sets, "Override a scenario key: KEY=VALUE (repeatable)");
-  collective->add_option("--workers", coll_workers, "Number of workers (default 8), or a list: 8,16,32");
-  collective->add_option("--sweep", coll.sweeps,
+  collective->add_option("--workers", coll.workers, "Number of workers (default 8), or a list: 8,16,32");
+  collective->add_option("--sweep", coll_sweeps,
                          "Sweep a scenario key: KEY=V1,V2,... or KEY=A..B (repeatable)");
-  collective->add_option("--workers-per-node", coll_workers_per_node, "Workers sharing one node and NIC");
-  collective->add_option("--nic-bandwidth", coll_nic, "NIC bandwidth each way (default 100Gbps)");
-  collective->add_option("--latency", coll_latency, "Latency between two nodes (default 2us)");
-  collective->add_flag("--json", coll.json, "Print JSON");
+  collective->add_option("--workers-per-node", coll.workers_per_node, "Workers sharing one node and NIC");
+  collective->add_option("--nic-bandwidth", coll.nic_bandwidth, "NIC bandwidth each way (default 100Gbps)");
+  collective->add_option("--latency", coll.latency, "Latency between two nodes (default 2us)");
+  collective->add_flag("--json", coll_json, "Print JSON");
   collective->add_flag(
-      "--all-links", coll.all_links,
+      "--all-links", coll_all_links,
       "List every link that carried bytes (default: the 10 busiest, and how many were left out)");
 
   CLI::App* zoo = app.add_subcommand("zoo", "Built-in models");
@@ -538,32 +408,16 @@ int main(int argc, char** argv) {
     predict_args.workers_given = predict->count("--workers") > 0;
     if (predict->parsed()) return run_predict(predict_args);
     if (collective->parsed()) {
-      const std::pair<const char*, std::string*> flag_keys[] = {
-          {"cluster.workers", &coll_workers},
-          {"cluster.workers_per_node", &coll_workers_per_node},
-          {"cluster.nic_bandwidth", &coll_nic},
-          {"cluster.link_latency", &coll_latency}};
-      const char* flag_names[] = {"--workers", "--workers-per-node", "--nic-bandwidth", "--latency"};
-      for (size_t i = 0; i < std::size(flag_keys); ++i) {
-        const auto& [key, value] = flag_keys[i];
-        if (value->empty()) continue;
-        // A list of worker counts is a row per count, not a key value.
-        if (i == 0 && value->find(',') != std::string::npos) {
-          coll.workers = parse_worker_list(*value);
-          continue;
-        }
-        coll.flags.push_back(fmt::format("{}={}", key, *value));
-        coll.flag_of_key.emplace_back(key, flag_names[i]);
+      coll.scenario.scenario = coll_scenario;
+      for (const std::string& text : coll_sweeps) coll.axes.push_back(stepcast::sweep::parse_axis(text));
+      coll.links_kept = coll_all_links ? 0 : 10;
+      const stepcast::sweep::CollectiveRun run = stepcast::sweep::run_collective(coll);
+      if (coll_json) {
+        stepcast::sweep::write_json(std::cout, run);
+      } else {
+        stepcast::sweep::write_table(std::cout, run);
       }
-      if (collective->count("--algorithm") > 0 || coll.scenario.empty()) {
-        coll.flags.push_back("training.allreduce.algorithm=" + coll.algorithm);
-        coll.flag_of_key.emplace_back("training.allreduce.algorithm", "--algorithm");
-      }
-      if (!coll.protocol.empty()) {
-        coll.flags.push_back("training.allreduce.protocol=" + coll.protocol);
-        coll.flag_of_key.emplace_back("training.allreduce.protocol", "--protocol");
-      }
-      return run_collective(coll);
+      return 0;
     }
     if (zoo_list->parsed()) return run_zoo_list();
     if (zoo_show->parsed()) return run_zoo_show(zoo_name);

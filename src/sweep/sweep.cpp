@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "sweep/ranks.hpp"
 #include "sweep/result_wire.hpp"
 
@@ -64,6 +65,29 @@ Axis parse_axis(std::string_view text) {
     pos = comma + 1;
   }
   return axis;
+}
+
+std::vector<int> parse_worker_list(std::string_view text, std::string_view option) {
+  using limits::kMaxWorkers;
+  const SourceLocation where{"", 0, std::string(option)};
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(pos, comma - pos);
+    const auto value = integer(item);
+    if (!value || *value < 1 || *value > kMaxWorkers) {
+      throw Error(where, fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'",
+                                     kMaxWorkers, text));
+    }
+    if (std::find(out.begin(), out.end(), *value) != out.end()) {
+      throw Error(where, fmt::format("{} is given twice in '{}'; each count once", *value, text));
+    }
+    out.push_back(static_cast<int>(*value));
+    pos = comma + 1;
+  }
+  return out;
 }
 
 std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_points) {

@@ -33,6 +33,10 @@ struct Axis {
 /// the key's own rules, when the grid runs.
 [[nodiscard]] Axis parse_axis(std::string_view text);
 
+/// "8,16,32": worker counts, each an integer in [1, limits::kMaxWorkers], none twice. Throws
+/// Error naming `option` (the command's "--workers", Python's "workers") otherwise.
+[[nodiscard]] std::vector<int> parse_worker_list(std::string_view text, std::string_view option);
+
 /// Every combination of the axes' values, first axis outermost (the last varies fastest). One
 /// empty configuration without axes. Throws Error (key "--sweep") when a key is swept twice or
 /// the grid exceeds max_points.

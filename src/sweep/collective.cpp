@@ -1,0 +1,161 @@
+#include "stepcast/sweep/collective.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+using scheme::CollectiveOp;
+
+// The op names, in the order the error lists them.
+constexpr std::array<std::pair<std::string_view, CollectiveOp>, 4> kOps{
+    {{"allreduce", CollectiveOp::AllReduce},
+     {"allgather", CollectiveOp::AllGather},
+     {"reducescatter", CollectiveOp::ReduceScatter},
+     {"broadcast", CollectiveOp::Broadcast}}};
+
+std::string name_of(const CollectiveRequest& request, std::string_view option) {
+  return request.option_name ? request.option_name(option) : std::string(option);
+}
+
+Error bad(const CollectiveRequest& request, std::string_view option, const std::string& message) {
+  return Error({"", 0, name_of(request, option)}, message);
+}
+
+CollectiveOp op_of(const CollectiveRequest& request) {
+  const auto* it =
+      std::find_if(kOps.begin(), kOps.end(), [&](const auto& o) { return o.first == request.op; });
+  if (it == kOps.end()) {
+    throw bad(
+        request, "op",
+        fmt::format("unsupported collective '{}' (supported: allreduce, allgather, reducescatter, broadcast)",
+                    request.op));
+  }
+  return it->second;
+}
+
+std::vector<double> sizes_of(const CollectiveRequest& request) {
+  const SourceLocation where{"", 0, name_of(request, "size")};
+  const std::string_view text = request.sizes;
+  std::vector<double> sizes;
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    const double bytes = parse_bytes(text.substr(pos, comma - pos), where);
+    if (!(bytes > 0)) throw Error(where, "expected sizes > 0");
+    sizes.push_back(bytes);
+    pos = comma + 1;
+  }
+  return sizes;
+}
+
+/// A scenario key set by a named option.
+struct Flag {
+  std::string key;
+  std::string_view option;
+};
+
+}  // namespace
+
+CollectiveRun run_collective(const CollectiveRequest& request) {
+  const CollectiveOp op = op_of(request);
+  const std::vector<double> sizes = sizes_of(request);
+  const bool own_cluster = request.scenario.scenario.empty() && request.scenario.scenario_text.empty();
+
+  // The collective's own defaults, then the scenario, then `sets`, then the named options.
+  std::vector<std::string> overrides;
+  if (own_cluster)
+    overrides = {"cluster.workers=8", "cluster.nic_bandwidth=100Gbps", "cluster.link_latency=2us"};
+  overrides.emplace_back("training.scheme=allreduce");
+  overrides.insert(overrides.end(), request.sets.begin(), request.sets.end());
+  std::vector<Flag> flags;
+  auto set = [&](const std::optional<std::string>& value, std::string key, std::string_view option) {
+    if (!value) return;
+    overrides.push_back(key + "=" + *value);
+    flags.push_back({std::move(key), option});
+  };
+  std::vector<int> counts;
+  // A list of worker counts is a row per count, not a key's value.
+  if (request.workers && request.workers->find(',') != std::string::npos) {
+    counts = parse_worker_list(*request.workers, name_of(request, "workers"));
+  } else {
+    set(request.workers, "cluster.workers", "workers");
+  }
+  set(request.workers_per_node, "cluster.workers_per_node", "workers_per_node");
+  set(request.nic_bandwidth, "cluster.nic_bandwidth", "nic_bandwidth");
+  set(request.latency, "cluster.link_latency", "latency");
+  set(request.algorithm || !own_cluster ? request.algorithm : std::optional<std::string>("ring"),
+      "training.allreduce.algorithm", "algorithm");
+  set(request.protocol, "training.allreduce.protocol", "protocol");
+
+  const auto needs = scenario::Needs::ClusterOnly;
+  auto load = [&](const std::vector<std::string>& with) {
+    try {
+      return own_cluster ? scenario::parse_scenario("{}", "collective", with, needs)
+                         : load_scenario(request.scenario, with, needs);
+    } catch (const Error& e) {
+      // An option's value is the option's error, not its scenario key's.
+      for (const Flag& flag : flags) {
+        if (e.where().key == flag.key) throw bad(request, flag.option, e.message());
+      }
+      throw;
+    }
+  };
+  const scenario::Scenario base = load(overrides);
+  if (op != CollectiveOp::AllReduce && base.scheme.allreduce.algorithm != scheme::AllReduceAlgorithm::Ring) {
+    throw bad(request, "algorithm", fmt::format("{} is only modelled with the ring", request.op));
+  }
+  if (counts.empty()) counts = {base.cluster.workers};
+
+  CollectiveRun run;
+  for (const report::Config& config : grid(request.axes)) {
+    scenario::Scenario at = base;
+    if (!config.empty()) {
+      std::vector<std::string> more = overrides;
+      for (const auto& setting : config) more.push_back(setting.key + "=" + setting.value);
+      at = load(more);
+    }
+    for (int n : counts) {
+      cluster::ClusterSpec spec = at.cluster;
+      spec.workers = n;
+      for (double bytes : sizes) {
+        run.rows.push_back({.op = op,
+                            .algorithm = at.scheme.allreduce.algorithm,
+                            .cluster = spec,
+                            .bytes = bytes,
+                            .result = scheme::simulate_collective(
+                                spec, bytes, op, at.scheme.allreduce.algorithm, scheme::NetworkKind::MaxMin,
+                                true, at.scheme.allreduce.protocol),
+                            .links_shown = request.links_kept});
+        if (!request.axes.empty()) run.configs.push_back(config);
+      }
+    }
+  }
+  run.single = run.rows.size() == 1 && request.axes.empty();
+  return run;
+}
+
+void write_json(std::ostream& out, const CollectiveRun& run) {
+  if (run.single) {
+    report::write_json(out, run.rows.front());
+  } else {
+    report::write_json(out, run.rows, run.configs);
+  }
+}
+
+void write_table(std::ostream& out, const CollectiveRun& run) {
+  if (run.single) {
+    report::write_table(out, run.rows.front());
+  } else {
+    report::write_table(out, run.rows, run.configs);
+  }
+}
+
+}  // namespace stepcast::sweep
