@@ -113,6 +113,13 @@ const Choices<workload::ActivationCheckpointing>& checkpointings() {
       {"full", workload::ActivationCheckpointing::Full}};
   return c;
 }
+const Choices<workload::LossMode>& losses() {
+  static const Choices<workload::LossMode> c{{"fp32_logits", workload::LossMode::Fp32Logits},
+                                             {"fp32_in_place", workload::LossMode::Fp32InPlace},
+                                             {"bf16_logits", workload::LossMode::Bf16Logits},
+                                             {"chunked", workload::LossMode::Chunked}};
+  return c;
+}
 const Choices<Mode>& modes() {
   static const Choices<Mode> c{{"sync", Mode::Sync}, {"async", Mode::Async}};
   return c;
@@ -507,6 +514,12 @@ std::vector<KeyDef> make_table() {
       "workload.flash_attention", "true", booleans(),
       "decoders: attention kernels that keep no seq x seq scores (FlashAttention, PyTorch SDPA); for memory",
       [](auto& s) -> auto& { return s.workload.flash_attention; }));
+  t.push_back(choice_key(
+      "workload.loss", "fp32_logits", losses(),
+      "decoders, for memory: the loss's cross entropy on an fp32 copy of the logits (Hugging Face, "
+      "TorchTitan), fp32 in place (Megatron-LM), on bf16 logits, or chunked (TorchTitan's chunked loss, "
+      "fused kernels); docs/memory.md",
+      [](auto& s) -> auto& { return s.workload.loss; }));
   t.push_back(
       {{"workload.achieved_flops", "FLOP/s", "(unset)",
         "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
