@@ -85,6 +85,8 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
   if (scheme.parallel.composed() && w.facts.transformer) {
     r.memory = {};
     r.memory.gpu_memory = cluster.gpu_memory;
+    r.memory.outside_allocator = cluster.gpu_memory_reserved;
+    r.memory.allocator_overhead = cluster.gpu_allocator_overhead;
     r.optimizer_step_time = account_layout_memory(r, w, cluster, scheme);
     account_tokens(r, w, cluster);
     return;
@@ -95,6 +97,8 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
   const double parameters = w.facts.parameters > 0 ? w.facts.parameters : w.parameter_bytes() / element;
   r.memory = {};
   r.memory.gpu_memory = cluster.gpu_memory;
+  r.memory.outside_allocator = cluster.gpu_memory_reserved;
+  r.memory.allocator_overhead = cluster.gpu_allocator_overhead;
   if (parameters > 0) {
     r.memory.known = true;
     r.memory.per_worker =
