@@ -358,7 +358,8 @@ py::list rows_of(const stepcast::report::Sweep& sweep) {
     row["tokens_per_s_per_worker"] = optional_number(tokens, r.tokens.tokens_per_s_per_worker);
     row["mfu"] = optional_number(r.tokens.mfu >= 0, r.tokens.mfu);
     row["mfu_6nd"] = optional_number(r.tokens.mfu_6nd >= 0, r.tokens.mfu_6nd);
-    row["memory_per_worker_bytes"] = optional_number(r.memory.known, r.memory.per_worker.total());
+    row["memory_per_worker_bytes"] = optional_number(r.memory.known, r.memory.allocated());
+    row["memory_reserved_bytes"] = optional_number(r.memory.known, r.memory.reserved());
     row["gpu_memory_bytes"] = optional_number(r.memory.gpu_memory > 0, r.memory.gpu_memory);
     row["fits"] = r.memory.known && r.memory.gpu_memory > 0 ? py::object(py::bool_(r.memory.fits()))
                                                             : py::object(py::none());

@@ -148,6 +148,10 @@ def test_a_decoder_has_tokens_and_memory():
     r = p.results[0]
     assert r.tokens_per_s > 0 and 0 < r.mfu < 1
     assert r.memory_per_worker_bytes["total"] > 0
+    m = r.memory_per_worker_bytes
+    # The defaults: a pool of which 10% holds no tensor, and 1.1 GB outside it, once per GPU.
+    assert m["allocated"] == m["total"]
+    assert m["reserved"] == pytest.approx(m["allocated"] / 0.9 + 1.1e9, rel=1e-12)
     assert p.compute_source != ""
 
 
@@ -158,7 +162,7 @@ def test_to_pandas_has_a_row_per_configuration_and_worker_count(tmp_path):
     assert len(df) == 3 * 2
     for column in ("workers", "predictor", "step_time_s", "throughput_samples_per_s", "speedup", "efficiency",
                    "compute_s", "communication_exposed_s", "wait_s", "bytes_sent", "bottleneck",
-                   "memory_per_worker_bytes", "training.ps.count"):
+                   "memory_per_worker_bytes", "memory_reserved_bytes", "training.ps.count"):
         assert column in df.columns
     assert df["training.ps.count"].tolist() == [1, 1, 2, 2, 4, 4]
     assert df["workers"].tolist() == [2, 8, 2, 8, 2, 8]

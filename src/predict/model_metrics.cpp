@@ -18,7 +18,9 @@ namespace {
 /// group; the distributed optimizer's states over the gradient group) and the activations its
 /// schedule keeps in flight (each forward's chunk until its backward: 1F1B's stage s holds
 /// min(p - s, m) micro-batches, GPipe m, interleaved and ZB-H1 as their orders say), per
-/// micro-batch after Korthikanti et al. (zoo/activation_memory.hpp); the stage that holds most.
+/// micro-batch after Korthikanti et al. (zoo/activation_memory.hpp), and on the stage with the
+/// head what the loss holds for a moment at the end of a micro-batch's forward and the start of
+/// its backward (zoo::loss_memory); the stage that holds most.
 /// Returns the optimizer step of the stage with the most parameters, s.
 double account_layout_memory(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
                              const scheme::SchemeConfig& scheme) {
@@ -29,7 +31,8 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
                                    .context = par.context};
   const double block =
       zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing, element, w.facts.flash_attention, split);
-  const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split);
+  const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split, w.facts.loss);
+  const zoo::LossMemory loss = zoo::loss_memory(shape, w.batch_per_worker, element, w.facts.loss, split);
   // Full recomputation: the block being recomputed holds all of its activations for a moment.
   const double recomputing =
       w.facts.checkpointing == workload::ActivationCheckpointing::Full
@@ -49,14 +52,18 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
     Memory m = model_state_memory(stage.parameters, w.precision, scheme, gradient_group, cluster.workers_per_node);
     const auto chunks = static_cast<int>(stage.chunk_blocks.size());
-    double held = 0, peak = 0;
+    // held: what the micro-batches in flight keep; moments: held plus what the loss holds for a
+    // moment after a forward of the head's chunk (held already has it) or before its backward.
+    double held = 0, peak = 0, moments = 0;
     for (const auto& [chunk, sign] : stage.activations) {
-      const double bytes = stage.chunk_blocks[static_cast<size_t>(chunk)] * block +
-                           (stage.head && chunk == chunks - 1 ? head : 0.0);
+      const bool with_head = stage.head && chunk == chunks - 1;
+      const double bytes = stage.chunk_blocks[static_cast<size_t>(chunk)] * block + (with_head ? head : 0.0);
+      if (with_head && sign < 0) moments = std::max(moments, held + loss.backward_peak - loss.saved);
       held += sign * bytes;
+      if (with_head && sign > 0) moments = std::max(moments, held + loss.forward_peak - loss.saved);
       peak = std::max(peak, held);
     }
-    m.activations = peak + recomputing;
+    m.activations = std::max(peak + recomputing, moments);
     m.buffers = buffers;
     most_parameters = std::max(most_parameters, stage.parameters);
     if (m.total() > worst) {
@@ -78,6 +85,8 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
   if (scheme.parallel.composed() && w.facts.transformer) {
     r.memory = {};
     r.memory.gpu_memory = cluster.gpu_memory;
+    r.memory.outside_allocator = cluster.gpu_memory_reserved;
+    r.memory.allocator_overhead = cluster.gpu_allocator_overhead;
     r.optimizer_step_time = account_layout_memory(r, w, cluster, scheme);
     account_tokens(r, w, cluster);
     return;
@@ -88,6 +97,8 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
   const double parameters = w.facts.parameters > 0 ? w.facts.parameters : w.parameter_bytes() / element;
   r.memory = {};
   r.memory.gpu_memory = cluster.gpu_memory;
+  r.memory.outside_allocator = cluster.gpu_memory_reserved;
+  r.memory.allocator_overhead = cluster.gpu_allocator_overhead;
   if (parameters > 0) {
     r.memory.known = true;
     r.memory.per_worker =

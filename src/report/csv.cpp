@@ -31,7 +31,8 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "compute_s,communication_exposed_s,wait_s,bytes_sent,bytes_received,"
                  "bottleneck,step_samples,step_time_mean_s,step_time_p50_s,step_time_p95_s,"
                  "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
-                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,gpu_memory_bytes,fits,"
+                 "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,"
+                 "memory_per_worker_bytes,memory_reserved_bytes,gpu_memory_bytes,fits,"
                  "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s");
   // The swept keys last, named after the keys, values as given.
   const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
@@ -73,7 +74,8 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
     optional(tokens, r.tokens.tokens_per_s_per_worker);
     optional(r.tokens.mfu >= 0, r.tokens.mfu);
     optional(r.tokens.mfu_6nd >= 0, r.tokens.mfu_6nd);
-    optional(r.memory.known, r.memory.per_worker.total());
+    optional(r.memory.known, r.memory.allocated());
+    optional(r.memory.known, r.memory.reserved());
     optional(r.memory.gpu_memory > 0, r.memory.gpu_memory);
     if (r.memory.known && r.memory.gpu_memory > 0) {
       buf.append(std::string_view(r.memory.fits() ? ",true" : ",false"));

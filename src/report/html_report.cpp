@@ -702,12 +702,14 @@ void write_memory(Page& page, const Sweep& sweep, bool with_config) {
     for (double v : {p.parameters, p.gradients, p.optimizer}) row.push_back({escaped(format_bytes(v))});
     row.push_back({m.activations_modelled ? escaped(format_bytes(p.activations)) : "not modelled"});
     row.push_back({escaped(format_bytes(p.buffers))});
-    row.push_back({escaped(format_bytes(p.total())) + (m.activations_modelled ? "" : " + activations")});
+    const std::string note = m.activations_modelled ? "" : " + activations";
+    row.push_back({escaped(format_bytes(m.allocated())) + note});
+    row.push_back({escaped(format_bytes(m.reserved())) + note});
     row.push_back({m.gpu_memory > 0 ? escaped(format_bytes(m.gpu_memory)) : "unknown"});
     std::string fits = "&ndash;";  // nothing to compare with
     if (m.gpu_memory > 0) {
       fits = m.fits() ? "yes"
-                      : "<span class=\"bad\">no: " + escaped(format_bytes(p.total())) + " &gt; " +
+                      : "<span class=\"bad\">no: " + escaped(format_bytes(m.reserved())) + " reserved &gt; " +
                             escaped(format_bytes(m.gpu_memory)) + "</span>";
     }
     row.push_back({fits, false});
@@ -715,10 +717,13 @@ void write_memory(Page& page, const Sweep& sweep, bool with_config) {
   }
   if (rows.empty()) return;
   std::vector<std::string_view> header = identity_header(with_config);
-  header.insert(header.end(), {"parameters", "gradients", "optimizer", "activations", "buffers", "total",
-                               "GPU memory", "fits"});
+  header.insert(header.end(), {"parameters", "gradients", "optimizer", "activations", "buffers", "allocated",
+                               "reserved", "GPU memory", "fits"});
   page.raw("<section id=\"memory\"><h2>Memory per GPU</h2>\n");
-  page.raw("<p class=\"note\">Bytes one GPU holds at the peak of a step (kB, MB, GB: powers of 1000).</p>\n");
+  page.raw(
+      "<p class=\"note\">Bytes one GPU holds at the peak of a step (kB, MB, GB: powers of 1000): the "
+      "tensors (allocated), and what the GPU gives the job (reserved: the caching allocator's pool, the "
+      "CUDA context and NCCL's buffers), which is what must fit.</p>\n");
   write_table(page, header, rows);
   page.raw("</section>\n");
 }

@@ -196,7 +196,9 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
                                      {"optimizer", m.optimizer},
                                      {"activations", m.activations},
                                      {"buffers", m.buffers},
-                                     {"total", m.total()}}) {
+                                     {"total", m.total()},
+                                     {"allocated", r.memory.allocated()},
+                                     {"reserved", r.memory.reserved()}}) {
       json.key(key);
       if (key == "activations" && !r.memory.activations_modelled) {
         json.raw("null");

@@ -27,13 +27,22 @@ struct Column {
 };
 using Row = std::vector<std::string>;
 
-std::string memory_cell(const predict::Result& r) {
+/// The tensors at the peak (PyTorch's max_memory_allocated).
+std::string allocated_cell(const predict::Result& r) {
   const predict::MemoryCheck& m = r.memory;
   if (!m.known) return "-";
-  const std::string total = format_bytes(m.per_worker.total());
+  return format_bytes(m.allocated()) + (m.activations_modelled ? "" : " + activations");
+}
+
+/// What the GPU gives the job: the allocator's pool and the CUDA context and NCCL's buffers;
+/// what "fits" compares with the GPU's memory.
+std::string reserved_cell(const predict::Result& r) {
+  const predict::MemoryCheck& m = r.memory;
+  if (!m.known) return "-";
+  const std::string reserved = format_bytes(m.reserved());
   const std::string note = m.activations_modelled ? "" : " + activations";
-  if (!m.fits()) return fmt::format("does not fit: {}{} > {}", total, note, format_bytes(m.gpu_memory));
-  return total + note;
+  if (!m.fits()) return fmt::format("does not fit: {}{} > {}", reserved, note, format_bytes(m.gpu_memory));
+  return reserved + note;
 }
 
 /// The columns the sweep needs: token rates and MFU for language models, memory per GPU when it
@@ -73,7 +82,10 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   }
   c.push_back({"speed-up", true, [](const predict::Result& r) { return format_number(r.speedup) + "x"; }});
   c.push_back({"efficiency", true, [](const predict::Result& r) { return format_percent(r.efficiency); }});
-  if (memory) c.push_back({"memory per GPU", true, memory_cell});
+  if (memory) {
+    c.push_back({"allocated per GPU", true, allocated_cell});
+    c.push_back({"reserved per GPU", true, reserved_cell});
+  }
   if (layout) {
     c.push_back({"bubble", true, [](const predict::Result& r) {
                    return r.layout.empty() ? std::string("-") : format_percent(r.bubble_fraction);
@@ -274,10 +286,12 @@ void append_models(fmt::memory_buffer& buf, const std::vector<predict::Result>& 
     fmt::format_to(
         it,
         "memory per GPU ({}): parameters {}, gradients {}, optimizer {}, activations {}, "
-        "gathered buffers {}: {}{}\n",
+        "gathered buffers {}: allocated {}; reserved {} (allocator pool with {} unused, and {} outside it: "
+        "CUDA context, NCCL){}\n",
         format_count(r.workers, "worker", "workers"), format_bytes(p.parameters), format_bytes(p.gradients),
         format_bytes(p.optimizer), m.activations_modelled ? format_bytes(p.activations) : "not modelled",
-        format_bytes(p.buffers), format_bytes(p.total()),
+        format_bytes(p.buffers), format_bytes(m.allocated()), format_bytes(m.reserved()),
+        format_percent(m.allocator_overhead), format_bytes(m.outside_allocator),
         m.gpu_memory > 0
             ? fmt::format(" of {} ({})", format_bytes(m.gpu_memory), m.fits() ? "fits" : "does not fit")
             : std::string());

@@ -67,6 +67,17 @@ double parse_number(const RawValue& value, double min, bool min_allowed, std::st
   return result;
 }
 
+// A size that must carry its unit ("1.1GB", "0B"): a bare number could be bytes, MB or GB.
+double parse_size_with_unit(const RawValue& value) {
+  std::string_view s = number_text(value);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  double number = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), number);
+  if (ec == std::errc() && end == s.data() + s.size())
+    fail(value, "a size with its unit, such as '1.1GB' or '1GiB'");
+  return parse_bytes(value.text, value.where);
+}
+
 // Plain numbers render without trailing zeros ("2", "0.5", "219.178").
 std::string echo_number(double value) { return fmt::format("{:.6g}", value); }
 
@@ -111,6 +122,13 @@ const Choices<workload::ActivationCheckpointing>& checkpointings() {
       {"none", workload::ActivationCheckpointing::None},
       {"selective", workload::ActivationCheckpointing::Selective},
       {"full", workload::ActivationCheckpointing::Full}};
+  return c;
+}
+const Choices<workload::LossMode>& losses() {
+  static const Choices<workload::LossMode> c{{"fp32_logits", workload::LossMode::Fp32Logits},
+                                             {"fp32_in_place", workload::LossMode::Fp32InPlace},
+                                             {"bf16_logits", workload::LossMode::Bf16Logits},
+                                             {"chunked", workload::LossMode::Chunked}};
   return c;
 }
 const Choices<Mode>& modes() {
@@ -507,6 +525,12 @@ std::vector<KeyDef> make_table() {
       "workload.flash_attention", "true", booleans(),
       "decoders: attention kernels that keep no seq x seq scores (FlashAttention, PyTorch SDPA); for memory",
       [](auto& s) -> auto& { return s.workload.flash_attention; }));
+  t.push_back(choice_key(
+      "workload.loss", "fp32_logits", losses(),
+      "decoders, for memory: the loss's cross entropy on an fp32 copy of the logits (Hugging Face, "
+      "TorchTitan), fp32 in place (Megatron-LM), on bf16 logits, or chunked (TorchTitan's chunked loss, "
+      "fused kernels); docs/memory.md",
+      [](auto& s) -> auto& { return s.workload.loss; }));
   t.push_back(
       {{"workload.achieved_flops", "FLOP/s", "(unset)",
         "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
@@ -947,6 +971,30 @@ std::vector<KeyDef> make_table() {
                  return Rendered{
                      s.cluster.gpu_memory_bw > 0 ? echo_bytes(s.cluster.gpu_memory_bw) + "/s" : "unset",
                      false};
+               }});
+
+  t.push_back(
+      {{"cluster.gpu.memory_reserved", "size", "1.1GB",
+        "memory each GPU gives up outside the caching allocator: the CUDA context and NCCL's buffers "
+        "(about 1.06 GB on 8 H100 with one communicator; more with several, e.g. tensor x data "
+        "parallel); added once per GPU to the reserved memory; docs/memory.md"},
+       true,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_memory_reserved = parse_size_with_unit(v); },
+       [](const Scenario& s) {
+         return Rendered{echo_bytes(s.cluster.gpu_memory_reserved), false};
+       }});
+  t.push_back({{"cluster.gpu.allocator_overhead", "number in [0, 1)", "0.1",
+                "share of the caching allocator's pool that holds no tensor at the peak (fragmentation): "
+                "reserved = allocated / (1 - overhead) + memory_reserved; an assumption, measure yours as "
+                "1 - max_memory_allocated / max_memory_reserved; docs/memory.md"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 const double x = parse_number(v, 0, true, "a number in [0, 1)");
+                 if (!(x < 1)) fail(v, "a number in [0, 1)");
+                 d.scenario.cluster.gpu_allocator_overhead = x;
+               },
+               [](const Scenario& s) {
+                 return Rendered{echo_number(s.cluster.gpu_allocator_overhead), true};
                }});
 
   // --- training

@@ -912,8 +912,9 @@ workload::Workload build_workload(const Scenario& scenario) {
   if (model.transformer) {
     const double element = workload::bytes_per_element(w.precision);
     out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,
-                                                       w.checkpointing, element, w.flash_attention);
+                                                       w.checkpointing, element, w.flash_attention, w.loss);
     out.facts.flash_attention = w.flash_attention;
+    out.facts.loss = w.loss;
   }
   return out;
 }

@@ -342,6 +342,15 @@ void check_cluster_values(const ClusterSpec& c) {
     fail("cluster.gpu_memory", fmt::format("expected a finite size in [0, {:g}] bytes (0: unknown), got {}",
                                            limits::kMaxBytes, c.gpu_memory));
   }
+  if (!(std::isfinite(c.gpu_memory_reserved) && c.gpu_memory_reserved >= 0 &&
+        c.gpu_memory_reserved <= limits::kMaxBytes)) {
+    fail("cluster.gpu.memory_reserved", fmt::format("expected a finite size in [0, {:g}] bytes, got {}",
+                                                    limits::kMaxBytes, c.gpu_memory_reserved));
+  }
+  if (!(c.gpu_allocator_overhead >= 0 && c.gpu_allocator_overhead < 1)) {
+    fail("cluster.gpu.allocator_overhead",
+         fmt::format("expected a fraction in [0, 1), got {}", c.gpu_allocator_overhead));
+  }
   if (c.gpu_peak_flops != 0 && !(std::isfinite(c.gpu_peak_flops) && c.gpu_peak_flops >= limits::kMinFlops &&
                                  c.gpu_peak_flops <= limits::kMaxFlops)) {
     fail("cluster.gpu.peak_flops",

@@ -160,6 +160,8 @@ void fields(IO& io, R& r) {
   f(r.memory.per_worker.buffers);
   f(r.memory.activations_modelled);
   f(r.memory.gpu_memory);
+  f(r.memory.outside_allocator);
+  f(r.memory.allocator_overhead);
   f(r.tokens.tokens_per_s);
   f(r.tokens.tokens_per_s_per_worker);
   f(r.tokens.model_flops_per_s_per_worker);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "stepcast/error.hpp"
@@ -15,7 +16,7 @@ namespace {
 using workload::ActivationCheckpointing;
 
 constexpr double kMaskBytes = 1;  // a dropout mask: PyTorch's bool tensor, one byte an element
-constexpr double kFp32Bytes = 4;  // log-sum-exp, router probabilities and logits are fp32
+constexpr double kFp32Bytes = 4;  // log-sum-exp, router probabilities, the loss's upcast logits
 
 void require_positive(int64_t value, const std::string& key) {
   if (value < 1) throw Error({"", 0, key}, fmt::format("expected an integer >= 1, got {}", value));
@@ -112,11 +113,47 @@ double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool f
   return 0;
 }
 
-// Final norm input, LM head input, fp32 logits; GPT-2's embedding dropout mask.
-double outside_blocks(const Terms& t) {
-  double bytes = 2 * t.e * t.tokens * t.h + kFp32Bytes * t.tokens * t.vocab;
+// Final norm input, LM head input; GPT-2's embedding dropout mask. The loss is loss_bytes'.
+double head_inputs(const Terms& t) {
+  double bytes = 2 * t.e * t.tokens * t.h;
   if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
   return bytes;
+}
+
+// What the loss holds of t.tokens tokens over `vocab` logits (the rank's share of the
+// vocabulary); the formulas and their sources are in activation_memory.hpp and docs/memory.md.
+LossMemory loss_bytes(const Terms& t, double vocab, workload::LossMode loss) {
+  const double logits = t.tokens * vocab;         // elements of the logits
+  const bool upcast = t.e < kFp32Bytes;           // .float() copies only from 2-byte logits
+  const double copy = upcast ? kFp32Bytes : 0.0;  // c: the fp32 copy
+  const double cast_back = upcast ? t.e : 0.0;    // b: a gradient cast back to the logits' type
+  switch (loss) {
+    case workload::LossMode::Fp32Logits:
+      // PyTorch's cross_entropy = nll_loss(log_softmax(x)): log_softmax saves its output, which
+      // nll_loss reads too; its input (the fp32 copy) is freed once the loss returns. Backward:
+      // nll_loss_backward writes a dense gradient, _log_softmax_backward_data a second one.
+      return {.saved = kFp32Bytes * logits,
+              .forward_peak = (t.e + copy + kFp32Bytes) * logits,
+              .backward_peak = 3 * kFp32Bytes * logits};
+    case workload::LossMode::Fp32InPlace:
+      // Megatron-LM: x.float() overwritten by exp, then by the softmax it saves, which the
+      // backward overwrites by the gradient and casts back to the logits' type.
+      return {.saved = kFp32Bytes * logits,
+              .forward_peak = (kFp32Bytes + cast_back) * logits,
+              .backward_peak = (kFp32Bytes + cast_back) * logits};
+    case workload::LossMode::Bf16Logits:
+      return {.saved = t.e * logits, .forward_peak = 2 * t.e * logits, .backward_peak = 3 * t.e * logits};
+    case workload::LossMode::Chunked: {
+      // TorchTitan's ChunkedLossWrapper: per chunk the head, the fp32 loss and its backward at
+      // once, the hidden states' gradient summed in an fp32 buffer, handed on in e bytes.
+      const double hidden = t.tokens * t.h;
+      const double chunk = (t.e + 3 * kFp32Bytes) * logits / kLossChunks;
+      return {.saved = t.e * hidden,
+              .forward_peak = kFp32Bytes * hidden + std::max(chunk, cast_back * hidden),
+              .backward_peak = t.e * hidden};
+    }
+  }
+  return {};
 }
 
 /// What a rank of a tensor group of t holds of a block's activations (Korthikanti et al. 2022,
@@ -154,16 +191,25 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences, 
   return block_bytes(t, checkpointing, flash_attention, split);
 }
 
+LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double element_bytes,
+                       workload::LossMode loss, const ActivationSplit& split) {
+  validate(shape, sequences, element_bytes);
+  STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
+  Terms t = terms(shape, sequences, element_bytes);
+  t.tokens /= split.context;
+  return loss_bytes(t, t.vocab / static_cast<double>(split.tensor), loss);
+}
+
 double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
-                             const ActivationSplit& split) {
+                             const ActivationSplit& split, workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
   Terms t = terms(shape, sequences, element_bytes);
   t.tokens /= split.context;
   const auto tensor = static_cast<double>(split.tensor);
   // The final norm's input and the head's input (whole on every rank without sequence
-  // parallelism), the logits split over the vocabulary.
+  // parallelism), and what the loss saves over the rank's share of the vocabulary.
   const double inputs = 2 * t.e * t.tokens * t.h;
-  return (split.sequence_parallel ? inputs / tensor : inputs) + kFp32Bytes * t.tokens * t.vocab / tensor;
+  return (split.sequence_parallel ? inputs / tensor : inputs) + loss_bytes(t, t.vocab / tensor, loss).saved;
 }
 
 double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
@@ -172,15 +218,20 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
   return block_bytes(terms(shape, sequences, element_bytes), checkpointing, flash_attention);
 }
 
-double activation_bytes(const TransformerShape& shape, int64_t sequences, ActivationCheckpointing checkpointing,
-                        double element_bytes, bool flash_attention) {
+double activation_bytes(const TransformerShape& shape, int64_t sequences,
+                        ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention,
+                        workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
   const Terms t = terms(shape, sequences, element_bytes);
   const double layers = static_cast<double>(shape.layers);
-  double bytes = layers * block_bytes(t, checkpointing, flash_attention) + outside_blocks(t);
+  const double kept = layers * block_bytes(t, checkpointing, flash_attention) + head_inputs(t);
+  const LossMemory l = loss_bytes(t, t.vocab, loss);
+  // The loss's two moments (end of the forward, start of the backward), each with everything
+  // the blocks and the head keep.
+  double bytes = kept + std::max(l.forward_peak, l.backward_peak);
   if (checkpointing == ActivationCheckpointing::Full) {
     // The block being recomputed in the backward holds all its activations at once.
-    bytes += block_bytes(t, ActivationCheckpointing::None, flash_attention);
+    bytes = std::max(bytes, kept + l.saved + block_bytes(t, ActivationCheckpointing::None, flash_attention));
   }
   return bytes;
 }

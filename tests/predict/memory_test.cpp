@@ -1,11 +1,13 @@
 // Model-state memory per GPU against the ZeRO paper's worked numbers (Rajbhandari et al. 2020,
 // figure 1 and section 5: 7.5B parameters, 64 GPUs, mixed-precision Adam), bytes per parameter
 // written out from DeepSpeed's accounting, and the sharding relations that must hold whatever
-// the numbers (hybrid = full within its group, more workers never cost memory).
+// the numbers (hybrid = full within its group, more workers never cost memory); what the GPU
+// reserves around the tensors.
 #include "stepcast/predict/memory.hpp"
 
 #include <gtest/gtest.h>
 
+#include "stepcast/predict/result.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {
@@ -170,6 +172,27 @@ TEST(ModelStateMemory, FullShardWithoutReshardHoldsParametersWhole) {
 TEST(Memory, TotalAddsEveryKind) {
   const Memory m{.parameters = 1, .gradients = 2, .optimizer = 4, .activations = 8, .buffers = 16};
   EXPECT_EQ(m.total(), 31);
+}
+
+TEST(MemoryCheck, ReservedIsThePoolAroundTheTensorsPlusWhatLivesOutsideIt) {
+  // 9 GB of tensors in a pool of which 10% holds none: 9 / 0.9 = 10 GB; plus 1.1 GB of CUDA
+  // context and NCCL buffers, once: 11.1 GB reserved. It fits in 11.2 GB, not in 11 GB, though
+  // the 9 GB allocated would.
+  MemoryCheck m{.known = true,
+                .per_worker = {.parameters = 4e9, .activations = 5e9},
+                .activations_modelled = true,
+                .gpu_memory = 11e9,
+                .outside_allocator = 1.1e9,
+                .allocator_overhead = 0.1};
+  EXPECT_DOUBLE_EQ(m.allocated(), 9e9);
+  EXPECT_DOUBLE_EQ(m.reserved(), 11.1e9);
+  EXPECT_FALSE(m.fits());
+  m.gpu_memory = 11.2e9;
+  EXPECT_TRUE(m.fits());
+  // No reserve and no fragmentation: reserved is what is allocated.
+  m.outside_allocator = 0;
+  m.allocator_overhead = 0;
+  EXPECT_DOUBLE_EQ(m.reserved(), 9e9);
 }
 
 // ---- Gathered buffers.

@@ -68,16 +68,19 @@ TEST(ActivationMemory, GptBlockFullIs2Sbh) {
 
 TEST(ActivationMemory, GptModelAddsBlocksAndOutputLayer) {
   // Outside the blocks (Korthikanti 4.3): embedding dropout mask s b h, final LayerNorm input
-  // 2 s b h, LM head input 2 s b h, fp32 logits 4 s b V.
+  // 2 s b h, LM head input 2 s b h; the fp32 loss at the start of the backward: the saved
+  // log-softmax output, its gradient and the logits' gradient, 3 x 4 s b V (Korthikanti counts
+  // the first, 4 s b V).
   const double L = 96, s = 2048, h = 12288, a = 96, V = 51200, b = 1;
-  const double outside = s * b * h * (1 + 2 + 2) + 4 * s * b * V;
+  const double outside = s * b * h * (1 + 2 + 2) + 12 * s * b * V;
   const double block = s * b * h * (34 + 5 * a * s / h);
   const double none = L * block + outside;
   EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kNone, 2, false), none, 0.02 * none);
   const double selective = L * 34 * s * b * h + outside;
   EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kSelective, 2, false), selective, 0.02 * selective);
-  // Full: every block's input, plus the one block being recomputed in the backward.
-  const double full = L * 2 * s * b * h + block + outside;
+  // Full: every block's input, plus the one block being recomputed in the backward (beside the
+  // saved log-softmax output, 4 s b V), which is more than the loss's moment here.
+  const double full = L * 2 * s * b * h + block + s * b * h * (1 + 2 + 2) + 4 * s * b * V;
   EXPECT_NEAR(activation_bytes(gpt3_175b(), 1, kFull, 2, false), full, 0.02 * full);
 }
 
@@ -102,13 +105,96 @@ TEST(ActivationMemory, Llama2BlockCountedTensorByTensor) {
   EXPECT_DOUBLE_EQ(block_activation_bytes(llama2_7b(), 1, kNone, 2, false), standard * s);
 }
 
-TEST(ActivationMemory, Llama2ModelAddsHeadAndFp32Logits) {
-  // Outside the blocks: final norm input and LM head input 2 x 2h, logits 4 V per token.
+TEST(ActivationMemory, Llama2ModelAddsHeadAndFp32Loss) {
+  // Outside the blocks: final norm input and LM head input 2 x 2h per token; the fp32 loss at
+  // the start of the backward 3 x 4 V per token (log-softmax output, its gradient, the logits').
   const TransformerShape& shape = llama2_7b();
   const double s = 4096, h = 4096, V = 32000;
-  const double outside = s * (2 * 2 * h + 4 * V);
+  const double outside = s * (2 * 2 * h + 12 * V);
   EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kSelective, 2),
                    32 * block_activation_bytes(shape, 1, kSelective, 2) + outside);
+}
+
+// ---- The loss on a 128,256-token vocabulary (Llama 3 8B: h = 4096, s = 8192, one sequence,
+// bf16 activations). T V = 8192 x 128,256 = 1,050,673,152 logits.
+
+constexpr double kLlama3Logits = 1'050'673'152;
+constexpr double kLlama3HiddenElements = 8192.0 * 4096;  // T h = 33,554,432
+
+TEST(ActivationMemoryLoss, Fp32LossGrowsThePeakByTwoFp32CopiesOfTheLogits) {
+  // Before the loss term stepcast counted the saved fp32 log-probabilities alone, 4 T V =
+  // 4,202,692,608 bytes. At the start of the backward PyTorch also holds their gradient
+  // (nll_loss_backward) and the fp32 logits' (_log_softmax_backward_data): 12 T V =
+  // 12,608,077,824 bytes, 8,405,385,216 more.
+  const TransformerShape& shape = *get_model("llama3-8b").transformer;
+  ASSERT_EQ(shape.vocab, 128256);
+  ASSERT_EQ(shape.seq_len, 8192);
+  ASSERT_EQ(shape.hidden, 4096);
+  const double blocks = 32 * block_activation_bytes(shape, 1, kSelective, 2);
+  const double head_inputs = 2 * 2 * kLlama3HiddenElements;  // final norm input, LM head input
+  const double before = blocks + head_inputs + 4'202'692'608.0;
+  const double peak = activation_bytes(shape, 1, kSelective, 2, true, workload::LossMode::Fp32Logits);
+  EXPECT_DOUBLE_EQ(peak, blocks + head_inputs + 12'608'077'824.0);
+  EXPECT_DOUBLE_EQ(peak - before, 8'405'385'216.0);
+}
+
+TEST(ActivationMemoryLoss, EachModeCountedByHand) {
+  const TransformerShape& shape = *get_model("llama3-8b").transformer;
+  const double TV = kLlama3Logits, Th = kLlama3HiddenElements;
+  // fp32_logits: saved log-softmax 4; forward: bf16 logits 2 + fp32 copy 4 + log-softmax 4.
+  EXPECT_EQ(loss_memory(shape, 1, 2, workload::LossMode::Fp32Logits),
+            (LossMemory{.saved = 4 * TV, .forward_peak = 10 * TV, .backward_peak = 12 * TV}));
+  // fp32_in_place (Megatron): the fp32 softmax 4, beside the bf16 logits or gradient 2.
+  EXPECT_EQ(loss_memory(shape, 1, 2, workload::LossMode::Fp32InPlace),
+            (LossMemory{.saved = 4 * TV, .forward_peak = 6 * TV, .backward_peak = 6 * TV}));
+  // bf16_logits: log-softmax 2; logits + log-softmax 4; log-softmax + 2 gradients 6.
+  EXPECT_EQ(loss_memory(shape, 1, 2, workload::LossMode::Bf16Logits),
+            (LossMemory{.saved = 2 * TV, .forward_peak = 4 * TV, .backward_peak = 6 * TV}));
+  // chunked: fp32 accumulator 4 T h plus one of 8 chunks with bf16 logits 2 and 3 fp32 tensors
+  // 12: 134,217,728 + 14 x 1,050,673,152 / 8 = 1,972,895,744 bytes; the gradient handed on 2 T h.
+  EXPECT_EQ(loss_memory(shape, 1, 2, workload::LossMode::Chunked),
+            (LossMemory{.saved = 2 * Th, .forward_peak = 1'972'895'744.0, .backward_peak = 2 * Th}));
+}
+
+TEST(ActivationMemoryLoss, Fp32ActivationsNeedNoUpcast) {
+  // With 4-byte logits .float() returns them as they are: no copy and no cast back.
+  const TransformerShape& shape = *get_model("llama3-8b").transformer;
+  const double TV = kLlama3Logits;
+  EXPECT_EQ(loss_memory(shape, 1, 4, workload::LossMode::Fp32Logits),
+            (LossMemory{.saved = 4 * TV, .forward_peak = 8 * TV, .backward_peak = 12 * TV}));
+  EXPECT_EQ(loss_memory(shape, 1, 4, workload::LossMode::Fp32InPlace),
+            (LossMemory{.saved = 4 * TV, .forward_peak = 4 * TV, .backward_peak = 4 * TV}));
+}
+
+TEST(ActivationMemoryLoss, TensorGroupSplitsTheVocabularyContextGroupTheTokens) {
+  // t = 8: 128,256 / 8 = 16,032 logits a token on each rank; c = 2: 4096 tokens.
+  const TransformerShape& shape = *get_model("llama3-8b").transformer;
+  const ActivationSplit split{.tensor = 8, .sequence_parallel = true, .context = 2};
+  const double TV = 4096.0 * 16032;
+  EXPECT_EQ(loss_memory(shape, 1, 2, workload::LossMode::Fp32Logits, split),
+            (LossMemory{.saved = 4 * TV, .forward_peak = 10 * TV, .backward_peak = 12 * TV}));
+  // The chunked loss's hidden-state buffers stay whole over the tensor group: 4096 x 4096 x 4.
+  EXPECT_DOUBLE_EQ(loss_memory(shape, 1, 2, workload::LossMode::Chunked, split).forward_peak,
+                   4 * 4096.0 * 4096 + 14 * TV / 8);
+  // The head keeps its inputs (split by sequence parallelism) and the saved log-softmax.
+  EXPECT_DOUBLE_EQ(head_activation_bytes(shape, 1, 2, split, workload::LossMode::Fp32Logits),
+                   2 * 2 * 4096.0 * 4096 / 8 + 4 * TV);
+}
+
+TEST(ActivationMemoryLoss, FullRecomputationTakesTheLargerMoment) {
+  // Llama 3 8B, full recomputation: 32 block inputs 2 T h, head inputs 2 x 2 T h; then the
+  // larger of the loss's backward moment (12 T V) and the recomputed block beside the saved
+  // log-softmax (4 T V + block). With 128,256 logits a token the loss is the larger.
+  const TransformerShape& shape = *get_model("llama3-8b").transformer;
+  const double TV = kLlama3Logits, Th = kLlama3HiddenElements;
+  const double block = block_activation_bytes(shape, 1, kNone, 2);
+  ASSERT_LT(block, 8 * TV);
+  EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kFull, 2), 32 * 2 * Th + 4 * Th + 12 * TV);
+  // Chunked: its forward moment (1,972,895,744 bytes, above) is still more than the recomputed
+  // block beside the handed-on gradient 2 T h.
+  ASSERT_LT(2 * Th + block, 1'972'895'744.0);
+  EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kFull, 2, true, workload::LossMode::Chunked),
+                   32 * 2 * Th + 4 * Th + 1'972'895'744.0);
 }
 
 TEST(ActivationMemory, GroupedQueryAttentionShrinksKAndV) {

@@ -162,6 +162,13 @@ struct ClusterSpec {
   /// place of the path's latency, for pulls and pushes; unset: the path's latency.
   std::optional<double> rpc_latency;
   double gpu_memory = 0;      ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
+  /// bytes each GPU holds outside the framework's caching allocator: the CUDA context and NCCL's
+  /// buffers (cluster.gpu.memory_reserved; the default and its sources in docs/memory.md)
+  double gpu_memory_reserved = 1.1e9;
+  /// share of the caching allocator's pool that holds no tensor at the peak (fragmentation), in
+  /// [0, 1): the pool is the allocated bytes / (1 - overhead) (cluster.gpu.allocator_overhead;
+  /// an assumption to measure, docs/memory.md)
+  double gpu_allocator_overhead = 0.1;
   double gpu_peak_flops = 0;  ///< FLOP/s per GPU at the training precision (spec sheet, dense); 0 = unknown
   /// bytes/s of one GPU's memory (HBM); what the optimizer step, memory-bound, runs at
   /// (scheme/costs.hpp: optimizer_step_time); 0 = unknown: the optimizer step takes no time.

@@ -169,13 +169,21 @@ enum class BottleneckKind : uint8_t {
 [[nodiscard]] const char* to_string(BottleneckKind kind);
 
 /// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit
-/// is a result, not an error.
+/// is a result, not an error. Allocated: the tensors at the peak (per_worker, what PyTorch's
+/// max_memory_allocated reports). Reserved: what the GPU gives the job, the caching allocator's
+/// pool around them plus what lives outside it (CUDA context, NCCL buffers), added once per GPU:
+///   reserved = allocated / (1 - allocator_overhead) + outside_allocator.
+/// fits() compares the reserved bytes with the GPU's memory.
 struct MemoryCheck {
   bool known = false;                 ///< false: the workload has no parameter count
   Memory per_worker;                  ///< bytes
   bool activations_modelled = false;  ///< false: per_worker.activations is 0 because unknown
   double gpu_memory = 0;              ///< bytes per GPU (cluster.gpu_memory); 0 = unknown
-  [[nodiscard]] bool fits() const { return !(gpu_memory > 0) || per_worker.total() <= gpu_memory; }
+  double outside_allocator = 0;       ///< bytes per GPU outside the allocator (cluster.gpu.memory_reserved)
+  double allocator_overhead = 0;      ///< share of the allocator's pool with no tensor, in [0, 1)
+  [[nodiscard]] double allocated() const { return per_worker.total(); }
+  [[nodiscard]] double reserved() const { return allocated() / (1 - allocator_overhead) + outside_allocator; }
+  [[nodiscard]] bool fits() const { return !(gpu_memory > 0) || reserved() <= gpu_memory; }
   bool operator==(const MemoryCheck&) const = default;
 };
 

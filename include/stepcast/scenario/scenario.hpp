@@ -52,6 +52,8 @@ struct WorkloadSpec {
   int64_t seq_len = 0;  ///< tokens per sequence (a decoder's sample); 0: the zoo model's own
   workload::ActivationCheckpointing checkpointing = workload::ActivationCheckpointing::None;
   bool flash_attention = true;    ///< decoders: attention kernels that store no seq x seq scores
+  /// decoders: how the loss treats the logits, for memory (zoo::loss_memory)
+  workload::LossMode loss = workload::LossMode::Fp32Logits;
   double achieved_flops = 0;      ///< FLOP/s one GPU sustains on the model; 0: unset
   double compute_efficiency = 0;  ///< fraction of cluster.gpu.peak_flops achieved; 0: unset
   /// Per-layer times of a few layers (profile/layer_times.hpp: a layer table or a marked Kineto

@@ -65,6 +65,18 @@ struct Tensor {
 /// block's forward is run again before its backward; only block inputs are stored).
 enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
 
+/// How a language model's loss (cross entropy over the vocabulary) treats the logits, which
+/// decides what the head holds at the end of the forward and the start of the backward
+/// (zoo::loss_memory; docs/memory.md, "The loss"):
+///   Fp32Logits:  PyTorch's cross_entropy on an fp32 copy of the logits (Hugging Face
+///                Transformers' ForCausalLMLoss, TorchTitan's cross_entropy_loss);
+///   Fp32InPlace: Megatron-LM's vocab-parallel cross entropy, one fp32 copy overwritten in
+///                place by the softmax and then by its gradient;
+///   Bf16Logits:  PyTorch's cross_entropy on the logits as the head computes them (no upcast);
+///   Chunked:     the head and the loss a chunk of tokens at a time (TorchTitan's
+///                ChunkedLossWrapper), no vocabulary-wide tensor for all tokens at once.
+enum class LossMode : uint8_t { Fp32Logits, Fp32InPlace, Bf16Logits, Chunked };
+
 /// What the workload's source knows about the model beyond its ops and tensors, for tokens/s,
 /// MFU and the memory check; 0 where it is unknown (a profiler trace without a model).
 struct ModelFacts {
@@ -87,6 +99,7 @@ struct ModelFacts {
   std::optional<TransformerShape> transformer{};
   ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
   bool flash_attention = true;
+  LossMode loss = LossMode::Fp32Logits;  ///< decoders: what the loss keeps of the logits, for memory
   bool operator==(const ModelFacts&) const = default;
 };
 

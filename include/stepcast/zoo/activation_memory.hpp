@@ -42,12 +42,30 @@
 //   full:      each block's input e T h is stored, and one block's activations (no
 //              recomputation) exist while it is recomputed in the backward:
 //              L x e T h + block + outside
-// Outside the blocks, in every mode: the final norm input e T h, the LM head input e T h and
-// the logits 4 T V in fp32 (Hugging Face upcasts the logits to fp32 for the loss; Korthikanti
-// counts 4 s b V too), plus for the GPT-2 layout the embedding dropout mask T h. The embeddings'
-// output is block 0's input, counted in the block; the token ids (8 bytes a token) are left
-// out. Summing the logits with full's recomputed block overstates full's peak slightly: the
-// logits are freed before the first block is recomputed.
+// Outside the blocks, in every mode: the final norm input e T h, the LM head input e T h, plus
+// for the GPT-2 layout the embedding dropout mask T h, and what the loss holds of the logits
+// (loss_memory below; Korthikanti counts 4 s b V of fp32 logits). The embeddings' output is
+// block 0's input, counted in the block; the token ids (8 bytes a token) are left out.
+//
+// The loss, with V' = V / t (the vocabulary split over a tensor group), c = 4 if the logits
+// are upcast (e < 4) else 0, b = e if e < 4 else 0 (the cast back), N = 8 chunks; bytes a
+// micro-batch holds (saved: from the loss's forward to its backward; the two moments: the most
+// held at once in the loss's forward and at the start of its backward, saved included):
+//   fp32_logits:   saved 4 T V' (log-softmax output);   forward (e + c + 4) T V' (logits,
+//                  fp32 copy, log-softmax); backward 12 T V' (log-softmax, its gradient, the
+//                  fp32 logits' gradient)
+//   fp32_in_place: saved 4 T V' (softmax);  forward and backward (4 + b) T V' (the fp32 copy
+//                  overwritten in place, beside the logits or the gradient cast back)
+//   bf16_logits:   saved e T V';  forward 2 e T V';  backward 3 e T V'
+//   chunked:       saved e T h (the head input's gradient, computed in the forward); forward
+//                  4 T h + max((e + 12) T V' / N, b T h) (the fp32 gradient accumulator, and
+//                  one chunk's fp32_logits path with its logits, or the accumulator's cast);
+//                  backward e T h. T h whole on every rank of a tensor group (TorchTitan
+//                  replicates the hidden states before chunking)
+// The peak of a step is the largest of: everything saved plus the forward moment, everything
+// saved plus the backward moment, and with full recomputation everything saved plus the block
+// being recomputed (which overstates that moment slightly: the loss and the head have freed
+// their tensors by then).
 #pragma once
 
 #include <cstdint>
@@ -57,15 +75,17 @@
 
 namespace stepcast::zoo {
 
-/// Bytes of activations one worker stores for the backward pass at the peak of a step:
-/// `sequences` sequences of shape.seq_len tokens, activations of `element_bytes` bytes (2 for
-/// fp16/bf16), standard or flash attention. The formula is in this header's comment.
-/// Throws Error with key "workload.seq_len" for shape.seq_len < 1, "workload.batch_per_worker"
-/// for sequences < 1, "workload.transformer.<field>" for a shape size < 1. Asserts
-/// element_bytes > 0.
+/// Bytes of activations one worker holds at the peak of a step: what it stores for the backward
+/// pass and what the loss holds for a moment at the end of the forward or the start of the
+/// backward. `sequences` sequences of shape.seq_len tokens, activations of `element_bytes` bytes
+/// (2 for fp16/bf16), standard or flash attention, the loss as `loss` computes it. The formula
+/// is in this header's comment. Throws Error with key "workload.seq_len" for shape.seq_len < 1,
+/// "workload.batch_per_worker" for sequences < 1, "workload.transformer.<field>" for a shape
+/// size < 1. Asserts element_bytes > 0.
 [[nodiscard]] double activation_bytes(const TransformerShape& shape, int64_t sequences,
                                       workload::ActivationCheckpointing checkpointing, double element_bytes,
-                                      bool flash_attention = true);
+                                      bool flash_attention = true,
+                                      workload::LossMode loss = workload::LossMode::Fp32Logits);
 
 /// The part of activation_bytes that one decoder block stores: with none or selective the
 /// block's saved tensors as above; with full only its input, e T h (the recomputed block and
@@ -95,10 +115,30 @@ struct ActivationSplit {
                                             workload::ActivationCheckpointing checkpointing, double element_bytes,
                                             bool flash_attention, const ActivationSplit& split);
 
-/// What the last pipeline stage holds outside the blocks for one micro-batch under `split`: the
-/// final norm's and the LM head's inputs (e T h each, whole without sequence parallelism) and the
-/// fp32 logits split over the vocabulary (4 T V / t), T = s b / c tokens.
-[[nodiscard]] double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
-                                           const ActivationSplit& split);
+/// Chunks of tokens the `chunked` loss takes (TorchTitan's ChunkedLossWrapper, num_chunks = 8).
+inline constexpr int kLossChunks = 8;
+
+/// Bytes the loss holds for one micro-batch (the formulas are in this header's comment). Each
+/// moment includes `saved`, so both are at least `saved`.
+struct LossMemory {
+  double saved = 0;          ///< kept from the loss's forward until its backward
+  double forward_peak = 0;   ///< the most held at once during the loss's forward
+  double backward_peak = 0;  ///< the most held at once at the start of the loss's backward
+  bool operator==(const LossMemory&) const = default;
+};
+
+/// What the loss of `loss` holds of `sequences` sequences on a rank of `split`: T = s b / c
+/// tokens, the vocabulary split over the tensor group (V / t, Megatron's and TorchTitan's
+/// vocab-parallel cross entropy), activations of element_bytes. Throws as activation_bytes.
+[[nodiscard]] LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double element_bytes,
+                                     workload::LossMode loss, const ActivationSplit& split = {});
+
+/// What the last pipeline stage keeps outside the blocks for one micro-batch under `split`,
+/// from its forward until its backward: the final norm's and the LM head's inputs (e T h each,
+/// whole without sequence parallelism) and what the loss saves (loss_memory(...).saved; for
+/// fp32_logits the fp32 log-probabilities over the vocabulary split, 4 T V / t), T = s b / c.
+[[nodiscard]] double head_activation_bytes(const TransformerShape& shape, int64_t sequences,
+                                           double element_bytes, const ActivationSplit& split,
+                                           workload::LossMode loss = workload::LossMode::Fp32Logits);
 
 }  // namespace stepcast::zoo
