@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "stepcast/detail/cluster/gemm_rows.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::cluster {
@@ -114,6 +115,14 @@ bool GemmTable::has(GemmDtype dtype) const {
 }
 
 GemmTable parse_gemm_table(std::string_view text, const std::string& file) {
+  GemmTable table = detail::parse_gemm_rows(text, file);
+  check_gemm_table(table);
+  return table;
+}
+
+namespace detail {
+
+GemmTable parse_gemm_rows(std::string_view text, const std::string& file) {
   GemmTable table;
   table.file = file;
   // Column of each field in the header; -1 until the header is read.
@@ -194,9 +203,20 @@ GemmTable parse_gemm_table(std::string_view text, const std::string& file) {
   }
   if (!header) throw Error({file, line_number, kKey}, "the table is empty: expected a header and GEMM rows");
   if (table.rows.empty()) throw Error({file, line_number, kKey}, "the table has a header and no GEMM rows");
-  check_gemm_table(table);
+  // Repeated shapes, checked here for held-back rows too (check_gemm_table adds the grid).
+  std::map<std::tuple<int64_t, int64_t, int64_t, GemmDtype>, int> seen;
+  for (const GemmRow& row : table.rows) {
+    auto [it, inserted] = seen.emplace(std::make_tuple(row.m, row.n, row.k, row.dtype), row.line);
+    if (!inserted) {
+      throw Error({file, row.line, kKey},
+                  fmt::format("GEMM m={} n={} k={} {} is given twice (also on line {})", row.m, row.n, row.k,
+                              to_string(row.dtype), it->second));
+    }
+  }
   return table;
 }
+
+}  // namespace detail
 
 void check_gemm_table(const GemmTable& table) {
   std::map<std::tuple<int64_t, int64_t, int64_t, GemmDtype>, int> seen;

@@ -963,7 +963,7 @@ std::vector<KeyDef> make_table() {
 
   t.push_back({{"cluster.gpu.gemm", "path", "(none: the roofline of peak_flops and memory_bandwidth)",
                 "workload.compute: shapes: a CSV of measured GEMM times (columns m, n, k, dtype, time_us; "
-                "`stepcast calibrate gemm` writes it), relative to the file that names it; every m x n x k "
+                "tools/gemm_sweep.py measures it), relative to the file that names it; every m x n x k "
                 "combination per dtype, interpolated in log space, clamped with a warning outside"},
                false,
                [](const RawValue& v, Draft& d) {

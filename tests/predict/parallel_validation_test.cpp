@@ -123,8 +123,10 @@ Errors predict_rows(const std::vector<Row>& rows, size_t fit, const std::functio
                     const std::string& time_key, double time_unit, const std::string& title,
                     const std::function<std::string(const Row&)>& label) {
   const double rate = fit_rate(yaml(rows[fit]), std::stod(rows[fit].at(time_key)) * time_unit);
-  fmt::print("\n{} (fitted on {}: {:.1f} TFLOP/s per GPU)\n| row | measured | predicted | error |\n|---|---|---|---|\n",
-             title, label(rows[fit]), rate);
+  fmt::print(
+      "\n{} (fitted on {}: {:.1f} TFLOP/s per GPU)\n| row | measured | predicted | error "
+      "|\n|---|---|---|---|\n",
+      title, label(rows[fit]), rate);
   Errors e;
   int n = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -255,7 +257,9 @@ TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
   EXPECT_LT(e.mean, 0.13);
 
   // Memory: the peak the allocator held (PyTorch's max_memory_allocated) against memory per GPU.
-  fmt::print("\nSimuMax B200 dense rows, memory per GPU\n| row | measured peak | predicted | error |\n|---|---|---|---|\n");
+  fmt::print(
+      "\nSimuMax B200 dense rows, memory per GPU\n| row | measured peak | predicted | error "
+      "|\n|---|---|---|---|\n");
   double worst = 0, sum = 0;
   for (const Row& r : dense) {
     const scenario::Scenario s =
