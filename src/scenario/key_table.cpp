@@ -973,6 +973,7 @@ std::vector<KeyDef> make_table() {
                  if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
                    throw Error(v.where, fmt::format("no GEMM table at '{}'", path.string()));
                  }
+                 path = path.lexically_normal();  // "out/../g.csv" read as "g.csv" in messages
                  d.scenario.cluster.gemm =
                      cluster::parse_gemm_table(read_text_file(path.string(), "GEMM table"), path.string());
                },
