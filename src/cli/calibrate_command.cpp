@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/output_file.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/gemm_calibration.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/detail/report/calibration_report.hpp"
 #include "stepcast/error.hpp"
@@ -18,8 +20,8 @@ namespace stepcast::cli {
 using limits::kMaxWorkers;
 
 CalibrateCommand::CalibrateCommand(CLI::App& app) {
-  CLI::App* calibrate =
-      app.add_subcommand("calibrate", "Fit network parameters to a measured collective sweep");
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "Fit network parameters to a measured collective sweep, or check a GEMM table");
   calibrate->require_subcommand(1);
   nccl_tests_ = calibrate->add_subcommand(
       "nccl-tests",
@@ -51,11 +53,40 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   nccl_tests_->add_option("-o,--output", output_,
                           "Write the fitted cluster keys as a YAML scenario fragment");
   nccl_tests_->add_flag("--json", json_, "Print the fit and the error at every size as one JSON object");
+  gemm_ = calibrate->add_subcommand(
+      "gemm",
+      "Check a GEMM table measured on one GPU (tools/gemm_sweep.py) on held-back rows and write the "
+      "keys of workload.compute: shapes");
+  gemm_->add_option("table", gemm_table_, "the GEMM grid (CSV: m, n, k, dtype, time_us)")->required();
+  gemm_->add_option("--check", gemm_check_,
+                    "held-back GEMMs measured beside it (default: TABLE-check.csv when it exists)");
+  gemm_->add_option("-o,--output", gemm_output_, "Write the keys as a YAML scenario fragment (for include:)");
 }
 
-bool CalibrateCommand::parsed() const { return nccl_tests_->parsed(); }
+bool CalibrateCommand::parsed() const { return nccl_tests_->parsed() || gemm_->parsed(); }
+
+int CalibrateCommand::run_gemm() const {
+  std::string check = gemm_check_;
+  if (check.empty()) {
+    // tools/gemm_sweep.py writes the held-back rows beside the table.
+    const std::filesystem::path beside =
+        std::filesystem::path(gemm_table_).replace_extension("").string() + "-check.csv";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(beside, ec)) check = beside.string();
+  }
+  const calibrate::GemmCalibration result = calibrate::calibrate_gemm(gemm_table_, check);
+  if (!gemm_output_.empty()) {
+    std::ofstream out = open_output(gemm_output_, "--output");
+    out << calibrate::gemm_calibration_yaml(result, gemm_output_);
+    if (!out.flush()) throw Error({gemm_output_, 0, "--output"}, "cannot write file");
+  }
+  std::cout << calibrate::gemm_calibration_text(result);
+  if (!gemm_output_.empty()) std::cout << fmt::format("wrote {}\n", gemm_output_);
+  return 0;
+}
 
 int CalibrateCommand::run() const {
+  if (gemm_->parsed()) return run_gemm();
   using calibrate::FitMethod;
   using calibrate::LogFormat;
   using calibrate::Placement;

@@ -2,6 +2,9 @@
 // ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), or with `--fit regimes
 // [--max-regimes K]` one pair per size range, prints the error at every size and writes the
 // fitted cluster keys as a scenario fragment.
+// `stepcast calibrate gemm TABLE.csv [--check HELD_BACK.csv] [-o compute.yaml]`: checks a GEMM
+// table measured on one GPU (tools/gemm_sweep.py) against held-back rows, prints the error, and
+// writes the keys of workload.compute: shapes on it.
 //
 //   stepcast::cli::CalibrateCommand calibrate(app);      // before app.parse
 //   if (calibrate.parsed()) return calibrate.run();      // throws stepcast::Error on bad input
@@ -25,7 +28,13 @@ class CalibrateCommand {
   int run() const;
 
  private:
+  int run_gemm() const;
+
   CLI::App* nccl_tests_ = nullptr;
+  CLI::App* gemm_ = nullptr;
+  std::string gemm_table_;
+  std::string gemm_check_;
+  std::string gemm_output_;
   std::string log_;
   int workers_ = 0;
   int workers_per_node_ = 1;

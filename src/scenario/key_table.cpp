@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <utility>
 
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
@@ -129,6 +131,10 @@ const Choices<workload::LossMode>& losses() {
                                              {"fp32_in_place", workload::LossMode::Fp32InPlace},
                                              {"bf16_logits", workload::LossMode::Bf16Logits},
                                              {"chunked", workload::LossMode::Chunked}};
+  return c;
+}
+const Choices<ComputeMethod>& compute_methods() {
+  static const Choices<ComputeMethod> c{{"flops", ComputeMethod::Flops}, {"shapes", ComputeMethod::Shapes}};
   return c;
 }
 const Choices<Mode>& modes() {
@@ -531,6 +537,12 @@ std::vector<KeyDef> make_table() {
       "TorchTitan), fp32 in place (Megatron-LM), on bf16 logits, or chunked (TorchTitan's chunked loss, "
       "fused kernels); docs/memory.md",
       [](auto& s) -> auto& { return s.workload.loss; }));
+  t.push_back(choice_key(
+      "workload.compute", "flops", compute_methods(),
+      "decoders: flops (the compute from one step time or FLOP rate, split by FLOPs) or shapes (each "
+      "kernel timed from its shape: GEMMs from cluster.gpu.gemm or the roofline of cluster.gpu.peak_flops, "
+      "attention at cluster.gpu.attention_flops, the rest at cluster.gpu.memory_bandwidth)",
+      [](auto& s) -> auto& { return s.workload.compute; }));
   t.push_back(
       {{"workload.achieved_flops", "FLOP/s", "(unset)",
         "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
@@ -996,6 +1008,48 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{echo_number(s.cluster.gpu_allocator_overhead), true};
                }});
+  t.push_back({{"cluster.gpu.gemm", "path", "(none: the roofline of peak_flops and memory_bandwidth)",
+                "workload.compute: shapes: a CSV of measured GEMM times (columns m, n, k, dtype, time_us; "
+                "tools/gemm_sweep.py measures it), relative to the file that names it; every m x n x k "
+                "combination per dtype, interpolated in log space, clamped with a warning outside"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 std::filesystem::path path(v.text);
+                 if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
+                 std::error_code ec;
+                 if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
+                   throw Error(v.where, fmt::format("no GEMM table at '{}'", path.string()));
+                 }
+                 path = path.lexically_normal();  // "out/../g.csv" read as "g.csv" in messages
+                 d.scenario.cluster.gemm =
+                     cluster::parse_gemm_table(read_text_file(path.string(), "GEMM table"), path.string());
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.cluster.gemm.empty() ? "none" : s.cluster.gemm.file, false};
+               }});
+  t.push_back(
+      {{"cluster.gpu.attention_flops", "FLOP/s", "(unset: cluster.gpu.peak_flops)",
+        "workload.compute: shapes: the attention core's rate (flash attention, 4 s^2 h FLOPs per sequence "
+        "forward, twice that backward), e.g. 450TFLOPS"},
+       false,
+       [](const RawValue& v, Draft& d) {
+         // A bare number could be FLOP/s or TFLOP/s: the unit is required.
+         if (!v.text.empty() &&
+             (std::isdigit(static_cast<unsigned char>(v.text.back())) != 0 || v.text.back() == '.')) {
+           fail(v, "a rate with its unit, such as '450TFLOPS'");
+         }
+         const double rate = parse_flops(v.text, v.where);
+         if (!(rate > 0)) fail(v, "a rate > 0 FLOP/s");
+         d.scenario.cluster.gpu_attention_flops = rate;
+       },
+       [](const Scenario& s) {
+         return Rendered{
+             s.cluster.gpu_attention_flops > 0 ? echo_flops(s.cluster.gpu_attention_flops) : "unset", false};
+       }});
+  t.push_back(duration_key(
+      "cluster.gpu.kernel_overhead", "0s",
+      "workload.compute: shapes: GPU time each kernel costs beyond its work (launch gaps), e.g. 4us",
+      [](auto& s) -> auto& { return s.cluster.gpu_kernel_overhead; }));
 
   // --- training
   t.push_back(choice_key(

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "key_table.hpp"
+#include "scenario/shape_compute.hpp"
 #include "stepcast/detail/profile/astrasim_workload.hpp"
 #include "stepcast/detail/profile/chakra_trace.hpp"
 #include "stepcast/detail/profile/kineto_workload.hpp"
@@ -445,6 +446,48 @@ namespace {
 
 /// What parse_scenario settles once every key is read: the decoder's shape and sequence length,
 /// and the step time from whichever compute source was given (exactly one).
+/// workload.compute: shapes takes each kernel's time from the GPU's rates: a decoder, no other
+/// compute source, and the rates it needs (a GEMM table or the roofline's peak, the memory
+/// bandwidth), each failure naming its key.
+void check_shapes_inputs(const Scenario& s, const Entries& entries, const std::string& file_name,
+                         bool decoder, const std::vector<std::string>& given) {
+  const SourceLocation where = location_of(entries, "workload.compute", file_name);
+  if (!decoder) {
+    throw Error(
+        where,
+        fmt::format("shapes times the kernels of a transformer decoder (workload.model: {} is not one)",
+                    s.workload.model));
+  }
+  if (!given.empty()) {
+    throw Error(location_of(entries, given.front(), file_name),
+                fmt::format("workload.compute: shapes times each kernel from its shape; remove {} (or set "
+                            "workload.compute: flops)",
+                            given.front()));
+  }
+  const cluster::ClusterSpec& c = s.cluster;
+  if (!(c.gpu_memory_bw > 0)) {
+    throw Error(where,
+                "shapes needs cluster.gpu.memory_bandwidth (e.g. 3.35TB/s): the memory-bound kernels (norms, "
+                "activations, rotary, the optimizer step) run at it");
+  }
+  if (c.gemm.empty() && !(c.gpu_peak_flops > 0)) {
+    throw Error(where,
+                "shapes needs cluster.gpu.gemm (a measured GEMM table) or cluster.gpu.peak_flops (the spec "
+                "sheet's roofline) for its GEMMs");
+  }
+  if (!(c.gpu_attention_flops > 0) && !(c.gpu_peak_flops > 0)) {
+    throw Error(where,
+                "shapes needs cluster.gpu.attention_flops (the measured flash-attention rate) or "
+                "cluster.gpu.peak_flops for the attention core");
+  }
+  const cluster::GemmDtype dtype = detail::gemm_dtype(s.workload.precision);
+  if (!c.gemm.empty() && !c.gemm.has(dtype)) {
+    throw Error(location_of(entries, "cluster.gpu.gemm", file_name),
+                fmt::format("the table {} has no {} rows, the GEMMs of workload.precision", c.gemm.file,
+                            cluster::to_string(dtype)));
+  }
+}
+
 void resolve_workload(Draft& draft, const Entries& entries, const std::string& file_name, Needs needs) {
   Scenario& s = draft.scenario;
   WorkloadSpec& w = s.workload;
@@ -510,6 +553,12 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
   if (w.compute_efficiency > 0) given.emplace_back("workload.compute_efficiency");
   if (!w.layer_times.empty()) given.emplace_back("workload.layer_times");
   if (profiled) given.emplace_back("workload.profile");
+  if (w.compute == ComputeMethod::Shapes) {
+    check_shapes_inputs(s, entries, file_name, decoder, given);
+    w.compute_source = ComputeSource::Shapes;
+    if (needs == Needs::Workload) w.step_time = build_workload(s).step_time_alone();
+    return;
+  }
   if (given.size() > 1) {
     throw Error(location_of(entries, given[1], file_name),
                 fmt::format("{} and {} both give the compute time; keep one", given[0], given[1]));
@@ -820,11 +869,13 @@ workload::Workload build_workload(const Scenario& scenario) {
   const WorkloadSpec& w = scenario.workload;
   // Measured layer times replace the split of a step time, which then only has to be valid.
   const bool measured_layers = !w.layer_times.empty();
-  workload::Workload out = zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
-                                                    .step_time = measured_layers ? 1.0 : w.step_time,
-                                                    .precision = w.precision,
-                                                    .backward_to_forward = w.backward_to_forward,
-                                                    .checkpointing = w.checkpointing});
+  const bool from_shapes = w.compute == ComputeMethod::Shapes;
+  workload::Workload out =
+      zoo::to_workload(model, {.batch_per_worker = w.batch_per_worker,
+                               .step_time = measured_layers || from_shapes ? 1.0 : w.step_time,
+                               .precision = w.precision,
+                               .backward_to_forward = w.backward_to_forward,
+                               .checkpointing = w.checkpointing});
   if (measured_layers) {
     try {
       profile::apply_layer_times(out, profile::read_layer_times(w.layer_times));
@@ -833,6 +884,21 @@ workload::Workload build_workload(const Scenario& scenario) {
           {e.where().file.empty() ? scenario.file : e.where().file, e.where().line, "workload.layer_times"},
           e.message());
     }
+  }
+  if (from_shapes) {
+    // Each layer's ops timed from its kernels on one rank of the layout (to_workload's order: the
+    // forwards in layer order, then the backwards in reverse).
+    const detail::ShapeTimes times = detail::time_from_shapes(model, scenario);
+    const size_t layers = times.forward.size();
+    STEPCAST_ASSERT(out.ops.size() == 2 * layers);
+    for (size_t l = 0; l < layers; ++l) {
+      out.ops[l].duration = times.forward[l];
+      out.ops[2 * layers - 1 - l].duration = times.backward[l];
+    }
+    out.facts.timed_per_rank = true;
+    out.facts.attention_forward = times.attention_forward;
+    out.facts.attention_backward = times.attention_backward;
+    out.notes = times.notes;
   }
   if (w.measured_with == MeasuredWith::Ps && w.compute_source == ComputeSource::Measured) {
     // The measurement included one worker's round trip to the servers: the compute is what is
@@ -947,6 +1013,24 @@ std::string compute_source_text(const Scenario& scenario) {
           "cluster.gpu.peak_flops): {} per step of one worker",
           100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops),
           format_duration(w.step_time));
+    case ComputeSource::Shapes: {
+      const cluster::ClusterSpec& c = scenario.cluster;
+      const std::string gemms =
+          c.gemm.empty()
+              ? fmt::format("GEMMs on a roofline of the spec sheet ({} peak, {}/s), not a measurement",
+                            format_flops(c.gpu_peak_flops), format_bytes(c.gpu_memory_bw))
+              : fmt::format("GEMMs from the measured table {} (cluster.gpu.gemm)", c.gemm.file);
+      const std::string attention =
+          c.gpu_attention_flops > 0 ? fmt::format("attention at {} (cluster.gpu.attention_flops)",
+                                                  format_flops(c.gpu_attention_flops))
+                                    : fmt::format("attention at the {} peak (a roofline, not a measurement)",
+                                                  format_flops(c.gpu_peak_flops));
+      return fmt::format(
+          "from shapes (workload.compute: shapes): {}; {}; memory-bound kernels at {}/s: {} per step of one "
+          "worker "
+          "alone, one micro-batch of one rank of the layout",
+          gemms, attention, format_bytes(c.gpu_memory_bw), format_duration(w.step_time));
+    }
   }
   return "";
 }

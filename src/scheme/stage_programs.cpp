@@ -344,13 +344,22 @@ class ProgramBuilder {
   struct AttentionSplit {
     double qkv = 0, core = 0, out = 0;
   };
-  [[nodiscard]] AttentionSplit attention_split() const {
+  /// Timed from shapes (workload.compute: shapes), the shares of the pass's own time instead.
+  [[nodiscard]] AttentionSplit attention_split(OpKind pass) const {
+    const workload::AttentionShares& timed =
+        pass == OpKind::Backward ? w_.facts.attention_backward : w_.facts.attention_forward;
+    if (timed.before + timed.core + timed.after > 0) return {timed.before, timed.core, timed.after};
     const workload::TransformerShape& s = *w_.facts.transformer;
     const auto h = static_cast<double>(s.hidden), seq = static_cast<double>(s.seq_len);
     const double g = static_cast<double>(s.kv_heads * s.head_dim());
     const double qkv = 2 * seq * h * (h + 2 * g), core = 4 * seq * seq * h, out = 2 * seq * h * h;
     const double total = qkv + core + out;
     return {qkv / total, core / total, out / total};
+  }
+  /// What a source op's duration is divided by for one rank: t x c for one GPU's whole
+  /// micro-batch, 1 for ops already timed per rank from their shapes.
+  [[nodiscard]] double rank_share() const {
+    return w_.facts.timed_per_rank ? 1.0 : static_cast<double>(t_) * c_;
   }
   /// Bytes of one ring step of K and V for one rank: 2 b (s / c) (kv width / t) elements.
   [[nodiscard]] double kv_message() const {
@@ -390,7 +399,7 @@ class ProgramBuilder {
   int layer_forward_ops(int l, int mb, int previous, const char* prefix) {
     const LayerInfo& info = layers_[static_cast<size_t>(l)];
     const Op& source = w_.ops[static_cast<size_t>(info.forward)];
-    const double duration = source.duration / (t_ * c_);
+    const double duration = source.duration / rank_share();
     const std::string name = fmt::format("{}F mb{} {}", prefix, mb, source.name);
     const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
     const std::optional<CommKind> gather =
@@ -403,7 +412,7 @@ class ProgramBuilder {
       case Role::Attention:
       case Role::Mlp:
         if (info.role == Role::Attention && c_ > 1) {
-          const AttentionSplit split = attention_split();
+          const AttentionSplit split = attention_split(OpKind::Forward);
           return around_collectives(
               gather,
               [&](int before) {
@@ -427,7 +436,7 @@ class ProgramBuilder {
       case workload::ActivationCheckpointing::None:
         return 0;
       case workload::ActivationCheckpointing::Selective:
-        return info.role == Role::Attention ? forward * attention_split().core : 0;
+        return info.role == Role::Attention ? forward * attention_split(OpKind::Forward).core : 0;
       case workload::ActivationCheckpointing::Full:
         return info.block >= 0 ? forward : 0;
     }
@@ -451,15 +460,16 @@ class ProgramBuilder {
     const std::string name = fmt::format("B mb{} {}", mb, source.name);
     // A block recomputed in full re-ran its forward before this (backward_pass), so only the
     // backward proper is left here; selective recomputation stays in the attention's backward.
-    const bool full = w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
-    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / (t_ * c_);
-    const double recompute = full ? 0.0 : recompute_duration(l) / (t_ * c_);
+    const bool full =
+        w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
+    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / rank_share();
+    const double recompute = full ? 0.0 : recompute_duration(l) / rank_share();
     const double proper = total - recompute;
     // The backward proper splits as the forward does: output projection, core, Q/K/V projection
     // for an attention layer. ZB-H1 splits each linear's backward into the input gradient (B) and
     // the weight gradient (W), half each; the core has no weights; the embedding only weights.
     const bool attention = info.role == Role::Attention;
-    const AttentionSplit split = attention ? attention_split() : AttentionSplit{0, 0, 1};
+    const AttentionSplit split = attention ? attention_split(OpKind::Backward) : AttentionSplit{0, 0, 1};
     const double linear_share = zero_bubble ? 0.5 : 1.0;
     double first = proper * split.out * linear_share;  // output projection (all of an MLP's)
     const double core = recompute + proper * split.core;

@@ -8,6 +8,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "stepcast/error.hpp"
@@ -154,6 +155,7 @@ report::Sweep run(const Request& request) {
   std::atomic<std::size_t> next{0};
   std::mutex report_mutex;
   std::size_t done = 0;
+  std::set<std::string> noted;
   auto warn = [&](const std::string& text) {
     if (!request.warn) return;
     std::lock_guard<std::mutex> lock(report_mutex);
@@ -168,6 +170,15 @@ report::Sweep run(const Request& request) {
         const scenario::Scenario at_config =
             configs[t].empty() ? base : load_scenario(request, overrides, needs, request.workers);
         const workload::Workload workload = scenario::build_workload(at_config);
+        for (const std::string& note : workload.notes) {
+          // Said once, however many configurations share it (a clamped GEMM shape).
+          bool first = false;
+          {
+            std::lock_guard<std::mutex> lock(report_mutex);
+            first = noted.insert(note).second;
+          }
+          if (first) warn(note);
+        }
         for (size_t c = 0; c < counts.size(); ++c) {
           scenario::Scenario at = at_config;
           at.cluster.workers = counts[c];

@@ -76,6 +76,22 @@ std::string layout(const std::string& parallel, const std::string& extra = "",
          extra;
 }
 
+// A decoder with workload.compute: shapes, lines 1-10 (`gpu` at lines 8-10); `extra` at line 11.
+std::string shapes(const std::string& gpu =
+                       "    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n    gemm: gemm.csv\n",
+                   const std::string& extra = "") {
+  return "workload:\n"           // 1
+         "  model: llama2-7b\n"  // 2
+         "  compute: shapes\n"   // 3
+         "  precision: bf16\n"   // 4
+         "cluster:\n"            // 5
+         "  workers: 2\n"        // 6
+         "  gpu:\n" +            // 7
+         gpu +                   // 8..10
+         extra;
+}
+constexpr const char* kGemmHeader = "m,n,k,dtype,time_us\n";
+
 struct Case {
   const char* name;
   std::string scenario;  ///< written as <name>.yaml; "" writes none
@@ -92,6 +108,71 @@ std::string expand(const std::string& s, const std::string& scenario, const std:
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> table = {
+      // --- workload.compute: shapes and its GEMM table
+      {"gemm_table_unknown_dtype",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv:2:", "cluster.gpu.gemm", "int4"},
+       {{"gemm.csv", std::string(kGemmHeader) + "1024,1024,1024,int4,10\n"}}},
+      {"gemm_table_zero_time",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv:3:", "cluster.gpu.gemm", "time"},
+       {{"gemm.csv", std::string(kGemmHeader) + "1024,1024,1024,bf16,10\n1024,1024,2048,bf16,0\n"}}},
+      {"gemm_table_empty",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv", "cluster.gpu.gemm", "empty"},
+       {{"gemm.csv", ""}}},
+      {"gemm_table_malformed_number",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv:2:", "cluster.gpu.gemm", "abc"},
+       {{"gemm.csv", std::string(kGemmHeader) + "1024,abc,1024,bf16,10\n"}}},
+      {"gemm_table_time_without_unit",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv:1:", "cluster.gpu.gemm", "time_us"},
+       {{"gemm.csv", "m,n,k,dtype,time\n1024,1024,1024,bf16,10\n"}}},
+      {"gemm_table_not_a_grid",
+       shapes(),
+       {"predict", "@"},
+       {"gemm.csv", "cluster.gpu.gemm", "m=2048 n=2048 k=1024 is missing"},
+       {{"gemm.csv", std::string(kGemmHeader) +
+                         "1024,1024,1024,bf16,10\n2048,1024,1024,bf16,20\n1024,2048,1024,bf16,20\n"}}},
+      {"gemm_table_missing_file",
+       shapes("    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n    gemm: no-such-table.csv\n"),
+       {"predict", "@"},
+       {"@:10:", "cluster.gpu.gemm", "no GEMM table"}},
+      {"gemm_table_without_the_precision",
+       shapes(),
+       {"predict", "@"},
+       {"@:10:", "cluster.gpu.gemm", "no bf16 rows"},
+       {{"gemm.csv", std::string(kGemmHeader) + "1024,1024,1024,fp16,10\n"}}},
+      {"shapes_without_memory_bandwidth",
+       shapes("    peak_flops: 989TFLOPS\n"),
+       {"predict", "@"},
+       {"@:3:", "workload.compute", "cluster.gpu.memory_bandwidth"}},
+      {"shapes_without_gemm_rates",
+       shapes("    memory_bandwidth: 3.35TB/s\n"),
+       {"predict", "@"},
+       {"@:3:", "workload.compute", "cluster.gpu.peak_flops"}},
+      {"shapes_with_a_step_time",
+       shapes("    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n"),
+       {"predict", "@", "--set", "workload.step_time=1s"},
+       {"workload.step_time", "remove"}},
+      {"shapes_on_a_cnn",
+       shapes("    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n"),
+       {"predict", "@", "--set", "workload.model=resnet50"},
+       {"@:3:", "workload.compute", "decoder"}},
+      {"shapes_attention_rate_without_unit",
+       shapes("    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n    attention_flops: 450\n"),
+       {"predict", "@"},
+       {"@:10:", "cluster.gpu.attention_flops", "unit"}},
+      {"shapes_unknown_method",
+       shapes("    peak_flops: 989TFLOPS\n    memory_bandwidth: 3.35TB/s\n"),
+       {"predict", "@", "--set", "workload.compute=kernels"},
+       {"workload.compute", "kernels"}},
       // --- parallel layouts (tensor, context, pipeline, micro-batches)
       {"layout_degrees_do_not_divide_workers",
        layout("    tensor: 4\n    pipeline: 3\n"),

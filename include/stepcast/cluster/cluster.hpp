@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/cluster/gemm_table.hpp"
+
 namespace stepcast::cluster {
 
 enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus, Custom };
@@ -173,6 +175,14 @@ struct ClusterSpec {
   /// bytes/s of one GPU's memory (HBM); what the optimizer step, memory-bound, runs at
   /// (scheme/costs.hpp: optimizer_step_time); 0 = unknown: the optimizer step takes no time.
   double gpu_memory_bw = 0;
+  /// Measured GEMM times of one GPU (cluster.gpu.gemm), for workload.compute: shapes; empty: the
+  /// GEMMs on the roofline of gpu_peak_flops and gpu_memory_bw.
+  GemmTable gemm;
+  /// FLOP/s of the attention core (flash attention) in the zoo's accounting (4 s^2 h per sequence
+  /// forward, twice that backward), for workload.compute: shapes; 0: gpu_peak_flops (roofline).
+  double gpu_attention_flops = 0;
+  /// s of GPU time each kernel costs beyond its work (launch and tail), for workload.compute: shapes.
+  double gpu_kernel_overhead = 0;
   FatTreeSpec fat_tree;
   BiGraphSpec bigraph;
   TorusSpec torus;

@@ -43,7 +43,13 @@ enum class ComputeSource : uint8_t {
   AchievedFlops,   ///< the model's training FLOPs at workload.achieved_flops
   PeakEfficiency,  ///< at cluster.gpu.peak_flops x workload.compute_efficiency
   LayerTimes,      ///< per-layer times measured on a few layers (workload.layer_times)
+  Shapes,          ///< each kernel from its shape (workload.compute: shapes)
 };
+
+/// How a decoder's compute is modelled (workload.compute): its FLOPs at one rate or spread from
+/// one measured time (flops), or each kernel timed from its shape on the GPU's GEMM table or
+/// roofline (shapes; scenario/shape_compute.hpp).
+enum class ComputeMethod : uint8_t { Flops, Shapes };
 
 struct WorkloadSpec {
   std::string model;  ///< zoo name ("" when a profile or workload.transformer describes the job)
@@ -60,6 +66,7 @@ struct WorkloadSpec {
   /// trace; path resolved against the scenario file's directory); "" when none.
   std::string layer_times;
   ComputeSource compute_source = ComputeSource::Measured;
+  ComputeMethod compute = ComputeMethod::Flops;
   /// Kineto trace replacing the zoo model and the measured step time (path resolved against the
   /// scenario file's directory); "" when none.
   std::string profile;

@@ -76,6 +76,12 @@ enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
 ///   Chunked:     the head and the loss a chunk of tokens at a time (TorchTitan's
 ///                ChunkedLossWrapper), no vocabulary-wide tensor for all tokens at once.
 enum class LossMode : uint8_t { Fp32Logits, Fp32InPlace, Bf16Logits, Chunked };
+/// How an attention layer's pass divides between the kernels before its core, the core, and the
+/// kernels after it (fractions summing to 1; all 0: unknown).
+struct AttentionShares {
+  double before = 0, core = 0, after = 0;
+  bool operator==(const AttentionShares&) const = default;
+};
 
 /// What the workload's source knows about the model beyond its ops and tensors, for tokens/s,
 /// MFU and the memory check; 0 where it is unknown (a profiler trace without a model).
@@ -100,6 +106,15 @@ struct ModelFacts {
   ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
   bool flash_attention = true;
   LossMode loss = LossMode::Fp32Logits;  ///< decoders: what the loss keeps of the logits, for memory
+  /// The ops hold one rank's time under the layout's tensor and context degrees (workload.compute:
+  /// shapes timed each kernel at its split shape), so the stage programs divide them by neither;
+  /// false: one GPU's whole micro-batch, which the stage programs divide by t x c.
+  bool timed_per_rank = false;
+  /// Shares of a decoder attention layer's forward and backward time before its core (norm,
+  /// Q/K/V projection), in the core and after it (output projection), when timed from shapes;
+  /// all 0: the stage programs split by the layer's FLOPs.
+  AttentionShares attention_forward{};
+  AttentionShares attention_backward{};
   bool operator==(const ModelFacts&) const = default;
 };
 
@@ -125,6 +140,9 @@ struct Workload {
   std::vector<std::string> lanes{"gpu"};
   std::vector<Op> ops;          ///< one step, program order
   std::vector<Tensor> tensors;  ///< parameters, in layer (forward) order
+  /// What building the workload had to assume, for the caller to say once as warnings (a GEMM
+  /// shape outside cluster.gpu.gemm, clamped to its edge).
+  std::vector<std::string> notes{};
 
   bool operator==(const Workload&) const = default;
 

@@ -1,0 +1,72 @@
+// The kernels one rank runs for each layer of a decoder (zoo::make_transformer), by shape: what
+// `workload.compute: shapes` times one by one instead of spreading a step time by FLOPs. For each
+// layer (embeddings, each block's attention and MLP or MoE, head) its forward kernels and its
+// backward kernels (without recomputation, which the caller adds from the forward), under a
+// tensor degree t, a context degree c and sequence parallelism, for a micro-batch of b sequences:
+//
+// - GEMMs (m, n, k: an m x k input times a k x n weight, 2 m n k FLOPs), m the tokens a rank
+//   multiplies, b s / c (sequence parallelism gathers the sequence before each column-parallel
+//   GEMM). Megatron's split: Q, K, V fused and column-parallel (n = (h + 2 g) / t), the output
+//   projection row-parallel (k = h / t), gate and up fused and column-parallel (n = 2 f / t), down
+//   row-parallel (k = f / t), the LM head vocabulary-parallel (n = V / t, the vocabulary padded up
+//   to a multiple of t); a MoE's router whole and each expert's GEMMs on b s / c x top_k / E
+//   tokens (balanced routing). Each forward GEMM's backward is two: the input gradient
+//   (m, k, n) and the weight gradient (k, n, m).
+// - The attention core (scores, softmax, context) as FLOPs in the zoo's accounting: 4 b (s / c)
+//   s h / t forward and twice that backward.
+// - Memory-bound kernels with the bytes they read and write (`element_bytes` per element):
+//   norms, residual additions, rotary embeddings, the MLP's activation, a MoE's token
+//   permutation, the embedding lookup, the cross-entropy of the logits, and without flash
+//   attention the softmax of the s x s scores. Norms and residual additions run on b s / (c t)
+//   tokens under sequence parallelism and on b s / c without.
+// Biases are fused into their GEMMs; dropout is left out (the zoo's decoders have none).
+//
+//   auto kernels = decoder_kernels(get_model("llama3-8b"), {.micro_batch = 1, .tensor = 8});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::zoo {
+
+enum class KernelKind : uint8_t { Gemm, Attention, MemoryBound };
+
+/// Where a kernel of an attention layer sits: before the core (norm, Q/K/V projection, rotary),
+/// the core, or after it (output projection, residual); other layers' kernels are all Before.
+enum class AttentionPart : uint8_t { Before, Core, After };
+
+struct Kernel {
+  std::string name;  ///< e.g. "qkv", "qkv dgrad", "mlp norm"
+  KernelKind kind = KernelKind::MemoryBound;
+  int64_t m = 0, n = 0, k = 0;  ///< Gemm only
+  double flops = 0;             ///< Gemm: 2 m n k; Attention: the core's FLOPs
+  double bytes = 0;             ///< MemoryBound: bytes read and written
+  int64_t count = 1;            ///< identical kernels launched one after another (a MoE's experts)
+  AttentionPart part = AttentionPart::Before;
+  bool operator==(const Kernel&) const = default;
+};
+
+/// The kernels of one layer of the model (model.layers order) on one rank.
+struct LayerKernels {
+  std::vector<Kernel> forward;
+  std::vector<Kernel> backward;  ///< without recomputation
+  bool operator==(const LayerKernels&) const = default;
+};
+
+struct KernelSplit {
+  int64_t micro_batch = 1;         ///< sequences b
+  int64_t tensor = 1;              ///< t
+  int64_t context = 1;             ///< c; divides the sequence
+  bool sequence_parallel = false;  ///< norms and residuals on s / t tokens (t > 1)
+  double element_bytes = 2;        ///< of activations
+  bool flash_attention = true;     ///< false: the softmax reads and writes the s x s scores
+};
+
+/// One entry per layer of `model` (a decoder: model.transformer set; throws Error with key
+/// "workload.model" otherwise).
+[[nodiscard]] std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSplit& split);
+
+}  // namespace stepcast::zoo

@@ -1,0 +1,138 @@
+#include "scenario/shape_compute.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stepcast::scenario::detail {
+
+cluster::GemmDtype gemm_dtype(workload::Precision precision) {
+  switch (precision) {
+    case workload::Precision::FP32:
+      return cluster::GemmDtype::FP32;
+    case workload::Precision::FP16:
+      return cluster::GemmDtype::FP16;
+    case workload::Precision::BF16:
+      return cluster::GemmDtype::BF16;
+  }
+  return cluster::GemmDtype::FP32;
+}
+
+KernelRates kernel_rates(const Scenario& scenario) {
+  const cluster::ClusterSpec& c = scenario.cluster;
+  return {.gemm = &c.gemm,
+          .dtype = gemm_dtype(scenario.workload.precision),
+          .element_bytes = workload::bytes_per_element(scenario.workload.precision),
+          .peak_flops = c.gpu_peak_flops,
+          .attention_flops = c.gpu_attention_flops > 0 ? c.gpu_attention_flops : c.gpu_peak_flops,
+          .memory_bw = c.gpu_memory_bw,
+          .kernel_overhead = c.gpu_kernel_overhead};
+}
+
+double kernel_time(const zoo::Kernel& kernel, const KernelRates& rates, std::vector<std::string>& notes) {
+  double one = 0;
+  switch (kernel.kind) {
+    case zoo::KernelKind::Gemm:
+      if (rates.gemm == nullptr || rates.gemm->empty()) {
+        one = cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.element_bytes, rates.peak_flops,
+                                          rates.memory_bw);
+      } else {
+        const cluster::GemmLookup lookup =
+            cluster::gemm_time(*rates.gemm, kernel.m, kernel.n, kernel.k, rates.dtype);
+        one = lookup.seconds;
+        if (lookup.clamped) {
+          std::string note = fmt::format(
+              "GEMM m={} n={} k={} {} ({}) is outside the table {} (cluster.gpu.gemm): timed at the rate of "
+              "its "
+              "nearest edge, not extrapolated",
+              kernel.m, kernel.n, kernel.k, cluster::to_string(rates.dtype), kernel.name, rates.gemm->file);
+          if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(std::move(note));
+        }
+      }
+      break;
+    case zoo::KernelKind::Attention:
+      one = kernel.flops / rates.attention_flops;
+      break;
+    case zoo::KernelKind::MemoryBound:
+      one = kernel.bytes / rates.memory_bw;
+      break;
+  }
+  return static_cast<double>(kernel.count) * (one + rates.kernel_overhead);
+}
+
+namespace {
+
+/// s of a pass's kernels in each part of an attention layer (before, core, after).
+struct PartTimes {
+  double before = 0, core = 0, after = 0;
+  [[nodiscard]] double total() const { return before + core + after; }
+  [[nodiscard]] workload::AttentionShares shares() const {
+    return {before / total(), core / total(), after / total()};
+  }
+};
+
+PartTimes pass_time(const std::vector<zoo::Kernel>& kernels, const KernelRates& rates,
+                    std::vector<std::string>& notes) {
+  PartTimes out;
+  for (const zoo::Kernel& kernel : kernels) {
+    const double seconds = kernel_time(kernel, rates, notes);
+    switch (kernel.part) {
+      case zoo::AttentionPart::Before:
+        out.before += seconds;
+        break;
+      case zoo::AttentionPart::Core:
+        out.core += seconds;
+        break;
+      case zoo::AttentionPart::After:
+        out.after += seconds;
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ShapeTimes time_from_shapes(const zoo::ModelSpec& model, const Scenario& scenario) {
+  const scheme::ParallelConfig& parallel = scenario.scheme.parallel;
+  const KernelRates rates = kernel_rates(scenario);
+  const std::vector<zoo::LayerKernels> layers =
+      zoo::decoder_kernels(model, {.micro_batch = scenario.workload.batch_per_worker,
+                                   .tensor = parallel.tensor,
+                                   .context = parallel.context,
+                                   .sequence_parallel = parallel.sequence && parallel.tensor > 1,
+                                   .element_bytes = rates.element_bytes,
+                                   .flash_attention = scenario.workload.flash_attention});
+  ShapeTimes out;
+  bool first_attention = true;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const PartTimes forward = pass_time(layers[l].forward, rates, out.notes);
+    const PartTimes backward = pass_time(layers[l].backward, rates, out.notes);
+    const std::string& name = model.layers[l].name;
+    const bool in_block = name != "embeddings" && name != "head";
+    double recompute = 0;
+    switch (scenario.workload.checkpointing) {
+      case workload::ActivationCheckpointing::None:
+        break;
+      case workload::ActivationCheckpointing::Selective:
+        // The attention core's forward again (Korthikanti et al. 2022), as zoo::recompute_flops.
+        recompute = forward.core;
+        break;
+      case workload::ActivationCheckpointing::Full:
+        if (in_block) recompute = forward.total();
+        break;
+    }
+    out.forward.push_back(forward.total());
+    out.backward.push_back(backward.total() + recompute);
+    if (name.ends_with(".attention") && first_attention) {
+      // Every block has the same shape: the first one's shares are every block's.
+      first_attention = false;
+      out.attention_forward = forward.shares();
+      // Of the backward proper: stage_programs.cpp puts the recomputation with the core itself.
+      out.attention_backward = backward.shares();
+    }
+  }
+  return out;
+}
+
+}  // namespace stepcast::scenario::detail

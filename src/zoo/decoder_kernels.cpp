@@ -1,0 +1,173 @@
+#include "stepcast/zoo/decoder_kernels.hpp"
+
+#include <fmt/format.h>
+
+#include "stepcast/error.hpp"
+
+namespace stepcast::zoo {
+
+namespace {
+
+int64_t divide_up(int64_t value, int64_t by) { return (value + by - 1) / by; }
+
+/// Appends one layer's kernels, forward and backward, in the order they run.
+class KernelList {
+ public:
+  explicit KernelList(LayerKernels& layer) : layer_(layer) {}
+
+  /// A forward GEMM and its two backward GEMMs (input and weight gradient).
+  void gemm(const std::string& name, int64_t m, int64_t n, int64_t k, AttentionPart part, int64_t count = 1) {
+    layer_.forward.push_back(make_gemm(name, m, n, k, part, count));
+    backward_.push_back(make_gemm(name + " dgrad", m, k, n, part, count));
+    backward_.push_back(make_gemm(name + " wgrad", k, n, m, part, count));
+  }
+  /// A memory-bound kernel moving `forward_bytes`, and its backward moving `backward_bytes`.
+  void memory(const std::string& name, double forward_bytes, double backward_bytes,
+              AttentionPart part = AttentionPart::Before) {
+    layer_.forward.push_back(
+        {.name = name, .kind = KernelKind::MemoryBound, .bytes = forward_bytes, .part = part});
+    if (backward_bytes > 0) {
+      backward_.push_back({.name = name + " backward",
+                           .kind = KernelKind::MemoryBound,
+                           .bytes = backward_bytes,
+                           .part = part});
+    }
+  }
+  void attention(double forward_flops) {
+    layer_.forward.push_back({.name = "attention core",
+                              .kind = KernelKind::Attention,
+                              .flops = forward_flops,
+                              .part = AttentionPart::Core});
+    backward_.push_back({.name = "attention core backward",
+                         .kind = KernelKind::Attention,
+                         .flops = 2 * forward_flops,
+                         .part = AttentionPart::Core});
+  }
+  /// The backward runs the forward's kernels in reverse order.
+  ~KernelList() { layer_.backward.assign(backward_.rbegin(), backward_.rend()); }
+  KernelList(const KernelList&) = delete;
+  KernelList& operator=(const KernelList&) = delete;
+
+ private:
+  static Kernel make_gemm(const std::string& name, int64_t m, int64_t n, int64_t k, AttentionPart part,
+                          int64_t count) {
+    return {.name = name,
+            .kind = KernelKind::Gemm,
+            .m = m,
+            .n = n,
+            .k = k,
+            .flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+            .bytes = 0,
+            .count = count,
+            .part = part};
+  }
+  LayerKernels& layer_;
+  // Built forward, each backward group in its forward kernel's order (dgrad, wgrad), then reversed:
+  // so kept reversed within a GEMM too, which is the order autograd runs them in (weight gradient
+  // first is as good as any: they are independent).
+  std::vector<Kernel> backward_;
+};
+
+}  // namespace
+
+std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSplit& split) {
+  if (!model.transformer) {
+    throw Error({"", 0, "workload.model"},
+                fmt::format("model \"{}\" is not a transformer decoder: compute from shapes needs its shape",
+                            model.name));
+  }
+  const TransformerShape& s = *model.transformer;
+  STEPCAST_ASSERT(split.micro_batch >= 1 && split.tensor >= 1 && split.context >= 1);
+  const int64_t t = split.tensor;
+  const double e = split.element_bytes;
+  // Tokens a rank multiplies (its context shard of every sequence, whole across the tensor group)
+  // and those its norms and residuals touch (a tensor shard of them under sequence parallelism).
+  const int64_t tokens = split.micro_batch * s.seq_len / split.context;
+  const double norm_tokens =
+      static_cast<double>(tokens) / static_cast<double>(split.sequence_parallel && t > 1 ? t : 1);
+  const auto h = static_cast<double>(s.hidden);
+  const int64_t kv_width = s.kv_heads * s.head_dim();
+  const int64_t ffn = divide_up(s.ffn_hidden, t);
+  const auto tok = static_cast<double>(tokens);
+  // A norm reads and writes its rows; its backward reads the input and the gradient and writes one.
+  auto norm = [&](KernelList& list, const std::string& name) {
+    list.memory(name, 2 * norm_tokens * h * e, 3 * norm_tokens * h * e);
+  };
+  // A residual addition reads two rows and writes one; its backward adds the gradient likewise.
+  auto residual = [&](KernelList& list, AttentionPart part) {
+    list.memory("residual add", 3 * norm_tokens * h * e, 3 * norm_tokens * h * e, part);
+  };
+  // The MLP's activation on `rows` tokens: SwiGLU reads gate and up and writes their product
+  // (backward: reads gate, up and the gradient, writes two gradients); GELU reads one and writes one.
+  auto activation = [&](KernelList& list, double rows) {
+    const auto width = static_cast<double>(ffn);
+    if (s.swiglu) {
+      list.memory("swiglu", 3 * rows * width * e, 5 * rows * width * e);
+    } else {
+      list.memory("gelu", 2 * rows * width * e, 3 * rows * width * e);
+    }
+  };
+
+  std::vector<LayerKernels> out(model.layers.size());
+  for (size_t l = 0; l < model.layers.size(); ++l) {
+    const std::string& name = model.layers[l].name;
+    KernelList list(out[l]);
+    if (name == "embeddings") {
+      // Vocabulary-parallel lookup: every rank writes all its tokens' rows (zeros outside its
+      // shard); the backward accumulates the gradient rows into the table.
+      list.memory("embedding lookup", 2 * tok * h * e, 2 * tok * h * e);
+      if (s.positions == PositionEncoding::Learned) list.memory("position add", 3 * tok * h * e, 0);
+    } else if (name == "head") {
+      norm(list, "final norm");
+      const int64_t vocab = divide_up(s.vocab, t);
+      list.gemm("lm head", tokens, vocab, s.hidden, AttentionPart::Before);
+      // Cross-entropy over the rank's vocabulary shard: reads the logits and writes the
+      // probabilities; its backward reads them and writes the logits' gradient.
+      const double logits = tok * static_cast<double>(vocab) * e;
+      list.memory("cross-entropy", 2 * logits, 2 * logits);
+    } else if (name.ends_with(".attention")) {
+      norm(list, "attention norm");
+      list.gemm("qkv", tokens, divide_up(s.hidden + 2 * kv_width, t), s.hidden, AttentionPart::Before);
+      const double rotated = tok * static_cast<double>(divide_up(s.hidden + kv_width, t)) * e;
+      if (s.positions == PositionEncoding::Rotary) list.memory("rotary", 2 * rotated, 2 * rotated);
+      const double core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * h /
+                                static_cast<double>(t);  // the zoo's 4 s^2 h / (t c)
+      list.attention(core_flops);
+      if (!split.flash_attention) {
+        // The scores of the rank's heads for its queries against every key, written and read back.
+        const double scores =
+            static_cast<double>(split.micro_batch) * static_cast<double>(divide_up(s.heads, t)) *
+            static_cast<double>(s.seq_len / split.context) * static_cast<double>(s.seq_len) * e;
+        list.memory("softmax", 2 * scores, 3 * scores, AttentionPart::Core);
+      }
+      list.gemm("attention out", tokens, s.hidden, divide_up(s.hidden, t), AttentionPart::After);
+      residual(list, AttentionPart::After);
+    } else if (name.ends_with(".mlp")) {
+      norm(list, "mlp norm");
+      list.gemm(s.swiglu ? "gate up" : "up", tokens, (s.swiglu ? 2 : 1) * ffn, s.hidden,
+                AttentionPart::Before);
+      activation(list, tok);
+      list.gemm("down", tokens, s.hidden, ffn, AttentionPart::Before);
+      residual(list, AttentionPart::Before);
+    } else if (name.ends_with(".moe")) {
+      norm(list, "moe norm");
+      list.gemm("router", tokens, s.experts, s.hidden, AttentionPart::Before);
+      const double routed = tok * static_cast<double>(s.top_k);
+      // Each token's row copied to its top_k experts and back (permute, unpermute).
+      list.memory("token permute", 2 * routed * h * e, 2 * routed * h * e);
+      const int64_t expert_tokens = divide_up(tokens * s.top_k, s.experts);
+      list.gemm(s.swiglu ? "expert gate up" : "expert up", expert_tokens, (s.swiglu ? 2 : 1) * ffn, s.hidden,
+                AttentionPart::Before, s.experts);
+      activation(list, routed);
+      list.gemm("expert down", expert_tokens, s.hidden, ffn, AttentionPart::Before, s.experts);
+      list.memory("token unpermute", 2 * routed * h * e, 2 * routed * h * e);
+      residual(list, AttentionPart::Before);
+    } else {
+      throw Error({"", 0, "workload.model"},
+                  fmt::format("layer \"{}\" of \"{}\" is not a decoder layer", name, model.name));
+    }
+  }
+  return out;
+}
+
+}  // namespace stepcast::zoo

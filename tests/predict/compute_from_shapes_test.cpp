@@ -1,0 +1,219 @@
+// workload.compute: shapes end to end: flops (the default) gives exactly today's workloads and
+// predictions; a GEMM table's time follows the shapes that tensor parallelism and the micro-batch
+// make (closed forms on a table whose rate is a known function of the shape); context
+// parallelism shortens the attention core; a shape beyond the table is clamped with a note
+// naming it and the table; a roofline says it is one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scenario/shape_compute.hpp"
+#include "stepcast/cluster/gemm_table.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/zoo/decoder_kernels.hpp"
+
+namespace stepcast::predict {
+namespace {
+namespace compute_from_shapes_test {  // this file's own names: test files are compiled several to a unit
+
+constexpr double kPeak = 989e12;  // FLOP/s
+
+// Every GEMM dimension of this decoder at b, t in {1, 2, 4} is a power of two (h + 2g = 2048,
+// 2f = 8192, V = 32768, s = 1024), so every shape lies on a power-of-two grid and its table time is
+// the table's function exactly.
+constexpr const char* kDecoder =
+    "workload:\n"
+    "  transformer: {layers: 2, hidden: 1024, ffn_hidden: 4096, heads: 16, kv_heads: 8, vocab: 32768}\n"
+    "  seq_len: 1024\n"
+    "  precision: bf16\n"
+    "  compute: shapes\n"
+    "  batch_per_worker: 1\n"
+    "cluster:\n"
+    "  workers: 1\n"
+    "  gpu: {peak_flops: 989TFLOPS, memory_bandwidth: 3.35TB/s}\n";
+
+/// A bf16 table on the power-of-two grid 128 .. 32768 in each dimension, each GEMM at `rate(m, n, k)`.
+cluster::GemmTable rate_table(const std::function<double(double, double, double)>& rate,
+                              std::string file = "t.csv", int64_t largest = 32768) {
+  cluster::GemmTable table{.file = std::move(file), .rows = {}};
+  for (int64_t m = 128; m <= largest; m *= 2) {
+    for (int64_t n = 128; n <= largest; n *= 2) {
+      for (int64_t k = 128; k <= largest; k *= 2) {
+        const auto dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+        table.rows.push_back({m, n, k, cluster::GemmDtype::BF16, 2 * dm * dn * dk / rate(dm, dn, dk), 0});
+      }
+    }
+  }
+  cluster::check_gemm_table(table);
+  return table;
+}
+
+scenario::Scenario decoder(int64_t micro_batch, int tensor, int context = 1) {
+  scenario::Scenario s = scenario::parse_scenario(kDecoder, "shapes.yaml");
+  s.workload.batch_per_worker = static_cast<int>(micro_batch);
+  s.scheme.parallel.tensor = tensor;
+  s.scheme.parallel.context = context;
+  return s;
+}
+
+TEST(ComputeFromShapes, FlopsGivesExactlyTodaysResults) {
+  // The default and `workload.compute: flops` said outright: the same workload, op for op, and the
+  // same predictions to the bit, on examples with each compute source a decoder can have.
+  for (const char* example : {"llama3-8b-fsdp.yaml", "llama3-70b-fsdp-tp.yaml", "gpt3-175b-3d.yaml",
+                              "llama2-70b-fsdp.yaml", "bert-large-allreduce.yaml"}) {
+    SCOPED_TRACE(example);
+    const std::string file = std::string(STEPCAST_SOURCE_DIR) + "/examples/" + example;
+    const scenario::Scenario today = scenario::load_scenario(file);
+    const scenario::Scenario flops = scenario::load_scenario(file, {"workload.compute=flops"});
+    EXPECT_EQ(today.workload.compute, scenario::ComputeMethod::Flops);
+    const workload::Workload a = scenario::build_workload(today);
+    const workload::Workload b = scenario::build_workload(flops);
+    EXPECT_EQ(a, b);
+    EXPECT_FALSE(a.facts.timed_per_rank);
+    Options options = today.options;
+    options.predictor = Predictor::Coarse;
+    EXPECT_EQ(predict(a, today.cluster, today.scheme, options).step_time,
+              predict(b, flops.cluster, flops.scheme, options).step_time);
+  }
+}
+
+TEST(ComputeFromShapes, TensorDegreeSplitsFlopsWhileTimeFollowsTheTable) {
+  // A table whose rate grows with n: 2 m n k / time = peak x n / (n + 2048). At tensor degree t a
+  // block's GEMM FLOPs are 1/t of t = 1's exactly, and each GEMM's time is the table's at its split
+  // shape, 2 m n k (n + 2048) / (peak n): more than 1/t of the whole, since narrower GEMMs run slower.
+  const cluster::GemmTable table =
+      rate_table([](double, double n, double) { return kPeak * n / (n + 2048); });
+  const scenario::Scenario s = decoder(2, 1);
+  scenario::detail::KernelRates rates = scenario::detail::kernel_rates(s);
+  rates.gemm = &table;
+  const zoo::ModelSpec model = scenario::model_of(s);
+  double whole_flops = 0, whole_time = 0;
+  for (int64_t t : {1, 2, 4}) {
+    SCOPED_TRACE(t);
+    const auto kernels = zoo::decoder_kernels(model, {.micro_batch = 2, .tensor = t});
+    double flops = 0, time = 0, closed = 0;
+    std::vector<std::string> notes;
+    for (size_t l = 1; l + 1 < kernels.size(); ++l) {  // the blocks
+      for (const auto* pass : {&kernels[l].forward, &kernels[l].backward}) {
+        for (const zoo::Kernel& k : *pass) {
+          if (k.kind != zoo::KernelKind::Gemm) continue;
+          flops += k.flops;
+          time += scenario::detail::kernel_time(k, rates, notes);
+          const auto n = static_cast<double>(k.n);
+          closed += k.flops * (n + 2048) / (kPeak * n);
+        }
+      }
+    }
+    EXPECT_TRUE(notes.empty());
+    EXPECT_NEAR(time, closed, 1e-12 * closed);
+    if (t == 1) {
+      whole_flops = flops;
+      whole_time = time;
+    } else {
+      EXPECT_EQ(flops * static_cast<double>(t), whole_flops);
+      EXPECT_GT(time * static_cast<double>(t), whole_time * 1.01);
+    }
+  }
+}
+
+double kernels_time(const std::vector<zoo::Kernel>& kernels, const scenario::detail::KernelRates& rates) {
+  std::vector<std::string> notes;
+  double total = 0;
+  for (const zoo::Kernel& k : kernels) total += scenario::detail::kernel_time(k, rates, notes);
+  return total;
+}
+
+TEST(ComputeFromShapes, EachOpIsItsLayersKernelsOnOneRank) {
+  // At t = 2 every layer's forward op is its forward kernels' time at the split shapes, and its
+  // backward op its backward kernels' (no checkpointing: nothing recomputed); the workload says
+  // its ops are one rank's, so the stage programs divide them by nothing.
+  scenario::Scenario s = decoder(1, 2);
+  s.cluster.gemm = rate_table([](double m, double, double) { return kPeak * m / (m + 1024); });
+  const workload::Workload w = scenario::build_workload(s);
+  EXPECT_TRUE(w.facts.timed_per_rank);
+  const auto kernels =
+      zoo::decoder_kernels(scenario::model_of(s),
+                           {.micro_batch = 1, .tensor = 2, .sequence_parallel = s.scheme.parallel.sequence});
+  const scenario::detail::KernelRates rates = scenario::detail::kernel_rates(s);
+  const size_t layers = kernels.size();
+  ASSERT_EQ(w.ops.size(), 2 * layers);
+  for (size_t l = 0; l < layers; ++l) {
+    EXPECT_DOUBLE_EQ(w.ops[l].duration, kernels_time(kernels[l].forward, rates)) << l;
+    EXPECT_DOUBLE_EQ(w.ops[2 * layers - 1 - l].duration, kernels_time(kernels[l].backward, rates)) << l;
+  }
+  // The attention layer's shares of its forward: before, core and after add up to it.
+  const workload::AttentionShares& shares = w.facts.attention_forward;
+  EXPECT_NEAR(shares.before + shares.core + shares.after, 1.0, 1e-12);
+  EXPECT_GT(shares.core, 0);
+}
+
+TEST(ComputeFromShapes, SmallerMicroBatchesRunLessEfficientlyWhenTheTableSaysSo) {
+  // Rate growing with m (peak x m / (m + 4096)): a micro-batch of 1 multiplies 1024-row GEMMs at
+  // a fifth of the peak, one of 4 multiplies 4096-row GEMMs at half of it, so one sequence costs
+  // more at b = 1 than a quarter of b = 4.
+  const cluster::GemmTable growing =
+      rate_table([](double m, double, double) { return kPeak * m / (m + 4096); });
+  // With one rate everywhere (no launch cost), every kernel's time is linear in the tokens: b = 4
+  // costs exactly 4 x b = 1.
+  const cluster::GemmTable flat = rate_table([](double, double, double) { return 0.6 * kPeak; });
+  auto step = [](const cluster::GemmTable& table, int64_t b) {
+    scenario::Scenario s = decoder(b, 1);
+    s.cluster.gemm = table;
+    return scenario::build_workload(s).step_time_alone();
+  };
+  EXPECT_GT(step(growing, 1), 1.2 * step(growing, 4) / 4);
+  EXPECT_NEAR(step(flat, 1), step(flat, 4) / 4, 1e-12 * step(flat, 1));
+}
+
+TEST(ComputeFromShapes, ContextParallelismShortensTheAttentionCore) {
+  // The core's FLOPs are 4 b (s / c) s h / t: at c = 2 half of c = 1, at the same rate.
+  const scenario::Scenario s = decoder(1, 1);
+  const scenario::detail::KernelRates rates = scenario::detail::kernel_rates(s);
+  const zoo::ModelSpec model = scenario::model_of(s);
+  auto core = [&](int64_t c) {
+    double total = 0;
+    std::vector<std::string> notes;
+    for (const zoo::Kernel& k : zoo::decoder_kernels(model, {.micro_batch = 1, .context = c})[1].forward) {
+      if (k.kind == zoo::KernelKind::Attention) total += scenario::detail::kernel_time(k, rates, notes);
+    }
+    return total;
+  };
+  EXPECT_NEAR(core(2), core(1) / 2, 1e-15);
+  EXPECT_NEAR(core(1), 4.0 * 1024 * 1024 * 1024 / kPeak, 1e-18);  // at the peak: no attention_flops given
+}
+
+TEST(ComputeFromShapes, ShapeOutsideTheTableIsClampedWithANoteNamingIt) {
+  // A table up to 1024 in each dimension; b = 4 multiplies 4096 tokens: clamped, and said.
+  scenario::Scenario s = decoder(4, 1);
+  s.cluster.gemm = rate_table([](double, double, double) { return 0.5 * kPeak; }, "small-gemm.csv", 1024);
+  const workload::Workload w = scenario::build_workload(s);
+  ASSERT_FALSE(w.notes.empty());
+  bool named = false;
+  for (const std::string& note : w.notes) {
+    named =
+        named || (note.find("m=4096 n=2048 k=1024 bf16") != std::string::npos &&
+                  note.find("small-gemm.csv") != std::string::npos && note.find("qkv") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << w.notes.front();
+  // Inside the table nothing is said.
+  s.cluster.gemm = rate_table([](double, double, double) { return 0.5 * kPeak; });
+  EXPECT_TRUE(scenario::build_workload(s).notes.empty());
+}
+
+TEST(ComputeFromShapes, RooflineSaysItIsNotAMeasurement) {
+  const scenario::Scenario s = scenario::parse_scenario(kDecoder, "shapes.yaml");
+  EXPECT_EQ(s.workload.compute_source, scenario::ComputeSource::Shapes);
+  const std::string text = scenario::compute_source_text(s);
+  EXPECT_NE(text.find("roofline"), std::string::npos) << text;
+  EXPECT_NE(text.find("not a measurement"), std::string::npos) << text;
+  // The step is the sum of its ops, as for every other compute source.
+  EXPECT_DOUBLE_EQ(s.workload.step_time, scenario::build_workload(s).step_time_alone());
+}
+
+}  // namespace compute_from_shapes_test
+}  // namespace
+}  // namespace stepcast::predict

@@ -1,0 +1,117 @@
+// The kernels of workload.compute: shapes: a tensor degree t divides each block's GEMM FLOPs by t
+// exactly (Megatron's column and row split), the backward's GEMMs are twice the forward's, the
+// attention core shrinks by t and c, and the GEMMs add up to the zoo's FLOP accounting.
+#include "stepcast/zoo/decoder_kernels.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::zoo {
+namespace {
+namespace decoder_kernels_test {  // this file's own names: test files are compiled several to a unit
+
+double flops_of(const std::vector<Kernel>& kernels, KernelKind kind) {
+  double total = 0;
+  for (const Kernel& k : kernels) {
+    if (k.kind == kind) total += k.flops * static_cast<double>(k.count);
+  }
+  return total;
+}
+
+bool in_block(const std::string& name) { return name != "embeddings" && name != "head"; }
+
+TEST(DecoderKernels, TensorDegreeDividesEachBlockGemmFlopsExactly) {
+  for (const char* name : {"llama3-8b", "llama2-70b", "gpt2-xl"}) {
+    const ModelSpec& model = get_model(name);
+    const std::vector<LayerKernels> whole = decoder_kernels(model, {.micro_batch = 2});
+    for (int64_t t : {2, 4, 8}) {
+      if (model.transformer->heads % t != 0 || model.transformer->ffn_hidden % t != 0) continue;
+      SCOPED_TRACE(std::string(name) + " t=" + std::to_string(t));
+      const std::vector<LayerKernels> split = decoder_kernels(model, {.micro_batch = 2, .tensor = t});
+      for (size_t l = 0; l < whole.size(); ++l) {
+        if (!in_block(model.layers[l].name)) continue;
+        // Every dimension a GEMM splits divides by t here, so the FLOPs divide exactly.
+        EXPECT_EQ(flops_of(split[l].forward, KernelKind::Gemm) * static_cast<double>(t),
+                  flops_of(whole[l].forward, KernelKind::Gemm));
+        EXPECT_EQ(flops_of(split[l].backward, KernelKind::Gemm) * static_cast<double>(t),
+                  flops_of(whole[l].backward, KernelKind::Gemm));
+        EXPECT_EQ(flops_of(split[l].forward, KernelKind::Attention) * static_cast<double>(t),
+                  flops_of(whole[l].forward, KernelKind::Attention));
+      }
+    }
+  }
+}
+
+TEST(DecoderKernels, GemmsAndCoreAddUpToTheZooFlops) {
+  // Forward: the GEMMs and the attention core are the zoo's per-layer FLOPs (which count only
+  // them) for b sequences; backward: twice the forward.
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "gpt2"}) {
+    SCOPED_TRACE(name);
+    const ModelSpec& model = get_model(name);
+    const int64_t b = 3;
+    const std::vector<LayerKernels> kernels = decoder_kernels(model, {.micro_batch = b});
+    for (size_t l = 0; l < kernels.size(); ++l) {
+      if (model.layers[l].name == "embeddings") continue;
+      const double forward = flops_of(kernels[l].forward, KernelKind::Gemm) +
+                             flops_of(kernels[l].forward, KernelKind::Attention);
+      const double backward = flops_of(kernels[l].backward, KernelKind::Gemm) +
+                              flops_of(kernels[l].backward, KernelKind::Attention);
+      const double zoo = static_cast<double>(b) * model.layers[l].forward_flops;
+      EXPECT_NEAR(forward, zoo, 1e-12 * zoo) << model.layers[l].name;
+      EXPECT_NEAR(backward, 2 * zoo, 1e-12 * zoo) << model.layers[l].name;
+    }
+  }
+}
+
+TEST(DecoderKernels, SplitShapesFollowMegatron) {
+  // Llama 3 8B at t = 4, c = 2, b = 1: m = 8192 / 2 tokens; Q/K/V fused column-parallel,
+  // the output projection row-parallel, gate and up fused, down row-parallel.
+  const ModelSpec& model = get_model("llama3-8b");
+  const std::vector<LayerKernels> k = decoder_kernels(model, {.micro_batch = 1, .tensor = 4, .context = 2});
+  const std::vector<Kernel>& attention = k[1].forward;
+  const std::vector<Kernel>& mlp = k[2].forward;
+  auto gemm = [](const std::vector<Kernel>& kernels, const std::string& name) {
+    for (const Kernel& kernel : kernels) {
+      if (kernel.name == name) return kernel;
+    }
+    ADD_FAILURE() << "no kernel " << name;
+    return Kernel{};
+  };
+  const Kernel qkv = gemm(attention, "qkv"), out = gemm(attention, "attention out");
+  EXPECT_EQ(qkv.m, 4096);
+  EXPECT_EQ(qkv.n, (4096 + 2 * 1024) / 4);
+  EXPECT_EQ(qkv.k, 4096);
+  EXPECT_EQ(out.n, 4096);
+  EXPECT_EQ(out.k, 1024);
+  const Kernel up = gemm(mlp, "gate up"), down = gemm(mlp, "down");
+  EXPECT_EQ(up.n, 2 * 14336 / 4);
+  EXPECT_EQ(down.k, 14336 / 4);
+  // The attention core: 4 b (s / c) s h / t.
+  EXPECT_EQ(flops_of(attention, KernelKind::Attention), 4.0 * 4096 * 8192 * 4096 / 4);
+  // Backward GEMMs: the input gradient (m, k, n) and the weight gradient (k, n, m).
+  const Kernel dgrad = gemm(k[1].backward, "qkv dgrad"), wgrad = gemm(k[1].backward, "qkv wgrad");
+  EXPECT_EQ(dgrad.m, qkv.m);
+  EXPECT_EQ(dgrad.n, qkv.k);
+  EXPECT_EQ(dgrad.k, qkv.n);
+  EXPECT_EQ(wgrad.m, qkv.k);
+  EXPECT_EQ(wgrad.n, qkv.n);
+  EXPECT_EQ(wgrad.k, qkv.m);
+}
+
+TEST(DecoderKernels, SequenceParallelismShrinksNormBytesByT) {
+  const ModelSpec& model = get_model("llama2-7b");
+  const auto plain = decoder_kernels(model, {.micro_batch = 1, .tensor = 4});
+  const auto sequence = decoder_kernels(model, {.micro_batch = 1, .tensor = 4, .sequence_parallel = true});
+  // The attention layer's first kernel is its norm: b s h x 2 bytes read and written, over t with SP.
+  ASSERT_EQ(plain[1].forward.front().name, "attention norm");
+  EXPECT_EQ(plain[1].forward.front().bytes, 2.0 * 4096 * 4096 * 2);
+  EXPECT_EQ(sequence[1].forward.front().bytes * 4, plain[1].forward.front().bytes);
+}
+
+}  // namespace decoder_kernels_test
+}  // namespace
+}  // namespace stepcast::zoo
