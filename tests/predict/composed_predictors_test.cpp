@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -116,6 +117,48 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   }
   fmt::print("worst {:.2f}%, {} beyond the bound\n", 100 * worst, beyond);
   EXPECT_EQ(beyond, 0);
+}
+
+TEST(ComposedPredictors, CoarseCostsOfTwoPMicroBatchesAreThoseOfAll) {
+  // composed_costs builds min(m, 2p) micro-batches' programs: the first micro-batch's passes and
+  // the last one's backward are the same as among all m, and the links carry m / m' times the
+  // kept micro-batches' bytes. Four times each random layout's micro-batches, so that it keeps
+  // fewer than it has.
+  auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Layout l = random_layout(seed);
+    l.scheme.parallel.global_batch *= 4;
+    const scheme::ComposedCosts kept = scheme::composed_costs(l.workload, l.cluster, l.scheme);
+    const scheme::ComposedCosts all = scheme::composed_costs(l.workload, l.cluster, l.scheme, true);
+    ASSERT_EQ(kept.micro_batches, all.micro_batches) << l.label;
+    ASSERT_EQ(kept.stages.size(), all.stages.size()) << l.label;
+    for (size_t s = 0; s < all.stages.size(); ++s) {
+      const scheme::StageCost &a = kept.stages[s], &b = all.stages[s];
+      for (auto [x, y] : {std::pair{a.forward, b.forward},
+                          {a.backward, b.backward},
+                          {a.weight, b.weight},
+                          {a.compute, b.compute},
+                          {a.tensor_exposed, b.tensor_exposed},
+                          {a.context_exposed, b.context_exposed},
+                          {a.data_exposed, b.data_exposed},
+                          {a.data_per_micro_batch, b.data_per_micro_batch},
+                          {a.message, b.message},
+                          {a.last_backward, b.last_backward},
+                          {a.optimizer, b.optimizer}}) {
+        EXPECT_TRUE(near(x, y)) << l.label << " stage " << s << ": " << x << " vs " << y;
+      }
+      EXPECT_EQ(a.reductions, b.reductions) << l.label;
+      EXPECT_EQ(a.ready_before_end, b.ready_before_end) << l.label;
+      EXPECT_EQ(a.gathers, b.gathers) << l.label;
+    }
+    ASSERT_EQ(kept.link_bytes.size(), all.link_bytes.size());
+    for (size_t k = 0; k < all.link_bytes.size(); ++k) {
+      EXPECT_TRUE(near(kept.link_bytes[k], all.link_bytes[k])) << l.label << " link " << k;
+    }
+    EXPECT_TRUE(near(kept.bytes_sent, all.bytes_sent)) << l.label;
+  }
 }
 
 TEST(ComposedPredictors, OneFOneBFirstStageHoldsPMicroBatchesOfActivations) {

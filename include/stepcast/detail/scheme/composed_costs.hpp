@@ -68,8 +68,12 @@ struct StageFootprint {
 [[nodiscard]] std::vector<StageFootprint> stage_footprints(const workload::Workload& workload,
                                                            const SchemeConfig& scheme, int workers);
 
-/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
+/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Builds the
+/// stage programs of min(m, 2p) micro-batches, whose costs are those of all m (the micro-batches
+/// between the first and the last are alike), so its time does not grow with m;
+/// every_micro_batch builds all m (for the test that the two agree).
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
-                                           const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
+                                           const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
+                                           bool every_micro_batch = false);
 
 }  // namespace stepcast::scheme
