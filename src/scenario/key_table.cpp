@@ -422,6 +422,42 @@ std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
   return regimes;
 }
 
+/// plan.vary / plan.fixed: a list of plan_keys() names, each once.
+KeyDef plan_list_key(std::string key, std::string description, std::vector<std::string> PlanSpec::*field) {
+  return {{key, "list of keys", "[]", std::move(description)},
+          true,
+          [field](const RawValue& v, Draft& d) {
+            std::vector<std::string>& keys = d.scenario.plan.*field;
+            keys.clear();
+            std::string_view text = v.text;
+            while (!text.empty()) {
+              const size_t end = text.find(',');
+              std::string_view item = text.substr(0, end);
+              text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+              const size_t first = item.find_first_not_of(" \t[]");
+              if (first == std::string_view::npos) continue;
+              item = item.substr(first, item.find_last_not_of(" \t[]") - first + 1);
+              const auto& known = plan_keys();
+              if (std::none_of(known.begin(), known.end(), [&](const PlanKey& k) { return k.key == item; })) {
+                std::string names;
+                for (const PlanKey& k : known) names += (names.empty() ? "" : ", ") + std::string(k.key);
+                throw Error(
+                    v.where,
+                    fmt::format("'{}' is not a key stepcast plan searches; expected any of {}", item, names));
+              }
+              if (std::find(keys.begin(), keys.end(), item) != keys.end()) {
+                throw Error(v.where, fmt::format("'{}' is listed twice", item));
+              }
+              keys.emplace_back(item);
+            }
+          },
+          [field](const Scenario& s) {
+            const std::vector<std::string>& keys = s.plan.*field;
+            return Rendered{fmt::format("[{}]", fmt::join(keys, ", ")), false};
+          },
+          true};
+}
+
 std::vector<KeyDef> make_table() {
   std::vector<KeyDef> t;
   t.push_back({{"name", "string", "file stem", "name shown in reports"},
@@ -1170,6 +1206,19 @@ std::vector<KeyDef> make_table() {
       "beside it (TorchTitan's async TP, Megatron's userbuffers)",
       [](auto& s) -> auto& { return s.scheme.tensor.overlap; }));
 
+  // --- stepcast plan: what it searches
+  t.push_back(plan_list_key("plan.vary",
+                            "keys `stepcast plan` searches besides its default space: "
+                            "training.tensor.overlap (none, collective with t > 1)",
+                            &PlanSpec::vary));
+  t.push_back(
+      plan_list_key("plan.fixed",
+                    "keys `stepcast plan` holds at this scenario's value instead of searching: any of "
+                    "training.parallel.{tensor, context, pipeline, virtual_stages, sequence}, "
+                    "training.pipeline.schedule, training.scheme, training.fsdp.sharding, "
+                    "workload.micro_batch, workload.activation_checkpointing",
+                    &PlanSpec::fixed));
+
   // --- prediction
   t.push_back(choice_key(
       "predictor", "fine", predictors(),
@@ -1400,6 +1449,24 @@ const std::vector<KeyInfo>& known_keys() {
     for (const detail::KeyDef& def : detail::key_table()) out.push_back(def.info);
     return out;
   }();
+  return keys;
+}
+
+const std::vector<PlanKey>& plan_keys() {
+  static const std::vector<PlanKey> keys{
+      {"training.parallel.tensor", true, "divisors of the GPUs that divide the heads and key/value heads"},
+      {"training.parallel.context", true, "divisors of the GPUs that divide the sequence into 2c chunks"},
+      {"training.parallel.pipeline", true, "divisors of the GPUs up to the blocks"},
+      {"training.parallel.virtual_stages", true,
+       "1, and with the interleaved schedule every v >= 2 that splits the blocks into p v equal chunks"},
+      {"training.parallel.sequence", true, "true, false (with t > 1)"},
+      {"training.pipeline.schedule", true, "1f1b, gpipe, zero_bubble (v = 1, p > 1), interleaved (v > 1)"},
+      {"training.scheme", true, "allreduce, fsdp (with data or context parallelism)"},
+      {"training.fsdp.sharding", true, "optimizer, grad_op, full"},
+      {"workload.micro_batch", true, "1, 2, 4, 8"},
+      {"workload.activation_checkpointing", true, "none, selective, full"},
+      {"training.tensor.overlap", false, "none, collective (with t > 1)"},
+  };
   return keys;
 }
 
