@@ -79,12 +79,15 @@ report::Advice advise(const AdviseRequest& request) {
       const auto& vals = axes[k].values;
       p.cost += static_cast<int>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
     }
-    p.meets = by_efficiency ? p.result.efficiency >= request.target_efficiency
-                            : p.result.throughput >= request.target_throughput;
+    // A configuration that does not fit in GPU memory cannot run: it meets no target.
+    p.meets = p.result.memory.fits() && (by_efficiency ? p.result.efficiency >= request.target_efficiency
+                                                       : p.result.throughput >= request.target_throughput);
     a.grid.push_back(std::move(p));
   }
   for (size_t i = 0; i < a.grid.size(); ++i) {
-    if (a.grid[i].result.throughput > a.grid[a.best_point].result.throughput) a.best_point = i;
+    if (!a.grid[i].result.memory.fits()) continue;
+    if (!a.best_point || a.grid[i].result.throughput > a.grid[*a.best_point].result.throughput)
+      a.best_point = i;
   }
   // Cheapest that meets the target: least cost, then most throughput; equal on both is a tie.
   for (size_t i = 0; i < a.grid.size(); ++i) {
@@ -108,7 +111,7 @@ report::Advice advise(const AdviseRequest& request) {
                      std::move(changed.predictions[i + 1]), 0, 0};
     c.gain = c.result.throughput - a.base.throughput;
     c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
-    if (!(c.gain > 0)) continue;
+    if (!(c.gain > 0) || !c.result.memory.fits()) continue;
     if (a.best_changes.empty() || c.gain > a.best_changes.front().gain) {
       a.best_changes = {std::move(c)};
     } else if (c.gain == a.best_changes.front().gain) {

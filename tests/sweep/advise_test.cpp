@@ -54,7 +54,9 @@ TEST(Advise, CheapestAnswerMeetsTheTargetAndNoCheaperPointDoes) {
 TEST(Advise, InfeasibleTargetSaysSoAndNamesTheBestPoint) {
   const report::Advice a = advise(ps_request(0.999));
   EXPECT_TRUE(a.cheapest.empty());
-  for (const report::GridPoint& p : a.grid) EXPECT_LE(p.result.throughput, a.grid[a.best_point].result.throughput);
+  ASSERT_TRUE(a.best_point.has_value());
+  for (const report::GridPoint& p : a.grid)
+    EXPECT_LE(p.result.throughput, a.grid[*a.best_point].result.throughput);
   std::ostringstream text;
   report::write_advice_text(text, a);
   EXPECT_NE(text.str().find("no configuration of the 15 tried meets efficiency >= 99.9%"), std::string::npos)
@@ -81,6 +83,47 @@ TEST(Advise, BestSingleChangeIsTheLargestOneKeyGain) {
     const double t = predict::predict(scenario::build_workload(sc), sc.cluster, sc.scheme, sc.options).throughput;
     EXPECT_LE(t - a.base.throughput, best.gain * (1 + 1e-12)) << change;
   }
+}
+
+// Llama 2 70B under FSDP on 80 GB GPUs: hybrid sharding over a node holds 150 GB per GPU and is
+// the fastest; full sharding fits from 64 GPUs. No answer may be a configuration that does not fit.
+TEST(Advise, NeverAnswersAConfigurationThatDoesNotFit) {
+  AdviseRequest r;
+  r.sweep.scenario = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama2-70b-fsdp.yaml";
+  r.sweep.overrides = {"predictor=coarse"};
+  r.sweep.axes = {parse_axis("training.fsdp.sharding=hybrid,full"), parse_axis("cluster.workers=8,16,32,64")};
+  r.target_efficiency = 0.3;
+  const report::Advice a = advise(r);
+  std::size_t misfits = 0, fastest = 0;
+  for (std::size_t i = 0; i < a.grid.size(); ++i) {
+    const report::GridPoint& p = a.grid[i];
+    if (!p.result.memory.fits()) {
+      ++misfits;
+      EXPECT_FALSE(p.meets) << report::config_label(p.config);
+    }
+    if (p.result.throughput > a.grid[fastest].result.throughput) fastest = i;
+  }
+  ASSERT_GT(misfits, 0u);
+  // Without the rule the answer would not fit: the fastest point of all does not.
+  EXPECT_FALSE(a.grid[fastest].result.memory.fits());
+  ASSERT_FALSE(a.cheapest.empty());
+  for (std::size_t i : a.cheapest)
+    EXPECT_TRUE(a.grid[i].result.memory.fits()) << report::config_label(a.grid[i].config);
+  ASSERT_TRUE(a.best_point.has_value());
+  EXPECT_TRUE(a.grid[*a.best_point].result.memory.fits());
+  for (const report::GridPoint& p : a.grid) {
+    if (p.result.memory.fits()) {
+      EXPECT_LE(p.result.throughput, a.grid[*a.best_point].result.throughput);
+    }
+  }
+  for (const report::Change& c : a.best_changes) EXPECT_TRUE(c.result.memory.fits()) << c.key << "=" << c.to;
+  // The rows that do not fit stay visible, marked.
+  std::ostringstream json, text;
+  report::write_advice_json(json, a);
+  report::write_advice_text(text, a);
+  EXPECT_NE(json.str().find("\"fits\": false"), std::string::npos);
+  EXPECT_NE(text.str().find("configurations do not fit in GPU memory and are not answers"), std::string::npos)
+      << text.str();
 }
 
 TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
