@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/text_table.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/units.hpp"
 
@@ -25,7 +26,8 @@ struct Column {
   bool right_aligned;
   std::string (*cell)(const predict::Result&);
 };
-using Row = std::vector<std::string>;
+using detail::append_aligned;
+using detail::Row;
 
 std::string memory_cell(const predict::Result& r) {
   const predict::MemoryCheck& m = r.memory;
@@ -81,35 +83,6 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   }
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
-}
-
-void append_row(fmt::memory_buffer& buf, const std::vector<bool>& right_aligned, const Row& row,
-                const std::vector<std::size_t>& width) {
-  auto it = std::back_inserter(buf);
-  for (std::size_t c = 0; c < right_aligned.size(); ++c) {
-    if (c > 0) buf.append(std::string_view("  "));
-    if (c + 1 == right_aligned.size()) {
-      // Last column unpadded: no trailing blanks, and a long bottleneck does not widen the table.
-      buf.append(row[c]);
-    } else if (right_aligned[c]) {
-      fmt::format_to(it, "{:>{}}", row[c], width[c]);
-    } else {
-      fmt::format_to(it, "{:<{}}", row[c], width[c]);
-    }
-  }
-  buf.push_back('\n');
-}
-
-/// The header and the rows, each column as wide as its widest cell.
-void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vector<bool>& right_aligned,
-                    const std::vector<Row>& rows) {
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  append_row(buf, right_aligned, header, width);
-  for (const auto& row : rows) append_row(buf, right_aligned, row, width);
 }
 
 /// The lines above every table: the scenario's name, its fabric and where its compute time came from.

@@ -1,0 +1,233 @@
+// write_plan_text, write_plan_json and write_plan_csv: the answer of `stepcast plan`
+// (report/plan.hpp).
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "report/json_text.hpp"
+#include "report/text_table.hpp"
+#include "stepcast/report/plan.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::report {
+
+bool PlanCount::orders_agree() const {
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    if (top[i].coarse_rank != i) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string share(double part, double step) {
+  return step > 0 ? format_percent(part / step) : std::string("-");
+}
+
+std::string memory_cell(const predict::MemoryCheck& m) {
+  if (!m.known) return "-";
+  const double total = m.per_worker.total();
+  if (!(m.gpu_memory > 0)) return format_bytes(total);
+  return fmt::format("{} ({} free)", format_bytes(total), format_bytes(m.gpu_memory - total));
+}
+
+std::string exposed_cell(const predict::Result& r) {
+  const predict::Breakdown& b = r.breakdown;
+  return fmt::format("{} / {} / {} / {}", share(b.tensor, r.step_time), share(b.context, r.step_time),
+                     share(b.pipeline, r.step_time), share(b.data, r.step_time));
+}
+
+std::string rejected_line(const PlanCount& c) {
+  std::string by_key;
+  for (const auto& [key, n] : c.rejected.invalid_by_key) {
+    by_key += fmt::format("{}{} {}", by_key.empty() ? "" : ", ", key, n);
+  }
+  return fmt::format("{} layouts considered: {} invalid{}, {} do not fit in GPU memory{}, {} fit{}",
+                     c.considered, c.rejected.invalid,
+                     by_key.empty() ? "" : " (by the rule's key: " + by_key + ")", c.rejected.no_fit,
+                     c.rejected.pruned > 0 ? fmt::format(", {} pruned", c.rejected.pruned) : "", c.fitting,
+                     c.fitting > 0 ? " (predicted by coarse)" : "");
+}
+
+}  // namespace
+
+void write_plan_text(std::ostream& out, const Plan& plan) {
+  fmt::memory_buffer buf;
+  auto it = std::back_inserter(buf);
+  fmt::format_to(it, "scenario: {}\n", plan.scenario);
+  if (!plan.compute_source.empty()) fmt::format_to(it, "compute: {}\n", plan.compute_source);
+  fmt::format_to(it, "searched: {}\n", fmt::join(plan.searched, ", "));
+  if (!plan.held.empty())
+    fmt::format_to(it, "held at the scenario's value: {}\n", fmt::join(plan.held, ", "));
+  for (const PlanCount& c : plan.counts) {
+    fmt::format_to(it, "\n{} GPUs: {}\n", c.gpus, rejected_line(c));
+    if (c.closest_miss) {
+      const PlanMiss& m = *c.closest_miss;
+      fmt::format_to(it, "closest miss: {} needs {} per GPU, {} more than the {}\n", m.label,
+                     format_bytes(m.memory.per_worker.total()),
+                     format_bytes(m.memory.per_worker.total() - m.memory.gpu_memory),
+                     format_bytes(m.memory.gpu_memory));
+    }
+    if (c.top.empty()) {
+      fmt::format_to(it, "no layout is valid and fits at {} GPUs\n", c.gpus);
+      continue;
+    }
+    fmt::format_to(it, "top {} by coarse, ranked by fine (tokens/s per GPU):\n", c.top.size());
+    const detail::Row header{"rank",      "layout",         "step time", "tokens/s per GPU",
+                             "MFU",       "memory per GPU", "bubble",    "exposed tp / cp / pp / dp",
+                             "bottleneck"};
+    const std::vector<bool> right{true, false, true, true, true, true, true, true, false};
+    std::vector<detail::Row> rows;
+    for (std::size_t i = 0; i < c.top.size(); ++i) {
+      const PlanRow& r = c.top[i];
+      const predict::Result& f = r.fine;
+      rows.push_back({fmt::format("{}", i + 1), r.label, format_duration(f.step_time),
+                      format_number(f.tokens.tokens_per_s_per_worker),
+                      f.tokens.mfu >= 0 ? format_percent(f.tokens.mfu) : std::string("-"),
+                      memory_cell(f.memory), format_percent(f.bubble_fraction), exposed_cell(f),
+                      f.bottleneck});
+    }
+    detail::append_aligned(buf, header, right, rows);
+    if (c.orders_agree()) {
+      fmt::format_to(it, "coarse and fine rank these {} layouts in the same order\n", c.top.size());
+    } else {
+      std::string moved;
+      for (std::size_t i = 0; i < c.top.size(); ++i) {
+        if (c.top[i].coarse_rank == i) continue;
+        moved += fmt::format("{}fine's {} was coarse's {}", moved.empty() ? "" : ", ", i + 1,
+                             c.top[i].coarse_rank + 1);
+      }
+      fmt::format_to(it, "coarse and fine rank these {} layouts differently: {}\n", c.top.size(), moved);
+    }
+    const PlanRow& best = c.top.front();
+    fmt::format_to(it, "best at {} GPUs: {} (coarse {}, {} tokens/s per GPU)\n", c.gpus,
+                   config_label(best.config), format_duration(best.coarse.step_time),
+                   format_number(best.coarse.tokens.tokens_per_s_per_worker));
+  }
+  fmt::format_to(it, "searched in {}\n", format_duration(plan.elapsed));
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+void write_plan_json(std::ostream& out, const Plan& plan) {
+  detail::JsonWriter json(out);
+  uint64_t considered = 0, fitting = 0, invalid = 0, no_fit = 0, pruned = 0;
+  for (const PlanCount& c : plan.counts) {
+    considered += c.considered;
+    fitting += c.fitting;
+    invalid += c.rejected.invalid;
+    no_fit += c.rejected.no_fit;
+    pruned += c.rejected.pruned;
+  }
+  auto rejected = [&](uint64_t bad, uint64_t over, uint64_t cut) {
+    json.key("invalid");
+    json.integer(bad);
+    json.key("does_not_fit");
+    json.integer(over);
+    json.key("pruned");
+    json.integer(cut);
+  };
+  json.begin_object();
+  json.key("scenario");
+  json.string(plan.scenario);
+  json.key("compute_source");
+  json.string(plan.compute_source);
+  json.key("top_k");
+  json.integer(plan.top_k);
+  json.key("searched");
+  json.begin_array();
+  for (const std::string& k : plan.searched) json.string(k);
+  json.end_array();
+  json.key("held");
+  json.begin_array();
+  for (const std::string& k : plan.held) json.string(k);
+  json.end_array();
+  json.key("layouts_considered");
+  json.integer(considered);
+  json.key("layouts_fitting");
+  json.integer(fitting);
+  json.key("rejected");
+  json.begin_object();
+  rejected(invalid, no_fit, pruned);
+  json.end_object();
+  json.key("counts");
+  json.begin_array();
+  for (const PlanCount& c : plan.counts) {
+    json.begin_object();
+    json.key("gpus");
+    json.integer(c.gpus);
+    json.key("layouts_considered");
+    json.integer(c.considered);
+    json.key("layouts_fitting");
+    json.integer(c.fitting);
+    json.key("rejected");
+    json.begin_object();
+    rejected(c.rejected.invalid, c.rejected.no_fit, c.rejected.pruned);
+    json.key("invalid_by_key");
+    json.begin_object();
+    for (const auto& [key, n] : c.rejected.invalid_by_key) {
+      json.key(key);
+      json.integer(n);
+    }
+    json.end_object();
+    json.end_object();
+    json.key("closest_miss");
+    if (c.closest_miss) {
+      json.begin_object();
+      json.key("label");
+      json.string(c.closest_miss->label);
+      json.key("config");
+      detail::write_config_json(json, c.closest_miss->config);
+      json.key("memory_per_gpu_bytes");
+      json.number(c.closest_miss->memory.per_worker.total());
+      json.key("gpu_memory_bytes");
+      json.number(c.closest_miss->memory.gpu_memory);
+      json.end_object();
+    } else {
+      json.null();
+    }
+    json.key("orders_agree");
+    json.boolean(c.orders_agree());
+    json.key("ranked");
+    json.begin_array();
+    for (std::size_t i = 0; i < c.top.size(); ++i) {
+      const PlanRow& r = c.top[i];
+      json.begin_object();
+      json.key("rank");
+      json.integer(i + 1);
+      json.key("coarse_rank");
+      json.integer(r.coarse_rank + 1);
+      json.key("label");
+      json.string(r.label);
+      json.key("config");
+      detail::write_config_json(json, r.config);
+      json.key("coarse");
+      json.begin_object();
+      json.key("step_time_s");
+      json.number(r.coarse.step_time);
+      json.key("tokens_per_s_per_gpu");
+      json.number(r.coarse.tokens.tokens_per_s_per_worker);
+      json.end_object();
+      json.key("prediction");
+      detail::write_prediction_json(json, r.fine, nullptr);
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+}
+
+void write_plan_csv(std::ostream& out, const Plan& plan) {
+  Sweep sweep;
+  sweep.scenario = plan.scenario;
+  for (const PlanCount& c : plan.counts) {
+    for (const PlanRow& r : c.top) {
+      sweep.predictions.push_back(r.fine);
+      sweep.configs.push_back(r.config);
+    }
+  }
+  write_csv(out, sweep);
+}
+
+}  // namespace stepcast::report
