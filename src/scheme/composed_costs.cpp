@@ -24,10 +24,14 @@ void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTe
 }  // namespace
 
 std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme,
-                                             int workers) {
+                                             int workers, bool every_micro_batch) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages;
-  const int m = micro_batches(scheme.parallel, workers, w.batch_per_worker);
+  // What a stage holds peaks within its first 2p micro-batches under 1f1b, interleaved and ZB-H1
+  // (at most p v chunks in flight, then one freed per one started); gpipe holds all m.
+  const int all = micro_batches(scheme.parallel, workers, w.batch_per_worker);
+  const bool gpipe = scheme.pipeline.schedule == PipelineSchedule::GPipe;
+  const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * p);
   const double element = workload::bytes_per_element(w.precision);
   std::vector<double> layer_parameters;
   for (const workload::Tensor& t : w.tensors) {
