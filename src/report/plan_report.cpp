@@ -100,9 +100,9 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
       fmt::format_to(it, "coarse and fine rank these {} layouts differently: {}\n", c.top.size(), moved);
     }
     const PlanRow& best = c.top.front();
-    fmt::format_to(it, "best at {} GPUs: {} (coarse {}, {} tokens/s per GPU)\n", c.gpus,
-                   config_label(best.config), format_duration(best.coarse.step_time),
-                   format_number(best.coarse.tokens.tokens_per_s_per_worker));
+    fmt::format_to(it, "best at {} GPUs: {} ({} tokens/s per GPU by fine, {} by coarse); its settings: {}\n",
+                   c.gpus, best.label, format_number(best.fine.tokens.tokens_per_s_per_worker),
+                   format_number(best.coarse.tokens.tokens_per_s_per_worker), config_label(best.config));
   }
   fmt::format_to(it, "searched in {}\n", format_duration(plan.elapsed));
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
