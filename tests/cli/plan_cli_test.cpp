@@ -9,6 +9,7 @@
 
 namespace stepcast_cli_test {
 namespace {
+namespace plan_cli_test {  // this file's own names: test files are compiled several to a unit
 
 class PlanCli : public CliTest {
  protected:
@@ -112,5 +113,6 @@ TEST_F(PlanCli, RefusesToRunSplitOverMpiRanks) {
 #endif
 }
 
+}  // namespace plan_cli_test
 }  // namespace
 }  // namespace stepcast_cli_test

@@ -19,6 +19,7 @@
 
 namespace stepcast::sweep {
 namespace {
+namespace plan_test {  // this file's own names: test files are compiled several to a unit
 
 using scheme::FsdpSharding;
 using scheme::PipelineSchedule;
@@ -350,5 +351,6 @@ TEST(Plan, SameAnswerForAnyNumberOfThreads) {
   }
 }
 
+}  // namespace plan_test
 }  // namespace
 }  // namespace stepcast::sweep
