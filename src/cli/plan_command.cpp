@@ -1,7 +1,7 @@
-// `stepcast plan SCENARIO --gpus N1,N2 [--top K] [--json] [--csv FILE]`: every parallel layout of
-// a decoder that is valid and fits, coarse on all of them, fine on the top k, ranked by tokens/s
-// per GPU (sweep/plan.hpp). Registered by main.cpp through add_plan_command; errors are
-// stepcast::Error, which main turns into exit code 2.
+// `stepcast plan SCENARIO --gpus N1,N2 [--top K] [--rank-by R] [--json] [--csv FILE]`: every
+// parallel layout of a decoder that is valid and fits, coarse on all of them, fine on the top k,
+// ranked by tokens/s per GPU, time or cost to train (sweep/plan.hpp). Registered by main.cpp through
+// add_plan_command; errors are stepcast::Error, which main turns into exit code 2.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -33,7 +33,16 @@ struct PlanArgs {
   int jobs = 0;
   bool json = false;
   std::string csv;
+  std::string rank_by = "tokens_per_gpu";
 };
+
+report::PlanRank parse_rank(const std::string& text) {
+  for (report::PlanRank rank :
+       {report::PlanRank::TokensPerGpu, report::PlanRank::Time, report::PlanRank::Cost}) {
+    if (text == report::to_string(rank)) return rank;
+  }
+  throw Error({"", 0, "--rank-by"}, fmt::format("expected tokens_per_gpu, time or cost, got '{}'", text));
+}
 
 /// "256,512,1024": each an integer in [1, kMaxWorkers], each once.
 std::vector<int> parse_gpus(const std::string& text) {
@@ -74,6 +83,9 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--jobs", args->jobs, "Threads (default: all cores); the answer is the same")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--rank-by", args->rank_by,
+                  "Rank by fine's tokens_per_gpu (default), time (to train workload.tokens) or cost (with "
+                  "cluster.cost.gpu_hour: to train workload.tokens, else per million tokens)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--csv", args->csv, "Also write the ranked layouts' fine predictions as CSV to FILE");
   return {cmd, [args] {
@@ -83,6 +95,7 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
             if (!args->gpus.empty()) request.gpus = parse_gpus(args->gpus);
             request.top = static_cast<std::size_t>(args->top);
             request.jobs = args->jobs;
+            request.rank_by = parse_rank(args->rank_by);
             request.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
             const report::Plan plan = sweep::plan(request);
             if (!args->csv.empty()) {

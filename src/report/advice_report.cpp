@@ -31,6 +31,12 @@ void write_point(detail::JsonWriter& json, const GridPoint& p) {
   detail::write_config_json(json, p.config);
   json.key("cost");
   json.integer(p.cost);
+  json.key("money");
+  if (p.result.cost.gpu_hour > 0) {
+    json.number(p.money);
+  } else {
+    json.null();
+  }
   json.key("fits");
   json.boolean(p.result.memory.fits());
   json.key("meets");
@@ -47,6 +53,12 @@ void write_advice_text(std::ostream& out, const Advice& a) {
   auto it = std::back_inserter(buf);
   fmt::format_to(it, "scenario: {}\n", a.scenario);
   fmt::format_to(it, "as given: {}\n", describe(a.base));
+  // Without costs "cheapest" is the fewest steps up the --vary lists, as the guide says.
+  if (a.minimised.starts_with("cost")) {
+    fmt::format_to(it,
+                   "cheapest means least {} (cluster.cost.gpu_hour), then fewest steps up the --vary lists\n",
+                   a.minimised);
+  }
   if (a.cheapest.empty()) {
     if (a.best_point) {
       const GridPoint& best = a.grid[*a.best_point];
@@ -58,11 +70,19 @@ void write_advice_text(std::ostream& out, const Advice& a) {
     }
   } else {
     const GridPoint& first = a.grid[a.cheapest.front()];
-    fmt::format_to(it, "cheapest that meets {}: {} ({} up from the cheapest values): {}\n", a.target,
-                   config_label(first.config), format_count(first.cost, "step", "steps"), describe(first.result));
+    const std::string money =
+        a.minimised.starts_with("cost")
+            ? fmt::format("{} {}, ", a.minimised,
+                          a.currency.empty() ? format_number(first.money)
+                                             : format_number(first.money) + " " + a.currency)
+            : std::string();
+    fmt::format_to(it, "cheapest that meets {}: {} ({}{} up from the cheapest values): {}\n", a.target,
+                   config_label(first.config), money, format_count(first.cost, "step", "steps"),
+                   describe(first.result));
     if (a.cheapest.size() > 1) {
       fmt::format_to(it, "  tied (same cost, same throughput):");
-      for (size_t k = 1; k < a.cheapest.size(); ++k) fmt::format_to(it, " {};", config_label(a.grid[a.cheapest[k]].config));
+      for (size_t k = 1; k < a.cheapest.size(); ++k)
+        fmt::format_to(it, " {};", config_label(a.grid[a.cheapest[k]].config));
       buf.push_back('\n');
     }
   }
@@ -73,8 +93,8 @@ void write_advice_text(std::ostream& out, const Advice& a) {
         "scenario as given\n");
   } else {
     const Change& c = a.best_changes.front();
-    fmt::format_to(it, "best single change: {} from {} to {}: {}{} samples/s ({}), to {}\n", c.key, c.from, c.to,
-                   c.gain > 0 ? "+" : "", format_number(c.gain), format_signed_percent(c.gain_fraction),
+    fmt::format_to(it, "best single change: {} from {} to {}: {}{} samples/s ({}), to {}\n", c.key, c.from,
+                   c.to, c.gain > 0 ? "+" : "", format_number(c.gain), format_signed_percent(c.gain_fraction),
                    describe(c.result));
     for (size_t k = 1; k < a.best_changes.size(); ++k) {
       fmt::format_to(it, "  as good: {} from {} to {}\n", a.best_changes[k].key, a.best_changes[k].from,
@@ -123,6 +143,8 @@ void write_advice_json(std::ostream& out, const Advice& a) {
   json.end_object();
   json.key("feasible");
   json.boolean(!a.cheapest.empty());
+  json.key("minimised");
+  json.string(a.minimised);
   json.key("as_given");
   detail::write_prediction_json(json, a.base, nullptr);
   json.key("cheapest");

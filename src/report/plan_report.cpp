@@ -18,7 +18,55 @@ bool PlanCount::orders_agree() const {
   return true;
 }
 
+const char* to_string(PlanRank rank) {
+  switch (rank) {
+    case PlanRank::TokensPerGpu:
+      return "tokens_per_gpu";
+    case PlanRank::Time:
+      return "time";
+    case PlanRank::Cost:
+      return "cost";
+  }
+  return "?";
+}
+
+double rank_value(const predict::Result& r, PlanRank rank) {
+  switch (rank) {
+    case PlanRank::TokensPerGpu:
+      return -r.tokens.tokens_per_s_per_worker;
+    case PlanRank::Time:
+      return r.job.time;
+    case PlanRank::Cost:
+      return r.job.time > 0 ? r.cost.job : r.cost.per_million_tokens;
+  }
+  return 0;
+}
+
 namespace {
+
+std::string rank_words(PlanRank rank, bool job) {
+  switch (rank) {
+    case PlanRank::TokensPerGpu:
+      return "tokens/s per GPU";
+    case PlanRank::Time:
+      return "time to train";
+    case PlanRank::Cost:
+      return job ? "cost to train" : "cost per million tokens";
+  }
+  return "?";
+}
+
+/// ", 12 d 3 h to train, 1.23 M USD" for a row with a job and costs; "" without.
+std::string job_words(const predict::Result& f) {
+  std::string out;
+  if (f.job.time > 0) out += fmt::format(", {} to train", detail::format_span(f.job.time));
+  if (f.cost.gpu_hour > 0) {
+    out += f.job.time > 0 ? fmt::format(" for {}", detail::format_money(f.cost.job, f.cost.currency))
+                          : fmt::format(", {} per million tokens",
+                                        detail::format_money(f.cost.per_million_tokens, f.cost.currency));
+  }
+  return out;
+}
 
 std::string share(double part, double step) {
   return step > 0 ? format_percent(part / step) : std::string("-");
@@ -72,20 +120,47 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
       fmt::format_to(it, "no layout is valid and fits at {} GPUs\n", c.gpus);
       continue;
     }
-    fmt::format_to(it, "top {} by coarse, ranked by fine (tokens/s per GPU):\n", c.top.size());
-    const detail::Row header{"rank",      "layout",         "step time", "tokens/s per GPU",
-                             "MFU",       "memory per GPU", "bubble",    "exposed tp / cp / pp / dp",
-                             "bottleneck"};
-    const std::vector<bool> right{true, false, true, true, true, true, true, true, false};
+    const predict::Result& first = c.top.front().fine;
+    const bool job = first.job.time > 0, costs = first.cost.gpu_hour > 0;
+    fmt::format_to(it, "top {} by coarse, ranked by fine ({}):\n", c.top.size(),
+                   rank_words(plan.rank_by, job));
+    detail::Row header{"rank", "layout", "step time", "tokens/s per GPU", "MFU"};
+    std::vector<bool> right{true, false, true, true, true};
+    if (job) {
+      header.emplace_back("time to train");
+      right.push_back(true);
+    }
+    if (costs) {
+      header.emplace_back(
+          fmt::format("per M tokens ({})", first.cost.currency.empty() ? "cost" : first.cost.currency));
+      right.push_back(true);
+      if (job) {
+        header.emplace_back(
+            fmt::format("cost to train ({})", first.cost.currency.empty() ? "cost" : first.cost.currency));
+        right.push_back(true);
+      }
+    }
+    for (const char* name : {"memory per GPU", "bubble", "exposed tp / cp / pp / dp", "bottleneck"}) {
+      header.emplace_back(name);
+    }
+    right.insert(right.end(), {true, true, true, false});
     std::vector<detail::Row> rows;
     for (std::size_t i = 0; i < c.top.size(); ++i) {
       const PlanRow& r = c.top[i];
       const predict::Result& f = r.fine;
-      rows.push_back({fmt::format("{}", i + 1), r.label, format_duration(f.step_time),
+      detail::Row row{fmt::format("{}", i + 1), r.label, format_duration(f.step_time),
                       format_number(f.tokens.tokens_per_s_per_worker),
-                      f.tokens.mfu >= 0 ? format_percent(f.tokens.mfu) : std::string("-"),
-                      memory_cell(f.memory), format_percent(f.bubble_fraction), exposed_cell(f),
-                      f.bottleneck});
+                      f.tokens.mfu >= 0 ? format_percent(f.tokens.mfu) : std::string("-")};
+      if (job) row.push_back(detail::format_span(f.job.time));
+      if (costs) {
+        row.push_back(format_number(f.cost.per_million_tokens));
+        if (job) row.push_back(format_number(f.cost.job));
+      }
+      for (std::string cell :
+           {memory_cell(f.memory), format_percent(f.bubble_fraction), exposed_cell(f), f.bottleneck}) {
+        row.push_back(std::move(cell));
+      }
+      rows.push_back(std::move(row));
     }
     detail::append_aligned(buf, header, right, rows);
     if (c.orders_agree()) {
@@ -100,9 +175,18 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
       fmt::format_to(it, "coarse and fine rank these {} layouts differently: {}\n", c.top.size(), moved);
     }
     const PlanRow& best = c.top.front();
-    fmt::format_to(it, "best at {} GPUs: {} ({} tokens/s per GPU by fine, {} by coarse); its settings: {}\n",
+    fmt::format_to(it,
+                   "best at {} GPUs: {} ({} tokens/s per GPU by fine, {} by coarse{}); its settings: {}\n",
                    c.gpus, best.label, format_number(best.fine.tokens.tokens_per_s_per_worker),
-                   format_number(best.coarse.tokens.tokens_per_s_per_worker), config_label(best.config));
+                   format_number(best.coarse.tokens.tokens_per_s_per_worker), job_words(best.fine),
+                   config_label(best.config));
+  }
+  if (plan.counts.size() > 1 && plan.best_count) {
+    const PlanCount& c = plan.counts[*plan.best_count];
+    const PlanRow& best = c.top.front();
+    fmt::format_to(it, "\nbest of all counts by {}: {} GPUs, {} ({} tokens/s per GPU{})\n",
+                   rank_words(plan.rank_by, best.fine.job.time > 0), c.gpus, best.label,
+                   format_number(best.fine.tokens.tokens_per_s_per_worker), job_words(best.fine));
   }
   fmt::format_to(it, "searched in {}\n", format_duration(plan.elapsed));
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -133,6 +217,19 @@ void write_plan_json(std::ostream& out, const Plan& plan) {
   json.string(plan.compute_source);
   json.key("top_k");
   json.integer(plan.top_k);
+  json.key("rank_by");
+  json.string(to_string(plan.rank_by));
+  json.key("best");
+  if (plan.best_count) {
+    json.begin_object();
+    json.key("gpus");
+    json.integer(plan.counts[*plan.best_count].gpus);
+    json.key("label");
+    json.string(plan.counts[*plan.best_count].top.front().label);
+    json.end_object();
+  } else {
+    json.null();
+  }
   json.key("searched");
   json.begin_array();
   for (const std::string& k : plan.searched) json.string(k);

@@ -1,8 +1,11 @@
 #include "report/text_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <string_view>
+
+#include "stepcast/units.hpp"
 
 namespace stepcast::report::detail {
 
@@ -32,6 +35,20 @@ void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vecto
   }
   append_row(buf, right_aligned, header, width);
   for (const auto& row : rows) append_row(buf, right_aligned, row, width);
+}
+
+std::string format_span(double seconds) {
+  if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
+  const auto total = static_cast<long long>(std::llround(seconds));
+  const long long days = total / 86400, hours = total % 86400 / 3600, minutes = total % 3600 / 60,
+                  secs = total % 60;
+  if (days > 0) return fmt::format("{} d {} h", days, hours);
+  if (hours > 0) return fmt::format("{} h {} min", hours, minutes);
+  return fmt::format("{} min {} s", minutes, secs);
+}
+
+std::string format_money(double amount, const std::string& currency) {
+  return currency.empty() ? format_number(amount) : format_number(amount) + " " + currency;
 }
 
 }  // namespace stepcast::report::detail

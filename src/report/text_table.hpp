@@ -20,4 +20,10 @@ void append_row(fmt::memory_buffer& buf, const std::vector<bool>& right_aligned,
 void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vector<bool>& right_aligned,
                     const std::vector<Row>& rows);
 
+/// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
+[[nodiscard]] std::string format_span(double seconds);
+/// An amount of money in the scenario's currency: "2.56 USD", "2.56" when the currency is unnamed
+/// (format_number's 3 significant digits).
+[[nodiscard]] std::string format_money(double amount, const std::string& currency);
+
 }  // namespace stepcast::report::detail

@@ -659,6 +659,18 @@ std::vector<KeyDef> make_table() {
          const int64_t g = s.scheme.parallel.global_batch;
          return g > 0 ? Rendered{fmt::format("{}", g), true} : Rendered{"one micro-batch a step", false};
        }});
+  t.push_back({{"workload.tokens", "number in [0, 1e+18]", "0",
+                "tokens to train (language models): the job is tokens / workload.seq_len sequences, its time "
+                "and, with cluster.cost.gpu_hour, its cost in the table; 0 = no job (or job.samples)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.job.tokens = parse_number(v, 0, true, "a number of tokens in [0, 1e+18]");
+                 if (d.scenario.options.job.tokens > limits::kMaxTokens)
+                   fail(v, "a number of tokens in [0, 1e+18]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{echo_number(s.options.job.tokens), true};
+               }});
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
                false,
@@ -983,6 +995,40 @@ std::vector<KeyDef> make_table() {
                  return Rendered{
                      s.cluster.gpu_memory_bw > 0 ? echo_bytes(s.cluster.gpu_memory_bw) + "/s" : "unset",
                      false};
+               }});
+  t.push_back({{"cluster.cost.gpu_hour", "amount, optionally with a currency: 2.5 or 2.5 USD", "0",
+                "money one GPU costs an hour (cloud price or amortised), in the currency written after it "
+                "(letters, e.g. USD, EUR; none: unnamed); gives cost per step, per million tokens and of "
+                "the job; 0 = no costs"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 constexpr std::string_view expected =
+                     "an amount of money per GPU-hour >= 0, optionally followed by a currency of letters "
+                     "(2.5 or '2.5 USD')";
+                 // "2.5 USD": the amount, then after spaces the currency's letters.
+                 const std::string_view text = v.text;
+                 const std::size_t space = text.find(' ');
+                 RawValue amount = v;
+                 amount.text = std::string(text.substr(0, space));
+                 std::string currency;
+                 if (space != std::string_view::npos) {
+                   std::string_view rest = text.substr(space);
+                   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+                   currency = std::string(rest);
+                   const bool letters = !currency.empty() && currency.size() <= 8 &&
+                                        std::all_of(currency.begin(), currency.end(), [](char c) {
+                                          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+                                        });
+                   if (!letters) fail(v, expected);
+                 }
+                 const double rate = parse_number(amount, 0, true, expected);
+                 if (rate > limits::kMaxGpuHour) fail(v, expected);
+                 d.scenario.options.cost = {rate, currency};
+               },
+               [](const Scenario& s) {
+                 const auto& c = s.options.cost;
+                 return c.currency.empty() ? Rendered{echo_number(c.gpu_hour), true}
+                                           : Rendered{echo_number(c.gpu_hour) + " " + c.currency, false};
                }});
 
   // --- training

@@ -715,6 +715,20 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                               *draft.dataset_size, job.samples));
     }
   }
+  // The job in tokens: for a language model, instead of samples.
+  if (job.tokens > 0) {
+    if (job.samples > 0) {
+      throw Error(location_of(entries, "workload.tokens", file_name),
+                  fmt::format("give workload.tokens or {}, not both",
+                              job.epochs > 0 ? "job.epochs with job.dataset" : "job.samples"));
+    }
+    if (needs == Needs::Workload && s.workload.profile.empty() && !model_of(s).transformer) {
+      throw Error(location_of(entries, "workload.tokens", file_name),
+                  fmt::format("the model '{}' is not a language model (no tokens per sample): give the job "
+                              "in samples (job.samples) instead",
+                              s.workload.model));
+    }
+  }
 
   if (s.options.compute_cv_auto && draft.compute_cv_auto) {
     if (s.workload.profile.empty()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "stepcast/error.hpp"
 
@@ -24,7 +25,8 @@ report::Advice advise(const AdviseRequest& request) {
   // used to read as "no target" and the message named the wrong flag).
   const double efficiency = request.target_efficiency, throughput = request.target_throughput;
   if (efficiency != 0 && !(efficiency > 0 && efficiency <= 1)) {
-    throw Error({"", 0, "--target-efficiency"}, fmt::format("expected a fraction in (0, 1], got {}", efficiency));
+    throw Error({"", 0, "--target-efficiency"},
+                fmt::format("expected a fraction in (0, 1], got {}", efficiency));
   }
   if (throughput != 0 && !(throughput > 0 && std::isfinite(throughput))) {
     throw Error({"", 0, "--target-throughput"},
@@ -39,7 +41,8 @@ report::Advice advise(const AdviseRequest& request) {
     throw Error({"", 0, "--vary"}, "nothing to choose from: give at least one --vary KEY=V1,V2,...");
   }
   if (request.sweep.workers.size() > 1) {
-    throw Error({"", 0, "--workers"}, "the advisor predicts at one worker count; vary cluster.workers instead");
+    throw Error({"", 0, "--workers"},
+                "the advisor predicts at one worker count; vary cluster.workers instead");
   }
 
   // Two runs, each split over the MPI ranks when request.sweep.distribute: the grid, then the
@@ -89,26 +92,50 @@ report::Advice advise(const AdviseRequest& request) {
     if (!a.best_point || a.grid[i].result.throughput > a.grid[*a.best_point].result.throughput)
       a.best_point = i;
   }
-  // Cheapest that meets the target: least cost, then most throughput; equal on both is a tie.
+  // Money when every point has a price (cluster.cost.gpu_hour): the job's cost when every point
+  // has a job, else per million tokens for language models, else per thousand samples; the same
+  // measure on every point, so that they compare.
+  const auto priced = [&](auto has) { return std::all_of(a.grid.begin(), a.grid.end(), has); };
+  if (!a.grid.empty() && priced([](const report::GridPoint& p) { return p.result.cost.gpu_hour > 0; })) {
+    a.currency = a.grid.front().result.cost.currency;
+    if (priced([](const report::GridPoint& p) { return p.result.job.time > 0; })) {
+      a.minimised = "cost to train the job";
+      for (auto& p : a.grid) p.money = p.result.cost.job;
+    } else if (priced([](const report::GridPoint& p) { return p.result.cost.per_million_tokens > 0; })) {
+      a.minimised = "cost per million tokens";
+      for (auto& p : a.grid) p.money = p.result.cost.per_million_tokens;
+    } else {
+      a.minimised = "cost per thousand samples";
+      for (auto& p : a.grid) {
+        const predict::Result& r = p.result;
+        p.money = r.throughput > 0 ? r.cost.per_step / (r.throughput * r.step_time) * 1000 : 0;
+      }
+    }
+  } else {
+    a.minimised = "steps up the --vary lists";
+  }
+  // Cheapest that meets the target: least money (with costs), then least cost (steps up the
+  // lists), then most throughput; equal on all is a tie.
+  const auto key = [](const report::GridPoint& p) {
+    return std::tuple(p.money, p.cost, -p.result.throughput);
+  };
   for (size_t i = 0; i < a.grid.size(); ++i) {
     if (!a.grid[i].meets) continue;
-    if (a.cheapest.empty()) {
-      a.cheapest.push_back(i);
-      continue;
-    }
-    const report::GridPoint& best = a.grid[a.cheapest.front()];
-    const report::GridPoint& p = a.grid[i];
-    if (p.cost < best.cost || (p.cost == best.cost && p.result.throughput > best.result.throughput)) {
+    if (a.cheapest.empty() || key(a.grid[i]) < key(a.grid[a.cheapest.front()])) {
       a.cheapest = {i};
-    } else if (p.cost == best.cost && p.result.throughput == best.result.throughput) {
+    } else if (key(a.grid[i]) == key(a.grid[a.cheapest.front()])) {
       a.cheapest.push_back(i);
     }
   }
 
   // One change from the scenario as given: each varied key to each of its other values.
   for (size_t i = 0; i < candidates.size(); ++i) {
-    report::Change c{candidates[i].key, candidates[i].current, candidates[i].value,
-                     std::move(changed.predictions[i + 1]), 0, 0};
+    report::Change c{candidates[i].key,
+                     candidates[i].current,
+                     candidates[i].value,
+                     std::move(changed.predictions[i + 1]),
+                     0,
+                     0};
     c.gain = c.result.throughput - a.base.throughput;
     c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
     if (!(c.gain > 0) || !c.result.memory.fits()) continue;

@@ -364,11 +364,21 @@ report::Plan plan(const PlanRequest& request) {
   const std::vector<int> counts =
       request.gpus.empty() ? std::vector<int>{base.cluster.workers} : request.gpus;
   (void)decoder_blocks(base);
+  const bool job = base.options.job.tokens > 0 || base.options.job.samples > 0;
+  if (request.rank_by == report::PlanRank::Time && !job) {
+    throw Error({"", 0, "--rank-by"},
+                "ranking by time needs the job's size: set workload.tokens (tokens to train) or job.samples");
+  }
+  if (request.rank_by == report::PlanRank::Cost && !(base.options.cost.gpu_hour > 0)) {
+    throw Error({"", 0, "--rank-by"},
+                "ranking by cost needs cluster.cost.gpu_hour (money per GPU-hour, e.g. 2.5 or '2.5 USD')");
+  }
 
   report::Plan out;
   out.scenario = base.name;
   out.compute_source = scenario::compute_source_text(base);
   out.top_k = request.top;
+  out.rank_by = request.rank_by;
   for (const scenario::PlanKey& k : scenario::plan_keys()) {
     (searched(base, k.key) ? out.searched : out.held).emplace_back(k.key);
   }
@@ -544,12 +554,20 @@ report::Plan plan(const PlanRequest& request) {
     for (const std::exception_ptr& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    // Fine's order: most tokens/s per GPU first, coarse's order breaking ties.
+    // Fine's order by the rank's value (most tokens/s per GPU, least time or cost first), coarse's
+    // order breaking ties.
     std::stable_sort(count.top.begin(), count.top.end(),
-                     [](const report::PlanRow& a, const report::PlanRow& b) {
-                       return a.fine.tokens.tokens_per_s_per_worker > b.fine.tokens.tokens_per_s_per_worker;
+                     [rank = request.rank_by](const report::PlanRow& a, const report::PlanRow& b) {
+                       return report::rank_value(a.fine, rank) < report::rank_value(b.fine, rank);
                      });
     out.counts.push_back(std::move(count));
+  }
+  for (std::size_t i = 0; i < out.counts.size(); ++i) {
+    if (out.counts[i].top.empty()) continue;
+    const double value = report::rank_value(out.counts[i].top.front().fine, request.rank_by);
+    if (!out.best_count ||
+        value < report::rank_value(out.counts[*out.best_count].top.front().fine, request.rank_by))
+      out.best_count = i;
   }
   out.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;

@@ -19,6 +19,17 @@
 
 namespace stepcast::report {
 
+/// What `stepcast plan` ranks by (--rank-by), fine's values: tokens/s per GPU (most first), the
+/// time to train the job (workload.tokens or job.samples; least first), or its cost
+/// (cluster.cost.gpu_hour; the job's cost, or without a job the cost per million tokens; least
+/// first).
+enum class PlanRank : uint8_t { TokensPerGpu, Time, Cost };
+/// "tokens_per_gpu", "time", "cost" (the --rank-by values).
+[[nodiscard]] const char* to_string(PlanRank rank);
+/// The value `rank` orders predictions by, smaller first: minus tokens/s per GPU, the job's time,
+/// the job's cost (or the cost per million tokens when there is no job).
+[[nodiscard]] double rank_value(const predict::Result& result, PlanRank rank);
+
 /// One layout a plan ranks: its settings as scenario keys, and its predictions.
 struct PlanRow {
   /// The layout as `--set` settings, the same keys in the same order on every row:
@@ -55,8 +66,8 @@ struct PlanCount {
   uint64_t fitting = 0;     ///< valid and within cluster.gpu_memory (predicted by coarse unless pruned)
   PlanRejections rejected;
   std::optional<PlanMiss> closest_miss;  ///< empty when every valid layout fits
-  /// The top k by coarse, re-predicted by fine and ranked by fine's tokens/s per GPU (ties in
-  /// coarse's order), best first.
+  /// The top k by coarse, re-predicted by fine and ranked by fine's value of Plan::rank_by (ties
+  /// in coarse's order), best first.
   std::vector<PlanRow> top;
   /// Whether coarse ranks `top` in the same order as fine.
   [[nodiscard]] bool orders_agree() const;
@@ -69,15 +80,21 @@ struct Plan {
   std::vector<std::string> searched;  ///< the keys searched (plan_keys less plan.fixed, plus plan.vary)
   std::vector<std::string> held;      ///< the keys held at the scenario's value
   std::vector<PlanCount> counts;      ///< in --gpus order
-  double elapsed = 0;                 ///< s of wall-clock time the search took (said in the text only)
+  PlanRank rank_by = PlanRank::TokensPerGpu;
+  /// The count whose best layout is best of all counts by rank_by (the first on ties); empty when
+  /// no count has a layout.
+  std::optional<std::size_t> best_count;
+  double elapsed = 0;  ///< s of wall-clock time the search took (said in the text only)
 };
 
 /// Per GPU count: what was considered and rejected (with the closest miss), the ranked table
-/// (rank, layout, step time, tokens/s per GPU, MFU, memory and headroom, bubble, exposed
-/// communication by dimension as shares of the step, bottleneck), and a line when coarse ranked
-/// the top differently.
+/// (rank, layout, step time, tokens/s per GPU, MFU, with a job its time, with costs the cost per
+/// million tokens and with a job the job's cost, memory and headroom, bubble, exposed
+/// communication by dimension as shares of the step, bottleneck), a line when coarse ranked the
+/// top differently, and the best layout's line; then, over several counts, the best of all.
 void write_plan_text(std::ostream& out, const Plan& plan);
-/// {"scenario", "compute_source", "top_k", "searched", "held", "layouts_considered",
+/// {"scenario", "compute_source", "top_k", "rank_by", "best": {"gpus", "label"} or null,
+/// "searched", "held", "layouts_considered",
 /// "layouts_fitting", "rejected": {"invalid", "does_not_fit", "pruned"} (sums over the counts),
 /// "counts": [{"gpus", "layouts_considered", "layouts_fitting", "rejected": {..., "invalid_by_key"},
 /// "closest_miss": {"config", "label", "memory_per_gpu_bytes", "gpu_memory_bytes"} or null,

@@ -95,6 +95,10 @@ struct PlanRequest {
   /// predicted: they cannot reach the top k. false predicts every fitting layout (the test that
   /// pruning drops no layout of the top k).
   bool prune = true;
+  /// What the top k are ranked by (fine's values), and which count's best is best of all. The k
+  /// are coarse's k most tokens/s per GPU whatever the rank: at one GPU count the time and cost of
+  /// a job of a given batch rise as tokens/s per GPU falls (same steps, same start-up).
+  report::PlanRank rank_by = report::PlanRank::TokensPerGpu;
   predict::WarningSink warn;  ///< each distinct warning of fine's, once, one at a time
 };
 
@@ -103,7 +107,8 @@ struct PlanRequest {
 /// for a count the cluster cannot hold, workload.model, workload.profile or
 /// workload.global_batch for a scenario that is not a decoder with a global batch,
 /// workload.compute_efficiency when the micro-batch or recomputation is searched and the compute
-/// time was measured, "mpirun" under more than one MPI rank.
+/// time was measured, "mpirun" under more than one MPI rank, --rank-by for time without a job
+/// (workload.tokens or job.samples) or cost without cluster.cost.gpu_hour.
 [[nodiscard]] report::Plan plan(const PlanRequest& request);
 
 }  // namespace stepcast::sweep
