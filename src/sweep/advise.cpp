@@ -3,10 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::sweep {
 namespace {
@@ -16,6 +22,24 @@ std::string resolved_value(const scenario::Scenario& s, const std::string& key) 
     if (k.key == key) return k.value;
   }
   return "";
+}
+
+// "400Gbps:0.3": the value and its own cost (money per GPU-hour added to cluster.cost.gpu_hour
+// when it is chosen); a value without a ':' and a number after the last one has none.
+std::pair<std::string, std::optional<double>> split_cost(const std::string& value) {
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0) return {value, std::nullopt};
+  const std::string number = value.substr(colon + 1);
+  double cost = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), cost);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size())
+    return {value, std::nullopt};
+  if (!(std::isfinite(cost) && cost >= 0 && cost <= limits::kMaxGpuHour)) {
+    throw Error({"", 0, "--vary"},
+                fmt::format("'{}': expected a cost per GPU-hour in [0, {:g}] after the ':', got '{}'", value,
+                            limits::kMaxGpuHour, number));
+  }
+  return {value.substr(0, colon), cost};
 }
 
 }  // namespace
@@ -45,15 +69,29 @@ report::Advice advise(const AdviseRequest& request) {
                 "the advisor predicts at one worker count; vary cluster.workers instead");
   }
 
+  // Per-value costs ("--vary KEY=V1:COST1,V2:COST2"): the values without them, and each value's
+  // cost per GPU-hour (0 where not given) once any is given.
+  std::vector<Axis> axes = request.sweep.axes;
+  std::vector<std::vector<double>> value_costs(axes.size());
+  bool per_value = false;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    for (std::string& value : axes[k].values) {
+      auto [plain, cost] = split_cost(value);
+      per_value = per_value || cost.has_value();
+      value_costs[k].push_back(cost.value_or(0));
+      value = std::move(plain);
+    }
+  }
+
   // Two runs, each split over the MPI ranks when request.sweep.distribute: the grid, then the
   // scenario as given with every single change from it. Only rank 0 gets their predictions.
   report::Advice a;
   Request grid_request = request.sweep;
+  grid_request.axes = axes;
   grid_request.record_trace = false;
   grid_request.configs.clear();
   report::Sweep s = run(grid_request);
 
-  const std::vector<Axis>& axes = request.sweep.axes;
   const scenario::Scenario base = load_scenario(request.sweep, request.sweep.overrides);
   struct Candidate {
     std::string key, current, value;
@@ -82,6 +120,18 @@ report::Advice advise(const AdviseRequest& request) {
       const auto& vals = axes[k].values;
       p.cost += static_cast<int>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
     }
+    if (per_value) {
+      // Its price: the scenario's per GPU-hour and its values' own costs.
+      predict::Options priced;
+      priced.cost = {p.result.cost.gpu_hour, base.options.cost.currency};  // the point's own, 0 when none
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const auto& vals = axes[k].values;
+        const auto at =
+            static_cast<size_t>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
+        priced.cost.gpu_hour += value_costs[k][at];
+      }
+      predict::account_cost(p.result, priced);
+    }
     // A configuration that does not fit in GPU memory cannot run: it meets no target.
     p.meets = p.result.memory.fits() && (by_efficiency ? p.result.efficiency >= request.target_efficiency
                                                        : p.result.throughput >= request.target_throughput);
@@ -96,12 +146,13 @@ report::Advice advise(const AdviseRequest& request) {
   // has a job, else per million tokens for language models, else per thousand samples; the same
   // measure on every point, so that they compare.
   const auto priced = [&](auto has) { return std::all_of(a.grid.begin(), a.grid.end(), has); };
-  if (!a.grid.empty() && priced([](const report::GridPoint& p) { return p.result.cost.gpu_hour > 0; })) {
-    a.currency = a.grid.front().result.cost.currency;
+  if (!a.grid.empty() &&
+      (per_value || priced([](const report::GridPoint& p) { return p.result.cost.gpu_hour > 0; }))) {
+    a.currency = base.options.cost.currency;
     if (priced([](const report::GridPoint& p) { return p.result.job.time > 0; })) {
       a.minimised = "cost to train the job";
       for (auto& p : a.grid) p.money = p.result.cost.job;
-    } else if (priced([](const report::GridPoint& p) { return p.result.cost.per_million_tokens > 0; })) {
+    } else if (priced([](const report::GridPoint& p) { return p.result.tokens.tokens_per_s > 0; })) {
       a.minimised = "cost per million tokens";
       for (auto& p : a.grid) p.money = p.result.cost.per_million_tokens;
     } else {

@@ -170,6 +170,41 @@ TEST(Advise, WithCostsPicksTheCheaperOfTwoEqualSpeedOptionsAndSaysWhatItMinimise
   EXPECT_EQ(b.grid[b.cheapest.front()].money, 0);
 }
 
+// Per-value costs: the 40 Gb/s NIC at 0.5 more per GPU-hour than the 10 Gb/s one. At 16 workers,
+// 2 per GPU-hour and a job of 1e6 samples, a point's money is 16 x (2 + its NIC's cost) x its job
+// time / 3600 h, and the answer is the point of least money among those that meet the target.
+TEST(Advise, PerValueCostsAddToEachPointsPrice) {
+  AdviseRequest r;
+  r.sweep.scenario = kExample;
+  r.sweep.overrides = {"steps.measure=2", "steps.warmup=1", "predictor=coarse", "job.samples=1000000",
+                       "cluster.cost.gpu_hour=2"};
+  r.sweep.axes = {parse_axis("cluster.nic_bandwidth=10Gbps,40Gbps:0.5")};
+  r.sweep.workers = {16};
+  r.target_efficiency = 0.01;
+  const report::Advice a = advise(r);
+  ASSERT_EQ(a.grid.size(), 2u);
+  EXPECT_EQ(a.grid[0].config.at(0).value, "10Gbps");
+  EXPECT_EQ(a.grid[1].config.at(0).value, "40Gbps");
+  EXPECT_EQ(a.grid[0].result.cost.gpu_hour, 2);
+  EXPECT_EQ(a.grid[1].result.cost.gpu_hour, 2.5);
+  for (const report::GridPoint& p : a.grid) {
+    const double expected = 16 * p.result.cost.gpu_hour * p.result.job.time / 3600;
+    EXPECT_NEAR(p.money, expected, 1e-9 * expected) << report::config_label(p.config);
+  }
+  ASSERT_EQ(a.cheapest.size(), 1u);
+  const std::size_t other = 1 - a.cheapest.front();
+  EXPECT_LT(a.grid[a.cheapest.front()].money, a.grid[other].money);
+
+  AdviseRequest negative = r;
+  negative.sweep.axes = {parse_axis("cluster.nic_bandwidth=10Gbps,40Gbps:-1")};
+  try {
+    (void)advise(negative);
+    ADD_FAILURE() << "a negative cost accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "--vary");
+  }
+}
+
 TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
   AdviseRequest none = ps_request(0);
   EXPECT_THROW((void)advise(none), Error);
