@@ -246,6 +246,44 @@ TEST(Plan, NoAnswerDoesNotFitOverSeededScenarios) {
   EXPECT_TRUE(some_rejected) << "the seeds should make some layouts too large";
 }
 
+// Ranked by time or cost to train, the rows are in fine's order of that value, the best of all
+// counts is the count whose best row has the least, and ranking by a job's time without a job, or
+// by cost without a price, is an error naming --rank-by.
+TEST(Plan, RankByTimeOrCostOrdersByFinesValueAndNamesTheBestOfAllCounts) {
+  const std::string text = seeded(1);
+  for (report::PlanRank rank : {report::PlanRank::Time, report::PlanRank::Cost}) {
+    SCOPED_TRACE(report::to_string(rank));
+    PlanRequest r = request_for(text, {8, 16}, 3);
+    r.overrides = {"workload.tokens=1e9", "cluster.cost.gpu_hour=2.5"};
+    r.rank_by = rank;
+    const report::Plan p = plan(r);
+    EXPECT_EQ(p.rank_by, rank);
+    ASSERT_TRUE(p.best_count.has_value());
+    for (const report::PlanCount& c : p.counts) {
+      ASSERT_FALSE(c.top.empty());
+      for (std::size_t i = 1; i < c.top.size(); ++i) {
+        EXPECT_LE(report::rank_value(c.top[i - 1].fine, rank), report::rank_value(c.top[i].fine, rank));
+      }
+      EXPECT_LE(report::rank_value(p.counts[*p.best_count].top.front().fine, rank),
+                report::rank_value(c.top.front().fine, rank));
+      // The value ranked by: the job's time, or GPUs x 2.5 per GPU-hour x that time.
+      const predict::Result& f = c.top.front().fine;
+      EXPECT_GT(f.job.time, 0);
+      EXPECT_NEAR(f.cost.job, c.gpus * 2.5 * f.job.time / 3600, 1e-9 * f.cost.job);
+    }
+  }
+  for (report::PlanRank rank : {report::PlanRank::Time, report::PlanRank::Cost}) {
+    PlanRequest r = request_for(text, {8}, 3);
+    r.rank_by = rank;
+    try {
+      (void)plan(r);
+      ADD_FAILURE() << "ranked by " << report::to_string(rank) << " without a job or a price";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().key, "--rank-by");
+    }
+  }
+}
+
 TEST(Plan, TopIsCoarsesBestOrderedByFinesValuesAlone) {
   const std::string text = seeded(1);
   PlanRequest r = request_for(text, {16}, 5);
