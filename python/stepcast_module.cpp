@@ -280,6 +280,7 @@ constexpr const char* kPredictionKeys[] = {"workers",
                                            "saturation_workers",
                                            "compute_cv",
                                            "job",
+                                           "cost",
                                            "memory_per_worker_bytes",
                                            "gpu_memory_bytes",
                                            "fits",
@@ -370,6 +371,13 @@ py::list rows_of(const stepcast::report::Sweep& sweep) {
     row["context_s"] = optional_number(layout, r.breakdown.context);
     row["pipeline_s"] = optional_number(layout, r.breakdown.pipeline);
     row["data_s"] = optional_number(layout, r.breakdown.data);
+    // Tokens and money (cluster.cost.gpu_hour), as write_csv's last columns.
+    const bool costs = r.cost.gpu_hour > 0;
+    row["job_tokens"] = optional_number(r.job.tokens > 0, r.job.tokens);
+    row["cost_per_step"] = optional_number(costs, r.cost.per_step);
+    row["cost_per_million_tokens"] =
+        optional_number(costs && r.cost.per_million_tokens > 0, r.cost.per_million_tokens);
+    row["job_cost"] = optional_number(costs && r.job.time > 0, r.cost.job);
     if (i < sweep.configs.size()) {
       for (const stepcast::report::Input& setting : sweep.configs[i])
         row[py::str(setting.key)] = config_value(setting);

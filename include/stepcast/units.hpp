@@ -39,6 +39,8 @@ inline constexpr double kMaxCommCpuPerByte = 1e-3;  ///< s of host CPU per byte 
 inline constexpr double kMaxBytes = 1e15;           ///< one tensor, bucket, collective, start-up read (1 PB)
 inline constexpr double kMaxCv = 10;                ///< coefficient of variation of a step's compute
 inline constexpr double kMaxSamples = 1e15;         ///< samples in a job
+inline constexpr double kMaxTokens = 1e18;          ///< tokens in a job (Llama 3 trained on 1.5e13)
+inline constexpr double kMaxGpuHour = 1e6;          ///< money per GPU-hour, in any currency
 inline constexpr double kMinFlops = 1e6;            ///< FLOP/s of one GPU
 inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 }  // namespace limits

@@ -44,7 +44,8 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
   cmd->add_option("scenario", args->scenario, "Scenario YAML file")->required();
   cmd->add_option("--set", args->sets, "Override a scenario key: KEY=VALUE (repeatable)");
   cmd->add_option("--vary", args->varies,
-                  "A key and its values from cheapest to dearest: KEY=V1,V2,... or KEY=A..B (repeatable)")
+                  "A key and its values from cheapest to dearest: KEY=V1,V2,... or KEY=A..B (repeatable); "
+                  "V:COST adds COST per GPU-hour to cluster.cost.gpu_hour where V is chosen")
       ->required();
   cmd->add_option("--workers", args->workers, "Total workers (default: the scenario's cluster.workers)")
       ->check(CLI::Range(1, stepcast::limits::kMaxWorkers));

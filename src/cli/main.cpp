@@ -303,6 +303,8 @@ namespace stepcast::cli {
 std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app);
 // src/cli/advise_command.cpp: registers `advise`.
 std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app);
+// src/cli/plan_command.cpp: registers `plan`.
+std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app);
 }  // namespace stepcast::cli
 
 int main(int argc, char** argv) {
@@ -392,6 +394,7 @@ int main(int argc, char** argv) {
                     "Print the scenario reference as Markdown (docs/scenario.md is this output)");
   const auto [inspect, run_inspect] = stepcast::cli::add_inspect_command(app);
   const auto [advise, run_advise] = stepcast::cli::add_advise_command(app);
+  const auto [plan, run_plan] = stepcast::cli::add_plan_command(app);
   const auto run_export = stepcast::cli::add_export_command(app);
   stepcast::cli::CalibrateCommand calibrate(app);
 
@@ -424,6 +427,7 @@ int main(int argc, char** argv) {
     if (options->parsed()) return run_options(options_markdown);
     if (inspect->parsed()) return run_inspect();
     if (advise->parsed()) return run_advise();
+    if (plan->parsed()) return run_plan();
     if (app.got_subcommand("export")) return run_export();
     if (calibrate.parsed()) return calibrate.run();
   } catch (const Error& e) {

@@ -16,6 +16,7 @@
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -182,22 +183,46 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
   return r;
 }
 
-void account_job(Result& r, const workload::Workload& workload, const Options& options) {
+void account_job(Result& r, const workload::Workload& workload, const scheme::SchemeConfig& scheme,
+                 const Options& options) {
   const JobOptions& job = options.job;
   r.job = {};
-  if (!(job.samples > 0) || !(r.step_time > 0)) return;
-  const double per_step = static_cast<double>(r.workers) * workload.batch_per_worker;
+  // workload.tokens: the job in samples of the workload's tokens (validate() rejects tokens for a
+  // workload without them).
+  const double samples = job.tokens > 0 && workload.facts.tokens_per_sample > 0
+                             ? job.tokens / workload.facts.tokens_per_sample
+                             : job.samples;
+  if (!(samples > 0) || !(r.step_time > 0)) return;
+  // The step's batch: each worker's samples, or under a layout the d replicas' micro-batches
+  // shared by each replica's t c p ranks (rounded: a whole number of sequences).
+  const double per_step =
+      std::round(scheme::samples_per_worker_step(scheme.parallel, r.workers, workload.batch_per_worker) *
+                 static_cast<double>(r.workers));
   const double bytes = job.startup_bytes >= 0 ? job.startup_bytes : workload.parameter_bytes();
   const double read = job.storage_bw > 0 ? bytes / job.storage_bw : 0;
-  r.job.samples = job.samples;
-  r.job.steps = std::ceil(job.samples / per_step);
+  r.job.samples = samples;
+  r.job.tokens = job.tokens > 0 ? job.tokens : 0;
+  r.job.steps = std::ceil(samples / per_step);
   r.job.startup_time = job.startup_fixed + (job.io == StartupIo::Sequential ? r.workers : 1) * read;
   r.job.time = r.job.startup_time + r.job.steps * r.step_time;
-  r.job.throughput = job.samples / r.job.time;
+  r.job.throughput = samples / r.job.time;
   if (job.epochs > 0) {
     r.job.epochs = job.epochs;
     r.job.epoch_time = (r.job.time - r.job.startup_time) / job.epochs;
   }
+}
+
+void account_cost(Result& r, const Options& options) {
+  r.cost = {};
+  const double rate = options.cost.gpu_hour;
+  if (!(rate > 0)) return;
+  // Every GPU is paid for the whole step (and the whole job, start-up included), busy or not.
+  const double per_second = static_cast<double>(r.workers) * rate / 3600;
+  r.cost.gpu_hour = rate;
+  r.cost.currency = options.cost.currency;
+  r.cost.per_step = per_second * r.step_time;
+  if (r.tokens.tokens_per_s > 0) r.cost.per_million_tokens = per_second / r.tokens.tokens_per_s * 1e6;
+  r.cost.job = per_second * r.job.time;
 }
 
 }  // namespace stepcast::predict

@@ -147,8 +147,9 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
                             "throughput {} samples/s): the inputs are outside what stepcast models",
                             to_string(options.predictor), cluster.workers, r.step_time, r.throughput));
   }
-  account_job(r, workload, options);
+  account_job(r, workload, scheme, options);
   account_model(r, workload, cluster, scheme);
+  account_cost(r, options);
   account_collectives(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);

@@ -64,19 +64,32 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
   }
   // With compute_cv_auto the value is replaced by the workload's own variation.
   if (!options.compute_cv_auto) {
-    expect_non_negative("workload.compute_cv", options.compute_cv, "coefficient of variation", limits::kMaxCv);
+    expect_non_negative("workload.compute_cv", options.compute_cv, "coefficient of variation",
+                        limits::kMaxCv);
   }
   const JobOptions& job = options.job;
   expect_non_negative("job.samples", job.samples, "number of samples", limits::kMaxSamples);
+  expect_non_negative("workload.tokens", job.tokens, "number of tokens", limits::kMaxTokens);
+  if (job.tokens > 0 && !(workload.facts.tokens_per_sample > 0)) {
+    fail("workload.tokens",
+         fmt::format(
+             "the workload '{}' is not a language model (no tokens per sample): give the job in samples "
+             "(job.samples) instead",
+             workload.name));
+  }
+  if (job.tokens > 0 && job.samples > 0) {
+    fail("workload.tokens", "give workload.tokens or job.samples, not both");
+  }
+  expect_non_negative("cluster.cost.gpu_hour", options.cost.gpu_hour, "amount of money per GPU-hour",
+                      limits::kMaxGpuHour);
   // Negative means "the model's parameter bytes"; only NaN, infinities and the absurd are meaningless.
   if (!(std::isfinite(job.startup_bytes) && job.startup_bytes <= limits::kMaxBytes)) {
     fail("job.startup.bytes",
-         fmt::format("expected a finite size <= {:g} bytes (negative: the model's), got {}", limits::kMaxBytes,
-                     job.startup_bytes));
+         fmt::format("expected a finite size <= {:g} bytes (negative: the model's), got {}",
+                     limits::kMaxBytes, job.startup_bytes));
   }
-  if (job.storage_bw != 0 &&
-      !(std::isfinite(job.storage_bw) && job.storage_bw >= limits::kMinBandwidth &&
-        job.storage_bw <= limits::kMaxBandwidth)) {
+  if (job.storage_bw != 0 && !(std::isfinite(job.storage_bw) && job.storage_bw >= limits::kMinBandwidth &&
+                               job.storage_bw <= limits::kMaxBandwidth)) {
     fail("job.startup.storage_bandwidth",
          fmt::format("expected a finite bandwidth >= 0 (0: unset), else in [{:g}, {:g}] bytes/s, got {}",
                      limits::kMinBandwidth, limits::kMaxBandwidth, job.storage_bw));
@@ -88,16 +101,17 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
   for (size_t i = 0; i < kept.workers.size(); ++i) {
     const int w = kept.workers[i];
     if (w < 0 || w >= cluster.workers || (i > 0 && w <= kept.workers[i - 1])) {
-      fail("--trace-workers", fmt::format("expected increasing worker indices in [0, {}], got {}",
-                                          cluster.workers - 1, w));
+      fail("--trace-workers",
+           fmt::format("expected increasing worker indices in [0, {}], got {}", cluster.workers - 1, w));
     }
   }
   if (kept.first_workers < 0) {
     fail("--trace-workers", fmt::format("expected a number of workers >= 0, got {}", kept.first_workers));
   }
   if (kept.steps < 0 || kept.steps > options.measure_steps) {
-    fail("--trace-steps", fmt::format("expected a number of measured steps in [1, {}] (steps.measure), got {}",
-                                      options.measure_steps, kept.steps));
+    fail("--trace-steps",
+         fmt::format("expected a number of measured steps in [1, {}] (steps.measure), got {}",
+                     options.measure_steps, kept.steps));
   }
 }
 

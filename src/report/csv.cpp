@@ -33,7 +33,8 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
                  "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,"
                  "memory_per_worker_bytes,memory_reserved_bytes,gpu_memory_bytes,fits,"
-                 "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s");
+                 "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s,"
+                 "job_tokens,cost_per_step,cost_per_million_tokens,job_cost");
   // The swept keys last, named after the keys, values as given.
   const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
   for (std::size_t k = 0; k < swept; ++k) {
@@ -91,6 +92,12 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
       fmt::format_to(it, ",{},{},{},{},{}", r.bubble_fraction, r.breakdown.tensor, r.breakdown.context,
                      r.breakdown.pipeline, r.breakdown.data);
     }
+    // Tokens and money (in the scenario's currency, cluster.cost.gpu_hour): empty where not given.
+    optional(r.job.tokens > 0, r.job.tokens);
+    const bool costs = r.cost.gpu_hour > 0;
+    optional(costs, r.cost.per_step);
+    optional(costs && r.cost.per_million_tokens > 0, r.cost.per_million_tokens);
+    optional(costs && r.job.time > 0, r.cost.job);
     for (std::size_t k = 0; k < swept; ++k) {
       buf.push_back(',');
       append_csv_quoted(buf, sweep.configs[i][k].value);

@@ -183,6 +183,38 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
       json.key(key);
       json.number(value);
     }
+    json.key("tokens");
+    if (r.job.tokens > 0) {
+      json.number(r.job.tokens);
+    } else {
+      json.raw("null");
+    }
+    json.end_object();
+  } else {
+    json.raw("null");
+  }
+  json.key("cost");
+  if (r.cost.gpu_hour > 0) {
+    json.begin_object();
+    json.key("currency");
+    json.string(r.cost.currency);
+    for (const auto& [key, value] :
+         {std::pair<std::string_view, double>{"gpu_hour", r.cost.gpu_hour}, {"per_step", r.cost.per_step}}) {
+      json.key(key);
+      json.number(value);
+    }
+    json.key("per_million_tokens");
+    if (r.cost.per_million_tokens > 0) {
+      json.number(r.cost.per_million_tokens);
+    } else {
+      json.raw("null");
+    }
+    json.key("job");
+    if (r.job.time > 0) {
+      json.number(r.cost.job);
+    } else {
+      json.raw("null");
+    }
     json.end_object();
   } else {
     json.raw("null");

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/text_table.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/units.hpp"
 
@@ -25,7 +26,8 @@ struct Column {
   bool right_aligned;
   std::string (*cell)(const predict::Result&);
 };
-using Row = std::vector<std::string>;
+using detail::append_aligned;
+using detail::Row;
 
 /// The tensors at the peak (PyTorch's max_memory_allocated).
 std::string allocated_cell(const predict::Result& r) {
@@ -59,7 +61,8 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   std::vector<Column> c;
   c.push_back({"workers", true, [](const predict::Result& r) { return fmt::format("{}", r.workers); }});
   if (layout) {
-    c.push_back({"layout", false, [](const predict::Result& r) { return r.layout.empty() ? std::string("-") : r.layout; }});
+    c.push_back({"layout", false,
+                 [](const predict::Result& r) { return r.layout.empty() ? std::string("-") : r.layout; }});
   }
   if (mode)
     c.push_back(
@@ -93,35 +96,6 @@ std::vector<Column> columns_for(const std::vector<predict::Result>& predictions)
   }
   c.push_back({"bottleneck", false, [](const predict::Result& r) { return r.bottleneck; }});
   return c;
-}
-
-void append_row(fmt::memory_buffer& buf, const std::vector<bool>& right_aligned, const Row& row,
-                const std::vector<std::size_t>& width) {
-  auto it = std::back_inserter(buf);
-  for (std::size_t c = 0; c < right_aligned.size(); ++c) {
-    if (c > 0) buf.append(std::string_view("  "));
-    if (c + 1 == right_aligned.size()) {
-      // Last column unpadded: no trailing blanks, and a long bottleneck does not widen the table.
-      buf.append(row[c]);
-    } else if (right_aligned[c]) {
-      fmt::format_to(it, "{:>{}}", row[c], width[c]);
-    } else {
-      fmt::format_to(it, "{:<{}}", row[c], width[c]);
-    }
-  }
-  buf.push_back('\n');
-}
-
-/// The header and the rows, each column as wide as its widest cell.
-void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vector<bool>& right_aligned,
-                    const std::vector<Row>& rows) {
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
-  append_row(buf, right_aligned, header, width);
-  for (const auto& row : rows) append_row(buf, right_aligned, row, width);
 }
 
 /// The lines above every table: the scenario's name, its fabric and where its compute time came from.
@@ -179,24 +153,14 @@ void append_async_phases(fmt::memory_buffer& buf, const std::vector<predict::Res
   for (const auto& r : predictions) {
     const predict::AsyncPhases& p = r.async_phases;
     if (!(p.convoy > kPhasesMatter * p.out_of_step)) continue;
-    fmt::format_to(it,
-                   "asynchronous phases ({}, {}): {} a step with the workers out of step, {} in a convoy (all "
-                   "pulling, then all pushing); where a job runs between them depends on where its workers "
-                   "start and drift (training.ps.async_start in fine)\n",
-                   format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
-                   format_duration(p.out_of_step), format_duration(p.convoy));
+    fmt::format_to(
+        it,
+        "asynchronous phases ({}, {}): {} a step with the workers out of step, {} in a convoy (all "
+        "pulling, then all pushing); where a job runs between them depends on where its workers "
+        "start and drift (training.ps.async_start in fine)\n",
+        format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+        format_duration(p.out_of_step), format_duration(p.convoy));
   }
-}
-
-/// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
-std::string format_span(double seconds) {
-  if (!(seconds >= 60) || !std::isfinite(seconds)) return format_duration(seconds);
-  const auto total = static_cast<long long>(std::llround(seconds));
-  const long long days = total / 86400, hours = total % 86400 / 3600, minutes = total % 3600 / 60,
-                  secs = total % 60;
-  if (days > 0) return fmt::format("{} d {} h", days, hours);
-  if (hours > 0) return fmt::format("{} h {} min", hours, minutes);
-  return fmt::format("{} min {} s", minutes, secs);
 }
 
 /// One line per prediction with a job (Options::job): start-up, steps and the whole job's time.
@@ -210,12 +174,35 @@ void append_jobs(fmt::memory_buffer& buf, const std::vector<predict::Result>& pr
         "job ({}, {}): {}{} in {} of {} after a {} start-up: {} in all{}, {} samples/s overall ({} of the "
         "time starting up)\n",
         format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
-        format_count(j.samples, "sample", "samples"),
+        j.tokens > 0 ? fmt::format("{} ({})", format_count(j.tokens, "token", "tokens"),
+                                   format_count(j.samples, "sample", "samples"))
+                     : format_count(j.samples, "sample", "samples"),
         j.epochs > 0 ? fmt::format(" ({})", format_count(j.epochs, "epoch", "epochs")) : std::string(),
         format_count(j.steps, "step", "steps"), format_duration(r.step_time), format_duration(j.startup_time),
-        format_span(j.time),
-        j.epochs > 0 ? fmt::format(" ({} per epoch)", format_span(j.epoch_time)) : std::string(),
+        detail::format_span(j.time),
+        j.epochs > 0 ? fmt::format(" ({} per epoch)", detail::format_span(j.epoch_time)) : std::string(),
         format_number(j.throughput), percent_of(j.startup_time, j.time));
+  }
+}
+
+/// One line per prediction with costs (Options::cost): per step, per million tokens, the job.
+void append_costs(fmt::memory_buffer& buf, const std::vector<predict::Result>& predictions) {
+  auto it = std::back_inserter(buf);
+  for (const auto& r : predictions) {
+    const predict::Cost& c = r.cost;
+    if (!(c.gpu_hour > 0)) continue;
+    fmt::format_to(it, "cost ({}, {}, {} per GPU-hour): {} per step",
+                   format_count(r.workers, "worker", "workers"), predict::to_string(r.predictor),
+                   detail::format_money(c.gpu_hour, c.currency),
+                   detail::format_money(c.per_step, c.currency));
+    if (c.per_million_tokens > 0) {
+      fmt::format_to(it, ", {} per million tokens", detail::format_money(c.per_million_tokens, c.currency));
+    }
+    if (r.job.time > 0) {
+      fmt::format_to(it, "; the job: {} in {}", detail::format_money(c.job, c.currency),
+                     detail::format_span(r.job.time));
+    }
+    buf.push_back('\n');
   }
 }
 
@@ -233,13 +220,13 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
                  format_duration(b.wait), percent_of(b.wait, r.step_time));
   if (!r.layout.empty()) {
     // Where a parallel layout's exposed communication and waiting come from.
-    fmt::format_to(it,
-                   "exposed by dimension ({}): tensor {} ({}), context {} ({}), pipeline {} ({}), data {} ({}); "
-                   "pipeline bubble {}\n",
-                   r.layout, format_duration(b.tensor), percent_of(b.tensor, r.step_time), format_duration(b.context),
-                   percent_of(b.context, r.step_time), format_duration(b.pipeline),
-                   percent_of(b.pipeline, r.step_time), format_duration(b.data), percent_of(b.data, r.step_time),
-                   format_percent(r.bubble_fraction));
+    fmt::format_to(
+        it,
+        "exposed by dimension ({}): tensor {} ({}), context {} ({}), pipeline {} ({}), data {} ({}); "
+        "pipeline bubble {}\n",
+        r.layout, format_duration(b.tensor), percent_of(b.tensor, r.step_time), format_duration(b.context),
+        percent_of(b.context, r.step_time), format_duration(b.pipeline), percent_of(b.pipeline, r.step_time),
+        format_duration(b.data), percent_of(b.data, r.step_time), format_percent(r.bubble_fraction));
   }
   if (r.compute_cv > 0) {
     fmt::format_to(it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",
@@ -376,6 +363,7 @@ void write_table(std::ostream& out, const Sweep& sweep) {
     append_staleness(buf, sweep.predictions);
     append_async_phases(buf, sweep.predictions);
     append_jobs(buf, sweep.predictions);
+    append_costs(buf, sweep.predictions);
     append_models(buf, sweep.predictions);
     append_collectives(buf, sweep.predictions.back());
     append_where_time_goes(buf, sweep.predictions.back());

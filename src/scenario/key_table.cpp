@@ -446,6 +446,42 @@ std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
   return regimes;
 }
 
+/// plan.vary / plan.fixed: a list of plan_keys() names, each once.
+KeyDef plan_list_key(std::string key, std::string description, std::vector<std::string> PlanSpec::*field) {
+  return {{key, "list of keys", "[]", std::move(description)},
+          true,
+          [field](const RawValue& v, Draft& d) {
+            std::vector<std::string>& keys = d.scenario.plan.*field;
+            keys.clear();
+            std::string_view text = v.text;
+            while (!text.empty()) {
+              const size_t end = text.find(',');
+              std::string_view item = text.substr(0, end);
+              text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+              const size_t first = item.find_first_not_of(" \t[]");
+              if (first == std::string_view::npos) continue;
+              item = item.substr(first, item.find_last_not_of(" \t[]") - first + 1);
+              const auto& known = plan_keys();
+              if (std::none_of(known.begin(), known.end(), [&](const PlanKey& k) { return k.key == item; })) {
+                std::string names;
+                for (const PlanKey& k : known) names += (names.empty() ? "" : ", ") + std::string(k.key);
+                throw Error(
+                    v.where,
+                    fmt::format("'{}' is not a key stepcast plan searches; expected any of {}", item, names));
+              }
+              if (std::find(keys.begin(), keys.end(), item) != keys.end()) {
+                throw Error(v.where, fmt::format("'{}' is listed twice", item));
+              }
+              keys.emplace_back(item);
+            }
+          },
+          [field](const Scenario& s) {
+            const std::vector<std::string>& keys = s.plan.*field;
+            return Rendered{fmt::format("[{}]", fmt::join(keys, ", ")), false};
+          },
+          true};
+}
+
 std::vector<KeyDef> make_table() {
   std::vector<KeyDef> t;
   t.push_back({{"name", "string", "file stem", "name shown in reports"},
@@ -659,6 +695,18 @@ std::vector<KeyDef> make_table() {
          const int64_t g = s.scheme.parallel.global_batch;
          return g > 0 ? Rendered{fmt::format("{}", g), true} : Rendered{"one micro-batch a step", false};
        }});
+  t.push_back({{"workload.tokens", "number in [0, 1e+18]", "0",
+                "tokens to train (language models): the job is tokens / workload.seq_len sequences, its time "
+                "and, with cluster.cost.gpu_hour, its cost in the table; 0 = no job (or job.samples)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.options.job.tokens = parse_number(v, 0, true, "a number of tokens in [0, 1e+18]");
+                 if (d.scenario.options.job.tokens > limits::kMaxTokens)
+                   fail(v, "a number of tokens in [0, 1e+18]");
+               },
+               [](const Scenario& s) {
+                 return Rendered{echo_number(s.options.job.tokens), true};
+               }});
   t.push_back({{std::string(kThroughputKey), "number > 0", "(this or workload.step_time)",
                 "measured samples/s of one worker alone"},
                false,
@@ -984,6 +1032,40 @@ std::vector<KeyDef> make_table() {
                      s.cluster.gpu_memory_bw > 0 ? echo_bytes(s.cluster.gpu_memory_bw) + "/s" : "unset",
                      false};
                }});
+  t.push_back({{"cluster.cost.gpu_hour", "amount, optionally with a currency: 2.5 or 2.5 USD", "0",
+                "money one GPU costs an hour (cloud price or amortised), in the currency written after it "
+                "(letters, e.g. USD, EUR; none: unnamed); gives cost per step, per million tokens and of "
+                "the job; 0 = no costs"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 constexpr std::string_view expected =
+                     "an amount of money per GPU-hour >= 0, optionally followed by a currency of letters "
+                     "(2.5 or '2.5 USD')";
+                 // "2.5 USD": the amount, then after spaces the currency's letters.
+                 const std::string_view text = v.text;
+                 const std::size_t space = text.find(' ');
+                 RawValue amount = v;
+                 amount.text = std::string(text.substr(0, space));
+                 std::string currency;
+                 if (space != std::string_view::npos) {
+                   std::string_view rest = text.substr(space);
+                   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+                   currency = std::string(rest);
+                   const bool letters = !currency.empty() && currency.size() <= 8 &&
+                                        std::all_of(currency.begin(), currency.end(), [](char c) {
+                                          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+                                        });
+                   if (!letters) fail(v, expected);
+                 }
+                 const double rate = parse_number(amount, 0, true, expected);
+                 if (rate > limits::kMaxGpuHour) fail(v, expected);
+                 d.scenario.options.cost = {rate, currency};
+               },
+               [](const Scenario& s) {
+                 const auto& c = s.options.cost;
+                 return c.currency.empty() ? Rendered{echo_number(c.gpu_hour), true}
+                                           : Rendered{echo_number(c.gpu_hour) + " " + c.currency, false};
+               }});
 
   t.push_back(
       {{"cluster.gpu.memory_reserved", "size", "1.1GB",
@@ -1272,6 +1354,19 @@ std::vector<KeyDef> make_table() {
       "beside it (TorchTitan's async TP, Megatron's userbuffers)",
       [](auto& s) -> auto& { return s.scheme.tensor.overlap; }));
 
+  // --- stepcast plan: what it searches
+  t.push_back(plan_list_key("plan.vary",
+                            "keys `stepcast plan` searches besides its default space: "
+                            "training.tensor.overlap (none, collective with t > 1)",
+                            &PlanSpec::vary));
+  t.push_back(
+      plan_list_key("plan.fixed",
+                    "keys `stepcast plan` holds at this scenario's value instead of searching: any of "
+                    "training.parallel.{tensor, context, pipeline, virtual_stages, sequence}, "
+                    "training.pipeline.schedule, training.scheme, training.fsdp.sharding, "
+                    "workload.micro_batch, workload.activation_checkpointing",
+                    &PlanSpec::fixed));
+
   // --- prediction
   t.push_back(choice_key(
       "predictor", "fine", predictors(),
@@ -1502,6 +1597,24 @@ const std::vector<KeyInfo>& known_keys() {
     for (const detail::KeyDef& def : detail::key_table()) out.push_back(def.info);
     return out;
   }();
+  return keys;
+}
+
+const std::vector<PlanKey>& plan_keys() {
+  static const std::vector<PlanKey> keys{
+      {"training.parallel.tensor", true, "divisors of the GPUs that divide the heads and key/value heads"},
+      {"training.parallel.context", true, "divisors of the GPUs that divide the sequence into 2c chunks"},
+      {"training.parallel.pipeline", true, "divisors of the GPUs up to the blocks"},
+      {"training.parallel.virtual_stages", true,
+       "1, and with the interleaved schedule every v >= 2 that splits the blocks into p v equal chunks"},
+      {"training.parallel.sequence", true, "true, false (with t > 1)"},
+      {"training.pipeline.schedule", true, "1f1b, gpipe, zero_bubble (v = 1, p > 1), interleaved (v > 1)"},
+      {"training.scheme", true, "allreduce, fsdp (with data or context parallelism)"},
+      {"training.fsdp.sharding", true, "optimizer, grad_op, full"},
+      {"workload.micro_batch", true, "1, 2, 4, 8"},
+      {"workload.activation_checkpointing", true, "none, selective, full"},
+      {"training.tensor.overlap", false, "none, collective (with t > 1)"},
+  };
   return keys;
 }
 

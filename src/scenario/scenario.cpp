@@ -444,6 +444,45 @@ zoo::ModelSpec model_of(const Scenario& scenario) { return scenario_model(scenar
 
 namespace {
 
+/// FLOPs of one worker's step: its batch through the model, recomputation included.
+double step_flops(const Scenario& s) {
+  const WorkloadSpec& w = s.workload;
+  return w.batch_per_worker *
+         zoo::step_flops_per_sample(scenario_model(s), w.backward_to_forward, w.checkpointing);
+}
+
+}  // namespace
+
+Scenario with_micro_batch(const Scenario& scenario, int micro_batch,
+                          workload::ActivationCheckpointing checkpointing) {
+  Scenario out = scenario;
+  WorkloadSpec& w = out.workload;
+  if (w.batch_per_worker == micro_batch && w.checkpointing == checkpointing) return out;
+  const bool from_flops =
+      w.compute_source == ComputeSource::AchievedFlops || w.compute_source == ComputeSource::PeakEfficiency;
+  if (!from_flops) {
+    throw Error(
+        {scenario.file, 0, "workload.compute_efficiency"},
+        fmt::format("another micro-batch or recomputation needs the compute time from the model's FLOPs "
+                    "(workload.achieved_flops, or workload.compute_efficiency with cluster.gpu.peak_flops); "
+                    "it is {}, which holds for its own batch and recomputation only",
+                    compute_source_text(scenario)));
+  }
+  if (micro_batch < 1) {
+    throw Error({scenario.file, 0, "workload.micro_batch"},
+                fmt::format("expected an integer >= 1, got {}", micro_batch));
+  }
+  w.batch_per_worker = micro_batch;
+  w.checkpointing = checkpointing;
+  const double rate = w.compute_source == ComputeSource::AchievedFlops
+                          ? w.achieved_flops
+                          : w.compute_efficiency * out.cluster.gpu_peak_flops;
+  w.step_time = step_flops(out) / rate;
+  return out;
+}
+
+namespace {
+
 /// What parse_scenario settles once every key is read: the decoder's shape and sequence length,
 /// and the step time from whichever compute source was given (exactly one).
 /// workload.compute: shapes takes each kernel's time from the GPU's rates: a decoder, no other
@@ -607,9 +646,7 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     const double rate = achieved ? w.achieved_flops : w.compute_efficiency * s.cluster.gpu_peak_flops;
     w.compute_source = achieved ? ComputeSource::AchievedFlops : ComputeSource::PeakEfficiency;
     if (needs == Needs::Workload) {
-      const zoo::ModelSpec model = scenario_model(s);
-      const double flops =
-          w.batch_per_worker * zoo::step_flops_per_sample(model, w.backward_to_forward, w.checkpointing);
+      const double flops = step_flops(s);
       w.step_time = flops / rate;
       if (!(w.step_time > 0 && w.step_time <= limits::kMaxDuration)) {
         throw Error(location_of(entries, key, file_name),
@@ -727,6 +764,20 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                               *draft.dataset_size, job.samples));
     }
   }
+  // The job in tokens: for a language model, instead of samples.
+  if (job.tokens > 0) {
+    if (job.samples > 0) {
+      throw Error(location_of(entries, "workload.tokens", file_name),
+                  fmt::format("give workload.tokens or {}, not both",
+                              job.epochs > 0 ? "job.epochs with job.dataset" : "job.samples"));
+    }
+    if (needs == Needs::Workload && s.workload.profile.empty() && !model_of(s).transformer) {
+      throw Error(location_of(entries, "workload.tokens", file_name),
+                  fmt::format("the model '{}' is not a language model (no tokens per sample): give the job "
+                              "in samples (job.samples) instead",
+                              s.workload.model));
+    }
+  }
 
   if (s.options.compute_cv_auto && draft.compute_cv_auto) {
     if (s.workload.profile.empty()) {
@@ -737,6 +788,12 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     if (s.workload.step_samples != StepSamples::All) {
       throw Error(draft.compute_cv_auto->where,
                   "'auto' needs the profile's per-step samples: set workload.step_samples: all");
+    }
+  }
+  for (const std::string& key : s.plan.fixed) {
+    if (std::find(s.plan.vary.begin(), s.plan.vary.end(), key) != s.plan.vary.end()) {
+      throw Error(location_of(entries, "plan.fixed", file_name),
+                  fmt::format("{} is in both plan.vary and plan.fixed; searched or held, not both", key));
     }
   }
   if (draft.custom_topology && s.cluster.topology != cluster::Topology::Custom) {

@@ -24,10 +24,14 @@ void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTe
 }  // namespace
 
 std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme,
-                                             int workers) {
+                                             int workers, bool every_micro_batch) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages;
-  const int m = micro_batches(scheme.parallel, workers, w.batch_per_worker);
+  // What a stage holds peaks within its first 2p micro-batches under 1f1b, interleaved and ZB-H1
+  // (at most p v chunks in flight, then one freed per one started); gpipe holds all m.
+  const int all = micro_batches(scheme.parallel, workers, w.batch_per_worker);
+  const bool gpipe = scheme.pipeline.schedule == PipelineSchedule::GPipe;
+  const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * p);
   const double element = workload::bytes_per_element(w.precision);
   std::vector<double> layer_parameters;
   for (const workload::Tensor& t : w.tensors) {
@@ -65,13 +69,26 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
 }
 
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
-                             const SchemeConfig& scheme) {
+                             const SchemeConfig& scheme, bool every_micro_batch) {
   const cluster::Cluster cluster = cluster::build_cluster(spec);
   const RankLayout layout(scheme.parallel, spec.workers);
   ComposedRun run;
   run.layout = &layout;
-  run.programs = build_stage_programs(w, spec, scheme, layout);
   const int p = layout.size(ParallelDimension::Pipeline);
+  // The costs read micro-batch 0's passes and the last micro-batch's backward; the micro-batches
+  // between are alike. Programs of m' = min(m, 2p) micro-batches (a multiple of p, as interleaving
+  // needs) have the same, at a cost that does not grow with m; the transfers of every
+  // micro-batch are then counted m / m' times (tests/scheme/composed_test.cpp: equal to the
+  // programs of all m).
+  const int m = micro_batches(scheme.parallel, spec.workers, w.batch_per_worker);
+  const int kept = every_micro_batch ? m : std::min(m, 2 * p);
+  SchemeConfig reduced = scheme;
+  if (kept < m) {
+    reduced.parallel.global_batch =
+        static_cast<int64_t>(data_parallel_degree(scheme.parallel, spec.workers)) * w.batch_per_worker * kept;
+  }
+  run.programs = build_stage_programs(w, spec, reduced, layout);
+  const double repeat = static_cast<double>(m) / kept;
   run.one_per_stage = true;
   run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
   for (int s = 0; s < p; ++s) {
@@ -83,11 +100,12 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
   const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true);
 
   ComposedCosts costs;
-  costs.micro_batches = run.programs.front().micro_batches;
+  costs.micro_batches = m;
   costs.link_bytes.assign(cluster.links.size(), 0.0);
   costs.link_bw.reserve(cluster.links.size());
   for (const cluster::Link link : cluster.links) costs.link_bw.push_back(link.bw);
   costs.links = cluster.links;
+  std::vector<double> per_micro_batch(cluster.links.size(), 0.0);  // what the kept micro-batches' ops carry
   for (int s = 0; s < p; ++s) {
     const StageProgram& program = run.programs[static_cast<size_t>(s)];
     const std::vector<workload::Op>& ops = program.ops.ops;
@@ -122,6 +140,14 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       return g.all_reduce;  // not reached: messages are the pipeline's
     };
+    // A program repeats a few collectives (a plan and a size) many times: each is timed once, and
+    // its bytes put on the links once with its count.
+    struct Repeated {
+      CollectiveTerms terms;
+      double time = 0;
+      int in_step = 0, in_micro_batches = 0;
+    };
+    std::map<std::pair<const CollectivePlan*, double>, Repeated> repeated;
     std::vector<double> time_of(ops.size(), 0.0);
     for (size_t op = 0; op < ops.size(); ++op) {
       if (!program.is_comm(static_cast<int>(op))) {
@@ -132,8 +158,18 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       if (c.kind == CommKind::Recv) continue;  // the sender's op carries the message
       CollectiveTerms terms;
       const CollectivePlan& plan = plan_of(c, terms);
-      time_of[op] = collective_cost(cluster, plan, terms).time(c.bytes);
-      add_link_bytes(plan, c.bytes, terms, costs.link_bytes);
+      auto [it, fresh] = repeated.try_emplace({&plan, c.bytes});
+      if (fresh) {
+        it->second.terms = terms;
+        it->second.time = collective_cost(cluster, plan, terms).time(c.bytes);
+      }
+      time_of[op] = it->second.time;
+      ++(program.pass_of_op[op] == ProgramPass::Step ? it->second.in_step : it->second.in_micro_batches);
+    }
+    for (const auto& [key, r] : repeated) {
+      if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step, r.terms, costs.link_bytes);
+      if (r.in_micro_batches > 0)
+        add_link_bytes(*key.first, key.second * r.in_micro_batches, r.terms, per_micro_batch);
     }
 
     StageCost cost;
@@ -256,6 +292,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     }
     costs.stages.push_back(std::move(cost));
   }
+  for (size_t l = 0; l < costs.link_bytes.size(); ++l) costs.link_bytes[l] += repeat * per_micro_batch[l];
   for (uint32_t l : cluster.nic_up) costs.bytes_sent += costs.link_bytes[l];
   for (uint32_t l : cluster.bus_up) costs.bytes_sent += costs.link_bytes[l];
   return costs;

@@ -198,21 +198,23 @@ namespace {
 class ProgramBuilder {
  public:
   ProgramBuilder(const Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme,
-                 const RankLayout& layout, int stage, const std::vector<std::vector<int>>& chunks)
+                 const RankLayout& layout, int stage, const std::vector<std::vector<int>>& chunks,
+                 const std::vector<LayerInfo>& layers, const std::vector<FsdpUnit>& units)
       : w_(w),
         spec_(spec),
         scheme_(scheme),
         layout_(layout),
         stage_(stage),
         chunks_(chunks),
-        layers_(layers_of(w)),
+        layers_(layers),
         t_(scheme.parallel.tensor),
         c_(scheme.parallel.context),
         p_(scheme.parallel.pipeline),
         v_(scheme.parallel.virtual_stages),
         m_(micro_batches(scheme.parallel, layout.workers(), w.batch_per_worker)),
         sequence_(scheme.parallel.sequence && t_ > 1),
-        split_(t_ > 1 || c_ > 1) {
+        split_(t_ > 1 || c_ > 1),
+        units_(units) {
     program_.stage = stage;
     program_.ops.name = fmt::format("{} stage {}", w.name, stage);
     program_.ops.batch_per_worker = w.batch_per_worker;
@@ -242,7 +244,6 @@ class ProgramBuilder {
       }
     }
     unit_of_layer_.assign(layers_.size(), kNone);
-    units_ = fsdp_units(w, scheme.fsdp.unit_blocks);
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       for (int t : units_[static_cast<size_t>(u)].tensors) {
         const int consumer = w.tensors[static_cast<size_t>(t)].consumers.front();
@@ -750,7 +751,7 @@ class ProgramBuilder {
   const RankLayout& layout_;
   const int stage_;
   const std::vector<std::vector<int>>& chunks_;
-  const std::vector<LayerInfo> layers_;
+  const std::vector<LayerInfo>& layers_;  // the workload's, shared by every stage's builder
   const int t_, c_, p_, v_, m_;
   const bool sequence_;  // sequence parallelism in effect
   const bool split_;     // layers split over a tensor or context group
@@ -758,7 +759,7 @@ class ProgramBuilder {
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
   // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
   static constexpr int kGatherStream = 0, kReduceStream = 1;
-  std::vector<FsdpUnit> units_;
+  const std::vector<FsdpUnit>& units_;  // the workload's FSDP units, likewise
   std::vector<int> unit_of_layer_;
   bool gather_forward_ = false, gather_backward_ = false, reduce_every_micro_batch_ = false;
   std::vector<int> reductions_;   // FSDP's reduce-scatters, all micro-batches
@@ -776,9 +777,11 @@ class ProgramBuilder {
 std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster::ClusterSpec& spec,
                                                const SchemeConfig& scheme, const RankLayout& layout) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
+  const std::vector<LayerInfo> layers = layers_of(w);
+  const std::vector<FsdpUnit> units = fsdp_units(w, scheme.fsdp.unit_blocks);
   std::vector<StageProgram> programs;
   for (int s = 0; s < scheme.parallel.pipeline; ++s) {
-    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks).build());
+    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units).build());
   }
   return programs;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -650,61 +651,72 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
   }
 }
 
-/// The parallel layout's rules with the cluster (training.parallel.*, training.pipeline.*).
-void check_layout(const ClusterSpec& c, const SchemeConfig& s) {
+Error broken_rule(std::string_view key, const std::string& message) {
+  return Error({"", 0, std::string(key)}, message);
+}
+
+/// The parallel layout's rules with the cluster (training.parallel.*, training.pipeline.*): the
+/// first one broken, nullopt when all hold. Formats a message only for a broken rule.
+std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeConfig& s) {
   const ParallelConfig& par = s.parallel;
   const int v = par.virtual_stages;
   if (v > 1 && s.pipeline.schedule != PipelineSchedule::Interleaved) {
-    fail("training.parallel.virtual_stages",
-         fmt::format("{} chunks per stage need training.pipeline.schedule: interleaved", v));
+    return broken_rule("training.parallel.virtual_stages",
+                       fmt::format("{} chunks per stage need training.pipeline.schedule: interleaved", v));
   }
   if (s.pipeline.schedule == PipelineSchedule::Interleaved && (v < 2 || par.pipeline < 2)) {
-    fail("training.pipeline.schedule",
-         fmt::format("interleaved runs v >= 2 model chunks on each of p >= 2 stages "
-                     "(training.parallel.virtual_stages, training.parallel.pipeline), got v = {}, p = {}",
-                     v, par.pipeline));
+    return broken_rule(
+        "training.pipeline.schedule",
+        fmt::format("interleaved runs v >= 2 model chunks on each of p >= 2 stages "
+                    "(training.parallel.virtual_stages, training.parallel.pipeline), got v = {}, p = {}",
+                    v, par.pipeline));
   }
-  if (!par.composed()) return;
+  if (!par.composed()) return std::nullopt;
   const long long model = static_cast<long long>(par.tensor) * par.context * par.pipeline;
   if (c.workers % model != 0) {
     const char* key = par.pipeline > 1  ? "training.parallel.pipeline"
                       : par.context > 1 ? "training.parallel.context"
                                         : "training.parallel.tensor";
-    fail(key, fmt::format("tensor {} x context {} x pipeline {} = {} GPUs per data-parallel replica does not "
-                          "divide the {} workers",
-                          par.tensor, par.context, par.pipeline, model, c.workers));
+    return broken_rule(
+        key, fmt::format("tensor {} x context {} x pipeline {} = {} GPUs per data-parallel replica does not "
+                         "divide the {} workers",
+                         par.tensor, par.context, par.pipeline, model, c.workers));
   }
   switch (s.scheme) {
     case Scheme::ParameterServer:
-      fail("training.scheme",
-           "tensor, context and pipeline parallelism and micro-batches run with allreduce (data-parallel "
-           "all-reduce) or fsdp (sharding: optimizer), not a parameter server");
+      return broken_rule(
+          "training.scheme",
+          "tensor, context and pipeline parallelism and micro-batches run with allreduce (data-parallel "
+          "all-reduce) or fsdp (sharding: optimizer), not a parameter server");
     case Scheme::AllReduce:
       break;
     case Scheme::Fsdp:
       if (s.fsdp.sharding == FsdpSharding::Hybrid) {
-        fail("training.fsdp.sharding",
-             "hybrid sharding with tensor, context or pipeline parallelism or micro-batches is not modelled "
-             "yet; full, grad_op and optimizer are (over each stage's data x context ranks)");
+        return broken_rule(
+            "training.fsdp.sharding",
+            "hybrid sharding with tensor, context or pipeline parallelism or micro-batches is not modelled "
+            "yet; full, grad_op and optimizer are (over each stage's data x context ranks)");
       }
       if (s.pipeline.schedule == PipelineSchedule::ZeroBubble && s.fsdp.sharding != FsdpSharding::Optimizer) {
-        fail("training.pipeline.schedule",
-             "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would "
-             "wait for "
-             "its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer");
+        return broken_rule(
+            "training.pipeline.schedule",
+            "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would "
+            "wait for "
+            "its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer");
       }
       break;
   }
   const int gradient_group = static_cast<int>(c.workers / model) * par.context;
   if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
                                      s.allreduce.protocol != CollectiveProtocol::Links)) {
-    fail(
+    return broken_rule(
         "training.allreduce.algorithm",
         fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as rings "
                     "on the links (ring, protocol links): other algorithms and NCCL's protocols are modelled "
                     "over all workers only",
                     gradient_group, c.workers));
   }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -714,7 +726,7 @@ void validate(const ClusterSpec& cluster, const SchemeConfig& scheme) {
   check_cluster_values(cluster);
   check_scheme_values(scheme);
   check_rules(cluster, scheme);
-  check_layout(cluster, scheme);
+  if (std::optional<Error> broken = cluster_layout_problem(cluster, scheme)) throw *broken;
 }
 
 void validate(const workload::Workload& workload, const ClusterSpec& cluster, const SchemeConfig& scheme) {
@@ -740,59 +752,69 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
 
 void validate_custom_topology(const cluster::CustomTopologySpec& custom) { check_custom(custom); }
 
-void check_layout(const workload::Workload& w, const ClusterSpec& c, const SchemeConfig& s) {
+namespace {
+
+/// check_layout's rules with the workload: the first one broken, nullopt when all hold.
+std::optional<Error> workload_layout_problem(const workload::Workload& w, const ClusterSpec& c,
+                                             const SchemeConfig& s) {
   const ParallelConfig& par = s.parallel;
   if (!w.facts.transformer) {
-    fail("workload.model",
-         fmt::format("tensor, context and pipeline parallelism and micro-batches split a transformer decoder "
-                     "by its blocks; workload '{}' is not one (give a zoo decoder or workload.transformer)",
-                     w.name));
+    return broken_rule(
+        "workload.model",
+        fmt::format("tensor, context and pipeline parallelism and micro-batches split a transformer decoder "
+                    "by its blocks; workload '{}' is not one (give a zoo decoder or workload.transformer)",
+                    w.name));
   }
   // The stage programs split one forward and one backward op per layer (zoo::to_workload's).
   std::vector<int> forward, backward;
   for (const workload::Op& op : w.ops) {
     if (op.layer < 0 || op.lane != 0) {
-      fail("workload.model", fmt::format("a parallel layout needs a zoo decoder's ops (one forward and one "
-                                         "backward op per layer); op '{}' is not one",
-                                         op.name));
+      return broken_rule("workload.model",
+                         fmt::format("a parallel layout needs a zoo decoder's ops (one forward and one "
+                                     "backward op per layer); op '{}' is not one",
+                                     op.name));
     }
     std::vector<int>& count = op.kind == workload::OpKind::Backward ? backward : forward;
     if (count.size() <= static_cast<size_t>(op.layer)) count.resize(static_cast<size_t>(op.layer) + 1, 0);
     count[static_cast<size_t>(op.layer)]++;
   }
   if (forward != backward || std::any_of(forward.begin(), forward.end(), [](int n) { return n != 1; })) {
-    fail("workload.model",
-         "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
+    return broken_rule(
+        "workload.model",
+        "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
   }
   const workload::TransformerShape& shape = *w.facts.transformer;
   const int t = par.tensor;
   if (shape.heads % t != 0 || shape.kv_heads % t != 0) {
-    fail("training.parallel.tensor",
-         fmt::format(
-             "{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
-             shape.heads, shape.kv_heads));
+    return broken_rule(
+        "training.parallel.tensor",
+        fmt::format(
+            "{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
+            shape.heads, shape.kv_heads));
   }
   if (par.context > 1 && shape.seq_len % (2 * par.context) != 0) {
-    fail("training.parallel.context",
-         fmt::format("context parallelism cuts the sequence into 2c = {} chunks (causal load balance), but "
-                     "workload.seq_len = {} does not divide by {}",
-                     2 * par.context, shape.seq_len, 2 * par.context));
+    return broken_rule(
+        "training.parallel.context",
+        fmt::format("context parallelism cuts the sequence into 2c = {} chunks (causal load balance), but "
+                    "workload.seq_len = {} does not divide by {}",
+                    2 * par.context, shape.seq_len, 2 * par.context));
   }
   const int d = data_parallel_degree(par, c.workers);
   const int64_t per_step = static_cast<int64_t>(d) * w.batch_per_worker;
   if (par.global_batch > 0 && par.global_batch % per_step != 0) {
-    fail("workload.global_batch",
-         fmt::format(
-             "{} sequences do not divide into micro-batches of {} over {} data-parallel replica{} ({} a "
-             "round)",
-             par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
+    return broken_rule(
+        "workload.global_batch",
+        fmt::format(
+            "{} sequences do not divide into micro-batches of {} over {} data-parallel replica{} ({} a "
+            "round)",
+            par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
   }
   const int64_t m = par.global_batch > 0 ? par.global_batch / per_step : 1;
   constexpr int64_t kMaxMicroBatches = 1 << 16;
   if (m > kMaxMicroBatches) {
-    fail("workload.global_batch",
-         fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)", m,
-                     kMaxMicroBatches));
+    return broken_rule("workload.global_batch",
+                       fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)",
+                                   m, kMaxMicroBatches));
   }
   const int p = par.pipeline;
   if (p > 1) {
@@ -802,39 +824,60 @@ void check_layout(const workload::Workload& w, const ClusterSpec& c, const Schem
       case PipelineSchedule::OneFOneB:
       case PipelineSchedule::ZeroBubble:
         if (m < p) {
-          fail("workload.global_batch",
-               fmt::format(
-                   "{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
-                   "replicas of micro-batch {}); give at least {} sequences",
-                   s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
-                   par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
+          return broken_rule(
+              "workload.global_batch",
+              fmt::format(
+                  "{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
+                  "replicas of micro-batch {}); give at least {} sequences",
+                  s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
+                  par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
         }
         break;
       case PipelineSchedule::Interleaved:
         if (m % p != 0) {
           // Megatron-LM's interleaved schedule runs micro-batches in groups of p (with fewer the
           // order it writes can wait on itself).
-          fail("workload.global_batch",
-               fmt::format(
-                   "the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
-                   "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
-                   p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
-                   w.batch_per_worker, p * per_step));
+          return broken_rule(
+              "workload.global_batch",
+              fmt::format(
+                  "the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
+                  "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
+                  p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
+                  w.batch_per_worker, p * per_step));
         }
         break;
     }
   }
   // Blocks enough for the chunks (and a layers_per_stage that adds up): the split throws.
-  (void)chunk_layers(w, s);
+  try {
+    (void)chunk_layers(w, s);
+  } catch (const Error& e) {
+    return e;
+  }
   // The programs' size: m micro-batches through every layer, a few ops each.
   const double ops = static_cast<double>(m) * static_cast<double>(w.ops.size()) * (par.context + 4.0);
   if (ops > 1 << 26) {
-    fail("workload.global_batch",
-         fmt::format(
-             "{} micro-batches over {} layers make about {:.3g} ops a step; at most {:.3g} (take a larger "
-             "workload.micro_batch)",
-             m, w.ops.size() / 2, ops, static_cast<double>(1 << 26)));
+    return broken_rule(
+        "workload.global_batch",
+        fmt::format(
+            "{} micro-batches over {} layers make about {:.3g} ops a step; at most {:.3g} (take a larger "
+            "workload.micro_batch)",
+            m, w.ops.size() / 2, ops, static_cast<double>(1 << 26)));
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_layout(const workload::Workload& w, const ClusterSpec& c, const SchemeConfig& s) {
+  if (std::optional<Error> broken = workload_layout_problem(w, c, s)) throw *broken;
+}
+
+std::optional<Error> layout_problem(const workload::Workload& workload, const ClusterSpec& cluster,
+                                    const SchemeConfig& scheme) {
+  if (std::optional<Error> broken = cluster_layout_problem(cluster, scheme)) return broken;
+  if (!scheme.parallel.composed()) return std::nullopt;
+  return workload_layout_problem(workload, cluster, scheme);
 }
 
 }  // namespace stepcast::scheme

@@ -3,9 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::sweep {
 namespace {
@@ -17,6 +24,24 @@ std::string resolved_value(const scenario::Scenario& s, const std::string& key) 
   return "";
 }
 
+// "400Gbps:0.3": the value and its own cost (money per GPU-hour added to cluster.cost.gpu_hour
+// when it is chosen); a value without a ':' and a number after the last one has none.
+std::pair<std::string, std::optional<double>> split_cost(const std::string& value) {
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string::npos || colon == 0) return {value, std::nullopt};
+  const std::string number = value.substr(colon + 1);
+  double cost = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), cost);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size())
+    return {value, std::nullopt};
+  if (!(std::isfinite(cost) && cost >= 0 && cost <= limits::kMaxGpuHour)) {
+    throw Error({"", 0, "--vary"},
+                fmt::format("'{}': expected a cost per GPU-hour in [0, {:g}] after the ':', got '{}'", value,
+                            limits::kMaxGpuHour, number));
+  }
+  return {value.substr(0, colon), cost};
+}
+
 }  // namespace
 
 report::Advice advise(const AdviseRequest& request) {
@@ -24,7 +49,8 @@ report::Advice advise(const AdviseRequest& request) {
   // used to read as "no target" and the message named the wrong flag).
   const double efficiency = request.target_efficiency, throughput = request.target_throughput;
   if (efficiency != 0 && !(efficiency > 0 && efficiency <= 1)) {
-    throw Error({"", 0, "--target-efficiency"}, fmt::format("expected a fraction in (0, 1], got {}", efficiency));
+    throw Error({"", 0, "--target-efficiency"},
+                fmt::format("expected a fraction in (0, 1], got {}", efficiency));
   }
   if (throughput != 0 && !(throughput > 0 && std::isfinite(throughput))) {
     throw Error({"", 0, "--target-throughput"},
@@ -39,18 +65,33 @@ report::Advice advise(const AdviseRequest& request) {
     throw Error({"", 0, "--vary"}, "nothing to choose from: give at least one --vary KEY=V1,V2,...");
   }
   if (request.sweep.workers.size() > 1) {
-    throw Error({"", 0, "--workers"}, "the advisor predicts at one worker count; vary cluster.workers instead");
+    throw Error({"", 0, "--workers"},
+                "the advisor predicts at one worker count; vary cluster.workers instead");
+  }
+
+  // Per-value costs ("--vary KEY=V1:COST1,V2:COST2"): the values without them, and each value's
+  // cost per GPU-hour (0 where not given) once any is given.
+  std::vector<Axis> axes = request.sweep.axes;
+  std::vector<std::vector<double>> value_costs(axes.size());
+  bool per_value = false;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    for (std::string& value : axes[k].values) {
+      auto [plain, cost] = split_cost(value);
+      per_value = per_value || cost.has_value();
+      value_costs[k].push_back(cost.value_or(0));
+      value = std::move(plain);
+    }
   }
 
   // Two runs, each split over the MPI ranks when request.sweep.distribute: the grid, then the
   // scenario as given with every single change from it. Only rank 0 gets their predictions.
   report::Advice a;
   Request grid_request = request.sweep;
+  grid_request.axes = axes;
   grid_request.record_trace = false;
   grid_request.configs.clear();
   report::Sweep s = run(grid_request);
 
-  const std::vector<Axis>& axes = request.sweep.axes;
   const scenario::Scenario base = load_scenario(request.sweep, request.sweep.overrides);
   struct Candidate {
     std::string key, current, value;
@@ -79,36 +120,76 @@ report::Advice advise(const AdviseRequest& request) {
       const auto& vals = axes[k].values;
       p.cost += static_cast<int>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
     }
-    p.meets = by_efficiency ? p.result.efficiency >= request.target_efficiency
-                            : p.result.throughput >= request.target_throughput;
+    if (per_value) {
+      // Its price: the scenario's per GPU-hour and its values' own costs.
+      predict::Options priced;
+      priced.cost = {p.result.cost.gpu_hour, base.options.cost.currency};  // the point's own, 0 when none
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const auto& vals = axes[k].values;
+        const auto at =
+            static_cast<size_t>(std::find(vals.begin(), vals.end(), p.config[k].value) - vals.begin());
+        priced.cost.gpu_hour += value_costs[k][at];
+      }
+      predict::account_cost(p.result, priced);
+    }
+    // A configuration that does not fit in GPU memory cannot run: it meets no target.
+    p.meets = p.result.memory.fits() && (by_efficiency ? p.result.efficiency >= request.target_efficiency
+                                                       : p.result.throughput >= request.target_throughput);
     a.grid.push_back(std::move(p));
   }
   for (size_t i = 0; i < a.grid.size(); ++i) {
-    if (a.grid[i].result.throughput > a.grid[a.best_point].result.throughput) a.best_point = i;
+    if (!a.grid[i].result.memory.fits()) continue;
+    if (!a.best_point || a.grid[i].result.throughput > a.grid[*a.best_point].result.throughput)
+      a.best_point = i;
   }
-  // Cheapest that meets the target: least cost, then most throughput; equal on both is a tie.
+  // Money when every point has a price (cluster.cost.gpu_hour): the job's cost when every point
+  // has a job, else per million tokens for language models, else per thousand samples; the same
+  // measure on every point, so that they compare.
+  const auto priced = [&](auto has) { return std::all_of(a.grid.begin(), a.grid.end(), has); };
+  if (!a.grid.empty() &&
+      (per_value || priced([](const report::GridPoint& p) { return p.result.cost.gpu_hour > 0; }))) {
+    a.currency = base.options.cost.currency;
+    if (priced([](const report::GridPoint& p) { return p.result.job.time > 0; })) {
+      a.minimised = "cost to train the job";
+      for (auto& p : a.grid) p.money = p.result.cost.job;
+    } else if (priced([](const report::GridPoint& p) { return p.result.tokens.tokens_per_s > 0; })) {
+      a.minimised = "cost per million tokens";
+      for (auto& p : a.grid) p.money = p.result.cost.per_million_tokens;
+    } else {
+      a.minimised = "cost per thousand samples";
+      for (auto& p : a.grid) {
+        const predict::Result& r = p.result;
+        p.money = r.throughput > 0 ? r.cost.per_step / (r.throughput * r.step_time) * 1000 : 0;
+      }
+    }
+  } else {
+    a.minimised = "steps up the --vary lists";
+  }
+  // Cheapest that meets the target: least money (with costs), then least cost (steps up the
+  // lists), then most throughput; equal on all is a tie.
+  const auto key = [](const report::GridPoint& p) {
+    return std::tuple(p.money, p.cost, -p.result.throughput);
+  };
   for (size_t i = 0; i < a.grid.size(); ++i) {
     if (!a.grid[i].meets) continue;
-    if (a.cheapest.empty()) {
-      a.cheapest.push_back(i);
-      continue;
-    }
-    const report::GridPoint& best = a.grid[a.cheapest.front()];
-    const report::GridPoint& p = a.grid[i];
-    if (p.cost < best.cost || (p.cost == best.cost && p.result.throughput > best.result.throughput)) {
+    if (a.cheapest.empty() || key(a.grid[i]) < key(a.grid[a.cheapest.front()])) {
       a.cheapest = {i};
-    } else if (p.cost == best.cost && p.result.throughput == best.result.throughput) {
+    } else if (key(a.grid[i]) == key(a.grid[a.cheapest.front()])) {
       a.cheapest.push_back(i);
     }
   }
 
   // One change from the scenario as given: each varied key to each of its other values.
   for (size_t i = 0; i < candidates.size(); ++i) {
-    report::Change c{candidates[i].key, candidates[i].current, candidates[i].value,
-                     std::move(changed.predictions[i + 1]), 0, 0};
+    report::Change c{candidates[i].key,
+                     candidates[i].current,
+                     candidates[i].value,
+                     std::move(changed.predictions[i + 1]),
+                     0,
+                     0};
     c.gain = c.result.throughput - a.base.throughput;
     c.gain_fraction = a.base.throughput > 0 ? c.gain / a.base.throughput : 0;
-    if (!(c.gain > 0)) continue;
+    if (!(c.gain > 0) || !c.result.memory.fits()) continue;
     if (a.best_changes.empty() || c.gain > a.best_changes.front().gain) {
       a.best_changes = {std::move(c)};
     } else if (c.gain == a.best_changes.front().gain) {

@@ -150,6 +150,12 @@ void fields(IO& io, R& r) {
   f(r.job.throughput);
   f(r.job.epochs);
   f(r.job.epoch_time);
+  f(r.job.tokens);
+  f(r.cost.gpu_hour);
+  f(r.cost.currency);
+  f(r.cost.per_step);
+  f(r.cost.per_million_tokens);
+  f(r.cost.job);
   f(r.mode);
   f(r.gpu_busy_fraction);
   f(r.memory.known);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -116,6 +117,76 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   }
   fmt::print("worst {:.2f}%, {} beyond the bound\n", 100 * worst, beyond);
   EXPECT_EQ(beyond, 0);
+}
+
+TEST(ComposedPredictors, CoarseCostsOfTwoPMicroBatchesAreThoseOfAll) {
+  // composed_costs builds min(m, 2p) micro-batches' programs: the first micro-batch's passes and
+  // the last one's backward are the same as among all m, and the links carry m / m' times the
+  // kept micro-batches' bytes. Four times each random layout's micro-batches, so that it keeps
+  // fewer than it has.
+  auto near = [](double a, double b) {
+    return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Layout l = random_layout(seed);
+    l.scheme.parallel.global_batch *= 4;
+    const scheme::ComposedCosts kept = scheme::composed_costs(l.workload, l.cluster, l.scheme);
+    const scheme::ComposedCosts all = scheme::composed_costs(l.workload, l.cluster, l.scheme, true);
+    ASSERT_EQ(kept.micro_batches, all.micro_batches) << l.label;
+    ASSERT_EQ(kept.stages.size(), all.stages.size()) << l.label;
+    for (size_t s = 0; s < all.stages.size(); ++s) {
+      const scheme::StageCost &a = kept.stages[s], &b = all.stages[s];
+      for (auto [x, y] : {std::pair{a.forward, b.forward},
+                          {a.backward, b.backward},
+                          {a.weight, b.weight},
+                          {a.compute, b.compute},
+                          {a.tensor_exposed, b.tensor_exposed},
+                          {a.context_exposed, b.context_exposed},
+                          {a.data_exposed, b.data_exposed},
+                          {a.data_per_micro_batch, b.data_per_micro_batch},
+                          {a.message, b.message},
+                          {a.last_backward, b.last_backward},
+                          {a.optimizer, b.optimizer}}) {
+        EXPECT_TRUE(near(x, y)) << l.label << " stage " << s << ": " << x << " vs " << y;
+      }
+      EXPECT_EQ(a.reductions, b.reductions) << l.label;
+      EXPECT_EQ(a.ready_before_end, b.ready_before_end) << l.label;
+      EXPECT_EQ(a.gathers, b.gathers) << l.label;
+    }
+    ASSERT_EQ(kept.link_bytes.size(), all.link_bytes.size());
+    for (size_t k = 0; k < all.link_bytes.size(); ++k) {
+      EXPECT_TRUE(near(kept.link_bytes[k], all.link_bytes[k])) << l.label << " link " << k;
+    }
+    EXPECT_TRUE(near(kept.bytes_sent, all.bytes_sent)) << l.label;
+  }
+}
+
+TEST(ComposedPredictors, ActivationsHeldPeakWithinTwoPMicroBatches) {
+  // stage_footprints lists the passes of min(m, 2p) micro-batches (all of them under gpipe): what
+  // each stage holds at its peak, in blocks and the head, is what all m give.
+  auto peak = [](const scheme::StageFootprint& f) {
+    const auto chunks = static_cast<int>(f.chunk_blocks.size());
+    double held = 0, most = 0;
+    for (const auto& [chunk, sign] : f.activations) {
+      // The head counts as a large block, so that a peak with it differs from one without.
+      held += sign *
+              (f.chunk_blocks[static_cast<size_t>(chunk)] + (f.head && chunk == chunks - 1 ? 1000.5 : 0.0));
+      most = std::max(most, held);
+    }
+    return most;
+  };
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Layout l = random_layout(seed);
+    l.scheme.parallel.global_batch *= 4;
+    const auto kept = scheme::stage_footprints(l.workload, l.scheme, l.cluster.workers);
+    const auto all = scheme::stage_footprints(l.workload, l.scheme, l.cluster.workers, true);
+    ASSERT_EQ(kept.size(), all.size());
+    for (size_t s = 0; s < all.size(); ++s) {
+      EXPECT_EQ(peak(kept[s]), peak(all[s])) << l.label << " stage " << s;
+      EXPECT_EQ(kept[s].parameters, all[s].parameters);
+      EXPECT_EQ(kept[s].chunk_blocks, all[s].chunk_blocks);
+    }
+  }
 }
 
 TEST(ComposedPredictors, OneFOneBFirstStageHoldsPMicroBatchesOfActivations) {

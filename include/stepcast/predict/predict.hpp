@@ -45,9 +45,14 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
 /// throughput, and the saturation point N* of a parameter server.
 [[nodiscard]] Result predict_analytic(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                                       const scheme::SchemeConfig& scheme, const Options& options);
-/// Fills result.job from options.job (start-up I/O, steps, job time); leaves it empty when
-/// options.job.samples is 0. predict() calls it for every predictor.
-void account_job(Result& result, const workload::Workload& workload, const Options& options);
+/// Fills result.job from options.job (start-up I/O, steps of the scheme's batch, job time; the
+/// samples are options.job.tokens / the workload's tokens per sample when tokens are given);
+/// leaves it empty without samples or tokens. predict() calls it for every predictor.
+void account_job(Result& result, const workload::Workload& workload, const scheme::SchemeConfig& scheme,
+                 const Options& options);
+/// Fills result.cost from options.cost and result.step_time, .tokens and .job (call it after
+/// account_job and account_model); leaves it empty when options.cost.gpu_hour is 0.
+void account_cost(Result& result, const Options& options);
 /// Fills result.memory and result.tokens from the workload's ModelFacts, the cluster's GPU
 /// (memory, peak FLOP/s) and the scheme's sharding; every predictor's Result gets them.
 void account_model(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster,

@@ -33,7 +33,18 @@ struct JobOptions {
   StartupIo io = StartupIo::Parallel;
   double startup_fixed = 0;  ///< s of start-up besides reading (process launch, init)
   double epochs = 0;         ///< epochs `samples` makes (job.epochs), for the per-epoch time; 0: not given
+  /// Tokens to train (workload.tokens), for language models: the job is tokens / the workload's
+  /// tokens per sample samples, and `samples` is then 0. 0: not given.
+  double tokens = 0;
   bool operator==(const JobOptions&) const = default;
+};
+
+/// Money (cluster.cost.*): what one GPU costs an hour, in the scenario's currency. Off when
+/// gpu_hour is 0.
+struct CostOptions {
+  double gpu_hour = 0;   ///< money per GPU per hour (cluster.cost.gpu_hour); 0: no costs
+  std::string currency;  ///< as written after the amount ("USD"); "" when the scenario names none
+  bool operator==(const CostOptions&) const = default;
 };
 
 struct Options {
@@ -62,6 +73,7 @@ struct Options {
   /// false forces the full event-by-event engine.
   bool fast_paths = true;
   JobOptions job{};
+  CostOptions cost{};
   /// With record_trace: the workers and steps the trace keeps (predict --trace-workers, --trace-steps).
   sim::TraceSelection trace_selection{};
   /// The busiest links Result::links keeps (fine); 0 keeps every link that carried bytes
@@ -151,7 +163,21 @@ struct Job {
   double throughput = 0;    ///< samples/s over the whole job, start-up included
   double epochs = 0;        ///< as given (JobOptions::epochs); 0: not given
   double epoch_time = 0;    ///< s of steps per epoch (start-up excluded); 0 without epochs
+  double tokens = 0;        ///< tokens asked for (JobOptions::tokens); 0: the job was given in samples
   bool operator==(const Job&) const = default;
+};
+
+/// What the prediction costs (Options::cost): GPUs x money per GPU-hour x time. gpu_hour == 0: off.
+/// Units: the scenario's currency (`currency`, "" when unnamed).
+struct Cost {
+  double gpu_hour = 0;  ///< money per GPU per hour, as given
+  std::string currency;
+  double per_step = 0;  ///< workers x gpu_hour x step_time / 3600
+  /// per_step x 1e6 / the tokens of one step (workers x batch x tokens per sample); 0 for
+  /// workloads without tokens
+  double per_million_tokens = 0;
+  double job = 0;  ///< workers x gpu_hour x Job::time / 3600 (start-up included); 0 without a job
+  bool operator==(const Cost&) const = default;
 };
 
 /// What the step waits on, for programs (Result::bottleneck says it in words).
@@ -249,6 +275,7 @@ struct Result {
   /// Options::compute_cv_auto the value taken from the workload's per-step samples.
   double compute_cv = 0;
   Job job{};
+  Cost cost{};
   /// From a profile: "replay" (the trace's measured collectives, at its own worker count) or
   /// "extrapolated" (simulated collectives); "" for other workloads.
   std::string mode{};

@@ -90,6 +90,23 @@ struct ResolvedKey {
   bool operator==(const ResolvedKey&) const = default;
 };
 
+/// What `stepcast plan` searches beyond or short of its default space (plan.*): keys of
+/// plan_keys(), each at most once in one list.
+struct PlanSpec {
+  std::vector<std::string> vary;   ///< plan.vary: keys searched too (those not searched by default)
+  std::vector<std::string> fixed;  ///< plan.fixed: keys held at the scenario's value
+  bool operator==(const PlanSpec&) const = default;
+};
+
+/// A key `stepcast plan` can search, and the values it tries (in words, for docs and messages).
+struct PlanKey {
+  std::string_view key;
+  bool by_default = true;  ///< searched unless plan.fixed names it; false: only when plan.vary does
+  std::string_view values;
+};
+/// Every key plan.vary and plan.fixed may name, in the order plan varies them.
+[[nodiscard]] const std::vector<PlanKey>& plan_keys();
+
 struct Scenario {
   std::string file;         ///< where it was read from ("" for text)
   std::string name;         ///< `name:` key, else the file stem
@@ -98,6 +115,7 @@ struct Scenario {
   cluster::ClusterSpec cluster;
   scheme::SchemeConfig scheme;
   predict::Options options;
+  PlanSpec plan;
   bool operator==(const Scenario&) const = default;
 };
 
@@ -137,6 +155,14 @@ void check_consistency(const Scenario& scenario, const std::string& key = "clust
 /// The model of a scenario without a profile: the zoo model (rebuilt at workload.seq_len for a
 /// decoder), or the decoder of workload.transformer. Throws Error naming the file and key.
 [[nodiscard]] zoo::ModelSpec model_of(const Scenario& scenario);
+
+/// The scenario at another micro-batch (sequences per micro-batch, workload.micro_batch) and
+/// activation checkpointing, its compute time re-derived from the model's FLOPs as the loader
+/// derives it (`stepcast plan` tries each). Throws Error (key workload.compute_efficiency) when
+/// the compute time does not come from FLOPs (a measured step time, a throughput, a profile or
+/// layer times hold for their own batch and recomputation) and either changes.
+[[nodiscard]] Scenario with_micro_batch(const Scenario& scenario, int micro_batch,
+                                        workload::ActivationCheckpointing checkpointing);
 
 /// Where the compute time comes from, in words with its numbers ("measured: 1.2 s per step of one
 /// worker (workload.step_time)", "180 TFLOP/s per GPU (workload.achieved_flops): 1.9 s per step").

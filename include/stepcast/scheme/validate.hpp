@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -49,6 +51,16 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
 /// blocks for every model chunk. Throws Error naming the key.
 void check_layout(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
                   const SchemeConfig& scheme);
+
+/// Every rule of a parallel layout, with the cluster (the degrees divide the workers, the schedule
+/// and v agree, the scheme runs inside a layout, the data-parallel groups' algorithm) and with the
+/// workload (check_layout's): the first one broken, as the Error validate() would throw (same key
+/// and message), or nullopt when all hold. Does not throw, and formats a message only for a broken
+/// rule, so a caller testing many layouts (`stepcast plan`) asks the same rules as validation at
+/// little cost. The single values must be in range (validate() checks them first).
+[[nodiscard]] std::optional<Error> layout_problem(const workload::Workload& workload,
+                                                  const cluster::ClusterSpec& cluster,
+                                                  const SchemeConfig& scheme);
 
 /// The rules of a custom topology (cluster.custom): known, distinct switches, one link per node
 /// and no node left out, every switch reachable from every other. Throws Error (key

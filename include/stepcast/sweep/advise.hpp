@@ -26,8 +26,11 @@ struct AdviseRequest {
   double target_throughput = 0;  ///< samples/s; 0: not a target
 };
 
-/// Runs the grid at the request's worker count and answers. Throws Error (key "--target-*")
-/// without a target or with one out of range, (key "--vary") without a varied key, and (key
+/// Runs the grid at the request's worker count and answers. A value "V:COST" of an axis (COST a
+/// number after the last ':') is V with its own cost: COST per GPU-hour added to the point's
+/// cluster.cost.gpu_hour where V is chosen, so that each point has a price and cheapest means least
+/// money (report::Advice::minimised). Throws Error (key "--target-*") without a target or with one
+/// out of range, (key "--vary") without a varied key or with a negative COST, and (key
 /// "--workers") for more than one worker count (vary cluster.workers instead). With
 /// request.sweep.distribute the grid and the single changes are split over the MPI ranks (run());
 /// rank 0 gets the answer, the same as a serial run's, and the other ranks an empty Advice.

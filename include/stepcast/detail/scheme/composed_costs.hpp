@@ -60,16 +60,24 @@ struct StageFootprint {
   bool embedding = false;         ///< holds the embedding (stage 0's first chunk)
   bool head = false;              ///< holds the head and the loss (the last stage's last chunk)
   /// Its schedule's passes in order as (chunk, +1 forward or -1 backward): a forward keeps its
-  /// chunk's activations until the backward of the same micro-batch frees them.
+  /// chunk's activations until the backward of the same micro-batch frees them. Under 1f1b,
+  /// interleaved and zero_bubble those of the first min(m, 2p) micro-batches (the peak is in them).
   std::vector<std::pair<int, int>> activations;
 };
 
-/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
+/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Under
+/// 1f1b, interleaved and zero_bubble the passes of min(m, 2p) micro-batches (what a stage holds
+/// peaks within them); every_micro_batch lists all m (for the test that the peaks agree).
 [[nodiscard]] std::vector<StageFootprint> stage_footprints(const workload::Workload& workload,
-                                                           const SchemeConfig& scheme, int workers);
+                                                           const SchemeConfig& scheme, int workers,
+                                                           bool every_micro_batch = false);
 
-/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed().
+/// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Builds the
+/// stage programs of min(m, 2p) micro-batches, whose costs are those of all m (the micro-batches
+/// between the first and the last are alike), so its time does not grow with m;
+/// every_micro_batch builds all m (for the test that the two agree).
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
-                                           const cluster::ClusterSpec& cluster, const SchemeConfig& scheme);
+                                           const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
+                                           bool every_micro_batch = false);
 
 }  // namespace stepcast::scheme

@@ -1,0 +1,114 @@
+// Plan a training job (`stepcast plan`): for a decoder scenario and one or more GPU counts, every
+// parallel layout of the searched keys (tensor, context, pipeline and virtual-stage degrees, the
+// data-parallel scheme and FSDP sharding, micro-batch, activation checkpointing, sequence
+// parallelism, pipeline schedule; scenario::plan_keys, restricted by plan.fixed and extended by
+// plan.vary), each checked by the layout rules validation uses (scheme::layout_problem), then
+// against cluster.gpu_memory (memory before time), the fitting ones predicted by coarse and the
+// top k re-predicted by fine and ranked by tokens/s per GPU. Deterministic: the same answer for
+// any number of threads. Not split over MPI ranks yet (plan() throws under mpirun with > 1 rank).
+//
+//   sweep::PlanRequest r{.scenario = "examples/llama3-70b-plan.yaml", .gpus = {256, 512}};
+//   report::Plan p = sweep::plan(r);
+//   report::write_plan_text(std::cout, p);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/report/plan.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/scheme_config.hpp"
+#include "stepcast/workload/workload.hpp"
+
+namespace stepcast::sweep {
+
+/// One combination of the searched values at one GPU count; d = gpus / (t c p).
+struct Layout {
+  int gpus = 0;
+  int micro_batch = 1;
+  workload::ActivationCheckpointing checkpointing = workload::ActivationCheckpointing::None;
+  int tensor = 1;
+  int context = 1;
+  int pipeline = 1;
+  int virtual_stages = 1;
+  scheme::PipelineSchedule schedule = scheme::PipelineSchedule::OneFOneB;
+  scheme::Scheme scheme = scheme::Scheme::AllReduce;
+  scheme::FsdpSharding sharding = scheme::FsdpSharding::Full;  ///< meaningful with scheme fsdp
+  bool sequence = true;                                        ///< meaningful with t > 1
+  scheme::TensorOverlap overlap = scheme::TensorOverlap::None;
+  auto operator<=>(const Layout&) const = default;
+};
+
+/// The combinations plan considers at `gpus` GPUs, in its order (micro-batch and checkpointing
+/// outermost). Per key, unless plan.fixed holds it at the scenario's value: t, c and p each every
+/// divisor of gpus (their product need not divide: the rules reject it); v 1, and with p >= 2
+/// every v >= 2 that splits the blocks into p v equal chunks (Megatron-LM's rule for
+/// interleaving; the rules alone would allow uneven chunks); the schedule interleaved when v > 1,
+/// else 1f1b, gpipe and zero_bubble when p > 1 and 1f1b alone when p = 1 (one stage: the others
+/// only hold more activations); scheme allreduce, and fsdp with sharding optimizer, grad_op and
+/// full when d c > 1 (with one replica there is nothing to shard); micro-batch 1, 2, 4, 8;
+/// checkpointing none, selective, full; sequence parallelism on and off when t > 1 (the
+/// scenario's value at t = 1, where it does nothing); tensor overlap the scenario's value, or none
+/// and collective when plan.vary names it and t > 1. Throws Error when the scenario is not a
+/// decoder or has no workload.global_batch.
+[[nodiscard]] std::vector<Layout> candidate_layouts(const scenario::Scenario& scenario, int gpus);
+
+/// The scenario with `layout` applied (cluster.workers = gpus, the degrees, scheme, micro-batch
+/// and checkpointing, whose compute time is re-derived: scenario::with_micro_batch). Throws what
+/// with_micro_batch throws.
+[[nodiscard]] scenario::Scenario apply_layout(const scenario::Scenario& scenario, const Layout& layout);
+
+/// The layout's settings on a cluster and scheme already at its micro-batch and checkpointing
+/// (cluster.workers = gpus, the degrees, schedule, scheme and sharding, sequence parallelism and
+/// overlap; pipeline.layers_per_stage dropped when p or v differs from the scheme's): what plan()
+/// does for every layout before asking the rules.
+void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& scheme, const Layout& layout);
+
+/// The layout as `--set` settings (the same keys, in the same order, for every layout).
+[[nodiscard]] report::Config layout_config(const Layout& layout);
+/// "tp4 cp1 pp8 vp12 dp42, fsdp optimizer, mb 1, selective, sp, interleaved".
+[[nodiscard]] std::string layout_label(const Layout& layout);
+
+/// An upper bound on coarse's tokens/s per GPU for a valid layout whose micro-batch and
+/// checkpointing `workload` is, from its compute alone: the step is at least each GPU's share of
+/// the step's compute (coarse's pipeline is at least m times the mean stage's passes, each stage's
+/// compute divided by t c), and under gpipe and 1f1b at least (m + p - 1) / m times that
+/// (sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) x the mean). +inf for zero_bubble, whose length
+/// need not reach the mean stage's. plan() prunes by it (tests: never above coarse).
+[[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout,
+                                  int64_t global_batch);
+
+struct PlanRequest {
+  std::string scenario;                ///< scenario file (with scenario_text, only its name in messages)
+  std::string scenario_text;           ///< YAML text instead of reading `scenario`; "" reads the file
+  std::vector<std::string> overrides;  ///< --set KEY=VALUE
+  std::vector<int> gpus;               ///< GPU counts, each its own search; empty: cluster.workers
+  std::size_t top = 10;                ///< layouts per count re-predicted by fine (>= 1)
+  int jobs = 0;                        ///< threads; 0: all cores
+  /// Skip the coarse prediction of layouts whose bound on tokens/s per GPU (their compute alone,
+  /// and the pipeline's fill and drain under gpipe and 1f1b) is below the k-th best already
+  /// predicted: they cannot reach the top k. false predicts every fitting layout (the test that
+  /// pruning drops no layout of the top k).
+  bool prune = true;
+  /// What the top k are ranked by (fine's values), and which count's best is best of all. The k
+  /// are coarse's k most tokens/s per GPU whatever the rank: at one GPU count the time and cost of
+  /// a job of a given batch rise as tokens/s per GPU falls (same steps, same start-up).
+  report::PlanRank rank_by = report::PlanRank::TokensPerGpu;
+  predict::WarningSink warn;  ///< each distinct warning of fine's, once, one at a time
+};
+
+/// Searches each GPU count (see the header comment). A count where no layout is valid and fits
+/// is an answer without rows (with its closest miss). Throws Error: key --top for top 0, --gpus
+/// for a count the cluster cannot hold, workload.model, workload.profile or
+/// workload.global_batch for a scenario that is not a decoder with a global batch,
+/// workload.compute_efficiency when the micro-batch or recomputation is searched and the compute
+/// time was measured, "mpirun" under more than one MPI rank, --rank-by for time without a job
+/// (workload.tokens or job.samples) or cost without cluster.cost.gpu_hour.
+[[nodiscard]] report::Plan plan(const PlanRequest& request);
+
+}  // namespace stepcast::sweep

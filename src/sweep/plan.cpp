@@ -1,0 +1,576 @@
+#include "stepcast/sweep/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "stepcast/error.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+#include "stepcast/scheme/validate.hpp"
+#include "stepcast/sweep/sweep.hpp"
+
+namespace stepcast::sweep {
+namespace {
+
+using scheme::FsdpSharding;
+using scheme::PipelineSchedule;
+using scheme::Scheme;
+using scheme::TensorOverlap;
+using workload::ActivationCheckpointing;
+
+// The scenario keys' own value names (as --set takes them).
+const char* name(PipelineSchedule v) {
+  switch (v) {
+    case PipelineSchedule::GPipe:
+      return "gpipe";
+    case PipelineSchedule::OneFOneB:
+      return "1f1b";
+    case PipelineSchedule::Interleaved:
+      return "interleaved";
+    case PipelineSchedule::ZeroBubble:
+      return "zero_bubble";
+  }
+  return "?";
+}
+const char* name(Scheme v) {
+  switch (v) {
+    case Scheme::ParameterServer:
+      return "ps";
+    case Scheme::AllReduce:
+      return "allreduce";
+    case Scheme::Fsdp:
+      return "fsdp";
+  }
+  return "?";
+}
+const char* name(FsdpSharding v) {
+  switch (v) {
+    case FsdpSharding::Full:
+      return "full";
+    case FsdpSharding::GradOp:
+      return "grad_op";
+    case FsdpSharding::Optimizer:
+      return "optimizer";
+    case FsdpSharding::Hybrid:
+      return "hybrid";
+  }
+  return "?";
+}
+const char* name(ActivationCheckpointing v) {
+  switch (v) {
+    case ActivationCheckpointing::None:
+      return "none";
+    case ActivationCheckpointing::Selective:
+      return "selective";
+    case ActivationCheckpointing::Full:
+      return "full";
+  }
+  return "?";
+}
+const char* name(TensorOverlap v) {
+  switch (v) {
+    case TensorOverlap::None:
+      return "none";
+    case TensorOverlap::Collective:
+      return "collective";
+  }
+  return "?";
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k) {
+    if (n % k == 0) out.push_back(k);
+  }
+  return out;
+}
+
+bool listed(const std::vector<std::string>& keys, std::string_view key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+/// Whether plan searches `key` for this scenario: by default unless plan.fixed holds it, or
+/// because plan.vary adds it.
+bool searched(const scenario::Scenario& s, std::string_view key) {
+  for (const scenario::PlanKey& k : scenario::plan_keys()) {
+    if (k.key == key) return k.by_default ? !listed(s.plan.fixed, key) : listed(s.plan.vary, key);
+  }
+  return false;
+}
+
+/// The decoder's blocks; throws Error when the scenario has no decoder or no global batch.
+int decoder_blocks(const scenario::Scenario& s) {
+  if (!s.workload.profile.empty()) {
+    throw Error({s.file, 0, "workload.profile"},
+                "stepcast plan lays out a decoder by its shape; give workload.model (a zoo decoder) or "
+                "workload.transformer instead of a profile");
+  }
+  const zoo::ModelSpec model = scenario::model_of(s);
+  if (!model.transformer) {
+    throw Error(
+        {s.file, 0, "workload.model"},
+        fmt::format("stepcast plan lays out a transformer decoder by its blocks; {} is not one (give a zoo "
+                    "decoder or workload.transformer)",
+                    model.name));
+  }
+  if (s.scheme.parallel.global_batch <= 0) {
+    throw Error(
+        {s.file, 0, "workload.global_batch"},
+        "stepcast plan keeps the global batch and searches how to split it: give workload.global_batch "
+        "(sequences per optimizer step)");
+  }
+  return static_cast<int>(model.transformer->layers);
+}
+
+/// Where the candidates of one GPU count stand after the search.
+struct Tally {
+  std::map<std::string, uint64_t> invalid;  ///< by key
+  uint64_t no_fit = 0;
+  std::optional<std::pair<double, std::size_t>> closest;  ///< (memory / gpu memory, candidate)
+  std::vector<std::pair<double, std::size_t>> fitting;    ///< (coarse tokens/s per GPU, candidate)
+  std::exception_ptr error;                               ///< a failure that is not a rule (a bug)
+
+  void merge(Tally&& other) {
+    for (const auto& [key, n] : other.invalid) invalid[key] += n;
+    no_fit += other.no_fit;
+    if (other.closest && (!closest || *other.closest < *closest)) closest = other.closest;
+    fitting.insert(fitting.end(), other.fitting.begin(), other.fitting.end());
+    if (!error) error = other.error;
+  }
+};
+
+/// Runs body(i, tally) for i in [0, n) on `threads` threads, candidates handed out in blocks;
+/// the tallies are merged, which is order-independent (sums, minima with the index as tie-break,
+/// a list sorted afterwards).
+template <class Body>
+Tally parallel_tally(std::size_t n, int threads, Body body) {
+  constexpr std::size_t kBlock = 64;
+  std::atomic<std::size_t> next{0};
+  std::vector<Tally> tallies(static_cast<size_t>(threads));
+  auto work = [&](Tally& tally) {
+    try {
+      for (std::size_t begin; (begin = next.fetch_add(kBlock)) < n;) {
+        for (std::size_t i = begin; i < std::min(n, begin + kBlock); ++i) body(i, tally);
+      }
+    } catch (...) {
+      tally.error = std::current_exception();
+    }
+  };
+  if (threads == 1) {
+    work(tallies.front());
+  } else {
+    std::vector<std::thread> pool;
+    for (Tally& t : tallies) pool.emplace_back(work, std::ref(t));
+    for (std::thread& th : pool) th.join();
+  }
+  Tally out;
+  for (Tally& t : tallies) out.merge(std::move(t));
+  return out;
+}
+
+}  // namespace
+
+double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch) {
+  if (l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1)
+    return std::numeric_limits<double>::infinity();
+  double compute = 0;  // s: one micro-batch of the whole model on one GPU
+  for (const workload::Op& op : w.ops) compute += op.duration;
+  const double share =
+      static_cast<double>(global_batch) * compute / (static_cast<double>(l.micro_batch) * l.gpus);
+  const double d = static_cast<double>(l.gpus) / (static_cast<double>(l.tensor) * l.context * l.pipeline);
+  const double m = static_cast<double>(global_batch) / (d * l.micro_batch);
+  const bool flushes = l.schedule == PipelineSchedule::GPipe || l.schedule == PipelineSchedule::OneFOneB;
+  const double step = share * (flushes && l.pipeline > 1 ? (m + l.pipeline - 1) / m : 1.0);
+  if (!(step > 0)) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(global_batch) * static_cast<double>(w.facts.tokens_per_sample) / step / l.gpus;
+}
+
+std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
+  const int blocks = decoder_blocks(s);
+  const scheme::SchemeConfig& base = s.scheme;
+  auto values_of = [&](std::string_view key, std::vector<int> all, int held) {
+    return searched(s, key) ? all : std::vector<int>{held};
+  };
+  const std::vector<int> all_divisors = divisors(gpus);
+  const std::vector<int> micro_batches =
+      values_of("workload.micro_batch", {1, 2, 4, 8}, s.workload.batch_per_worker);
+  std::vector<ActivationCheckpointing> checkpointings{s.workload.checkpointing};
+  if (searched(s, "workload.activation_checkpointing")) {
+    checkpointings = {ActivationCheckpointing::None, ActivationCheckpointing::Selective,
+                      ActivationCheckpointing::Full};
+  }
+  const std::vector<int> tensors = values_of("training.parallel.tensor", all_divisors, base.parallel.tensor);
+  const std::vector<int> contexts =
+      values_of("training.parallel.context", all_divisors, base.parallel.context);
+  const std::vector<int> pipelines =
+      values_of("training.parallel.pipeline", all_divisors, base.parallel.pipeline);
+
+  std::vector<Layout> out;
+  Layout l;
+  l.gpus = gpus;
+  for (int b : micro_batches) {
+    l.micro_batch = b;
+    for (ActivationCheckpointing ckpt : checkpointings) {
+      l.checkpointing = ckpt;
+      for (int t : tensors) {
+        l.tensor = t;
+        for (int c : contexts) {
+          l.context = c;
+          for (int p : pipelines) {
+            l.pipeline = p;
+            const long long model = static_cast<long long>(t) * c * p;
+            const int d = gpus % model == 0 ? static_cast<int>(gpus / model) : 0;
+            std::vector<int> chunks{1};
+            // Interleaving as Megatron-LM allows it: every chunk the same number of blocks.
+            for (int v = 2; p >= 2 && v * p <= blocks; ++v) {
+              if (blocks % (v * p) == 0) chunks.push_back(v);
+            }
+            if (!searched(s, "training.parallel.virtual_stages")) chunks = {base.parallel.virtual_stages};
+            for (int v : chunks) {
+              l.virtual_stages = v;
+              std::vector<PipelineSchedule> schedules{PipelineSchedule::Interleaved};
+              if (v == 1) {
+                schedules = {PipelineSchedule::OneFOneB};
+                if (p > 1)
+                  schedules = {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe,
+                               PipelineSchedule::ZeroBubble};
+              }
+              if (!searched(s, "training.pipeline.schedule")) schedules = {base.pipeline.schedule};
+              // Nothing to shard with one replica of each parameter (d c = 1): allreduce alone.
+              std::vector<std::pair<Scheme, FsdpSharding>> schemes{{Scheme::AllReduce, base.fsdp.sharding}};
+              const bool shards = static_cast<long long>(d) * c > 1;
+              if (shards) {
+                for (FsdpSharding sharding :
+                     {FsdpSharding::Optimizer, FsdpSharding::GradOp, FsdpSharding::Full}) {
+                  schemes.emplace_back(Scheme::Fsdp, sharding);
+                }
+              }
+              if (!searched(s, "training.scheme")) {
+                std::erase_if(schemes, [&](const auto& x) { return x.first != base.scheme; });
+                if (schemes.empty() || base.scheme != Scheme::Fsdp)
+                  schemes = {{base.scheme, base.fsdp.sharding}};
+              }
+              if (!searched(s, "training.fsdp.sharding")) {
+                std::erase_if(schemes, [&](const auto& x) {
+                  return x.first == Scheme::Fsdp && x.second != base.fsdp.sharding;
+                });
+                if (schemes.empty()) schemes = {{base.scheme, base.fsdp.sharding}};
+              }
+              std::vector<bool> sequences{base.parallel.sequence};
+              if (t > 1 && searched(s, "training.parallel.sequence")) sequences = {true, false};
+              std::vector<TensorOverlap> overlaps{base.tensor.overlap};
+              if (t > 1 && searched(s, "training.tensor.overlap"))
+                overlaps = {TensorOverlap::None, TensorOverlap::Collective};
+              for (PipelineSchedule schedule : schedules) {
+                l.schedule = schedule;
+                for (const auto& [scheme_kind, sharding] : schemes) {
+                  l.scheme = scheme_kind;
+                  l.sharding = sharding;
+                  for (bool sequence : sequences) {
+                    l.sequence = sequence;
+                    for (TensorOverlap overlap : overlaps) {
+                      l.overlap = overlap;
+                      out.push_back(l);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& s, const Layout& l) {
+  cluster.workers = l.gpus;
+  const bool same_chunks = s.parallel.pipeline == l.pipeline && s.parallel.virtual_stages == l.virtual_stages;
+  // An uneven split names p x v chunks; another p or v splits evenly.
+  if (!same_chunks) s.pipeline.layers_per_stage.clear();
+  s.parallel.tensor = l.tensor;
+  s.parallel.context = l.context;
+  s.parallel.pipeline = l.pipeline;
+  s.parallel.virtual_stages = l.virtual_stages;
+  s.parallel.sequence = l.sequence;
+  s.pipeline.schedule = l.schedule;
+  s.scheme = l.scheme;
+  s.fsdp.sharding = l.sharding;
+  s.tensor.overlap = l.overlap;
+}
+
+scenario::Scenario apply_layout(const scenario::Scenario& s, const Layout& layout) {
+  scenario::Scenario at = scenario::with_micro_batch(s, layout.micro_batch, layout.checkpointing);
+  apply_layout(at.cluster, at.scheme, layout);
+  return at;
+}
+
+report::Config layout_config(const Layout& l) {
+  auto number = [](const char* key, int value) { return report::Input{key, std::to_string(value), true}; };
+  auto word = [](const char* key, const char* value) { return report::Input{key, value, false}; };
+  return {number("training.parallel.tensor", l.tensor),
+          number("training.parallel.context", l.context),
+          number("training.parallel.pipeline", l.pipeline),
+          number("training.parallel.virtual_stages", l.virtual_stages),
+          word("training.parallel.sequence", l.sequence ? "true" : "false"),
+          word("training.pipeline.schedule", name(l.schedule)),
+          word("training.scheme", name(l.scheme)),
+          word("training.fsdp.sharding", name(l.sharding)),
+          number("workload.micro_batch", l.micro_batch),
+          word("workload.activation_checkpointing", name(l.checkpointing)),
+          word("training.tensor.overlap", name(l.overlap))};
+}
+
+std::string layout_label(const Layout& l) {
+  scheme::ParallelConfig par;
+  par.tensor = l.tensor;
+  par.context = l.context;
+  par.pipeline = l.pipeline;
+  par.virtual_stages = l.virtual_stages;
+  std::string out = scheme::RankLayout::describe(par, l.gpus);
+  out += l.scheme == Scheme::Fsdp ? fmt::format(", fsdp {}", name(l.sharding))
+                                  : fmt::format(", {}", name(l.scheme));
+  out += fmt::format(", mb {}, ckpt {}", l.micro_batch, name(l.checkpointing));
+  if (l.tensor > 1 && l.sequence) out += ", sp";
+  if (l.tensor > 1 && l.overlap == TensorOverlap::Collective) out += ", async tp";
+  if (l.pipeline > 1) out += fmt::format(", {}", name(l.schedule));
+  return out;
+}
+
+report::Plan plan(const PlanRequest& request) {
+  if (process_ranks().size > 1) {
+    throw Error(
+        {"", 0, "mpirun"},
+        "stepcast plan does not split its layouts over MPI ranks yet; run it as one process (its threads use "
+        "every core, --jobs)");
+  }
+  if (request.top < 1) throw Error({"", 0, "--top"}, "expected a number of layouts >= 1, got 0");
+  const auto started = std::chrono::steady_clock::now();
+  Request files;
+  files.scenario = request.scenario;
+  files.scenario_text = request.scenario_text;
+  const scenario::Scenario base = load_scenario(files, request.overrides);
+  const std::vector<int> counts =
+      request.gpus.empty() ? std::vector<int>{base.cluster.workers} : request.gpus;
+  (void)decoder_blocks(base);
+  const bool job = base.options.job.tokens > 0 || base.options.job.samples > 0;
+  if (request.rank_by == report::PlanRank::Time && !job) {
+    throw Error({"", 0, "--rank-by"},
+                "ranking by time needs the job's size: set workload.tokens (tokens to train) or job.samples");
+  }
+  if (request.rank_by == report::PlanRank::Cost && !(base.options.cost.gpu_hour > 0)) {
+    throw Error({"", 0, "--rank-by"},
+                "ranking by cost needs cluster.cost.gpu_hour (money per GPU-hour, e.g. 2.5 or '2.5 USD')");
+  }
+
+  report::Plan out;
+  out.scenario = base.name;
+  out.compute_source = scenario::compute_source_text(base);
+  out.top_k = request.top;
+  out.rank_by = request.rank_by;
+  for (const scenario::PlanKey& k : scenario::plan_keys()) {
+    (searched(base, k.key) ? out.searched : out.held).emplace_back(k.key);
+  }
+
+  // One scenario and workload per micro-batch and checkpointing: they set the compute time.
+  std::map<std::pair<int, ActivationCheckpointing>, std::pair<scenario::Scenario, workload::Workload>>
+      at_batch;
+  auto prepared = [&](const Layout& l) -> const std::pair<scenario::Scenario, workload::Workload>& {
+    auto it = at_batch.find({l.micro_batch, l.checkpointing});
+    if (it == at_batch.end()) {
+      scenario::Scenario at = scenario::with_micro_batch(base, l.micro_batch, l.checkpointing);
+      workload::Workload w = scenario::build_workload(at);
+      it = at_batch.emplace(std::pair{l.micro_batch, l.checkpointing}, std::pair{std::move(at), std::move(w)})
+               .first;
+    }
+    return it->second;
+  };
+  predict::Options coarse = base.options;
+  coarse.predictor = predict::Predictor::Coarse;
+  coarse.record_trace = false;
+  predict::Options fine = base.options;
+  fine.predictor = predict::Predictor::Fine;
+  fine.record_trace = false;
+  // The top layouts often share a warning (a tensor group across nodes): each is said once.
+  std::mutex warn_mutex;
+  std::set<std::string> warned;
+  const predict::WarningSink warn = [&](const std::string& text) {
+    if (!request.warn) return;
+    std::lock_guard<std::mutex> lock(warn_mutex);
+    if (warned.insert(text).second) request.warn(text);
+  };
+
+  for (int gpus : counts) {
+    // The cluster at this count, by the rules that do not depend on the layout.
+    {
+      cluster::ClusterSpec spec = base.cluster;
+      spec.workers = gpus;
+      scheme::SchemeConfig plain = base.scheme;
+      plain.parallel = {};
+      plain.pipeline = {};
+      try {
+        scheme::validate(spec, plain);
+      } catch (const Error& e) {
+        throw Error({"", 0, "--gpus"}, fmt::format("at {} GPUs, {}: {}", gpus, e.where().key, e.message()));
+      }
+    }
+    const std::vector<Layout> candidates = candidate_layouts(base, gpus);
+    for (const Layout& l : candidates) (void)prepared(l);  // built before the threads share the map
+
+    auto scenario_of = [&](const Layout& l) {
+      scenario::Scenario at = prepared(l).first;
+      apply_layout(at.cluster, at.scheme, l);
+      return at;
+    };
+    const int threads = threads_for(request.jobs, candidates.size());
+    Tally tally = parallel_tally(candidates.size(), threads, [&](std::size_t i, Tally& t) {
+      const Layout& l = candidates[i];
+      const auto& [at_batch_scenario, w] = prepared(l);
+      cluster::ClusterSpec spec = at_batch_scenario.cluster;
+      scheme::SchemeConfig sc = at_batch_scenario.scheme;
+      apply_layout(spec, sc, l);
+      // The rules first (the same as validation's), then memory, then time.
+      if (std::optional<Error> broken = scheme::layout_problem(w, spec, sc)) {
+        ++t.invalid[broken->where().key];
+        return;
+      }
+      try {
+        predict::validate(w, spec, sc, coarse);
+      } catch (const Error& e) {
+        ++t.invalid[e.where().key];
+        return;
+      }
+      predict::Result memory;
+      predict::account_model(memory, w, spec, sc);
+      if (!memory.memory.fits()) {
+        ++t.no_fit;
+        const std::pair<double, std::size_t> miss{memory.memory.per_worker.total() / spec.gpu_memory, i};
+        if (!t.closest || miss < *t.closest) t.closest = miss;
+        return;
+      }
+      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch)
+                                           : std::numeric_limits<double>::infinity(),
+                             i);
+    });
+    if (tally.error) std::rethrow_exception(tally.error);
+
+    // Coarse on the fitting layouts, those with the highest bound first, a batch at a time; once
+    // the k-th best so far beats every bound left, the rest cannot reach the top k (their coarse
+    // is at most their bound) and are pruned. The batches do not depend on the threads, so neither
+    // does what is pruned.
+    std::sort(tally.fitting.begin(), tally.fitting.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::vector<std::pair<double, std::size_t>> scored;  // (coarse tokens/s per GPU, candidate)
+    std::vector<double> best;                            // the k highest so far, a min-heap
+    std::size_t done = 0;
+    constexpr std::size_t kBatch = 256;
+    while (done < tally.fitting.size()) {
+      if (best.size() == request.top && tally.fitting[done].first * (1 + 1e-9) < best.front()) break;
+      const std::size_t size = std::min(kBatch, tally.fitting.size() - done);
+      std::vector<double> tokens(size);
+      Tally batch = parallel_tally(size, threads_for(request.jobs, size), [&](std::size_t j, Tally&) {
+        const Layout& l = candidates[tally.fitting[done + j].second];
+        const auto& [at_batch_scenario, w] = prepared(l);
+        cluster::ClusterSpec spec = at_batch_scenario.cluster;
+        scheme::SchemeConfig sc = at_batch_scenario.scheme;
+        apply_layout(spec, sc, l);
+        tokens[j] = predict::predict(w, spec, sc, coarse).tokens.tokens_per_s_per_worker;
+      });
+      if (batch.error) std::rethrow_exception(batch.error);
+      for (std::size_t j = 0; j < size; ++j) {
+        scored.emplace_back(tokens[j], tally.fitting[done + j].second);
+        best.push_back(tokens[j]);
+        std::push_heap(best.begin(), best.end(), std::greater<>());
+        if (best.size() > request.top) {
+          std::pop_heap(best.begin(), best.end(), std::greater<>());
+          best.pop_back();
+        }
+      }
+      done += size;
+    }
+    const std::size_t pruned = tally.fitting.size() - done;
+    tally.fitting = std::move(scored);
+
+    report::PlanCount count;
+    count.gpus = gpus;
+    count.considered = candidates.size();
+    count.fitting = tally.fitting.size() + pruned;
+    count.rejected.no_fit = tally.no_fit;
+    count.rejected.pruned = pruned;
+    for (const auto& [key, n] : tally.invalid) {
+      count.rejected.invalid += n;
+      count.rejected.invalid_by_key.emplace_back(key, n);
+    }
+    if (tally.closest) {
+      const Layout& l = candidates[tally.closest->second];
+      const scenario::Scenario at = scenario_of(l);
+      predict::Result memory;
+      predict::account_model(memory, prepared(l).second, at.cluster, at.scheme);
+      count.closest_miss = report::PlanMiss{layout_config(l), layout_label(l), memory.memory};
+    }
+    // Coarse's order: most tokens/s per GPU first, the candidate order breaking ties.
+    std::sort(tally.fitting.begin(), tally.fitting.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    const std::size_t k = std::min(request.top, tally.fitting.size());
+    count.top.resize(k);
+    // Fine on the top k, in threads (each row its own slot).
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> errors(k);
+    auto work = [&] {
+      for (std::size_t j; (j = next.fetch_add(1)) < k;) {
+        try {
+          const Layout& l = candidates[tally.fitting[j].second];
+          const scenario::Scenario at = scenario_of(l);
+          const workload::Workload& w = prepared(l).second;
+          report::PlanRow& row = count.top[j];
+          row.config = layout_config(l);
+          row.label = layout_label(l);
+          row.coarse_rank = j;
+          row.coarse = predict::predict(w, at.cluster, at.scheme, coarse);
+          row.fine = predict::predict(w, at.cluster, at.scheme, fine, warn);
+        } catch (...) {
+          errors[j] = std::current_exception();
+        }
+      }
+    };
+    const int fine_threads = threads_for(request.jobs, k);
+    std::vector<std::thread> pool;
+    for (int th = 1; th < fine_threads; ++th) pool.emplace_back(work);
+    work();
+    for (std::thread& th : pool) th.join();
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    // Fine's order by the rank's value (most tokens/s per GPU, least time or cost first), coarse's
+    // order breaking ties.
+    std::stable_sort(count.top.begin(), count.top.end(),
+                     [rank = request.rank_by](const report::PlanRow& a, const report::PlanRow& b) {
+                       return report::rank_value(a.fine, rank) < report::rank_value(b.fine, rank);
+                     });
+    out.counts.push_back(std::move(count));
+  }
+  for (std::size_t i = 0; i < out.counts.size(); ++i) {
+    if (out.counts[i].top.empty()) continue;
+    const double value = report::rank_value(out.counts[i].top.front().fine, request.rank_by);
+    if (!out.best_count ||
+        value < report::rank_value(out.counts[*out.best_count].top.front().fine, request.rank_by))
+      out.best_count = i;
+  }
+  out.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+}  // namespace stepcast::sweep

@@ -1,0 +1,118 @@
+// `stepcast plan` end to end: the ranked table, JSON with the counts by reason and the ranked
+// rows, CSV; bad input exits 2 naming the flag or the file, line and key; under mpirun with more
+// than one rank it refuses rather than answer twice.
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "cli/cli_support.hpp"
+
+namespace stepcast_cli_test {
+namespace {
+namespace plan_cli_test {  // this file's own names: test files are compiled several to a unit
+
+class PlanCli : public CliTest {
+ protected:
+  std::string scenario(const std::string& extra = "") {
+    return file(
+        "tiny.yaml",
+        "name: tiny\n"
+        "workload:\n"
+        "  transformer: {layers: 4, hidden: 512, ffn_hidden: 2048, heads: 8, kv_heads: 4, vocab: 32000}\n"
+        "  seq_len: 1024\n"
+        "  precision: bf16\n"
+        "  compute_efficiency: 0.4\n"
+        "  global_batch: 32\n"
+        "cluster:\n"
+        "  workers: 16\n"
+        "  workers_per_node: 8\n"
+        "  nics_per_node: 8\n"
+        "  nic_bandwidth: 200Gbps\n"
+        "  intra_node: {bandwidth: 300GB/s, latency: 2us}\n"
+        "  gpu_memory: 1GB\n"
+        "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
+        "training:\n"
+        "  scheme: allreduce\n"
+        "steps: {warmup: 1, measure: 1}\n" +
+            extra);
+  }
+};
+
+TEST_F(PlanCli, TableRanksTheLayoutsAndSaysWhatWasRejected) {
+  const RunResult r = run({"plan", scenario(), "--gpus", "8,16", "--top", "3"}, 120);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("8 GPUs: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16 GPUs: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layouts considered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("do not fit in GPU memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("closest miss: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank  layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tokens/s per GPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank these 3 layouts"), std::string::npos) << r.out;
+}
+
+TEST_F(PlanCli, JsonGivesTheCountsByReasonAndTheRankedRows) {
+  const std::string csv = path("out/plan.csv").string();
+  const RunResult r = run({"plan", scenario(), "--gpus", "16", "--top", "2", "--json", "--csv", csv}, 120);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  const double considered = doc["layouts_considered"].number;
+  const Json& rejected = doc["rejected"];
+  EXPECT_GT(rejected["does_not_fit"].number, 0);
+  EXPECT_EQ(considered,
+            doc["layouts_fitting"].number + rejected["invalid"].number + rejected["does_not_fit"].number);
+  const Json& count = doc["counts"].array.at(0);
+  EXPECT_EQ(count["gpus"].number, 16);
+  EXPECT_TRUE(count["closest_miss"].is_object());
+  EXPECT_GT(count["closest_miss"]["memory_per_gpu_bytes"].number,
+            count["closest_miss"]["gpu_memory_bytes"].number);
+  const Json& ranked = count["ranked"];
+  ASSERT_EQ(ranked.array.size(), 2u);
+  EXPECT_EQ(ranked.array[0]["rank"].number, 1);
+  EXPECT_EQ(ranked.array[0]["prediction"]["predictor"].string, "fine");
+  EXPECT_TRUE(ranked.array[0]["config"].has("training.parallel.tensor"));
+  EXPECT_GE(ranked.array[0]["prediction"]["tokens"]["tokens_per_s_per_worker"].number,
+            ranked.array[1]["prediction"]["tokens"]["tokens_per_s_per_worker"].number);
+  const std::string rows = read_text(csv);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 3) << rows;  // header + 2 rows
+  EXPECT_NE(rows.find("training.parallel.tensor"), std::string::npos);
+}
+
+TEST_F(PlanCli, BadInputExitsTwoNamingTheFlagOrTheKey) {
+  const RunResult gpus = run({"plan", scenario(), "--gpus", "8,x"});
+  EXPECT_EQ(gpus.code, 2) << gpus.describe();
+  EXPECT_NE(gpus.err.find("--gpus"), std::string::npos) << gpus.err;
+
+  const RunResult fixed = run({"plan", scenario("plan: {fixed: [cluster.workers]}\n"), "--gpus", "8"});
+  EXPECT_EQ(fixed.code, 2) << fixed.describe();
+  EXPECT_NE(fixed.err.find("tiny.yaml:19: plan.fixed"), std::string::npos) << fixed.err;
+
+  const RunResult cnn = run({"plan", kExample, "--gpus", "8"});
+  EXPECT_EQ(cnn.code, 2) << cnn.describe();
+  EXPECT_NE(cnn.err.find("workload.model"), std::string::npos) << cnn.err;
+}
+
+TEST_F(PlanCli, RefusesToRunSplitOverMpiRanks) {
+#ifndef STEPCAST_TEST_MPI
+  GTEST_SKIP() << "built without MPI";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no mpirun on PATH (openmpi-bin)";
+  const std::string out = path("mpi.out").string(), err = path("mpi.err").string();
+  const std::string line =
+      "cd " + shell_quote(kSourceDir.string()) +
+      " && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 mpirun "
+      "--oversubscribe -np 2 " +
+      shell_quote(kBinary) + " plan " + shell_quote(scenario()) + " --gpus 8 >" + shell_quote(out) + " 2>" +
+      shell_quote(err);
+  const int status = std::system(line.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE(read_text(err).find("mpirun"), std::string::npos) << read_text(err);
+  EXPECT_EQ(read_text(out), "");
+#endif
+}
+
+}  // namespace plan_cli_test
+}  // namespace
+}  // namespace stepcast_cli_test

@@ -1,0 +1,394 @@
+// The planner (sweep/plan.hpp): its enumeration is every layout the rules allow on a case counted
+// by hand and never one they reject; no answer fails to fit in GPU memory; the top k are coarse's k
+// best, ordered by fine's values alone; pruning drops none of them and its bound is never below
+// coarse; the answer is the same for any number of threads.
+#include "stepcast/sweep/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stepcast/error.hpp"
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/validate.hpp"
+
+namespace stepcast::sweep {
+namespace {
+namespace plan_test {  // this file's own names: test files are compiled several to a unit
+
+using scheme::FsdpSharding;
+using scheme::PipelineSchedule;
+using scheme::Scheme;
+using workload::ActivationCheckpointing;
+
+// A decoder small enough to count by hand: 4 blocks, 4 heads (and 4 KV heads), sequences of 64
+// tokens, 16 sequences a step, on nodes of 4 GPUs with 80 GB each (everything fits).
+std::string tiny_decoder(const std::string& extra = "") {
+  return "name: tiny\n"
+         "workload:\n"
+         "  transformer: {layers: 4, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000}\n"
+         "  seq_len: 64\n"
+         "  precision: bf16\n"
+         "  compute_efficiency: 0.4\n"
+         "  global_batch: 16\n"
+         "cluster:\n"
+         "  workers: 8\n"
+         "  workers_per_node: 4\n"
+         "  nics_per_node: 4\n"
+         "  nic_bandwidth: 100Gbps\n"
+         "  link_latency: 5us\n"
+         "  intra_node: {bandwidth: 300GB/s, latency: 2us}\n"
+         "  gpu_memory: 80GB\n"
+         "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
+         "training:\n"
+         "  scheme: allreduce\n"
+         "steps: {warmup: 1, measure: 1}\n" +
+         extra;
+}
+
+scenario::Scenario parse(const std::string& text) { return scenario::parse_scenario(text, "tiny.yaml"); }
+
+bool valid(const scenario::Scenario& s, const Layout& l) {
+  const scenario::Scenario at = apply_layout(s, l);
+  return !scheme::layout_problem(scenario::build_workload(at), at.cluster, at.scheme).has_value();
+}
+
+TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
+  const scenario::Scenario s = parse(tiny_decoder());
+  // By hand, on 8 GPUs: t divides 8 and the 4 heads (1, 2, 4); c divides 8 and 64 / 2c is whole
+  // (1, 2, 4, 8); p divides 8 with a block per stage (1, 2, 4); t c p divides 8, d = 8 / (t c p).
+  // v = 2 only with p = 2 (4 blocks in 2 x 2 equal chunks), interleaved; with v = 1: 1f1b alone
+  // when p = 1, else 1f1b, gpipe and zero_bubble. b in 1, 2, 4, 8 with d b dividing the 16
+  // sequences, m = 16 / (d b); 1f1b and zero_bubble need m >= p, interleaved m a multiple of p.
+  // allreduce, and fsdp optimizer, grad_op and full when d c > 1 (not zero_bubble with grad_op or
+  // full); three checkpointings; sequence parallelism on and off when t > 1.
+  std::set<Layout> expected;
+  for (int b : {1, 2, 4, 8}) {
+    for (ActivationCheckpointing ckpt :
+         {ActivationCheckpointing::None, ActivationCheckpointing::Selective, ActivationCheckpointing::Full}) {
+      for (int t : {1, 2, 4}) {
+        for (int c : {1, 2, 4, 8}) {
+          for (int p : {1, 2, 4}) {
+            if (8 % (t * c * p) != 0) continue;
+            const int d = 8 / (t * c * p);
+            if (16 % (d * b) != 0) continue;
+            const int m = 16 / (d * b);
+            std::vector<std::pair<int, PipelineSchedule>> chunks{{1, PipelineSchedule::OneFOneB}};
+            if (p > 1) {
+              chunks.emplace_back(1, PipelineSchedule::GPipe);
+              chunks.emplace_back(1, PipelineSchedule::ZeroBubble);
+            }
+            if (p == 2) chunks.emplace_back(2, PipelineSchedule::Interleaved);
+            for (const auto& [v, schedule] : chunks) {
+              if ((schedule == PipelineSchedule::OneFOneB || schedule == PipelineSchedule::ZeroBubble) &&
+                  m < p)
+                continue;
+              if (schedule == PipelineSchedule::Interleaved && m % p != 0) continue;
+              std::vector<std::pair<Scheme, FsdpSharding>> schemes{{Scheme::AllReduce, FsdpSharding::Full}};
+              if (d * c > 1) {
+                schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Optimizer);
+                if (schedule != PipelineSchedule::ZeroBubble) {
+                  schemes.emplace_back(Scheme::Fsdp, FsdpSharding::GradOp);
+                  schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Full);
+                }
+              }
+              for (const auto& [kind, sharding] : schemes) {
+                for (bool sequence : t > 1 ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+                  Layout l;
+                  l.gpus = 8;
+                  l.micro_batch = b;
+                  l.checkpointing = ckpt;
+                  l.tensor = t;
+                  l.context = c;
+                  l.pipeline = p;
+                  l.virtual_stages = v;
+                  l.schedule = schedule;
+                  l.scheme = kind;
+                  l.sharding = sharding;
+                  l.sequence = sequence;
+                  expected.insert(l);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::set<Layout> found;
+  const std::vector<Layout> candidates = candidate_layouts(s, 8);
+  for (const Layout& l : candidates) {
+    if (valid(s, l)) {
+      EXPECT_TRUE(found.insert(l).second) << layout_label(l) << " enumerated twice";
+    }
+  }
+  for (const Layout& l : expected) EXPECT_TRUE(found.count(l)) << "missing: " << layout_label(l);
+  for (const Layout& l : found) EXPECT_TRUE(expected.count(l)) << "not counted by hand: " << layout_label(l);
+  EXPECT_EQ(found.size(), expected.size());
+  EXPECT_EQ(expected.size(), 1968u);  // the loops above, counted once more in Python
+  // And every layout the rules let through passes the whole validation, which predict() runs.
+  for (const Layout& l : found) {
+    const scenario::Scenario at = apply_layout(s, l);
+    EXPECT_NO_THROW(predict::validate(scenario::build_workload(at), at.cluster, at.scheme, at.options))
+        << layout_label(l);
+  }
+}
+
+TEST(Plan, FixedKeysAreHeldAndVariedKeysAdded) {
+  const scenario::Scenario s = parse(tiny_decoder(
+      "plan: {fixed: [workload.micro_batch, training.scheme, workload.activation_checkpointing], vary: "
+      "[training.tensor.overlap]}\n"));
+  bool overlap = false;
+  for (const Layout& l : candidate_layouts(s, 8)) {
+    EXPECT_EQ(l.micro_batch, 1);
+    EXPECT_EQ(l.scheme, Scheme::AllReduce);
+    EXPECT_EQ(l.checkpointing, ActivationCheckpointing::None);
+    if (l.tensor == 1) {
+      EXPECT_EQ(l.overlap, scheme::TensorOverlap::None);
+    }
+    overlap = overlap || l.overlap == scheme::TensorOverlap::Collective;
+  }
+  EXPECT_TRUE(overlap);
+}
+
+TEST(Plan, KeysOutsideTheSearchAndBothListsAreErrorsNamingTheKey) {
+  try {
+    (void)parse(tiny_decoder("plan:\n  fixed: [cluster.workers]\n"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "plan.fixed");
+    EXPECT_EQ(e.where().line, 21);
+  }
+  try {
+    (void)parse(tiny_decoder("plan: {fixed: [workload.micro_batch], vary: [workload.micro_batch]}\n"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "plan.fixed");
+  }
+}
+
+TEST(Plan, NeedsADecoderWithAGlobalBatch) {
+  std::string text = tiny_decoder();
+  text.replace(text.find("  global_batch: 16\n"), 19, "");
+  try {
+    (void)candidate_layouts(parse(text), 8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "workload.global_batch");
+  }
+}
+
+PlanRequest request_for(const std::string& text, std::vector<int> gpus, std::size_t top = 4) {
+  PlanRequest r;
+  r.scenario = "tiny.yaml";
+  r.scenario_text = text;
+  r.gpus = std::move(gpus);
+  r.top = top;
+  r.jobs = 2;
+  return r;
+}
+
+// Seeded scenarios where memory decides: a larger decoder on GPUs of a few gigabytes.
+std::string seeded(int seed) {
+  const int hidden = 512 * (1 + seed % 3);
+  const int memory_gb = 2 + seed % 4;
+  return "name: seeded\n"
+         "workload:\n"
+         "  transformer: {layers: " +
+         std::to_string(4 + 4 * (seed % 2)) + ", hidden: " + std::to_string(hidden) +
+         ", ffn_hidden: " + std::to_string(4 * hidden) +
+         ", heads: 8, kv_heads: 4, vocab: 32000}\n"
+         "  seq_len: 1024\n"
+         "  precision: bf16\n"
+         "  compute_efficiency: 0.4\n"
+         "  global_batch: 32\n"
+         "cluster:\n"
+         "  workers: 16\n"
+         "  workers_per_node: 8\n"
+         "  nics_per_node: 8\n"
+         "  nic_bandwidth: 200Gbps\n"
+         "  link_latency: 5us\n"
+         "  intra_node: {bandwidth: 300GB/s, latency: 2us}\n"
+         "  gpu_memory: " +
+         std::to_string(memory_gb) +
+         "GB\n"
+         "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
+         "training:\n"
+         "  scheme: allreduce\n"
+         "plan: {fixed: [training.parallel.sequence]}\n"
+         "steps: {warmup: 1, measure: 1}\n";
+}
+
+TEST(Plan, NoAnswerDoesNotFitOverSeededScenarios) {
+  bool some_rejected = false;
+  for (int seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::string text = seeded(seed);
+    const report::Plan p = plan(request_for(text, {16}, 3));
+    ASSERT_EQ(p.counts.size(), 1u);
+    const report::PlanCount& c = p.counts.front();
+    some_rejected = some_rejected || c.rejected.no_fit > 0;
+    EXPECT_EQ(c.considered, c.rejected.invalid + c.rejected.no_fit + c.fitting);
+    for (const report::PlanRow& row : c.top) {
+      EXPECT_TRUE(row.fine.memory.fits()) << row.label;
+      EXPECT_TRUE(row.coarse.memory.fits()) << row.label;
+      EXPECT_LE(row.fine.memory.per_worker.total(), row.fine.memory.gpu_memory) << row.label;
+    }
+    if (c.closest_miss) {
+      EXPECT_FALSE(c.closest_miss->memory.fits());
+    }
+  }
+  EXPECT_TRUE(some_rejected) << "the seeds should make some layouts too large";
+}
+
+// Ranked by time or cost to train, the rows are in fine's order of that value, the best of all
+// counts is the count whose best row has the least, and ranking by a job's time without a job, or
+// by cost without a price, is an error naming --rank-by.
+TEST(Plan, RankByTimeOrCostOrdersByFinesValueAndNamesTheBestOfAllCounts) {
+  const std::string text = seeded(1);
+  for (report::PlanRank rank : {report::PlanRank::Time, report::PlanRank::Cost}) {
+    SCOPED_TRACE(report::to_string(rank));
+    PlanRequest r = request_for(text, {8, 16}, 3);
+    r.overrides = {"workload.tokens=1e9", "cluster.cost.gpu_hour=2.5"};
+    r.rank_by = rank;
+    const report::Plan p = plan(r);
+    EXPECT_EQ(p.rank_by, rank);
+    ASSERT_TRUE(p.best_count.has_value());
+    for (const report::PlanCount& c : p.counts) {
+      ASSERT_FALSE(c.top.empty());
+      for (std::size_t i = 1; i < c.top.size(); ++i) {
+        EXPECT_LE(report::rank_value(c.top[i - 1].fine, rank), report::rank_value(c.top[i].fine, rank));
+      }
+      EXPECT_LE(report::rank_value(p.counts[*p.best_count].top.front().fine, rank),
+                report::rank_value(c.top.front().fine, rank));
+      // The value ranked by: the job's time, or GPUs x 2.5 per GPU-hour x that time.
+      const predict::Result& f = c.top.front().fine;
+      EXPECT_GT(f.job.time, 0);
+      EXPECT_NEAR(f.cost.job, c.gpus * 2.5 * f.job.time / 3600, 1e-9 * f.cost.job);
+    }
+  }
+  for (report::PlanRank rank : {report::PlanRank::Time, report::PlanRank::Cost}) {
+    PlanRequest r = request_for(text, {8}, 3);
+    r.rank_by = rank;
+    try {
+      (void)plan(r);
+      ADD_FAILURE() << "ranked by " << report::to_string(rank) << " without a job or a price";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().key, "--rank-by");
+    }
+  }
+}
+
+TEST(Plan, TopIsCoarsesBestOrderedByFinesValuesAlone) {
+  const std::string text = seeded(1);
+  PlanRequest r = request_for(text, {16}, 5);
+  r.prune = false;
+  const report::Plan p = plan(r);
+  const report::PlanCount& c = p.counts.front();
+  ASSERT_EQ(c.top.size(), 5u);
+  // Coarse's place of each row is one of the first k, each once.
+  std::vector<std::size_t> places;
+  for (const report::PlanRow& row : c.top) places.push_back(row.coarse_rank);
+  std::sort(places.begin(), places.end());
+  for (std::size_t i = 0; i < places.size(); ++i) EXPECT_EQ(places[i], i);
+  // Coarse's values follow its places; fine's order is by fine's tokens/s per GPU, ties in
+  // coarse's order: the re-prediction moves a row only through fine's values.
+  std::vector<const report::PlanRow*> by_coarse(c.top.size());
+  for (const report::PlanRow& row : c.top) by_coarse[row.coarse_rank] = &row;
+  for (std::size_t i = 1; i < by_coarse.size(); ++i) {
+    EXPECT_GE(by_coarse[i - 1]->coarse.tokens.tokens_per_s_per_worker,
+              by_coarse[i]->coarse.tokens.tokens_per_s_per_worker);
+  }
+  for (std::size_t i = 1; i < c.top.size(); ++i) {
+    const double before = c.top[i - 1].fine.tokens.tokens_per_s_per_worker;
+    const double after = c.top[i].fine.tokens.tokens_per_s_per_worker;
+    EXPECT_GE(before, after);
+    if (before == after) {
+      EXPECT_LT(c.top[i - 1].coarse_rank, c.top[i].coarse_rank);
+    }
+  }
+  // Each row's predictions are those of its settings, re-predicted on their own.
+  const scenario::Scenario s = scenario::parse_scenario(text, "tiny.yaml");
+  for (const report::PlanRow& row : c.top) {
+    std::vector<std::string> overrides;
+    for (const report::Input& in : row.config) overrides.push_back(in.key + "=" + in.value);
+    overrides.emplace_back("cluster.workers=16");
+    scenario::Scenario at = scenario::parse_scenario(text, "tiny.yaml", overrides);
+    const workload::Workload w = scenario::build_workload(at);
+    at.options.predictor = predict::Predictor::Coarse;
+    EXPECT_EQ(predict::predict(w, at.cluster, at.scheme, at.options), row.coarse) << row.label;
+    at.options.predictor = predict::Predictor::Fine;
+    EXPECT_EQ(predict::predict(w, at.cluster, at.scheme, at.options), row.fine) << row.label;
+  }
+  // No fitting layout outside the top has more coarse tokens/s per GPU than the k-th.
+  const double kth = by_coarse.back()->coarse.tokens.tokens_per_s_per_worker;
+  std::set<std::string> top_labels;
+  for (const report::PlanRow& row : c.top) top_labels.insert(row.label);
+  for (const Layout& l : candidate_layouts(s, 16)) {
+    const scenario::Scenario at = apply_layout(s, l);
+    const workload::Workload w = scenario::build_workload(at);
+    if (scheme::layout_problem(w, at.cluster, at.scheme)) continue;
+    predict::Options coarse = at.options;
+    coarse.predictor = predict::Predictor::Coarse;
+    const predict::Result r = predict::predict(w, at.cluster, at.scheme, coarse);
+    if (!r.memory.fits() || top_labels.count(layout_label(l))) continue;
+    EXPECT_LE(r.tokens.tokens_per_s_per_worker, kth) << layout_label(l);
+  }
+}
+
+TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
+  bool some_pruned = false;
+  for (int seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::string text = seeded(seed);
+    PlanRequest r = request_for(text, {16}, 3);
+    const report::Plan pruned = plan(r);
+    r.prune = false;
+    const report::Plan all = plan(r);
+    const report::PlanCount &a = pruned.counts.front(), &b = all.counts.front();
+    EXPECT_EQ(a.fitting, b.fitting);
+    EXPECT_EQ(b.rejected.pruned, 0u);
+    some_pruned = some_pruned || a.rejected.pruned > 0;
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (std::size_t i = 0; i < a.top.size(); ++i) {
+      EXPECT_EQ(a.top[i].label, b.top[i].label);
+      EXPECT_EQ(a.top[i].fine, b.top[i].fine);
+    }
+    const scenario::Scenario s = scenario::parse_scenario(text, "tiny.yaml");
+    for (const Layout& l : candidate_layouts(s, 16)) {
+      const scenario::Scenario at = apply_layout(s, l);
+      const workload::Workload w = scenario::build_workload(at);
+      if (scheme::layout_problem(w, at.cluster, at.scheme)) continue;
+      predict::Options coarse = at.options;
+      coarse.predictor = predict::Predictor::Coarse;
+      const double tokens = predict::predict(w, at.cluster, at.scheme, coarse).tokens.tokens_per_s_per_worker;
+      EXPECT_LE(tokens, tokens_bound(w, l, s.scheme.parallel.global_batch) * (1 + 1e-9)) << layout_label(l);
+    }
+  }
+  EXPECT_TRUE(some_pruned) << "the seeds should let pruning skip some layouts";
+}
+
+TEST(Plan, SameAnswerForAnyNumberOfThreads) {
+  const std::string text = seeded(2);
+  std::string first;
+  for (int jobs : {1, 3}) {
+    PlanRequest r = request_for(text, {8, 16}, 3);
+    r.jobs = jobs;
+    std::ostringstream json;
+    report::write_plan_json(json, plan(r));
+    if (first.empty()) {
+      first = json.str();
+    } else {
+      EXPECT_EQ(json.str(), first);
+    }
+  }
+}
+
+}  // namespace plan_test
+}  // namespace
+}  // namespace stepcast::sweep
