@@ -111,10 +111,9 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
     fmt::format_to(it, "\n{} GPUs: {}\n", c.gpus, rejected_line(c));
     if (c.closest_miss) {
       const PlanMiss& m = *c.closest_miss;
-      fmt::format_to(it, "closest miss: {} needs {} per GPU, {} more than the {}\n", m.label,
-                     format_bytes(m.memory.per_worker.total()),
-                     format_bytes(m.memory.per_worker.total() - m.memory.gpu_memory),
-                     format_bytes(m.memory.gpu_memory));
+      fmt::format_to(it, "closest miss: {} needs {} reserved per GPU ({} allocated), {} more than the {}\n",
+                     m.label, format_bytes(m.memory.reserved()), format_bytes(m.memory.allocated()),
+                     format_bytes(m.memory.reserved() - m.memory.gpu_memory), format_bytes(m.memory.gpu_memory));
     }
     if (c.top.empty()) {
       fmt::format_to(it, "no layout is valid and fits at {} GPUs\n", c.gpus);
@@ -275,7 +274,9 @@ void write_plan_json(std::ostream& out, const Plan& plan) {
       json.key("config");
       detail::write_config_json(json, c.closest_miss->config);
       json.key("memory_per_gpu_bytes");
-      json.number(c.closest_miss->memory.per_worker.total());
+      json.number(c.closest_miss->memory.allocated());
+      json.key("memory_reserved_bytes");
+      json.number(c.closest_miss->memory.reserved());
       json.key("gpu_memory_bytes");
       json.number(c.closest_miss->memory.gpu_memory);
       json.end_object();

@@ -455,7 +455,8 @@ report::Plan plan(const PlanRequest& request) {
       predict::account_model(memory, w, spec, sc);
       if (!memory.memory.fits()) {
         ++t.no_fit;
-        const std::pair<double, std::size_t> miss{memory.memory.per_worker.total() / spec.gpu_memory, i};
+        // By what the GPU must reserve (the allocator's pool and what lives outside it), as fits() is.
+        const std::pair<double, std::size_t> miss{memory.memory.reserved() / spec.gpu_memory, i};
         if (!t.closest || miss < *t.closest) t.closest = miss;
         return;
       }

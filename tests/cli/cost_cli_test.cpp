@@ -27,8 +27,9 @@ class CostCli : public CliTest {
         "  nics_per_node: 8\n"
         "  nic_bandwidth: 200Gbps\n"
         "  intra_node: {bandwidth: 300GB/s, latency: 2us}\n"
+        // A toy model on a toy 1 GB GPU: the default 1.1 GB outside the allocator would leave no room.
         "  gpu_memory: 1GB\n"
-        "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
+        "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s, memory_reserved: 100MB}\n"
         "  cost: {gpu_hour: 2.5 USD}\n"
         "training:\n"
         "  scheme: allreduce\n"

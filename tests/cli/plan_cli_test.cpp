@@ -29,8 +29,9 @@ class PlanCli : public CliTest {
         "  nics_per_node: 8\n"
         "  nic_bandwidth: 200Gbps\n"
         "  intra_node: {bandwidth: 300GB/s, latency: 2us}\n"
+        // A toy model on a toy 1 GB GPU: the default 1.1 GB outside the allocator would leave no room.
         "  gpu_memory: 1GB\n"
-        "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
+        "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s, memory_reserved: 100MB}\n"
         "training:\n"
         "  scheme: allreduce\n"
         "steps: {warmup: 1, measure: 1}\n" +
@@ -64,7 +65,7 @@ TEST_F(PlanCli, JsonGivesTheCountsByReasonAndTheRankedRows) {
   const Json& count = doc["counts"].array.at(0);
   EXPECT_EQ(count["gpus"].number, 16);
   EXPECT_TRUE(count["closest_miss"].is_object());
-  EXPECT_GT(count["closest_miss"]["memory_per_gpu_bytes"].number,
+  EXPECT_GT(count["closest_miss"]["memory_reserved_bytes"].number,
             count["closest_miss"]["gpu_memory_bytes"].number);
   const Json& ranked = count["ranked"];
   ASSERT_EQ(ranked.array.size(), 2u);
