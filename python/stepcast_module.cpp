@@ -26,10 +26,12 @@
 #include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/advice.hpp"
+#include "stepcast/report/plan.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/advise.hpp"
 #include "stepcast/sweep/collective.hpp"
+#include "stepcast/sweep/plan.hpp"
 #include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -173,8 +175,9 @@ std::vector<stepcast::sweep::Axis> axes_of(const py::handle& axes, const std::st
   return out;
 }
 
-/// `workers`: None, an int or a list of ints, each in [1, kMaxWorkers], each once.
-std::vector<int> workers_of(const py::handle& workers) {
+/// `workers` (or plan's `gpus`, `argument`): None, an int or a list of ints, each in
+/// [1, kMaxWorkers], each once.
+std::vector<int> workers_of(const py::handle& workers, const char* argument = "workers") {
   std::vector<int> out;
   if (workers.is_none()) return out;
   std::vector<py::object> items;
@@ -186,15 +189,15 @@ std::vector<int> workers_of(const py::handle& workers) {
   for (const py::object& item : items) {
     const std::string text = py::repr(item).cast<std::string>();
     if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item)) {
-      throw Error({"", 0, "workers"}, "expected integers, got " + text);
+      throw Error({"", 0, argument}, "expected integers, got " + text);
     }
     const long long value = item.cast<long long>();
     if (value < 1 || value > kMaxWorkers) {
-      throw Error({"", 0, "workers"},
+      throw Error({"", 0, argument},
                   "expected integers in [1, " + std::to_string(kMaxWorkers) + "], got " + text);
     }
     if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw Error({"", 0, "workers"}, text + " is given twice; each count once");
+      throw Error({"", 0, argument}, text + " is given twice; each count once");
     }
     out.push_back(static_cast<int>(value));
   }
@@ -413,6 +416,13 @@ struct PyAdvice {
   py::dict data;
 };
 
+/// `stepcast plan`'s answer: its JSON (as `--json` prints it), its text, and the JSON as a dict.
+struct PyPlan {
+  std::string json;
+  std::string text;
+  py::dict data;
+};
+
 constexpr const char* kAdviceKeys[] = {"scenario", "target",     "feasible",     "as_given",
                                        "cheapest", "best_point", "best_changes", "grid"};
 
@@ -531,6 +541,39 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
   raise_warnings(warnings);
   a.data = parse_json(a.json);
   return a;
+}
+
+PyPlan plan(const py::object& scenario, const py::object& gpus, int top, const std::string& rank_by,
+            const py::object& set, int jobs) {
+  // The library searches as `stepcast plan` does (sweep/plan.hpp); only the arguments' Python
+  // types are checked here, and the library's option names renamed to the arguments'.
+  const ScenarioInput input = scenario_input(scenario);
+  stepcast::sweep::PlanRequest request;
+  request.scenario = input.name;
+  request.scenario_text = input.text;
+  request.overrides = overrides_of(set);
+  request.gpus = workers_of(gpus, "gpus");
+  if (top < 1 || top > 1000) throw Error({"", 0, "top"}, "expected 1..1000 layouts per GPU count");
+  request.top = static_cast<std::size_t>(top);
+  request.jobs = jobs_of(jobs);
+  request.rank_by = stepcast::report::parse_plan_rank(rank_by, "rank_by");
+  std::vector<std::string> warnings;
+  request.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
+  PyPlan p;
+  {
+    py::gil_scoped_release release;
+    const stepcast::report::Plan answer =
+        renaming_options({{"--gpus", "gpus"}, {"--top", "top"}, {"--rank-by", "rank_by"}},
+                         [&] { return stepcast::sweep::plan(request); });
+    std::ostringstream json, text;
+    stepcast::report::write_plan_json(json, answer);
+    stepcast::report::write_plan_text(text, answer);
+    p.json = json.str();
+    p.text = text.str();
+  }
+  raise_warnings(warnings);
+  p.data = parse_json(p.json);
+  return p;
 }
 
 py::dict model_summary(const stepcast::zoo::ModelSpec& m) {
@@ -717,6 +760,17 @@ PYBIND11_MODULE(stepcast, m) {
       .def("__repr__",
            [](const PyAdvice& a) { return "<stepcast.Advice " + a.text.substr(0, a.text.find('\n')) + ">"; });
 
+  py::class_<PyPlan>(m, "Plan",
+                     "`stepcast plan`'s answer: every layout that is valid and fits, ranked, at each GPU "
+                     "count.")
+      .def(
+          "to_dict", [](const PyPlan& p) { return deep_copy(p.data); }, "What `stepcast plan --json` prints.")
+      .def("to_json", [](const PyPlan& p) { return p.json; })
+      .def(
+          "text", [](const PyPlan& p) { return p.text; }, "The answer as the command prints it.")
+      .def("__repr__",
+           [](const PyPlan& p) { return "<stepcast.Plan " + p.text.substr(0, p.text.find('\n')) + ">"; });
+
   m.def(
       "predict", &predict, py::arg("scenario"), py::arg("workers") = py::none(), py::arg("set") = py::none(),
       py::arg("predictor") = py::none(), py::arg("sweep") = py::none(), py::arg("jobs") = 0,
@@ -744,6 +798,11 @@ PYBIND11_MODULE(stepcast, m) {
         "The cheapest point of the `vary` grid ({key: [values cheapest first]} or {key: 'A..B'}) that meets\n"
         "target_efficiency (0..1) or target_throughput (samples/s), and the best single change, as\n"
         "`stepcast advise --json`. workers: one count (default: cluster.workers). Returns an Advice.");
+  m.def("plan", &plan, py::arg("scenario"), py::arg("gpus") = py::none(), py::arg("top") = 10,
+        py::arg("rank_by") = "tokens_per_gpu", py::arg("set") = py::none(), py::arg("jobs") = 0,
+        "Every parallel layout of a decoder scenario that is valid and fits, at each GPU count of `gpus`\n"
+        "(default: cluster.workers), coarse on all, fine on the top `top`, ranked by rank_by\n"
+        "('tokens_per_gpu', 'time' or 'cost'), as `stepcast plan --json`. Returns a Plan.");
   m.def("zoo", &zoo,
         "The built-in models: a list of dicts with name, parameters, tensors, forward_flops (per sample) and "
         "description.");

@@ -287,6 +287,54 @@ def test_advise_by_throughput_and_from_a_dict():
     assert a.to_dict()["grid"] == b.to_dict()["grid"]
 
 
+# ---- plan ------------------------------------------------------------------------------------
+
+# A toy decoder on toy 1 GB GPUs: some layouts fit, some do not, the search takes a second.
+PLAN_DICT = {
+    "name": "tiny",
+    "workload": {
+        "transformer": {"layers": 4, "hidden": 512, "ffn_hidden": 2048, "heads": 8, "kv_heads": 4, "vocab": 32000},
+        "seq_len": 1024, "precision": "bf16", "compute_efficiency": 0.4, "global_batch": 32,
+    },
+    "cluster": {
+        "workers": 16, "workers_per_node": 8, "nics_per_node": 8, "nic_bandwidth": "200Gbps",
+        "intra_node": {"bandwidth": "300GB/s", "latency": "2us"}, "gpu_memory": "1GB",
+        "gpu": {"peak_flops": "312TFLOPS", "memory_bandwidth": "2TB/s", "memory_reserved": "100MB"},
+    },
+    "training": {"scheme": "allreduce"},
+    "steps": {"warmup": 1, "measure": 1},
+}
+
+
+def test_plan_equals_the_commands_json(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(json.dumps(PLAN_DICT))  # JSON is YAML
+    p = stepcast.plan(PLAN_DICT, gpus=[8, 16], top=3)
+    assert p.to_dict() == cli_json("plan", path, "--gpus", "8,16", "--top", "3")
+    # Every ranked layout fits: its reserved memory is within the GPU's.
+    for count in p.to_dict()["counts"]:
+        assert count["ranked"], count
+        for row in count["ranked"]:
+            fine = row["prediction"]
+            assert fine["fits"] is True, row["label"]
+            assert fine["memory_per_worker_bytes"]["reserved"] <= fine["gpu_memory_bytes"], row["label"]
+    assert p.text().startswith("scenario: tiny\n")
+
+
+def test_plan_errors_name_the_argument_of_each_front_end(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(json.dumps(PLAN_DICT))
+    for python_kwargs, cli_args, python_key, cli_key in (
+            ({"gpus": [0]}, ["--gpus", "0"], "gpus", "--gpus"),
+            ({"rank_by": "speed"}, ["--rank-by", "speed"], "rank_by", "--rank-by"),
+            ({"rank_by": "time"}, ["--rank-by", "time"], "rank_by", "--rank-by")):  # no job to time
+        e = expect_error(python_key, stepcast.plan, PLAN_DICT, **python_kwargs)
+        done = subprocess.run([BINARY, "plan", str(path), *cli_args], capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and cli_key in done.stderr, done.stderr
+        if python_key == "rank_by":  # the library's message, word for word (gpus: Python's types first)
+            assert e.args[0].split(": ", 1)[-1] in done.stderr, (str(e), done.stderr)
+
+
 # ---- zoo -------------------------------------------------------------------------------------
 
 

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -17,9 +15,9 @@
 
 #include "cli/output_file.hpp"
 #include "stepcast/error.hpp"
-#include "stepcast/limits.hpp"
 #include "stepcast/report/plan.hpp"
 #include "stepcast/sweep/plan.hpp"
+#include "stepcast/sweep/sweep.hpp"
 
 namespace stepcast::cli {
 
@@ -35,38 +33,6 @@ struct PlanArgs {
   std::string csv;
   std::string rank_by = "tokens_per_gpu";
 };
-
-report::PlanRank parse_rank(const std::string& text) {
-  for (report::PlanRank rank :
-       {report::PlanRank::TokensPerGpu, report::PlanRank::Time, report::PlanRank::Cost}) {
-    if (text == report::to_string(rank)) return rank;
-  }
-  throw Error({"", 0, "--rank-by"}, fmt::format("expected tokens_per_gpu, time or cost, got '{}'", text));
-}
-
-/// "256,512,1024": each an integer in [1, kMaxWorkers], each once.
-std::vector<int> parse_gpus(const std::string& text) {
-  std::vector<int> out;
-  for (size_t pos = 0; pos <= text.size();) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
-    int value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || value < 1 ||
-        value > limits::kMaxWorkers) {
-      throw Error({"", 0, "--gpus"},
-                  fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'",
-                              limits::kMaxWorkers, text));
-    }
-    if (std::find(out.begin(), out.end(), value) != out.end()) {
-      throw Error({"", 0, "--gpus"}, fmt::format("{} is given twice in '{}'; each count once", value, text));
-    }
-    out.push_back(value);
-    pos = comma + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -92,10 +58,10 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
             sweep::PlanRequest request;
             request.scenario = args->scenario;
             request.overrides = args->sets;
-            if (!args->gpus.empty()) request.gpus = parse_gpus(args->gpus);
+            if (!args->gpus.empty()) request.gpus = sweep::parse_worker_list(args->gpus, "--gpus");
             request.top = static_cast<std::size_t>(args->top);
             request.jobs = args->jobs;
-            request.rank_by = parse_rank(args->rank_by);
+            request.rank_by = report::parse_plan_rank(args->rank_by, "--rank-by");
             request.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
             const report::Plan plan = sweep::plan(request);
             if (!args->csv.empty()) {

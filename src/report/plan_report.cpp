@@ -6,6 +6,7 @@
 
 #include "report/json_text.hpp"
 #include "report/text_table.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/report/plan.hpp"
 #include "stepcast/units.hpp"
 
@@ -28,6 +29,14 @@ const char* to_string(PlanRank rank) {
       return "cost";
   }
   return "?";
+}
+
+PlanRank parse_plan_rank(std::string_view text, std::string_view option) {
+  for (PlanRank rank : {PlanRank::TokensPerGpu, PlanRank::Time, PlanRank::Cost}) {
+    if (text == to_string(rank)) return rank;
+  }
+  throw Error({"", 0, std::string(option)},
+              fmt::format("expected tokens_per_gpu, time or cost, got '{}'", text));
 }
 
 double rank_value(const predict::Result& r, PlanRank rank) {
@@ -113,7 +122,8 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
       const PlanMiss& m = *c.closest_miss;
       fmt::format_to(it, "closest miss: {} needs {} reserved per GPU ({} allocated), {} more than the {}\n",
                      m.label, format_bytes(m.memory.reserved()), format_bytes(m.memory.allocated()),
-                     format_bytes(m.memory.reserved() - m.memory.gpu_memory), format_bytes(m.memory.gpu_memory));
+                     format_bytes(m.memory.reserved() - m.memory.gpu_memory),
+                     format_bytes(m.memory.gpu_memory));
     }
     if (c.top.empty()) {
       fmt::format_to(it, "no layout is valid and fits at {} GPUs\n", c.gpus);

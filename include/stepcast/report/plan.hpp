@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 #include <utility>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/predict/result.hpp"
@@ -26,6 +27,9 @@ namespace stepcast::report {
 enum class PlanRank : uint8_t { TokensPerGpu, Time, Cost };
 /// "tokens_per_gpu", "time", "cost" (the --rank-by values).
 [[nodiscard]] const char* to_string(PlanRank rank);
+/// The rank a --rank-by value names; throws Error naming `option` (the command's "--rank-by",
+/// Python's "rank_by") for any other text.
+[[nodiscard]] PlanRank parse_plan_rank(std::string_view text, std::string_view option);
 /// The value `rank` orders predictions by, smaller first: minus tokens/s per GPU, the job's time,
 /// the job's cost (or the cost per million tokens when there is no job).
 [[nodiscard]] double rank_value(const predict::Result& result, PlanRank rank);
