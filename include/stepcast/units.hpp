@@ -7,7 +7,7 @@
 // Bandwidth: "bps"/"b/s" suffixes are bits per second, "B/s"/"Bps" bytes per second, with
 // decimal prefixes k, M, G, T (and binary Ki, Mi, Gi, Ti for bytes). Sizes: B, kB/KB, MB, GB, TB
 // (decimal) and KiB, MiB, GiB, TiB. Durations: ns, us, ms, s, min, h. A bare number is the SI
-// base unit (bytes/s, bytes, seconds).
+// base unit (bytes/s, bytes, seconds), except in the _with_unit forms, where it is an error.
 #pragma once
 
 #include <string>
@@ -23,6 +23,11 @@ namespace stepcast {
 [[nodiscard]] double parse_duration(std::string_view text, const SourceLocation& where);
 /// "25MB", "1GiB", "4096" -> bytes, >= 0. Throws Error naming `where`.
 [[nodiscard]] double parse_bytes(std::string_view text, const SourceLocation& where);
+/// As parse_bytes and parse_bandwidth, for what a user writes (scenario keys, options): a bare
+/// number other than 0 is an error ("80" could be bytes, MB or GB), naming `where` and the units
+/// taken. Data files (traces, tables) whose columns say their unit use the plain forms.
+[[nodiscard]] double parse_bytes_with_unit(std::string_view text, const SourceLocation& where);
+[[nodiscard]] double parse_bandwidth_with_unit(std::string_view text, const SourceLocation& where);
 
 /// "180TFLOPS", "989TFLOP/s", "1.8e14" -> FLOP/s, in [1e6, 1e18]. Throws Error naming `where`.
 [[nodiscard]] double parse_flops(std::string_view text, const SourceLocation& where);

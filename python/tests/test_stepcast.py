@@ -222,7 +222,7 @@ def test_collective_equals_the_commands_json():
     assert stepcast.collective(op="allgather", size="64MiB", workers=16) == cli_json(
         "collective", "--op", "allgather", "--size", "64MiB", "--workers", "16")
     assert stepcast.collective(algorithm="tree", size=1 << 20, workers=32, workers_per_node=8) == cli_json(
-        "collective", "--algorithm", "tree", "--size", "1048576", "--workers", "32", "--workers-per-node", "8")
+        "collective", "--algorithm", "tree", "--size", "1048576B", "--workers", "32", "--workers-per-node", "8")
     # The cluster of a scenario, a file or a dict.
     from_file = stepcast.collective(scenario=EXAMPLE, size="25MB")
     assert from_file == cli_json("collective", "--scenario", EXAMPLE, "--size", "25MB")

@@ -122,8 +122,8 @@ int CalibrateCommand::run() const {
                                            : FitMethod::Endpoints;
   options.max_regimes = max_regimes_;
   options.workers_per_node = workers_per_node_;
-  options.min_bytes = parse_bytes(min_size_, {"", 0, "--min-size"});
-  if (!max_size_.empty()) options.max_bytes = parse_bytes(max_size_, {"", 0, "--max-size"});
+  options.min_bytes = parse_bytes_with_unit(min_size_, {"", 0, "--min-size"});
+  if (!max_size_.empty()) options.max_bytes = parse_bytes_with_unit(max_size_, {"", 0, "--max-size"});
   const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers_, options);
   const calibrate::CalibrationSource source{log.file, log.format, placement, workers_per_node_};
 

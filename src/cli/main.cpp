@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,7 @@ int run_predict(const PredictArgs& args) {
       args.workers_given ? stepcast::sweep::parse_worker_list(args.workers, "--workers") : std::vector<int>{};
   stepcast::sweep::Request request;
   request.scenario = args.scenario;
+  request = stepcast::sweep::with_scenario_text(std::move(request));  // read once: a pipe reads once
   request.overrides = overrides;
   for (const std::string& text : args.sweeps) request.axes.push_back(stepcast::sweep::parse_axis(text));
   request.workers = swept;
@@ -111,7 +113,7 @@ int run_predict(const PredictArgs& args) {
   }
   // Checks the file once up front (errors name its line), then runs the grid.
   const stepcast::scenario::Scenario scenario =
-      stepcast::scenario::load_scenario(args.scenario, overrides, stepcast::scenario::Needs::Workload,
+      stepcast::sweep::load_scenario(request, overrides, stepcast::scenario::Needs::Workload,
                                         request.axes.empty() ? swept : std::vector<int>{});
   if (!args.trace_out.empty() &&
       (all_predictors || scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
@@ -307,6 +309,48 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app);
 std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app);
 }  // namespace stepcast::cli
 
+namespace {
+
+// Edits (insertions, deletions, substitutions) between two words: how far a typed command is
+// from each real one.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// When the first word is no command: "unknown command 'predcit'; did you mean 'predict'?" (the
+// nearest within two edits), or the list of commands. "" when the first word is a command or an
+// option, for CLI11's own message.
+std::string command_hint(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  const std::string_view typed = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == typed) return "";
+    names.push_back(sub->get_name());
+  }
+  std::string nearest;
+  std::size_t best = 3;  // more than two edits is another word, not a typo
+  for (const std::string& name : names) {
+    const std::size_t d = edit_distance(typed, name);
+    if (d < best) best = d, nearest = name;
+  }
+  if (!nearest.empty()) return fmt::format("unknown command '{}'; did you mean '{}'?", typed, nearest);
+  return fmt::format("unknown command '{}'; the commands are {}", typed, fmt::join(names, ", "));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Under mpirun, MPI lives as long as main; ranks other than 0 compute and print nothing.
   const stepcast::sweep::MpiSession mpi(argc, argv);
@@ -404,6 +448,10 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" that exit 0 and print to stdout; real ones get the same
     // prefix as every other error.
     if (e.get_exit_code() == 0) return app.exit(e);
+    if (const std::string hint = command_hint(app, argc, argv); !hint.empty()) {
+      fmt::print(stderr, "stepcast: error: {}\nRun with --help for more information.\n", hint);
+      return kBadInput;
+    }
     fmt::print(stderr, "stepcast: error: {}\nRun with --help for more information.\n", e.what());
     return kBadInput;
   }

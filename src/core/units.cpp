@@ -57,6 +57,18 @@ double parse_with(std::string_view text, const SourceLocation& where, std::strin
 }
 
 constexpr double kKi = 1024.0;
+
+// A bare number in a scenario or an option could be bytes, MB or GB (bits or bytes per second):
+// the unit is required there (0 is 0 in any unit). What `what` names is the example the message
+// gives.
+void require_unit(std::string_view text, const SourceLocation& where, std::string_view what) {
+  const std::string_view s = trim(text);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (!s.empty() && ec == std::errc() && end == s.data() + s.size() && value != 0) {
+    throw Error(where, fmt::format("expected {} with its unit, got '{}' (a bare number has no unit)", what, text));
+  }
+}
 }  // namespace
 
 double parse_bandwidth(std::string_view text, const SourceLocation& where) {
@@ -107,6 +119,16 @@ double parse_bytes(std::string_view text, const SourceLocation& where) {
       {"TiB", kKi * kKi * kKi * kKi},
   }};
   return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes, limits::kMaxBytes, "1 PB");
+}
+
+double parse_bytes_with_unit(std::string_view text, const SourceLocation& where) {
+  require_unit(text, where, "a size such as '80GB' or '1GiB'");
+  return parse_bytes(text, where);
+}
+
+double parse_bandwidth_with_unit(std::string_view text, const SourceLocation& where) {
+  require_unit(text, where, "a bandwidth such as '25Gbps' or '3GB/s'");
+  return parse_bandwidth(text, where);
 }
 
 double parse_flops(std::string_view text, const SourceLocation& where) {

@@ -70,15 +70,7 @@ double parse_number(const RawValue& value, double min, bool min_allowed, std::st
 }
 
 // A size that must carry its unit ("1.1GB", "0B"): a bare number could be bytes, MB or GB.
-double parse_size_with_unit(const RawValue& value) {
-  std::string_view s = number_text(value);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  double number = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), number);
-  if (ec == std::errc() && end == s.data() + s.size())
-    fail(value, "a size with its unit, such as '1.1GB' or '1GiB'");
-  return parse_bytes(value.text, value.where);
-}
+double parse_size_with_unit(const RawValue& value) { return parse_bytes_with_unit(value.text, value.where); }
 
 // Plain numbers render without trailing zeros ("2", "0.5", "219.178").
 std::string echo_number(double value) { return fmt::format("{:.6g}", value); }
@@ -366,7 +358,7 @@ template <class F>
 KeyDef bandwidth_key(std::string key, std::string def, std::string description, F field) {
   return {{std::move(key), "bandwidth", std::move(def), std::move(description)},
           true,
-          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth(v.text, v.where); },
+          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth_with_unit(v.text, v.where); },
           [field](const Scenario& s) {
             return Rendered{format_bandwidth(field(s)), false};
           }};
@@ -384,7 +376,7 @@ KeyDef cap_key(std::string key, std::string def, std::string description, F fiel
             const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), zero);
             const bool no_cap = v.text == "none" ||
                                 (!s.empty() && ec == std::errc() && end == s.data() + s.size() && zero == 0);
-            field(d.scenario) = no_cap ? 0.0 : parse_bandwidth(v.text, v.where);
+            field(d.scenario) = no_cap ? 0.0 : parse_bandwidth_with_unit(v.text, v.where);
           },
           [field, table](const Scenario& s) {
             const std::optional<double>& set = field(s);
@@ -432,9 +424,9 @@ std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
       throw Error(value.where, fmt::format("{}: expected {}, got '{}'", label, kExpected, value.text));
     const SourceLocation where{value.where.file, value.where.line, value.where.key + " " + label};
     cluster::CollectiveRegime r;
-    r.from_bytes = parse_bytes(words[0], where);
+    r.from_bytes = parse_bytes_with_unit(words[0], where);
     r.step_latency = parse_duration(words[1], where);
-    r.bw = parse_bandwidth(words[2], where);
+    r.bw = parse_bandwidth_with_unit(words[2], where);
     if (!regimes.empty() && r.from_bytes <= regimes.back().from_bytes) {
       throw Error(where, fmt::format("sizes must be strictly ascending: {} follows {}",
                                      echo_bytes(r.from_bytes), echo_bytes(regimes.back().from_bytes)));
@@ -955,7 +947,7 @@ std::vector<KeyDef> make_table() {
       {{"cluster.ps_nic_bandwidth", "bandwidth", "same as cluster.nic_bandwidth",
         "NIC bandwidth of a dedicated parameter-server node, each way"},
        false,
-       [](const RawValue& v, Draft& d) { d.scenario.cluster.ps_nic_bw = parse_bandwidth(v.text, v.where); },
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.ps_nic_bw = parse_bandwidth_with_unit(v.text, v.where); },
        [](const Scenario& s) {
          double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
          return Rendered{format_bandwidth(bw), false};
@@ -1004,7 +996,7 @@ std::vector<KeyDef> make_table() {
         "memory of one GPU, e.g. 80GB; predictions say whether the job fits"},
        false,
        [](const RawValue& v, Draft& d) {
-         const double bytes = parse_bytes(v.text, v.where);
+         const double bytes = parse_bytes_with_unit(v.text, v.where);
          if (bytes <= 0) fail(v, "a size > 0");
          d.scenario.cluster.gpu_memory = bytes;
        },
@@ -1025,7 +1017,7 @@ std::vector<KeyDef> make_table() {
                 "optimizer step runs at it, memory-bound, on the parameters a worker updates"},
                false,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.cluster.gpu_memory_bw = parse_bandwidth(v.text, v.where);
+                 d.scenario.cluster.gpu_memory_bw = parse_bandwidth_with_unit(v.text, v.where);
                },
                [](const Scenario& s) {
                  return Rendered{
@@ -1186,7 +1178,7 @@ std::vector<KeyDef> make_table() {
         "size; 0 = whole pieces (P3 used 50,000 parameters, 200kB in fp32)"},
        true,
        [](const RawValue& v, Draft& d) {
-         const double bytes = parse_bytes(v.text, v.where);
+         const double bytes = parse_bytes_with_unit(v.text, v.where);
          // Below a kilobyte a slice is all header; validate() also bounds the slice count.
          if (bytes > 0 && bytes < 1e3) {
            throw Error(v.where, fmt::format("'{}' is a slice of {:g} bytes: expected 0 (whole pieces) "
@@ -1205,7 +1197,7 @@ std::vector<KeyDef> make_table() {
   t.push_back(
       {{"training.ps.apply_bandwidth", "bandwidth", "unset (free)", "bytes/s a shard applies gradients at"},
        false,
-       [](const RawValue& v, Draft& d) { d.scenario.scheme.ps.apply_bw = parse_bandwidth(v.text, v.where); },
+       [](const RawValue& v, Draft& d) { d.scenario.scheme.ps.apply_bw = parse_bandwidth_with_unit(v.text, v.where); },
        [](const Scenario& s) {
          double bw = s.scheme.ps.apply_bw;
          return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
@@ -1233,7 +1225,7 @@ std::vector<KeyDef> make_table() {
                 "gradient bucket size (PyTorch DDP); 0 = one bucket per gradient"},
                true,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.scheme.allreduce.bucket_bytes = parse_bytes(v.text, v.where);
+                 d.scenario.scheme.allreduce.bucket_bytes = parse_bytes_with_unit(v.text, v.where);
                },
                [](const Scenario& s) {
                  return Rendered{echo_bytes(s.scheme.allreduce.bucket_bytes), false};
@@ -1419,7 +1411,7 @@ std::vector<KeyDef> make_table() {
                 "bytes each worker reads from storage at start-up (model, data shard)"},
                false,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.options.job.startup_bytes = parse_bytes(v.text, v.where);
+                 d.scenario.options.job.startup_bytes = parse_bytes_with_unit(v.text, v.where);
                },
                [](const Scenario& s) {
                  const double b = s.options.job.startup_bytes;
@@ -1429,7 +1421,7 @@ std::vector<KeyDef> make_table() {
                 "read bandwidth of one worker's start-up read"},
                false,
                [](const RawValue& v, Draft& d) {
-                 d.scenario.options.job.storage_bw = parse_bandwidth(v.text, v.where);
+                 d.scenario.options.job.storage_bw = parse_bandwidth_with_unit(v.text, v.where);
                },
                [](const Scenario& s) {
                  const double bw = s.options.job.storage_bw;

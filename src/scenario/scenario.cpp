@@ -363,7 +363,7 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
         } else if (key == "b") {
           link.b = v;
         } else if (key == "bandwidth") {
-          link.bw = parse_bandwidth(v, {file, line, "links.bandwidth"});
+          link.bw = parse_bandwidth_with_unit(v, {file, line, "links.bandwidth"});
         } else if (key == "latency") {
           link.latency = parse_duration(v, {file, line, "links.latency"});
         } else {

@@ -44,7 +44,9 @@ std::pair<std::string, std::optional<double>> split_cost(const std::string& valu
 
 }  // namespace
 
-report::Advice advise(const AdviseRequest& request) {
+report::Advice advise(const AdviseRequest& given) {
+  AdviseRequest request = given;
+  request.sweep = with_scenario_text(std::move(request.sweep));  // read once: it is loaded several times
   // 0 is "not a target"; any other value must be one the flag takes (a negative or NaN target
   // used to read as "no target" and the message named the wrong flag).
   const double efficiency = request.target_efficiency, throughput = request.target_throughput;

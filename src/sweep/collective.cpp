@@ -48,7 +48,7 @@ std::vector<double> sizes_of(const CollectiveRequest& request) {
   for (size_t pos = 0; pos <= text.size();) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
-    const double bytes = parse_bytes(text.substr(pos, comma - pos), where);
+    const double bytes = parse_bytes_with_unit(text.substr(pos, comma - pos), where);
     if (!(bytes > 0)) throw Error(where, "expected sizes > 0");
     sizes.push_back(bytes);
     pos = comma + 1;
@@ -64,7 +64,10 @@ struct Flag {
 
 }  // namespace
 
-CollectiveRun run_collective(const CollectiveRequest& request) {
+CollectiveRun run_collective(const CollectiveRequest& given) {
+  CollectiveRequest request = given;
+  const bool from_file = !request.scenario.scenario.empty() && request.scenario.scenario_text.empty();
+  if (from_file) request.scenario = with_scenario_text(std::move(request.scenario));  // read once
   const CollectiveOp op = op_of(request);
   const std::vector<double> sizes = sizes_of(request);
   const bool own_cluster = request.scenario.scenario.empty() && request.scenario.scenario_text.empty();

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "stepcast/error.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -360,6 +361,7 @@ report::Plan plan(const PlanRequest& request) {
   Request files;
   files.scenario = request.scenario;
   files.scenario_text = request.scenario_text;
+  files = with_scenario_text(std::move(files));  // read once: a pipe can be read only once
   const scenario::Scenario base = load_scenario(files, request.overrides);
   const std::vector<int> counts =
       request.gpus.empty() ? std::vector<int>{base.cluster.workers} : request.gpus;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "stepcast/error.hpp"
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/limits.hpp"
 #include "sweep/ranks.hpp"
 #include "sweep/result_wire.hpp"
@@ -123,6 +124,11 @@ int threads_for(int jobs, std::size_t tasks) {
   return static_cast<int>(std::max(1u, n));
 }
 
+Request with_scenario_text(Request request) {
+  if (request.scenario_text.empty()) request.scenario_text = read_text_file(request.scenario, "scenario file");
+  return request;
+}
+
 scenario::Scenario load_scenario(const Request& request, const std::vector<std::string>& overrides,
                                  scenario::Needs needs, const std::vector<int>& worker_sweep) {
   if (request.scenario_text.empty()) {
@@ -131,7 +137,8 @@ scenario::Scenario load_scenario(const Request& request, const std::vector<std::
   return scenario::parse_scenario(request.scenario_text, request.scenario, overrides, needs, worker_sweep);
 }
 
-report::Sweep run(const Request& request) {
+report::Sweep run(const Request& given) {
+  const Request request = with_scenario_text(given);
   const bool explicit_configs = !request.configs.empty();
   const std::vector<report::Config> configs = explicit_configs ? request.configs : grid(request.axes);
   const bool configured = explicit_configs || !request.axes.empty();

@@ -99,8 +99,9 @@ class CliTest : public ::testing::Test {
     return p.string();
   }
 
-  /// Runs stepcast with `args` from the source directory, under a time limit.
-  RunResult run(const std::vector<std::string>& args, int timeout_s = 30) {
+  /// Runs stepcast with `args` from the source directory, under a time limit; its stdin is empty,
+  /// or with `piped` the file's bytes through a pipe (`cat FILE | stepcast ...`).
+  RunResult run(const std::vector<std::string>& args, int timeout_s = 30, const std::string& piped = "") {
     RunResult r;
     const fs::path out = dir_ / ("stdout." + std::to_string(runs_));
     const fs::path err = dir_ / ("stderr." + std::to_string(runs_));
@@ -108,14 +109,17 @@ class CliTest : public ::testing::Test {
     // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
     std::string cmd = "stepcast";
     std::string line = "cd ";
-    line.append(shell_quote(kSourceDir.string())).append(" && timeout -k 5 ");
+    line.append(shell_quote(kSourceDir.string())).append(" && ");
+    if (!piped.empty()) line.append("cat ").append(shell_quote(piped)).append(" | ");
+    line.append("timeout -k 5 ");
     line.append(std::to_string(timeout_s)).append(" ").append(shell_quote(kBinary));
     for (const auto& a : args) {
       cmd.append(" ").append(a);
       line.append(" ").append(shell_quote(a));
     }
     line.append(" >").append(shell_quote(out.string()));
-    line.append(" 2>").append(shell_quote(err.string())).append(" </dev/null");
+    line.append(" 2>").append(shell_quote(err.string()));
+    if (piped.empty()) line.append(" </dev/null");
     const int status = std::system(line.c_str());
     if (status == -1) {
       r.code = -1;

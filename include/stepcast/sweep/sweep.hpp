@@ -90,6 +90,11 @@ struct Request {
   bool distribute = false;
 };
 
+/// The request with its scenario file read into scenario_text (unchanged when the text is given),
+/// so that a request that loads its scenario several times reads the file once: a pipe or
+/// `<(...)` can be read only once. Throws Error naming the file when it cannot be read.
+[[nodiscard]] Request with_scenario_text(Request request);
+
 /// The request's scenario with `overrides` (not request.overrides): parse_scenario of
 /// scenario_text when given, else load_scenario of the file. Throws what they throw.
 [[nodiscard]] scenario::Scenario load_scenario(const Request& request, const std::vector<std::string>& overrides,
