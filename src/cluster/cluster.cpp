@@ -230,19 +230,7 @@ std::string nccl_key(bool tree, NcclProtocol protocol) {
 }
 
 const char* to_string(Topology topology) {
-  switch (topology) {
-    case Topology::Switch:
-      return "switch";
-    case Topology::FatTree:
-      return "fat_tree";
-    case Topology::BiGraph:
-      return "bigraph";
-    case Topology::Torus:
-      return "torus";
-    case Topology::Custom:
-      return "custom";
-  }
-  return "?";
+  return name_c_str(topology);
 }
 
 const CollectiveRegime* ClusterSpec::regime_for(double bytes) const {

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/sim/link_load.hpp"
 #include "stepcast/sim/trace.hpp"
@@ -17,12 +19,32 @@
 namespace stepcast::predict {
 
 enum class Predictor : uint8_t { Fine, Coarse, Analytic };
+constexpr std::string_view name_of(Predictor v) {
+  switch (v) {
+    case Predictor::Fine:
+      return "fine";
+    case Predictor::Coarse:
+      return "coarse";
+    case Predictor::Analytic:
+      return "analytic";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(Predictor predictor);
 
 /// How workers read their start-up data (CNTK-style, DESIGN.md 3.3): one after another, so the
 /// start-up grows with N; or all at once, each at the full storage bandwidth (local disks or a
 /// store that scales), so it does not.
 enum class StartupIo : uint8_t { Sequential, Parallel };
+constexpr std::string_view name_of(StartupIo v) {
+  switch (v) {
+    case StartupIo::Sequential:
+      return "sequential";
+    case StartupIo::Parallel:
+      return "parallel";
+  }
+  return {};
+}
 
 /// A whole training job: start-up plus the steps that train `samples` samples. Off when samples
 /// is 0. Units: samples, bytes, bytes/s, seconds.
