@@ -214,19 +214,7 @@ const char* to_string(NcclProtocol protocol) {
 }
 
 std::string nccl_key(bool tree, NcclProtocol protocol) {
-  const char* name = "?";
-  switch (protocol) {
-    case NcclProtocol::LL:
-      name = "ll";
-      break;
-    case NcclProtocol::LL128:
-      name = "ll128";
-      break;
-    case NcclProtocol::Simple:
-      name = "simple";
-      break;
-  }
-  return std::string("cluster.nccl.") + (tree ? "tree." : "ring.") + name;
+  return std::string("cluster.nccl.") + (tree ? "tree." : "ring.") + name_c_str(protocol);
 }
 
 const char* to_string(Topology topology) {

@@ -420,17 +420,7 @@ CollectivePlan hdrm_plan(const Cluster& c) {
 }  // namespace
 
 const char* to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "allreduce";
-    case CollectiveOp::AllGather:
-      return "allgather";
-    case CollectiveOp::ReduceScatter:
-      return "reducescatter";
-    case CollectiveOp::Broadcast:
-      return "broadcast";
-  }
-  return "?";
+  return name_c_str(op);
 }
 
 const char* to_string(AllReduceAlgorithm algorithm) {

@@ -11,9 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "scheme/exchange.hpp"
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/cluster/gemm_table.hpp"
+#include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/profile/kineto.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/predict/result.hpp"
+#include "stepcast/report/plan.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -62,12 +69,14 @@ TEST(EnumNames, Scheme) {
   using namespace scheme;
   check_all_names<Scheme, Mode, PsPartition, PsPlacementStrategy, PsPlacement, PsOrder, PsBarrier,
                   PsAsyncStart, AllReduceAlgorithm, CollectiveProtocol, FsdpSharding, Optimizer,
-                  ParallelDimension, PipelineSchedule, TensorOverlap>();
+                  ParallelDimension, PipelineSchedule, TensorOverlap, CollectiveOp, SimulationEngine,
+                  CommKind>();
 }
 
 TEST(EnumNames, Cluster) {
   using namespace cluster;
-  check_all_names<Topology, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement>();
+  check_all_names<Topology, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement, GemmDtype,
+                  NcclProtocol>();
 }
 
 TEST(EnumNames, Workload) {
@@ -76,8 +85,13 @@ TEST(EnumNames, Workload) {
 }
 
 TEST(EnumNames, PredictAndScenario) {
-  check_all_names<predict::Predictor, predict::StartupIo, scenario::StepSamples, scenario::ReplayMode,
-                  scenario::MeasuredWith, scenario::ComputeMethod>();
+  check_all_names<predict::Predictor, predict::StartupIo, predict::BottleneckKind, scenario::StepSamples,
+                  scenario::ReplayMode, scenario::MeasuredWith, scenario::ComputeMethod>();
+}
+
+TEST(EnumNames, ReportAndCalibrate) {
+  check_all_names<report::PlanRank, calibrate::FitMethod, calibrate::LogFormat, calibrate::Placement,
+                  profile::Category>();
 }
 
 // The names are usable at compile time (enum_values sizes an array with them).
@@ -86,6 +100,7 @@ static_assert(name_of(scheme::Scheme::ParameterServer) == "ps");
 static_assert(parse_name<scheme::Scheme>("fsdp") == scheme::Scheme::Fsdp);
 static_assert(!is_named(static_cast<scheme::Scheme>(3)));
 // The counts that size per-enumerator arrays agree with the enums.
+static_assert(static_cast<int>(enum_values<cluster::NcclProtocol>().size()) == cluster::kNcclProtocols);
 static_assert(static_cast<int>(enum_values<scheme::ParallelDimension>().size()) ==
               scheme::kParallelDimensions);
 
@@ -103,6 +118,30 @@ TEST(EnumNames, ToStringIsTheName) {
   for (auto v : enum_values<cluster::CpuVendor>()) EXPECT_EQ(cluster::to_string(v), name_of(v));
   for (auto v : enum_values<scheme::ParallelDimension>()) EXPECT_EQ(scheme::to_string(v), name_of(v));
   for (auto v : enum_values<scheme::AllReduceAlgorithm>()) EXPECT_EQ(scheme::to_string(v), name_of(v));
+  for (auto v : enum_values<scheme::CollectiveOp>()) EXPECT_EQ(scheme::to_string(v), name_of(v));
+  for (auto v : enum_values<scheme::SimulationEngine>()) EXPECT_EQ(scheme::to_string(v), name_of(v));
+  for (auto v : enum_values<cluster::GemmDtype>()) {
+    EXPECT_EQ(cluster::to_string(v), name_of(v));
+    EXPECT_TRUE(cluster::parse_gemm_dtype(name_of(v)) == v);
+  }
+  EXPECT_TRUE(cluster::parse_gemm_dtype(" BF16 ") == cluster::GemmDtype::BF16);  // case and spaces aside
+  for (auto v : enum_values<report::PlanRank>()) EXPECT_EQ(report::to_string(v), name_of(v));
+  for (auto v : enum_values<calibrate::FitMethod>()) EXPECT_EQ(calibrate::to_string(v), name_of(v));
+  for (auto v : enum_values<calibrate::LogFormat>()) EXPECT_EQ(calibrate::to_string(v), name_of(v));
+  EXPECT_EQ(calibrate::to_string(static_cast<calibrate::LogFormat>(9)), "?");
+  for (auto v : enum_values<predict::BottleneckKind>()) EXPECT_EQ(predict::to_string(v), name_of(v));
+  for (auto v : enum_values<profile::Category>()) EXPECT_EQ(profile::to_string(v), name_of(v));
+  EXPECT_EQ(profile::to_string(static_cast<profile::Category>(99)), "other");
+  for (auto v : enum_values<scheme::CommKind>()) EXPECT_EQ(scheme::to_string(v), name_of(v));
+}
+
+// NCCL's protocols: scenario keys in lower case, reports as NCCL spells them.
+TEST(EnumNames, NcclProtocolKeysAndReports) {
+  using cluster::NcclProtocol;
+  EXPECT_EQ(cluster::nccl_key(true, NcclProtocol::LL128), "cluster.nccl.tree.ll128");
+  EXPECT_EQ(cluster::nccl_key(false, NcclProtocol::Simple), "cluster.nccl.ring.simple");
+  EXPECT_STREQ(cluster::to_string(NcclProtocol::LL), "LL");
+  EXPECT_STREQ(cluster::to_string(NcclProtocol::Simple), "Simple");
 }
 
 // Reports spell NCCL's protocols as NCCL does; scenario files in lower case.

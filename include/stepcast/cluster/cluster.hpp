@@ -109,6 +109,17 @@ struct CollectiveRegime {
 /// LL128 (128-byte lines, 120 of payload) and Simple (bulk copies with a fence per chunk: full
 /// bandwidth, highest latency).
 enum class NcclProtocol : uint8_t { LL, LL128, Simple };
+constexpr std::string_view name_of(NcclProtocol v) {
+  switch (v) {
+    case NcclProtocol::LL:
+      return "ll";
+    case NcclProtocol::LL128:
+      return "ll128";
+    case NcclProtocol::Simple:
+      return "simple";
+  }
+  return {};
+}
 inline constexpr int kNcclProtocols = 3;
 /// NCCL's hardware classes for a hop's latency.
 enum class NcclHop : uint8_t { NvLink, Pcie, Net };
@@ -155,6 +166,8 @@ struct NcclTuning {
   std::optional<int> channels;
   bool operator==(const NcclTuning&) const = default;
 };
+/// NCCL's own spelling, as reports print it: "LL", "LL128", "Simple" (name_of: the scenario keys'
+/// "ll", "ll128", "simple").
 [[nodiscard]] const char* to_string(NcclProtocol protocol);
 /// "cluster.nccl.tree.ll128": the scenario keys of one (algorithm, protocol) start so.
 [[nodiscard]] std::string nccl_key(bool tree, NcclProtocol protocol);

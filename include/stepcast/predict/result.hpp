@@ -214,6 +214,29 @@ enum class BottleneckKind : uint8_t {
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
 };
+constexpr std::string_view name_of(BottleneckKind v) {
+  switch (v) {
+    case BottleneckKind::Compute:
+      return "compute";
+    case BottleneckKind::Host:
+      return "host";
+    case BottleneckKind::NetworkBandwidth:
+      return "network_bandwidth";
+    case BottleneckKind::NetworkLatency:
+      return "network_latency";
+    case BottleneckKind::PsNic:
+      return "ps_nic";
+    case BottleneckKind::PsApply:
+      return "ps_apply";
+    case BottleneckKind::PsMessages:
+      return "ps_messages";
+    case BottleneckKind::Stragglers:
+      return "stragglers";
+    case BottleneckKind::Memory:
+      return "memory";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(BottleneckKind kind);
 
 /// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit
