@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -207,7 +208,7 @@ std::vector<int> workers_of(const py::handle& workers, const char* argument = "w
 /// `predictor`: checked here, as the command's --predictor is, so that its error names it.
 std::string predictor_of(const py::handle& predictor) {
   const std::string text = py::str(predictor).cast<std::string>();
-  if (text != "fine" && text != "coarse" && text != "analytic") {
+  if (!stepcast::parse_name<stepcast::predict::Predictor>(text)) {
     throw Error({"", 0, "predictor"}, "expected fine, coarse or analytic, got '" + text + "'");
   }
   return text;

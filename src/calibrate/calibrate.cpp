@@ -591,17 +591,7 @@ cluster::ClusterSpec apply_regime_fit(const RegimeFit& fit, int workers_per_node
 }
 
 const char* to_string(FitMethod method) {
-  switch (method) {
-    case FitMethod::Endpoints:
-      return "endpoints";
-    case FitMethod::LeastSquares:
-      return "least-squares";
-    case FitMethod::Regimes:
-      return "regimes";
-    case FitMethod::Nccl:
-      return "nccl";
-  }
-  return "?";
+  return name_c_str(method);
 }
 
 }  // namespace stepcast::calibrate

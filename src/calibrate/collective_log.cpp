@@ -110,15 +110,7 @@ void finish(CollectiveLog& log, const std::string& what) {
 }  // namespace
 
 std::string_view to_string(LogFormat format) {
-  switch (format) {
-    case LogFormat::Auto:
-      return "auto";
-    case LogFormat::NcclTests:
-      return "nccl-tests";
-    case LogFormat::XlaTable:
-      return "xla";
-  }
-  return "?";
+  return is_named(format) ? name_of(format) : "?";
 }
 
 CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& file_name, Placement placement) {

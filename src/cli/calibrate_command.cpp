@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/output_file.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/detail/calibrate/gemm_calibration.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/detail/report/calibration_report.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
@@ -18,6 +21,16 @@
 namespace stepcast::cli {
 
 using limits::kMaxWorkers;
+
+namespace {
+// The values an option takes: the enum's names (CLI11 lists them in --help and its errors).
+template <NamedEnum E>
+std::vector<std::string> all_names() {
+  std::vector<std::string> names;
+  for (E value : enum_values<E>()) names.emplace_back(name_of(value));
+  return names;
+}
+}  // namespace
 
 CalibrateCommand::CalibrateCommand(CLI::App& app) {
   CLI::App* calibrate = app.add_subcommand(
@@ -32,7 +45,7 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   nccl_tests_->add_option("--workers-per-node", workers_per_node_, "Ranks (GPUs) per node (G)")
       ->capture_default_str();
   nccl_tests_->add_option("--format", format_, "Input format: auto, nccl-tests or xla")
-      ->check(CLI::IsMember({"auto", "nccl-tests", "xla"}))
+      ->check(CLI::IsMember(all_names<calibrate::LogFormat>()))
       ->capture_default_str();
   nccl_tests_->add_flag("--in-place", in_place_, "Use nccl-tests' in-place times (default: out-of-place)");
   nccl_tests_
@@ -41,7 +54,7 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
                    "regimes (one line per size range, the number of ranges chosen by leave-one-out) or nccl "
                    "(NCCL's tuning model: node NIC bandwidth and a scale of its latency constants; predicts "
                    "other node counts)")
-      ->check(CLI::IsMember({"endpoints", "least-squares", "regimes", "nccl"}))
+      ->check(CLI::IsMember(all_names<calibrate::FitMethod>()))
       ->capture_default_str();
   nccl_tests_
       ->add_option("--max-regimes", max_regimes_,
@@ -103,9 +116,7 @@ int CalibrateCommand::run() const {
     throw Error({"", 0, "--max-regimes"},
                 fmt::format("expected an integer in [1, {}], got {}", calibrate::kMaxRegimes, max_regimes_));
   }
-  const LogFormat format = format_ == "xla"          ? LogFormat::XlaTable
-                           : format_ == "nccl-tests" ? LogFormat::NcclTests
-                                                     : LogFormat::Auto;
+  const LogFormat format = parse_name<LogFormat>(format_).value_or(LogFormat::Auto);
   const Placement placement = in_place_ ? Placement::InPlace : Placement::OutOfPlace;
   const calibrate::CollectiveLog log = calibrate::read_collective_log(log_, format, placement);
   if (in_place_ && log.format != LogFormat::NcclTests) {
@@ -116,10 +127,7 @@ int CalibrateCommand::run() const {
                 fmt::format("the table measured {} ranks, --workers says {}", log.group_size, workers_));
   }
   calibrate::FitOptions options;
-  options.method = fit_ == "least-squares" ? FitMethod::LeastSquares
-                   : fit_ == "regimes"     ? FitMethod::Regimes
-                   : fit_ == "nccl"        ? FitMethod::Nccl
-                                           : FitMethod::Endpoints;
+  options.method = parse_name<FitMethod>(fit_).value_or(FitMethod::Endpoints);
   options.max_regimes = max_regimes_;
   options.workers_per_node = workers_per_node_;
   options.min_bytes = parse_bytes_with_unit(min_size_, {"", 0, "--min-size"});

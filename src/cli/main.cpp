@@ -22,6 +22,7 @@
 #include "cli/output_file.hpp"
 #include "cli/trace_options.hpp"
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/html.hpp"
@@ -42,6 +43,14 @@ using stepcast::SourceLocation;
 constexpr int kBadInput = 2;
 
 using stepcast::cli::open_output;
+
+// --predictor: a predictor's name, or all.
+std::vector<std::string> predictor_choices() {
+  std::vector<std::string> choices;
+  for (const auto p : stepcast::enum_values<stepcast::predict::Predictor>()) choices.emplace_back(name_of(p));
+  choices.emplace_back("all");
+  return choices;
+}
 
 struct PredictArgs {
   std::string scenario;
@@ -89,8 +98,8 @@ int run_predict(const PredictArgs& args) {
         throw Error({"", 0, "--predictor"}, "all already runs every predictor; do not also sweep predictor");
       }
     }
-    request.predictors = {stepcast::predict::Predictor::Fine, stepcast::predict::Predictor::Coarse,
-                          stepcast::predict::Predictor::Analytic};
+    const auto every = stepcast::enum_values<stepcast::predict::Predictor>();
+    request.predictors.assign(every.begin(), every.end());
   }
   request.jobs = args.jobs;
   request.record_trace = !args.trace_out.empty();
@@ -369,7 +378,7 @@ int main(int argc, char** argv) {
       ->add_option("--predictor", predict_args.predictor,
                    "fine (simulation), coarse (phases), analytic (busiest-resource bound), or all: the "
                    "three side by side, with a warning where they differ by more than 20%")
-      ->check(CLI::IsMember({"fine", "coarse", "analytic", "all"}));
+      ->check(CLI::IsMember(predictor_choices()));
   predict->add_flag("--json", predict_args.json, "Print one JSON object instead of a table");
   predict->add_flag("--all-links", predict_args.all_links,
                     "List every link that carried bytes in --json (default: the 10 busiest, and how many "

@@ -214,35 +214,11 @@ const char* to_string(NcclProtocol protocol) {
 }
 
 std::string nccl_key(bool tree, NcclProtocol protocol) {
-  const char* name = "?";
-  switch (protocol) {
-    case NcclProtocol::LL:
-      name = "ll";
-      break;
-    case NcclProtocol::LL128:
-      name = "ll128";
-      break;
-    case NcclProtocol::Simple:
-      name = "simple";
-      break;
-  }
-  return std::string("cluster.nccl.") + (tree ? "tree." : "ring.") + name;
+  return std::string("cluster.nccl.") + (tree ? "tree." : "ring.") + name_c_str(protocol);
 }
 
 const char* to_string(Topology topology) {
-  switch (topology) {
-    case Topology::Switch:
-      return "switch";
-    case Topology::FatTree:
-      return "fat_tree";
-    case Topology::BiGraph:
-      return "bigraph";
-    case Topology::Torus:
-      return "torus";
-    case Topology::Custom:
-      return "custom";
-  }
-  return "?";
+  return name_c_str(topology);
 }
 
 const CollectiveRegime* ClusterSpec::regime_for(double bytes) const {

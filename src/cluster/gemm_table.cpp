@@ -89,25 +89,12 @@ double gemm_flops(int64_t m, int64_t n, int64_t k) {
 }  // namespace
 
 const char* to_string(GemmDtype dtype) {
-  switch (dtype) {
-    case GemmDtype::BF16:
-      return "bf16";
-    case GemmDtype::FP16:
-      return "fp16";
-    case GemmDtype::FP32:
-      return "fp32";
-    case GemmDtype::FP8:
-      return "fp8";
-  }
-  return "?";
+  return name_c_str(dtype);
 }
 
 std::optional<GemmDtype> parse_gemm_dtype(std::string_view text) {
   const std::string name = lower(trim(text));
-  for (GemmDtype dtype : {GemmDtype::BF16, GemmDtype::FP16, GemmDtype::FP32, GemmDtype::FP8}) {
-    if (name == to_string(dtype)) return dtype;
-  }
-  return std::nullopt;
+  return parse_name<GemmDtype>(name);
 }
 
 bool GemmTable::has(GemmDtype dtype) const {

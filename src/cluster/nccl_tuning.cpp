@@ -115,25 +115,11 @@ double table_max_bw(const ClusterSpec& spec, NcclProtocol protocol) {
 }  // namespace
 
 const char* to_string(GpuGeneration generation) {
-  switch (generation) {
-    case GpuGeneration::Volta:
-      return "volta";
-    case GpuGeneration::Ampere:
-      return "ampere";
-    case GpuGeneration::Hopper:
-      return "hopper";
-  }
-  return "?";
+  return name_c_str(generation);
 }
 
 const char* to_string(CpuVendor vendor) {
-  switch (vendor) {
-    case CpuVendor::Intel:
-      return "intel";
-    case CpuVendor::Amd:
-      return "amd";
-  }
-  return "?";
+  return name_c_str(vendor);
 }
 
 int nccl_default_channels(const ClusterSpec& spec) {

@@ -7,15 +7,7 @@
 namespace stepcast::predict {
 
 const char* to_string(Predictor predictor) {
-  switch (predictor) {
-    case Predictor::Fine:
-      return "fine";
-    case Predictor::Coarse:
-      return "coarse";
-    case Predictor::Analytic:
-      return "analytic";
-  }
-  return "?";
+  return name_c_str(predictor);
 }
 
 double ring_allreduce_time(double bytes, int n, double bw, double latency) {

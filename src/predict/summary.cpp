@@ -60,27 +60,7 @@ double busy_of(const Result& r, std::string_view resource) {
 }  // namespace
 
 const char* to_string(BottleneckKind kind) {
-  switch (kind) {
-    case BottleneckKind::Compute:
-      return "compute";
-    case BottleneckKind::Host:
-      return "host";
-    case BottleneckKind::NetworkBandwidth:
-      return "network_bandwidth";
-    case BottleneckKind::NetworkLatency:
-      return "network_latency";
-    case BottleneckKind::PsNic:
-      return "ps_nic";
-    case BottleneckKind::PsApply:
-      return "ps_apply";
-    case BottleneckKind::PsMessages:
-      return "ps_messages";
-    case BottleneckKind::Stragglers:
-      return "stragglers";
-    case BottleneckKind::Memory:
-      return "memory";
-  }
-  return "?";
+  return name_c_str(kind);
 }
 
 void finish_result(Result& r, const workload::Workload& workload) {

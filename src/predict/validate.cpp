@@ -28,30 +28,12 @@ void expect_non_negative(std::string_view key, double value, std::string_view wh
   }
 }
 
-bool known(Predictor v) {
-  switch (v) {
-    case Predictor::Fine:
-    case Predictor::Coarse:
-    case Predictor::Analytic:
-      return true;
-  }
-  return false;
-}
-bool known(StartupIo v) {
-  switch (v) {
-    case StartupIo::Sequential:
-    case StartupIo::Parallel:
-      return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void validate(const workload::Workload& workload, const cluster::ClusterSpec& cluster,
               const scheme::SchemeConfig& scheme, const Options& options) {
   scheme::validate(workload, cluster, scheme);
-  if (!known(options.predictor)) {
+  if (!is_named(options.predictor)) {
     fail("predictor", fmt::format("unknown value {}", static_cast<int>(options.predictor)));
   }
   if (options.warmup_steps < 0 || options.warmup_steps > kMaxSteps) {
@@ -94,7 +76,7 @@ void validate(const workload::Workload& workload, const cluster::ClusterSpec& cl
          fmt::format("expected a finite bandwidth >= 0 (0: unset), else in [{:g}, {:g}] bytes/s, got {}",
                      limits::kMinBandwidth, limits::kMaxBandwidth, job.storage_bw));
   }
-  if (!known(job.io)) fail("job.startup.io", fmt::format("unknown value {}", static_cast<int>(job.io)));
+  if (!is_named(job.io)) fail("job.startup.io", fmt::format("unknown value {}", static_cast<int>(job.io)));
   expect_non_negative("job.startup.fixed", job.startup_fixed, "duration (s)", limits::kMaxDuration);
   // What a trace keeps: named after the predict flags that set it.
   const sim::TraceSelection& kept = options.trace_selection;

@@ -22,31 +22,7 @@
 namespace stepcast::profile {
 
 std::string_view to_string(Category cat) {
-  switch (cat) {
-    case Category::CpuOp:
-      return "cpu_op";
-    case Category::UserAnnotation:
-      return "user_annotation";
-    case Category::GpuUserAnnotation:
-      return "gpu_user_annotation";
-    case Category::CudaRuntime:
-      return "cuda_runtime";
-    case Category::CudaDriver:
-      return "cuda_driver";
-    case Category::Kernel:
-      return "kernel";
-    case Category::GpuMemcpy:
-      return "gpu_memcpy";
-    case Category::GpuMemset:
-      return "gpu_memset";
-    case Category::PythonFunction:
-      return "python_function";
-    case Category::Flow:
-      return "flow";
-    case Category::Other:
-      return "other";
-  }
-  return "other";
+  return is_named(cat) ? name_of(cat) : name_of(Category::Other);
 }
 
 Category parse_category(std::string_view cat, char ph) {

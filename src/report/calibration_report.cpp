@@ -13,20 +13,7 @@ namespace stepcast::report {
 namespace {
 
 using calibrate::FitMethod;
-using calibrate::Placement;
 using detail::JsonWriter;
-
-// The names the command line takes (--fit, --in-place), so the JSON reads like the command.
-
-std::string_view placement_name(Placement placement) {
-  switch (placement) {
-    case Placement::OutOfPlace:
-      return "out-of-place";
-    case Placement::InPlace:
-      return "in-place";
-  }
-  return "?";
-}
 
 void write_regime(JsonWriter& json, const calibrate::Regime& r) {
   json.begin_object();
@@ -83,7 +70,8 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
   json.key("format");
   json.string(calibrate::to_string(source.format));
   json.key("placement");
-  json.string(placement_name(source.placement));
+  // The names the command line takes (--fit, --in-place), so the JSON reads like the command.
+  json.string(name_c_str(source.placement));
   json.key("workers");
   json.integer(c.fit.workers);
   json.key("workers_per_node");

@@ -20,21 +20,11 @@ bool PlanCount::orders_agree() const {
 }
 
 const char* to_string(PlanRank rank) {
-  switch (rank) {
-    case PlanRank::TokensPerGpu:
-      return "tokens_per_gpu";
-    case PlanRank::Time:
-      return "time";
-    case PlanRank::Cost:
-      return "cost";
-  }
-  return "?";
+  return name_c_str(rank);
 }
 
 PlanRank parse_plan_rank(std::string_view text, std::string_view option) {
-  for (PlanRank rank : {PlanRank::TokensPerGpu, PlanRank::Time, PlanRank::Cost}) {
-    if (text == to_string(rank)) return rank;
-  }
+  if (const auto rank = parse_name<PlanRank>(text)) return *rank;
   throw Error({"", 0, std::string(option)},
               fmt::format("expected tokens_per_gpu, time or cost, got '{}'", text));
 }

@@ -88,167 +88,18 @@ std::string choice_list(const Choices<E>& choices) {
   return out;
 }
 
-const Choices<Precision>& precisions() {
-  static const Choices<Precision> c{
-      {"fp32", Precision::FP32}, {"fp16", Precision::FP16}, {"bf16", Precision::BF16}};
-  return c;
-}
-const Choices<Scheme>& schemes() {
-  static const Choices<Scheme> c{
-      {"ps", Scheme::ParameterServer}, {"allreduce", Scheme::AllReduce}, {"fsdp", Scheme::Fsdp}};
-  return c;
-}
-const Choices<scheme::FsdpSharding>& shardings() {
-  static const Choices<scheme::FsdpSharding> c{{"full", scheme::FsdpSharding::Full},
-                                               {"grad_op", scheme::FsdpSharding::GradOp},
-                                               {"optimizer", scheme::FsdpSharding::Optimizer},
-                                               {"hybrid", scheme::FsdpSharding::Hybrid}};
-  return c;
-}
-const Choices<scheme::Optimizer>& optimizers() {
-  static const Choices<scheme::Optimizer> c{{"adam", scheme::Optimizer::Adam},
-                                            {"momentum", scheme::Optimizer::Momentum},
-                                            {"sgd", scheme::Optimizer::Sgd}};
-  return c;
-}
-const Choices<workload::ActivationCheckpointing>& checkpointings() {
-  static const Choices<workload::ActivationCheckpointing> c{
-      {"none", workload::ActivationCheckpointing::None},
-      {"selective", workload::ActivationCheckpointing::Selective},
-      {"full", workload::ActivationCheckpointing::Full}};
-  return c;
-}
-const Choices<workload::LossMode>& losses() {
-  static const Choices<workload::LossMode> c{{"fp32_logits", workload::LossMode::Fp32Logits},
-                                             {"fp32_in_place", workload::LossMode::Fp32InPlace},
-                                             {"bf16_logits", workload::LossMode::Bf16Logits},
-                                             {"chunked", workload::LossMode::Chunked}};
-  return c;
-}
-const Choices<ComputeMethod>& compute_methods() {
-  static const Choices<ComputeMethod> c{{"flops", ComputeMethod::Flops}, {"shapes", ComputeMethod::Shapes}};
-  return c;
-}
-const Choices<Mode>& modes() {
-  static const Choices<Mode> c{{"sync", Mode::Sync}, {"async", Mode::Async}};
-  return c;
-}
-const Choices<PsPartition>& partitions() {
-  static const Choices<PsPartition> c{{"whole", PsPartition::Whole}, {"split", PsPartition::Split}};
-  return c;
-}
-const Choices<scheme::PsPlacementStrategy>& placement_strategies() {
-  static const Choices<scheme::PsPlacementStrategy> c{
-      {"least_loaded", scheme::PsPlacementStrategy::LeastLoaded},
-      {"greedy_sorted", scheme::PsPlacementStrategy::GreedySorted},
-      {"round_robin", scheme::PsPlacementStrategy::RoundRobin}};
-  return c;
-}
-const Choices<PsPlacement>& placements() {
-  static const Choices<PsPlacement> c{{"dedicated", PsPlacement::Dedicated},
-                                      {"colocated", PsPlacement::Colocated}};
-  return c;
-}
-const Choices<PsOrder>& orders() {
-  static const Choices<PsOrder> c{{"random", PsOrder::Random},
-                                  {"fifo", PsOrder::Fifo},
-                                  {"tic", PsOrder::Tic},
-                                  {"tac", PsOrder::Tac},
-                                  {"priority", PsOrder::Priority}};
-  return c;
-}
-const Choices<scheme::PsAsyncStart>& async_starts() {
-  static const Choices<scheme::PsAsyncStart> c{{"spread", scheme::PsAsyncStart::Spread},
-                                               {"together", scheme::PsAsyncStart::Together},
-                                               {"random", scheme::PsAsyncStart::Random}};
-  return c;
-}
-
-const Choices<scheme::PsBarrier>& barriers() {
-  static const Choices<scheme::PsBarrier> c{{"per_tensor", scheme::PsBarrier::PerTensor},
-                                            {"step", scheme::PsBarrier::Step}};
-  return c;
-}
-const Choices<AllReduceAlgorithm>& algorithms() {
-  static const Choices<AllReduceAlgorithm> c{{"ring", AllReduceAlgorithm::Ring},
-                                             {"halving_doubling", AllReduceAlgorithm::HalvingDoubling},
-                                             {"hierarchical", AllReduceAlgorithm::Hierarchical},
-                                             {"hdrm", AllReduceAlgorithm::Hdrm},
-                                             {"tree", AllReduceAlgorithm::Tree},
-                                             {"auto", AllReduceAlgorithm::Auto}};
-  return c;
-}
-const Choices<CollectiveProtocol>& protocols() {
-  static const Choices<CollectiveProtocol> c{{"links", CollectiveProtocol::Links},
-                                             {"auto", CollectiveProtocol::Auto},
-                                             {"ll", CollectiveProtocol::LL},
-                                             {"ll128", CollectiveProtocol::LL128},
-                                             {"simple", CollectiveProtocol::Simple}};
-  return c;
-}
-const Choices<cluster::NodePlacement>& node_placements() {
-  static const Choices<cluster::NodePlacement> c{{"packed", cluster::NodePlacement::Packed},
-                                                 {"random", cluster::NodePlacement::Random}};
-  return c;
-}
-const Choices<cluster::Topology>& topologies() {
-  static const Choices<cluster::Topology> c{{"switch", cluster::Topology::Switch},
-                                            {"fat_tree", cluster::Topology::FatTree},
-                                            {"bigraph", cluster::Topology::BiGraph},
-                                            {"torus", cluster::Topology::Torus},
-                                            {"custom", cluster::Topology::Custom}};
-  return c;
-}
-const Choices<cluster::GpuGeneration>& gpu_generations() {
-  static const Choices<cluster::GpuGeneration> c{{"volta", cluster::GpuGeneration::Volta},
-                                                 {"ampere", cluster::GpuGeneration::Ampere},
-                                                 {"hopper", cluster::GpuGeneration::Hopper}};
-  return c;
-}
-const Choices<cluster::CpuVendor>& cpu_vendors() {
-  static const Choices<cluster::CpuVendor> c{{"intel", cluster::CpuVendor::Intel},
-                                             {"amd", cluster::CpuVendor::Amd}};
-  return c;
-}
-const Choices<cluster::IntraNodeLink>& intra_links() {
-  static const Choices<cluster::IntraNodeLink> c{{"nvlink", cluster::IntraNodeLink::NvLink},
-                                                 {"pcie", cluster::IntraNodeLink::Pcie}};
+// An enum's choices are its names, beside the type (stepcast/enum_names.hpp), in declaration order.
+template <NamedEnum E>
+const Choices<E>& enum_choices() {
+  static const Choices<E> c = [] {
+    Choices<E> out;
+    for (E value : enum_values<E>()) out.emplace_back(name_of(value), value);
+    return out;
+  }();
   return c;
 }
 const Choices<bool>& booleans() {
   static const Choices<bool> c{{"false", false}, {"true", true}};
-  return c;
-}
-const Choices<StepSamples>& step_samples() {
-  static const Choices<StepSamples> c{{"all", StepSamples::All},
-                                      {"representative", StepSamples::Representative}};
-  return c;
-}
-const Choices<ReplayMode>& replay_modes() {
-  static const Choices<ReplayMode> c{{"auto", ReplayMode::Auto}, {"never", ReplayMode::Never}};
-  return c;
-}
-const Choices<MeasuredWith>& measured_withs() {
-  static const Choices<MeasuredWith> c{
-      {"alone", MeasuredWith::Alone}, {"ps", MeasuredWith::Ps}, {"allreduce", MeasuredWith::Allreduce}};
-  return c;
-}
-const Choices<Predictor>& predictors() {
-  static const Choices<Predictor> c{
-      {"fine", Predictor::Fine}, {"coarse", Predictor::Coarse}, {"analytic", Predictor::Analytic}};
-  return c;
-}
-
-const Choices<scheme::PipelineSchedule>& pipeline_schedules() {
-  static const Choices<scheme::PipelineSchedule> c{{"gpipe", scheme::PipelineSchedule::GPipe},
-                                                   {"1f1b", scheme::PipelineSchedule::OneFOneB},
-                                                   {"interleaved", scheme::PipelineSchedule::Interleaved},
-                                                   {"zero_bubble", scheme::PipelineSchedule::ZeroBubble}};
-  return c;
-}
-const Choices<scheme::TensorOverlap>& tensor_overlaps() {
-  static const Choices<scheme::TensorOverlap> c{{"none", scheme::TensorOverlap::None},
-                                                {"collective", scheme::TensorOverlap::Collective}};
   return c;
 }
 
@@ -268,7 +119,7 @@ std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_or
     bool known = false;
     for (int d = 0; d < scheme::kParallelDimensions; ++d) {
       const auto dimension = static_cast<scheme::ParallelDimension>(d);
-      if (name != scheme::to_string(dimension)) continue;
+      if (name != name_of(dimension)) continue;
       if (seen[static_cast<size_t>(d)] || n >= order.size()) fail(v, kExpected);
       seen[static_cast<size_t>(d)] = true;
       order[n++] = dimension;
@@ -278,12 +129,6 @@ std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_or
   }
   if (n != order.size()) fail(v, kExpected);
   return order;
-}
-
-const Choices<predict::StartupIo>& startup_ios() {
-  static const Choices<predict::StartupIo> c{{"sequential", predict::StartupIo::Sequential},
-                                             {"parallel", predict::StartupIo::Parallel}};
-  return c;
 }
 
 // Row builders. `field` is a generic lambda returning a reference into a Scenario, so the same
@@ -552,7 +397,7 @@ std::vector<KeyDef> make_table() {
          return Rendered{fmt::format("{}", s.workload.seq_len), true};
        }});
   t.push_back(choice_key(
-      "workload.activation_checkpointing", "none", checkpointings(),
+      "workload.activation_checkpointing", "none", enum_choices<workload::ActivationCheckpointing>(),
       "decoders: recompute in backward: none, selective (attention scores), full (each block's forward)",
       [](auto& s) -> auto& { return s.workload.checkpointing; }));
   t.push_back(choice_key(
@@ -560,13 +405,13 @@ std::vector<KeyDef> make_table() {
       "decoders: attention kernels that keep no seq x seq scores (FlashAttention, PyTorch SDPA); for memory",
       [](auto& s) -> auto& { return s.workload.flash_attention; }));
   t.push_back(choice_key(
-      "workload.loss", "fp32_logits", losses(),
+      "workload.loss", "fp32_logits", enum_choices<workload::LossMode>(),
       "decoders, for memory: the loss's cross entropy on an fp32 copy of the logits (Hugging Face, "
       "TorchTitan), fp32 in place (Megatron-LM), on bf16 logits, or chunked (TorchTitan's chunked loss, "
       "fused kernels); docs/memory.md",
       [](auto& s) -> auto& { return s.workload.loss; }));
   t.push_back(choice_key(
-      "workload.compute", "flops", compute_methods(),
+      "workload.compute", "flops", enum_choices<ComputeMethod>(),
       "decoders: flops (the compute from one step time or FLOP rate, split by FLOPs) or shapes (each "
       "kernel timed from its shape: GEMMs from cluster.gpu.gemm or the roofline of cluster.gpu.peak_flops, "
       "attention at cluster.gpu.attention_flops, the rest at cluster.gpu.memory_bandwidth)",
@@ -626,19 +471,19 @@ std::vector<KeyDef> make_table() {
                  return Rendered{s.workload.profile, false};
                }});
   t.push_back(choice_key(
-      "workload.step_samples", "all", step_samples(),
+      "workload.step_samples", "all", enum_choices<StepSamples>(),
       "with workload.profile: predict every steady step of the trace (the spread of the predicted "
       "step time; the step time is their mean; k steps cost k predictions) or the representative "
       "step alone",
       [](auto& s) -> auto& { return s.workload.step_samples; }));
   t.push_back(choice_key(
-      "workload.measured_with", "alone", measured_withs(),
+      "workload.measured_with", "alone", enum_choices<MeasuredWith>(),
       "what the measured single-worker step included: compute alone, a round trip to the parameter servers "
       "of training.ps.* (ps: the compute is the measurement less one worker's predicted communication, and "
       "speed-up is against the measurement), or a one-worker all-reduce (no communication)",
       [](auto& s) -> auto& { return s.workload.measured_with; }));
   t.push_back(choice_key(
-      "workload.replay", "auto", replay_modes(),
+      "workload.replay", "auto", enum_choices<ReplayMode>(),
       "with workload.profile at the trace's own worker count: replay its measured collectives (auto) or "
       "simulate them as at any other count (never: a continuous curve through the traced size)",
       [](auto& s) -> auto& { return s.workload.replay; }));
@@ -722,7 +567,7 @@ std::vector<KeyDef> make_table() {
                  return Rendered{echo_duration(s.workload.step_time), false};
                }});
   t.push_back(choice_key(
-      "workload.precision", "fp32", precisions(),
+      "workload.precision", "fp32", enum_choices<Precision>(),
       "precision of parameters and gradients (sets bytes per element)",
       [](auto& s) -> auto& { return s.workload.precision; }));
   t.push_back(number_key(
@@ -786,7 +631,7 @@ std::vector<KeyDef> make_table() {
        },
        true});
   t.push_back(choice_key(
-      "cluster.topology", "switch", topologies(),
+      "cluster.topology", "switch", enum_choices<cluster::Topology>(),
       "network between nodes: one switch, fat-tree, BiGraph or torus",
       [](auto& s) -> auto& { return s.cluster.topology; }));
   t.push_back(integer_key(
@@ -936,11 +781,11 @@ std::vector<KeyDef> make_table() {
                                  false};
                }});
   t.push_back(choice_key(
-      "cluster.gpu.generation", "hopper", gpu_generations(),
+      "cluster.gpu.generation", "hopper", enum_choices<cluster::GpuGeneration>(),
       "GPU generation for NCCL's bandwidth tables: volta (V100), ampere (A100), hopper (H100)",
       [](auto& s) -> auto& { return s.cluster.gpu_generation; }));
   t.push_back(choice_key(
-      "cluster.cpu.vendor", "intel", cpu_vendors(),
+      "cluster.cpu.vendor", "intel", enum_choices<cluster::CpuVendor>(),
       "host CPU vendor, which picks NCCL's LL bandwidth cap between nodes",
       [](auto& s) -> auto& { return s.cluster.cpu_vendor; }));
   t.push_back(
@@ -969,7 +814,7 @@ std::vector<KeyDef> make_table() {
       "cluster.intra_node.latency", "1us", "latency inside a node",
       [](auto& s) -> auto& { return s.cluster.intra_node_latency; }));
   t.push_back(choice_key(
-      "cluster.intra_node.link", "nvlink", intra_links(),
+      "cluster.intra_node.link", "nvlink", enum_choices<cluster::IntraNodeLink>(),
       "nvlink: a link per GPU; pcie: GPUs share PCIe switch uplinks",
       [](auto& s) -> auto& { return s.cluster.intra_node_link; }));
   t.push_back(integer_key(
@@ -981,7 +826,7 @@ std::vector<KeyDef> make_table() {
       "NICs per node (1 .. workers_per_node); GPUs are spread evenly over them",
       [](auto& s) -> auto& { return s.cluster.nics_per_node; }));
   t.push_back(choice_key(
-      "cluster.node_placement", "packed", node_placements(),
+      "cluster.node_placement", "packed", enum_choices<cluster::NodePlacement>(),
       "where the job's nodes sit in the fabric: packed (node n in slot n) or random (slots chosen with "
       "`seed` among cluster.fabric_nodes, as a batch system scatters a job); fat_tree, bigraph and torus",
       [](auto& s) -> auto& { return s.cluster.node_placement; }));
@@ -1127,40 +972,42 @@ std::vector<KeyDef> make_table() {
 
   // --- training
   t.push_back(choice_key(
-      "training.scheme", "allreduce", schemes(),
+      "training.scheme", "allreduce", enum_choices<Scheme>(),
       "parameter server, all-reduce (DDP) or sharded data parallelism (FSDP, ZeRO)",
       [](auto& s) -> auto& { return s.scheme.scheme; }));
   t.push_back(choice_key(
-      "training.mode", "sync", modes(), "synchronous steps, or asynchronous (parameter server only)",
+      "training.mode", "sync", enum_choices<Mode>(),
+      "synchronous steps, or asynchronous (parameter server only)",
       [](auto& s) -> auto& { return s.scheme.mode; }));
   t.push_back(integer_key(
       "training.ps.count", "1", 1, kMaxServers, "parameter-server shards P",
       [](auto& s) -> auto& { return s.scheme.ps.count; }));
   t.push_back(choice_key(
-      "training.ps.partition", "whole", partitions(),
+      "training.ps.partition", "whole", enum_choices<PsPartition>(),
       "whole tensors per shard (see training.ps.placement_strategy) or every tensor split evenly",
       [](auto& s) -> auto& { return s.scheme.ps.partition; }));
   t.push_back(choice_key(
-      "training.ps.placement_strategy", "least_loaded", placement_strategies(),
+      "training.ps.placement_strategy", "least_loaded", enum_choices<scheme::PsPlacementStrategy>(),
       "partition whole: each tensor in creation order to the shard with the fewest bytes so far "
       "(TensorFlow's greedy strategy, tf_cnn_benchmarks), greedy over tensors sorted largest first, or "
       "round-robin in creation order (replica_device_setter's default)",
       [](auto& s) -> auto& { return s.scheme.ps.placement_strategy; }));
   t.push_back(choice_key(
-      "training.ps.placement", "dedicated", placements(), "a node per shard, or shard s on worker node s",
+      "training.ps.placement", "dedicated", enum_choices<PsPlacement>(),
+      "a node per shard, or shard s on worker node s",
       [](auto& s) -> auto& { return s.scheme.ps.placement; }));
   t.push_back(choice_key(
-      "training.ps.order", "random", orders(),
+      "training.ps.order", "random", enum_choices<PsOrder>(),
       "order a worker sends parameters: random each step (TensorFlow), fifo (creation order), tic or tac "
       "(TicTac), priority (P3: the layer nearest the input first, at every slice)",
       [](auto& s) -> auto& { return s.scheme.ps.order; }));
   t.push_back(choice_key(
-      "training.ps.barrier", "per_tensor", barriers(),
+      "training.ps.barrier", "per_tensor", enum_choices<scheme::PsBarrier>(),
       "sync: a pull waits for its tensor's next version (PS-Lite, BytePS) or for every variable's "
       "(step: TensorFlow's SyncReplicasOptimizer and tf_cnn_benchmarks)",
       [](auto& s) -> auto& { return s.scheme.ps.barrier; }));
   t.push_back(choice_key(
-      "training.ps.async_start", "spread", async_starts(),
+      "training.ps.async_start", "spread", enum_choices<scheme::PsAsyncStart>(),
       "async: when workers start their first step: spread evenly over one cycle, together (convoys), "
       "or at seeded random times within one cycle",
       [](auto& s) -> auto& { return s.scheme.ps.async_start; }));
@@ -1203,12 +1050,12 @@ std::vector<KeyDef> make_table() {
          return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
        }});
   t.push_back(choice_key(
-      "training.allreduce.algorithm", "ring", algorithms(),
+      "training.allreduce.algorithm", "ring", enum_choices<AllReduceAlgorithm>(),
       "collective algorithm; auto: ring or tree for each bucket, as NCCL's tuner picks",
       [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
   {
     KeyDef protocol = choice_key(
-        "training.allreduce.protocol", "links (auto with algorithm auto)", protocols(),
+        "training.allreduce.protocol", "links (auto with algorithm auto)", enum_choices<CollectiveProtocol>(),
         "how a collective step costs: links = the links' latency and bandwidth (and "
         "cluster.collective_regimes); ll, ll128, simple = NCCL's tuning model of that protocol "
         "(cluster.nccl.*); auto = the fastest of the three for each bucket",
@@ -1232,7 +1079,7 @@ std::vector<KeyDef> make_table() {
                }});
 
   t.push_back(choice_key(
-      "training.fsdp.sharding", "full", shardings(),
+      "training.fsdp.sharding", "full", enum_choices<scheme::FsdpSharding>(),
       "fsdp: full (ZeRO-3), grad_op (ZeRO-2), optimizer (ZeRO-1) or hybrid (HSDP: full inside a shard group)",
       [](auto& s) -> auto& { return s.scheme.fsdp.sharding; }));
   t.push_back({{"training.fsdp.shard_group", "integer >= 1", "the workers of one node",
@@ -1259,7 +1106,7 @@ std::vector<KeyDef> make_table() {
       "fsdp full/hybrid: free gathered parameters after the forward (gather again for the backward)",
       [](auto& s) -> auto& { return s.scheme.fsdp.reshard_after_forward; }));
   t.push_back(choice_key(
-      "training.optimizer", "adam", optimizers(),
+      "training.optimizer", "adam", enum_choices<scheme::Optimizer>(),
       "optimizer whose state the memory check counts (fp16/bf16: with fp32 master weights)",
       [](auto& s) -> auto& { return s.scheme.optimizer; }));
 
@@ -1300,7 +1147,7 @@ std::vector<KeyDef> make_table() {
                  return Rendered{out, false};
                }});
   t.push_back(choice_key(
-      "training.pipeline.schedule", "1f1b", pipeline_schedules(),
+      "training.pipeline.schedule", "1f1b", enum_choices<scheme::PipelineSchedule>(),
       "order of each stage's micro-batch passes: gpipe, 1f1b (Megatron's default), interleaved (v > 1 chunks "
       "per stage) or zero_bubble (ZB-H1: backward split into input- and weight-gradient passes)",
       [](auto& s) -> auto& { return s.scheme.pipeline.schedule; }));
@@ -1341,7 +1188,7 @@ std::vector<KeyDef> make_table() {
       "(Megatron's --account-for-embedding/loss-in-pipeline-split)",
       [](auto& s) -> auto& { return s.scheme.pipeline.account_for_embedding; }));
   t.push_back(choice_key(
-      "training.tensor.overlap", "none", tensor_overlaps(),
+      "training.tensor.overlap", "none", enum_choices<scheme::TensorOverlap>(),
       "none: a block's tensor-parallel collectives between its GEMMs; collective: each overlaps the GEMM "
       "beside it (TorchTitan's async TP, Megatron's userbuffers)",
       [](auto& s) -> auto& { return s.scheme.tensor.overlap; }));
@@ -1361,7 +1208,7 @@ std::vector<KeyDef> make_table() {
 
   // --- prediction
   t.push_back(choice_key(
-      "predictor", "fine", predictors(),
+      "predictor", "fine", enum_choices<Predictor>(),
       "discrete-event simulation (fine), phases with heuristics (coarse), or busiest-resource bound "
       "(analytic)",
       [](auto& s) -> auto& { return s.options.predictor; }));
@@ -1428,7 +1275,7 @@ std::vector<KeyDef> make_table() {
                  return Rendered{bw > 0 ? format_bandwidth(bw) : "unset", false};
                }});
   t.push_back(choice_key(
-      "job.startup.io", "parallel", startup_ios(),
+      "job.startup.io", "parallel", enum_choices<predict::StartupIo>(),
       "workers read one after another (start-up grows with N) or all at once",
       [](auto& s) -> auto& { return s.options.job.io; }));
   t.push_back(duration_key(

@@ -420,49 +420,26 @@ CollectivePlan hdrm_plan(const Cluster& c) {
 }  // namespace
 
 const char* to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce:
-      return "allreduce";
-    case CollectiveOp::AllGather:
-      return "allgather";
-    case CollectiveOp::ReduceScatter:
-      return "reducescatter";
-    case CollectiveOp::Broadcast:
-      return "broadcast";
-  }
-  return "?";
+  return name_c_str(op);
 }
 
 const char* to_string(AllReduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllReduceAlgorithm::Ring:
-      return "ring";
-    case AllReduceAlgorithm::HalvingDoubling:
-      return "halving_doubling";
-    case AllReduceAlgorithm::Hierarchical:
-      return "hierarchical";
-    case AllReduceAlgorithm::Hdrm:
-      return "hdrm";
-    case AllReduceAlgorithm::Tree:
-      return "tree";
-    case AllReduceAlgorithm::Auto:
-      return "auto";
-  }
-  return "?";
+  return name_c_str(algorithm);
 }
 
 const char* to_string(CollectiveProtocol protocol) {
+  // Reports spell NCCL's protocols as NCCL does (LL, LL128, Simple: cluster::to_string), the
+  // others as scenario files do.
   switch (protocol) {
     case CollectiveProtocol::Links:
-      return "links";
     case CollectiveProtocol::Auto:
-      return "auto";
+      return name_c_str(protocol);
     case CollectiveProtocol::LL:
-      return "LL";
+      return cluster::to_string(cluster::NcclProtocol::LL);
     case CollectiveProtocol::LL128:
-      return "LL128";
+      return cluster::to_string(cluster::NcclProtocol::LL128);
     case CollectiveProtocol::Simple:
-      return "Simple";
+      return cluster::to_string(cluster::NcclProtocol::Simple);
   }
   return "?";
 }

@@ -12,11 +12,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/detail/sim/engine.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
@@ -111,6 +113,23 @@ enum class CommKind : uint8_t {
   Send,           ///< a message to the member of another pipeline stage (activations, gradients)
   Recv,           ///< the matching message from another stage: ends when it arrived
 };
+constexpr std::string_view name_of(CommKind v) {
+  switch (v) {
+    case CommKind::AllReduce:
+      return "all-reduce";
+    case CommKind::AllGather:
+      return "all-gather";
+    case CommKind::ReduceScatter:
+      return "reduce-scatter";
+    case CommKind::RingShift:
+      return "ring step";
+    case CommKind::Send:
+      return "send";
+    case CommKind::Recv:
+      return "receive";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(CommKind kind);
 
 struct CommOp {

@@ -9,17 +9,7 @@
 namespace stepcast::scheme {
 
 const char* to_string(ParallelDimension dimension) {
-  switch (dimension) {
-    case ParallelDimension::Tensor:
-      return "tp";
-    case ParallelDimension::Context:
-      return "cp";
-    case ParallelDimension::Data:
-      return "dp";
-    case ParallelDimension::Pipeline:
-      return "pp";
-  }
-  return "?";
+  return name_c_str(dimension);
 }
 
 int data_parallel_degree(const ParallelConfig& parallel, int workers) {

@@ -787,21 +787,7 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
 }
 
 const char* to_string(CommKind kind) {
-  switch (kind) {
-    case CommKind::AllReduce:
-      return "all-reduce";
-    case CommKind::AllGather:
-      return "all-gather";
-    case CommKind::ReduceScatter:
-      return "reduce-scatter";
-    case CommKind::RingShift:
-      return "ring step";
-    case CommKind::Send:
-      return "send";
-    case CommKind::Recv:
-      return "receive";
-  }
-  return "?";
+  return name_c_str(kind);
 }
 
 }  // namespace stepcast::scheme

@@ -290,15 +290,7 @@ SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSp
 }
 
 const char* to_string(SimulationEngine engine) {
-  switch (engine) {
-    case SimulationEngine::Full:
-      return "full";
-    case SimulationEngine::Fast:
-      return "fast";
-    case SimulationEngine::Approximate:
-      return "approximate";
-  }
-  return "?";
+  return name_c_str(engine);
 }
 
 double straggler_factor(uint64_t seed, int worker, int step, double cv) {

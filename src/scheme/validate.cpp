@@ -60,186 +60,9 @@ void expect_optional_bandwidth(std::string_view key, double value, std::string_v
 }
 
 // An enum cast from an out-of-range integer would fall through every switch of the predictors.
-bool known(Scheme v) {
-  switch (v) {
-    case Scheme::ParameterServer:
-    case Scheme::AllReduce:
-    case Scheme::Fsdp:
-      return true;
-  }
-  return false;
-}
-bool known(FsdpSharding v) {
-  switch (v) {
-    case FsdpSharding::Full:
-    case FsdpSharding::GradOp:
-    case FsdpSharding::Optimizer:
-    case FsdpSharding::Hybrid:
-      return true;
-  }
-  return false;
-}
-bool known(Optimizer v) {
-  switch (v) {
-    case Optimizer::Adam:
-    case Optimizer::Momentum:
-    case Optimizer::Sgd:
-      return true;
-  }
-  return false;
-}
-bool known(Mode v) {
-  switch (v) {
-    case Mode::Sync:
-    case Mode::Async:
-      return true;
-  }
-  return false;
-}
-bool known(PsPartition v) {
-  switch (v) {
-    case PsPartition::Whole:
-    case PsPartition::Split:
-      return true;
-  }
-  return false;
-}
-bool known(PsPlacementStrategy v) {
-  switch (v) {
-    case PsPlacementStrategy::LeastLoaded:
-    case PsPlacementStrategy::GreedySorted:
-    case PsPlacementStrategy::RoundRobin:
-      return true;
-  }
-  return false;
-}
-bool known(PsPlacement v) {
-  switch (v) {
-    case PsPlacement::Dedicated:
-    case PsPlacement::Colocated:
-      return true;
-  }
-  return false;
-}
-bool known(PsOrder v) {
-  switch (v) {
-    case PsOrder::Random:
-    case PsOrder::Fifo:
-    case PsOrder::Tic:
-    case PsOrder::Tac:
-    case PsOrder::Priority:
-      return true;
-  }
-  return false;
-}
-bool known(PsBarrier v) {
-  switch (v) {
-    case PsBarrier::PerTensor:
-    case PsBarrier::Step:
-      return true;
-  }
-  return false;
-}
-bool known(PsAsyncStart v) {
-  switch (v) {
-    case PsAsyncStart::Spread:
-    case PsAsyncStart::Together:
-    case PsAsyncStart::Random:
-      return true;
-  }
-  return false;
-}
-bool known(AllReduceAlgorithm v) {
-  switch (v) {
-    case AllReduceAlgorithm::Ring:
-    case AllReduceAlgorithm::HalvingDoubling:
-    case AllReduceAlgorithm::Hierarchical:
-    case AllReduceAlgorithm::Hdrm:
-    case AllReduceAlgorithm::Tree:
-    case AllReduceAlgorithm::Auto:
-      return true;
-  }
-  return false;
-}
-bool known(CollectiveProtocol v) {
-  switch (v) {
-    case CollectiveProtocol::Links:
-    case CollectiveProtocol::Auto:
-    case CollectiveProtocol::LL:
-    case CollectiveProtocol::LL128:
-    case CollectiveProtocol::Simple:
-      return true;
-  }
-  return false;
-}
-bool known(Topology v) {
-  switch (v) {
-    case Topology::Switch:
-    case Topology::FatTree:
-    case Topology::BiGraph:
-    case Topology::Torus:
-    case Topology::Custom:
-      return true;
-  }
-  return false;
-}
-bool known(cluster::NodePlacement v) {
-  switch (v) {
-    case cluster::NodePlacement::Packed:
-    case cluster::NodePlacement::Random:
-      return true;
-  }
-  return false;
-}
-bool known(cluster::IntraNodeLink v) {
-  switch (v) {
-    case cluster::IntraNodeLink::NvLink:
-    case cluster::IntraNodeLink::Pcie:
-      return true;
-  }
-  return false;
-}
-
-bool known(cluster::GpuGeneration v) {
-  switch (v) {
-    case cluster::GpuGeneration::Volta:
-    case cluster::GpuGeneration::Ampere:
-    case cluster::GpuGeneration::Hopper:
-      return true;
-  }
-  return false;
-}
-bool known(cluster::CpuVendor v) {
-  switch (v) {
-    case cluster::CpuVendor::Intel:
-    case cluster::CpuVendor::Amd:
-      return true;
-  }
-  return false;
-}
-
-bool known(PipelineSchedule v) {
-  switch (v) {
-    case PipelineSchedule::GPipe:
-    case PipelineSchedule::OneFOneB:
-    case PipelineSchedule::Interleaved:
-    case PipelineSchedule::ZeroBubble:
-      return true;
-  }
-  return false;
-}
-bool known(TensorOverlap v) {
-  switch (v) {
-    case TensorOverlap::None:
-    case TensorOverlap::Collective:
-      return true;
-  }
-  return false;
-}
-
-template <class E>
+template <NamedEnum E>
 void expect_known(std::string_view key, E value) {
-  if (!known(value)) fail(key, fmt::format("unknown value {}", static_cast<int>(value)));
+  if (!is_named(value)) fail(key, fmt::format("unknown value {}", static_cast<int>(value)));
 }
 
 // "node<digits>": the number, or -1 for any other name.
@@ -620,8 +443,8 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
   }
   if (sc.mode == Mode::Async && sc.scheme != Scheme::ParameterServer) {
     // A collective is a barrier by construction; asynchrony needs a parameter server.
-    fail("training.mode", fmt::format("async training needs training.scheme = ps ({} is synchronous)",
-                                      sc.scheme == Scheme::AllReduce ? "all-reduce" : "fsdp"));
+    fail("training.mode",
+         fmt::format("async training needs training.scheme = ps ({} is synchronous)", name_of(sc.scheme)));
   }
   if (ps && sc.mode == Mode::Async && sc.ps.barrier == PsBarrier::Step) {
     fail("training.ps.barrier",
@@ -829,8 +652,8 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
               fmt::format(
                   "{} keeps p = {} micro-batches in flight but the step has {} (global batch {} over {} "
                   "replicas of micro-batch {}); give at least {} sequences",
-                  s.pipeline.schedule == PipelineSchedule::OneFOneB ? "1f1b" : "zero_bubble", p, m,
-                  par.global_batch > 0 ? par.global_batch : per_step, d, w.batch_per_worker, p * per_step));
+                  name_of(s.pipeline.schedule), p, m, par.global_batch > 0 ? par.global_batch : per_step, d,
+                  w.batch_per_worker, p * per_step));
         }
         break;
       case PipelineSchedule::Interleaved:

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
+#include <string>
 #include <utility>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -14,35 +15,27 @@ namespace {
 
 using scheme::CollectiveOp;
 
-// The op names, in the order the error lists them.
-constexpr std::array<std::pair<std::string_view, CollectiveOp>, 4> kOps{
-    {{"allreduce", CollectiveOp::AllReduce},
-     {"allgather", CollectiveOp::AllGather},
-     {"reducescatter", CollectiveOp::ReduceScatter},
-     {"broadcast", CollectiveOp::Broadcast}}};
-
-std::string name_of(const CollectiveRequest& request, std::string_view option) {
+std::string option_name_of(const CollectiveRequest& request, std::string_view option) {
   return request.option_name ? request.option_name(option) : std::string(option);
 }
 
 Error bad(const CollectiveRequest& request, std::string_view option, const std::string& message) {
-  return Error({"", 0, name_of(request, option)}, message);
+  return Error({"", 0, option_name_of(request, option)}, message);
 }
 
 CollectiveOp op_of(const CollectiveRequest& request) {
-  const auto* it =
-      std::find_if(kOps.begin(), kOps.end(), [&](const auto& o) { return o.first == request.op; });
-  if (it == kOps.end()) {
-    throw bad(
-        request, "op",
-        fmt::format("unsupported collective '{}' (supported: allreduce, allgather, reducescatter, broadcast)",
-                    request.op));
+  if (const auto op = parse_name<CollectiveOp>(request.op)) return *op;
+  std::string supported;
+  for (CollectiveOp op : enum_values<CollectiveOp>()) {
+    if (!supported.empty()) supported += ", ";
+    supported += name_of(op);
   }
-  return it->second;
+  throw bad(request, "op",
+            fmt::format("unsupported collective '{}' (supported: {})", request.op, supported));
 }
 
 std::vector<double> sizes_of(const CollectiveRequest& request) {
-  const SourceLocation where{"", 0, name_of(request, "size")};
+  const SourceLocation where{"", 0, option_name_of(request, "size")};
   const std::string_view text = request.sizes;
   std::vector<double> sizes;
   for (size_t pos = 0; pos <= text.size();) {
@@ -87,7 +80,7 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
   std::vector<int> counts;
   // A list of worker counts is a row per count, not a key's value.
   if (request.workers && request.workers->find(',') != std::string::npos) {
-    counts = parse_worker_list(*request.workers, name_of(request, "workers"));
+    counts = parse_worker_list(*request.workers, option_name_of(request, "workers"));
   } else {
     set(request.workers, "cluster.workers", "workers");
   }

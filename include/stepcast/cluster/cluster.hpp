@@ -21,17 +21,43 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/cluster/gemm_table.hpp"
+#include "stepcast/enum_names.hpp"
 
 namespace stepcast::cluster {
 
 enum class Topology : uint8_t { Switch, FatTree, BiGraph, Torus, Custom };
+constexpr std::string_view name_of(Topology v) {
+  switch (v) {
+    case Topology::Switch:
+      return "switch";
+    case Topology::FatTree:
+      return "fat_tree";
+    case Topology::BiGraph:
+      return "bigraph";
+    case Topology::Torus:
+      return "torus";
+    case Topology::Custom:
+      return "custom";
+  }
+  return {};
+}
 /// nvlink: each GPU has its own link into the node fabric and reaches the NIC directly;
 /// pcie: GPUs sit in groups under PCIe switches whose uplink (intra_node_bw) they share for
 /// traffic to the NIC, the host, or GPUs under another switch.
 enum class IntraNodeLink : uint8_t { NvLink, Pcie };
+constexpr std::string_view name_of(IntraNodeLink v) {
+  switch (v) {
+    case IntraNodeLink::NvLink:
+      return "nvlink";
+    case IntraNodeLink::Pcie:
+      return "pcie";
+  }
+  return {};
+}
 
 struct FatTreeSpec {
   int levels = 2;               ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
@@ -83,6 +109,17 @@ struct CollectiveRegime {
 /// LL128 (128-byte lines, 120 of payload) and Simple (bulk copies with a fence per chunk: full
 /// bandwidth, highest latency).
 enum class NcclProtocol : uint8_t { LL, LL128, Simple };
+constexpr std::string_view name_of(NcclProtocol v) {
+  switch (v) {
+    case NcclProtocol::LL:
+      return "ll";
+    case NcclProtocol::LL128:
+      return "ll128";
+    case NcclProtocol::Simple:
+      return "simple";
+  }
+  return {};
+}
 inline constexpr int kNcclProtocols = 3;
 /// NCCL's hardware classes for a hop's latency.
 enum class NcclHop : uint8_t { NvLink, Pcie, Net };
@@ -129,6 +166,8 @@ struct NcclTuning {
   std::optional<int> channels;
   bool operator==(const NcclTuning&) const = default;
 };
+/// NCCL's own spelling, as reports print it: "LL", "LL128", "Simple" (name_of: the scenario keys'
+/// "ll", "ll128", "simple").
 [[nodiscard]] const char* to_string(NcclProtocol protocol);
 /// "cluster.nccl.tree.ll128": the scenario keys of one (algorithm, protocol) start so.
 [[nodiscard]] std::string nccl_key(bool tree, NcclProtocol protocol);
@@ -140,13 +179,42 @@ inline constexpr int kMaxNcclChannels = 64;
 /// The GPU generation NCCL's bandwidth tables are indexed by (tuning.cc: compute capability 7.x,
 /// 8.x, 9.x), and the host CPU vendor that picks its LL table between nodes.
 enum class GpuGeneration : uint8_t { Volta, Ampere, Hopper };
+constexpr std::string_view name_of(GpuGeneration v) {
+  switch (v) {
+    case GpuGeneration::Volta:
+      return "volta";
+    case GpuGeneration::Ampere:
+      return "ampere";
+    case GpuGeneration::Hopper:
+      return "hopper";
+  }
+  return {};
+}
 enum class CpuVendor : uint8_t { Intel, Amd };
+constexpr std::string_view name_of(CpuVendor v) {
+  switch (v) {
+    case CpuVendor::Intel:
+      return "intel";
+    case CpuVendor::Amd:
+      return "amd";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(GpuGeneration generation);
 [[nodiscard]] const char* to_string(CpuVendor vendor);
 
 /// Where a job's nodes sit in a fabric larger than the job: packed (node n in slot n, as now) or
 /// random (a seeded choice of slots, as a batch system that places nodes wherever they are free).
 enum class NodePlacement : uint8_t { Packed, Random };
+constexpr std::string_view name_of(NodePlacement v) {
+  switch (v) {
+    case NodePlacement::Packed:
+      return "packed";
+    case NodePlacement::Random:
+      return "random";
+  }
+  return {};
+}
 
 struct ClusterSpec {
   int workers = 1;           ///< total workers N

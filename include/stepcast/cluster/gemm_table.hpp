@@ -22,10 +22,25 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
+
 namespace stepcast::cluster {
 
 /// Element type of a GEMM's inputs (accumulation in FP32 throughout).
 enum class GemmDtype : uint8_t { BF16, FP16, FP32, FP8 };
+constexpr std::string_view name_of(GemmDtype v) {
+  switch (v) {
+    case GemmDtype::BF16:
+      return "bf16";
+    case GemmDtype::FP16:
+      return "fp16";
+    case GemmDtype::FP32:
+      return "fp32";
+    case GemmDtype::FP8:
+      return "fp8";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(GemmDtype dtype);
 /// "bf16", "fp16", "fp32", "fp8" (case-insensitive); nullopt otherwise.
 [[nodiscard]] std::optional<GemmDtype> parse_gemm_dtype(std::string_view text);

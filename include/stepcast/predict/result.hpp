@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/sim/link_load.hpp"
 #include "stepcast/sim/trace.hpp"
@@ -17,12 +19,32 @@
 namespace stepcast::predict {
 
 enum class Predictor : uint8_t { Fine, Coarse, Analytic };
+constexpr std::string_view name_of(Predictor v) {
+  switch (v) {
+    case Predictor::Fine:
+      return "fine";
+    case Predictor::Coarse:
+      return "coarse";
+    case Predictor::Analytic:
+      return "analytic";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(Predictor predictor);
 
 /// How workers read their start-up data (CNTK-style, DESIGN.md 3.3): one after another, so the
 /// start-up grows with N; or all at once, each at the full storage bandwidth (local disks or a
 /// store that scales), so it does not.
 enum class StartupIo : uint8_t { Sequential, Parallel };
+constexpr std::string_view name_of(StartupIo v) {
+  switch (v) {
+    case StartupIo::Sequential:
+      return "sequential";
+    case StartupIo::Parallel:
+      return "parallel";
+  }
+  return {};
+}
 
 /// A whole training job: start-up plus the steps that train `samples` samples. Off when samples
 /// is 0. Units: samples, bytes, bytes/s, seconds.
@@ -192,6 +214,29 @@ enum class BottleneckKind : uint8_t {
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
 };
+constexpr std::string_view name_of(BottleneckKind v) {
+  switch (v) {
+    case BottleneckKind::Compute:
+      return "compute";
+    case BottleneckKind::Host:
+      return "host";
+    case BottleneckKind::NetworkBandwidth:
+      return "network_bandwidth";
+    case BottleneckKind::NetworkLatency:
+      return "network_latency";
+    case BottleneckKind::PsNic:
+      return "ps_nic";
+    case BottleneckKind::PsApply:
+      return "ps_apply";
+    case BottleneckKind::PsMessages:
+      return "ps_messages";
+    case BottleneckKind::Stragglers:
+      return "stragglers";
+    case BottleneckKind::Memory:
+      return "memory";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(BottleneckKind kind);
 
 /// What one GPU holds (predict/memory.hpp) against what it has. A valid job that does not fit

@@ -11,10 +11,12 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/predict/result.hpp"
 #include "stepcast/report/report.hpp"
 
@@ -25,6 +27,17 @@ namespace stepcast::report {
 /// (cluster.cost.gpu_hour; the job's cost, or without a job the cost per million tokens; least
 /// first).
 enum class PlanRank : uint8_t { TokensPerGpu, Time, Cost };
+constexpr std::string_view name_of(PlanRank v) {
+  switch (v) {
+    case PlanRank::TokensPerGpu:
+      return "tokens_per_gpu";
+    case PlanRank::Time:
+      return "time";
+    case PlanRank::Cost:
+      return "cost";
+  }
+  return {};
+}
 /// "tokens_per_gpu", "time", "cost" (the --rank-by values).
 [[nodiscard]] const char* to_string(PlanRank rank);
 /// The rank a --rank-by value names; throws Error naming `option` (the command's "--rank-by",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/predict/result.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -26,15 +27,44 @@ enum class StepSamples : uint8_t {
   All,             ///< every steady step with the representative's structure, one prediction each
   Representative,  ///< the representative step alone (one prediction; no spread)
 };
+constexpr std::string_view name_of(StepSamples v) {
+  switch (v) {
+    case StepSamples::All:
+      return "all";
+    case StepSamples::Representative:
+      return "representative";
+  }
+  return {};
+}
 
 /// With a profile at the trace's own worker count: replay its measured collectives (auto), or
 /// simulate them as at any other count (never).
 enum class ReplayMode : uint8_t { Auto, Never };
+constexpr std::string_view name_of(ReplayMode v) {
+  switch (v) {
+    case ReplayMode::Auto:
+      return "auto";
+    case ReplayMode::Never:
+      return "never";
+  }
+  return {};
+}
 
 /// What the measured single-worker step time included besides compute: nothing (alone), a round
 /// trip to the scenario's parameter servers (ps), or a one-worker all-reduce (allreduce: no
 /// communication with one worker, so the same as alone).
 enum class MeasuredWith : uint8_t { Alone, Ps, Allreduce };
+constexpr std::string_view name_of(MeasuredWith v) {
+  switch (v) {
+    case MeasuredWith::Alone:
+      return "alone";
+    case MeasuredWith::Ps:
+      return "ps";
+    case MeasuredWith::Allreduce:
+      return "allreduce";
+  }
+  return {};
+}
 
 /// Where a worker's compute time comes from (said in the table).
 enum class ComputeSource : uint8_t {
@@ -50,6 +80,15 @@ enum class ComputeSource : uint8_t {
 /// one measured time (flops), or each kernel timed from its shape on the GPU's GEMM table or
 /// roofline (shapes; scenario/shape_compute.hpp).
 enum class ComputeMethod : uint8_t { Flops, Shapes };
+constexpr std::string_view name_of(ComputeMethod v) {
+  switch (v) {
+    case ComputeMethod::Flops:
+      return "flops";
+    case ComputeMethod::Shapes:
+      return "shapes";
+  }
+  return {};
+}
 
 struct WorkloadSpec {
   std::string model;  ///< zoo name ("" when a profile or workload.transformer describes the job)

@@ -9,15 +9,47 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
+
+#include "stepcast/enum_names.hpp"
 
 namespace stepcast::scheme {
 
 enum class Scheme : uint8_t { ParameterServer, AllReduce, Fsdp };
+constexpr std::string_view name_of(Scheme v) {
+  switch (v) {
+    case Scheme::ParameterServer:
+      return "ps";
+    case Scheme::AllReduce:
+      return "allreduce";
+    case Scheme::Fsdp:
+      return "fsdp";
+  }
+  return {};
+}
 enum class Mode : uint8_t { Sync, Async };
+constexpr std::string_view name_of(Mode v) {
+  switch (v) {
+    case Mode::Sync:
+      return "sync";
+    case Mode::Async:
+      return "async";
+  }
+  return {};
+}
 /// whole: each tensor lives whole on one shard (where: PsPlacementStrategy), so one large tensor
 /// can make its shard the bottleneck; split: every tensor is cut evenly over all shards.
 enum class PsPartition : uint8_t { Whole, Split };
+constexpr std::string_view name_of(PsPartition v) {
+  switch (v) {
+    case PsPartition::Whole:
+      return "whole";
+    case PsPartition::Split:
+      return "split";
+  }
+  return {};
+}
 /// Which shard a whole tensor goes to (partition whole; split ignores it):
 /// - least_loaded: in creation (layer) order, each tensor to the shard with the fewest bytes so
 ///   far, ties to the lowest index: TensorFlow's GreedyLoadBalancingStrategy and tf_cnn_benchmarks'
@@ -28,9 +60,29 @@ enum class PsPartition : uint8_t { Whole, Split };
 /// - round_robin: in creation order onto shards 0, 1, ..., P-1, 0, 1, ... whatever their sizes:
 ///   the default of TensorFlow's replica_device_setter.
 enum class PsPlacementStrategy : uint8_t { LeastLoaded, GreedySorted, RoundRobin };
+constexpr std::string_view name_of(PsPlacementStrategy v) {
+  switch (v) {
+    case PsPlacementStrategy::LeastLoaded:
+      return "least_loaded";
+    case PsPlacementStrategy::GreedySorted:
+      return "greedy_sorted";
+    case PsPlacementStrategy::RoundRobin:
+      return "round_robin";
+  }
+  return {};
+}
 /// dedicated: each shard has a node of its own; colocated: shard s runs on the host CPU of
 /// worker node s.
 enum class PsPlacement : uint8_t { Dedicated, Colocated };
+constexpr std::string_view name_of(PsPlacement v) {
+  switch (v) {
+    case PsPlacement::Dedicated:
+      return "dedicated";
+    case PsPlacement::Colocated:
+      return "colocated";
+  }
+  return {};
+}
 /// random: each step each worker's parameters are sent in an arbitrary (seeded) order, as
 /// TensorFlow does; fifo: in creation (layer) order; tic: TicTac's timing-independent order, by
 /// the dependency depth of the first forward op that reads each parameter (pushes likewise);
@@ -40,6 +92,21 @@ enum class PsPlacement : uint8_t { Dedicated, Colocated };
 /// highest-priority pending message whenever it sends one (with PsConfig::slice_bytes, at every
 /// slice). For a plain chain of layers every order but random coincides.
 enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac, Priority };
+constexpr std::string_view name_of(PsOrder v) {
+  switch (v) {
+    case PsOrder::Random:
+      return "random";
+    case PsOrder::Fifo:
+      return "fifo";
+    case PsOrder::Tic:
+      return "tic";
+    case PsOrder::Tac:
+      return "tac";
+    case PsOrder::Priority:
+      return "priority";
+  }
+  return {};
+}
 /// What a synchronous step's pulls wait for. per_tensor: a piece's next version, which exists
 /// once every worker's gradient of it is applied (PS-Lite, BytePS, MXNet's KVStore), so the next
 /// step's pulls of pieces already updated overlap this step's other pushes. step: every
@@ -47,6 +114,15 @@ enum class PsOrder : uint8_t { Random, Fifo, Tic, Tac, Priority };
 /// token queue, tf_cnn_benchmarks' sync queues), so the next step starts from all pulls at once
 /// and only their order decides how soon the forward pass can run (what TicTac schedules).
 enum class PsBarrier : uint8_t { PerTensor, Step };
+constexpr std::string_view name_of(PsBarrier v) {
+  switch (v) {
+    case PsBarrier::PerTensor:
+      return "per_tensor";
+    case PsBarrier::Step:
+      return "step";
+  }
+  return {};
+}
 /// When asynchronous workers start their first step. Identical workers under fair sharing keep
 /// their phases (two equal transfers entering a link g apart leave it g apart), so where the
 /// servers' NICs are the knee the steady rate depends on these phases, which nothing in the job
@@ -54,6 +130,17 @@ enum class PsBarrier : uint8_t { PerTensor, Step };
 /// together: all at once, as a job launch without jitter, so they move in convoys (all pulling,
 /// then all pushing); random: each at a seeded uniform time within one cycle.
 enum class PsAsyncStart : uint8_t { Spread, Together, Random };
+constexpr std::string_view name_of(PsAsyncStart v) {
+  switch (v) {
+    case PsAsyncStart::Spread:
+      return "spread";
+    case PsAsyncStart::Together:
+      return "together";
+    case PsAsyncStart::Random:
+      return "random";
+  }
+  return {};
+}
 /// ring: 2(N-1) neighbour steps, GPUs of a node adjacent, one ring per NIC of a node (NCCL's
 /// channels); tree: NCCL's tree (a chain through the GPUs of each node, a double binary tree
 /// across nodes, each of the two trees reducing then broadcasting half the data in pipelined
@@ -65,11 +152,43 @@ enum class PsAsyncStart : uint8_t { Spread, Together, Random };
 /// whichever NCCL's tuning model (with the protocol) makes fastest for each collective's size and
 /// scale.
 enum class AllReduceAlgorithm : uint8_t { Ring, HalvingDoubling, Hierarchical, Hdrm, Tree, Auto };
+constexpr std::string_view name_of(AllReduceAlgorithm v) {
+  switch (v) {
+    case AllReduceAlgorithm::Ring:
+      return "ring";
+    case AllReduceAlgorithm::HalvingDoubling:
+      return "halving_doubling";
+    case AllReduceAlgorithm::Hierarchical:
+      return "hierarchical";
+    case AllReduceAlgorithm::Hdrm:
+      return "hdrm";
+    case AllReduceAlgorithm::Tree:
+      return "tree";
+    case AllReduceAlgorithm::Auto:
+      return "auto";
+  }
+  return {};
+}
 /// How a collective's step costs latency and bandwidth: links: the links' latencies and
 /// bandwidths alone (and cluster.collective_regimes); ll, ll128, simple: NCCL's tuning model for
 /// that protocol (cluster.nccl: per-hop latency, a base latency, a bandwidth efficiency); auto:
 /// the fastest of the three for each collective, as NCCL's tuner picks.
 enum class CollectiveProtocol : uint8_t { Links, Auto, LL, LL128, Simple };
+constexpr std::string_view name_of(CollectiveProtocol v) {
+  switch (v) {
+    case CollectiveProtocol::Links:
+      return "links";
+    case CollectiveProtocol::Auto:
+      return "auto";
+    case CollectiveProtocol::LL:
+      return "ll";
+    case CollectiveProtocol::LL128:
+      return "ll128";
+    case CollectiveProtocol::Simple:
+      return "simple";
+  }
+  return {};
+}
 
 /// What sharded data parallelism shards, and when it gathers (DESIGN.md 4.2):
 /// - full (ZeRO-3, FSDP FULL_SHARD): parameters, gradients and optimizer state; each unit's
@@ -83,6 +202,19 @@ enum class CollectiveProtocol : uint8_t { Links, Auto, LL, LL128, Simple };
 /// - hybrid (HSDP, FSDP HYBRID_SHARD): full sharding inside a group of shard_group workers,
 ///   replicated across groups: each unit's reduced gradient shard is all-reduced across groups.
 enum class FsdpSharding : uint8_t { Full, GradOp, Optimizer, Hybrid };
+constexpr std::string_view name_of(FsdpSharding v) {
+  switch (v) {
+    case FsdpSharding::Full:
+      return "full";
+    case FsdpSharding::GradOp:
+      return "grad_op";
+    case FsdpSharding::Optimizer:
+      return "optimizer";
+    case FsdpSharding::Hybrid:
+      return "hybrid";
+  }
+  return {};
+}
 
 struct FsdpConfig {
   FsdpSharding sharding = FsdpSharding::Full;
@@ -104,6 +236,17 @@ struct FsdpConfig {
 /// Optimizer whose state a worker holds (the memory check): adam keeps two moments, momentum one,
 /// sgd none; with fp16/bf16 training an fp32 master copy of the parameters too (DeepSpeed's count).
 enum class Optimizer : uint8_t { Adam, Momentum, Sgd };
+constexpr std::string_view name_of(Optimizer v) {
+  switch (v) {
+    case Optimizer::Adam:
+      return "adam";
+    case Optimizer::Momentum:
+      return "momentum";
+    case Optimizer::Sgd:
+      return "sgd";
+  }
+  return {};
+}
 
 struct PsConfig {
   int count = 1;
@@ -140,6 +283,19 @@ struct AllReduceConfig {
 /// (t: each layer's weights split over t GPUs), context (c: the sequence split over c GPUs, ring
 /// attention), data (d: replicas, or FSDP's shards) and pipeline (p: the layers cut into p stages).
 enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline };
+constexpr std::string_view name_of(ParallelDimension v) {
+  switch (v) {
+    case ParallelDimension::Tensor:
+      return "tp";
+    case ParallelDimension::Context:
+      return "cp";
+    case ParallelDimension::Data:
+      return "dp";
+    case ParallelDimension::Pipeline:
+      return "pp";
+  }
+  return {};
+}
 inline constexpr int kParallelDimensions = 4;
 /// "tp", "cp", "dp", "pp": the names of training.parallel.order.
 [[nodiscard]] const char* to_string(ParallelDimension dimension);
@@ -174,6 +330,19 @@ struct ParallelConfig {
 /// - zero_bubble: ZB-H1 (Qi et al. 2023): the backward split into B (input gradient) and W
 ///   (weight gradient); W fills the tail's bubbles, with 1f1b's memory.
 enum class PipelineSchedule : uint8_t { GPipe, OneFOneB, Interleaved, ZeroBubble };
+constexpr std::string_view name_of(PipelineSchedule v) {
+  switch (v) {
+    case PipelineSchedule::GPipe:
+      return "gpipe";
+    case PipelineSchedule::OneFOneB:
+      return "1f1b";
+    case PipelineSchedule::Interleaved:
+      return "interleaved";
+    case PipelineSchedule::ZeroBubble:
+      return "zero_bubble";
+  }
+  return {};
+}
 
 struct PipelineConfig {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
@@ -188,6 +357,15 @@ struct PipelineConfig {
 /// none: a block's tensor-parallel collectives run between its GEMMs, on the critical path;
 /// collective: each overlaps the GEMM next to it (TorchTitan's async TP, Megatron's userbuffers).
 enum class TensorOverlap : uint8_t { None, Collective };
+constexpr std::string_view name_of(TensorOverlap v) {
+  switch (v) {
+    case TensorOverlap::None:
+      return "none";
+    case TensorOverlap::Collective:
+      return "collective";
+  }
+  return {};
+}
 
 struct TensorConfig {
   TensorOverlap overlap = TensorOverlap::None;

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/workload/transformer_shape.hpp"
 
 namespace stepcast::workload {
@@ -32,6 +33,17 @@ enum class OpKind : uint8_t { Forward, Backward, Other };
 
 /// Numeric precision of parameters and gradients.
 enum class Precision : uint8_t { FP32, FP16, BF16 };
+constexpr std::string_view name_of(Precision v) {
+  switch (v) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::FP16:
+      return "fp16";
+    case Precision::BF16:
+      return "bf16";
+  }
+  return {};
+}
 [[nodiscard]] double bytes_per_element(Precision precision);
 
 struct Op {
@@ -64,6 +76,17 @@ struct Tensor {
 /// scores and context of each block are recomputed, Korthikanti et al. 2022); full (each
 /// block's forward is run again before its backward; only block inputs are stored).
 enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
+constexpr std::string_view name_of(ActivationCheckpointing v) {
+  switch (v) {
+    case ActivationCheckpointing::None:
+      return "none";
+    case ActivationCheckpointing::Selective:
+      return "selective";
+    case ActivationCheckpointing::Full:
+      return "full";
+  }
+  return {};
+}
 
 /// How a language model's loss (cross entropy over the vocabulary) treats the logits, which
 /// decides what the head holds at the end of the forward and the start of the backward
@@ -76,6 +99,19 @@ enum class ActivationCheckpointing : uint8_t { None, Selective, Full };
 ///   Chunked:     the head and the loss a chunk of tokens at a time (TorchTitan's
 ///                ChunkedLossWrapper), no vocabulary-wide tensor for all tokens at once.
 enum class LossMode : uint8_t { Fp32Logits, Fp32InPlace, Bf16Logits, Chunked };
+constexpr std::string_view name_of(LossMode v) {
+  switch (v) {
+    case LossMode::Fp32Logits:
+      return "fp32_logits";
+    case LossMode::Fp32InPlace:
+      return "fp32_in_place";
+    case LossMode::Bf16Logits:
+      return "bf16_logits";
+    case LossMode::Chunked:
+      return "chunked";
+  }
+  return {};
+}
 /// How an attention layer's pass divides between the kernels before its core, the core, and the
 /// kernels after it (fractions summing to 1; all 0: unknown).
 struct AttentionShares {

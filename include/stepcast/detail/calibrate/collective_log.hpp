@@ -18,12 +18,34 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
+
 namespace stepcast::calibrate {
 
 enum class LogFormat : uint8_t { Auto, NcclTests, XlaTable };
+constexpr std::string_view name_of(LogFormat v) {
+  switch (v) {
+    case LogFormat::Auto:
+      return "auto";
+    case LogFormat::NcclTests:
+      return "nccl-tests";
+    case LogFormat::XlaTable:
+      return "xla";
+  }
+  return {};
+}
 
 /// nccl-tests times each size twice: into a separate buffer (out-of-place) and in place.
 enum class Placement : uint8_t { OutOfPlace, InPlace };
+constexpr std::string_view name_of(Placement v) {
+  switch (v) {
+    case Placement::OutOfPlace:
+      return "out-of-place";
+    case Placement::InPlace:
+      return "in-place";
+  }
+  return {};
+}
 
 /// One measured collective.
 struct Measurement {

@@ -21,10 +21,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/enum_names.hpp"
 
 namespace stepcast::calibrate {
 
@@ -43,6 +45,19 @@ enum class FitMethod : uint8_t {
   /// the node NIC's bandwidth and one scale of NCCL's latency constants
   Nccl,
 };
+constexpr std::string_view name_of(FitMethod v) {
+  switch (v) {
+    case FitMethod::Endpoints:
+      return "endpoints";
+    case FitMethod::LeastSquares:
+      return "least-squares";
+    case FitMethod::Regimes:
+      return "regimes";
+    case FitMethod::Nccl:
+      return "nccl";
+  }
+  return {};
+}
 /// The name the command line takes (--fit): "endpoints", "least-squares", "regimes".
 [[nodiscard]] const char* to_string(FitMethod method);
 

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/enum_names.hpp"
+
 namespace stepcast::profile {
 
 /// Event category ("cat"). Old Kineto names (Operator, Runtime, Kernel, Memcpy, Memset) map to
@@ -38,6 +40,33 @@ enum class Category : uint8_t {
   Flow,               ///< "ac2g", "async_cpu_to_gpu", "fwdbwd", "async" and any "s"/"f"/"t" event
   Other,
 };
+constexpr std::string_view name_of(Category v) {
+  switch (v) {
+    case Category::CpuOp:
+      return "cpu_op";
+    case Category::UserAnnotation:
+      return "user_annotation";
+    case Category::GpuUserAnnotation:
+      return "gpu_user_annotation";
+    case Category::CudaRuntime:
+      return "cuda_runtime";
+    case Category::CudaDriver:
+      return "cuda_driver";
+    case Category::Kernel:
+      return "kernel";
+    case Category::GpuMemcpy:
+      return "gpu_memcpy";
+    case Category::GpuMemset:
+      return "gpu_memset";
+    case Category::PythonFunction:
+      return "python_function";
+    case Category::Flow:
+      return "flow";
+    case Category::Other:
+      return "other";
+  }
+  return {};
+}
 
 [[nodiscard]] std::string_view to_string(Category cat);
 /// Category of a "cat" string (and phase, for flow events).

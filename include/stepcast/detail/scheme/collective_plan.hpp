@@ -12,16 +12,31 @@
 #include <compare>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/net/network_model.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 
 namespace stepcast::scheme {
 
 enum class CollectiveOp : uint8_t { AllReduce, AllGather, ReduceScatter, Broadcast };
+constexpr std::string_view name_of(CollectiveOp v) {
+  switch (v) {
+    case CollectiveOp::AllReduce:
+      return "allreduce";
+    case CollectiveOp::AllGather:
+      return "allgather";
+    case CollectiveOp::ReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::Broadcast:
+      return "broadcast";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(CollectiveOp op);
 [[nodiscard]] const char* to_string(AllReduceAlgorithm algorithm);
 

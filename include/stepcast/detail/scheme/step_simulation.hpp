@@ -23,10 +23,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/sim/link_load.hpp"
 #include "stepcast/sim/trace.hpp"
@@ -42,6 +44,17 @@ enum class NetworkKind : uint8_t { MaxMin, NoContention };
 /// approximation where the full engine would take too long (approximate: every group of a stage
 /// moves at the pace of the slowest; measured against full in tests/scheme/composed_test.cpp).
 enum class SimulationEngine : uint8_t { Full, Fast, Approximate };
+constexpr std::string_view name_of(SimulationEngine v) {
+  switch (v) {
+    case SimulationEngine::Full:
+      return "full";
+    case SimulationEngine::Fast:
+      return "fast";
+    case SimulationEngine::Approximate:
+      return "approximate";
+  }
+  return {};
+}
 [[nodiscard]] const char* to_string(SimulationEngine engine);
 
 struct SimulationOptions {
