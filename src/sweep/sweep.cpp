@@ -118,6 +118,45 @@ std::vector<report::Config> grid(const std::vector<Axis>& axes, std::size_t max_
   return out;
 }
 
+namespace {
+
+// A swept key whose every value gives the same predictions changes nothing in this scenario (an
+// FSDP key under a parameter server, a seed where nothing is random): said, since a flat column
+// reads as a finding. results[t] holds configuration t's predictions, grid order (first axis
+// outermost); the recorded trace, which only the last configuration has, is left out.
+template <class Warn>
+void warn_about_axes_that_change_nothing(const std::vector<Axis>& axes,
+                                         const std::vector<std::vector<predict::Result>>& results, Warn&& warn) {
+  auto same = [](const std::vector<predict::Result>& a, const std::vector<predict::Result>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      predict::Result x = a[i], y = b[i];
+      x.trace = {};
+      y.trace = {};
+      if (!(x == y)) return false;
+    }
+    return true;
+  };
+  std::size_t stride = results.size();
+  for (const Axis& axis : axes) {
+    const std::size_t n = axis.values.size();
+    stride /= std::max<std::size_t>(n, 1);
+    if (n < 2) continue;
+    bool changes = false;
+    for (std::size_t t = 0; t < results.size() && !changes; ++t) {
+      const std::size_t v = (t / stride) % n;
+      if (v > 0 && !same(results[t], results[t - v * stride])) changes = true;
+    }
+    if (!changes) {
+      warn(fmt::format("--sweep {}: every value ({}) gives the same predictions; the key changes nothing in "
+                       "this scenario",
+                       axis.key, fmt::join(axis.values, ", ")));
+    }
+  }
+}
+
+}  // namespace
+
 int threads_for(int jobs, std::size_t tasks) {
   unsigned n = jobs > 0 ? static_cast<unsigned>(jobs) : std::max(1u, std::thread::hardware_concurrency());
   n = std::min<unsigned>(n, static_cast<unsigned>(std::max<std::size_t>(tasks, 1)));
@@ -269,6 +308,8 @@ report::Sweep run(const Request& given) {
       throw Error(where, fmt::format("{} (at {})", e.message(), report::config_label(configs[t])));
     }
   }
+
+  if (!explicit_configs) warn_about_axes_that_change_nothing(request.axes, results, warn);
 
   report::Sweep out;
   out.scenario = base.name;

@@ -177,7 +177,9 @@ TEST(ComputeFromShapes, ContextParallelismShortensTheAttentionCore) {
   auto core = [&](int64_t c) {
     double total = 0;
     std::vector<std::string> notes;
-    for (const zoo::Kernel& k : zoo::decoder_kernels(model, {.micro_batch = 1, .context = c})[1].forward) {
+    // Held: a range-for over a member of a temporary's element would outlive the temporary.
+    const auto blocks = zoo::decoder_kernels(model, {.micro_batch = 1, .context = c});
+    for (const zoo::Kernel& k : blocks[1].forward) {
       if (k.kind == zoo::KernelKind::Attention) total += scenario::detail::kernel_time(k, rates, notes);
     }
     return total;

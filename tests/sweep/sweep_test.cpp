@@ -151,6 +151,29 @@ TEST(SweepRun, ProgressCountsEveryPrediction) {
   EXPECT_EQ(last, 12u);
 }
 
+TEST(SweepRun, AKeyThatChangesNothingIsSaidOnce) {
+  // The PS example under FSDP's sharding keys and an all-reduce algorithm: nothing reads them.
+  // A PS count does change the step, so only the others are named, each once.
+  Request r;
+  r.scenario = kExample;
+  r.overrides = {"predictor=coarse"};
+  r.axes = {parse_axis("training.ps.count=1,2"), parse_axis("training.fsdp.sharding=full,grad_op"),
+            parse_axis("training.allreduce.algorithm=ring,tree")};
+  std::vector<std::string> warnings;
+  r.warn = [&](const std::string& w) { warnings.push_back(w); };
+  (void)run(r);
+  ASSERT_EQ(warnings.size(), 2u) << ::testing::PrintToString(warnings);
+  EXPECT_NE(warnings[0].find("--sweep training.fsdp.sharding: every value (full, grad_op) gives the same"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("--sweep training.allreduce.algorithm:"), std::string::npos) << warnings[1];
+  // One axis that changes the step: no warning.
+  r.axes = {parse_axis("training.ps.count=1,2")};
+  warnings.clear();
+  (void)run(r);
+  EXPECT_TRUE(warnings.empty()) << ::testing::PrintToString(warnings);
+}
+
 TEST(SweepRun, ScenarioTextPredictsLikeTheFile) {
   std::ifstream in(kExample);
   std::stringstream text;
