@@ -103,7 +103,10 @@ int nics(const Cluster& c) { return std::max(1, std::min(c.spec.nics_per_node, c
 /// protocols' per-channel caps (CollectiveTerms::bus_bw_cap) count them. In one node the rings
 /// meet on the same GPU links whatever their number, so they stay one per NIC there.
 int channels(const Cluster& c) {
-  if (c.spec.num_worker_nodes() <= 1) return nics(c);
+  // Inside one node every channel's ring is a rotation of the same ring (the same GPU pairs), so
+  // the count only splits the bytes; held to the most channels NCCL launches, so that a node of
+  // thousands of NICs does not make NICs x GPUs transfers (16,384 of each: 2^28, bad_alloc).
+  if (c.spec.num_worker_nodes() <= 1) return std::min(nics(c), cluster::kMaxNcclChannels);
   return std::min(nics(c), cluster::nccl_channels(c.spec));
 }
 

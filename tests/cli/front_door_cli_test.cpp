@@ -1,6 +1,8 @@
 // What a user types first: sizes and bandwidths without a unit are errors naming the key (80 could
 // be bytes, MB or GB; 0 is 0 in any unit), a scenario read from a pipe works in every command that
 // loads it more than once, and a mistyped command suggests the nearest one (issue 30, bad input).
+#include <sys/resource.h>
+
 #include "cli/cli_support.hpp"
 
 namespace stepcast_cli_test {
@@ -74,6 +76,26 @@ TEST_F(FrontDoorCli, AMistypedCommandSuggestsTheNearest) {
   const RunResult far = run({"simulate", kExample});
   expect_exit_2_naming(far, {"unknown command 'simulate'", "predict", "collective", "plan"});
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.describe();
+}
+
+TEST_F(FrontDoorCli, ANodeOfSixteenThousandNicsNeedsLittleMemory) {
+  // An extreme but valid node: 16,384 GPUs and as many NICs. The ring's channels were one per NIC,
+  // each a ring over every GPU: 2^28 transfers and bad_alloc. Now at most NCCL's 64 channels.
+  const std::string scenario =
+      file("many-nics.yaml",
+           "name: many-nics\n"
+           "workload: {model: resnet50, step_time: 100ms}\n"
+           "cluster: {workers: 16384, workers_per_node: 16384, nics_per_node: 16384, "
+           "nic_bandwidth: 100Gbps}\n"
+           "training: {scheme: allreduce}\n"
+           "steps: {warmup: 1, measure: 1}\n");
+  for (const std::string predictor : {"fine", "coarse", "analytic"}) {
+    const RunResult r = run({"predict", scenario, "--predictor", predictor}, 120);
+    EXPECT_EQ(r.code, 0) << r.describe();
+  }
+  rusage children{};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &children), 0);
+  EXPECT_LT(children.ru_maxrss, 1L << 20) << "largest child's peak resident set, KiB";  // 1 GiB
 }
 
 }  // namespace front_door_cli_test
