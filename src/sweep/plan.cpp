@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -28,65 +29,6 @@ using scheme::PipelineSchedule;
 using scheme::Scheme;
 using scheme::TensorOverlap;
 using workload::ActivationCheckpointing;
-
-// The scenario keys' own value names (as --set takes them).
-const char* name(PipelineSchedule v) {
-  switch (v) {
-    case PipelineSchedule::GPipe:
-      return "gpipe";
-    case PipelineSchedule::OneFOneB:
-      return "1f1b";
-    case PipelineSchedule::Interleaved:
-      return "interleaved";
-    case PipelineSchedule::ZeroBubble:
-      return "zero_bubble";
-  }
-  return "?";
-}
-const char* name(Scheme v) {
-  switch (v) {
-    case Scheme::ParameterServer:
-      return "ps";
-    case Scheme::AllReduce:
-      return "allreduce";
-    case Scheme::Fsdp:
-      return "fsdp";
-  }
-  return "?";
-}
-const char* name(FsdpSharding v) {
-  switch (v) {
-    case FsdpSharding::Full:
-      return "full";
-    case FsdpSharding::GradOp:
-      return "grad_op";
-    case FsdpSharding::Optimizer:
-      return "optimizer";
-    case FsdpSharding::Hybrid:
-      return "hybrid";
-  }
-  return "?";
-}
-const char* name(ActivationCheckpointing v) {
-  switch (v) {
-    case ActivationCheckpointing::None:
-      return "none";
-    case ActivationCheckpointing::Selective:
-      return "selective";
-    case ActivationCheckpointing::Full:
-      return "full";
-  }
-  return "?";
-}
-const char* name(TensorOverlap v) {
-  switch (v) {
-    case TensorOverlap::None:
-      return "none";
-    case TensorOverlap::Collective:
-      return "collective";
-  }
-  return "?";
-}
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -325,12 +267,12 @@ report::Config layout_config(const Layout& l) {
           number("training.parallel.pipeline", l.pipeline),
           number("training.parallel.virtual_stages", l.virtual_stages),
           word("training.parallel.sequence", l.sequence ? "true" : "false"),
-          word("training.pipeline.schedule", name(l.schedule)),
-          word("training.scheme", name(l.scheme)),
-          word("training.fsdp.sharding", name(l.sharding)),
+          word("training.pipeline.schedule", name_c_str(l.schedule)),
+          word("training.scheme", name_c_str(l.scheme)),
+          word("training.fsdp.sharding", name_c_str(l.sharding)),
           number("workload.micro_batch", l.micro_batch),
-          word("workload.activation_checkpointing", name(l.checkpointing)),
-          word("training.tensor.overlap", name(l.overlap))};
+          word("workload.activation_checkpointing", name_c_str(l.checkpointing)),
+          word("training.tensor.overlap", name_c_str(l.overlap))};
 }
 
 std::string layout_label(const Layout& l) {
@@ -340,12 +282,12 @@ std::string layout_label(const Layout& l) {
   par.pipeline = l.pipeline;
   par.virtual_stages = l.virtual_stages;
   std::string out = scheme::RankLayout::describe(par, l.gpus);
-  out += l.scheme == Scheme::Fsdp ? fmt::format(", fsdp {}", name(l.sharding))
-                                  : fmt::format(", {}", name(l.scheme));
-  out += fmt::format(", mb {}, ckpt {}", l.micro_batch, name(l.checkpointing));
+  out += l.scheme == Scheme::Fsdp ? fmt::format(", fsdp {}", name_c_str(l.sharding))
+                                  : fmt::format(", {}", name_c_str(l.scheme));
+  out += fmt::format(", mb {}, ckpt {}", l.micro_batch, name_c_str(l.checkpointing));
   if (l.tensor > 1 && l.sequence) out += ", sp";
   if (l.tensor > 1 && l.overlap == TensorOverlap::Collective) out += ", async tp";
-  if (l.pipeline > 1) out += fmt::format(", {}", name(l.schedule));
+  if (l.pipeline > 1) out += fmt::format(", {}", name_c_str(l.schedule));
   return out;
 }
 
