@@ -42,6 +42,10 @@ StateBytes state_bytes(Precision precision, Optimizer optimizer) {
       // Mixed precision keeps an fp32 master copy (4 bytes) next to the fp32 moments; the
       // weights and gradients the GPU computes with are 2 bytes each.
       return {.weights = 2, .gradients = 2, .optimizer = 4 + fp32_moment_bytes(optimizer)};
+    case Precision::FP8:
+      // As bf16, plus the fp8 copy of each weight the GEMMs read (Transformer Engine casts it once
+      // per step and keeps it across the micro-batches): 1 more byte.
+      return {.weights = 3, .gradients = 2, .optimizer = 4 + fp32_moment_bytes(optimizer)};
   }
   return {};
 }

@@ -241,6 +241,26 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
           }};
 }
 
+// An optional rate that must carry its unit (a bare number could be FLOP/s or TFLOP/s); unset
+// (0) until given.
+template <class F>
+KeyDef optional_rate_key(std::string key, std::string def, std::string description, F field) {
+  return {{std::move(key), "FLOP/s", std::move(def), std::move(description)},
+          false,
+          [field](const RawValue& v, Draft& d) {
+            if (!v.text.empty() &&
+                (std::isdigit(static_cast<unsigned char>(v.text.back())) != 0 || v.text.back() == '.')) {
+              fail(v, "a rate with its unit, such as '450TFLOPS'");
+            }
+            const double rate = parse_flops(v.text, v.where);
+            if (!(rate > 0)) fail(v, "a rate > 0 FLOP/s");
+            field(d.scenario) = rate;
+          },
+          [field](const Scenario& s) {
+            return Rendered{field(s) > 0 ? echo_flops(field(s)) : "unset", false};
+          }};
+}
+
 // cluster.collective_regimes: items "SIZE LATENCY BANDWIDTH" separated by commas (a YAML list
 // arrives joined by commas) or semicolons, sizes strictly ascending; or "none" (no regimes, so
 // that --set can switch off the regimes of a file).
@@ -568,7 +588,8 @@ std::vector<KeyDef> make_table() {
                }});
   t.push_back(choice_key(
       "workload.precision", "fp32", enum_choices<Precision>(),
-      "precision of parameters and gradients (sets bytes per element)",
+      "precision of parameters and gradients (sets bytes per element); fp8: Transformer Engine's recipe, "
+      "GEMMs in fp8 and the rest in bf16 (needs workload.compute: shapes, or a measured compute time)",
       [](auto& s) -> auto& { return s.workload.precision; }));
   t.push_back(number_key(
       "workload.backward_ratio", "2", 0, true, kMaxBackwardRatio,
@@ -946,25 +967,16 @@ std::vector<KeyDef> make_table() {
                [](const Scenario& s) {
                  return Rendered{s.cluster.gemm.empty() ? "none" : s.cluster.gemm.file, false};
                }});
-  t.push_back(
-      {{"cluster.gpu.attention_flops", "FLOP/s", "(unset: cluster.gpu.peak_flops)",
-        "workload.compute: shapes: the attention core's rate (flash attention, 4 s^2 h FLOPs per sequence "
-        "forward, twice that backward), e.g. 450TFLOPS"},
-       false,
-       [](const RawValue& v, Draft& d) {
-         // A bare number could be FLOP/s or TFLOP/s: the unit is required.
-         if (!v.text.empty() &&
-             (std::isdigit(static_cast<unsigned char>(v.text.back())) != 0 || v.text.back() == '.')) {
-           fail(v, "a rate with its unit, such as '450TFLOPS'");
-         }
-         const double rate = parse_flops(v.text, v.where);
-         if (!(rate > 0)) fail(v, "a rate > 0 FLOP/s");
-         d.scenario.cluster.gpu_attention_flops = rate;
-       },
-       [](const Scenario& s) {
-         return Rendered{
-             s.cluster.gpu_attention_flops > 0 ? echo_flops(s.cluster.gpu_attention_flops) : "unset", false};
-       }});
+  t.push_back(optional_rate_key(
+      "cluster.gpu.attention_flops", "(unset: cluster.gpu.peak_flops)",
+      "workload.compute: shapes: the attention core's rate (flash attention, 4 s^2 h FLOPs per sequence "
+      "forward, twice that backward), e.g. 450TFLOPS",
+      [](auto& s) -> auto& { return s.cluster.gpu_attention_flops; }));
+  t.push_back(optional_rate_key(
+      "cluster.gpu.peak_flops_fp8", "(unset)",
+      "workload.precision: fp8 with workload.compute: shapes: the GEMMs' dense fp8 rate on the spec sheet "
+      "(e.g. 1979TFLOPS for an H100 SXM), their roofline without fp8 rows in cluster.gpu.gemm",
+      [](auto& s) -> auto& { return s.cluster.gpu_peak_flops_fp8; }));
   t.push_back(duration_key(
       "cluster.gpu.kernel_overhead", "0s",
       "workload.compute: shapes: GPU time each kernel costs beyond its work (launch gaps), e.g. 4us",

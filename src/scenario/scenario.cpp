@@ -514,6 +514,11 @@ void check_shapes_inputs(const Scenario& s, const Entries& entries, const std::s
                 "shapes needs cluster.gpu.gemm (a measured GEMM table) or cluster.gpu.peak_flops (the spec "
                 "sheet's roofline) for its GEMMs");
   }
+  if (s.workload.precision == workload::Precision::FP8 && c.gemm.empty() && !(c.gpu_peak_flops_fp8 > 0)) {
+    throw Error(location_of(entries, "workload.precision", file_name),
+                "fp8 times its GEMMs at cluster.gpu.peak_flops_fp8 (the spec sheet's dense fp8 rate, e.g. "
+                "1979TFLOPS for an H100 SXM) or from a GEMM table with fp8 rows (cluster.gpu.gemm); give one");
+  }
   if (!(c.gpu_attention_flops > 0) && !(c.gpu_peak_flops > 0)) {
     throw Error(where,
                 "shapes needs cluster.gpu.attention_flops (the measured flash-attention rate) or "
@@ -601,6 +606,12 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
   if (given.size() > 1) {
     throw Error(location_of(entries, given[1], file_name),
                 fmt::format("{} and {} both give the compute time; keep one", given[0], given[1]));
+  }
+  if (w.compute_efficiency > 0 && w.precision == workload::Precision::FP8) {
+    // A share of which peak? fp8 runs its GEMMs at another rate than the rest of the step.
+    throw Error(location_of(entries, "workload.compute_efficiency", file_name),
+                "a share of cluster.gpu.peak_flops cannot say how fast fp8 runs (its GEMMs at the fp8 rate, the "
+                "rest in bf16): use workload.compute: shapes, or a measured workload.achieved_flops or step time");
   }
   if (w.compute_efficiency > 0 && !(s.cluster.gpu_peak_flops > 0)) {
     throw Error(location_of(entries, "workload.compute_efficiency", file_name),
@@ -1074,8 +1085,10 @@ std::string compute_source_text(const Scenario& scenario) {
       const cluster::ClusterSpec& c = scenario.cluster;
       const std::string gemms =
           c.gemm.empty()
-              ? fmt::format("GEMMs on a roofline of the spec sheet ({} peak, {}/s), not a measurement",
-                            format_flops(c.gpu_peak_flops), format_bytes(c.gpu_memory_bw))
+              ? fmt::format("GEMMs on a roofline of the spec sheet ({} peak{}, {}/s), not a measurement",
+                            format_flops(w.precision == workload::Precision::FP8 ? c.gpu_peak_flops_fp8
+                                                                                 : c.gpu_peak_flops),
+                            w.precision == workload::Precision::FP8 ? " in fp8" : "", format_bytes(c.gpu_memory_bw))
               : fmt::format("GEMMs from the measured table {} (cluster.gpu.gemm)", c.gemm.file);
       const std::string attention =
           c.gpu_attention_flops > 0 ? fmt::format("attention at {} (cluster.gpu.attention_flops)",

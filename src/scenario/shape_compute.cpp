@@ -14,16 +14,20 @@ cluster::GemmDtype gemm_dtype(workload::Precision precision) {
       return cluster::GemmDtype::FP16;
     case workload::Precision::BF16:
       return cluster::GemmDtype::BF16;
+    case workload::Precision::FP8:
+      return cluster::GemmDtype::FP8;
   }
   return cluster::GemmDtype::FP32;
 }
 
 KernelRates kernel_rates(const Scenario& scenario) {
   const cluster::ClusterSpec& c = scenario.cluster;
+  const bool fp8 = scenario.workload.precision == workload::Precision::FP8;
   return {.gemm = &c.gemm,
           .dtype = gemm_dtype(scenario.workload.precision),
           .element_bytes = workload::bytes_per_element(scenario.workload.precision),
-          .peak_flops = c.gpu_peak_flops,
+          .gemm_element_bytes = fp8 ? 1.0 : workload::bytes_per_element(scenario.workload.precision),
+          .peak_flops = fp8 ? c.gpu_peak_flops_fp8 : c.gpu_peak_flops,
           .attention_flops = c.gpu_attention_flops > 0 ? c.gpu_attention_flops : c.gpu_peak_flops,
           .memory_bw = c.gpu_memory_bw,
           .kernel_overhead = c.gpu_kernel_overhead};
@@ -34,7 +38,7 @@ double kernel_time(const zoo::Kernel& kernel, const KernelRates& rates, std::vec
   switch (kernel.kind) {
     case zoo::KernelKind::Gemm:
       if (rates.gemm == nullptr || rates.gemm->empty()) {
-        one = cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.element_bytes, rates.peak_flops,
+        one = cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.gemm_element_bytes, rates.peak_flops,
                                           rates.memory_bw);
       } else {
         const cluster::GemmLookup lookup =

@@ -26,8 +26,9 @@ struct ShapeTimes {
 struct KernelRates {
   const cluster::GemmTable* gemm = nullptr;  ///< nullptr or empty: the roofline
   cluster::GemmDtype dtype = cluster::GemmDtype::BF16;
-  double element_bytes = 2;
-  double peak_flops = 0;       ///< FLOP/s
+  double element_bytes = 2;       ///< bytes of an element the memory-bound kernels move
+  double gemm_element_bytes = 2;  ///< bytes of a GEMM's input element (1 in fp8)
+  double peak_flops = 0;          ///< FLOP/s of the GEMMs' roofline (the fp8 peak in fp8)
   double attention_flops = 0;  ///< FLOP/s
   double memory_bw = 0;        ///< bytes/s
   double kernel_overhead = 0;  ///< s

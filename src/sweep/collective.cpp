@@ -6,11 +6,17 @@
 #include <string>
 #include <utility>
 
+#include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::sweep {
+
+struct CollectiveRows {
+  std::vector<report::CollectiveReport> reports;
+  std::vector<report::Config> configs;  ///< each report's configuration; empty without axes
+};
 namespace {
 
 using scheme::CollectiveOp;
@@ -110,7 +116,7 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
   }
   if (counts.empty()) counts = {base.cluster.workers};
 
-  CollectiveRun run;
+  auto rows = std::make_shared<CollectiveRows>();
   for (const report::Config& config : grid(request.axes)) {
     scenario::Scenario at = base;
     if (!config.empty()) {
@@ -122,7 +128,7 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
       cluster::ClusterSpec spec = at.cluster;
       spec.workers = n;
       for (double bytes : sizes) {
-        run.rows.push_back({.op = op,
+        rows->reports.push_back({.op = op,
                             .algorithm = at.scheme.allreduce.algorithm,
                             .cluster = spec,
                             .bytes = bytes,
@@ -130,27 +136,29 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
                                 spec, bytes, op, at.scheme.allreduce.algorithm, scheme::NetworkKind::MaxMin,
                                 true, at.scheme.allreduce.protocol),
                             .links_shown = request.links_kept});
-        if (!request.axes.empty()) run.configs.push_back(config);
+        if (!request.axes.empty()) rows->configs.push_back(config);
       }
     }
   }
-  run.single = run.rows.size() == 1 && request.axes.empty();
+  CollectiveRun run;
+  run.single = rows->reports.size() == 1 && request.axes.empty();
+  run.rows = std::move(rows);
   return run;
 }
 
 void write_json(std::ostream& out, const CollectiveRun& run) {
   if (run.single) {
-    report::write_json(out, run.rows.front());
+    report::write_json(out, run.rows->reports.front());
   } else {
-    report::write_json(out, run.rows, run.configs);
+    report::write_json(out, run.rows->reports, run.rows->configs);
   }
 }
 
 void write_table(std::ostream& out, const CollectiveRun& run) {
   if (run.single) {
-    report::write_table(out, run.rows.front());
+    report::write_table(out, run.rows->reports.front());
   } else {
-    report::write_table(out, run.rows, run.configs);
+    report::write_table(out, run.rows->reports, run.rows->configs);
   }
 }
 

@@ -17,6 +17,7 @@ double bytes_per_element(Precision precision) {
       return 4;
     case Precision::FP16:
     case Precision::BF16:
+    case Precision::FP8:  // only the GEMMs' inputs are fp8; what is stored and sent is bf16
       return 2;
   }
   return 4;

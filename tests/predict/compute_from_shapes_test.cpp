@@ -12,6 +12,8 @@
 
 #include "scenario/shape_compute.hpp"
 #include "stepcast/cluster/gemm_table.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/zoo/decoder_kernels.hpp"
@@ -214,6 +216,80 @@ TEST(ComputeFromShapes, RooflineSaysItIsNotAMeasurement) {
   EXPECT_NE(text.find("not a measurement"), std::string::npos) << text;
   // The step is the sum of its ops, as for every other compute source.
   EXPECT_DOUBLE_EQ(s.workload.step_time, scenario::build_workload(s).step_time_alone());
+}
+
+TEST(ComputeFromShapes, Fp8RunsTheGemmsAtTheFp8PeakAndNothingElse) {
+  // Transformer Engine's recipe on the roofline: each compute-bound GEMM at 2 m n k / fp8 peak,
+  // its inputs 1 byte an element; attention and the memory-bound kernels as in bf16.
+  constexpr double kFp8Peak = 1979e12;
+  const scenario::Scenario bf16 = scenario::parse_scenario(kDecoder, "shapes.yaml");
+  const scenario::Scenario fp8 = scenario::parse_scenario(
+      kDecoder, "shapes.yaml", {"workload.precision=fp8", "cluster.gpu.peak_flops_fp8=1979TFLOPS"});
+  const scenario::detail::KernelRates a = scenario::detail::kernel_rates(bf16);
+  const scenario::detail::KernelRates b = scenario::detail::kernel_rates(fp8);
+  EXPECT_EQ(b.dtype, cluster::GemmDtype::FP8);
+  EXPECT_EQ(b.gemm_element_bytes, 1);
+  EXPECT_EQ(b.element_bytes, 2);
+  const zoo::ModelSpec model = scenario::model_of(bf16);
+  const auto blocks = zoo::decoder_kernels(model, {.micro_batch = 4});
+  std::vector<std::string> notes;
+  int gemms = 0;
+  std::vector<zoo::Kernel> forward;  // every layer's: attention, MLP, head
+  for (const zoo::LayerKernels& layer : blocks)
+    forward.insert(forward.end(), layer.forward.begin(), layer.forward.end());
+  for (const zoo::Kernel& k : forward) {
+    const double t8 = scenario::detail::kernel_time(k, b, notes);
+    const double t16 = scenario::detail::kernel_time(k, a, notes);
+    switch (k.kind) {
+      case zoo::KernelKind::Gemm: {
+        const auto m = static_cast<double>(k.m), n = static_cast<double>(k.n), kk = static_cast<double>(k.k);
+        const double compute = 2 * m * n * kk / kFp8Peak, memory = (m * kk + kk * n + m * n) / 3.35e12;
+        EXPECT_DOUBLE_EQ(t8, static_cast<double>(k.count) * std::max(compute, memory)) << k.name;
+        EXPECT_LT(t8, t16) << k.name;
+        ++gemms;
+        break;
+      }
+      case zoo::KernelKind::Attention:
+      case zoo::KernelKind::MemoryBound:
+        EXPECT_EQ(t8, t16) << k.name;
+        break;
+    }
+  }
+  EXPECT_GT(gemms, 3);
+  EXPECT_NE(scenario::compute_source_text(fp8).find("in fp8"), std::string::npos);
+}
+
+TEST(ComputeFromShapes, Fp8KeepsAnFp8CopyOfEachWeightAndSendsBf16) {
+  // One byte more per parameter than bf16 (the fp8 weight copy); gradients, the optimizer and the
+  // tensors on the wire as in bf16.
+  const scheme::SchemeConfig ddp{};
+  const Memory m16 = model_state_memory(1e9, workload::Precision::BF16, ddp, 8, 8);
+  const Memory m8 = model_state_memory(1e9, workload::Precision::FP8, ddp, 8, 8);
+  EXPECT_DOUBLE_EQ(m8.parameters - m16.parameters, 1e9);
+  EXPECT_DOUBLE_EQ(m8.gradients, m16.gradients);
+  EXPECT_DOUBLE_EQ(m8.optimizer, m16.optimizer);
+  EXPECT_EQ(workload::bytes_per_element(workload::Precision::FP8), 2);
+}
+
+TEST(ComputeFromShapes, Fp8NeedsAnFp8RateAndNoShareOfTheBf16Peak) {
+  try {
+    (void)scenario::parse_scenario(kDecoder, "shapes.yaml", {"workload.precision=fp8"});
+    FAIL() << "fp8 without an fp8 rate";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "workload.precision");
+    EXPECT_NE(e.message().find("cluster.gpu.peak_flops_fp8"), std::string::npos) << e.what();
+  }
+  try {
+    (void)scenario::parse_scenario(
+        kDecoder, "shapes.yaml",
+        {"workload.compute=flops", "workload.precision=fp8", "workload.compute_efficiency=0.4"});
+    FAIL() << "fp8 with a share of the peak";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "workload.compute_efficiency");
+  }
+  // A bare rate could be FLOP/s or TFLOP/s.
+  EXPECT_THROW((void)scenario::parse_scenario(kDecoder, "shapes.yaml", {"cluster.gpu.peak_flops_fp8=1979"}),
+               Error);
 }
 
 }  // namespace compute_from_shapes_test

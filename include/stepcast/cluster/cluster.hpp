@@ -249,6 +249,9 @@ struct ClusterSpec {
   /// FLOP/s of the attention core (flash attention) in the zoo's accounting (4 s^2 h per sequence
   /// forward, twice that backward), for workload.compute: shapes; 0: gpu_peak_flops (roofline).
   double gpu_attention_flops = 0;
+  /// FLOP/s of the GEMMs in fp8 (cluster.gpu.peak_flops_fp8, the spec sheet's dense fp8 rate), for
+  /// workload.precision: fp8 with workload.compute: shapes and no fp8 rows in the table; 0: unset.
+  double gpu_peak_flops_fp8 = 0;
   /// s of GPU time each kernel costs beyond its work (launch and tail), for workload.compute: shapes.
   double gpu_kernel_overhead = 0;
   FatTreeSpec fat_tree;

@@ -10,13 +10,13 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "stepcast/detail/report/collective_report.hpp"
 #include "stepcast/sweep/sweep.hpp"
 
 namespace stepcast::sweep {
@@ -44,9 +44,12 @@ struct CollectiveRequest {
   std::string (*option_name)(std::string_view option) = nullptr;
 };
 
+/// The reports of a run (report::CollectiveReport, an internal type): configurations outermost,
+/// then counts, then sizes, with each one's configuration.
+struct CollectiveRows;
+
 struct CollectiveRun {
-  std::vector<report::CollectiveReport> rows;  ///< configurations outermost, then counts, then sizes
-  std::vector<report::Config> configs;         ///< each row's configuration; empty without axes
+  std::shared_ptr<const CollectiveRows> rows;
   /// One size, one count and no axes: the single collective's report, not rows.
   bool single = false;
 };

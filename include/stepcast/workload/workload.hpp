@@ -31,8 +31,11 @@ namespace stepcast::workload {
 
 enum class OpKind : uint8_t { Forward, Backward, Other };
 
-/// Numeric precision of parameters and gradients.
-enum class Precision : uint8_t { FP32, FP16, BF16 };
+/// Numeric precision of parameters and gradients. FP8 is Transformer Engine's recipe: the GEMMs
+/// in fp8 (cluster.gpu.peak_flops_fp8 or a table's fp8 rows), the weights kept in bf16 with an fp8
+/// copy for the GEMMs, and everything stored or sent besides (gradients, activations, tensors on
+/// the wire) in bf16.
+enum class Precision : uint8_t { FP32, FP16, BF16, FP8 };
 constexpr std::string_view name_of(Precision v) {
   switch (v) {
     case Precision::FP32:
@@ -41,6 +44,8 @@ constexpr std::string_view name_of(Precision v) {
       return "fp16";
     case Precision::BF16:
       return "bf16";
+    case Precision::FP8:
+      return "fp8";
   }
   return {};
 }
