@@ -32,6 +32,7 @@
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/advise.hpp"
 #include "stepcast/sweep/collective.hpp"
+#include "stepcast/sweep/inspect.hpp"
 #include "stepcast/sweep/plan.hpp"
 #include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
@@ -544,6 +545,29 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
   return a;
 }
 
+/// `stepcast inspect`'s answer, as PyPlan holds plan's.
+struct PyInspection : PyPlan {};
+
+PyInspection inspect(const py::object& trace) {
+  if (!py::isinstance<py::str>(trace) &&
+      !py::isinstance(trace, py::module_::import("pathlib").attr("PurePath"))) {
+    throw py::type_error("trace: expected a path (str or pathlib.Path)");
+  }
+  const std::string path = py::str(trace).cast<std::string>();
+  PyInspection p;
+  {
+    py::gil_scoped_release release;
+    const stepcast::sweep::Inspection inspection = stepcast::sweep::inspect(path);
+    std::ostringstream json, text;
+    stepcast::sweep::write_json(json, inspection);
+    stepcast::sweep::write_table(text, inspection);
+    p.json = json.str();
+    p.text = text.str();
+  }
+  p.data = parse_json(p.json);
+  return p;
+}
+
 PyPlan plan(const py::object& scenario, const py::object& gpus, int top, const std::string& rank_by,
             const py::object& set, int jobs) {
   // The library searches as `stepcast plan` does (sweep/plan.hpp); only the arguments' Python
@@ -761,6 +785,14 @@ PYBIND11_MODULE(stepcast, m) {
       .def("__repr__",
            [](const PyAdvice& a) { return "<stepcast.Advice " + a.text.substr(0, a.text.find('\n')) + ">"; });
 
+  py::class_<PyInspection>(m, "Inspection", "What `stepcast inspect` finds in a trace.")
+      .def(
+          "to_dict", [](const PyInspection& p) { return deep_copy(p.data); },
+          "What `stepcast inspect --json` prints.")
+      .def("to_json", [](const PyInspection& p) { return p.json; })
+      .def(
+          "text", [](const PyInspection& p) { return p.text; }, "The summary as the command prints it.");
+
   py::class_<PyPlan>(m, "Plan",
                      "`stepcast plan`'s answer: every layout that is valid and fits, ranked, at each GPU "
                      "count.")
@@ -799,6 +831,10 @@ PYBIND11_MODULE(stepcast, m) {
         "The cheapest point of the `vary` grid ({key: [values cheapest first]} or {key: 'A..B'}) that meets\n"
         "target_efficiency (0..1) or target_throughput (samples/s), and the best single change, as\n"
         "`stepcast advise --json`. workers: one count (default: cluster.workers). Returns an Advice.");
+  m.def("inspect", &inspect, py::arg("trace"),
+        "What a PyTorch profiler (Kineto) trace or a TensorFlow timeline holds, as `stepcast inspect\n"
+        "--json`: steps, step time, GPU time split, collectives (or ops and the cost of a PS message).\n"
+        "Returns an Inspection (to_dict(), to_json(), text()).");
   m.def("plan", &plan, py::arg("scenario"), py::arg("gpus") = py::none(), py::arg("top") = 10,
         py::arg("rank_by") = "tokens_per_gpu", py::arg("set") = py::none(), py::arg("jobs") = 0,
         "Every parallel layout of a decoder scenario that is valid and fits, at each GPU count of `gpus`\n"

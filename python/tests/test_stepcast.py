@@ -335,6 +335,25 @@ def test_plan_errors_name_the_argument_of_each_front_end(tmp_path):
             assert e.args[0].split(": ", 1)[-1] in done.stderr, (str(e), done.stderr)
 
 
+# ---- inspect ---------------------------------------------------------------------------------
+
+
+def test_inspect_equals_the_commands_json():
+    for trace in (ROOT / "examples" / "traces" / "small-cnn-ddp-rank0.pt.trace.json",
+                  ROOT / "tests" / "fuzz" / "seeds" / "kineto" / "three-steps-ddp.json",
+                  ROOT / "tests" / "fuzz" / "seeds" / "tf_timeline" / "worker-gpu.json"):
+        i = stepcast.inspect(trace)
+        assert i.to_dict() == cli_json("inspect", trace), trace
+        done = subprocess.run([BINARY, "inspect", str(trace)], capture_output=True, text=True, check=True)
+        assert i.text() == done.stdout
+    bad = ROOT / "tests" / "fuzz" / "seeds" / "kineto" / "nowhere.json"
+    with pytest.raises(stepcast.Error) as caught:
+        stepcast.inspect(bad)
+    assert "nowhere.json" in str(caught.value)
+    with pytest.raises(TypeError):
+        stepcast.inspect(3)
+
+
 # ---- zoo -------------------------------------------------------------------------------------
 
 

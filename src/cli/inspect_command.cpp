@@ -3,16 +3,13 @@
 // ops, the parameter server's messages and what one costs). Registered by main.cpp through
 // add_inspect_command; errors are stepcast::Error, which main turns into exit code 2.
 #include <CLI/CLI.hpp>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include "stepcast/detail/profile/tf_timeline.hpp"
-#include "stepcast/detail/profile/trace_summary.hpp"
-#include "stepcast/detail/report/inspect_report.hpp"
+#include "stepcast/sweep/inspect.hpp"
 
 namespace stepcast::cli {
 
@@ -36,21 +33,13 @@ std::pair<CLI::App*, std::function<int()>> add_inspect_command(CLI::App& app) {
   cmd->add_option("trace", args->trace, "Trace file (.json or .json.gz)")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   return {cmd, [args] {
-            auto print = [&](const auto& summary) {
-              if (args->json) {
-                report::write_json(std::cout, summary);
-              } else {
-                report::write_table(std::cout, summary);
-              }
-              return 0;
-            };
-            // Sniffing reads the file's start, which a pipe cannot give twice: pipes are Kineto.
-            std::error_code regular_error;
-            if (std::filesystem::is_regular_file(args->trace, regular_error) &&
-                profile::looks_like_tf_timeline(args->trace)) {
-              return print(profile::summarize_tf_timeline(args->trace));
+            const sweep::Inspection inspection = sweep::inspect(args->trace);
+            if (args->json) {
+              sweep::write_json(std::cout, inspection);
+            } else {
+              sweep::write_table(std::cout, inspection);
             }
-            return print(profile::summarize_kineto_file(args->trace));
+            return 0;
           }};
 }
 
