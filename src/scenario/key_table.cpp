@@ -241,6 +241,18 @@ KeyDef duration_key(std::string key, std::string def, std::string description, F
           }};
 }
 
+// The file a key names, relative to the scenario file that names it; an error naming the key
+// (and saying `what` it looked for) when there is no regular file there.
+std::filesystem::path existing_file(const RawValue& v, std::string_view what) {
+  std::filesystem::path path(v.text);
+  if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
+  std::error_code ec;
+  if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
+    throw Error(v.where, fmt::format("no {} at '{}'", what, path.string()));
+  }
+  return path;
+}
+
 // An optional rate that must carry its unit (a bare number could be FLOP/s or TFLOP/s); unset
 // (0) until given.
 template <class F>
@@ -452,13 +464,7 @@ std::vector<KeyDef> make_table() {
                 "ranges; blocks not measured repeat the measured ones"},
                false,
                [](const RawValue& v, Draft& d) {
-                 std::filesystem::path path(v.text);
-                 if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
-                 std::error_code ec;
-                 if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
-                   throw Error(v.where, fmt::format("no file at '{}'", path.string()));
-                 }
-                 d.scenario.workload.layer_times = path.string();
+                 d.scenario.workload.layer_times = existing_file(v, "file").string();
                },
                [](const Scenario& s) {
                  return Rendered{s.workload.layer_times.empty() ? "none" : s.workload.layer_times, false};
@@ -954,13 +960,8 @@ std::vector<KeyDef> make_table() {
                 "combination per dtype, interpolated in log space, clamped with a warning outside"},
                false,
                [](const RawValue& v, Draft& d) {
-                 std::filesystem::path path(v.text);
-                 if (path.is_relative()) path = std::filesystem::path(v.where.file).parent_path() / path;
-                 std::error_code ec;
-                 if (v.text.empty() || !std::filesystem::is_regular_file(path, ec)) {
-                   throw Error(v.where, fmt::format("no GEMM table at '{}'", path.string()));
-                 }
-                 path = path.lexically_normal();  // "out/../g.csv" read as "g.csv" in messages
+                 // "out/../g.csv" read as "g.csv" in messages.
+                 const std::filesystem::path path = existing_file(v, "GEMM table").lexically_normal();
                  d.scenario.cluster.gemm =
                      cluster::parse_gemm_table(read_text_file(path.string(), "GEMM table"), path.string());
                },
