@@ -412,18 +412,33 @@ PyPrediction make_prediction(stepcast::report::Sweep sweep) {
 }
 
 /// What `stepcast advise --json` writes, and its text.
-struct PyAdvice {
+/// A command's answer as Python sees it: its JSON (as `--json` prints it), its text, and the JSON
+/// as a dict.
+struct PyAnswer {
   std::string json;
   std::string text;
   py::dict data;
 };
 
+/// Runs `run` without the GIL and keeps what `write_json` and `write_text` print of its answer.
+template <class Run, class WriteJson, class WriteText>
+void answer_into(PyAnswer& out, Run&& run, WriteJson&& write_json, WriteText&& write_text) {
+  {
+    py::gil_scoped_release release;
+    const auto answer = run();
+    std::ostringstream json, text;
+    write_json(json, answer);
+    write_text(text, answer);
+    out.json = json.str();
+    out.text = text.str();
+  }
+  out.data = parse_json(out.json);
+}
+
+struct PyAdvice : PyAnswer {};
+
 /// `stepcast plan`'s answer: its JSON (as `--json` prints it), its text, and the JSON as a dict.
-struct PyPlan {
-  std::string json;
-  std::string text;
-  py::dict data;
-};
+struct PyPlan : PyAnswer {};
 
 constexpr const char* kAdviceKeys[] = {"scenario", "target",     "feasible",     "as_given",
                                        "cheapest", "best_point", "best_changes", "grid"};
@@ -525,28 +540,24 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
   request.target_efficiency = target_efficiency.value_or(0);
   request.target_throughput = target_throughput.value_or(0);
   PyAdvice a;
-  {
-    py::gil_scoped_release release;
-    const stepcast::report::Advice advice =
-        renaming_options({{"--target-efficiency", "target_efficiency"},
-                          {"--target-throughput", "target_throughput"},
-                          {"--vary", "vary"},
-                          {"--sweep", "vary"},
-                          {"--workers", "workers"}},
-                         [&] { return stepcast::sweep::advise(request); });
-    std::ostringstream json, text;
-    stepcast::report::write_advice_json(json, advice);
-    stepcast::report::write_advice_text(text, advice);
-    a.json = json.str();
-    a.text = text.str();
-  }
+  answer_into(
+      a,
+      [&] {
+        return renaming_options({{"--target-efficiency", "target_efficiency"},
+                                 {"--target-throughput", "target_throughput"},
+                                 {"--vary", "vary"},
+                                 {"--sweep", "vary"},
+                                 {"--workers", "workers"}},
+                                [&] { return stepcast::sweep::advise(request); });
+      },
+      [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_json(out, advice); },
+      [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_text(out, advice); });
   raise_warnings(warnings);
-  a.data = parse_json(a.json);
   return a;
 }
 
-/// `stepcast inspect`'s answer, as PyPlan holds plan's.
-struct PyInspection : PyPlan {};
+/// `stepcast inspect`'s answer.
+struct PyInspection : PyAnswer {};
 
 PyInspection inspect(const py::object& trace) {
   if (!py::isinstance<py::str>(trace) &&
@@ -555,16 +566,10 @@ PyInspection inspect(const py::object& trace) {
   }
   const std::string path = py::str(trace).cast<std::string>();
   PyInspection p;
-  {
-    py::gil_scoped_release release;
-    const stepcast::sweep::Inspection inspection = stepcast::sweep::inspect(path);
-    std::ostringstream json, text;
-    stepcast::sweep::write_json(json, inspection);
-    stepcast::sweep::write_table(text, inspection);
-    p.json = json.str();
-    p.text = text.str();
-  }
-  p.data = parse_json(p.json);
+  answer_into(
+      p, [&] { return stepcast::sweep::inspect(path); },
+      [](std::ostream& out, const auto& inspection) { stepcast::sweep::write_json(out, inspection); },
+      [](std::ostream& out, const auto& inspection) { stepcast::sweep::write_table(out, inspection); });
   return p;
 }
 
@@ -585,19 +590,15 @@ PyPlan plan(const py::object& scenario, const py::object& gpus, int top, const s
   std::vector<std::string> warnings;
   request.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
   PyPlan p;
-  {
-    py::gil_scoped_release release;
-    const stepcast::report::Plan answer =
-        renaming_options({{"--gpus", "gpus"}, {"--top", "top"}, {"--rank-by", "rank_by"}},
-                         [&] { return stepcast::sweep::plan(request); });
-    std::ostringstream json, text;
-    stepcast::report::write_plan_json(json, answer);
-    stepcast::report::write_plan_text(text, answer);
-    p.json = json.str();
-    p.text = text.str();
-  }
+  answer_into(
+      p,
+      [&] {
+        return renaming_options({{"--gpus", "gpus"}, {"--top", "top"}, {"--rank-by", "rank_by"}},
+                                [&] { return stepcast::sweep::plan(request); });
+      },
+      [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_json(out, answer); },
+      [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_text(out, answer); });
   raise_warnings(warnings);
-  p.data = parse_json(p.json);
   return p;
 }
 
