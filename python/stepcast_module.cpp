@@ -376,6 +376,7 @@ py::list rows_of(const stepcast::report::Sweep& sweep) {
     row["context_s"] = optional_number(layout, r.breakdown.context);
     row["pipeline_s"] = optional_number(layout, r.breakdown.pipeline);
     row["data_s"] = optional_number(layout, r.breakdown.data);
+    row["expert_s"] = optional_number(layout, r.breakdown.expert);
     // Tokens and money (cluster.cost.gpu_hour), as write_csv's last columns.
     const bool costs = r.cost.gpu_hour > 0;
     row["job_tokens"] = optional_number(r.job.tokens > 0, r.job.tokens);

@@ -93,11 +93,12 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   }
   // Every rank's step waits for the slowest at the gradient reduction and the pipeline's
   // messages: the expected slowest of the workers' factors, on the compute.
-  double compute = 0, tensor = 0, context = 0, data_in_passes = 0, optimizer = 0;
+  double compute = 0, tensor = 0, context = 0, expert = 0, data_in_passes = 0, optimizer = 0;
   for (const scheme::StageCost& c : costs.stages) {
     compute += m * c.compute;
     tensor += m * c.tensor_exposed;
     context += m * c.context_exposed;
+    expert += m * c.expert_exposed;
     data_in_passes += m * c.data_exposed;
     optimizer += c.optimizer;
   }
@@ -105,6 +106,7 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   compute = compute / n + optimizer / n;
   tensor /= n;
   context /= n;
+  expert /= n;
   const double straggle = compute * (expected_slowest_factor(spec.workers, options.compute_cv) - 1);
   step += straggle;
 
@@ -113,17 +115,18 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.breakdown.compute = compute;
   r.breakdown.tensor = tensor;
   r.breakdown.context = context;
+  r.breakdown.expert = expert;
   r.breakdown.pipeline = messages;
   r.breakdown.data = data_in_passes / n + std::max(0.0, step - straggle - pipeline - optimizer / n);
   r.breakdown.communication_exposed =
-      r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline + r.breakdown.data;
+      r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline + r.breakdown.data + r.breakdown.expert;
   r.breakdown.wait = std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed);
   if (r.breakdown.wait == 0) {
     // The parts overlap more than their sum allows: scale the exposed parts to fit the step.
     const double room = std::max(0.0, step - r.breakdown.compute);
     const double scale = r.breakdown.communication_exposed > 0 ? room / r.breakdown.communication_exposed : 0;
     for (double* part : {&r.breakdown.tensor, &r.breakdown.context, &r.breakdown.pipeline, &r.breakdown.data,
-                         &r.breakdown.communication_exposed}) {
+                         &r.breakdown.expert, &r.breakdown.communication_exposed}) {
       *part *= std::min(1.0, scale);
     }
   }

@@ -42,7 +42,9 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
     r.breakdown.tensor += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Tensor)];
     r.breakdown.context += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Context)];
     r.breakdown.pipeline += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Pipeline)];
-    r.breakdown.data += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Data)];
+    r.breakdown.data += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Data)] +
+                        t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertData)];
+    r.breakdown.expert += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Expert)];
     bubble += t.cycle > 0 ? t.bubble / t.cycle : 0;
   }
   const double n = static_cast<double>(sim.workers.size());

@@ -27,8 +27,11 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   const scheme::ParallelConfig& par = scheme.parallel;
   const workload::TransformerShape& shape = *w.facts.transformer;
   const double element = workload::bytes_per_element(w.precision);
-  const zoo::ActivationSplit split{.tensor = par.tensor, .sequence_parallel = par.sequence && par.tensor > 1,
-                                   .context = par.context};
+  const zoo::ActivationSplit split{
+      .tensor = par.tensor,
+      .sequence_parallel = par.sequence && par.tensor > 1,
+      .context = par.context,
+      .expert_load = scheme::busiest_expert_gpu(shape.experts, par.expert, w.facts.moe_imbalance)};
   const double block =
       zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing, element, w.facts.flash_attention, split);
   const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split, w.facts.loss);
@@ -50,7 +53,16 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   }
   double worst = -1, most_parameters = 0;
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
-    Memory m = model_state_memory(stage.parameters, w.precision, scheme, gradient_group, cluster.workers_per_node);
+    // Expert parallelism: the experts' states shard over their expert-data group (d c / e ranks).
+    Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme, gradient_group,
+                                  cluster.workers_per_node);
+    if (stage.expert_parameters > 0) {
+      const Memory experts = model_state_memory(stage.expert_parameters, w.precision, scheme,
+                                                gradient_group / par.expert, cluster.workers_per_node);
+      m.parameters += experts.parameters;
+      m.gradients += experts.gradients;
+      m.optimizer += experts.optimizer;
+    }
     const auto chunks = static_cast<int>(stage.chunk_blocks.size());
     // held: what the micro-batches in flight keep; moments: held plus what the loss holds for a
     // moment after a forward of the head's chunk (held already has it) or before its backward.
@@ -65,7 +77,12 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     }
     m.activations = std::max(peak + recomputing, moments);
     m.buffers = buffers;
-    most_parameters = std::max(most_parameters, stage.parameters);
+    // The optimizer updates the rank's share of each (all of them without sharding).
+    const double updated = scheme.scheme == scheme::Scheme::Fsdp
+                               ? (stage.parameters - stage.expert_parameters) / gradient_group +
+                                     stage.expert_parameters / (gradient_group / par.expert)
+                               : stage.parameters;
+    most_parameters = std::max(most_parameters, updated);
     if (m.total() > worst) {
       worst = m.total();
       r.memory.per_worker = m;
@@ -74,8 +91,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   r.memory.known = true;
   r.memory.activations_modelled = true;
   if (!(cluster.gpu_memory_bw > 0)) return 0;
-  const double share = scheme.scheme == scheme::Scheme::Fsdp ? 1.0 / gradient_group : 1.0;
-  return share * most_parameters * scheme::optimizer_bytes_per_parameter(scheme.optimizer) / cluster.gpu_memory_bw;
+  return most_parameters * scheme::optimizer_bytes_per_parameter(scheme.optimizer) / cluster.gpu_memory_bw;
 }
 
 }  // namespace

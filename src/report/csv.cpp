@@ -33,7 +33,7 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
                  "step_time_min_s,step_time_max_s,job_startup_s,job_time_s,"
                  "tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,"
                  "memory_per_worker_bytes,memory_reserved_bytes,gpu_memory_bytes,fits,"
-                 "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s,"
+                 "layout,bubble_fraction,tensor_s,context_s,pipeline_s,data_s,expert_s,"
                  "job_tokens,cost_per_step,cost_per_million_tokens,job_cost");
   // The swept keys last, named after the keys, values as given.
   const std::size_t swept = sweep.configs.empty() ? 0 : sweep.configs.front().size();
@@ -85,12 +85,12 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
     }
     // A parallel layout: its name, bubble and exposed communication by dimension; empty otherwise.
     if (r.layout.empty()) {
-      buf.append(std::string_view(",,,,,,"));
+      buf.append(std::string_view(",,,,,,,"));
     } else {
       buf.push_back(',');
       append_csv_quoted(buf, r.layout);
-      fmt::format_to(it, ",{},{},{},{},{}", r.bubble_fraction, r.breakdown.tensor, r.breakdown.context,
-                     r.breakdown.pipeline, r.breakdown.data);
+      fmt::format_to(it, ",{},{},{},{},{},{}", r.bubble_fraction, r.breakdown.tensor, r.breakdown.context,
+                     r.breakdown.pipeline, r.breakdown.data, r.breakdown.expert);
     }
     // Tokens and money (in the scenario's currency, cluster.cost.gpu_hour): empty where not given.
     optional(r.job.tokens > 0, r.job.tokens);

@@ -132,6 +132,8 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.number(r.breakdown.pipeline);
   json.key("data");
   json.number(r.breakdown.data);
+  json.key("expert");
+  json.number(r.breakdown.expert);
   json.end_object();
   json.key("layout");
   if (r.layout.empty()) {

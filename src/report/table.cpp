@@ -222,11 +222,15 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
     // Where a parallel layout's exposed communication and waiting come from.
     fmt::format_to(
         it,
-        "exposed by dimension ({}): tensor {} ({}), context {} ({}), pipeline {} ({}), data {} ({}); "
+        "exposed by dimension ({}): tensor {} ({}), context {} ({}), pipeline {} ({}), data {} ({}){}; "
         "pipeline bubble {}\n",
         r.layout, format_duration(b.tensor), percent_of(b.tensor, r.step_time), format_duration(b.context),
         percent_of(b.context, r.step_time), format_duration(b.pipeline), percent_of(b.pipeline, r.step_time),
-        format_duration(b.data), percent_of(b.data, r.step_time), format_percent(r.bubble_fraction));
+        format_duration(b.data), percent_of(b.data, r.step_time),
+        r.layout.find(" ep") != std::string::npos
+            ? fmt::format(", expert all-to-all {} ({})", format_duration(b.expert), percent_of(b.expert, r.step_time))
+            : std::string(),
+        format_percent(r.bubble_fraction));
   }
   if (r.compute_cv > 0) {
     fmt::format_to(it, "stragglers: each worker's compute varies by {} (coefficient of variation) per step\n",

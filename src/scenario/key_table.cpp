@@ -104,12 +104,12 @@ const Choices<bool>& booleans() {
 }
 
 /// "tp-cp-dp-pp": the rank order, fastest-varying dimension first, every one of tp, cp, dp, pp once.
-std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_order(const RawValue& v) {
+std::array<scheme::ParallelDimension, scheme::kRankDimensions> parse_rank_order(const RawValue& v) {
   constexpr std::string_view kExpected =
       "the four dimensions tp, cp, dp and pp in some order, fastest first, "
       "joined by '-' (Megatron's default tp-cp-dp-pp)";
-  std::array<scheme::ParallelDimension, scheme::kParallelDimensions> order{};
-  std::array<bool, scheme::kParallelDimensions> seen{};
+  std::array<scheme::ParallelDimension, scheme::kRankDimensions> order{};
+  std::array<bool, scheme::kRankDimensions> seen{};
   std::string_view text = v.text;
   size_t n = 0;
   while (!text.empty()) {
@@ -117,7 +117,7 @@ std::array<scheme::ParallelDimension, scheme::kParallelDimensions> parse_rank_or
     const std::string_view name = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
     bool known = false;
-    for (int d = 0; d < scheme::kParallelDimensions; ++d) {
+    for (int d = 0; d < scheme::kRankDimensions; ++d) {
       const auto dimension = static_cast<scheme::ParallelDimension>(d);
       if (name != name_of(dimension)) continue;
       if (seen[static_cast<size_t>(d)] || n >= order.size()) fail(v, kExpected);
@@ -442,6 +442,12 @@ std::vector<KeyDef> make_table() {
       "TorchTitan), fp32 in place (Megatron-LM), on bf16 logits, or chunked (TorchTitan's chunked loss, "
       "fused kernels); docs/memory.md",
       [](auto& s) -> auto& { return s.workload.loss; }));
+  t.push_back(number_key(
+      "workload.moe.imbalance", "1", 1, true, 1e6,
+      "mixtures of experts: tokens routed to the busiest expert over the mean (1 = balanced). With "
+      "training.parallel.expert > 1 the GPU holding it receives more in each all-to-all and computes longer, "
+      "and its expert group waits for it",
+      [](auto& s) -> auto& { return s.workload.moe_imbalance; }));
   t.push_back(choice_key(
       "workload.compute", "flops", enum_choices<ComputeMethod>(),
       "decoders: flops (the compute from one step time or FLOP rate, split by FLOPs) or shapes (each "
@@ -1146,6 +1152,12 @@ std::vector<KeyDef> make_table() {
       "context-parallel degree c: the sequence split over c GPUs, K and V passed around a ring (ring "
       "attention)",
       [](auto& s) -> auto& { return s.scheme.parallel.context; }));
+  t.push_back(integer_key(
+      "training.parallel.expert", "1", 1, kMaxWorkers,
+      "expert-parallel degree e (mixtures of experts): each MoE layer's experts split over e GPUs of the "
+      "same tensor rank, folded over the stage's context x data ranks (e divides c d); tokens travel to "
+      "their experts and back in all-to-alls. Expert weights stay split over t as the rest",
+      [](auto& s) -> auto& { return s.scheme.parallel.expert; }));
   t.push_back({{"training.parallel.order", "dimensions joined by '-'", "tp-cp-dp-pp",
                 "rank order, fastest-varying first; Megatron's default puts a tensor group on adjacent ranks "
                 "(inside a node when t <= workers per node). The data-parallel degree is workers / (t c p)"},

@@ -1049,6 +1049,7 @@ workload::Workload build_workload(const Scenario& scenario) {
                                                        w.checkpointing, element, w.flash_attention, w.loss);
     out.facts.flash_attention = w.flash_attention;
     out.facts.loss = w.loss;
+    out.facts.moe_imbalance = w.moe_imbalance;
   }
   return out;
 }

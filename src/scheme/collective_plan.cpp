@@ -544,6 +544,28 @@ CollectivePlan plan_group_shift(const Cluster& c, const std::vector<std::vector<
   return plan;
 }
 
+CollectivePlan plan_group_all_to_all(const Cluster& c, const std::vector<std::vector<int>>& groups, double busiest,
+                                     bool into_busiest) {
+  CollectivePlan plan;
+  if (groups.empty() || groups.front().size() < 2) return plan;
+  const auto g = static_cast<double>(groups.front().size());
+  STEPCAST_ASSERT(busiest >= 1 && busiest <= g);
+  const double others = (g - busiest) / (g - 1);
+  std::vector<Transfer> transfers;
+  for (const std::vector<int>& group : groups) {
+    for (size_t from = 0; from < group.size(); ++from) {
+      for (size_t to = 0; to < group.size(); ++to) {
+        if (from == to) continue;
+        const bool busy = (into_busiest ? to : from) == 0;
+        if (!busy && !(others > 0)) continue;  // every token went to the busiest member
+        transfers.push_back({group[from], group[to], busy ? busiest : others});
+      }
+    }
+  }
+  add_stages(plan, add_pattern(plan, make_pattern(c, transfers)), 1, 1.0 / g);
+  return plan;
+}
+
 CollectivePlan plan_transfers(const Cluster& c, const std::vector<std::pair<int, int>>& pairs) {
   CollectivePlan plan;
   std::vector<Transfer> transfers;

@@ -5,6 +5,7 @@
 
 #include "scheme/composed_plans.hpp"
 #include "scheme/stage_programs.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -33,12 +34,20 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   const bool gpipe = scheme.pipeline.schedule == PipelineSchedule::GPipe;
   const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * p);
   const double element = workload::bytes_per_element(w.precision);
-  std::vector<double> layer_parameters;
+  // Per layer: the parameters one rank holds (under expert parallelism experts / e of each MoE
+  // layer's experts) and how many of them are experts'.
+  const int e = scheme.parallel.expert;
+  std::vector<double> layer_parameters, layer_experts;
   for (const workload::Tensor& t : w.tensors) {
     const int layer = w.ops[static_cast<size_t>(t.consumers.front())].layer;
-    if (layer_parameters.size() <= static_cast<size_t>(layer))
+    if (layer_parameters.size() <= static_cast<size_t>(layer)) {
       layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
+      layer_experts.resize(static_cast<size_t>(layer) + 1, 0);
+    }
+    const int expert = e > 1 ? expert_of_tensor(t.name) : -1;
+    if (expert >= 0 && expert >= w.facts.transformer->experts / e) continue;
     layer_parameters[static_cast<size_t>(layer)] += t.bytes / element;
+    if (expert >= 0) layer_experts[static_cast<size_t>(layer)] += t.bytes / element;
   }
   const int last_layer = static_cast<int>(layer_parameters.size()) - 1;
   auto block_of = [&](int l) {
@@ -50,8 +59,10 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
     for (int k = 0; k < v; ++k) {
       int blocks = 0, previous = -1;
       for (int l : chunks[static_cast<size_t>(k * p + s)]) {
-        if (static_cast<size_t>(l) < layer_parameters.size())
+        if (static_cast<size_t>(l) < layer_parameters.size()) {
           f.parameters += layer_parameters[static_cast<size_t>(l)];
+          f.expert_parameters += layer_experts[static_cast<size_t>(l)];
+        }
         const int block = block_of(l);
         if (block >= 0 && block != previous) ++blocks;
         previous = block;
@@ -61,6 +72,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
       f.chunk_blocks.push_back(blocks);
     }
     f.parameters /= scheme.parallel.tensor;
+    f.expert_parameters /= scheme.parallel.tensor;
     for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s)) {
       f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
     }
@@ -97,7 +109,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     run.rank_of_worker.push_back(layout.rank(at));
     run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
   }
-  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true);
+  const double busiest = w.facts.transformer ? busiest_expert_gpu(w.facts.transformer->experts,
+                                                                  scheme.parallel.expert, w.facts.moe_imbalance)
+                                             : 1.0;
+  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, busiest);
 
   ComposedCosts costs;
   costs.micro_batches = m;
@@ -134,6 +149,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
           return g.reduce_scatter;
         case CommKind::RingShift:
           return g.ring_shift;
+        case CommKind::ToExperts:
+          return g.to_experts;
+        case CommKind::FromExperts:
+          return g.from_experts;
         case CommKind::Send:
         case CommKind::Recv:
           break;
@@ -184,7 +203,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // tensor-parallel collectives (all exposed, or with overlap what exceeds the compute), and
     // each core chunk's wait for its ring step beyond the chunk before it.
     struct LayerPass {
-      double compute = 0, tensor = 0, context = 0;
+      double compute = 0, tensor = 0, context = 0, expert = 0;
     };
     std::map<std::pair<ProgramPass, int>, LayerPass> by_layer;
     // Sharded data parallelism's gathers and reduce-scatters inside a pass run on their streams
@@ -200,10 +219,12 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (c.dimension == ParallelDimension::Tensor) by_layer[{pass, ops[op].layer}].tensor += time_of[op];
+        // An expert group's all-to-alls sit between the router and the experts: on the path.
+        if (c.dimension == ParallelDimension::Expert) by_layer[{pass, ops[op].layer}].expert += time_of[op];
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
           cost.message = std::max(cost.message, time_of[op]);
         }
-        if (c.dimension == ParallelDimension::Data) {
+        if (c.dimension == ParallelDimension::Data || c.dimension == ParallelDimension::ExpertData) {
           PassData& d = data_in[{pass, program.chunk_of_op[op]}];
           if (c.kind == CommKind::AllGather) {
             if (d.first_gather < 0) d.first_gather = time_of[op];
@@ -227,12 +248,13 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     for (const auto& [key, d] : data_in) cost.data_per_micro_batch += d.gathers + d.reductions;
     std::map<std::pair<ProgramPass, int>, double> pass_time;  // (pass, chunk)
     for (const auto& [key, lp] : by_layer) {
-      const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute) : lp.tensor;
+      const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute - lp.expert) : lp.tensor;
       pass_time[{key.first, layer_chunk[static_cast<size_t>(std::max(key.second, 0))]}] +=
-          lp.compute + tensor + lp.context;
+          lp.compute + tensor + lp.context + lp.expert;
       cost.compute += lp.compute;
       cost.tensor_exposed += tensor;
       cost.context_exposed += lp.context;
+      cost.expert_exposed += lp.expert;
     }
     std::map<ProgramPass, double> pass_total;
     for (auto& [key, time] : pass_time) {
@@ -260,7 +282,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         continue;
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
-        if (c.dimension == ParallelDimension::Tensor && !overlap) clock += time_of[op];
+        if ((c.dimension == ParallelDimension::Tensor && !overlap) || c.dimension == ParallelDimension::Expert)
+          clock += time_of[op];
       } else {
         clock += ops[op].duration;
       }
@@ -272,7 +295,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         // FSDP's reduce-scatters of the last micro-batch end the step as the reductions do.
         const bool last_reduction =
             program.micro_batch_of_op[op] == last_mb && program.is_comm(static_cast<int>(op)) &&
-            program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::Data &&
+            (program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::Data ||
+             program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::ExpertData) &&
             program.comms[static_cast<size_t>(program.comm_of_op[op])].kind != CommKind::AllGather;
         if (!last_reduction) continue;
       }

@@ -13,6 +13,12 @@ std::vector<std::vector<int>> stage_groups(const RankLayout& layout, ParallelDim
   return d == ParallelDimension::Data ? layout.gradient_groups(stage) : layout.groups(d, stage);
 }
 
+/// The ranks of a dimension's group: the gradient group's d x c for Data.
+int group_degree(const RankLayout& layout, ParallelDimension d) {
+  return d == ParallelDimension::Data ? layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context)
+                                      : layout.size(d);
+}
+
 /// The rank of stage `stage` at the same tensor, context and data coordinates as `rank`.
 int peer_rank(const RankLayout& layout, int rank, int stage) {
   RankCoordinates c = layout.coordinates(rank);
@@ -22,7 +28,7 @@ int peer_rank(const RankLayout& layout, int rank, int stage) {
 
 /// Whether a dimension communicates at all under this scheme, and with which collectives.
 struct Needs {
-  bool all_reduce = false, all_gather = false, reduce_scatter = false, ring_shift = false;
+  bool all_reduce = false, all_gather = false, reduce_scatter = false, ring_shift = false, all_to_all = false;
 };
 Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
   Needs n;
@@ -36,8 +42,12 @@ Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
       n.ring_shift = true;
       break;
     case ParallelDimension::Data:
+    case ParallelDimension::ExpertData:
       n.all_reduce = scheme.scheme != Scheme::Fsdp;
       n.all_gather = n.reduce_scatter = scheme.scheme == Scheme::Fsdp;
+      break;
+    case ParallelDimension::Expert:
+      n.all_to_all = true;
       break;
     case ParallelDimension::Pipeline:
       break;
@@ -46,7 +56,7 @@ Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
 }
 
 GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& scheme, ParallelDimension d,
-                       const std::vector<std::vector<int>>& groups, int members) {
+                       const std::vector<std::vector<int>>& groups, int members, double busiest) {
   GroupPlans g;
   g.members = members;
   const Needs n = needs_of(d, scheme);
@@ -62,11 +72,16 @@ GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& sche
   if (n.all_gather) g.all_gather = plan_group_ring(cluster, CollectiveOp::AllGather, groups);
   if (n.reduce_scatter) g.reduce_scatter = plan_group_ring(cluster, CollectiveOp::ReduceScatter, groups);
   if (n.ring_shift) g.ring_shift = plan_group_shift(cluster, groups);
+  if (n.all_to_all) {
+    g.to_experts = plan_group_all_to_all(cluster, groups, busiest, true);
+    g.from_experts = plan_group_all_to_all(cluster, groups, busiest, false);
+  }
   return g;
 }
 
 constexpr ParallelDimension kGroupDimensions[] = {ParallelDimension::Tensor, ParallelDimension::Context,
-                                                  ParallelDimension::Data};
+                                                  ParallelDimension::Data, ParallelDimension::Expert,
+                                                  ParallelDimension::ExpertData};
 
 /// The pipeline neighbours of a stage: the next and the previous (a ring over the stages, which
 /// the interleaved schedule uses from the last stage to the first).
@@ -83,7 +98,10 @@ std::vector<CollectivePlan*> ComposedPlans::all() {
   std::vector<CollectivePlan*> out;
   for (std::vector<GroupPlans>& dimension : groups) {
     for (GroupPlans& g : dimension) {
-      for (CollectivePlan* p : {&g.all_reduce, &g.all_gather, &g.reduce_scatter, &g.ring_shift}) out.push_back(p);
+      for (CollectivePlan* p :
+           {&g.all_reduce, &g.all_gather, &g.reduce_scatter, &g.ring_shift, &g.to_experts, &g.from_experts}) {
+        out.push_back(p);
+      }
       for (CollectivePlan& p : g.planner_plans) out.push_back(&p);
     }
   }
@@ -92,24 +110,21 @@ std::vector<CollectivePlan*> ComposedPlans::all() {
 }
 
 ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
-                                  const ComposedRun& run, bool representatives) {
+                                  const ComposedRun& run, bool representatives, double busiest_expert_gpu) {
   const RankLayout& layout = *run.layout;
   const int p = layout.size(ParallelDimension::Pipeline);
   const auto workers = static_cast<int>(run.rank_of_worker.size());
   ComposedPlans plans;
   for (ParallelDimension d : kGroupDimensions) {
     const auto i = static_cast<size_t>(d);
-    const int degree = d == ParallelDimension::Data
-                           ? layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context)
-                           : layout.size(d);
-    if (degree <= 1) continue;
+    if (group_degree(layout, d) <= 1) continue;
     plans.group_of_worker[i].assign(static_cast<size_t>(workers), kNone);
     for (int s = 0; s < p; ++s) {
       const std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
       if (representatives) {
         // One rank of the stage stands for every group of it.
         plans.group_of_worker[i][static_cast<size_t>(s)] = static_cast<int>(plans.groups[i].size());
-        plans.groups[i].push_back(plan_groups(cluster, scheme, d, groups, 1));
+        plans.groups[i].push_back(plan_groups(cluster, scheme, d, groups, 1, busiest_expert_gpu));
         continue;
       }
       for (const std::vector<int>& group : groups) {
@@ -117,7 +132,8 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
           plans.group_of_worker[i][static_cast<size_t>(run.worker_of_rank[static_cast<size_t>(rank)])] =
               static_cast<int>(plans.groups[i].size());
         }
-        plans.groups[i].push_back(plan_groups(cluster, scheme, d, {group}, static_cast<int>(group.size())));
+        plans.groups[i].push_back(
+            plan_groups(cluster, scheme, d, {group}, static_cast<int>(group.size()), busiest_expert_gpu));
       }
     }
   }
@@ -198,14 +214,30 @@ bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, cons
     for (size_t i = 0; i < g.size(); ++i) t.emplace_back(g[i], g[(i + 1) % g.size()]);
     return t;
   };
+  // An all-to-all's transfers: every ordered pair, those into and out of member 0 (the busiest)
+  // apart from the rest.
+  auto all_pairs = [&](const std::vector<int>& g) {
+    std::vector<std::pair<int, int>> busiest, rest;
+    for (size_t a = 0; a < g.size(); ++a) {
+      for (size_t b = 0; b < g.size(); ++b) {
+        if (a != b) (a == 0 || b == 0 ? busiest : rest).emplace_back(g[a], g[b]);
+      }
+    }
+    std::vector<uint32_t> sig = signature(busiest);
+    sig.push_back(kNoClass);
+    const std::vector<uint32_t> others = signature(rest);
+    sig.insert(sig.end(), others.begin(), others.end());
+    return sig;
+  };
   const int p = layout.size(ParallelDimension::Pipeline);
   for (ParallelDimension d : kGroupDimensions) {
+    auto sign = [&](const std::vector<int>& g) { return d == ParallelDimension::Expert ? all_pairs(g) : signature(ring(g)); };
     for (int s = 0; s < p; ++s) {
       const std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
       if (groups.size() < 2 || groups.front().size() < 2) continue;
-      const std::vector<uint32_t> first = signature(ring(groups.front()));
+      const std::vector<uint32_t> first = sign(groups.front());
       for (size_t g = 1; g < groups.size(); ++g) {
-        if (signature(ring(groups[g])) != first) return false;
+        if (sign(groups[g]) != first) return false;
       }
     }
   }

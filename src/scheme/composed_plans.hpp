@@ -1,7 +1,8 @@
 // Private to scheme/: the collective plans a composed run's exchanges run, built once before the
 // run so that the fast path can reduce the network under all of them. Each parallel dimension's
 // communicating groups: a tensor group (t ranks), a context group (c), a gradient group (the d x c
-// ranks holding the same parameters); and the point-to-point transfers between pipeline stages.
+// ranks holding the same parameters), an expert group (e) and an expert-data group (c d / e ranks
+// holding the same experts); and the point-to-point transfers between pipeline stages.
 // The full engine plans each group alone; the fast path simulates one rank per stage and plans,
 // for that rank, every group of its stage at once (their transfers as one flow group per step,
 // as FSDP's plans over all shard groups are), which is exact when the groups are alike
@@ -22,6 +23,7 @@ namespace stepcast::scheme {
 /// The plans of one group of a dimension (or on the fast path, of every group of a stage).
 struct GroupPlans {
   CollectivePlan all_reduce, all_gather, reduce_scatter, ring_shift;
+  CollectivePlan to_experts, from_experts;  ///< an expert group's all-to-alls (CommKind::ToExperts, FromExperts)
   /// A gradient group of every worker all-reduces as training.allreduce says (algorithm,
   /// protocol, auto); its plans are planner_plans (the planner's, remapped with the network).
   std::unique_ptr<AllReducePlanner> planner;
@@ -41,8 +43,10 @@ struct ComposedPlans {
 };
 
 /// The plans of `run`'s simulated workers (all ranks, or one per stage when `representatives`).
+/// `busiest_expert_gpu` (costs.hpp) shapes the expert groups' all-to-alls.
 [[nodiscard]] ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
-                                                const ComposedRun& run, bool representatives);
+                                                const ComposedRun& run, bool representatives,
+                                                double busiest_expert_gpu = 1);
 
 /// Whether, on the fast path, every group of a dimension in a stage (and every pair of ranks a
 /// pipeline message joins) crosses the same classes of links as the others, so that one rank per

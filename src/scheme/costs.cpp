@@ -375,4 +375,20 @@ double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers, int
   return ring;
 }
 
+double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance) {
+  if (experts <= 1 || expert_parallel <= 1) return 1;
+  const auto n = static_cast<double>(experts);
+  const double local = n / expert_parallel;
+  return (imbalance + (local - 1) * (n - imbalance) / (n - 1)) / local;
+}
+
+double expert_flop_share(const workload::TransformerShape& shape) {
+  if (shape.experts <= 1) return 0;
+  const auto h = static_cast<double>(shape.hidden);
+  const double experts = static_cast<double>(shape.top_k) * (shape.swiglu ? 6.0 : 4.0) * h *
+                         static_cast<double>(shape.ffn_hidden);
+  const double router = 2.0 * h * static_cast<double>(shape.experts);
+  return experts / (experts + router);
+}
+
 }  // namespace stepcast::scheme

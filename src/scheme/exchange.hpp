@@ -81,7 +81,8 @@ struct TraceLayout {
   int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
   /// A parallel layout's communication tracks: a dimension's collectives (the data-parallel ones
   /// on their two streams), and the pipeline messages a rank sends each way.
-  int tensor = 0, context = 0, data_gathers = 0, data_reductions = 0, to_next_stage = 0, to_previous_stage = 0;
+  int tensor = 0, context = 0, data_gathers = 0, data_reductions = 0, to_next_stage = 0, to_previous_stage = 0,
+      experts = 0;
   int first_ps_process = 0;
   int network_process = 0;
   std::vector<uint8_t> kept_workers;  ///< worker -> 1 when its spans are recorded
@@ -112,6 +113,13 @@ enum class CommKind : uint8_t {
   RingShift,      ///< one step of a ring: each member sends the buffer to the next (ring attention's K, V)
   Send,           ///< a message to the member of another pipeline stage (activations, gradients)
   Recv,           ///< the matching message from another stage: ends when it arrived
+  /// An expert group's all-to-all of token rows towards the experts (the forward's dispatch, the
+  /// backward of the combine): the buffer is what each member sends, spread over the members by
+  /// routing, the busiest member receiving its share times the GPU imbalance.
+  ToExperts,
+  /// The all-to-all back from the experts (the forward's combine, the backward of the dispatch):
+  /// the busiest member sends its share times the GPU imbalance.
+  FromExperts,
 };
 constexpr std::string_view name_of(CommKind v) {
   switch (v) {
@@ -127,6 +135,10 @@ constexpr std::string_view name_of(CommKind v) {
       return "send";
     case CommKind::Recv:
       return "receive";
+    case CommKind::ToExperts:
+      return "all-to-all to experts";
+    case CommKind::FromExperts:
+      return "all-to-all from experts";
   }
   return {};
 }

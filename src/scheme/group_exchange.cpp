@@ -68,6 +68,12 @@ void GroupExchange::maybe_start(int stream) {
     case CommKind::RingShift:
       plan = &plans.ring_shift;
       break;
+    case CommKind::ToExperts:
+      plan = &plans.to_experts;
+      break;
+    case CommKind::FromExperts:
+      plan = &plans.from_experts;
+      break;
     case CommKind::Send:
     case CommKind::Recv:
       STEPCAST_ASSERT(false && "point-to-point messages are the pipeline exchange's");

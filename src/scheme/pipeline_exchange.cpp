@@ -44,6 +44,8 @@ void PipelineExchange::start_comm(int w, int op, const CommOp& comm) {
     case CommKind::AllGather:
     case CommKind::ReduceScatter:
     case CommKind::RingShift:
+    case CommKind::ToExperts:
+    case CommKind::FromExperts:
       STEPCAST_ASSERT(false && "collectives are the group exchanges'");
       return;
   }

@@ -38,7 +38,10 @@ RankLayout::RankLayout(const ParallelConfig& parallel, int workers) : workers_(w
   size_[static_cast<size_t>(ParallelDimension::Context)] = parallel.context;
   size_[static_cast<size_t>(ParallelDimension::Data)] = d;
   size_[static_cast<size_t>(ParallelDimension::Pipeline)] = parallel.pipeline;
-  std::array<bool, kParallelDimensions> seen{};
+  STEPCAST_ASSERT(parallel.expert >= 1 && d * parallel.context % parallel.expert == 0);
+  size_[static_cast<size_t>(ParallelDimension::Expert)] = parallel.expert;
+  size_[static_cast<size_t>(ParallelDimension::ExpertData)] = d * parallel.context / parallel.expert;
+  std::array<bool, kRankDimensions> seen{};
   int stride = 1;
   for (ParallelDimension dim : parallel.order) {
     const auto i = static_cast<size_t>(dim);
@@ -51,18 +54,38 @@ RankLayout::RankLayout(const ParallelConfig& parallel, int workers) : workers_(w
 
 RankCoordinates RankLayout::coordinates(int rank) const {
   RankCoordinates c;
-  for (size_t i = 0; i < kParallelDimensions; ++i) c.at[i] = rank / stride_[i] % size_[i];
+  for (size_t i = 0; i < kRankDimensions; ++i) c.at[i] = rank / stride_[i] % size_[i];
   return c;
 }
 
 int RankLayout::rank(const RankCoordinates& at) const {
   int r = 0;
-  for (size_t i = 0; i < kParallelDimensions; ++i) r += at.at[i] * stride_[i];
+  for (size_t i = 0; i < kRankDimensions; ++i) r += at.at[i] * stride_[i];
   return r;
 }
 
 std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
   const auto i = static_cast<size_t>(d);
+  switch (d) {
+    case ParallelDimension::Tensor:
+    case ParallelDimension::Context:
+    case ParallelDimension::Data:
+    case ParallelDimension::Pipeline:
+      break;
+    case ParallelDimension::Expert:
+    case ParallelDimension::ExpertData: {
+      const std::vector<int> gradient = gradient_group(rank);
+      const int e = size_[static_cast<size_t>(ParallelDimension::Expert)];
+      const auto at = static_cast<int>(std::find(gradient.begin(), gradient.end(), rank) - gradient.begin());
+      std::vector<int> g;
+      if (d == ParallelDimension::Expert) {
+        for (int k = at / e * e; k < at / e * e + e; ++k) g.push_back(gradient[static_cast<size_t>(k)]);
+      } else {
+        for (int k = at % e; k < static_cast<int>(gradient.size()); k += e) g.push_back(gradient[static_cast<size_t>(k)]);
+      }
+      return g;
+    }
+  }
   const int base = rank - coordinates(rank).at[i] * stride_[i];
   std::vector<int> g(static_cast<size_t>(size_[i]));
   for (int k = 0; k < size_[i]; ++k) g[static_cast<size_t>(k)] = base + k * stride_[i];
@@ -71,6 +94,27 @@ std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
 
 std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage) const {
   std::vector<std::vector<int>> out;
+  switch (d) {
+    case ParallelDimension::Tensor:
+    case ParallelDimension::Context:
+    case ParallelDimension::Data:
+    case ParallelDimension::Pipeline:
+      break;
+    case ParallelDimension::Expert:
+    case ParallelDimension::ExpertData:
+      // Each stage's gradient groups, cut into expert groups or dealt into expert-data groups.
+      const int e = size_[static_cast<size_t>(ParallelDimension::Expert)];
+      const int from = stage < 0 ? 0 : stage;
+      const int to = stage < 0 ? size(ParallelDimension::Pipeline) : stage + 1;
+      for (int s = from; s < to; ++s) {
+        for (const std::vector<int>& gradient : gradient_groups(s)) {
+          const bool expert = d == ParallelDimension::Expert;
+          const int count = expert ? static_cast<int>(gradient.size()) / e : e;
+          for (int k = 0; k < count; ++k) out.push_back(group(d, gradient[static_cast<size_t>(expert ? k * e : k)]));
+        }
+      }
+      return out;
+  }
   const auto i = static_cast<size_t>(d);
   for (int r = 0; r < workers_; ++r) {
     const RankCoordinates c = coordinates(r);
@@ -105,6 +149,7 @@ std::vector<std::vector<int>> RankLayout::gradient_groups(int stage) const {
 std::string RankLayout::describe(const ParallelConfig& parallel, int workers) {
   std::string s = fmt::format("tp{} cp{} pp{}", parallel.tensor, parallel.context, parallel.pipeline);
   if (parallel.virtual_stages > 1) s += fmt::format(" vp{}", parallel.virtual_stages);
+  if (parallel.expert > 1) s += fmt::format(" ep{}", parallel.expert);
   const int d = data_parallel_degree(parallel, workers);
   s += d > 0 ? fmt::format(" dp{}", d) : std::string(" dp?");
   return s;

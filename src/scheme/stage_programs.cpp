@@ -212,8 +212,9 @@ class ProgramBuilder {
         p_(scheme.parallel.pipeline),
         v_(scheme.parallel.virtual_stages),
         m_(micro_batches(scheme.parallel, layout.workers(), w.batch_per_worker)),
+        e_(scheme.parallel.expert),
         sequence_(scheme.parallel.sequence && t_ > 1),
-        split_(t_ > 1 || c_ > 1),
+        split_(t_ > 1 || c_ > 1 || e_ > 1),
         units_(units) {
     program_.stage = stage;
     program_.ops.name = fmt::format("{} stage {}", w.name, stage);
@@ -223,7 +224,12 @@ class ProgramBuilder {
     program_.ops.block_of_layer = w.block_of_layer;
     program_.ops.optimizer_in_ops = true;
     program_.ops.lanes = {"gpu", "communication"};
-    if (w.facts.transformer) activation_ = block_activation_message(w, scheme.parallel);
+    if (w.facts.transformer) {
+      activation_ = block_activation_message(w, scheme.parallel);
+      const workload::TransformerShape& shape = *w.facts.transformer;
+      expert_share_ = expert_flop_share(shape);
+      busiest_ = busiest_expert_gpu(shape.experts, e_, w.facts.moe_imbalance);
+    }
     last_of_layer_.assign(layers_.size(), kNone);
     // Sharded data parallelism over the gradient group: which units it gathers and reduces.
     const int group = layout.size(ParallelDimension::Data) * c_;
@@ -340,6 +346,24 @@ class ProgramBuilder {
     return add_compute(name + " (overlapped collectives)", pass, 0, std::move(joined), layer);
   }
 
+  /// A mixture of experts' MLP layer with its experts split over an expert group.
+  [[nodiscard]] bool experts_split(const LayerInfo& info) const { return e_ > 1 && is_moe(info); }
+  [[nodiscard]] bool is_moe(const LayerInfo& info) const { return info.role == Role::Mlp && expert_share_ > 0; }
+  /// A MoE layer's time over its balanced time: every rank of an expert group runs its experts as
+  /// long as the busiest one, which the combine waits for (1 when balanced or e = 1).
+  [[nodiscard]] double moe_scale(const LayerInfo& info) const {
+    return is_moe(info) ? 1 - expert_share_ + expert_share_ * busiest_ : 1.0;
+  }
+  /// The router's share of a MoE layer's (scaled) time.
+  [[nodiscard]] double router_part() const { return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_); }
+  /// An expert group's all-to-all of the micro-batch's token rows: b (s / c) h x top_k elements
+  /// each rank sends (its tokens after the sequence-parallel all-gather, once per expert they visit).
+  int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
+    const double bytes = activation_ * static_cast<double>(w_.facts.transformer->top_k);
+    return add_comm(fmt::format("ep {}", what), pass, {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes},
+                    after(previous), layer);
+  }
+
   /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
   /// (scores and context) and its output projection (zoo/transformer.cpp's accounting).
   struct AttentionSplit {
@@ -400,7 +424,7 @@ class ProgramBuilder {
   int layer_forward_ops(int l, int mb, int previous, const char* prefix) {
     const LayerInfo& info = layers_[static_cast<size_t>(l)];
     const Op& source = w_.ops[static_cast<size_t>(info.forward)];
-    const double duration = source.duration / rank_share();
+    const double duration = source.duration / rank_share() * moe_scale(info);
     const std::string name = fmt::format("{}F mb{} {}", prefix, mb, source.name);
     const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
     const std::optional<CommKind> gather =
@@ -421,6 +445,16 @@ class ProgramBuilder {
                                       duration * split.out, kv_message(), before, l);
               },
               reduction, name, OpKind::Forward, previous, l);
+        }
+        if (experts_split(info)) {
+          // The router, the tokens sent to their experts, the experts, the results sent back.
+          auto routed = [&](int before) {
+            int op = add_compute(name + " router", OpKind::Forward, duration * router_part(), after(before), l);
+            op = expert_all_to_all(CommKind::ToExperts, "dispatch " + name, OpKind::Forward, op, l);
+            op = add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part()), after(op), l);
+            return expert_all_to_all(CommKind::FromExperts, "combine " + name, OpKind::Forward, op, l);
+          };
+          return around_collectives(gather, routed, reduction, name, OpKind::Forward, previous, l);
         }
         return around_collectives(gather, whole, reduction, name, OpKind::Forward, previous, l);
       case Role::Head:
@@ -463,8 +497,8 @@ class ProgramBuilder {
     // backward proper is left here; selective recomputation stays in the attention's backward.
     const bool full =
         w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
-    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / rank_share();
-    const double recompute = full ? 0.0 : recompute_duration(l) / rank_share();
+    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / rank_share() * moe_scale(info);
+    const double recompute = full ? 0.0 : recompute_duration(l) / rank_share() * moe_scale(info);
     const double proper = total - recompute;
     // The backward proper splits as the forward does: output projection, core, Q/K/V projection
     // for an attention layer. ZB-H1 splits each linear's backward into the input gradient (B) and
@@ -505,6 +539,16 @@ class ProgramBuilder {
               before,
               [&](int b) { return ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), b, l); },
               reduction, name, OpKind::Backward, previous, l);
+        } else if (experts_split(info)) {
+          // The forward's conjugates: the output gradients to the experts (combine's backward), the
+          // experts' backward, the input gradients back (dispatch's), the router's backward.
+          auto routed = [&](int b) {
+            int at = expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, l);
+            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part()), after(at), l);
+            at = expert_all_to_all(CommKind::FromExperts, "dispatch backward " + name, OpKind::Backward, at, l);
+            return add_compute(name + " router", OpKind::Backward, duration * router_part(), after(at), l);
+          };
+          op = around_collectives(before, routed, reduction, name, OpKind::Backward, previous, l);
         } else {
           op = around_collectives(before, whole, reduction, name, OpKind::Backward, previous, l);
         }
@@ -662,8 +706,9 @@ class ProgramBuilder {
     return {.dimension = ParallelDimension::Pipeline, .kind = kind, .bytes = bytes, .peer_chunk = peer, .tag = tag};
   }
 
-  /// The stage's parameters: its layers' tensors, split over the tensor group, each produced by
-  /// the last micro-batch's last backward op of its layer.
+  /// The stage's parameters: its layers' tensors, split over the tensor group (a MoE layer's
+  /// experts also over the expert group), each produced by the last micro-batch's last backward op
+  /// of its layer.
   void add_tensors() {
     std::vector<bool> mine(layers_.size(), false);
     for (int k = 0; k < v_; ++k) {
@@ -673,6 +718,10 @@ class ProgramBuilder {
       if (!mine[l]) continue;
       for (int t : layers_[l].tensors) {
         workload::Tensor tensor = w_.tensors[static_cast<size_t>(t)];
+        const int expert = expert_of_tensor(tensor.name);
+        // Expert parallelism: the rank holds experts / e of each MoE layer's experts.
+        if (expert >= 0 && e_ > 1 && expert >= w_.facts.transformer->experts / e_) continue;
+        expert_tensor_.push_back(expert >= 0 && e_ > 1);
         tensor.bytes /= t_;
         tensor.producer = last_of_layer_[l];
         tensor.consumers = {first_of_layer_[l]};
@@ -686,42 +735,80 @@ class ProgramBuilder {
   /// its gradient buckets (training.allreduce.bucket_size) as they fill; the distributed
   /// optimizer (fsdp, sharding optimizer: ZeRO-1) reduce-scatters FSDP's units (training.fsdp.unit
   /// blocks each) in backward order and gathers them in forward order after the optimizer step.
+  /// Under expert parallelism the experts' gradients go over their expert-data group (d c / e
+  /// ranks) instead, in buckets of their own.
   void add_data_parallel() {
     const int group = layout_.size(ParallelDimension::Data) * c_;
+    const int expert_group = group / e_;
     const bool distributed = scheme_.scheme == Scheme::Fsdp;
     std::vector<int> reductions;
-    std::vector<double> gather_bytes;  // ZeRO-1: each unit's updated parameters, forward order
-    auto reduce = [&](const std::vector<int>& tensors, double bytes) {
+    // Updated parameters gathered after the optimizer step (ZeRO-1), forward order.
+    std::vector<std::pair<ParallelDimension, double>> gathers;
+    auto reduce = [&](ParallelDimension dimension, const std::vector<int>& tensors, double bytes) {
       std::vector<int> deps;
       for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      reductions.push_back(add_comm(fmt::format("dp {} {}", distributed ? "reduce-scatter" : "all-reduce",
-                                                reductions.size()),
+      reductions.push_back(add_comm(fmt::format("{} {} {}", to_string(dimension),
+                                                distributed ? "reduce-scatter" : "all-reduce", reductions.size()),
                                     OpKind::Other,
-                                    {.dimension = ParallelDimension::Data,
+                                    {.dimension = dimension,
                                      .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
                                      .bytes = bytes,
                                      .stream = kReduceStream},
                                     deps, kNone));
     };
+    std::vector<int> dense, experts;
+    double dense_parameters = 0, expert_parameters = 0;
+    for (int t = 0; t < static_cast<int>(program_.ops.tensors.size()); ++t) {
+      const bool expert = expert_tensor_[static_cast<size_t>(t)];
+      (expert ? experts : dense).push_back(t);
+      (expert ? expert_parameters : dense_parameters) +=
+          program_.ops.tensors[static_cast<size_t>(t)].bytes / element_bytes(w_);
+    }
+    // make_buckets over a subset of the stage's tensors (all of them: make_buckets itself).
+    auto buckets_of = [&](const std::vector<int>& subset) {
+      workload::Workload view;
+      for (int t : subset) view.tensors.push_back(program_.ops.tensors[static_cast<size_t>(t)]);
+      std::vector<workload::Bucket> buckets = workload::make_buckets(view, scheme_.allreduce.bucket_bytes);
+      for (workload::Bucket& b : buckets) {
+        for (int& t : b.tensors) t = subset[static_cast<size_t>(t)];
+      }
+      return buckets;
+    };
     if (reduce_every_micro_batch_) {
       reductions = reductions_;  // emitted with each backward pass
     } else if (group > 1 && distributed) {
-      const std::vector<FsdpUnit> units = fsdp_units(program_.ops, scheme_.fsdp.unit_blocks);
-      for (int u : fsdp_backward_order(units)) reduce(units[static_cast<size_t>(u)].tensors, units[static_cast<size_t>(u)].bytes);
-      for (const FsdpUnit& unit : units) gather_bytes.push_back(unit.bytes);
+      std::vector<FsdpUnit> units = fsdp_units(program_.ops, scheme_.fsdp.unit_blocks);
+      for (FsdpUnit& unit : units) {  // the experts' tensors are reduced apart
+        std::erase_if(unit.tensors, [&](int t) { return expert_tensor_[static_cast<size_t>(t)]; });
+        unit.bytes = 0;
+        for (int t : unit.tensors) unit.bytes += program_.ops.tensors[static_cast<size_t>(t)].bytes;
+      }
+      for (int u : fsdp_backward_order(units)) {
+        const FsdpUnit& unit = units[static_cast<size_t>(u)];
+        if (!unit.tensors.empty()) reduce(ParallelDimension::Data, unit.tensors, unit.bytes);
+      }
+      for (const FsdpUnit& unit : units) {
+        if (!unit.tensors.empty()) gathers.emplace_back(ParallelDimension::Data, unit.bytes);
+      }
     } else if (group > 1) {
-      for (const workload::Bucket& bucket : workload::make_buckets(program_.ops, scheme_.allreduce.bucket_bytes)) {
-        reduce(bucket.tensors, bucket.bytes);
+      for (const workload::Bucket& bucket : buckets_of(dense)) reduce(ParallelDimension::Data, bucket.tensors, bucket.bytes);
+    }
+    if (!experts.empty() && expert_group > 1) {
+      const std::vector<workload::Bucket> buckets = buckets_of(experts);
+      for (const workload::Bucket& bucket : buckets) reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
+      if (distributed) {
+        for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) gathers.emplace_back(ParallelDimension::ExpertData, b->bytes);
       }
     }
     // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them
-    // with the distributed optimizer (memory-bound, as costs.hpp's optimizer_step_time).
-    const double share = distributed ? 1.0 / group : 1.0;
+    // (the experts' 1 / (d c / e)) with the distributed optimizer (memory-bound, as costs.hpp's
+    // optimizer_step_time).
+    const double updated = distributed ? 1.0 / group * dense_parameters + 1.0 / expert_group * expert_parameters
+                                       : dense_parameters + expert_parameters;
     const double seconds = spec_.gpu_memory_bw > 0 && !w_.optimizer_in_ops
-                               ? share * program_.parameters * optimizer_bytes_per_parameter(scheme_.optimizer) /
-                                     spec_.gpu_memory_bw
+                               ? updated * optimizer_bytes_per_parameter(scheme_.optimizer) / spec_.gpu_memory_bw
                                : 0.0;
     int optimizer = kNone;
     if (seconds > 0) {
@@ -730,9 +817,9 @@ class ProgramBuilder {
       if (deps.empty()) deps.push_back(last_compute());
       optimizer = add_compute("optimizer step", OpKind::Other, seconds, deps, kNone);
     }
-    for (size_t u = 0; u < gather_bytes.size(); ++u) {
-      add_comm(fmt::format("dp all-gather {}", u), OpKind::Other,
-               {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather, .bytes = gather_bytes[u],
+    for (size_t u = 0; u < gathers.size(); ++u) {
+      add_comm(fmt::format("{} all-gather {}", to_string(gathers[u].first), u), OpKind::Other,
+               {.dimension = gathers[u].first, .kind = CommKind::AllGather, .bytes = gathers[u].second,
                 .stream = kGatherStream},
                optimizer != kNone ? after(optimizer) : reductions, kNone);
     }
@@ -753,9 +840,13 @@ class ProgramBuilder {
   const std::vector<std::vector<int>>& chunks_;
   const std::vector<LayerInfo>& layers_;  // the workload's, shared by every stage's builder
   const int t_, c_, p_, v_, m_;
+  const int e_;          // expert-parallel degree
   const bool sequence_;  // sequence parallelism in effect
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;
+  double expert_share_ = 0;  // of a MoE layer's FLOPs in its experts (0: dense)
+  double busiest_ = 1;       // the busiest expert GPU's tokens over the mean
+  std::vector<bool> expert_tensor_;  // program tensor -> an expert's, reduced over the expert-data group
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
   // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
   static constexpr int kGatherStream = 0, kReduceStream = 1;
@@ -784,6 +875,17 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
     programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units).build());
   }
   return programs;
+}
+
+int expert_of_tensor(const std::string& name) {
+  constexpr std::string_view kMarker = ".experts.";
+  const size_t at = name.find(kMarker);
+  if (at == std::string::npos) return -1;
+  size_t i = at + kMarker.size();
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
+  int k = 0;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && k < (1 << 24); ++i) k = 10 * k + (name[i] - '0');
+  return k;
 }
 
 const char* to_string(CommKind kind) {

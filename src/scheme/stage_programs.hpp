@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "scheme/exchange.hpp"
@@ -63,6 +64,10 @@ struct PipelinePass {
                                                              const cluster::ClusterSpec& spec,
                                                              const SchemeConfig& scheme,
                                                              const RankLayout& layout);
+
+/// The expert a parameter tensor belongs to, from the zoo's names ("...experts.<k>..."); -1 for
+/// the rest.
+[[nodiscard]] int expert_of_tensor(const std::string& name);
 
 /// Bytes one rank holds of each activation a block's tensor-parallel collectives move for one
 /// micro-batch: b (s / c) h elements at the workload's precision.

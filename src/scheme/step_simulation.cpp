@@ -103,6 +103,7 @@ sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, cons
     layout.data_reductions = trace.add_thread("data-parallel reductions");
     layout.to_next_stage = trace.add_thread("pipeline: to next stage");
     layout.to_previous_stage = trace.add_thread("pipeline: to previous stage");
+    if (scheme.parallel.expert > 1) layout.experts = trace.add_thread("expert all-to-alls");
   }
   return trace;
 }

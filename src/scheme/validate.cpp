@@ -308,11 +308,12 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_int("training.parallel.tensor", s.parallel.tensor, 1, kMaxWorkers);
   expect_int("training.parallel.pipeline", s.parallel.pipeline, 1, kMaxWorkers);
   expect_int("training.parallel.context", s.parallel.context, 1, kMaxWorkers);
+  expect_int("training.parallel.expert", s.parallel.expert, 1, kMaxWorkers);
   expect_int("training.parallel.virtual_stages", s.parallel.virtual_stages, 1, 1024);
   expect_known("training.pipeline.schedule", s.pipeline.schedule);
   expect_known("training.tensor.overlap", s.tensor.overlap);
   {
-    std::array<bool, kParallelDimensions> seen{};
+    std::array<bool, kRankDimensions> seen{};
     for (ParallelDimension d : s.parallel.order) {
       const auto i = static_cast<size_t>(d);
       if (i >= seen.size() || seen[i]) {
@@ -530,6 +531,20 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
       break;
   }
   const int gradient_group = static_cast<int>(c.workers / model) * par.context;
+  if (par.expert > 1) {
+    // The expert groups fold over each stage's context x data ranks of one tensor coordinate.
+    if (gradient_group % par.expert != 0) {
+      return broken_rule("training.parallel.expert",
+                         fmt::format("{} expert-parallel ranks must divide the {} context x data ranks of each "
+                                     "tensor coordinate and stage (c = {}, d = {})",
+                                     par.expert, gradient_group, par.context, gradient_group / par.context));
+    }
+    if (s.scheme == Scheme::Fsdp && s.fsdp.sharding != FsdpSharding::Optimizer) {
+      return broken_rule("training.fsdp.sharding",
+                         "expert parallelism with fsdp full or grad_op is not modelled yet; use allreduce, or "
+                         "fsdp sharding optimizer (Megatron's distributed optimizer)");
+    }
+  }
   if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
                                      s.allreduce.protocol != CollectiveProtocol::Links)) {
     return broken_rule(
@@ -614,6 +629,33 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
         fmt::format(
             "{} tensor-parallel ranks must split the {} attention heads and {} key/value heads evenly", t,
             shape.heads, shape.kv_heads));
+  }
+  if (par.expert > 1) {
+    if (shape.experts < 2) {
+      return broken_rule("training.parallel.expert",
+                         fmt::format("expert parallelism splits a mixture of experts; workload '{}' has dense "
+                                     "MLPs (workload.transformer.experts is {})",
+                                     w.name, shape.experts));
+    }
+    if (shape.experts % par.expert != 0) {
+      return broken_rule("training.parallel.expert",
+                         fmt::format("{} expert-parallel ranks must split the {} experts of each MoE layer evenly",
+                                     par.expert, shape.experts));
+    }
+    if (w.facts.timed_per_rank) {
+      return broken_rule("workload.compute",
+                         "expert parallelism with compute from shapes is not modelled yet (the expert GEMMs "
+                         "would need the tokens each rank receives); use workload.compute: flops");
+    }
+  }
+  if (w.facts.moe_imbalance > 1 && shape.experts > 1) {
+    const double most = static_cast<double>(shape.experts) / static_cast<double>(shape.top_k);
+    if (w.facts.moe_imbalance > most) {
+      return broken_rule("workload.moe.imbalance",
+                         fmt::format("the busiest of {} experts with top-{} routing receives at most every token, "
+                                     "{:g} x the mean; got {:g}",
+                                     shape.experts, shape.top_k, most, w.facts.moe_imbalance));
+    }
   }
   if (par.context > 1 && shape.seq_len % (2 * par.context) != 0) {
     return broken_rule(

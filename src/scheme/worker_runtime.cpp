@@ -275,7 +275,11 @@ void WorkerRuntime::comm_done(int w, int op, int source) {
         thread = layout.context;
         break;
       case ParallelDimension::Data:
+      case ParallelDimension::ExpertData:
         thread = comm.stream == 0 ? layout.data_gathers : layout.data_reductions;
+        break;
+      case ParallelDimension::Expert:
+        thread = layout.experts;
         break;
       case ParallelDimension::Pipeline:
         // A message is drawn on its sender's track; the receive is the arrow into the op it fed.

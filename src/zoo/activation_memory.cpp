@@ -45,6 +45,7 @@ struct Terms {
   bool dropout = false;  // the GPT-2 layout has dropout after attention, MLP and embeddings
   bool swiglu = false;
   bool moe = false;
+  double expert_load = 1;  // the busiest expert GPU's tokens over the mean (ActivationSplit)
 };
 
 Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes) {
@@ -93,7 +94,7 @@ double feed_forward(const Terms& t) {
   if (t.moe) {
     // Router input (the norm output) and its fp32 probabilities; each token's expert input and
     // activations in top_k experts.
-    bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens);
+    bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens) * t.expert_load;
   } else {
     bytes += mlp(t, t.tokens);
   }
@@ -188,6 +189,7 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences, 
   STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
   Terms t = terms(shape, sequences, element_bytes);
   t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
+  t.expert_load = split.expert_load;
   return block_bytes(t, checkpointing, flash_attention, split);
 }
 

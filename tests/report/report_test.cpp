@@ -443,24 +443,24 @@ TEST(WriteCsv, HeaderThenOneRowPerPrediction) {
       "step_time_mean_s,step_time_p50_s,step_time_p95_s,step_time_min_s,step_time_max_s,job_startup_s,"
       "job_time_s,tokens_per_s,tokens_per_s_per_worker,mfu,mfu_6nd,memory_per_worker_bytes,"
       "memory_reserved_bytes,gpu_memory_bytes,fits,layout,bubble_fraction,tensor_s,context_s,"
-      "pipeline_s,data_s,job_tokens,cost_per_step,cost_per_million_tokens,job_cost\n";
+      "pipeline_s,data_s,expert_s,job_tokens,cost_per_step,cost_per_million_tokens,job_cost\n";
   ASSERT_EQ(csv.rfind(header, 0), 0u) << csv;
   EXPECT_EQ(count(csv, "\n"), 4u);
   // 8 workers, 0.25 s: throughput 8*32/0.25 = 1024, speed-up 1024/320 = 3.2, efficiency 0.4.
   EXPECT_NE(csv.find("\n8,fine,0.25,1024,3.2,0.4,0.1,"), std::string::npos) << csv;
-  // No per-step samples, no job, no tokens, no memory, no layout and no costs: the last 26 cells are
+  // No per-step samples, no job, no tokens, no memory, no layout and no costs: the last 27 cells are
   // empty.
-  EXPECT_NE(csv.find(",1500000000,2500000000,\"PS NIC out 97% busy\",,,,,,,,,,,,,,,,,,,,,,,,,,\n"),
+  EXPECT_NE(csv.find(",1500000000,2500000000,\"PS NIC out 97% busy\",,,,,,,,,,,,,,,,,,,,,,,,,,,\n"),
             std::string::npos);
 }
 
 TEST(WriteCsv, StepTimeSamplesFillTheLastColumns) {
   std::string csv = render(write_csv, sweep_with_samples());
   EXPECT_EQ(count(csv, "\n"), 4u);
-  EXPECT_NE(csv.find("\"PS NIC out 97% busy\",3,0.25,0.25,0.259,0.24,0.26,,,,,,,,,,,,,,,,,,,,\n"),
+  EXPECT_NE(csv.find("\"PS NIC out 97% busy\",3,0.25,0.25,0.259,0.24,0.26,,,,,,,,,,,,,,,,,,,,,\n"),
             std::string::npos)
       << csv;
-  EXPECT_EQ(count(csv, "\",,,,,,,,,,,,,,,,,,,,,,,,,,\n"), 2u) << csv;
+  EXPECT_EQ(count(csv, "\",,,,,,,,,,,,,,,,,,,,,,,,,,,\n"), 2u) << csv;
 }
 
 TEST(WriteCsv, JobFillsItsTwoColumns) {
@@ -469,7 +469,7 @@ TEST(WriteCsv, JobFillsItsTwoColumns) {
   sweep.predictions[0].job = {
       .samples = 1000, .steps = 32, .startup_time = 4.5, .time = 7.7, .throughput = 129.87};
   std::string csv = render(write_csv, sweep);
-  EXPECT_NE(csv.find("\"PS NIC out 97% busy\",,,,,,,4.5,7.7,,,,,,,,,,,,,,,,,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"PS NIC out 97% busy\",,,,,,,4.5,7.7,,,,,,,,,,,,,,,,,,,\n"), std::string::npos) << csv;
   const std::string json = without_whitespace(render(write_json, sweep));
   EXPECT_NE(json.find("\"job\":{\"samples\":1000,\"steps\":32,\"startup_s\":4.5,\"time_s\":7.7,"
                       "\"throughput_samples_per_s\":129.87,\"epochs\":0,\"epoch_time_s\":0,\"tokens\":null}"),
@@ -486,11 +486,11 @@ TEST(WriteCsv, BottleneckWithCommaAndQuoteIsQuoted) {
   EXPECT_EQ(count(csv, "\n"), 2u);
   EXPECT_NE(csv.find("\n1,coarse,"), std::string::npos) << csv;
   std::string row = csv.substr(csv.find('\n') + 1);
-  EXPECT_EQ(row.substr(row.size() - 48), "\"PS NIC, \"\"shard 0\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,\n") << row;
-  // Outside the quoted field, exactly the 37 separators of 38 columns.
+  EXPECT_EQ(row.substr(row.size() - 49), "\"PS NIC, \"\"shard 0\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,\n") << row;
+  // Outside the quoted field, exactly the 38 separators of 39 columns.
   std::string before = row.substr(0, row.find('"'));
   std::string after = row.substr(row.rfind('"'));
-  EXPECT_EQ(count(before, ",") + count(after, ","), 37u) << row;
+  EXPECT_EQ(count(before, ",") + count(after, ","), 38u) << row;
 }
 
 TEST(WriteCsv, EmptySweepIsHeaderOnly) {

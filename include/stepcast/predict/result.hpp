@@ -112,11 +112,13 @@ struct Breakdown {
   double wait = 0;                   ///< waiting for other workers or a server (barrier, apply)
   /// A parallel layout (training.parallel.*): communication_exposed split by the dimension whose
   /// transfers the workers waited for: tensor-parallel collectives, ring attention's steps,
-  /// pipeline messages, the data-parallel gradient reduction. All 0 otherwise.
+  /// pipeline messages, the data-parallel gradient reduction (the experts' too), the expert
+  /// all-to-alls. All 0 otherwise.
   double tensor = 0;
   double context = 0;
   double pipeline = 0;
   double data = 0;
+  double expert = 0;
   bool operator==(const Breakdown&) const = default;
 };
 

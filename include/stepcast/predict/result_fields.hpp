@@ -90,7 +90,7 @@ struct FieldList<Breakdown> {
       field("compute", &Breakdown::compute), field("communication_exposed", &Breakdown::communication_exposed),
       field("wait", &Breakdown::wait),       field("tensor", &Breakdown::tensor),
       field("context", &Breakdown::context), field("pipeline", &Breakdown::pipeline),
-      field("data", &Breakdown::data)};
+      field("data", &Breakdown::data),       field("expert", &Breakdown::expert)};
 };
 
 template <>

@@ -99,6 +99,8 @@ struct WorkloadSpec {
   bool flash_attention = true;    ///< decoders: attention kernels that store no seq x seq scores
   /// decoders: how the loss treats the logits, for memory (zoo::loss_memory)
   workload::LossMode loss = workload::LossMode::Fp32Logits;
+  /// mixtures of experts: tokens of the busiest expert over the mean (workload.moe.imbalance)
+  double moe_imbalance = 1;
   double achieved_flops = 0;      ///< FLOP/s one GPU sustains on the model; 0: unset
   double compute_efficiency = 0;  ///< fraction of cluster.gpu.peak_flops achieved; 0: unset
   /// Per-layer times of a few layers (profile/layer_times.hpp: a layer table or a marked Kineto

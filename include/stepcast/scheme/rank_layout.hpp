@@ -1,5 +1,5 @@
 // Where each rank sits in a parallel layout: its (tensor, context, data, pipeline) coordinates
-// and the groups it communicates in. The one mapping from ranks to coordinates; every exchange,
+// and the groups it communicates in (the expert groups folded over context x data). The one mapping from ranks to coordinates; every exchange,
 // plan and report asks it. Megatron-LM's rule: with the order's dimensions D0 (fastest) .. D3 and
 // sizes n0 .. n3, rank = x0 + n0 (x1 + n1 (x2 + n2 x3)); a group of dimension D holds the ranks
 // that agree on every other coordinate, in the order of their D coordinate.
@@ -18,7 +18,7 @@
 namespace stepcast::scheme {
 
 struct RankCoordinates {
-  std::array<int, kParallelDimensions> at{};  ///< indexed by ParallelDimension
+  std::array<int, kRankDimensions> at{};  ///< indexed by ParallelDimension (the rank dimensions)
   [[nodiscard]] int operator[](ParallelDimension d) const { return at[static_cast<size_t>(d)]; }
   bool operator==(const RankCoordinates&) const = default;
 };
@@ -30,11 +30,13 @@ class RankLayout {
   RankLayout(const ParallelConfig& parallel, int workers);
 
   [[nodiscard]] int workers() const { return workers_; }
-  /// The degree of a dimension (d is workers / (t c p)).
+  /// The degree of a dimension (d is workers / (t c p); expert data c d / e).
   [[nodiscard]] int size(ParallelDimension d) const { return size_[static_cast<size_t>(d)]; }
   [[nodiscard]] RankCoordinates coordinates(int rank) const;
   [[nodiscard]] int rank(const RankCoordinates& at) const;
-  /// The ranks of `rank`'s group along `d`, in the order of their coordinate along d.
+  /// The ranks of `rank`'s group along `d`, in the order of their coordinate along d. The expert
+  /// groups fold over the gradient group (its ranks in rank order): e consecutive ones form an
+  /// expert group, and the ranks at the same place in every expert group an expert-data group.
   [[nodiscard]] std::vector<int> group(ParallelDimension d, int rank) const;
   /// Every group along `d` whose members are in pipeline stage `stage`, ordered by their lowest
   /// rank; all stages' groups when stage < 0. (Pipeline groups span the stages: stage is ignored.)
@@ -49,7 +51,7 @@ class RankLayout {
  private:
   int workers_;
   std::array<int, kParallelDimensions> size_{};
-  std::array<int, kParallelDimensions> stride_{};  ///< rank distance of one step along a dimension
+  std::array<int, kRankDimensions> stride_{};  ///< rank distance of one step along a dimension
 };
 
 /// The data-parallel degree d = workers / (t c p), 0 when that does not divide.

@@ -281,8 +281,11 @@ struct AllReduceConfig {
 
 /// The dimensions a training job's ranks are laid out along (Megatron-LM's parallel state): tensor
 /// (t: each layer's weights split over t GPUs), context (c: the sequence split over c GPUs, ring
-/// attention), data (d: replicas, or FSDP's shards) and pipeline (p: the layers cut into p stages).
-enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline };
+/// attention), data (d: replicas, or FSDP's shards) and pipeline (p: the layers cut into p stages);
+/// and the two groups folded over them for a mixture of experts (Megatron's "parallel folding"):
+/// expert (e: the experts of each MoE layer split over e GPUs that trade tokens all-to-all) and
+/// expert data (the c d / e ranks holding the same experts, which reduce their gradients).
+enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline, Expert, ExpertData };
 constexpr std::string_view name_of(ParallelDimension v) {
   switch (v) {
     case ParallelDimension::Tensor:
@@ -293,11 +296,18 @@ constexpr std::string_view name_of(ParallelDimension v) {
       return "dp";
     case ParallelDimension::Pipeline:
       return "pp";
+    case ParallelDimension::Expert:
+      return "ep";
+    case ParallelDimension::ExpertData:
+      return "edp";
   }
   return {};
 }
-inline constexpr int kParallelDimensions = 4;
-/// "tp", "cp", "dp", "pp": the names of training.parallel.order.
+inline constexpr int kParallelDimensions = 6;
+/// The first four, which ranks are laid out along (training.parallel.order); the expert groups
+/// are folded over them.
+inline constexpr int kRankDimensions = 4;
+/// "tp", "cp", "dp", "pp" (the names of training.parallel.order), "ep", "edp".
 [[nodiscard]] const char* to_string(ParallelDimension dimension);
 
 /// How the parallel degrees compose. The data-parallel degree is what is left: d = workers /
@@ -309,9 +319,12 @@ struct ParallelConfig {
   int pipeline = 1;        ///< p
   int virtual_stages = 1;  ///< v: model chunks per pipeline stage (interleaved schedule)
   int context = 1;         ///< c
+  /// e: each MoE layer's experts split over e ranks of the same tensor coordinate, consecutive in
+  /// the stage's context x data ranks (e divides c d); each holds experts / e of them.
+  int expert = 1;
   /// Rank order, fastest-varying first: Megatron's default tp-cp-dp-pp puts a tensor group on
   /// adjacent ranks, so inside a node when t <= workers per node.
-  std::array<ParallelDimension, kParallelDimensions> order{ParallelDimension::Tensor, ParallelDimension::Context,
+  std::array<ParallelDimension, kRankDimensions> order{ParallelDimension::Tensor, ParallelDimension::Context,
                                                           ParallelDimension::Data, ParallelDimension::Pipeline};
   /// Sequences per optimizer step over all data-parallel replicas (workload.global_batch); the
   /// step runs m = global_batch / (d x micro-batch) micro-batches. 0: one micro-batch (m = 1).
@@ -319,7 +332,9 @@ struct ParallelConfig {
   bool operator==(const ParallelConfig&) const = default;
   /// Whether the step needs the composed engine (stage programs): some degree above 1, or several
   /// micro-batches per step.
-  [[nodiscard]] bool composed() const { return tensor * pipeline * context > 1 || global_batch > 0; }
+  [[nodiscard]] bool composed() const {
+    return tensor * pipeline * context > 1 || expert > 1 || global_batch > 0;
+  }
 };
 
 /// The order each pipeline stage runs its micro-batches' forward (F) and backward (B) passes in:

@@ -156,6 +156,9 @@ struct ModelFacts {
   /// all 0: the stage programs split by the layer's FLOPs.
   AttentionShares attention_forward{};
   AttentionShares attention_backward{};
+  /// Mixtures of experts (workload.moe.imbalance): tokens of the busiest expert over the mean,
+  /// >= 1; 1 = balanced routing.
+  double moe_imbalance = 1;
   bool operator==(const ModelFacts&) const = default;
 };
 

@@ -101,6 +101,9 @@ struct ActivationSplit {
   int tensor = 1;
   bool sequence_parallel = false;
   int context = 1;
+  /// Expert parallelism: the tokens the busiest GPU's experts receive over the mean, by which
+  /// their activations grow (1: balanced, or no expert parallelism).
+  double expert_load = 1;
 };
 
 /// One rank's share of block_activation_bytes under `split` (Korthikanti et al. 2022, sections

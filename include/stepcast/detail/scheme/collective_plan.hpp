@@ -101,6 +101,15 @@ struct CollectivePlan {
 [[nodiscard]] CollectivePlan plan_group_shift(const cluster::Cluster& cluster,
                                               const std::vector<std::vector<int>>& groups);
 
+/// An all-to-all in each of the groups at once (equal sizes): every member sends 1 / g of the
+/// buffer to each other member, except that transfers into member 0 (`into_busiest`) or out of it
+/// carry `busiest` x that share and the other members' (g - busiest) / (g - 1) x it, so that what
+/// member 0 handles is `busiest` times the mean (a mixture of experts' busiest GPU). One stage of
+/// fraction 1 / g; empty for groups of one. busiest is in [1, g].
+[[nodiscard]] CollectivePlan plan_group_all_to_all(const cluster::Cluster& cluster,
+                                                   const std::vector<std::vector<int>>& groups, double busiest,
+                                                   bool into_busiest);
+
 /// Point-to-point transfers between workers, all at once: (from, to) pairs, each moving the whole
 /// buffer (pipeline stages' activations and gradients). One stage of fraction 1.
 [[nodiscard]] CollectivePlan plan_transfers(const cluster::Cluster& cluster,

@@ -29,6 +29,7 @@ struct StageCost {
   double compute = 0;          ///< s per micro-batch: the passes' compute alone
   double tensor_exposed = 0;   ///< s per micro-batch: tensor-parallel collectives not hidden
   double context_exposed = 0;  ///< s per micro-batch: ring-attention steps not hidden
+  double expert_exposed = 0;   ///< s per micro-batch: expert all-to-alls (on the path between router and experts)
   double data_exposed = 0;     ///< s per micro-batch: sharded data parallelism's collectives not hidden
   /// s per micro-batch: sharded data parallelism's collectives back to back (both streams share the
   /// links): in a steady pipeline a micro-batch takes no less.
@@ -56,6 +57,9 @@ struct ComposedCosts {
 /// What one rank of a pipeline stage holds, for the memory check (predict/model_metrics.cpp).
 struct StageFootprint {
   double parameters = 0;          ///< elements on one rank: its layers' parameters over the tensor group
+  /// elements of `parameters` in experts held under expert parallelism (experts / e of each MoE
+  /// layer), whose optimizer states shard over the expert-data group; 0 with e = 1
+  double expert_parameters = 0;
   std::vector<int> chunk_blocks;  ///< transformer blocks of each of its v model chunks
   bool embedding = false;         ///< holds the embedding (stage 0's first chunk)
   bool head = false;              ///< holds the head and the loss (the last stage's last chunk)

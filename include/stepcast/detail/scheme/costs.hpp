@@ -131,4 +131,15 @@ struct PushStreams {
 [[nodiscard]] double allreduce_bytes_per_worker(AllReduceAlgorithm algorithm, int workers,
                                                 int workers_per_node, double bytes);
 
+/// A mixture of experts split over e GPUs (training.parallel.expert): the tokens the busiest GPU
+/// of an expert group receives over the mean, when the busiest expert receives `imbalance` x the
+/// mean (workload.moe.imbalance) and the other experts share the rest evenly, the busiest one's GPU
+/// holding E / e - 1 of them: (imbalance + (E/e - 1)(E - imbalance)/(E - 1)) / (E/e). 1 for e = 1
+/// or balanced routing; `imbalance` with one expert per GPU.
+[[nodiscard]] double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance);
+
+/// The share of a MoE layer's forward FLOPs in its experts (top_k expert MLPs per token) rather
+/// than its router; what expert parallelism moves between the all-to-alls. 0 for a dense MLP.
+[[nodiscard]] double expert_flop_share(const workload::TransformerShape& shape);
+
 }  // namespace stepcast::scheme

@@ -1,0 +1,280 @@
+// Expert parallelism (training.parallel.expert) in the composed engine: the expert groups folded
+// over each stage's context x data ranks, the busiest GPU's share under routing imbalance, the
+// all-to-all's bytes against their closed form, the stage programs' all-to-alls per MoE layer,
+// balanced expert parallelism on a free fabric equal to no expert parallelism, imbalance that
+// changes nothing without it and slows the step monotonically with it, and the fast path equal to
+// the full engine on seeded layouts, balanced and not.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "scheme/stage_programs.hpp"
+#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+#include "stepcast/scheme/validate.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::scheme {
+namespace {
+namespace expert_parallel_test {  // this file's own names: test files are compiled several to a unit
+
+using workload::Workload;
+
+bool close(double a, double b, double tolerance) {
+  return std::fabs(a - b) <= tolerance * std::max({std::fabs(a), std::fabs(b), 1e-30});
+}
+
+/// A small mixture of experts (Mixtral's layout, `experts` experts, top-2) timed at 400 TFLOP/s.
+Workload moe(int experts, int blocks = 4, double imbalance = 1, int micro_batch = 1) {
+  zoo::TransformerShape shape{.layers = blocks, .hidden = 1024, .ffn_hidden = 2048, .heads = 8, .kv_heads = 8,
+                              .vocab = 1000, .seq_len = 512};
+  shape.experts = experts;
+  shape.top_k = 2;
+  const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
+  Workload w = zoo::to_workload(
+      model, {.batch_per_worker = micro_batch,
+              .step_time = micro_batch * zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) /
+                           400e12,
+              .precision = workload::Precision::BF16});
+  w.facts.moe_imbalance = imbalance;
+  return w;
+}
+
+/// Nodes of `per_node` GPUs on NVLink-like links, 50 GB/s NICs.
+cluster::ClusterSpec nodes(int workers, int per_node) {
+  cluster::ClusterSpec c;
+  c.workers = workers;
+  c.workers_per_node = per_node;
+  c.nics_per_node = per_node;
+  c.nic_bw = 50e9;
+  c.latency = 5e-6;
+  c.intra_node_bw = 450e9;
+  c.intra_node_latency = 2e-6;
+  c.gpu_memory_bw = 3.35e12;
+  return c;
+}
+
+SimulationResult run(const Workload& w, const cluster::ClusterSpec& c, const SchemeConfig& s, bool fast = true) {
+  SimulationOptions o;
+  o.warmup_steps = 1;
+  o.measure_steps = 2;
+  o.fast_paths = fast;
+  return simulate_steps(w, c, s, o);
+}
+
+double mean_cycle(const SimulationResult& r) {
+  double sum = 0;
+  for (const WorkerTimes& t : r.workers) sum += t.cycle;
+  return sum / static_cast<double>(r.workers.size());
+}
+
+SchemeConfig experts_over(int e, int t = 1, int p = 1, int64_t global_batch = 0) {
+  SchemeConfig s;
+  s.parallel.expert = e;
+  s.parallel.tensor = t;
+  s.parallel.pipeline = p;
+  s.parallel.global_batch = global_batch;
+  return s;
+}
+
+TEST(RankLayout, ExpertGroupsAreConsecutiveContextDataRanksOfOneTensorRank) {
+  // t 2, d 4 on 8 GPUs (tp fastest): rank 0's gradient group is {0, 2, 4, 6}; with e = 2 its
+  // expert group is {0, 2} and its expert-data group (the same experts) {0, 4}.
+  ParallelConfig par;
+  par.tensor = 2;
+  par.expert = 2;
+  const RankLayout layout(par, 8);
+  EXPECT_EQ(layout.size(ParallelDimension::Expert), 2);
+  EXPECT_EQ(layout.size(ParallelDimension::ExpertData), 2);
+  EXPECT_EQ(layout.group(ParallelDimension::Expert, 0), (std::vector<int>{0, 2}));
+  EXPECT_EQ(layout.group(ParallelDimension::Expert, 6), (std::vector<int>{4, 6}));
+  EXPECT_EQ(layout.group(ParallelDimension::Expert, 3), (std::vector<int>{1, 3}));
+  EXPECT_EQ(layout.group(ParallelDimension::ExpertData, 0), (std::vector<int>{0, 4}));
+  EXPECT_EQ(layout.group(ParallelDimension::ExpertData, 7), (std::vector<int>{3, 7}));
+  // Every rank in exactly one group of each, and the groups of a stage are the layout's.
+  for (ParallelDimension d : {ParallelDimension::Expert, ParallelDimension::ExpertData}) {
+    const std::vector<std::vector<int>> groups = layout.groups(d, 0);
+    EXPECT_EQ(groups.size(), 4u);
+    std::vector<int> seen(8, 0);
+    for (const std::vector<int>& g : groups) {
+      for (int r : g) {
+        seen[static_cast<size_t>(r)]++;
+        EXPECT_EQ(layout.group(d, r), g);
+      }
+    }
+    EXPECT_EQ(seen, std::vector<int>(8, 1));
+  }
+  EXPECT_EQ(RankLayout::describe(par, 8), "tp2 cp1 pp1 ep2 dp4");
+}
+
+TEST(ExpertCosts, BusiestGpuShareClosedForms) {
+  // No expert parallelism or balanced routing: every GPU the mean.
+  EXPECT_EQ(busiest_expert_gpu(8, 1, 3.0), 1.0);
+  EXPECT_EQ(busiest_expert_gpu(8, 4, 1.0), 1.0);
+  EXPECT_EQ(busiest_expert_gpu(1, 4, 3.0), 1.0);
+  // One expert per GPU: the busiest GPU is the busiest expert.
+  EXPECT_DOUBLE_EQ(busiest_expert_gpu(8, 8, 1.7), 1.7);
+  // 8 experts on 2 GPUs, the busiest at 2x the mean: its GPU holds it and 3 of the other 7,
+  // which share 8 - 2 = 6 means: (2 + 3 x 6/7) / 4 = 8/7.
+  EXPECT_DOUBLE_EQ(busiest_expert_gpu(8, 2, 2.0), 8.0 / 7.0);
+  // Grows with the imbalance and with e.
+  double previous = 1;
+  for (double r : {1.2, 1.5, 2.0, 3.0}) {
+    EXPECT_GT(busiest_expert_gpu(64, 8, r), previous);
+    previous = busiest_expert_gpu(64, 8, r);
+    EXPECT_GT(busiest_expert_gpu(64, 16, r), busiest_expert_gpu(64, 8, r));
+  }
+  // The experts' share of a MoE layer: top_k SwiGLU MLPs (6 h f each per token) against the
+  // router's 2 h E.
+  zoo::TransformerShape s{.layers = 1, .hidden = 4096, .ffn_hidden = 14336, .heads = 32, .kv_heads = 8,
+                          .vocab = 32000, .seq_len = 4096};
+  EXPECT_EQ(expert_flop_share(s), 0.0);
+  s.experts = 8;
+  s.top_k = 2;
+  EXPECT_DOUBLE_EQ(expert_flop_share(s), 2 * 6.0 * 14336 / (2 * 6.0 * 14336 + 2.0 * 8));
+}
+
+TEST(ExpertAllToAll, BalancedBytesAreTheClosedFormAndTheBusiestReceivesItsShare) {
+  cluster::ClusterSpec spec = nodes(8, 1);
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  const double S = 3e6;  // what each member sends, before routing
+  for (int g : {2, 4, 8}) {
+    std::vector<int> group(static_cast<size_t>(g));
+    for (int k = 0; k < g; ++k) group[static_cast<size_t>(k)] = k;
+    // Balanced: each member keeps 1/g and sends (g - 1)/g S.
+    const CollectivePlan balanced = plan_group_all_to_all(c, {group}, 1.0, true);
+    EXPECT_DOUBLE_EQ(collective_bytes_sent(balanced, S), g * S * (g - 1) / g);
+    // Imbalanced: member 0 receives 1.5x what it would balanced, from each other member.
+    const double busiest = std::min(1.5, static_cast<double>(g));
+    const CollectivePlan into = plan_group_all_to_all(c, {group}, busiest, true);
+    double into_zero = 0, total = 0;
+    for (const Stage& st : into.stages) {
+      for (const FlowGroup& f : into.patterns[static_cast<size_t>(st.pattern)].groups) {
+        total += S * st.fraction * f.size_factor * f.members;
+        if (f.size_factor == busiest) into_zero += S * st.fraction * f.size_factor * f.members;
+      }
+    }
+    EXPECT_DOUBLE_EQ(into_zero, busiest * (g - 1) * S / g);
+    // What every other member receives from each of the g - 1 others (member 0 included): its share
+    // of what is left, (g - busiest)/(g - 1) of the mean.
+    const double others = (g - busiest) / (g - 1);
+    EXPECT_NEAR(total - into_zero, (g - 1) * (g - 1) * others * S / g, 1e-6 * S);
+  }
+}
+
+TEST(StagePrograms, FourAllToAllsPerMoeLayerAndMicroBatchOfTheTokensTimesTopK) {
+  const Workload w = moe(8, 4, 1.0, 2);
+  const workload::TransformerShape& shape = *w.facts.transformer;
+  const double S = 2.0 * static_cast<double>(shape.seq_len) * static_cast<double>(shape.hidden) * 2 * 2;  // b s h bf16 x top_k
+  const SchemeConfig s = experts_over(4, 1, 1, 4 * 2 * 3);  // d 4, three micro-batches of 2
+  cluster::ClusterSpec four = nodes(4, 4);
+  validate(w, four, s);
+  const StageProgram program = build_stage_programs(w, four, s, RankLayout(s.parallel, 4)).front();
+  std::map<std::pair<CommKind, workload::OpKind>, int> count;
+  double expert_parameters = 0;
+  for (size_t op = 0; op < program.ops.ops.size(); ++op) {
+    if (!program.is_comm(static_cast<int>(op))) continue;
+    const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+    if (c.dimension != ParallelDimension::Expert) continue;
+    EXPECT_DOUBLE_EQ(c.bytes, S);
+    count[{c.kind, program.ops.ops[op].kind}]++;
+  }
+  const int per_pass = 4 * 3;  // MoE layers x micro-batches
+  EXPECT_EQ((count[{CommKind::ToExperts, workload::OpKind::Forward}]), per_pass);     // dispatch
+  EXPECT_EQ((count[{CommKind::FromExperts, workload::OpKind::Forward}]), per_pass);   // combine
+  EXPECT_EQ((count[{CommKind::ToExperts, workload::OpKind::Backward}]), per_pass);    // combine's backward
+  EXPECT_EQ((count[{CommKind::FromExperts, workload::OpKind::Backward}]), per_pass);  // dispatch's backward
+  // Each rank holds 8 / 4 = 2 experts of each MoE layer, whose gradients go over the expert-data
+  // group (d c / e = 1 rank: nothing to reduce), the rest over the data-parallel group.
+  for (const workload::Tensor& t : program.ops.tensors) {
+    if (expert_of_tensor(t.name) >= 0) {
+      EXPECT_LT(expert_of_tensor(t.name), 2) << t.name;
+      expert_parameters += t.bytes / 2;
+    }
+  }
+  const double per_expert = 3.0 * 1024 * 2048;  // SwiGLU, no biases
+  EXPECT_DOUBLE_EQ(expert_parameters, 4 * 2 * per_expert);
+  for (size_t op = 0; op < program.ops.ops.size(); ++op) {
+    if (!program.is_comm(static_cast<int>(op))) continue;
+    EXPECT_NE(program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension, ParallelDimension::ExpertData);
+  }
+}
+
+TEST(ExpertParallelism, BalancedOnAFreeFabricChangesNothingButTheParameters) {
+  // Under balanced routing a GPU's experts process as many tokens with expert parallelism as
+  // without: on links that take no time the step is the same.
+  const Workload w = moe(8);
+  cluster::ClusterSpec c = nodes(8, 8);
+  c.nic_bw = c.intra_node_bw = 1e15;  // 4 MB all-to-alls in nanoseconds, steps of milliseconds
+  c.latency = c.intra_node_latency = 0;
+  c.gpu_memory_bw = 0;  // no optimizer step: it shrinks with the experts a rank holds
+  const double without = mean_cycle(run(w, c, experts_over(1, 1, 1, 8)));
+  for (int e : {2, 4, 8}) {
+    const double with = mean_cycle(run(w, c, experts_over(e, 1, 1, 8)));
+    // Slower by what the step's 4 x 4 all-to-alls on the path take, 2 MB (b s h top_k, bf16)
+    // each at 1e15 B/s (3.4e-8 s in a step of 5.6e-4 s), and the step's last gradient bucket,
+    // which the two runs cut differently: within twice the all-to-alls.
+    const double all_to_alls = 16 * 512.0 * 1024 * 2 * 2 / 1e15;
+    EXPECT_NEAR(with, without, 2 * all_to_alls) << "e " << e;
+    EXPECT_GE(with, without) << "e " << e;
+  }
+}
+
+TEST(ExpertParallelism, ImbalanceChangesNothingWithoutItAndSlowsTheStepWithIt) {
+  cluster::ClusterSpec c = nodes(16, 8);
+  const SimulationResult balanced_dp = run(moe(8, 4, 1.0), c, experts_over(1, 1, 1, 16));
+  const SimulationResult skewed_dp = run(moe(8, 4, 3.0), c, experts_over(1, 1, 1, 16));
+  // e = 1: every GPU runs every expert on its own tokens; skew moves no token between GPUs.
+  EXPECT_EQ(mean_cycle(balanced_dp), mean_cycle(skewed_dp));
+  double previous = 0;
+  for (double r : {1.0, 1.2, 1.5, 2.0, 3.0}) {
+    const double step = mean_cycle(run(moe(8, 4, r), c, experts_over(8, 1, 1, 16)));
+    EXPECT_GT(step, previous) << "imbalance " << r;
+    previous = step;
+  }
+}
+
+TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
+  int fast_taken = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+    const int t = pick({1, 2}), p = pick({1, 2}), d = pick({2, 4}), e = pick({2, d});
+    const int per_node = pick({2, 4, 8});
+    const double imbalance = pick({0, 1}) == 1 ? 1.0 : 1.5;
+    const Workload w = moe(8, 4, imbalance);
+    SchemeConfig s = experts_over(e, t, p, static_cast<int64_t>(d) * 2 * p);
+    if (pick({0, 1}) == 1) {
+      s.scheme = Scheme::Fsdp;
+      s.fsdp.sharding = FsdpSharding::Optimizer;
+    }
+    const cluster::ClusterSpec c = nodes(t * p * d, per_node);
+    SCOPED_TRACE(fmt::format("seed {}: {} on {} GPUs, {} per node, imbalance {}", seed,
+                             RankLayout::describe(s.parallel, c.workers), c.workers, per_node, imbalance));
+    validate(w, c, s);
+    const SimulationResult fast = run(w, c, s, true);
+    const SimulationResult full = run(w, c, s, false);
+    if (fast.engine == SimulationEngine::Fast) ++fast_taken;
+    if (fast.engine == SimulationEngine::Approximate) continue;
+    ASSERT_EQ(fast.workers.size(), full.workers.size());
+    for (size_t i = 0; i < full.workers.size(); ++i) {
+      ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
+          << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
+      for (size_t k = 0; k < full.workers[i].exposed.size(); ++k) {
+        EXPECT_NEAR(fast.workers[i].exposed[k], full.workers[i].exposed[k], 1e-9 * full.workers[i].cycle);
+      }
+    }
+    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9)) << fast.bytes_sent << " vs " << full.bytes_sent;
+  }
+  EXPECT_GE(fast_taken, 6);
+}
+
+}  // namespace expert_parallel_test
+}  // namespace
+}  // namespace stepcast::scheme
