@@ -82,10 +82,17 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     const scheme::StageCost& c = costs.stages[s];
     // The reductions one after another on their stream, each once its gradients are in (on the
-    // clock of the last backward's end, 0).
+    // clock of the last backward's end, 0). The experts' run on a stream of their own over the
+    // same NICs: the two streams share the links, taken here as one stream in the order their
+    // gradients come in.
+    std::vector<size_t> order(c.reductions.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    if (std::find(c.reduction_streams.begin(), c.reduction_streams.end(), 1) != c.reduction_streams.end()) {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return c.ready_before_end[a] > c.ready_before_end[b]; });
+    }
     double end = -c.last_backward;
-    for (size_t k = 0; k < c.reductions.size(); ++k)
-      end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
+    for (size_t k : order) end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
     const double tail = std::max(0.0, end) + std::accumulate(c.gathers.begin(), c.gathers.end(), 0.0);
     step = std::max(step, pipeline - behind + tail + c.optimizer);
     data = std::max(data, tail);

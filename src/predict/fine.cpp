@@ -56,6 +56,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.breakdown.context /= n;
   r.breakdown.pipeline /= n;
   r.breakdown.data /= n;
+  r.breakdown.expert /= n;
   r.throughput = steps_per_second *
                  scheme::samples_per_worker_step(scheme.parallel, cluster.workers, workload.batch_per_worker);
   if (scheme.parallel.composed()) {

@@ -310,6 +310,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         continue;
       }
       cost.reductions.push_back(time_of[op]);
+      cost.reduction_streams.push_back(c.dimension == ParallelDimension::ExpertData ? 1 : 0);
       double ready = 0;
       for (int d : ops[op].deps) ready = std::max(ready, done_at[static_cast<size_t>(d)]);
       cost.ready_before_end.push_back(clock - ready);

@@ -37,6 +37,9 @@ struct StageCost {
   double message = 0;        ///< s: one activation (or gradient) message to the next stage alone
   double last_backward = 0;  ///< s: the last micro-batch's backward passes, which the reduction overlaps
   std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
+  /// Each reduction's stream: 0 over the data-parallel group, 1 over the expert-data group (its
+  /// own exchange, which runs beside the other).
+  std::vector<int> reduction_streams;
   /// s: how long before the end of the last micro-batch's backward passes each reduction's
   /// gradients are all produced (0 for those the last op produces).
   std::vector<double> ready_before_end;
