@@ -54,8 +54,8 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   double worst = -1, most_parameters = 0;
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
     // Expert parallelism: the experts' states shard over their expert-data group (d c / e ranks).
-    Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme, gradient_group,
-                                  cluster.workers_per_node);
+    Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme,
+                                  gradient_group, cluster.workers_per_node);
     if (stage.expert_parameters > 0) {
       const Memory experts = model_state_memory(stage.expert_parameters, w.precision, scheme,
                                                 gradient_group / par.expert, cluster.workers_per_node);

@@ -228,7 +228,8 @@ void append_where_time_goes(fmt::memory_buffer& buf, const predict::Result& r) {
         percent_of(b.context, r.step_time), format_duration(b.pipeline), percent_of(b.pipeline, r.step_time),
         format_duration(b.data), percent_of(b.data, r.step_time),
         r.layout.find(" ep") != std::string::npos
-            ? fmt::format(", expert all-to-all {} ({})", format_duration(b.expert), percent_of(b.expert, r.step_time))
+            ? fmt::format(", expert all-to-all {} ({})", format_duration(b.expert),
+                          percent_of(b.expert, r.step_time))
             : std::string(),
         format_percent(r.bubble_fraction));
   }

@@ -544,8 +544,8 @@ CollectivePlan plan_group_shift(const Cluster& c, const std::vector<std::vector<
   return plan;
 }
 
-CollectivePlan plan_group_all_to_all(const Cluster& c, const std::vector<std::vector<int>>& groups, double busiest,
-                                     bool into_busiest) {
+CollectivePlan plan_group_all_to_all(const Cluster& c, const std::vector<std::vector<int>>& groups,
+                                     double busiest, bool into_busiest) {
   CollectivePlan plan;
   if (groups.empty() || groups.front().size() < 2) return plan;
   const auto g = static_cast<double>(groups.front().size());

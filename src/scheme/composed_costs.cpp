@@ -109,9 +109,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     run.rank_of_worker.push_back(layout.rank(at));
     run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
   }
-  const double busiest = w.facts.transformer ? busiest_expert_gpu(w.facts.transformer->experts,
-                                                                  scheme.parallel.expert, w.facts.moe_imbalance)
-                                             : 1.0;
+  const double busiest = busiest_expert_gpu(w, scheme.parallel);
   const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, busiest);
 
   ComposedCosts costs;
@@ -282,7 +280,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         continue;
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
-        if ((c.dimension == ParallelDimension::Tensor && !overlap) || c.dimension == ParallelDimension::Expert)
+        if ((c.dimension == ParallelDimension::Tensor && !overlap) ||
+            c.dimension == ParallelDimension::Expert)
           clock += time_of[op];
       } else {
         clock += ops[op].duration;
@@ -293,11 +292,11 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       const bool step_op = program.pass_of_op[op] == ProgramPass::Step;
       if (!step_op) {
         // FSDP's reduce-scatters of the last micro-batch end the step as the reductions do.
+        const bool comm = program.is_comm(static_cast<int>(op));
+        const CommOp* c = comm ? &program.comms[static_cast<size_t>(program.comm_of_op[op])] : nullptr;
         const bool last_reduction =
-            program.micro_batch_of_op[op] == last_mb && program.is_comm(static_cast<int>(op)) &&
-            (program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::Data ||
-             program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension == ParallelDimension::ExpertData) &&
-            program.comms[static_cast<size_t>(program.comm_of_op[op])].kind != CommKind::AllGather;
+            program.micro_batch_of_op[op] == last_mb && c != nullptr && c->kind != CommKind::AllGather &&
+            (c->dimension == ParallelDimension::Data || c->dimension == ParallelDimension::ExpertData);
         if (!last_reduction) continue;
       }
       if (!program.is_comm(static_cast<int>(op))) {

@@ -15,8 +15,9 @@ std::vector<std::vector<int>> stage_groups(const RankLayout& layout, ParallelDim
 
 /// The ranks of a dimension's group: the gradient group's d x c for Data.
 int group_degree(const RankLayout& layout, ParallelDimension d) {
-  return d == ParallelDimension::Data ? layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context)
-                                      : layout.size(d);
+  return d == ParallelDimension::Data
+             ? layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context)
+             : layout.size(d);
 }
 
 /// The rank of stage `stage` at the same tensor, context and data coordinates as `rank`.
@@ -231,7 +232,9 @@ bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, cons
   };
   const int p = layout.size(ParallelDimension::Pipeline);
   for (ParallelDimension d : kGroupDimensions) {
-    auto sign = [&](const std::vector<int>& g) { return d == ParallelDimension::Expert ? all_pairs(g) : signature(ring(g)); };
+    auto sign = [&](const std::vector<int>& g) {
+      return d == ParallelDimension::Expert ? all_pairs(g) : signature(ring(g));
+    };
     for (int s = 0; s < p; ++s) {
       const std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
       if (groups.size() < 2 || groups.front().size() < 2) continue;

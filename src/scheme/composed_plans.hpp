@@ -23,7 +23,8 @@ namespace stepcast::scheme {
 /// The plans of one group of a dimension (or on the fast path, of every group of a stage).
 struct GroupPlans {
   CollectivePlan all_reduce, all_gather, reduce_scatter, ring_shift;
-  CollectivePlan to_experts, from_experts;  ///< an expert group's all-to-alls (CommKind::ToExperts, FromExperts)
+  CollectivePlan to_experts,
+      from_experts;  ///< an expert group's all-to-alls (CommKind::ToExperts, FromExperts)
   /// A gradient group of every worker all-reduces as training.allreduce says (algorithm,
   /// protocol, auto); its plans are planner_plans (the planner's, remapped with the network).
   std::unique_ptr<AllReducePlanner> planner;

@@ -31,9 +31,7 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
   run.layout = &layout;
   run.programs = build_stage_programs(w, spec, scheme, layout);
   const int p = layout.size(ParallelDimension::Pipeline);
-  const double busiest = w.facts.transformer ? busiest_expert_gpu(w.facts.transformer->experts,
-                                                                  scheme.parallel.expert, w.facts.moe_imbalance)
-                                             : 1.0;
+  const double busiest = busiest_expert_gpu(w, scheme.parallel);
   if (options.fast_paths && !options.record_trace && !(options.compute_cv > 0)) {
     run.one_per_stage = true;
     run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);

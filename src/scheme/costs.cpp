@@ -382,6 +382,11 @@ double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance
   return (imbalance + (local - 1) * (n - imbalance) / (n - 1)) / local;
 }
 
+double busiest_expert_gpu(const workload::Workload& w, const ParallelConfig& parallel) {
+  if (!w.facts.transformer) return 1;
+  return busiest_expert_gpu(w.facts.transformer->experts, parallel.expert, w.facts.moe_imbalance);
+}
+
 double expert_flop_share(const workload::TransformerShape& shape) {
   if (shape.experts <= 1) return 0;
   const auto h = static_cast<double>(shape.hidden);

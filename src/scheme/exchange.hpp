@@ -81,8 +81,8 @@ struct TraceLayout {
   int gather = 0, reduce = 0;  ///< sharded data parallelism's two collective streams
   /// A parallel layout's communication tracks: a dimension's collectives (the data-parallel ones
   /// on their two streams), and the pipeline messages a rank sends each way.
-  int tensor = 0, context = 0, data_gathers = 0, data_reductions = 0, to_next_stage = 0, to_previous_stage = 0,
-      experts = 0;
+  int tensor = 0, context = 0, data_gathers = 0, data_reductions = 0, to_next_stage = 0,
+      to_previous_stage = 0, experts = 0;
   int first_ps_process = 0;
   int network_process = 0;
   std::vector<uint8_t> kept_workers;  ///< worker -> 1 when its spans are recorded

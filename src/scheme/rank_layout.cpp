@@ -81,7 +81,8 @@ std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
       if (d == ParallelDimension::Expert) {
         for (int k = at / e * e; k < at / e * e + e; ++k) g.push_back(gradient[static_cast<size_t>(k)]);
       } else {
-        for (int k = at % e; k < static_cast<int>(gradient.size()); k += e) g.push_back(gradient[static_cast<size_t>(k)]);
+        for (int k = at % e; k < static_cast<int>(gradient.size()); k += e)
+          g.push_back(gradient[static_cast<size_t>(k)]);
       }
       return g;
     }
@@ -110,7 +111,8 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
         for (const std::vector<int>& gradient : gradient_groups(s)) {
           const bool expert = d == ParallelDimension::Expert;
           const int count = expert ? static_cast<int>(gradient.size()) / e : e;
-          for (int k = 0; k < count; ++k) out.push_back(group(d, gradient[static_cast<size_t>(expert ? k * e : k)]));
+          for (int k = 0; k < count; ++k)
+            out.push_back(group(d, gradient[static_cast<size_t>(expert ? k * e : k)]));
         }
       }
       return out;

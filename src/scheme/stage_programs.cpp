@@ -348,20 +348,25 @@ class ProgramBuilder {
 
   /// A mixture of experts' MLP layer with its experts split over an expert group.
   [[nodiscard]] bool experts_split(const LayerInfo& info) const { return e_ > 1 && is_moe(info); }
-  [[nodiscard]] bool is_moe(const LayerInfo& info) const { return info.role == Role::Mlp && expert_share_ > 0; }
+  [[nodiscard]] bool is_moe(const LayerInfo& info) const {
+    return info.role == Role::Mlp && expert_share_ > 0;
+  }
   /// A MoE layer's time over its balanced time: every rank of an expert group runs its experts as
   /// long as the busiest one, which the combine waits for (1 when balanced or e = 1).
   [[nodiscard]] double moe_scale(const LayerInfo& info) const {
     return is_moe(info) ? 1 - expert_share_ + expert_share_ * busiest_ : 1.0;
   }
   /// The router's share of a MoE layer's (scaled) time.
-  [[nodiscard]] double router_part() const { return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_); }
+  [[nodiscard]] double router_part() const {
+    return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_);
+  }
   /// An expert group's all-to-all of the micro-batch's token rows: b (s / c) h x top_k elements
   /// each rank sends (its tokens after the sequence-parallel all-gather, once per expert they visit).
   int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
     const double bytes = activation_ * static_cast<double>(w_.facts.transformer->top_k);
-    return add_comm(fmt::format("ep {}", what), pass, {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes},
-                    after(previous), layer);
+    return add_comm(fmt::format("ep {}", what), pass,
+                    {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes}, after(previous),
+                    layer);
   }
 
   /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
@@ -449,9 +454,11 @@ class ProgramBuilder {
         if (experts_split(info)) {
           // The router, the tokens sent to their experts, the experts, the results sent back.
           auto routed = [&](int before) {
-            int op = add_compute(name + " router", OpKind::Forward, duration * router_part(), after(before), l);
+            int op =
+                add_compute(name + " router", OpKind::Forward, duration * router_part(), after(before), l);
             op = expert_all_to_all(CommKind::ToExperts, "dispatch " + name, OpKind::Forward, op, l);
-            op = add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part()), after(op), l);
+            op =
+                add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part()), after(op), l);
             return expert_all_to_all(CommKind::FromExperts, "combine " + name, OpKind::Forward, op, l);
           };
           return around_collectives(gather, routed, reduction, name, OpKind::Forward, previous, l);
@@ -497,7 +504,8 @@ class ProgramBuilder {
     // backward proper is left here; selective recomputation stays in the attention's backward.
     const bool full =
         w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
-    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / rank_share() * moe_scale(info);
+    const double total =
+        (source.duration - (full ? recompute_duration(l) : 0)) / rank_share() * moe_scale(info);
     const double recompute = full ? 0.0 : recompute_duration(l) / rank_share() * moe_scale(info);
     const double proper = total - recompute;
     // The backward proper splits as the forward does: output projection, core, Q/K/V projection
@@ -543,9 +551,12 @@ class ProgramBuilder {
           // The forward's conjugates: the output gradients to the experts (combine's backward), the
           // experts' backward, the input gradients back (dispatch's), the router's backward.
           auto routed = [&](int b) {
-            int at = expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, l);
-            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part()), after(at), l);
-            at = expert_all_to_all(CommKind::FromExperts, "dispatch backward " + name, OpKind::Backward, at, l);
+            int at =
+                expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, l);
+            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part()), after(at),
+                             l);
+            at = expert_all_to_all(CommKind::FromExperts, "dispatch backward " + name, OpKind::Backward, at,
+                                   l);
             return add_compute(name + " router", OpKind::Backward, duration * router_part(), after(at), l);
           };
           op = around_collectives(before, routed, reduction, name, OpKind::Backward, previous, l);
@@ -749,14 +760,15 @@ class ProgramBuilder {
       for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      reductions.push_back(add_comm(fmt::format("{} {} {}", to_string(dimension),
-                                                distributed ? "reduce-scatter" : "all-reduce", reductions.size()),
-                                    OpKind::Other,
-                                    {.dimension = dimension,
-                                     .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
-                                     .bytes = bytes,
-                                     .stream = kReduceStream},
-                                    deps, kNone));
+      reductions.push_back(
+          add_comm(fmt::format("{} {} {}", to_string(dimension),
+                               distributed ? "reduce-scatter" : "all-reduce", reductions.size()),
+                   OpKind::Other,
+                   {.dimension = dimension,
+                    .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
+                    .bytes = bytes,
+                    .stream = kReduceStream},
+                   deps, kNone));
     };
     std::vector<int> dense, experts;
     double dense_parameters = 0, expert_parameters = 0;
@@ -793,23 +805,28 @@ class ProgramBuilder {
         if (!unit.tensors.empty()) gathers.emplace_back(ParallelDimension::Data, unit.bytes);
       }
     } else if (group > 1) {
-      for (const workload::Bucket& bucket : buckets_of(dense)) reduce(ParallelDimension::Data, bucket.tensors, bucket.bytes);
+      for (const workload::Bucket& bucket : buckets_of(dense))
+        reduce(ParallelDimension::Data, bucket.tensors, bucket.bytes);
     }
     if (!experts.empty() && expert_group > 1) {
       const std::vector<workload::Bucket> buckets = buckets_of(experts);
-      for (const workload::Bucket& bucket : buckets) reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
+      for (const workload::Bucket& bucket : buckets)
+        reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
       if (distributed) {
-        for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) gathers.emplace_back(ParallelDimension::ExpertData, b->bytes);
+        for (auto b = buckets.rbegin(); b != buckets.rend(); ++b)
+          gathers.emplace_back(ParallelDimension::ExpertData, b->bytes);
       }
     }
     // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them
     // (the experts' 1 / (d c / e)) with the distributed optimizer (memory-bound, as costs.hpp's
     // optimizer_step_time).
-    const double updated = distributed ? 1.0 / group * dense_parameters + 1.0 / expert_group * expert_parameters
-                                       : dense_parameters + expert_parameters;
-    const double seconds = spec_.gpu_memory_bw > 0 && !w_.optimizer_in_ops
-                               ? updated * optimizer_bytes_per_parameter(scheme_.optimizer) / spec_.gpu_memory_bw
-                               : 0.0;
+    const double updated = distributed
+                               ? 1.0 / group * dense_parameters + 1.0 / expert_group * expert_parameters
+                               : dense_parameters + expert_parameters;
+    const double seconds =
+        spec_.gpu_memory_bw > 0 && !w_.optimizer_in_ops
+            ? updated * optimizer_bytes_per_parameter(scheme_.optimizer) / spec_.gpu_memory_bw
+            : 0.0;
     int optimizer = kNone;
     if (seconds > 0) {
       std::vector<int> deps = reductions;
@@ -819,7 +836,9 @@ class ProgramBuilder {
     }
     for (size_t u = 0; u < gathers.size(); ++u) {
       add_comm(fmt::format("{} all-gather {}", to_string(gathers[u].first), u), OpKind::Other,
-               {.dimension = gathers[u].first, .kind = CommKind::AllGather, .bytes = gathers[u].second,
+               {.dimension = gathers[u].first,
+                .kind = CommKind::AllGather,
+                .bytes = gathers[u].second,
                 .stream = kGatherStream},
                optimizer != kNone ? after(optimizer) : reductions, kNone);
     }
@@ -844,8 +863,8 @@ class ProgramBuilder {
   const bool sequence_;  // sequence parallelism in effect
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;
-  double expert_share_ = 0;  // of a MoE layer's FLOPs in its experts (0: dense)
-  double busiest_ = 1;       // the busiest expert GPU's tokens over the mean
+  double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)
+  double busiest_ = 1;               // the busiest expert GPU's tokens over the mean
   std::vector<bool> expert_tensor_;  // program tensor -> an expert's, reduced over the expert-data group
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
   // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
@@ -884,7 +903,8 @@ int expert_of_tensor(const std::string& name) {
   size_t i = at + kMarker.size();
   if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
   int k = 0;
-  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && k < (1 << 24); ++i) k = 10 * k + (name[i] - '0');
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && k < (1 << 24); ++i)
+    k = 10 * k + (name[i] - '0');
   return k;
 }
 

@@ -534,15 +534,17 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
   if (par.expert > 1) {
     // The expert groups fold over each stage's context x data ranks of one tensor coordinate.
     if (gradient_group % par.expert != 0) {
-      return broken_rule("training.parallel.expert",
-                         fmt::format("{} expert-parallel ranks must divide the {} context x data ranks of each "
-                                     "tensor coordinate and stage (c = {}, d = {})",
-                                     par.expert, gradient_group, par.context, gradient_group / par.context));
+      return broken_rule(
+          "training.parallel.expert",
+          fmt::format("{} expert-parallel ranks must divide the {} context x data ranks of each "
+                      "tensor coordinate and stage (c = {}, d = {})",
+                      par.expert, gradient_group, par.context, gradient_group / par.context));
     }
     if (s.scheme == Scheme::Fsdp && s.fsdp.sharding != FsdpSharding::Optimizer) {
-      return broken_rule("training.fsdp.sharding",
-                         "expert parallelism with fsdp full or grad_op is not modelled yet; use allreduce, or "
-                         "fsdp sharding optimizer (Megatron's distributed optimizer)");
+      return broken_rule(
+          "training.fsdp.sharding",
+          "expert parallelism with fsdp full or grad_op is not modelled yet; use allreduce, or "
+          "fsdp sharding optimizer (Megatron's distributed optimizer)");
     }
   }
   if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
@@ -632,15 +634,17 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
   }
   if (par.expert > 1) {
     if (shape.experts < 2) {
-      return broken_rule("training.parallel.expert",
-                         fmt::format("expert parallelism splits a mixture of experts; workload '{}' has dense "
-                                     "MLPs (workload.transformer.experts is {})",
-                                     w.name, shape.experts));
+      return broken_rule(
+          "training.parallel.expert",
+          fmt::format("expert parallelism splits a mixture of experts; workload '{}' has dense "
+                      "MLPs (workload.transformer.experts is {})",
+                      w.name, shape.experts));
     }
     if (shape.experts % par.expert != 0) {
-      return broken_rule("training.parallel.expert",
-                         fmt::format("{} expert-parallel ranks must split the {} experts of each MoE layer evenly",
-                                     par.expert, shape.experts));
+      return broken_rule(
+          "training.parallel.expert",
+          fmt::format("{} expert-parallel ranks must split the {} experts of each MoE layer evenly",
+                      par.expert, shape.experts));
     }
     if (w.facts.timed_per_rank) {
       return broken_rule("workload.compute",
@@ -651,10 +655,11 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
   if (w.facts.moe_imbalance > 1 && shape.experts > 1) {
     const double most = static_cast<double>(shape.experts) / static_cast<double>(shape.top_k);
     if (w.facts.moe_imbalance > most) {
-      return broken_rule("workload.moe.imbalance",
-                         fmt::format("the busiest of {} experts with top-{} routing receives at most every token, "
-                                     "{:g} x the mean; got {:g}",
-                                     shape.experts, shape.top_k, most, w.facts.moe_imbalance));
+      return broken_rule(
+          "workload.moe.imbalance",
+          fmt::format("the busiest of {} experts with top-{} routing receives at most every token, "
+                      "{:g} x the mean; got {:g}",
+                      shape.experts, shape.top_k, most, w.facts.moe_imbalance));
     }
   }
   if (par.context > 1 && shape.seq_len % (2 * par.context) != 0) {

@@ -94,7 +94,8 @@ double feed_forward(const Terms& t) {
   if (t.moe) {
     // Router input (the norm output) and its fp32 probabilities; each token's expert input and
     // activations in top_k experts.
-    bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens) * t.expert_load;
+    bytes +=
+        t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens) * t.expert_load;
   } else {
     bytes += mlp(t, t.tokens);
   }

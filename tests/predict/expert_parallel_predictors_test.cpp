@@ -17,21 +17,28 @@
 
 namespace stepcast::predict {
 namespace {
-namespace expert_parallel_predictors_test {  // this file's own names: test files are compiled several to a unit
+namespace expert_parallel_predictors_test {  // this file's own names: test files are compiled several to a
+                                             // unit
 
 constexpr Predictor kPredictors[] = {Predictor::Fine, Predictor::Coarse, Predictor::Analytic};
 
 /// A small mixture of experts (Mixtral's layout, 8 experts, top-2) at 400 TFLOP/s per GPU.
 workload::Workload moe(double imbalance = 1, int blocks = 4) {
-  zoo::TransformerShape shape{.layers = blocks, .hidden = 2048, .ffn_hidden = 4096, .heads = 16, .kv_heads = 8,
-                              .vocab = 32000, .seq_len = 2048};
+  zoo::TransformerShape shape{.layers = blocks,
+                              .hidden = 2048,
+                              .ffn_hidden = 4096,
+                              .heads = 16,
+                              .kv_heads = 8,
+                              .vocab = 32000,
+                              .seq_len = 2048};
   shape.experts = 8;
   shape.top_k = 2;
   const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
   workload::Workload w = zoo::to_workload(
-      model, {.batch_per_worker = 1,
-              .step_time = zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12,
-              .precision = workload::Precision::BF16});
+      model,
+      {.batch_per_worker = 1,
+       .step_time = zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12,
+       .precision = workload::Precision::BF16});
   w.facts.moe_imbalance = imbalance;
   return w;
 }
@@ -88,7 +95,9 @@ TEST(ExpertParallelPredictors, CoarseNearFineAndAnalyticBelowOnSeededLayouts) {
   double worst = 0;
   for (uint64_t seed = 1; seed <= 16; ++seed) {
     std::mt19937_64 rng(seed);
-    auto pick = [&](std::vector<int> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
     const int t = pick({1, 2}), p = pick({1, 2}), d = pick({4, 8}), e = pick({2, 4, 8});
     const double imbalance = std::vector<double>{1.0, 1.3, 2.0}[static_cast<size_t>(pick({0, 1, 2}))];
     const workload::Workload w = moe(imbalance, 4);
@@ -102,14 +111,16 @@ TEST(ExpertParallelPredictors, CoarseNearFineAndAnalyticBelowOnSeededLayouts) {
       s.fsdp.sharding = scheme::FsdpSharding::Optimizer;
     }
     const cluster::ClusterSpec c = nodes(t * p * d, 8);
-    const std::string label = fmt::format("seed {}: {} on {} GPUs, imbalance {}", seed,
-                                          scheme::RankLayout::describe(s.parallel, c.workers), c.workers, imbalance);
+    const std::string label =
+        fmt::format("seed {}: {} on {} GPUs, imbalance {}", seed,
+                    scheme::RankLayout::describe(s.parallel, c.workers), c.workers, imbalance);
     scheme::validate(w, c, s);
     const Result fine = run(w, c, s, Predictor::Fine), coarse = run(w, c, s, Predictor::Coarse),
                  analytic = run(w, c, s, Predictor::Analytic);
     const double error = coarse.step_time / fine.step_time - 1;
     worst = std::max(worst, std::fabs(error));
-    EXPECT_LE(std::fabs(error), 0.05) << label << ": fine " << fine.step_time << " coarse " << coarse.step_time;
+    EXPECT_LE(std::fabs(error), 0.05)
+        << label << ": fine " << fine.step_time << " coarse " << coarse.step_time;
     if (std::getenv("SHOW_BREAKDOWN") != nullptr) {
       for (const Result* x : {&fine, &coarse}) {
         fmt::print("  {} {}: compute {:.4f} tensor {:.4f} expert {:.4f} data {:.4f} wait {:.4f}\n", label,

@@ -32,16 +32,22 @@ bool close(double a, double b, double tolerance) {
 
 /// A small mixture of experts (Mixtral's layout, `experts` experts, top-2) timed at 400 TFLOP/s.
 Workload moe(int experts, int blocks = 4, double imbalance = 1, int micro_batch = 1) {
-  zoo::TransformerShape shape{.layers = blocks, .hidden = 1024, .ffn_hidden = 2048, .heads = 8, .kv_heads = 8,
-                              .vocab = 1000, .seq_len = 512};
+  zoo::TransformerShape shape{.layers = blocks,
+                              .hidden = 1024,
+                              .ffn_hidden = 2048,
+                              .heads = 8,
+                              .kv_heads = 8,
+                              .vocab = 1000,
+                              .seq_len = 512};
   shape.experts = experts;
   shape.top_k = 2;
   const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
   Workload w = zoo::to_workload(
-      model, {.batch_per_worker = micro_batch,
-              .step_time = micro_batch * zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) /
-                           400e12,
-              .precision = workload::Precision::BF16});
+      model,
+      {.batch_per_worker = micro_batch,
+       .step_time = micro_batch *
+                    zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12,
+       .precision = workload::Precision::BF16});
   w.facts.moe_imbalance = imbalance;
   return w;
 }
@@ -60,7 +66,8 @@ cluster::ClusterSpec nodes(int workers, int per_node) {
   return c;
 }
 
-SimulationResult run(const Workload& w, const cluster::ClusterSpec& c, const SchemeConfig& s, bool fast = true) {
+SimulationResult run(const Workload& w, const cluster::ClusterSpec& c, const SchemeConfig& s,
+                     bool fast = true) {
   SimulationOptions o;
   o.warmup_steps = 1;
   o.measure_steps = 2;
@@ -132,8 +139,13 @@ TEST(ExpertCosts, BusiestGpuShareClosedForms) {
   }
   // The experts' share of a MoE layer: top_k SwiGLU MLPs (6 h f each per token) against the
   // router's 2 h E.
-  zoo::TransformerShape s{.layers = 1, .hidden = 4096, .ffn_hidden = 14336, .heads = 32, .kv_heads = 8,
-                          .vocab = 32000, .seq_len = 4096};
+  zoo::TransformerShape s{.layers = 1,
+                          .hidden = 4096,
+                          .ffn_hidden = 14336,
+                          .heads = 32,
+                          .kv_heads = 8,
+                          .vocab = 32000,
+                          .seq_len = 4096};
   EXPECT_EQ(expert_flop_share(s), 0.0);
   s.experts = 8;
   s.top_k = 2;
@@ -171,7 +183,8 @@ TEST(ExpertAllToAll, BalancedBytesAreTheClosedFormAndTheBusiestReceivesItsShare)
 TEST(StagePrograms, FourAllToAllsPerMoeLayerAndMicroBatchOfTheTokensTimesTopK) {
   const Workload w = moe(8, 4, 1.0, 2);
   const workload::TransformerShape& shape = *w.facts.transformer;
-  const double S = 2.0 * static_cast<double>(shape.seq_len) * static_cast<double>(shape.hidden) * 2 * 2;  // b s h bf16 x top_k
+  const double S = 2.0 * static_cast<double>(shape.seq_len) * static_cast<double>(shape.hidden) * 2 *
+                   2;                                       // b s h bf16 x top_k
   const SchemeConfig s = experts_over(4, 1, 1, 4 * 2 * 3);  // d 4, three micro-batches of 2
   cluster::ClusterSpec four = nodes(4, 4);
   validate(w, four, s);
@@ -202,7 +215,8 @@ TEST(StagePrograms, FourAllToAllsPerMoeLayerAndMicroBatchOfTheTokensTimesTopK) {
   EXPECT_DOUBLE_EQ(expert_parameters, 4 * 2 * per_expert);
   for (size_t op = 0; op < program.ops.ops.size(); ++op) {
     if (!program.is_comm(static_cast<int>(op))) continue;
-    EXPECT_NE(program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension, ParallelDimension::ExpertData);
+    EXPECT_NE(program.comms[static_cast<size_t>(program.comm_of_op[op])].dimension,
+              ParallelDimension::ExpertData);
   }
 }
 
@@ -244,7 +258,9 @@ TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
   int fast_taken = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     std::mt19937_64 rng(seed);
-    auto pick = [&](std::vector<int> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
     const int t = pick({1, 2}), p = pick({1, 2}), d = pick({2, 4}), e = pick({2, d});
     const int per_node = pick({2, 4, 8});
     const double imbalance = pick({0, 1}) == 1 ? 1.0 : 1.5;
@@ -270,7 +286,8 @@ TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
         EXPECT_NEAR(fast.workers[i].exposed[k], full.workers[i].exposed[k], 1e-9 * full.workers[i].cycle);
       }
     }
-    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9)) << fast.bytes_sent << " vs " << full.bytes_sent;
+    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
+        << fast.bytes_sent << " vs " << full.bytes_sent;
   }
   EXPECT_GE(fast_taken, 6);
 }

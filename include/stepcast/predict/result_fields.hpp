@@ -86,11 +86,14 @@ inline constexpr bool every_member_listed =
 
 template <>
 struct FieldList<Breakdown> {
-  static constexpr auto fields = std::tuple{
-      field("compute", &Breakdown::compute), field("communication_exposed", &Breakdown::communication_exposed),
-      field("wait", &Breakdown::wait),       field("tensor", &Breakdown::tensor),
-      field("context", &Breakdown::context), field("pipeline", &Breakdown::pipeline),
-      field("data", &Breakdown::data),       field("expert", &Breakdown::expert)};
+  static constexpr auto fields = std::tuple{field("compute", &Breakdown::compute),
+                                            field("communication_exposed", &Breakdown::communication_exposed),
+                                            field("wait", &Breakdown::wait),
+                                            field("tensor", &Breakdown::tensor),
+                                            field("context", &Breakdown::context),
+                                            field("pipeline", &Breakdown::pipeline),
+                                            field("data", &Breakdown::data),
+                                            field("expert", &Breakdown::expert)};
 };
 
 template <>

@@ -1,8 +1,9 @@
 // Where each rank sits in a parallel layout: its (tensor, context, data, pipeline) coordinates
-// and the groups it communicates in (the expert groups folded over context x data). The one mapping from ranks to coordinates; every exchange,
-// plan and report asks it. Megatron-LM's rule: with the order's dimensions D0 (fastest) .. D3 and
-// sizes n0 .. n3, rank = x0 + n0 (x1 + n1 (x2 + n2 x3)); a group of dimension D holds the ranks
-// that agree on every other coordinate, in the order of their D coordinate.
+// and the groups it communicates in (the expert groups folded over context x data). The one
+// mapping from ranks to coordinates; every exchange, plan and report asks it. Megatron-LM's rule:
+// with the order's dimensions D0 (fastest) .. D3 and sizes n0 .. n3, rank = x0 + n0 (x1 + n1 (x2 +
+// n2 x3)); a group of dimension D holds the ranks that agree on every other coordinate, in the
+// order of their D coordinate.
 //
 //   RankLayout layout(config.parallel, 64);          // t 8, p 4: d = 2
 //   layout.coordinates(19);                           // {tensor 3, context 0, data 0, pipeline 1}

@@ -325,7 +325,7 @@ struct ParallelConfig {
   /// Rank order, fastest-varying first: Megatron's default tp-cp-dp-pp puts a tensor group on
   /// adjacent ranks, so inside a node when t <= workers per node.
   std::array<ParallelDimension, kRankDimensions> order{ParallelDimension::Tensor, ParallelDimension::Context,
-                                                          ParallelDimension::Data, ParallelDimension::Pipeline};
+                                                       ParallelDimension::Data, ParallelDimension::Pipeline};
   /// Sequences per optimizer step over all data-parallel replicas (workload.global_batch); the
   /// step runs m = global_batch / (d x micro-batch) micro-batches. 0: one micro-batch (m = 1).
   int64_t global_batch = 0;

@@ -107,8 +107,8 @@ struct CollectivePlan {
 /// member 0 handles is `busiest` times the mean (a mixture of experts' busiest GPU). One stage of
 /// fraction 1 / g; empty for groups of one. busiest is in [1, g].
 [[nodiscard]] CollectivePlan plan_group_all_to_all(const cluster::Cluster& cluster,
-                                                   const std::vector<std::vector<int>>& groups, double busiest,
-                                                   bool into_busiest);
+                                                   const std::vector<std::vector<int>>& groups,
+                                                   double busiest, bool into_busiest);
 
 /// Point-to-point transfers between workers, all at once: (from, to) pairs, each moving the whole
 /// buffer (pipeline stages' activations and gradients). One stage of fraction 1.

@@ -29,7 +29,8 @@ struct StageCost {
   double compute = 0;          ///< s per micro-batch: the passes' compute alone
   double tensor_exposed = 0;   ///< s per micro-batch: tensor-parallel collectives not hidden
   double context_exposed = 0;  ///< s per micro-batch: ring-attention steps not hidden
-  double expert_exposed = 0;   ///< s per micro-batch: expert all-to-alls (on the path between router and experts)
+  /// s per micro-batch: expert all-to-alls (on the path between the router and the experts)
+  double expert_exposed = 0;
   double data_exposed = 0;     ///< s per micro-batch: sharded data parallelism's collectives not hidden
   /// s per micro-batch: sharded data parallelism's collectives back to back (both streams share the
   /// links): in a steady pipeline a micro-batch takes no less.

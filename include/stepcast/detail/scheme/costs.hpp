@@ -138,6 +138,10 @@ struct PushStreams {
 /// or balanced routing; `imbalance` with one expert per GPU.
 [[nodiscard]] double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance);
 
+/// busiest_expert_gpu for a workload (its shape and workload.moe.imbalance) under `parallel`; 1
+/// for a workload that is not a decoder.
+[[nodiscard]] double busiest_expert_gpu(const workload::Workload& workload, const ParallelConfig& parallel);
+
 /// The share of a MoE layer's forward FLOPs in its experts (top_k expert MLPs per token) rather
 /// than its router; what expert parallelism moves between the all-to-alls. 0 for a dense MLP.
 [[nodiscard]] double expert_flop_share(const workload::TransformerShape& shape);
