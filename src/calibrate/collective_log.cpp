@@ -36,17 +36,6 @@ std::vector<std::string_view> split_whitespace(std::string_view line) {
   return out;
 }
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t comma = line.find(',', pos);
-    out.push_back(
-        trim(line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos)));
-    if (comma == std::string_view::npos) return out;
-    pos = comma + 1;
-  }
-}
 
 std::optional<double> to_number(std::string_view text) {
   double value = 0;

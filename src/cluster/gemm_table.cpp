@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "stepcast/detail/cluster/gemm_rows.hpp"
+#include "stepcast/detail/text_file.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::cluster {
@@ -19,22 +20,6 @@ namespace stepcast::cluster {
 namespace {
 
 constexpr const char* kKey = "cluster.gpu.gemm";
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) text.remove_suffix(1);
-  return text;
-}
-
-std::vector<std::string_view> split_commas(std::string_view line) {
-  std::vector<std::string_view> fields;
-  for (;;) {
-    const size_t comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) return fields;
-    line.remove_prefix(comma + 1);
-  }
-}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -93,7 +78,7 @@ const char* to_string(GemmDtype dtype) {
 }
 
 std::optional<GemmDtype> parse_gemm_dtype(std::string_view text) {
-  const std::string name = lower(trim(text));
+  const std::string name = lower(trim_space(text));
   return parse_name<GemmDtype>(name);
 }
 
@@ -119,7 +104,7 @@ GemmTable parse_gemm_rows(std::string_view text, const std::string& file) {
   int line_number = 0;
   while (!text.empty()) {
     const size_t end = text.find('\n');
-    const std::string_view line = trim(text.substr(0, end));
+    const std::string_view line = trim_space(text.substr(0, end));
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     ++line_number;
     if (line.empty() || line.front() == '#') continue;

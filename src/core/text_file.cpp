@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +32,22 @@ std::string read_text_file(const std::string& path, std::string_view what, uint6
   }
   if (in.bad()) throw Error({path, 0, ""}, fmt::format("cannot read {}: read error", what));
   return text;
+}
+
+std::string_view trim_space(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (;;) {
+    const size_t comma = line.find(',');
+    fields.push_back(trim_space(line.substr(0, comma)));
+    if (comma == std::string_view::npos) return fields;
+    line.remove_prefix(comma + 1);
+  }
 }
 
 }  // namespace stepcast

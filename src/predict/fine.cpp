@@ -156,6 +156,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   account_collectives(r, workload, cluster, scheme);
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);
+  attribute_experts(r, workload, scheme);
   return r;
 }
 

@@ -1,6 +1,7 @@
 // Memory per GPU and token rates for every predictor's Result: what follows from the step time
 // and the model, not from how the step was predicted.
 #include <algorithm>
+#include <numeric>
 
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
@@ -13,6 +14,14 @@
 namespace stepcast::predict {
 
 namespace {
+
+/// The busiest expert GPU's load averaged over the decoder's blocks (1 for dense ones): expert
+/// activations grow linearly with it, so the mean over a stage's blocks gives their sum (the
+/// stages' blocks are taken as alike).
+double mean_expert_load(const workload::Workload& w, const scheme::ParallelConfig& parallel) {
+  const std::vector<double> loads = scheme::busiest_expert_gpu_by_block(w, parallel);
+  return std::accumulate(loads.begin(), loads.end(), 0.0) / static_cast<double>(loads.size());
+}
 
 /// A parallel layout's memory per GPU: each stage's model states (its layers over the tensor
 /// group; the distributed optimizer's states over the gradient group) and the activations its
@@ -31,7 +40,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
       .tensor = par.tensor,
       .sequence_parallel = par.sequence && par.tensor > 1,
       .context = par.context,
-      .expert_load = scheme::busiest_expert_gpu(shape.experts, par.expert, w.facts.moe_imbalance)};
+      .expert_load = mean_expert_load(w, par)};
   const double block =
       zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing, element, w.facts.flash_attention, split);
   const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split, w.facts.loss);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "stepcast/detail/scheme/collective_plan.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::predict {
@@ -150,6 +151,18 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
       net.has_value() ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy) : std::string());
   r.bottleneck_kind = BottleneckKind::NetworkLatency;
   r.bottleneck_resource = "";
+}
+
+void attribute_experts(Result& r, const workload::Workload& w, const scheme::SchemeConfig& scheme) {
+  if (scheme.parallel.expert <= 1 || !w.facts.transformer) return;
+  const double share = r.breakdown.expert / std::max(r.step_time, 1e-300);
+  const std::vector<double> loads = scheme::busiest_expert_gpu_by_block(w, scheme.parallel);
+  const double busiest = *std::max_element(loads.begin(), loads.end());
+  if (share >= kNoticeableLoss) r.bottleneck += fmt::format("; expert all-to-all {:.0f}% of step", 100 * share);
+  if (busiest > 1 + 1e-9) {
+    r.bottleneck += fmt::format(
+        "; the busiest expert GPU receives {:.2f}x the mean tokens and its expert group waits for it", busiest);
+  }
 }
 
 void account_collectives(Result& r, const workload::Workload& w, const cluster::ClusterSpec& spec,

@@ -26,6 +26,11 @@ void finish_result(Result& result, double alone_step_time, int batch_per_worker)
 /// Also: a profile's mode (replay or extrapolated) and, when its GPUs are idle more than half of
 /// one worker's step, "host-bound" (kind Host) instead of compute.
 void attribute_after_prediction(Result& result, const workload::Workload& workload);
+
+/// Expert parallelism (training.parallel.expert > 1): adds to the bottleneck sentence the expert
+/// all-to-alls' share of the step when noticeable, and the busiest expert GPU's tokens over the
+/// mean when routing is skewed (its expert group waits for it).
+void attribute_experts(Result& result, const workload::Workload& workload, const scheme::SchemeConfig& scheme);
 /// Result::collectives: each all-reduce bucket's algorithm and protocol, as the exchange, the fast
 /// path and the closed forms choose them (AllReducePlanner), when there is a choice to report.
 void account_collectives(Result& result, const workload::Workload& workload,

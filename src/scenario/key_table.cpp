@@ -448,6 +448,42 @@ std::vector<KeyDef> make_table() {
       "training.parallel.expert > 1 the GPU holding it receives more in each all-to-all and computes longer, "
       "and its expert group waits for it",
       [](auto& s) -> auto& { return s.workload.moe_imbalance; }));
+  t.push_back({{"workload.moe.capacity_factor", "number in [1, 1e6] or none", "none",
+                "mixtures of experts: an expert computes at most this times the mean tokens and drops the rest "
+                "(Megatron's --moe-expert-capacity-factor; the busiest expert's share is capped at it); none: "
+                "dropless, every routed token computed"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 if (v.text == "none") {
+                   d.scenario.workload.moe_capacity_factor = 0;
+                   return;
+                 }
+                 constexpr std::string_view kExpected = "a number in [1, 1e6] or none";
+                 const double x = parse_number(v, 1, true, kExpected);
+                 if (x > 1e6) fail(v, kExpected);
+                 d.scenario.workload.moe_capacity_factor = x;
+               },
+               [](const Scenario& s) {
+                 const double c = s.workload.moe_capacity_factor;
+                 return Rendered{c > 0 ? echo_number(c) : std::string("none"), c > 0};
+               }});
+  t.push_back({{"workload.moe.routing", "path", "(none: workload.moe.imbalance)",
+                "mixtures of experts: a CSV of measured tokens per expert of each MoE block (e.g. from a router "
+                "log): a header, then one row per block: its index, then each expert's tokens; every row sums to "
+                "the same tokens x top_k. Each block's busiest GPU follows from its row"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.scenario.workload.moe_routing = existing_file(v, "routing table").lexically_normal().string();
+               },
+               [](const Scenario& s) {
+                 return Rendered{s.workload.moe_routing.empty() ? "none" : s.workload.moe_routing, false};
+               }});
+  t.push_back(choice_key(
+      "workload.moe.placement", "static", enum_choices<workload::ExpertPlacement>(),
+      "mixtures of experts: static (E / e consecutive experts per GPU, Megatron-LM) or balanced (experts "
+      "re-placed so that the GPUs of an expert group carry equal tokens, as far as the busiest expert alone "
+      "allows)",
+      [](auto& s) -> auto& { return s.workload.moe_placement; }));
   t.push_back(choice_key(
       "workload.compute", "flops", enum_choices<ComputeMethod>(),
       "decoders: flops (the compute from one step time or FLOP rate, split by FLOPs) or shapes (each "

@@ -1050,6 +1050,21 @@ workload::Workload build_workload(const Scenario& scenario) {
     out.facts.flash_attention = w.flash_attention;
     out.facts.loss = w.loss;
     out.facts.moe_imbalance = w.moe_imbalance;
+    out.facts.moe_capacity_factor = w.moe_capacity_factor;
+    out.facts.moe_placement = w.moe_placement;
+    if (!w.moe_routing.empty()) {
+      const zoo::TransformerShape& shape = *model.transformer;
+      if (shape.experts <= 1) {
+        throw Error({scenario.file, 0, "workload.moe.routing"},
+                    fmt::format("routing counts tokens per expert; '{}' has dense MLPs", model.name));
+      }
+      if (w.moe_imbalance != 1) {
+        throw Error({scenario.file, 0, "workload.moe.imbalance"},
+                    "give workload.moe.imbalance or workload.moe.routing, not both: the routing table measures it");
+      }
+      out.facts.moe_routing = workload::parse_moe_routing(read_text_file(w.moe_routing, "routing table"),
+                                                          w.moe_routing, shape.layers, 0, shape.experts, shape.top_k);
+    }
   }
   return out;
 }

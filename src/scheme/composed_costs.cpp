@@ -109,8 +109,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     run.rank_of_worker.push_back(layout.rank(at));
     run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
   }
-  const double busiest = busiest_expert_gpu(w, scheme.parallel);
-  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, busiest);
+  const ComposedPlans plans =
+      make_composed_plans(cluster, scheme, run, true, expert_load_variants(w, scheme.parallel));
 
   ComposedCosts costs;
   costs.micro_batches = m;
@@ -148,9 +148,9 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         case CommKind::RingShift:
           return g.ring_shift;
         case CommKind::ToExperts:
-          return g.to_experts;
+          return g.to_experts[static_cast<size_t>(c.tag)];
         case CommKind::FromExperts:
-          return g.from_experts;
+          return g.from_experts[static_cast<size_t>(c.tag)];
         case CommKind::Send:
         case CommKind::Recv:
           break;

@@ -57,7 +57,8 @@ Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
 }
 
 GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& scheme, ParallelDimension d,
-                       const std::vector<std::vector<int>>& groups, int members, double busiest) {
+                       const std::vector<std::vector<int>>& groups, int members,
+                       const std::vector<double>& expert_loads) {
   GroupPlans g;
   g.members = members;
   const Needs n = needs_of(d, scheme);
@@ -74,8 +75,10 @@ GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& sche
   if (n.reduce_scatter) g.reduce_scatter = plan_group_ring(cluster, CollectiveOp::ReduceScatter, groups);
   if (n.ring_shift) g.ring_shift = plan_group_shift(cluster, groups);
   if (n.all_to_all) {
-    g.to_experts = plan_group_all_to_all(cluster, groups, busiest, true);
-    g.from_experts = plan_group_all_to_all(cluster, groups, busiest, false);
+    for (double busiest : expert_loads) {
+      g.to_experts.push_back(plan_group_all_to_all(cluster, groups, busiest, true));
+      g.from_experts.push_back(plan_group_all_to_all(cluster, groups, busiest, false));
+    }
   }
   return g;
 }
@@ -99,9 +102,9 @@ std::vector<CollectivePlan*> ComposedPlans::all() {
   std::vector<CollectivePlan*> out;
   for (std::vector<GroupPlans>& dimension : groups) {
     for (GroupPlans& g : dimension) {
-      for (CollectivePlan* p :
-           {&g.all_reduce, &g.all_gather, &g.reduce_scatter, &g.ring_shift, &g.to_experts, &g.from_experts}) {
-        out.push_back(p);
+      for (CollectivePlan* p : {&g.all_reduce, &g.all_gather, &g.reduce_scatter, &g.ring_shift}) out.push_back(p);
+      for (std::vector<CollectivePlan>* variants : {&g.to_experts, &g.from_experts}) {
+        for (CollectivePlan& p : *variants) out.push_back(&p);
       }
       for (CollectivePlan& p : g.planner_plans) out.push_back(&p);
     }
@@ -111,7 +114,8 @@ std::vector<CollectivePlan*> ComposedPlans::all() {
 }
 
 ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
-                                  const ComposedRun& run, bool representatives, double busiest_expert_gpu) {
+                                  const ComposedRun& run, bool representatives,
+                                  const std::vector<double>& expert_loads) {
   const RankLayout& layout = *run.layout;
   const int p = layout.size(ParallelDimension::Pipeline);
   const auto workers = static_cast<int>(run.rank_of_worker.size());
@@ -125,7 +129,7 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
       if (representatives) {
         // One rank of the stage stands for every group of it.
         plans.group_of_worker[i][static_cast<size_t>(s)] = static_cast<int>(plans.groups[i].size());
-        plans.groups[i].push_back(plan_groups(cluster, scheme, d, groups, 1, busiest_expert_gpu));
+        plans.groups[i].push_back(plan_groups(cluster, scheme, d, groups, 1, expert_loads));
         continue;
       }
       for (const std::vector<int>& group : groups) {
@@ -134,7 +138,7 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
               static_cast<int>(plans.groups[i].size());
         }
         plans.groups[i].push_back(
-            plan_groups(cluster, scheme, d, {group}, static_cast<int>(group.size()), busiest_expert_gpu));
+            plan_groups(cluster, scheme, d, {group}, static_cast<int>(group.size()), expert_loads));
       }
     }
   }

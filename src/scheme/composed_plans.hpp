@@ -23,8 +23,8 @@ namespace stepcast::scheme {
 /// The plans of one group of a dimension (or on the fast path, of every group of a stage).
 struct GroupPlans {
   CollectivePlan all_reduce, all_gather, reduce_scatter, ring_shift;
-  CollectivePlan to_experts,
-      from_experts;  ///< an expert group's all-to-alls (CommKind::ToExperts, FromExperts)
+  /// An expert group's all-to-alls (CommKind::ToExperts, FromExperts), one per load variant.
+  std::vector<CollectivePlan> to_experts, from_experts;
   /// A gradient group of every worker all-reduces as training.allreduce says (algorithm,
   /// protocol, auto); its plans are planner_plans (the planner's, remapped with the network).
   std::unique_ptr<AllReducePlanner> planner;
@@ -44,10 +44,10 @@ struct ComposedPlans {
 };
 
 /// The plans of `run`'s simulated workers (all ranks, or one per stage when `representatives`).
-/// `busiest_expert_gpu` (costs.hpp) shapes the expert groups' all-to-alls.
+/// `expert_loads` (expert_load_variants) shape the expert groups' all-to-alls, one plan each.
 [[nodiscard]] ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
                                                 const ComposedRun& run, bool representatives,
-                                                double busiest_expert_gpu = 1);
+                                                const std::vector<double>& expert_loads = {1.0});
 
 /// Whether, on the fast path, every group of a dimension in a stage (and every pair of ranks a
 /// pipeline message joins) crosses the same classes of links as the others, so that one rank per

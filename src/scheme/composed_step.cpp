@@ -31,7 +31,7 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
   run.layout = &layout;
   run.programs = build_stage_programs(w, spec, scheme, layout);
   const int p = layout.size(ParallelDimension::Pipeline);
-  const double busiest = busiest_expert_gpu(w, scheme.parallel);
+  const std::vector<double> expert_loads = expert_load_variants(w, scheme.parallel);
   if (options.fast_paths && !options.record_trace && !(options.compute_cv > 0)) {
     run.one_per_stage = true;
     run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
@@ -41,7 +41,7 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
       run.rank_of_worker.push_back(layout.rank(at));
       run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
     }
-    ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, busiest);
+    ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
     std::vector<uint32_t> source;
     const std::vector<double> capacities = reduce_to_link_classes(cluster, plans.all(), source);
     const bool exact = symmetric(cluster, scheme, layout, source);
@@ -69,7 +69,7 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
   run.rank_of_worker.resize(static_cast<size_t>(spec.workers));
   std::iota(run.rank_of_worker.begin(), run.rank_of_worker.end(), 0);
   run.worker_of_rank = run.rank_of_worker;
-  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, false, busiest);
+  const ComposedPlans plans = make_composed_plans(cluster, scheme, run, false, expert_loads);
   const std::unique_ptr<net::NetworkModel> network = make_network(cluster, options.network);
   return run_steps(w, cluster, scheme, options, *network, nullptr, {}, nullptr, &run, &plans);
 }

@@ -10,6 +10,7 @@
 #include "scheme/step_paths.hpp"
 #include "stepcast/detail/hash.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
+#include "stepcast/workload/moe_routing.hpp"
 
 namespace stepcast::scheme {
 
@@ -382,9 +383,25 @@ double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance
   return (imbalance + (local - 1) * (n - imbalance) / (n - 1)) / local;
 }
 
-double busiest_expert_gpu(const workload::Workload& w, const ParallelConfig& parallel) {
-  if (!w.facts.transformer) return 1;
-  return busiest_expert_gpu(w.facts.transformer->experts, parallel.expert, w.facts.moe_imbalance);
+std::vector<double> busiest_expert_gpu_by_block(const workload::Workload& w, const ParallelConfig& parallel) {
+  if (!w.facts.transformer) return {1.0};
+  const workload::TransformerShape& shape = *w.facts.transformer;
+  std::vector<double> loads(static_cast<size_t>(shape.layers), 1.0);
+  if (parallel.expert <= 1 || shape.experts <= 1) return loads;
+  const bool balanced = w.facts.moe_placement == workload::ExpertPlacement::Balanced;
+  // workload.moe.imbalance as counts: the busiest expert first, the others sharing the rest.
+  const auto n = static_cast<double>(shape.experts);
+  std::vector<double> skewed(static_cast<size_t>(shape.experts), (n - w.facts.moe_imbalance) / (n - 1));
+  skewed.front() = w.facts.moe_imbalance;
+  const double from_imbalance =
+      workload::busiest_gpu_of_counts(skewed, parallel.expert, balanced, w.facts.moe_capacity_factor);
+  std::fill(loads.begin(), loads.end(), from_imbalance);
+  const workload::MoeRouting& routing = w.facts.moe_routing;
+  for (size_t row = 0; row < routing.blocks.size(); ++row) {
+    loads[static_cast<size_t>(routing.blocks[row])] = workload::busiest_gpu_of_counts(
+        routing.tokens[row], parallel.expert, balanced, w.facts.moe_capacity_factor);
+  }
+  return loads;
 }
 
 double expert_flop_share(const workload::TransformerShape& shape) {

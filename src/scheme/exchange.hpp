@@ -152,7 +152,9 @@ struct CommOp {
   /// in the order its members issue them (every member issues them in the same order).
   int stream = 0;
   int peer_chunk = 0;  ///< Send and Recv: the model chunk (virtual stage) at the other end
-  int64_t tag = 0;     ///< Send and Recv: the message, the same at both ends
+  /// Send and Recv: the message, the same at both ends; ToExperts and FromExperts: the plan
+  /// variant (expert_load_variants) of the block's busiest GPU.
+  int64_t tag = 0;
 };
 
 /// One pipeline stage's step as its ranks run it: compute ops on lanes (lane order, dependencies,

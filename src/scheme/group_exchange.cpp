@@ -69,10 +69,10 @@ void GroupExchange::maybe_start(int stream) {
       plan = &plans.ring_shift;
       break;
     case CommKind::ToExperts:
-      plan = &plans.to_experts;
+      plan = &plans.to_experts[static_cast<size_t>(comm.tag)];
       break;
     case CommKind::FromExperts:
-      plan = &plans.from_experts;
+      plan = &plans.from_experts[static_cast<size_t>(comm.tag)];
       break;
     case CommKind::Send:
     case CommKind::Recv:

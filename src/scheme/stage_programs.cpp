@@ -28,6 +28,7 @@ enum class Role : uint8_t { Embedding, Attention, Mlp, Head };
 struct LayerInfo {
   int forward = -1, backward = -1;  // op indices in the source workload
   Role role = Role::Mlp;
+  bool moe = false;  // a mixture of experts' MLP (the zoo's "<block>.moe" layer)
   int block = -1;
   std::vector<int> tensors;
 };
@@ -56,6 +57,8 @@ std::vector<LayerInfo> layers_of(const Workload& w) {
       info.role = info.block != previous_block ? Role::Attention : Role::Mlp;
     }
     previous_block = info.block;
+    info.moe = info.role == Role::Mlp && info.forward >= 0 &&
+               w.ops[static_cast<size_t>(info.forward)].name.ends_with(".moe");
   }
   return layers;
 }
@@ -228,7 +231,8 @@ class ProgramBuilder {
       activation_ = block_activation_message(w, scheme.parallel);
       const workload::TransformerShape& shape = *w.facts.transformer;
       expert_share_ = expert_flop_share(shape);
-      busiest_ = busiest_expert_gpu(shape.experts, e_, w.facts.moe_imbalance);
+      busiest_ = busiest_expert_gpu_by_block(w, scheme.parallel);
+      load_variants_ = expert_load_variants(w, scheme.parallel);
     }
     last_of_layer_.assign(layers_.size(), kNone);
     // Sharded data parallelism over the gradient group: which units it gathers and reduces.
@@ -348,25 +352,30 @@ class ProgramBuilder {
 
   /// A mixture of experts' MLP layer with its experts split over an expert group.
   [[nodiscard]] bool experts_split(const LayerInfo& info) const { return e_ > 1 && is_moe(info); }
-  [[nodiscard]] bool is_moe(const LayerInfo& info) const {
-    return info.role == Role::Mlp && expert_share_ > 0;
-  }
+  [[nodiscard]] bool is_moe(const LayerInfo& info) const { return info.moe && expert_share_ > 0; }
   /// A MoE layer's time over its balanced time: every rank of an expert group runs its experts as
   /// long as the busiest one, which the combine waits for (1 when balanced or e = 1).
   [[nodiscard]] double moe_scale(const LayerInfo& info) const {
-    return is_moe(info) ? 1 - expert_share_ + expert_share_ * busiest_ : 1.0;
+    return is_moe(info) ? 1 - expert_share_ + expert_share_ * busiest_of(info) : 1.0;
+  }
+  [[nodiscard]] double busiest_of(const LayerInfo& info) const {
+    return busiest_[static_cast<size_t>(info.block)];
   }
   /// The router's share of a MoE layer's (scaled) time.
-  [[nodiscard]] double router_part() const {
-    return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_);
+  [[nodiscard]] double router_part(const LayerInfo& info) const {
+    return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_of(info));
   }
   /// An expert group's all-to-all of the micro-batch's token rows: b (s / c) h x top_k elements
-  /// each rank sends (its tokens after the sequence-parallel all-gather, once per expert they visit).
-  int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
+  /// each rank sends (its tokens after the sequence-parallel all-gather, once per expert they visit),
+  /// on the plan of the block's busiest GPU (its variant in `tag`).
+  int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous, const LayerInfo& info,
+                        int layer) {
     const double bytes = activation_ * static_cast<double>(w_.facts.transformer->top_k);
+    const auto variant =
+        std::lower_bound(load_variants_.begin(), load_variants_.end(), busiest_of(info)) - load_variants_.begin();
     return add_comm(fmt::format("ep {}", what), pass,
-                    {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes}, after(previous),
-                    layer);
+                    {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes, .tag = variant},
+                    after(previous), layer);
   }
 
   /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
@@ -455,11 +464,11 @@ class ProgramBuilder {
           // The router, the tokens sent to their experts, the experts, the results sent back.
           auto routed = [&](int before) {
             int op =
-                add_compute(name + " router", OpKind::Forward, duration * router_part(), after(before), l);
-            op = expert_all_to_all(CommKind::ToExperts, "dispatch " + name, OpKind::Forward, op, l);
+                add_compute(name + " router", OpKind::Forward, duration * router_part(info), after(before), l);
+            op = expert_all_to_all(CommKind::ToExperts, "dispatch " + name, OpKind::Forward, op, info, l);
             op =
-                add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part()), after(op), l);
-            return expert_all_to_all(CommKind::FromExperts, "combine " + name, OpKind::Forward, op, l);
+                add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part(info)), after(op), l);
+            return expert_all_to_all(CommKind::FromExperts, "combine " + name, OpKind::Forward, op, info, l);
           };
           return around_collectives(gather, routed, reduction, name, OpKind::Forward, previous, l);
         }
@@ -552,12 +561,12 @@ class ProgramBuilder {
           // experts' backward, the input gradients back (dispatch's), the router's backward.
           auto routed = [&](int b) {
             int at =
-                expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, l);
-            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part()), after(at),
+                expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, info, l);
+            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part(info)), after(at),
                              l);
             at = expert_all_to_all(CommKind::FromExperts, "dispatch backward " + name, OpKind::Backward, at,
-                                   l);
-            return add_compute(name + " router", OpKind::Backward, duration * router_part(), after(at), l);
+                                   info, l);
+            return add_compute(name + " router", OpKind::Backward, duration * router_part(info), after(at), l);
           };
           op = around_collectives(before, routed, reduction, name, OpKind::Backward, previous, l);
         } else {
@@ -864,7 +873,8 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;
   double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)
-  double busiest_ = 1;               // the busiest expert GPU's tokens over the mean
+  std::vector<double> busiest_;        // block -> the busiest expert GPU's tokens over the mean
+  std::vector<double> load_variants_;  // their distinct values: the all-to-alls' plans
   std::vector<bool> expert_tensor_;  // program tensor -> an expert's, reduced over the expert-data group
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
   // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
@@ -894,6 +904,13 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
     programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units).build());
   }
   return programs;
+}
+
+std::vector<double> expert_load_variants(const Workload& w, const ParallelConfig& parallel) {
+  std::vector<double> loads = busiest_expert_gpu_by_block(w, parallel);
+  std::sort(loads.begin(), loads.end());
+  loads.erase(std::unique(loads.begin(), loads.end()), loads.end());
+  return loads;
 }
 
 int expert_of_tensor(const std::string& name) {

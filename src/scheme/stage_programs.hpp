@@ -65,6 +65,11 @@ struct PipelinePass {
                                                              const SchemeConfig& scheme,
                                                              const RankLayout& layout);
 
+/// The distinct values of busiest_expert_gpu_by_block (costs.hpp), ascending: the plan variants of
+/// the expert all-to-alls (a ToExperts or FromExperts CommOp's `tag` indexes them).
+[[nodiscard]] std::vector<double> expert_load_variants(const workload::Workload& workload,
+                                                       const ParallelConfig& parallel);
+
 /// The expert a parameter tensor belongs to, from the zoo's names ("...experts.<k>..."); -1 for
 /// the rest.
 [[nodiscard]] int expert_of_tensor(const std::string& name);

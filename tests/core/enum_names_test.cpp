@@ -81,7 +81,7 @@ TEST(EnumNames, Cluster) {
 
 TEST(EnumNames, Workload) {
   using namespace workload;
-  check_all_names<Precision, ActivationCheckpointing, LossMode>();
+  check_all_names<Precision, ActivationCheckpointing, LossMode, ExpertPlacement>();
 }
 
 TEST(EnumNames, PredictAndScenario) {

@@ -149,6 +149,25 @@ TEST(ExpertParallelPredictors, StepGrowsWithTheImbalanceInEveryPredictor) {
   }
 }
 
+TEST(ExpertParallelPredictors, TheBottleneckNamesTheBusiestExpertGpuAndTheAllToAll) {
+  scheme::SchemeConfig s;
+  s.parallel.expert = 8;
+  s.parallel.global_batch = 16;
+  cluster::ClusterSpec c = nodes(16, 1);  // expert groups across nodes: the all-to-alls on the NICs
+  c.nic_bw = 2e9;
+  for (Predictor p : kPredictors) {
+    const Result balanced = run(moe(1.0), c, s, p);
+    EXPECT_EQ(balanced.bottleneck.find("busiest expert GPU"), std::string::npos) << balanced.bottleneck;
+    if (p != Predictor::Analytic) {  // a bound: it splits no exposed time by dimension
+      EXPECT_NE(balanced.bottleneck.find("expert all-to-all"), std::string::npos)
+          << to_string(p) << ": " << balanced.bottleneck;
+    }
+    const Result skewed = run(moe(2.0), c, s, p);
+    EXPECT_NE(skewed.bottleneck.find("the busiest expert GPU receives 2.00x the mean tokens"), std::string::npos)
+        << skewed.bottleneck;
+  }
+}
+
 TEST(ExpertParallelPredictors, EachRankHoldsItsShareOfTheExperts) {
   // Weights: the dense ones whole, experts / e of each MoE layer's experts (t = p = 1). Gradients
   // alike; with the distributed optimizer the dense states over d and the experts' over d / e.

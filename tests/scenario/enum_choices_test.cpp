@@ -48,6 +48,7 @@ TEST(EnumChoices, EveryChoiceKeyTakesTheNamesBesideItsType) {
   std::set<std::string> checked;
   expect_choices_of<workload::ActivationCheckpointing>("workload.activation_checkpointing", checked);
   expect_choices_of<workload::LossMode>("workload.loss", checked);
+  expect_choices_of<workload::ExpertPlacement>("workload.moe.placement", checked);
   expect_choices_of<ComputeMethod>("workload.compute", checked);
   expect_choices_of<StepSamples>("workload.step_samples", checked);
   expect_choices_of<MeasuredWith>("workload.measured_with", checked);

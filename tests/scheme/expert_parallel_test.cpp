@@ -152,6 +152,41 @@ TEST(ExpertCosts, BusiestGpuShareClosedForms) {
   EXPECT_DOUBLE_EQ(expert_flop_share(s), 2 * 6.0 * 14336 / (2 * 6.0 * 14336 + 2.0 * 8));
 }
 
+TEST(ExpertCosts, CapacityCapsAndBalancedPlacementSpreadsTheBusiestExpert) {
+  Workload w = moe(8, 1, 3.0);
+  ParallelConfig par;
+  auto busiest = [&] { return busiest_expert_gpu_by_block(w, par).front(); };
+  // Static, dropless: the busiest expert at 3x and 3 others at 5/7 on its GPU: (3 + 15/7) / 4.
+  par.expert = 2;
+  EXPECT_DOUBLE_EQ(busiest(), 9.0 / 7.0);
+  EXPECT_DOUBLE_EQ(busiest(), busiest_expert_gpu(8, 2, 3.0));
+  // One expert a GPU: a capacity factor of 1.5 drops what the busiest gets beyond 1.5x the mean;
+  // one above the imbalance drops nothing.
+  par.expert = 8;
+  w.facts.moe_capacity_factor = 1.5;
+  EXPECT_DOUBLE_EQ(busiest(), 1.5);
+  w.facts.moe_capacity_factor = 4;
+  EXPECT_DOUBLE_EQ(busiest(), 3.0);
+  // Balanced placement: 4 experts a GPU absorb a 3x expert (3 < 4 means); one a GPU cannot (3x);
+  // 4 GPUs of 2 experts hold it at 3 / 2 = 1.5x their mean.
+  w.facts.moe_capacity_factor = 0;
+  w.facts.moe_placement = workload::ExpertPlacement::Balanced;
+  par.expert = 2;
+  EXPECT_DOUBLE_EQ(busiest(), 1.0);
+  par.expert = 8;
+  EXPECT_DOUBLE_EQ(busiest(), 3.0);
+  par.expert = 4;
+  EXPECT_DOUBLE_EQ(busiest(), 1.5);
+  // Balanced never worse than static.
+  for (int e : {2, 4, 8}) {
+    par.expert = e;
+    EXPECT_LE(busiest(), busiest_expert_gpu(8, e, 3.0));
+  }
+  // No expert parallelism: no busiest GPU.
+  par.expert = 1;
+  EXPECT_EQ(busiest(), 1.0);
+}
+
 TEST(ExpertAllToAll, BalancedBytesAreTheClosedFormAndTheBusiestReceivesItsShare) {
   cluster::ClusterSpec spec = nodes(8, 1);
   const cluster::Cluster c = cluster::build_cluster(spec);
@@ -252,6 +287,34 @@ TEST(ExpertParallelism, ImbalanceChangesNothingWithoutItAndSlowsTheStepWithIt) {
     EXPECT_GT(step, previous) << "imbalance " << r;
     previous = step;
   }
+}
+
+TEST(ExpertParallelism, ARoutingTableOfEqualCountsIsBalancedAndOneHotBlockCostsLessThanAll) {
+  cluster::ClusterSpec c = nodes(16, 8);
+  const SchemeConfig s = experts_over(8, 1, 1, 16);
+  auto with_rows = [](Workload w, const std::vector<std::vector<double>>& rows) {
+    w.facts.moe_routing.file = "routing.csv";
+    for (size_t b = 0; b < rows.size(); ++b) {
+      w.facts.moe_routing.blocks.push_back(static_cast<int>(b));
+      w.facts.moe_routing.tokens.push_back(rows[b]);
+    }
+    return w;
+  };
+  const std::vector<double> equal(8, 100), hot{300, 100, 100, 100, 100, 100, 0, 0};
+  const double balanced = mean_cycle(run(moe(8), c, s));
+  const double measured_equal = mean_cycle(run(with_rows(moe(8), {equal, equal, equal, equal}), c, s));
+  EXPECT_EQ(measured_equal, balanced);
+  // One block whose busiest expert gets 3x the mean (one expert a GPU): slower than balanced,
+  // faster than every block so, which is workload.moe.imbalance 3.
+  const double one_hot = mean_cycle(run(with_rows(moe(8), {equal, hot, equal, equal}), c, s));
+  const double all_hot = mean_cycle(run(with_rows(moe(8), {hot, hot, hot, hot}), c, s));
+  EXPECT_GT(one_hot, balanced);
+  EXPECT_LT(one_hot, all_hot);
+  EXPECT_NEAR(all_hot, mean_cycle(run(moe(8, 4, 3.0), c, s)), 1e-12 * all_hot);
+  // The fast path runs each block's all-to-all on its own plan: equal to the full engine.
+  const Workload mixed = with_rows(moe(8), {equal, hot, equal, hot});
+  const SimulationResult fast = run(mixed, c, s, true), full = run(mixed, c, s, false);
+  EXPECT_NEAR(mean_cycle(fast), mean_cycle(full), 1e-9 * mean_cycle(full));
 }
 
 TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {

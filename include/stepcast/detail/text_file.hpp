@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stepcast {
 
@@ -16,5 +17,11 @@ inline constexpr uint64_t kMaxTextInputBytes = uint64_t{64} << 20;
 /// or holds more than `max_bytes` (a directory cannot be opened).
 [[nodiscard]] std::string read_text_file(const std::string& path, std::string_view what,
                                          uint64_t max_bytes = kMaxTextInputBytes);
+
+/// `text` without the white space at either end.
+[[nodiscard]] std::string_view trim_space(std::string_view text);
+
+/// The comma-separated fields of one line of a CSV table without quoting, each trimmed.
+[[nodiscard]] std::vector<std::string_view> split_commas(std::string_view line);
 
 }  // namespace stepcast

@@ -101,6 +101,10 @@ struct WorkloadSpec {
   workload::LossMode loss = workload::LossMode::Fp32Logits;
   /// mixtures of experts: tokens of the busiest expert over the mean (workload.moe.imbalance)
   double moe_imbalance = 1;
+  /// mixtures of experts: an expert's tokens capped at this times the mean, 0 = dropless
+  double moe_capacity_factor = 0;
+  workload::ExpertPlacement moe_placement = workload::ExpertPlacement::Static;
+  std::string moe_routing;  ///< mixtures of experts: the routing table's path (workload.moe.routing), or ""
   double achieved_flops = 0;      ///< FLOP/s one GPU sustains on the model; 0: unset
   double compute_efficiency = 0;  ///< fraction of cluster.gpu.peak_flops achieved; 0: unset
   /// Per-layer times of a few layers (profile/layer_times.hpp: a layer table or a marked Kineto

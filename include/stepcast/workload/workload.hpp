@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "stepcast/enum_names.hpp"
+#include "stepcast/workload/moe_routing.hpp"
 #include "stepcast/workload/transformer_shape.hpp"
 
 namespace stepcast::workload {
@@ -117,6 +118,21 @@ constexpr std::string_view name_of(LossMode v) {
   }
   return {};
 }
+/// Where a mixture of experts' experts sit on the GPUs of an expert group (workload.moe.placement):
+/// static, E / e consecutive experts each (Megatron-LM), so the busiest expert's GPU also holds
+/// others; balanced, re-placed so that the GPUs carry equal tokens as far as the busiest expert
+/// alone allows (the re-placement schemes of the MoE-training papers).
+enum class ExpertPlacement : uint8_t { Static, Balanced };
+constexpr std::string_view name_of(ExpertPlacement v) {
+  switch (v) {
+    case ExpertPlacement::Static:
+      return "static";
+    case ExpertPlacement::Balanced:
+      return "balanced";
+  }
+  return {};
+}
+
 /// How an attention layer's pass divides between the kernels before its core, the core, and the
 /// kernels after it (fractions summing to 1; all 0: unknown).
 struct AttentionShares {
@@ -159,6 +175,12 @@ struct ModelFacts {
   /// Mixtures of experts (workload.moe.imbalance): tokens of the busiest expert over the mean,
   /// >= 1; 1 = balanced routing.
   double moe_imbalance = 1;
+  /// workload.moe.capacity_factor: an expert takes at most this times the mean tokens and drops
+  /// the rest; 0 = dropless (every routed token computed).
+  double moe_capacity_factor = 0;
+  ExpertPlacement moe_placement = ExpertPlacement::Static;
+  /// workload.moe.routing: measured tokens per expert of each MoE block (no rows: imbalance).
+  MoeRouting moe_routing{};
   bool operator==(const ModelFacts&) const = default;
 };
 

@@ -138,9 +138,13 @@ struct PushStreams {
 /// or balanced routing; `imbalance` with one expert per GPU.
 [[nodiscard]] double busiest_expert_gpu(int64_t experts, int expert_parallel, double imbalance);
 
-/// busiest_expert_gpu for a workload (its shape and workload.moe.imbalance) under `parallel`; 1
-/// for a workload that is not a decoder.
-[[nodiscard]] double busiest_expert_gpu(const workload::Workload& workload, const ParallelConfig& parallel);
+/// For each decoder block of a workload under `parallel`, its busiest expert GPU's tokens over the
+/// balanced mean (workload::busiest_gpu_of_counts): from the block's row of workload.moe.routing,
+/// or from workload.moe.imbalance as one expert at imbalance x the mean and the others sharing the
+/// rest evenly; with the capacity factor and the placement. 1 for dense blocks, without expert
+/// parallelism, and for a workload that is not a decoder (then one entry).
+[[nodiscard]] std::vector<double> busiest_expert_gpu_by_block(const workload::Workload& workload,
+                                                              const ParallelConfig& parallel);
 
 /// The share of a MoE layer's forward FLOPs in its experts (top_k expert MLPs per token) rather
 /// than its router; what expert parallelism moves between the all-to-alls. 0 for a dense MLP.

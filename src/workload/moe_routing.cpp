@@ -1,0 +1,117 @@
+#include "stepcast/workload/moe_routing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+
+#include "stepcast/detail/text_file.hpp"
+#include "stepcast/error.hpp"
+
+namespace stepcast::workload {
+
+namespace {
+constexpr const char* kKey = "workload.moe.routing";
+}  // namespace
+
+MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int64_t blocks, int64_t first_moe_block,
+                             int64_t experts, int64_t top_k) {
+  MoeRouting routing;
+  routing.file = file;
+  std::vector<int> line_of_block(static_cast<size_t>(std::max<int64_t>(blocks, 0)), 0);
+  bool header = false;
+  int line_number = 0;
+  double first_sum = -1;
+  int first_line = 0;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = trim_space(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+    const std::vector<std::string_view> fields = split_commas(line);
+    const SourceLocation where{file, line_number, kKey};
+    if (static_cast<int64_t>(fields.size()) != experts + 1) {
+      throw Error(where, fmt::format("expected {} comma-separated fields (the block, then the tokens of each of the "
+                                     "{} experts), got {}",
+                                     experts + 1, experts, fields.size()));
+    }
+    if (!header) {
+      header = true;
+      continue;
+    }
+    int block = -1;
+    const std::string_view b = fields.front();
+    const auto [bp, bec] = std::from_chars(b.data(), b.data() + b.size(), block);
+    if (bec != std::errc() || bp != b.data() + b.size() || block < first_moe_block || block >= blocks) {
+      throw Error(where, fmt::format("expected a MoE block's index in [{}, {}], got '{}'", first_moe_block,
+                                     blocks - 1, b));
+    }
+    if (line_of_block[static_cast<size_t>(block)] != 0) {
+      throw Error(where, fmt::format("block {} was given on line {} already", block,
+                                     line_of_block[static_cast<size_t>(block)]));
+    }
+    line_of_block[static_cast<size_t>(block)] = line_number;
+    std::vector<double> tokens;
+    for (size_t k = 1; k < fields.size(); ++k) {
+      const std::string_view f = fields[k];
+      double x = 0;
+      const auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), x);
+      if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(x) || x < 0 || x > 1e15 ||
+          x != std::floor(x)) {
+        throw Error(where, fmt::format("expert {}: expected a whole number of tokens in [0, 1e15], got '{}'", k - 1, f));
+      }
+      tokens.push_back(x);
+    }
+    const double sum = std::accumulate(tokens.begin(), tokens.end(), 0.0);
+    if (sum <= 0 || std::fmod(sum, static_cast<double>(top_k)) != 0) {
+      throw Error(where, fmt::format("the experts' tokens sum to {:g}, which is not tokens x top_k for top-{} "
+                                     "routing (a positive multiple of {})",
+                                     sum, top_k, top_k));
+    }
+    if (first_sum < 0) {
+      first_sum = sum;
+      first_line = line_number;
+    } else if (sum != first_sum) {
+      throw Error(where, fmt::format("the experts' tokens sum to {:g}, but to {:g} on line {}: every row counts the "
+                                     "same tokens x top_k",
+                                     sum, first_sum, first_line));
+    }
+    routing.blocks.push_back(block);
+    routing.tokens.push_back(std::move(tokens));
+  }
+  if (!header) throw Error({file, 0, kKey}, "empty: expected a header and one row per MoE block");
+  for (int64_t block = first_moe_block; block < blocks; ++block) {
+    if (line_of_block[static_cast<size_t>(block)] == 0) {
+      throw Error({file, 0, kKey}, fmt::format("no row for MoE block {}: expected one row for each of blocks {} to {}",
+                                               block, first_moe_block, blocks - 1));
+    }
+  }
+  return routing;
+}
+
+double busiest_gpu_of_counts(const std::vector<double>& tokens, int expert_parallel, bool balanced,
+                             double capacity_factor) {
+  const auto experts = static_cast<int>(tokens.size());
+  if (expert_parallel <= 1 || experts <= 1) return 1;
+  std::vector<double> kept = tokens;
+  const double total = std::accumulate(tokens.begin(), tokens.end(), 0.0);
+  if (capacity_factor > 0) {
+    for (double& t : kept) t = std::min(t, capacity_factor * total / experts);
+  }
+  // Over the mean of balanced routing, which the stage programs' expert time is of.
+  const double mean = total / expert_parallel;
+  if (!(mean > 0)) return 1;
+  // Never below the mean: dropped tokens are not taken to speed the group up.
+  if (balanced) return std::max(1.0, *std::max_element(kept.begin(), kept.end()) / mean);
+  const int per_gpu = experts / expert_parallel;
+  double busiest = 0;
+  for (int g = 0; g < expert_parallel; ++g) {
+    busiest = std::max(busiest, std::accumulate(kept.begin() + g * per_gpu, kept.begin() + (g + 1) * per_gpu, 0.0));
+  }
+  return std::max(1.0, busiest / mean);
+}
+
+}  // namespace stepcast::workload
