@@ -236,6 +236,7 @@ bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, cons
   };
   const int p = layout.size(ParallelDimension::Pipeline);
   for (ParallelDimension d : kGroupDimensions) {
+    if (group_degree(layout, d) <= 1) continue;
     auto sign = [&](const std::vector<int>& g) {
       return d == ParallelDimension::Expert ? all_pairs(g) : signature(ring(g));
     };

@@ -109,10 +109,15 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
       const int to = stage < 0 ? size(ParallelDimension::Pipeline) : stage + 1;
       for (int s = from; s < to; ++s) {
         for (const std::vector<int>& gradient : gradient_groups(s)) {
-          const bool expert = d == ParallelDimension::Expert;
-          const int count = expert ? static_cast<int>(gradient.size()) / e : e;
-          for (int k = 0; k < count; ++k)
-            out.push_back(group(d, gradient[static_cast<size_t>(expert ? k * e : k)]));
+          const auto n = static_cast<int>(gradient.size());
+          if (d == ParallelDimension::Expert) {
+            for (int k = 0; k < n; k += e) out.emplace_back(gradient.begin() + k, gradient.begin() + k + e);
+          } else {
+            for (int k = 0; k < e; ++k) {
+              std::vector<int>& g = out.emplace_back();
+              for (int j = k; j < n; j += e) g.push_back(gradient[static_cast<size_t>(j)]);
+            }
+          }
         }
       }
       return out;

@@ -789,6 +789,9 @@ class ProgramBuilder {
     }
     // make_buckets over a subset of the stage's tensors (all of them: make_buckets itself).
     auto buckets_of = [&](const std::vector<int>& subset) {
+      if (subset.size() == program_.ops.tensors.size()) {
+        return workload::make_buckets(program_.ops, scheme_.allreduce.bucket_bytes);
+      }
       workload::Workload view;
       for (int t : subset) view.tensors.push_back(program_.ops.tensors[static_cast<size_t>(t)]);
       std::vector<workload::Bucket> buckets = workload::make_buckets(view, scheme_.allreduce.bucket_bytes);
@@ -802,6 +805,7 @@ class ProgramBuilder {
     } else if (group > 1 && distributed) {
       std::vector<FsdpUnit> units = fsdp_units(program_.ops, scheme_.fsdp.unit_blocks);
       for (FsdpUnit& unit : units) {  // the experts' tensors are reduced apart
+        if (experts.empty()) break;
         std::erase_if(unit.tensors, [&](int t) { return expert_tensor_[static_cast<size_t>(t)]; });
         unit.bytes = 0;
         for (int t : unit.tensors) unit.bytes += program_.ops.tensors[static_cast<size_t>(t)].bytes;
