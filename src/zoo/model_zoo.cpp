@@ -254,7 +254,7 @@ std::vector<double> recompute_flops(const ModelSpec& model, workload::Activation
         // Korthikanti et al. 2022: only the attention scores, softmax and context are recomputed.
         if (layer.name.ends_with(".attention")) {
           r[l] = 2.0 * 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
-                 static_cast<double>(s.hidden);
+                 static_cast<double>(s.q_width());
         }
         break;
       case workload::ActivationCheckpointing::Full:

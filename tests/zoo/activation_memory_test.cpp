@@ -221,6 +221,36 @@ TEST(ActivationMemory, MixtureOfExpertsKeepsTopKExpertsActivations) {
                    extra * s);
 }
 
+TEST(ActivationMemory, DenseBlocksFirstAreCountedAsDenseBlocks) {
+  // One dense block (MLP 256) then three MoE blocks (8 experts of 32, top-2, one shared); h = 64,
+  // 4 heads of 32 (q = 128), 2 K/V heads (g = 64), q/k norms, s = 16, bf16, flash attention.
+  const TransformerShape shape{.layers = 4,
+                               .hidden = 64,
+                               .ffn_hidden = 256,
+                               .heads = 4,
+                               .kv_heads = 2,
+                               .vocab = 1000,
+                               .experts = 8,
+                               .top_k = 2,
+                               .seq_len = 16,
+                               .head_dim_override = 32,
+                               .qk_norm = true,
+                               .expert_ffn_hidden = 32,
+                               .shared_experts = 1,
+                               .dense_layers_first = 1};
+  const double h = 64, q = 128, g = 64, a = 4, f = 256, fe = 32, s = 16, vocab = 1000;
+  const double attention = 2 * h + 2 * h + 2 * (q + 2 * g) + 2 * (q + g) + 2 * q + 4 * a;
+  const double dense = attention + 2 * h + 2 * h + 3 * 2 * f;
+  const double moe = attention + 2 * h + 2 * h + 4 * 8 + 2 * (2 * h + 3 * 2 * fe) + 3 * 2 * fe;
+  // The larger kind of block is what one block of a stage is counted as: here the dense one.
+  ASSERT_GT(dense, moe);
+  EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kNone, 2, true), dense * s);
+  // The model: each block its own, plus the final norm and head inputs (2 x 2h) and the fp32
+  // loss at the start of the backward (3 x 4 V) per token.
+  EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kNone, 2, true),
+                   (dense + 3 * moe + 2 * 2 * h + 12 * vocab) * s);
+}
+
 // ---- Relations.
 
 TEST(ActivationMemory, FullBelowSelectiveNotAboveNone) {

@@ -102,6 +102,47 @@ TEST(DecoderKernels, SplitShapesFollowMegatron) {
   EXPECT_EQ(wgrad.k, qkv.m);
 }
 
+Kernel find_kernel(const std::vector<Kernel>& kernels, const std::string& name) {
+  for (const Kernel& kernel : kernels) {
+    if (kernel.name == name) return kernel;
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  return Kernel{};
+}
+
+TEST(DecoderKernels, SharedExpertsAndDenseBlocksAddUpToTheZooFlops) {
+  // One dense block (MLP 256), three with 8 experts of 32 (top-2) and a shared one; 4 heads of 32
+  // on a hidden of 64. The shared expert runs on every token, the dense block as a dense MLP.
+  const TransformerShape shape{.layers = 4,
+                               .hidden = 64,
+                               .ffn_hidden = 256,
+                               .heads = 4,
+                               .kv_heads = 2,
+                               .vocab = 1000,
+                               .experts = 8,
+                               .top_k = 2,
+                               .seq_len = 16,
+                               .head_dim_override = 32,
+                               .qk_norm = true,
+                               .expert_ffn_hidden = 32,
+                               .shared_experts = 1,
+                               .dense_layers_first = 1};
+  const ModelSpec model = make_transformer("small", "DeepSeek-like", shape);
+  const int64_t b = 3;
+  const std::vector<LayerKernels> kernels = decoder_kernels(model, {.micro_batch = b});
+  for (size_t l = 1; l < kernels.size(); ++l) {
+    const double forward =
+        flops_of(kernels[l].forward, KernelKind::Gemm) + flops_of(kernels[l].forward, KernelKind::Attention);
+    const double zoo = static_cast<double>(b) * model.layers[l].forward_flops;
+    EXPECT_NEAR(forward, zoo, 1e-12 * zoo) << model.layers[l].name;
+  }
+  EXPECT_EQ(find_kernel(kernels[2].forward, "gate up").n, 2 * 256);  // block 0: dense
+  const Kernel shared = find_kernel(kernels[4].forward, "shared expert gate up");
+  EXPECT_EQ(shared.m, b * 16);  // every token
+  EXPECT_EQ(shared.n, 2 * 32);
+  EXPECT_EQ(shared.count, 1);
+}
+
 TEST(DecoderKernels, SequenceParallelismShrinksNormBytesByT) {
   const ModelSpec& model = get_model("llama2-7b");
   const auto plain = decoder_kernels(model, {.micro_batch = 1, .tensor = 4});
