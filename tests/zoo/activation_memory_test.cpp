@@ -221,6 +221,25 @@ TEST(ActivationMemory, MixtureOfExpertsKeepsTopKExpertsActivations) {
                    extra * s);
 }
 
+TEST(ActivationMemory, Qwen3BlockCountsQueriesAtHeadsTimesHeadDim) {
+  // Qwen3-30B-A3B: h = 2048, q = 32 x 128 = 4096, g = 4 x 128 = 512, a = 32, 128 experts of 768,
+  // top-8, s = 4096, bf16, flash attention. Per token, attention: norm input 2h, Q/K/V input 2h,
+  // Q K V 2 (q + 2g), the q and k norms' inputs 2 (q + g), o_proj input 2q, log-sum-exp 4a;
+  // MoE: norm input 2h, router input 2h, fp32 router probabilities 4 x 128, and in each of 8
+  // experts its input 2h and gate, up, down input 3 x 2 x 768.
+  const TransformerShape& shape = *get_model("qwen3-30b-a3b").transformer;
+  const double h = 2048, q = 4096, g = 512, a = 32, experts = 128, k = 8, f = 768, s = 4096;
+  const double attention = 2 * h + 2 * h + 2 * (q + 2 * g) + 2 * (q + g) + 2 * q + 4 * a;
+  const double moe = 2 * h + 2 * h + 4 * experts + k * (2 * h + 3 * 2 * f);
+  EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kNone, 2, true), (attention + moe) * s);
+  // A shared expert adds its SwiGLU tensors on every token; its input is the router's.
+  TransformerShape shared = shape;
+  shared.shared_experts = 1;
+  EXPECT_DOUBLE_EQ(
+      block_activation_bytes(shared, 1, kNone, 2, true) - block_activation_bytes(shape, 1, kNone, 2, true),
+      3 * 2 * f * s);
+}
+
 TEST(ActivationMemory, DenseBlocksFirstAreCountedAsDenseBlocks) {
   // One dense block (MLP 256) then three MoE blocks (8 experts of 32, top-2, one shared); h = 64,
   // 4 heads of 32 (q = 128), 2 K/V heads (g = 64), q/k norms, s = 16, bf16, flash attention.

@@ -1,6 +1,8 @@
-// Mixtures of experts and attention wider than the model in the zoo: the shape fields head_dim,
-// qk_norm, expert_ffn_hidden, shared_experts and dense_layers_first against parameter and FLOP
-// counts derived by hand, never from the program's output.
+// Mixtures of experts and attention wider than the model in the zoo: Qwen3-30B-A3B against its
+// published parameter counts and a closed form of its config.json written out here, and the
+// shape fields behind it (head_dim, qk_norm, expert_ffn_hidden, shared_experts,
+// dense_layers_first) against parameter and FLOP counts derived by hand, never from the
+// program's output.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,6 +25,100 @@ int64_t tensor_elements(const ModelSpec& m, const std::string& name) {
     }
   }
   return -1;
+}
+
+// ---- Qwen3-30B-A3B: Hugging Face Qwen/Qwen3-30B-A3B config.json.
+
+// The config's numbers: hidden_size 2048, num_hidden_layers 48, num_attention_heads 32,
+// num_key_value_heads 4, head_dim 128, moe_intermediate_size 768, num_experts 128,
+// num_experts_per_tok 8, vocab_size 151936, tie_word_embeddings false, attention_bias false,
+// every block sparse (decoder_sparse_step 1, mlp_only_layers []).
+constexpr int64_t kQwenHidden = 2048, kQwenLayers = 48, kQwenHeads = 32, kQwenKvHeads = 4, kQwenHeadDim = 128,
+                  kQwenExpertWidth = 768, kQwenExperts = 128, kQwenTopK = 8, kQwenVocab = 151936;
+
+// Qwen3MoeForCausalLM's parameters, module by module.
+int64_t qwen3_block_parameters() {
+  const int64_t h = kQwenHidden, q = kQwenHeads * kQwenHeadDim, kv = kQwenKvHeads * kQwenHeadDim;
+  const int64_t attention = h * q + 2 * h * kv + q * h;  // q_proj, k_proj, v_proj, o_proj
+  const int64_t head_norms = 2 * kQwenHeadDim;           // q_norm, k_norm: one weight of head_dim each
+  const int64_t norms = 2 * h;                           // input and post-attention RMSNorm
+  const int64_t router = h * kQwenExperts;               // mlp.gate, no bias
+  const int64_t expert = 3 * h * kQwenExpertWidth;       // gate_proj, up_proj, down_proj
+  return attention + head_norms + norms + router + kQwenExperts * expert;
+}
+
+int64_t qwen3_total_parameters() {
+  // embed_tokens and the untied lm_head, then the final norm.
+  return kQwenLayers * qwen3_block_parameters() + 2 * kQwenVocab * kQwenHidden + kQwenHidden;
+}
+
+TEST(Qwen3Zoo, ParameterCountIsTheConfigsClosedForm) {
+  const ModelSpec& m = get_model("qwen3-30b-a3b");
+  // Per block: attention 2048 x 4096 x 2 + 2048 x 512 x 2 = 18,874,368, q/k norms 256, norms
+  // 4096, router 262,144, experts 128 x 4,718,592 = 603,979,776: 623,120,640; x 48 =
+  // 29,909,790,720; embeddings and head 2 x 151936 x 2048 = 622,329,856; final norm 2048.
+  EXPECT_EQ(qwen3_block_parameters(), 623'120'640);
+  EXPECT_EQ(qwen3_total_parameters(), 30'532'122'624);
+  EXPECT_EQ(m.num_parameters(), qwen3_total_parameters());
+}
+
+TEST(Qwen3Zoo, MatchesTheModelCardsPublishedCounts) {
+  // Qwen's model card: "Number of Parameters: 30.5B in total and 3.3B activated; Number of
+  // Parameters (Non-Embedding): 29.9B". The card truncates to one decimal (3.35B is given as
+  // 3.3B), so each count must lie in [published, published + 0.1B).
+  const ModelSpec& m = get_model("qwen3-30b-a3b");
+  const auto in_published_range = [](double count, double published_billions) {
+    return count >= published_billions * 1e9 && count < (published_billions + 0.1) * 1e9;
+  };
+  const auto total = static_cast<double>(m.num_parameters());
+  EXPECT_TRUE(in_published_range(total, 30.5)) << total;
+  const auto embedding = static_cast<double>(kQwenVocab * kQwenHidden);
+  EXPECT_TRUE(in_published_range(total - 2 * embedding, 29.9)) << total - 2 * embedding;
+  // Activated, as Qwen counts it (and as Mistral's 12.9B for Mixtral): every parameter a token
+  // uses, the embedding row included. active_parameters() leaves the lookup out.
+  const auto active = static_cast<double>(active_parameters(m));
+  EXPECT_TRUE(in_published_range(active + embedding, 3.3)) << active + embedding;
+}
+
+TEST(Qwen3Zoo, ActiveParametersRunTopEightOfTheExperts) {
+  // 120 of 128 experts idle in each of the 48 blocks, and the embedding lookup left out.
+  const int64_t idle = kQwenLayers * (kQwenExperts - kQwenTopK) * 3 * kQwenHidden * kQwenExpertWidth;
+  const int64_t active = qwen3_total_parameters() - kQwenVocab * kQwenHidden - idle;
+  EXPECT_EQ(active, 3'041'867'776);
+  EXPECT_EQ(active_parameters(get_model("qwen3-30b-a3b")), active);
+  EXPECT_EQ(flops_per_token_6n(get_model("qwen3-30b-a3b")), 6.0 * static_cast<double>(active));
+}
+
+TEST(Qwen3Zoo, TensorsAreQwensWidthsUnderMixtralsNames) {
+  const ModelSpec& m = get_model("qwen3-30b-a3b");
+  // q_proj maps the hidden 2048 to 32 heads of 128 and o_proj back: 4096 wide, not 2048.
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.self_attn.q_proj.weight"), 2048 * 4096);
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.self_attn.k_proj.weight"), 2048 * 512);
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.self_attn.v_proj.weight"), 2048 * 512);
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.self_attn.o_proj.weight"), 4096 * 2048);
+  EXPECT_EQ(tensor_elements(m, "model.layers.47.self_attn.q_norm.weight"), 128);
+  EXPECT_EQ(tensor_elements(m, "model.layers.47.self_attn.k_norm.weight"), 128);
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.block_sparse_moe.gate.weight"), 2048 * 128);
+  EXPECT_EQ(tensor_elements(m, "model.layers.47.block_sparse_moe.experts.127.w1.weight"), 2048 * 768);
+  EXPECT_EQ(tensor_elements(m, "model.layers.47.block_sparse_moe.experts.127.w2.weight"), 768 * 2048);
+  EXPECT_EQ(tensor_elements(m, "model.layers.0.mlp.gate_proj.weight"), -1);  // no dense MLP
+  // Per block: 2 norms, 4 projections, 2 head norms, the router, 128 experts x 3 matrices.
+  EXPECT_EQ(m.num_tensors(), 1u + 48u * (2u + 4u + 2u + 1u + 128u * 3u) + 2u);
+  for (int64_t b = 0; b < kQwenLayers; ++b) {
+    EXPECT_EQ(m.layers[static_cast<size_t>(2 + 2 * b)].name, "model.layers." + std::to_string(b) + ".moe");
+  }
+}
+
+TEST(Qwen3Zoo, TrainingFlopsUseTheQueryWidthNotTheHidden) {
+  // Megatron's accounting per token, x 3 for training: every matrix product of the block (q, k,
+  // v, o; router; top-8 experts) and the LM head, plus 2 x 2 x s x heads x head_dim per block
+  // for the scores and context, with heads x head_dim = 4096 (twice the hidden).
+  const double l = kQwenLayers, h = kQwenHidden, q = kQwenHeads * kQwenHeadDim,
+               g = kQwenKvHeads * kQwenHeadDim;
+  const double s = 4096, v = kQwenVocab, e = kQwenExperts, k = kQwenTopK, f = kQwenExpertWidth;
+  const double weights = l * (h * q + 2 * h * g + q * h + h * e + k * 3 * h * f) + h * v;
+  const double expected = 6 * weights + 12 * l * q * s;
+  EXPECT_NEAR(training_flops_per_token(get_model("qwen3-30b-a3b")) / expected, 1.0, 1e-12);
 }
 
 // ---- The shape fields on a small DeepSeek-like decoder: 4 blocks, the first dense (MLP 256),

@@ -1,9 +1,9 @@
 // The built-in model zoo: architectures defined in code as layer shapes, from which parameter
 // counts and forward FLOPs follow. Parameter counts equal the canonical implementations
 // exactly (torchvision for CNNs, Hugging Face BertModel for BERT, GPT2LMHeadModel,
-// LlamaForCausalLM and MixtralForCausalLM for the decoders). Turns a model plus one
-// measured number (single-worker step time) into a Workload by splitting the time across
-// layers in proportion to their FLOPs.
+// LlamaForCausalLM, MixtralForCausalLM and Qwen3MoeForCausalLM for the decoders). Turns a
+// model plus one measured number (single-worker step time) into a Workload by splitting the
+// time across layers in proportion to their FLOPs.
 //
 //   const zoo::ModelSpec& m = zoo::get_model("resnet50");   // m.num_parameters() == 25557032
 //   workload::Workload w = zoo::to_workload(m, {.batch_per_worker = 64, .step_time = 0.292});
