@@ -399,8 +399,11 @@ std::vector<KeyDef> make_table() {
                  }});
   };
   shape_key("layers", "decoder blocks", &zoo::TransformerShape::layers);
-  shape_key("hidden", "model width (heads x head size)", &zoo::TransformerShape::hidden);
-  shape_key("ffn_hidden", "MLP inner width (of each expert)", &zoo::TransformerShape::ffn_hidden);
+  shape_key("hidden", "model width (heads x head size unless head_dim is set)",
+            &zoo::TransformerShape::hidden);
+  shape_key("ffn_hidden",
+            "MLP inner width (of a dense block; of each expert unless expert_ffn_hidden is set)",
+            &zoo::TransformerShape::ffn_hidden);
   shape_key("heads", "query heads", &zoo::TransformerShape::heads);
   shape_key("kv_heads", "key/value heads (grouped-query attention); default: heads",
             &zoo::TransformerShape::kv_heads);
@@ -408,6 +411,32 @@ std::vector<KeyDef> make_table() {
   shape_key("experts", "mixture of experts: experts per MLP; default 1 (dense)",
             &zoo::TransformerShape::experts);
   shape_key("top_k", "mixture of experts: experts per token; default 1", &zoo::TransformerShape::top_k);
+  // Sizes that may be 0, which keeps the shape as it was without them (the default).
+  auto shape_count = [&t](const char* field, const char* description, auto member) {
+    t.push_back({{fmt::format("workload.transformer.{}", field), "integer >= 0", "0", description},
+                 false,
+                 [member, field](const RawValue& v, Draft& d) {
+                   d.scenario.workload.transformer.*member =
+                       parse_integer<int64_t>(v, 0, int64_t{1} << 24, "an integer in [0, 16777216]");
+                   d.transformer_keys.push_back(field);
+                 },
+                 [member](const Scenario& s) {
+                   return Rendered{fmt::format("{}", s.workload.transformer.*member), true};
+                 }});
+  };
+  shape_count("head_dim",
+              "width of each query, key and value head; 0: hidden / heads (Qwen3-30B-A3B: 128 on a hidden "
+              "of 2048 with 32 heads)",
+              &zoo::TransformerShape::head_dim_override);
+  shape_count("expert_ffn_hidden", "mixture of experts: each expert's MLP inner width; 0: ffn_hidden",
+              &zoo::TransformerShape::expert_ffn_hidden);
+  shape_count("shared_experts",
+              "mixture of experts: experts every token runs through besides its top_k, in each MoE block "
+              "(DeepSeek: 1)",
+              &zoo::TransformerShape::shared_experts);
+  shape_count("dense_layers_first",
+              "mixture of experts: the first blocks with a dense MLP of ffn_hidden (DeepSeek-V3: 3)",
+              &zoo::TransformerShape::dense_layers_first);
   auto shape_flag = [&t](const char* field, const char* def, const char* description, auto member) {
     t.push_back(choice_key(
         fmt::format("workload.transformer.{}", field), def, booleans(),
@@ -417,6 +446,8 @@ std::vector<KeyDef> make_table() {
              &zoo::TransformerShape::swiglu);
   shape_flag("tied_embeddings", "false", "the LM head reuses the token embedding",
              &zoo::TransformerShape::tied_embeddings);
+  shape_flag("qk_norm", "false", "an RMSNorm of head_dim on each query and key head (Qwen3's q_norm, k_norm)",
+             &zoo::TransformerShape::qk_norm);
   t.push_back(
       {{"workload.seq_len", "integer >= 1", "the zoo model's (llama3: 8192, llama2: 4096, gpt2: 1024)",
         "tokens per sequence; a decoder's sample (batch_per_worker counts sequences)"},

@@ -407,10 +407,12 @@ std::vector<double> busiest_expert_gpu_by_block(const workload::Workload& w, con
 double expert_flop_share(const workload::TransformerShape& shape) {
   if (shape.experts <= 1) return 0;
   const auto h = static_cast<double>(shape.hidden);
-  const double experts = static_cast<double>(shape.top_k) * (shape.swiglu ? 6.0 : 4.0) * h *
-                         static_cast<double>(shape.ffn_hidden);
-  const double router = 2.0 * h * static_cast<double>(shape.experts);
-  return experts / (experts + router);
+  const double expert = (shape.swiglu ? 6.0 : 4.0) * h * static_cast<double>(shape.expert_width());
+  const double experts = static_cast<double>(shape.top_k) * expert;
+  // The router and the shared experts run on the tokens' own GPU, outside the all-to-alls.
+  const double local =
+      2.0 * h * static_cast<double>(shape.experts) + static_cast<double>(shape.shared_experts) * expert;
+  return experts / (experts + local);
 }
 
 }  // namespace stepcast::scheme

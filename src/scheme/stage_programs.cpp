@@ -390,8 +390,10 @@ class ProgramBuilder {
     if (timed.before + timed.core + timed.after > 0) return {timed.before, timed.core, timed.after};
     const workload::TransformerShape& s = *w_.facts.transformer;
     const auto h = static_cast<double>(s.hidden), seq = static_cast<double>(s.seq_len);
-    const double g = static_cast<double>(s.kv_heads * s.head_dim());
-    const double qkv = 2 * seq * h * (h + 2 * g), core = 4 * seq * seq * h, out = 2 * seq * h * h;
+    // Queries and the attention output are heads x head_dim wide, which is h unless the shape
+    // sets its head_dim (Qwen3).
+    const auto q = static_cast<double>(s.q_width()), g = static_cast<double>(s.kv_width());
+    const double qkv = 2 * seq * h * (q + 2 * g), core = 4 * seq * seq * q, out = 2 * seq * q * h;
     const double total = qkv + core + out;
     return {qkv / total, core / total, out / total};
   }

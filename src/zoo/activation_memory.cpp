@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "stepcast/error.hpp"
 
@@ -22,6 +23,10 @@ void require_positive(int64_t value, const std::string& key) {
   if (value < 1) throw Error({"", 0, key}, fmt::format("expected an integer >= 1, got {}", value));
 }
 
+void require_not_negative(int64_t value, const std::string& key) {
+  if (value < 0) throw Error({"", 0, key}, fmt::format("expected an integer >= 0, got {}", value));
+}
+
 void validate(const TransformerShape& s, int64_t sequences, double element_bytes) {
   require_positive(s.seq_len, "workload.seq_len");
   require_positive(sequences, "workload.batch_per_worker");
@@ -33,35 +38,72 @@ void validate(const TransformerShape& s, int64_t sequences, double element_bytes
   require_positive(s.vocab, "workload.transformer.vocab");
   require_positive(s.experts, "workload.transformer.experts");
   require_positive(s.top_k, "workload.transformer.top_k");
+  require_not_negative(s.head_dim_override, "workload.transformer.head_dim");
+  require_not_negative(s.expert_ffn_hidden, "workload.transformer.expert_ffn_hidden");
+  require_not_negative(s.shared_experts, "workload.transformer.shared_experts");
+  require_not_negative(s.dense_layers_first, "workload.transformer.dense_layers_first");
+  if (s.dense_layers_first > s.layers) {
+    throw Error(
+        {"", 0, "workload.transformer.dense_layers_first"},
+        fmt::format("expected at most the {} decoder blocks, got {}", s.layers, s.dense_layers_first));
+  }
   STEPCAST_ASSERT(element_bytes > 0);
 }
 
-// The sizes of the formula, as doubles: products reach 1e12 and more.
+// The sizes of the formula for one kind of block (dense or mixture of experts), as doubles:
+// products reach 1e12 and more.
 struct Terms {
   double tokens = 0;  // T = s b
   double seq = 0;     // s
-  double h = 0, f = 0, a = 0, g = 0, vocab = 0, experts = 0, top_k = 0;
+  double h = 0;
+  double f = 0;  // the block's MLP width: ffn_hidden (dense) or each expert's (MoE)
+  double q = 0;  // query width, heads x head_dim (h unless head_dim is set)
+  double a = 0, g = 0, vocab = 0, experts = 0, top_k = 0;
+  double shared = 0;  // shared experts of a MoE block
   double e = 0;       // bytes of an activation element
   bool dropout = false;  // the GPT-2 layout has dropout after attention, MLP and embeddings
   bool swiglu = false;
+  bool qk_norm = false;
   bool moe = false;
   double expert_load = 1;  // the busiest expert GPU's tokens over the mean (ActivationSplit)
 };
 
-Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes) {
+// The terms of a dense block (moe_block false) or of a MoE block of `s`.
+Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, bool moe_block) {
   return Terms{.tokens = static_cast<double>(s.seq_len) * static_cast<double>(sequences),
                .seq = static_cast<double>(s.seq_len),
                .h = static_cast<double>(s.hidden),
-               .f = static_cast<double>(s.ffn_hidden),
+               .f = static_cast<double>(moe_block ? s.expert_width() : s.ffn_hidden),
+               .q = static_cast<double>(s.q_width()),
                .a = static_cast<double>(s.heads),
-               .g = static_cast<double>(s.kv_heads * s.head_dim()),
+               .g = static_cast<double>(s.kv_width()),
                .vocab = static_cast<double>(s.vocab),
                .experts = static_cast<double>(s.experts),
                .top_k = static_cast<double>(s.top_k),
+               .shared = static_cast<double>(moe_block ? s.shared_experts : 0),
                .e = element_bytes,
                .dropout = s.layout == TransformerLayout::Gpt2,
                .swiglu = s.swiglu,
-               .moe = s.experts > 1};
+               .qk_norm = s.qk_norm,
+               .moe = moe_block};
+}
+
+// Terms for what lies outside the blocks (the head, the loss), which no MLP width enters.
+Terms outside_terms(const TransformerShape& s, int64_t sequences, double element_bytes) {
+  return terms(s, sequences, element_bytes, false);
+}
+
+// The kinds of block `s` has, as (how many, MoE or not): one kind, or DeepSeek's dense blocks
+// first and MoE blocks after.
+struct BlockKind {
+  int64_t count = 0;
+  bool moe = false;
+};
+std::vector<BlockKind> block_kinds(const TransformerShape& s) {
+  std::vector<BlockKind> kinds;
+  if (s.layers - s.moe_blocks() > 0) kinds.push_back({s.layers - s.moe_blocks(), false});
+  if (s.moe_blocks() > 0) kinds.push_back({s.moe_blocks(), true});
+  return kinds;
 }
 
 // The attention core that selective recomputation runs again: what standard attention keeps of
@@ -75,17 +117,21 @@ double attention_core(const Terms& t, bool flash_attention) {
   return bytes;
 }
 
-// Attention less its core: norm input, Q/K/V input, Q, K, V, output projection input, and the
-// output dropout mask. For Korthikanti's block with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h.
+// Attention less its core: norm input, Q/K/V input, Q, K, V, output projection input (q wide),
+// with Qwen3's q and k norms their inputs, and the output dropout mask. For Korthikanti's block
+// with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h.
 double attention_outside_core(const Terms& t) {
-  double bytes = t.e * t.tokens * (t.h + t.h + (t.h + 2 * t.g) + t.h);
+  double bytes = t.e * t.tokens * (t.h + t.h + (t.q + 2 * t.g) + t.q);
+  if (t.qk_norm) bytes += t.e * t.tokens * (t.q + t.g);
   if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
   return bytes;
 }
 
-// One MLP (dense, or one expert) on `tokens` tokens: input, then 3 (SwiGLU) or 2 (GELU)
-// ffn-wide tensors.
-double mlp(const Terms& t, double tokens) { return t.e * tokens * (t.h + (t.swiglu ? 3 : 2) * t.f); }
+// One MLP's inner tensors on `tokens` tokens: 3 (SwiGLU) or 2 (GELU) f-wide tensors.
+double mlp_inner(const Terms& t, double tokens) { return t.e * tokens * (t.swiglu ? 3 : 2) * t.f; }
+
+// One MLP (dense, or one routed expert) on `tokens` tokens: its input, then its inner tensors.
+double mlp(const Terms& t, double tokens) { return t.e * tokens * t.h + mlp_inner(t, tokens); }
 
 // The MLP half: norm input, the MLP or router + top_k experts, the output dropout mask. For
 // Korthikanti's block with e = 2: 2 + 2 + 16 + 1 = 21 s b h.
@@ -93,9 +139,10 @@ double feed_forward(const Terms& t) {
   double bytes = t.e * t.tokens * t.h;  // norm input
   if (t.moe) {
     // Router input (the norm output) and its fp32 probabilities; each token's expert input and
-    // activations in top_k experts.
-    bytes +=
-        t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens + mlp(t, t.top_k * t.tokens) * t.expert_load;
+    // activations in top_k experts; the shared experts' activations (their input is the
+    // router's, counted once).
+    bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens +
+             mlp(t, t.top_k * t.tokens) * t.expert_load + t.shared * mlp_inner(t, t.tokens);
   } else {
     bytes += mlp(t, t.tokens);
   }
@@ -188,17 +235,21 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences, 
                               double element_bytes, bool flash_attention, const ActivationSplit& split) {
   validate(shape, sequences, element_bytes);
   STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
-  Terms t = terms(shape, sequences, element_bytes);
-  t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
-  t.expert_load = split.expert_load;
-  return block_bytes(t, checkpointing, flash_attention, split);
+  double most = 0;
+  for (const BlockKind& kind : block_kinds(shape)) {
+    Terms t = terms(shape, sequences, element_bytes, kind.moe);
+    t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
+    t.expert_load = split.expert_load;
+    most = std::max(most, block_bytes(t, checkpointing, flash_attention, split));
+  }
+  return most;
 }
 
 LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double element_bytes,
                        workload::LossMode loss, const ActivationSplit& split) {
   validate(shape, sequences, element_bytes);
   STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
-  Terms t = terms(shape, sequences, element_bytes);
+  Terms t = outside_terms(shape, sequences, element_bytes);
   t.tokens /= split.context;
   return loss_bytes(t, t.vocab / static_cast<double>(split.tensor), loss);
 }
@@ -206,7 +257,7 @@ LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double 
 double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
                              const ActivationSplit& split, workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
-  Terms t = terms(shape, sequences, element_bytes);
+  Terms t = outside_terms(shape, sequences, element_bytes);
   t.tokens /= split.context;
   const auto tensor = static_cast<double>(split.tensor);
   // The final norm's input and the head's input (whole on every rank without sequence
@@ -218,23 +269,33 @@ double head_activation_bytes(const TransformerShape& shape, int64_t sequences, d
 double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                               ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention) {
   validate(shape, sequences, element_bytes);
-  return block_bytes(terms(shape, sequences, element_bytes), checkpointing, flash_attention);
+  double most = 0;
+  for (const BlockKind& kind : block_kinds(shape)) {
+    most = std::max(
+        most, block_bytes(terms(shape, sequences, element_bytes, kind.moe), checkpointing, flash_attention));
+  }
+  return most;
 }
 
 double activation_bytes(const TransformerShape& shape, int64_t sequences,
                         ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention,
                         workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
-  const Terms t = terms(shape, sequences, element_bytes);
-  const double layers = static_cast<double>(shape.layers);
-  const double kept = layers * block_bytes(t, checkpointing, flash_attention) + head_inputs(t);
+  const Terms t = outside_terms(shape, sequences, element_bytes);
+  double kept = head_inputs(t);
+  double recomputed = 0;  // the largest block, which full recomputation holds whole for a moment
+  for (const BlockKind& kind : block_kinds(shape)) {
+    const Terms block = terms(shape, sequences, element_bytes, kind.moe);
+    kept += static_cast<double>(kind.count) * block_bytes(block, checkpointing, flash_attention);
+    recomputed = std::max(recomputed, block_bytes(block, ActivationCheckpointing::None, flash_attention));
+  }
   const LossMemory l = loss_bytes(t, t.vocab, loss);
   // The loss's two moments (end of the forward, start of the backward), each with everything
   // the blocks and the head keep.
   double bytes = kept + std::max(l.forward_peak, l.backward_peak);
   if (checkpointing == ActivationCheckpointing::Full) {
     // The block being recomputed in the backward holds all its activations at once.
-    bytes = std::max(bytes, kept + l.saved + block_bytes(t, ActivationCheckpointing::None, flash_attention));
+    bytes = std::max(bytes, kept + l.saved + recomputed);
   }
   return bytes;
 }

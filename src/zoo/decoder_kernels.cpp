@@ -86,8 +86,10 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
   const double norm_tokens =
       static_cast<double>(tokens) / static_cast<double>(split.sequence_parallel && t > 1 ? t : 1);
   const auto h = static_cast<double>(s.hidden);
-  const int64_t kv_width = s.kv_heads * s.head_dim();
+  const int64_t q_width = s.q_width();
+  const int64_t kv_width = s.kv_width();
   const int64_t ffn = divide_up(s.ffn_hidden, t);
+  const int64_t expert_ffn = divide_up(s.expert_width(), t);
   const auto tok = static_cast<double>(tokens);
   // A norm reads and writes its rows; its backward reads the input and the gradient and writes one.
   auto norm = [&](KernelList& list, const std::string& name) {
@@ -99,8 +101,8 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
   };
   // The MLP's activation on `rows` tokens: SwiGLU reads gate and up and writes their product
   // (backward: reads gate, up and the gradient, writes two gradients); GELU reads one and writes one.
-  auto activation = [&](KernelList& list, double rows) {
-    const auto width = static_cast<double>(ffn);
+  auto activation = [&](KernelList& list, double rows, int64_t inner) {
+    const auto width = static_cast<double>(inner);
     if (s.swiglu) {
       list.memory("swiglu", 3 * rows * width * e, 5 * rows * width * e);
     } else {
@@ -127,11 +129,13 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
       list.memory("cross-entropy", 2 * logits, 2 * logits);
     } else if (name.ends_with(".attention")) {
       norm(list, "attention norm");
-      list.gemm("qkv", tokens, divide_up(s.hidden + 2 * kv_width, t), s.hidden, AttentionPart::Before);
-      const double rotated = tok * static_cast<double>(divide_up(s.hidden + kv_width, t)) * e;
+      list.gemm("qkv", tokens, divide_up(q_width + 2 * kv_width, t), s.hidden, AttentionPart::Before);
+      // Q and K of the rank's heads: normalized per head (Qwen3), then rotated.
+      const double rotated = tok * static_cast<double>(divide_up(q_width + kv_width, t)) * e;
+      if (s.qk_norm) list.memory("qk norm", 2 * rotated, 3 * rotated);
       if (s.positions == PositionEncoding::Rotary) list.memory("rotary", 2 * rotated, 2 * rotated);
-      const double core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * h /
-                                static_cast<double>(t);  // the zoo's 4 s^2 h / (t c)
+      const double core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * static_cast<double>(q_width) /
+                                static_cast<double>(t);  // the zoo's 4 s^2 q / (t c), q = heads x head_dim
       list.attention(core_flops);
       if (!split.flash_attention) {
         // The scores of the rank's heads for its queries against every key, written and read back.
@@ -140,13 +144,13 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
             static_cast<double>(s.seq_len / split.context) * static_cast<double>(s.seq_len) * e;
         list.memory("softmax", 2 * scores, 3 * scores, AttentionPart::Core);
       }
-      list.gemm("attention out", tokens, s.hidden, divide_up(s.hidden, t), AttentionPart::After);
+      list.gemm("attention out", tokens, s.hidden, divide_up(q_width, t), AttentionPart::After);
       residual(list, AttentionPart::After);
     } else if (name.ends_with(".mlp")) {
       norm(list, "mlp norm");
       list.gemm(s.swiglu ? "gate up" : "up", tokens, (s.swiglu ? 2 : 1) * ffn, s.hidden,
                 AttentionPart::Before);
-      activation(list, tok);
+      activation(list, tok, ffn);
       list.gemm("down", tokens, s.hidden, ffn, AttentionPart::Before);
       residual(list, AttentionPart::Before);
     } else if (name.ends_with(".moe")) {
@@ -156,11 +160,19 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
       // Each token's row copied to its top_k experts and back (permute, unpermute).
       list.memory("token permute", 2 * routed * h * e, 2 * routed * h * e);
       const int64_t expert_tokens = divide_up(tokens * s.top_k, s.experts);
-      list.gemm(s.swiglu ? "expert gate up" : "expert up", expert_tokens, (s.swiglu ? 2 : 1) * ffn, s.hidden,
-                AttentionPart::Before, s.experts);
-      activation(list, routed);
-      list.gemm("expert down", expert_tokens, s.hidden, ffn, AttentionPart::Before, s.experts);
+      list.gemm(s.swiglu ? "expert gate up" : "expert up", expert_tokens, (s.swiglu ? 2 : 1) * expert_ffn,
+                s.hidden, AttentionPart::Before, s.experts);
+      activation(list, routed, expert_ffn);
+      list.gemm("expert down", expert_tokens, s.hidden, expert_ffn, AttentionPart::Before, s.experts);
       list.memory("token unpermute", 2 * routed * h * e, 2 * routed * h * e);
+      if (s.shared_experts > 0) {
+        // The shared experts run on every token, split over the tensor group like a dense MLP.
+        list.gemm(s.swiglu ? "shared expert gate up" : "shared expert up", tokens,
+                  (s.swiglu ? 2 : 1) * expert_ffn, s.hidden, AttentionPart::Before, s.shared_experts);
+        activation(list, tok * static_cast<double>(s.shared_experts), expert_ffn);
+        list.gemm("shared expert down", tokens, s.hidden, expert_ffn, AttentionPart::Before,
+                  s.shared_experts);
+      }
       residual(list, AttentionPart::Before);
     } else {
       throw Error({"", 0, "workload.model"},

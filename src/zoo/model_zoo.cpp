@@ -103,6 +103,19 @@ void add_decoders(std::vector<ModelSpec>& m) {
                                "Mixtral 8x7B as Hugging Face MixtralForCausalLM (32 layers, hidden "
                                "4096, top-2 of 8 experts, balanced routing), sequence length 4096",
                                mixtral));
+  // Qwen/Qwen3-30B-A3B's config.json: every block a mixture of experts (mlp_only_layers empty,
+  // decoder_sparse_step 1), so its dense intermediate_size (6144) builds nothing.
+  TransformerShape qwen3 = llama_shape(48, 2048, 6144, 32, 4, 151936, 4096);
+  qwen3.head_dim_override = 128;  // 32 heads of 128 on a hidden of 2048
+  qwen3.qk_norm = true;
+  qwen3.experts = 128;
+  qwen3.top_k = 8;
+  qwen3.expert_ffn_hidden = 768;  // moe_intermediate_size
+  m.push_back(make_transformer("qwen3-30b-a3b",
+                               "Qwen3-30B-A3B as Hugging Face Qwen3MoeForCausalLM (48 layers, hidden 2048, "
+                               "32 heads of 128, GQA 32/4, q/k norms, top-8 of 128 experts of 768, "
+                               "balanced routing; tensors named as Mixtral's), sequence length 4096",
+                               qwen3));
 }
 
 }  // namespace
@@ -254,7 +267,7 @@ std::vector<double> recompute_flops(const ModelSpec& model, workload::Activation
         // Korthikanti et al. 2022: only the attention scores, softmax and context are recomputed.
         if (layer.name.ends_with(".attention")) {
           r[l] = 2.0 * 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
-                 static_cast<double>(s.hidden);
+                 static_cast<double>(s.q_width());
         }
         break;
       case workload::ActivationCheckpointing::Full:

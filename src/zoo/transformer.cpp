@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
 
 #include "layer_builders.hpp"
 #include "stepcast/error.hpp"
@@ -12,6 +13,10 @@
 namespace stepcast::zoo {
 
 namespace {
+
+// The bound the key table puts on every width (workload.transformer.*: at most 2^24), kept for
+// the attention width heads x head_dim too, so that hidden x that width stays within int64.
+constexpr int64_t kMaxAttentionWidth = int64_t{1} << 24;
 
 void add_param(Layer& layer, std::string name, int64_t elements) {
   layer.params.push_back(ParamTensor{.name = std::move(name), .elements = elements});
@@ -25,9 +30,12 @@ void linear(Layer& layer, const std::string& prefix, int64_t in, int64_t out, do
   layer.forward_flops += 2.0 * static_cast<double>(in) * static_cast<double>(out) * tokens;
 }
 
-void norm(Layer& layer, const std::string& prefix, const TransformerShape& shape) {
-  add_param(layer, prefix + ".weight", shape.hidden);
-  if (shape.norm == TransformerNorm::LayerNorm) add_param(layer, prefix + ".bias", shape.hidden);
+// A norm over `width` features (the model width unless given: Qwen3's q_norm and k_norm normalize
+// each head, head_dim wide, with one weight shared by all heads).
+void norm(Layer& layer, const std::string& prefix, const TransformerShape& shape, int64_t width = 0) {
+  if (width == 0) width = shape.hidden;
+  add_param(layer, prefix + ".weight", width);
+  if (shape.norm == TransformerNorm::LayerNorm) add_param(layer, prefix + ".bias", width);
 }
 
 [[noreturn]] void bad_shape(const std::string& field, const std::string& message) {
@@ -38,19 +46,25 @@ void require_positive(int64_t value, const std::string& field) {
   if (value < 1) bad_shape(field, fmt::format("expected an integer >= 1, got {}", value));
 }
 
-// Tensors and FLOPs of one MLP (a dense block's, or one expert's) on `tokens` tokens.
-void mlp(Layer& layer, const std::string& prefix, const TransformerShape& s, double tokens,
-         const char* gate_name, const char* up_name, const char* down_name) {
-  if (s.swiglu) linear(layer, prefix + "." + gate_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
-  linear(layer, prefix + "." + up_name, s.hidden, s.ffn_hidden, tokens, s.linear_biases);
-  linear(layer, prefix + "." + down_name, s.ffn_hidden, s.hidden, tokens, s.linear_biases);
+void require_not_negative(int64_t value, const std::string& field, const char* zero_means) {
+  if (value < 0) bad_shape(field, fmt::format("expected an integer >= 0 (0: {}), got {}", zero_means, value));
 }
 
-// Parameters of one expert's MLP, to leave out the experts a token is not routed to.
+// Tensors and FLOPs of one MLP of inner width `width` (a dense block's, or one expert's) on
+// `tokens` tokens.
+void mlp(Layer& layer, const std::string& prefix, const TransformerShape& s, int64_t width, double tokens,
+         const char* gate_name, const char* up_name, const char* down_name) {
+  if (s.swiglu) linear(layer, prefix + "." + gate_name, s.hidden, width, tokens, s.linear_biases);
+  linear(layer, prefix + "." + up_name, s.hidden, width, tokens, s.linear_biases);
+  linear(layer, prefix + "." + down_name, width, s.hidden, tokens, s.linear_biases);
+}
+
+// Parameters of one routed expert's MLP, to leave out the experts a token is not routed to.
 int64_t expert_parameters(const TransformerShape& s) {
   const int64_t matrices = s.swiglu ? 3 : 2;
-  const int64_t biases = s.linear_biases ? (matrices - 1) * s.ffn_hidden + s.hidden : 0;
-  return matrices * s.hidden * s.ffn_hidden + biases;
+  const int64_t width = s.expert_width();
+  const int64_t biases = s.linear_biases ? (matrices - 1) * width + s.hidden : 0;
+  return matrices * s.hidden * width + biases;
 }
 
 const TransformerShape& decoder_shape(const ModelSpec& model) {
@@ -72,6 +86,10 @@ void validate(const TransformerShape& s) {
   require_positive(s.vocab, "vocab");
   require_positive(s.experts, "experts");
   require_positive(s.top_k, "top_k");
+  require_not_negative(s.head_dim_override, "head_dim", "hidden / heads");
+  require_not_negative(s.expert_ffn_hidden, "expert_ffn_hidden", "ffn_hidden");
+  require_not_negative(s.shared_experts, "shared_experts", "none");
+  require_not_negative(s.dense_layers_first, "dense_layers_first", "none");
   // Every block and expert is built as layers and tensors of their own: 16 million blocks or
   // experts took minutes and tens of gigabytes before anything was predicted.
   if (s.experts > kMaxBlockExperts / s.layers) {  // layers x experts, without overflow
@@ -79,8 +97,23 @@ void validate(const TransformerShape& s) {
               fmt::format("expected at most {} decoder blocks x experts per MLP, got {} x {}", kMaxBlockExperts,
                           s.layers, s.experts));
   }
-  if (s.hidden % s.heads != 0) {
-    bad_shape("heads", fmt::format("expected a divisor of hidden ({}), got {}", s.hidden, s.heads));
+  if (s.shared_experts > kMaxBlockExperts / s.layers - s.experts) {  // experts bounded just above
+    bad_shape("shared_experts",
+              fmt::format("expected at most {} decoder blocks x (experts + shared experts), "
+                          "got {} x ({} + {})",
+                          kMaxBlockExperts, s.layers, s.experts, s.shared_experts));
+  }
+  if (s.head_dim_override == 0 && s.hidden % s.heads != 0) {
+    bad_shape("heads",
+              fmt::format("expected a divisor of hidden ({}) unless workload.transformer.head_dim is "
+                          "set, got {}",
+                          s.hidden, s.heads));
+  }
+  // Any head width is a valid shape, but the projections' parameters (hidden x heads x head_dim)
+  // must stay within int64: the same bound as every other width.
+  if (s.head_dim_override > 0 && s.head_dim_override > kMaxAttentionWidth / s.heads) {
+    bad_shape("head_dim", fmt::format("expected heads x head_dim at most {}, got {} x {}", kMaxAttentionWidth,
+                                      s.heads, s.head_dim_override));
   }
   if (s.heads % s.kv_heads != 0) {
     // Grouped-query attention shares each K/V head among heads / kv_heads query heads.
@@ -88,6 +121,22 @@ void validate(const TransformerShape& s) {
   }
   if (s.top_k > s.experts) {
     bad_shape("top_k", fmt::format("expected at most experts ({}), got {}", s.experts, s.top_k));
+  }
+  if (s.experts == 1) {
+    // A dense model would silently ignore them, which hides a forgotten workload.transformer.experts.
+    for (const auto& [value, field] :
+         {std::pair{s.expert_ffn_hidden, "expert_ffn_hidden"}, std::pair{s.shared_experts, "shared_experts"},
+          std::pair{s.dense_layers_first, "dense_layers_first"}}) {
+      if (value != 0) {
+        bad_shape(field, fmt::format("expected 0 for a dense model (experts = 1): a mixture of experts only, "
+                                     "got {}",
+                                     value));
+      }
+    }
+  }
+  if (s.dense_layers_first > s.layers) {
+    bad_shape("dense_layers_first",
+              fmt::format("expected at most the {} decoder blocks, got {}", s.layers, s.dense_layers_first));
   }
   if (s.seq_len < 1) {
     throw Error({"", 0, "workload.seq_len"}, fmt::format("expected an integer >= 1, got {}", s.seq_len));
@@ -105,6 +154,7 @@ void validate(const TransformerShape& s) {
     // the Llama layout.
     if (s.swiglu) bad_shape("swiglu", "the GPT-2 layout has a GELU MLP; use the Llama layout for SwiGLU");
     if (s.experts != 1) bad_shape("experts", "the GPT-2 layout is dense; use the Llama layout for experts");
+    if (s.qk_norm) bad_shape("qk_norm", "the GPT-2 layout has no query and key norms; use the Llama layout");
   }
 }
 
@@ -113,7 +163,8 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
   const TransformerShape& s = shape;
   const bool gpt2 = s.layout == TransformerLayout::Gpt2;
   const auto tokens = static_cast<double>(s.seq_len);
-  const int64_t kv_width = s.kv_heads * s.head_dim();
+  const int64_t q_width = s.q_width();
+  const int64_t kv_width = s.kv_width();
 
   ModelSpec model{
       .name = std::move(name), .description = std::move(description), .layers = {}, .transformer = s};
@@ -133,28 +184,37 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
     if (gpt2) {
       norm(attention, block + ".ln_1", s);
       // Conv1D c_attn holds Q, K and V side by side.
-      linear(attention, block + ".attn.c_attn", s.hidden, s.hidden + 2 * kv_width, tokens, s.linear_biases);
+      linear(attention, block + ".attn.c_attn", s.hidden, q_width + 2 * kv_width, tokens, s.linear_biases);
     } else {
       norm(attention, block + ".input_layernorm", s);
-      linear(attention, block + ".self_attn.q_proj", s.hidden, s.hidden, tokens, s.linear_biases);
+      linear(attention, block + ".self_attn.q_proj", s.hidden, q_width, tokens, s.linear_biases);
       linear(attention, block + ".self_attn.k_proj", s.hidden, kv_width, tokens, s.linear_biases);
       linear(attention, block + ".self_attn.v_proj", s.hidden, kv_width, tokens, s.linear_biases);
+      if (s.qk_norm) {
+        // Qwen3: each query and key head normalized before the rotary embedding (validate()
+        // keeps these to the Llama layout).
+        norm(attention, block + ".self_attn.q_norm", s, s.head_dim());
+        norm(attention, block + ".self_attn.k_norm", s, s.head_dim());
+      }
     }
     // Q K^T and probabilities x V, seq x seq x head_dim per query head: GQA shares K and V
     // among query heads but every query head still computes its own scores and context.
-    attention.forward_flops += 2.0 * 2.0 * tokens * tokens * static_cast<double>(s.hidden);
-    linear(attention, block + (gpt2 ? ".attn.c_proj" : ".self_attn.o_proj"), s.hidden, s.hidden, tokens,
+    attention.forward_flops += 2.0 * 2.0 * tokens * tokens * static_cast<double>(q_width);
+    linear(attention, block + (gpt2 ? ".attn.c_proj" : ".self_attn.o_proj"), q_width, s.hidden, tokens,
            s.linear_biases);
     model.layers.push_back(std::move(attention));
 
-    if (s.experts == 1) {
+    if (!s.is_moe_block(i)) {
+      // Named "<block>.mlp" as a dense model's, which is how the rest of the program tells a
+      // dense block from a mixture of experts (DeepSeek's first blocks are dense).
       Layer feed_forward = detail::make_layer(block + ".mlp");
       if (gpt2) {
         norm(feed_forward, block + ".ln_2", s);
-        mlp(feed_forward, block + ".mlp", s, tokens, "", "c_fc", "c_proj");  // validate(): no SwiGLU
+        mlp(feed_forward, block + ".mlp", s, s.ffn_hidden, tokens, "", "c_fc",
+            "c_proj");  // validate(): no SwiGLU
       } else {
         norm(feed_forward, block + ".post_attention_layernorm", s);
-        mlp(feed_forward, block + ".mlp", s, tokens, "gate_proj", "up_proj", "down_proj");
+        mlp(feed_forward, block + ".mlp", s, s.ffn_hidden, tokens, "gate_proj", "up_proj", "down_proj");
       }
       model.layers.push_back(std::move(feed_forward));
     } else {
@@ -167,7 +227,15 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
       const double tokens_per_expert = tokens * static_cast<double>(s.top_k) / static_cast<double>(s.experts);
       for (int64_t e = 0; e < s.experts; ++e) {
         // Mixtral: w1 gate, w3 up, w2 down.
-        mlp(moe, sparse + ".experts." + std::to_string(e), s, tokens_per_expert, "w1", "w3", "w2");
+        mlp(moe, sparse + ".experts." + std::to_string(e), s, s.expert_width(), tokens_per_expert, "w1", "w3",
+            "w2");
+      }
+      // Shared experts run on every token. Their names must not contain ".experts.": the expert
+      // parallel layouts find a routed expert's tensors by that marker (scheme::expert_of_tensor)
+      // and keep shared experts, which are not routed, on every rank.
+      for (int64_t e = 0; e < s.shared_experts; ++e) {
+        mlp(moe, sparse + ".shared_experts." + std::to_string(e), s, s.expert_width(), tokens, "w1", "w3",
+            "w2");
       }
       model.layers.push_back(std::move(moe));
     }
@@ -189,7 +257,7 @@ int64_t active_parameters(const ModelSpec& model) {
   const TransformerShape& s = decoder_shape(model);
   int64_t looked_up_only = s.tied_embeddings ? 0 : s.vocab * s.hidden;
   if (s.positions == PositionEncoding::Learned) looked_up_only += s.max_positions * s.hidden;
-  const int64_t idle_experts = s.layers * (s.experts - s.top_k) * expert_parameters(s);
+  const int64_t idle_experts = s.moe_blocks() * (s.experts - s.top_k) * expert_parameters(s);
   return model.num_parameters() - looked_up_only - idle_experts;
 }
 

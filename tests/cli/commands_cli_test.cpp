@@ -101,14 +101,15 @@ TEST_F(CommandsCli, CollectiveTableOutput) {
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
 }
 
-TEST_F(CommandsCli, ZooListHasTheSeventeenModels) {
+TEST_F(CommandsCli, ZooListHasTheEighteenModels) {
   RunResult r = run({"zoo", "list"});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
-  ASSERT_EQ(lines.size(), 18u) << r.out;  // header + 17 models
-  for (const char* model : {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3",
-                            "bert-base", "bert-large", "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b",
-                            "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b"}) {
+  ASSERT_EQ(lines.size(), 19u) << r.out;  // header + 18 models
+  for (const char* model :
+       {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3", "bert-base", "bert-large",
+        "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
+        "mixtral-8x7b", "qwen3-30b-a3b"}) {
     bool found = false;
     for (size_t i = 1; i < lines.size(); ++i)
       found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;

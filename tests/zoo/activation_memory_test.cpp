@@ -221,6 +221,55 @@ TEST(ActivationMemory, MixtureOfExpertsKeepsTopKExpertsActivations) {
                    extra * s);
 }
 
+TEST(ActivationMemory, Qwen3BlockCountsQueriesAtHeadsTimesHeadDim) {
+  // Qwen3-30B-A3B: h = 2048, q = 32 x 128 = 4096, g = 4 x 128 = 512, a = 32, 128 experts of 768,
+  // top-8, s = 4096, bf16, flash attention. Per token, attention: norm input 2h, Q/K/V input 2h,
+  // Q K V 2 (q + 2g), the q and k norms' inputs 2 (q + g), o_proj input 2q, log-sum-exp 4a;
+  // MoE: norm input 2h, router input 2h, fp32 router probabilities 4 x 128, and in each of 8
+  // experts its input 2h and gate, up, down input 3 x 2 x 768.
+  const TransformerShape& shape = *get_model("qwen3-30b-a3b").transformer;
+  const double h = 2048, q = 4096, g = 512, a = 32, experts = 128, k = 8, f = 768, s = 4096;
+  const double attention = 2 * h + 2 * h + 2 * (q + 2 * g) + 2 * (q + g) + 2 * q + 4 * a;
+  const double moe = 2 * h + 2 * h + 4 * experts + k * (2 * h + 3 * 2 * f);
+  EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kNone, 2, true), (attention + moe) * s);
+  // A shared expert adds its SwiGLU tensors on every token; its input is the router's.
+  TransformerShape shared = shape;
+  shared.shared_experts = 1;
+  EXPECT_DOUBLE_EQ(
+      block_activation_bytes(shared, 1, kNone, 2, true) - block_activation_bytes(shape, 1, kNone, 2, true),
+      3 * 2 * f * s);
+}
+
+TEST(ActivationMemory, DenseBlocksFirstAreCountedAsDenseBlocks) {
+  // One dense block (MLP 256) then three MoE blocks (8 experts of 32, top-2, one shared); h = 64,
+  // 4 heads of 32 (q = 128), 2 K/V heads (g = 64), q/k norms, s = 16, bf16, flash attention.
+  const TransformerShape shape{.layers = 4,
+                               .hidden = 64,
+                               .ffn_hidden = 256,
+                               .heads = 4,
+                               .kv_heads = 2,
+                               .vocab = 1000,
+                               .experts = 8,
+                               .top_k = 2,
+                               .seq_len = 16,
+                               .head_dim_override = 32,
+                               .qk_norm = true,
+                               .expert_ffn_hidden = 32,
+                               .shared_experts = 1,
+                               .dense_layers_first = 1};
+  const double h = 64, q = 128, g = 64, a = 4, f = 256, fe = 32, s = 16, vocab = 1000;
+  const double attention = 2 * h + 2 * h + 2 * (q + 2 * g) + 2 * (q + g) + 2 * q + 4 * a;
+  const double dense = attention + 2 * h + 2 * h + 3 * 2 * f;
+  const double moe = attention + 2 * h + 2 * h + 4 * 8 + 2 * (2 * h + 3 * 2 * fe) + 3 * 2 * fe;
+  // The larger kind of block is what one block of a stage is counted as: here the dense one.
+  ASSERT_GT(dense, moe);
+  EXPECT_DOUBLE_EQ(block_activation_bytes(shape, 1, kNone, 2, true), dense * s);
+  // The model: each block its own, plus the final norm and head inputs (2 x 2h) and the fp32
+  // loss at the start of the backward (3 x 4 V) per token.
+  EXPECT_DOUBLE_EQ(activation_bytes(shape, 1, kNone, 2, true),
+                   (dense + 3 * moe + 2 * 2 * h + 12 * vocab) * s);
+}
+
 // ---- Relations.
 
 TEST(ActivationMemory, FullBelowSelectiveNotAboveNone) {

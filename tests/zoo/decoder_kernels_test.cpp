@@ -49,7 +49,7 @@ TEST(DecoderKernels, TensorDegreeDividesEachBlockGemmFlopsExactly) {
 TEST(DecoderKernels, GemmsAndCoreAddUpToTheZooFlops) {
   // Forward: the GEMMs and the attention core are the zoo's per-layer FLOPs (which count only
   // them) for b sequences; backward: twice the forward.
-  for (const char* name : {"llama3-8b", "mixtral-8x7b", "gpt2"}) {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "gpt2", "qwen3-30b-a3b"}) {
     SCOPED_TRACE(name);
     const ModelSpec& model = get_model(name);
     const int64_t b = 3;
@@ -100,6 +100,72 @@ TEST(DecoderKernels, SplitShapesFollowMegatron) {
   EXPECT_EQ(wgrad.m, qkv.k);
   EXPECT_EQ(wgrad.n, qkv.n);
   EXPECT_EQ(wgrad.k, qkv.m);
+}
+
+Kernel find_kernel(const std::vector<Kernel>& kernels, const std::string& name) {
+  for (const Kernel& kernel : kernels) {
+    if (kernel.name == name) return kernel;
+  }
+  ADD_FAILURE() << "no kernel " << name;
+  return Kernel{};
+}
+
+TEST(DecoderKernels, Qwen3AttentionIsHeadsTimesHeadDimWide) {
+  // Qwen3-30B-A3B at t = 4, b = 1, s = 4096: Q/K/V fused to (32 x 128 + 2 x 4 x 128) / 4 = 1280
+  // columns; the output projection reads 4096 / 4 = 1024 and writes the hidden 2048; the core
+  // 4 b s s q / t with q = 4096; the q and k norms read and write the rank's Q and K.
+  const ModelSpec& model = get_model("qwen3-30b-a3b");
+  const std::vector<LayerKernels> k = decoder_kernels(model, {.micro_batch = 1, .tensor = 4});
+  const std::vector<Kernel>& attention = k[1].forward;
+  const Kernel qkv = find_kernel(attention, "qkv"), out = find_kernel(attention, "attention out");
+  EXPECT_EQ(qkv.m, 4096);
+  EXPECT_EQ(qkv.n, 1280);
+  EXPECT_EQ(qkv.k, 2048);
+  EXPECT_EQ(out.n, 2048);
+  EXPECT_EQ(out.k, 1024);
+  EXPECT_EQ(flops_of(attention, KernelKind::Attention), 4.0 * 4096 * 4096 * 4096 / 4);
+  // Q and K of the rank's heads: 4096 tokens x (4096 + 512) / 4 columns x 2 bytes, read and written.
+  EXPECT_EQ(find_kernel(attention, "qk norm").bytes, 2 * 4096.0 * 1152 * 2);
+  // Experts: 4096 x 8 / 128 = 256 tokens each, 768 / 4 of each expert's width on the rank.
+  const std::vector<Kernel>& moe = k[2].forward;
+  const Kernel up = find_kernel(moe, "expert gate up"), down = find_kernel(moe, "expert down");
+  EXPECT_EQ(up.m, 256);
+  EXPECT_EQ(up.n, 2 * 768 / 4);
+  EXPECT_EQ(up.count, 128);
+  EXPECT_EQ(down.k, 768 / 4);
+}
+
+TEST(DecoderKernels, SharedExpertsAndDenseBlocksAddUpToTheZooFlops) {
+  // One dense block (MLP 256), three with 8 experts of 32 (top-2) and a shared one; 4 heads of 32
+  // on a hidden of 64. The shared expert runs on every token, the dense block as a dense MLP.
+  const TransformerShape shape{.layers = 4,
+                               .hidden = 64,
+                               .ffn_hidden = 256,
+                               .heads = 4,
+                               .kv_heads = 2,
+                               .vocab = 1000,
+                               .experts = 8,
+                               .top_k = 2,
+                               .seq_len = 16,
+                               .head_dim_override = 32,
+                               .qk_norm = true,
+                               .expert_ffn_hidden = 32,
+                               .shared_experts = 1,
+                               .dense_layers_first = 1};
+  const ModelSpec model = make_transformer("small", "DeepSeek-like", shape);
+  const int64_t b = 3;
+  const std::vector<LayerKernels> kernels = decoder_kernels(model, {.micro_batch = b});
+  for (size_t l = 1; l < kernels.size(); ++l) {
+    const double forward =
+        flops_of(kernels[l].forward, KernelKind::Gemm) + flops_of(kernels[l].forward, KernelKind::Attention);
+    const double zoo = static_cast<double>(b) * model.layers[l].forward_flops;
+    EXPECT_NEAR(forward, zoo, 1e-12 * zoo) << model.layers[l].name;
+  }
+  EXPECT_EQ(find_kernel(kernels[2].forward, "gate up").n, 2 * 256);  // block 0: dense
+  const Kernel shared = find_kernel(kernels[4].forward, "shared expert gate up");
+  EXPECT_EQ(shared.m, b * 16);  // every token
+  EXPECT_EQ(shared.n, 2 * 32);
+  EXPECT_EQ(shared.count, 1);
 }
 
 TEST(DecoderKernels, SequenceParallelismShrinksNormBytesByT) {

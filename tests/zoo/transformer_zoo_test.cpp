@@ -116,7 +116,7 @@ TEST(TransformerZoo, LlamaAndMixtralHaveHuggingFaceTensors) {
 }
 
 TEST(TransformerZoo, EachBlockIsAnAttentionLayerThenAnMlpLayer) {
-  for (const char* name : {"gpt2", "llama2-7b", "mixtral-8x7b"}) {
+  for (const char* name : {"gpt2", "llama2-7b", "mixtral-8x7b", "qwen3-30b-a3b"}) {
     const ModelSpec& m = get_model(name);
     ASSERT_TRUE(m.transformer.has_value()) << name;
     const int64_t blocks = m.transformer->layers;

@@ -8,15 +8,18 @@
 //   double bytes = activation_bytes(s, 2, workload::ActivationCheckpointing::Selective, 2.0);
 //
 // Notation: T = s b tokens (s = shape.seq_len, b = sequences), e = element_bytes of an
-// activation, h = hidden, f = ffn_hidden, a = heads, g = kv_heads x head_dim (the K and V
-// width, h without grouped-query attention), V = vocab, k = top_k, E = experts, L = layers.
+// activation, h = hidden, f = ffn_hidden (a MoE block's: each expert's width, expert_ffn_hidden
+// if set), q = heads x head_dim (the query width, h unless head_dim is set), a = heads,
+// g = kv_heads x head_dim (the K and V width, q without grouped-query attention), V = vocab,
+// k = top_k, E = experts, S = shared_experts, L = layers.
 // Dropout masks are 1 byte per element (PyTorch's bool mask), as Korthikanti counts them.
 //
 // Per block, no recomputation:
 //   attention:  e T h   norm input
 //             + e T h   Q/K/V projection input (the norm output)
-//             + e T (h + 2g)   Q, K and V (after rotary embeddings)
-//             + e T h   output projection input (= the attention output flash attention keeps)
+//             + e T (q + 2g)   Q, K and V (after rotary embeddings)
+//             + qk_norm: e T (q + g)   the q and k norms' inputs
+//             + e T q   output projection input (= the attention output flash attention keeps)
 //             + core:   standard attention: softmax output e a s T (GPT-2 layout: plus the
 //                       attention-dropout mask a s T and its output e a s T);
 //                       flash attention: the softmax log-sum-exp, fp32, 4 a T (the dropout mask
@@ -28,6 +31,8 @@
 //               MoE:   e T h router input + 4 E T router probabilities (fp32 softmax, as
 //                      Mixtral) + k x [e T h expert input + e T f x (3 | 2)] (every token's
 //                      activations in its top_k experts, balanced routing or not)
+//                      + S x e T f x (3 | 2) (the shared experts, on every token; their input
+//                      is the router's)
 //             + GPT-2 layout: MLP output dropout mask T h
 // For Korthikanti's GPT block (LayerNorm, 4h GELU MLP, dropout, g = h, standard attention,
 // e = 2) this is s b h (34 + 5 a s / h). SwiGLU counts the tensors a fused kernel keeps;
@@ -35,13 +40,16 @@
 // and V to all heads under GQA (repeat_kv); counted here at their own width g, as flash
 // attention and SDPA keep them.
 //
+// A shape with dense_layers_first has two kinds of block: dense ones (f = ffn_hidden) first,
+// then MoE ones (f = the experts' width); the whole model sums each block's own bytes.
+//
 // Checkpointing:
 //   none:      L x block + outside
 //   selective: the attention core (scores, softmax, dropout) is recomputed: the block less its
 //              core terms (for the GPT block, 34 s b h); L x that + outside
 //   full:      each block's input e T h is stored, and one block's activations (no
 //              recomputation) exist while it is recomputed in the backward:
-//              L x e T h + block + outside
+//              L x e T h + block (the largest kind) + outside
 // Outside the blocks, in every mode: the final norm input e T h, the LM head input e T h, plus
 // for the GPT-2 layout the embedding dropout mask T h, and what the loss holds of the logits
 // (loss_memory below; Korthikanti counts 4 s b V of fp32 logits). The embeddings' output is
@@ -89,7 +97,9 @@ namespace stepcast::zoo {
 
 /// The part of activation_bytes that one decoder block stores: with none or selective the
 /// block's saved tensors as above; with full only its input, e T h (the recomputed block and
-/// the tensors outside the blocks are in activation_bytes only). Throws as activation_bytes.
+/// the tensors outside the blocks are in activation_bytes only). For a shape with dense blocks
+/// first and MoE blocks after (dense_layers_first), the larger of the two kinds, so that a
+/// stage's blocks x this bounds what they hold. Throws as activation_bytes.
 [[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                                             workload::ActivationCheckpointing checkpointing,
                                             double element_bytes, bool flash_attention = true);
@@ -113,7 +123,7 @@ struct ActivationSplit {
 /// 5as/(ht)) with standard attention, s b h / t (34 + 5as/h) with sequence parallelism, and
 /// without the attention core under selective recomputation; full recomputation keeps each
 /// block's input, whole without sequence parallelism. Context parallelism divides the tokens.
-/// Throws as block_activation_bytes.
+/// The larger kind of block, as block_activation_bytes. Throws as block_activation_bytes.
 [[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                                             workload::ActivationCheckpointing checkpointing, double element_bytes,
                                             bool flash_attention, const ActivationSplit& split);

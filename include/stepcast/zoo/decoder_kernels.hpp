@@ -6,19 +6,20 @@
 //
 // - GEMMs (m, n, k: an m x k input times a k x n weight, 2 m n k FLOPs), m the tokens a rank
 //   multiplies, b s / c (sequence parallelism gathers the sequence before each column-parallel
-//   GEMM). Megatron's split: Q, K, V fused and column-parallel (n = (h + 2 g) / t), the output
-//   projection row-parallel (k = h / t), gate and up fused and column-parallel (n = 2 f / t), down
-//   row-parallel (k = f / t), the LM head vocabulary-parallel (n = V / t, the vocabulary padded up
-//   to a multiple of t); a MoE's router whole and each expert's GEMMs on b s / c x top_k / E
-//   tokens (balanced routing). Each forward GEMM's backward is two: the input gradient
-//   (m, k, n) and the weight gradient (k, n, m).
+//   GEMM). Megatron's split: Q, K, V fused and column-parallel (n = (q + 2 g) / t, q = heads x
+//   head_dim), the output projection row-parallel (k = q / t), gate and up fused and
+//   column-parallel (n = 2 f / t), down row-parallel (k = f / t), the LM head vocabulary-parallel
+//   (n = V / t, the vocabulary padded up to a multiple of t); a MoE's router whole, each routed
+//   expert's GEMMs on b s / c x top_k / E tokens (balanced routing) and each shared expert's on
+//   all b s / c, f then being the experts' width. Each forward GEMM's backward is two: the input
+//   gradient (m, k, n) and the weight gradient (k, n, m).
 // - The attention core (scores, softmax, context) as FLOPs in the zoo's accounting: 4 b (s / c)
-//   s h / t forward and twice that backward.
+//   s q / t forward and twice that backward.
 // - Memory-bound kernels with the bytes they read and write (`element_bytes` per element):
-//   norms, residual additions, rotary embeddings, the MLP's activation, a MoE's token
-//   permutation, the embedding lookup, the cross-entropy of the logits, and without flash
-//   attention the softmax of the s x s scores. Norms and residual additions run on b s / (c t)
-//   tokens under sequence parallelism and on b s / c without.
+//   norms, residual additions, the per-head q and k norms (Qwen3), rotary embeddings, the MLP's
+//   activation, a MoE's token permutation, the embedding lookup, the cross-entropy of the
+//   logits, and without flash attention the softmax of the s x s scores. Norms and residual
+//   additions run on b s / (c t) tokens under sequence parallelism and on b s / c without.
 // Biases are fused into their GEMMs; dropout is left out (the zoo's decoders have none).
 //
 //   auto kernels = decoder_kernels(get_model("llama3-8b"), {.micro_batch = 1, .tensor = 8});

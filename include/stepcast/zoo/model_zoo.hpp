@@ -1,9 +1,9 @@
 // The built-in model zoo: architectures defined in code as layer shapes, from which parameter
 // counts and forward FLOPs follow. Parameter counts equal the canonical implementations
 // exactly (torchvision for CNNs, Hugging Face BertModel for BERT, GPT2LMHeadModel,
-// LlamaForCausalLM and MixtralForCausalLM for the decoders). Turns a model plus one
-// measured number (single-worker step time) into a Workload by splitting the time across
-// layers in proportion to their FLOPs.
+// LlamaForCausalLM, MixtralForCausalLM and Qwen3MoeForCausalLM for the decoders). Turns a
+// model plus one measured number (single-worker step time) into a Workload by splitting the
+// time across layers in proportion to their FLOPs.
 //
 //   const zoo::ModelSpec& m = zoo::get_model("resnet50");   // m.num_parameters() == 25557032
 //   workload::Workload w = zoo::to_workload(m, {.batch_per_worker = 64, .step_time = 0.292});
@@ -63,15 +63,20 @@ struct ModelSpec {
 /// A decoder-only transformer of the given shape, named like Hugging Face's implementation of
 /// its layout: a Layer "embeddings" (token, and learned position, embeddings), per block a Layer
 /// "<block>.attention" (input norm, Q/K/V/output projections, scores and context) and a Layer
-/// "<block>.mlp" or "<block>.moe" (post-attention norm, MLP or router + experts), then "head"
-/// (final norm and LM head). Autograd finishes each block's gradients in those two pieces.
+/// "<block>.mlp" or "<block>.moe" (post-attention norm, MLP or router + experts; a block of a
+/// mixture of experts within its first dense_layers_first is "<block>.mlp"), then "head" (final
+/// norm and LM head). Autograd finishes each block's gradients in those two pieces. Routed
+/// experts are "<block>.block_sparse_moe.experts.<k>.w1/w3/w2" as Mixtral's, shared experts
+/// "<block>.block_sparse_moe.shared_experts.<k>.w1/w3/w2" (not matching ".experts.", by which
+/// expert parallelism finds the routed ones).
 ///
 /// Forward FLOPs per sample (one sequence of seq_len tokens) use the Megatron-LM accounting
 /// (Narayanan et al. 2021): 2 x in x out per token for every linear (K and V shrink to kv_heads
-/// x head_dim under GQA; for MoE the router and only top_k experts), 2 x 2 x seq^2 x hidden per
-/// block for the attention scores and context (not reduced by GQA or the causal mask), and
-/// 2 x hidden x vocab per token for the logits. Norms, softmax, activations, bias additions and
-/// embedding lookups are left out, as Megatron does (under 1% of the total for these models).
+/// x head_dim under GQA; for MoE the router, only top_k routed experts and every shared expert),
+/// 2 x 2 x seq^2 x heads x head_dim (hidden unless head_dim is set) per block for the attention
+/// scores and context (not reduced by GQA or the causal mask), and 2 x hidden x vocab per token
+/// for the logits. Norms, softmax, activations, bias additions and embedding lookups are left
+/// out, as Megatron does (under 1% of the total for these models).
 ///
 /// Throws Error for a shape that cannot be built, with key "workload.transformer.<field>"
 /// (e.g. "workload.transformer.kv_heads" when kv_heads does not divide heads), or
@@ -88,7 +93,8 @@ void validate(const TransformerShape& shape);
 
 /// Parameters one token's forward pass multiplies with: every parameter except those only
 /// looked up (the untied token embedding, a learned position table), and of each MoE layer's
-/// experts only top_k (balanced routing). A tied embedding counts once: the logits use it.
+/// routed experts only top_k (balanced routing; shared experts and dense blocks whole). A tied
+/// embedding counts once: the logits use it.
 /// Throws Error (key "workload.model") for a model that is not a transformer decoder.
 [[nodiscard]] int64_t active_parameters(const ModelSpec& model);
 

@@ -146,8 +146,9 @@ struct PushStreams {
 [[nodiscard]] std::vector<double> busiest_expert_gpu_by_block(const workload::Workload& workload,
                                                               const ParallelConfig& parallel);
 
-/// The share of a MoE layer's forward FLOPs in its experts (top_k expert MLPs per token) rather
-/// than its router; what expert parallelism moves between the all-to-alls. 0 for a dense MLP.
+/// The share of a MoE layer's forward FLOPs in its routed experts (top_k expert MLPs per token)
+/// rather than its router and shared experts; what expert parallelism moves between the
+/// all-to-alls. 0 for a dense MLP.
 [[nodiscard]] double expert_flop_share(const workload::TransformerShape& shape);
 
 }  // namespace stepcast::scheme
