@@ -1063,7 +1063,8 @@ workload::Workload build_workload(const Scenario& scenario) {
                     "give workload.moe.imbalance or workload.moe.routing, not both: the routing table measures it");
       }
       out.facts.moe_routing = workload::parse_moe_routing(read_text_file(w.moe_routing, "routing table"),
-                                                          w.moe_routing, shape.layers, 0, shape.experts, shape.top_k);
+                                                          w.moe_routing, shape.layers, shape.dense_layers_first, shape.experts,
+                                                          shape.top_k);
     }
   }
   return out;

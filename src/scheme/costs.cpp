@@ -395,7 +395,7 @@ std::vector<double> busiest_expert_gpu_by_block(const workload::Workload& w, con
   skewed.front() = w.facts.moe_imbalance;
   const double from_imbalance =
       workload::busiest_gpu_of_counts(skewed, parallel.expert, balanced, w.facts.moe_capacity_factor);
-  std::fill(loads.begin(), loads.end(), from_imbalance);
+  for (size_t b = 0; b < loads.size(); ++b) loads[b] = shape.is_moe_block(static_cast<int64_t>(b)) ? from_imbalance : 1.0;
   const workload::MoeRouting& routing = w.facts.moe_routing;
   for (size_t row = 0; row < routing.blocks.size(); ++row) {
     loads[static_cast<size_t>(routing.blocks[row])] = workload::busiest_gpu_of_counts(
