@@ -13,6 +13,7 @@
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
+#include "moe_fixtures.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {
@@ -24,37 +25,12 @@ constexpr Predictor kPredictors[] = {Predictor::Fine, Predictor::Coarse, Predict
 
 /// A small mixture of experts (Mixtral's layout, 8 experts, top-2) at 400 TFLOP/s per GPU.
 workload::Workload moe(double imbalance = 1, int blocks = 4) {
-  zoo::TransformerShape shape{.layers = blocks,
-                              .hidden = 2048,
-                              .ffn_hidden = 4096,
-                              .heads = 16,
-                              .kv_heads = 8,
-                              .vocab = 32000,
-                              .seq_len = 2048};
-  shape.experts = 8;
-  shape.top_k = 2;
-  const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
-  workload::Workload w = zoo::to_workload(
-      model,
-      {.batch_per_worker = 1,
-       .step_time = zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12,
-       .precision = workload::Precision::BF16});
-  w.facts.moe_imbalance = imbalance;
-  return w;
+  return testing::small_moe({.hidden = 2048, .ffn_hidden = 4096, .heads = 16, .kv_heads = 8, .vocab = 32000,
+                             .seq_len = 2048},
+                            8, blocks, imbalance);
 }
 
-cluster::ClusterSpec nodes(int workers, int per_node) {
-  cluster::ClusterSpec c;
-  c.workers = workers;
-  c.workers_per_node = per_node;
-  c.nics_per_node = per_node;
-  c.nic_bw = 50e9;
-  c.latency = 5e-6;
-  c.intra_node_bw = 450e9;
-  c.intra_node_latency = 2e-6;
-  c.gpu_memory_bw = 3.35e12;
-  return c;
-}
+cluster::ClusterSpec nodes(int workers, int per_node) { return testing::nvlink_nodes(workers, per_node); }
 
 Result run(const workload::Workload& w, const cluster::ClusterSpec& c, const scheme::SchemeConfig& s,
            Predictor predictor) {

@@ -18,6 +18,7 @@
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
+#include "moe_fixtures.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scheme {
@@ -32,39 +33,11 @@ bool close(double a, double b, double tolerance) {
 
 /// A small mixture of experts (Mixtral's layout, `experts` experts, top-2) timed at 400 TFLOP/s.
 Workload moe(int experts, int blocks = 4, double imbalance = 1, int micro_batch = 1) {
-  zoo::TransformerShape shape{.layers = blocks,
-                              .hidden = 1024,
-                              .ffn_hidden = 2048,
-                              .heads = 8,
-                              .kv_heads = 8,
-                              .vocab = 1000,
-                              .seq_len = 512};
-  shape.experts = experts;
-  shape.top_k = 2;
-  const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
-  Workload w = zoo::to_workload(
-      model,
-      {.batch_per_worker = micro_batch,
-       .step_time = micro_batch *
-                    zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12,
-       .precision = workload::Precision::BF16});
-  w.facts.moe_imbalance = imbalance;
-  return w;
+  return testing::small_moe(testing::MoeShape{}, experts, blocks, imbalance, micro_batch);
 }
 
 /// Nodes of `per_node` GPUs on NVLink-like links, 50 GB/s NICs.
-cluster::ClusterSpec nodes(int workers, int per_node) {
-  cluster::ClusterSpec c;
-  c.workers = workers;
-  c.workers_per_node = per_node;
-  c.nics_per_node = per_node;
-  c.nic_bw = 50e9;
-  c.latency = 5e-6;
-  c.intra_node_bw = 450e9;
-  c.intra_node_latency = 2e-6;
-  c.gpu_memory_bw = 3.35e12;
-  return c;
-}
+cluster::ClusterSpec nodes(int workers, int per_node) { return testing::nvlink_nodes(workers, per_node); }
 
 SimulationResult run(const Workload& w, const cluster::ClusterSpec& c, const SchemeConfig& s,
                      bool fast = true) {
