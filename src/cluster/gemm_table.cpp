@@ -102,13 +102,8 @@ GemmTable parse_gemm_rows(std::string_view text, const std::string& file) {
   double time_unit = 0;  // s per unit of the time column
   bool header = false;
   int line_number = 0;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    const std::string_view line = trim_space(text.substr(0, end));
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    ++line_number;
-    if (line.empty() || line.front() == '#') continue;
-    const std::vector<std::string_view> fields = split_commas(line);
+  while (const std::optional<std::string_view> line = next_table_line(text, line_number)) {
+    const std::vector<std::string_view> fields = split_commas(*line);
     const SourceLocation where{file, line_number, kKey};
     if (!header) {
       for (int i = 0; i < static_cast<int>(fields.size()); ++i) {
@@ -132,7 +127,7 @@ GemmTable parse_gemm_rows(std::string_view text, const std::string& file) {
       if (col_m < 0 || col_n < 0 || col_k < 0 || col_dtype < 0 || col_time < 0) {
         throw Error(where, fmt::format("expected a header naming the columns m, n, k, dtype and time_us (or "
                                        "time_ms, time_s), got '{}'",
-                                       line));
+                                       *line));
       }
       header = true;
       continue;
@@ -140,7 +135,7 @@ GemmTable parse_gemm_rows(std::string_view text, const std::string& file) {
     const int needed = std::max({col_m, col_n, col_k, col_dtype, col_time}) + 1;
     if (static_cast<int>(fields.size()) < needed) {
       throw Error(where, fmt::format("expected at least {} comma-separated fields, got {}: '{}'", needed,
-                                     fields.size(), line));
+                                     fields.size(), *line));
     }
     auto dimension = [&](int column, const char* name) {
       const std::string_view field = fields[static_cast<size_t>(column)];

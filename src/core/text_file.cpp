@@ -40,6 +40,17 @@ std::string_view trim_space(std::string_view text) {
   return text;
 }
 
+std::optional<std::string_view> next_table_line(std::string_view& text, int& line_number) {
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    const std::string_view line = trim_space(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    ++line_number;
+    if (!line.empty() && line.front() != '#') return line;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string_view> split_commas(std::string_view line) {
   std::vector<std::string_view> fields;
   for (;;) {

@@ -25,13 +25,8 @@ MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int
   int line_number = 0;
   double first_sum = -1;
   int first_line = 0;
-  while (!text.empty()) {
-    const size_t end = text.find('\n');
-    const std::string_view line = trim_space(text.substr(0, end));
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-    ++line_number;
-    if (line.empty() || line.front() == '#') continue;
-    const std::vector<std::string_view> fields = split_commas(line);
+  while (const std::optional<std::string_view> line = next_table_line(text, line_number)) {
+    const std::vector<std::string_view> fields = split_commas(*line);
     const SourceLocation where{file, line_number, kKey};
     if (static_cast<int64_t>(fields.size()) != experts + 1) {
       throw Error(where, fmt::format("expected {} comma-separated fields (the block, then the tokens of each of the "

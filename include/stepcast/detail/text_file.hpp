@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,10 @@ inline constexpr uint64_t kMaxTextInputBytes = uint64_t{64} << 20;
 
 /// `text` without the white space at either end.
 [[nodiscard]] std::string_view trim_space(std::string_view text);
+
+/// The next line of a table's `text` that is neither blank nor a '#' comment, trimmed, consumed
+/// from `text`; `line_number` counts every line read (1-based). nullopt at the end.
+[[nodiscard]] std::optional<std::string_view> next_table_line(std::string_view& text, int& line_number);
 
 /// The comma-separated fields of one line of a CSV table without quoting, each trimmed.
 [[nodiscard]] std::vector<std::string_view> split_commas(std::string_view line);
