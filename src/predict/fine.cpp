@@ -44,7 +44,8 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
     r.breakdown.pipeline += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Pipeline)];
     r.breakdown.data += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Data)] +
                         t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertData)];
-    r.breakdown.expert += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Expert)];
+    r.breakdown.expert += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Expert)] +
+                          t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertTensor)];
     bubble += t.cycle > 0 ? t.bubble / t.cycle : 0;
   }
   const double n = static_cast<double>(sim.workers.size());

@@ -60,14 +60,16 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     buffers = gathered_buffer_bytes(largest / element / par.tensor, w.precision, scheme, gradient_group,
                                     cluster.workers_per_node);
   }
+  // The ranks holding the same expert shards: a stage's t c d over e x ETP.
+  const int expert_data = gradient_group * par.tensor / (par.expert * par.expert_tensor_degree());
   double worst = -1, most_parameters = 0;
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
-    // Expert parallelism: the experts' states shard over their expert-data group (d c / e ranks).
+    // Expert parallelism: the experts' states shard over their expert-data group.
     Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme,
                                   gradient_group, cluster.workers_per_node);
     if (stage.expert_parameters > 0) {
-      const Memory experts = model_state_memory(stage.expert_parameters, w.precision, scheme,
-                                                gradient_group / par.expert, cluster.workers_per_node);
+      const Memory experts = model_state_memory(stage.expert_parameters, w.precision, scheme, expert_data,
+                                                cluster.workers_per_node);
       m.parameters += experts.parameters;
       m.gradients += experts.gradients;
       m.optimizer += experts.optimizer;
@@ -89,7 +91,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     // The optimizer updates the rank's share of each (all of them without sharding).
     const double updated = scheme.scheme == scheme::Scheme::Fsdp
                                ? (stage.parameters - stage.expert_parameters) / gradient_group +
-                                     stage.expert_parameters / (gradient_group / par.expert)
+                                     stage.expert_parameters / expert_data
                                : stage.parameters;
     most_parameters = std::max(most_parameters, updated);
     if (m.total() > worst) {

@@ -1221,10 +1221,29 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.scheme.parallel.context; }));
   t.push_back(integer_key(
       "training.parallel.expert", "1", 1, kMaxWorkers,
-      "expert-parallel degree e (mixtures of experts): each MoE layer's experts split over e GPUs of the "
-      "same tensor rank, folded over the stage's context x data ranks (e divides c d); tokens travel to "
-      "their experts and back in all-to-alls. Expert weights stay split over t as the rest",
+      "expert-parallel degree e (mixtures of experts): each MoE layer's experts split over e GPUs of a "
+      "stage (Megatron's parallel folding: e x expert_tensor divides t c d); tokens travel to their "
+      "experts and back in all-to-alls",
       [](auto& s) -> auto& { return s.scheme.parallel.expert; }));
+  t.push_back(
+      {{"training.parallel.expert_tensor", fmt::format("integer in [1, {}] or tensor", kMaxWorkers), "tensor",
+        "ETP: each expert's weights split over this many GPUs, which gather the tokens they received "
+        "and reduce-scatter the experts' outputs; tensor: t, Megatron-core's default (1: whole "
+        "experts, the expert group spanning tensor ranks). Needs training.parallel.expert > 1 "
+        "unless equal to t"},
+       true,
+       [](const RawValue& v, Draft& d) {
+         if (v.text == "tensor") {
+           d.scenario.scheme.parallel.expert_tensor = 0;
+           return;
+         }
+         d.scenario.scheme.parallel.expert_tensor = parse_integer<int>(
+             v, 1, kMaxWorkers, fmt::format("an integer in [1, {}] or tensor", kMaxWorkers));
+       },
+       [](const Scenario& s) {
+         const int etp = s.scheme.parallel.expert_tensor;
+         return Rendered{etp > 0 ? fmt::format("{}", etp) : std::string("tensor"), etp > 0};
+       }});
   t.push_back({{"training.parallel.order", "dimensions joined by '-'", "tp-cp-dp-pp",
                 "rank order, fastest-varying first; Megatron's default puts a tensor group on adjacent ranks "
                 "(inside a node when t <= workers per node). The data-parallel degree is workers / (t c p)"},

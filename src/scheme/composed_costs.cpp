@@ -35,7 +35,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * p);
   const double element = workload::bytes_per_element(w.precision);
   // Per layer: the parameters one rank holds (under expert parallelism experts / e of each MoE
-  // layer's experts) and how many of them are experts'.
+  // layer's experts, split over ETP ranks instead of t) and how many of them are experts'.
   const int e = scheme.parallel.expert;
   std::vector<double> layer_parameters, layer_experts;
   for (const workload::Tensor& t : w.tensors) {
@@ -71,8 +71,10 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
       }
       f.chunk_blocks.push_back(blocks);
     }
-    f.parameters /= scheme.parallel.tensor;
-    f.expert_parameters /= scheme.parallel.tensor;
+    const int expert_split = e > 1 ? scheme.parallel.expert_tensor_degree() : scheme.parallel.tensor;
+    f.parameters =
+        (f.parameters - f.expert_parameters) / scheme.parallel.tensor + f.expert_parameters / expert_split;
+    f.expert_parameters /= expert_split;
     for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s)) {
       f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
     }
@@ -217,8 +219,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (c.dimension == ParallelDimension::Tensor) by_layer[{pass, ops[op].layer}].tensor += time_of[op];
-        // An expert group's all-to-alls sit between the router and the experts: on the path.
-        if (c.dimension == ParallelDimension::Expert) by_layer[{pass, ops[op].layer}].expert += time_of[op];
+        // An expert group's all-to-alls and expert-tensor gathers sit between the router and the
+        // experts: on the path.
+        if (c.dimension == ParallelDimension::Expert || c.dimension == ParallelDimension::ExpertTensor)
+          by_layer[{pass, ops[op].layer}].expert += time_of[op];
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
           cost.message = std::max(cost.message, time_of[op]);
         }
@@ -281,7 +285,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if ((c.dimension == ParallelDimension::Tensor && !overlap) ||
-            c.dimension == ParallelDimension::Expert)
+            c.dimension == ParallelDimension::Expert || c.dimension == ParallelDimension::ExpertTensor)
           clock += time_of[op];
       } else {
         clock += ops[op].duration;

@@ -13,11 +13,22 @@ std::vector<std::vector<int>> stage_groups(const RankLayout& layout, ParallelDim
   return d == ParallelDimension::Data ? layout.gradient_groups(stage) : layout.groups(d, stage);
 }
 
-/// The ranks of a dimension's group: the gradient group's d x c for Data.
+/// The ranks of a dimension's group: the gradient group's d x c for Data; 1 (nothing to plan)
+/// for the expert-tensor groups without expert parallelism, where the tensor groups do their work.
 int group_degree(const RankLayout& layout, ParallelDimension d) {
-  return d == ParallelDimension::Data
-             ? layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context)
-             : layout.size(d);
+  switch (d) {
+    case ParallelDimension::Data:
+      return layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context);
+    case ParallelDimension::ExpertTensor:
+      return layout.size(ParallelDimension::Expert) > 1 ? layout.size(d) : 1;
+    case ParallelDimension::Tensor:
+    case ParallelDimension::Context:
+    case ParallelDimension::Pipeline:
+    case ParallelDimension::Expert:
+    case ParallelDimension::ExpertData:
+      break;
+  }
+  return layout.size(d);
 }
 
 /// The rank of stage `stage` at the same tensor, context and data coordinates as `rank`.
@@ -49,6 +60,10 @@ Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
       break;
     case ParallelDimension::Expert:
       n.all_to_all = true;
+      break;
+    case ParallelDimension::ExpertTensor:
+      // The tokens an expert-tensor group received gathered, the experts' outputs reduce-scattered.
+      n.all_gather = n.reduce_scatter = true;
       break;
     case ParallelDimension::Pipeline:
       break;
@@ -83,9 +98,9 @@ GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& sche
   return g;
 }
 
-constexpr ParallelDimension kGroupDimensions[] = {ParallelDimension::Tensor, ParallelDimension::Context,
-                                                  ParallelDimension::Data, ParallelDimension::Expert,
-                                                  ParallelDimension::ExpertData};
+constexpr ParallelDimension kGroupDimensions[] = {
+    ParallelDimension::Tensor, ParallelDimension::Context,    ParallelDimension::Data,
+    ParallelDimension::Expert, ParallelDimension::ExpertData, ParallelDimension::ExpertTensor};
 
 /// The pipeline neighbours of a stage: the next and the previous (a ring over the stages, which
 /// the interleaved schedule uses from the last stage to the first).

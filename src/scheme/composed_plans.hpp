@@ -1,8 +1,9 @@
 // Private to scheme/: the collective plans a composed run's exchanges run, built once before the
 // run so that the fast path can reduce the network under all of them. Each parallel dimension's
 // communicating groups: a tensor group (t ranks), a context group (c), a gradient group (the d x c
-// ranks holding the same parameters), an expert group (e) and an expert-data group (c d / e ranks
-// holding the same experts); and the point-to-point transfers between pipeline stages.
+// ranks holding the same parameters), an expert group (e), an expert-data group (t c d / (e ETP)
+// ranks holding the same expert shards) and an expert-tensor group (ETP ranks sharing each
+// expert's weights); and the point-to-point transfers between pipeline stages.
 // The full engine plans each group alone; the fast path simulates one rank per stage and plans,
 // for that rank, every group of its stage at once (their transfers as one flow group per step,
 // as FSDP's plans over all shard groups are), which is exact when the groups are alike

@@ -38,9 +38,14 @@ RankLayout::RankLayout(const ParallelConfig& parallel, int workers) : workers_(w
   size_[static_cast<size_t>(ParallelDimension::Context)] = parallel.context;
   size_[static_cast<size_t>(ParallelDimension::Data)] = d;
   size_[static_cast<size_t>(ParallelDimension::Pipeline)] = parallel.pipeline;
-  STEPCAST_ASSERT(parallel.expert >= 1 && d * parallel.context % parallel.expert == 0);
+  const int etp = parallel.expert_tensor_degree();
+  const long long stage_ranks = static_cast<long long>(parallel.tensor) * parallel.context * d;
+  STEPCAST_ASSERT(parallel.expert >= 1 && etp >= 1 &&
+                  stage_ranks % (static_cast<long long>(parallel.expert) * etp) == 0);
   size_[static_cast<size_t>(ParallelDimension::Expert)] = parallel.expert;
-  size_[static_cast<size_t>(ParallelDimension::ExpertData)] = d * parallel.context / parallel.expert;
+  size_[static_cast<size_t>(ParallelDimension::ExpertTensor)] = etp;
+  size_[static_cast<size_t>(ParallelDimension::ExpertData)] =
+      static_cast<int>(stage_ranks / (static_cast<long long>(parallel.expert) * etp));
   std::array<bool, kRankDimensions> seen{};
   int stride = 1;
   for (ParallelDimension dim : parallel.order) {
@@ -64,6 +69,51 @@ int RankLayout::rank(const RankCoordinates& at) const {
   return r;
 }
 
+std::vector<int> RankLayout::expert_fold(int stage) const {
+  const int t = size(ParallelDimension::Tensor);
+  std::vector<std::vector<int>> by_tensor(static_cast<size_t>(t));
+  RankCoordinates base;
+  base.at[static_cast<size_t>(ParallelDimension::Pipeline)] = stage;
+  for (int i = 0; i < t; ++i) {
+    base.at[static_cast<size_t>(ParallelDimension::Tensor)] = i;
+    by_tensor[static_cast<size_t>(i)] = gradient_group(rank(base));
+  }
+  const size_t n = by_tensor.front().size();
+  std::vector<int> fold;
+  fold.reserve(n * static_cast<size_t>(t));
+  for (size_t j = 0; j < n; ++j) {
+    for (const std::vector<int>& gradient : by_tensor) fold.push_back(gradient[j]);
+  }
+  return fold;
+}
+
+std::vector<int> RankLayout::expert_members(ParallelDimension d, const std::vector<int>& fold, int at) const {
+  const int etp = size(ParallelDimension::ExpertTensor), e = size(ParallelDimension::Expert);
+  const auto n = static_cast<int>(fold.size());
+  std::vector<int> g;
+  auto take = [&](int from, int count, int step) {
+    for (int q = 0; q < count; ++q) g.push_back(fold[static_cast<size_t>(from + q * step)]);
+  };
+  switch (d) {
+    case ParallelDimension::ExpertTensor:
+      take(at / etp * etp, etp, 1);
+      break;
+    case ParallelDimension::Expert:
+      take(at / (etp * e) * (etp * e) + at % etp, e, etp);
+      break;
+    case ParallelDimension::ExpertData:
+      take(at % (etp * e), n / (etp * e), etp * e);
+      break;
+    case ParallelDimension::Tensor:
+    case ParallelDimension::Context:
+    case ParallelDimension::Data:
+    case ParallelDimension::Pipeline:
+      STEPCAST_ASSERT(false);
+      break;
+  }
+  return g;
+}
+
 std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
   const auto i = static_cast<size_t>(d);
   switch (d) {
@@ -73,18 +123,11 @@ std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
     case ParallelDimension::Pipeline:
       break;
     case ParallelDimension::Expert:
-    case ParallelDimension::ExpertData: {
-      const std::vector<int> gradient = gradient_group(rank);
-      const int e = size_[static_cast<size_t>(ParallelDimension::Expert)];
-      const auto at = static_cast<int>(std::find(gradient.begin(), gradient.end(), rank) - gradient.begin());
-      std::vector<int> g;
-      if (d == ParallelDimension::Expert) {
-        for (int k = at / e * e; k < at / e * e + e; ++k) g.push_back(gradient[static_cast<size_t>(k)]);
-      } else {
-        for (int k = at % e; k < static_cast<int>(gradient.size()); k += e)
-          g.push_back(gradient[static_cast<size_t>(k)]);
-      }
-      return g;
+    case ParallelDimension::ExpertData:
+    case ParallelDimension::ExpertTensor: {
+      const std::vector<int> fold = expert_fold(coordinates(rank)[ParallelDimension::Pipeline]);
+      const auto at = static_cast<int>(std::find(fold.begin(), fold.end(), rank) - fold.begin());
+      return expert_members(d, fold, at);
     }
   }
   const int base = rank - coordinates(rank).at[i] * stride_[i];
@@ -103,24 +146,44 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
       break;
     case ParallelDimension::Expert:
     case ParallelDimension::ExpertData:
-      // Each stage's gradient groups, cut into expert groups or dealt into expert-data groups.
-      const int e = size_[static_cast<size_t>(ParallelDimension::Expert)];
+    case ParallelDimension::ExpertTensor: {
+      // Each stage's fold, cut into groups: one per member at its first place in the fold.
       const int from = stage < 0 ? 0 : stage;
       const int to = stage < 0 ? size(ParallelDimension::Pipeline) : stage + 1;
       for (int s = from; s < to; ++s) {
-        for (const std::vector<int>& gradient : gradient_groups(s)) {
-          const auto n = static_cast<int>(gradient.size());
-          if (d == ParallelDimension::Expert) {
-            for (int k = 0; k < n; k += e) out.emplace_back(gradient.begin() + k, gradient.begin() + k + e);
-          } else {
-            for (int k = 0; k < e; ++k) {
-              std::vector<int>& g = out.emplace_back();
-              for (int j = k; j < n; j += e) g.push_back(gradient[static_cast<size_t>(j)]);
+        const std::vector<int> fold = expert_fold(s);
+        const auto n = static_cast<int>(fold.size());
+        const int etp = size(ParallelDimension::ExpertTensor), block = etp * size(ParallelDimension::Expert);
+        // The place in the fold of each group's first member.
+        std::vector<int> firsts;
+        switch (d) {
+          case ParallelDimension::ExpertTensor:
+            for (int at = 0; at < n; at += etp) firsts.push_back(at);
+            break;
+          case ParallelDimension::Expert:
+            for (int at = 0; at < n; at += block) {
+              for (int inner = 0; inner < etp; ++inner) firsts.push_back(at + inner);
             }
-          }
+            break;
+          case ParallelDimension::ExpertData:
+            for (int at = 0; at < block; ++at) firsts.push_back(at);
+            break;
+          case ParallelDimension::Tensor:
+          case ParallelDimension::Context:
+          case ParallelDimension::Data:
+          case ParallelDimension::Pipeline:
+            break;
         }
+        std::vector<std::vector<int>> stage_groups;
+        for (int at : firsts) stage_groups.push_back(expert_members(d, fold, at));
+        std::sort(stage_groups.begin(), stage_groups.end(),
+                  [](const std::vector<int>& a, const std::vector<int>& b) {
+                    return *std::min_element(a.begin(), a.end()) < *std::min_element(b.begin(), b.end());
+                  });
+        for (std::vector<int>& g : stage_groups) out.push_back(std::move(g));
       }
       return out;
+    }
   }
   const auto i = static_cast<size_t>(d);
   for (int r = 0; r < workers_; ++r) {
@@ -157,6 +220,8 @@ std::string RankLayout::describe(const ParallelConfig& parallel, int workers) {
   std::string s = fmt::format("tp{} cp{} pp{}", parallel.tensor, parallel.context, parallel.pipeline);
   if (parallel.virtual_stages > 1) s += fmt::format(" vp{}", parallel.virtual_stages);
   if (parallel.expert > 1) s += fmt::format(" ep{}", parallel.expert);
+  if (parallel.expert_tensor_degree() != parallel.tensor)
+    s += fmt::format(" etp{}", parallel.expert_tensor_degree());
   const int d = data_parallel_degree(parallel, workers);
   s += d > 0 ? fmt::format(" dp{}", d) : std::string(" dp?");
   return s;

@@ -216,6 +216,7 @@ class ProgramBuilder {
         v_(scheme.parallel.virtual_stages),
         m_(micro_batches(scheme.parallel, layout.workers(), w.batch_per_worker)),
         e_(scheme.parallel.expert),
+        etp_(scheme.parallel.expert_tensor_degree()),
         sequence_(scheme.parallel.sequence && t_ > 1),
         split_(t_ > 1 || c_ > 1 || e_ > 1),
         units_(units) {
@@ -365,17 +366,49 @@ class ProgramBuilder {
   [[nodiscard]] double router_part(const LayerInfo& info) const {
     return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_of(info));
   }
-  /// An expert group's all-to-all of the micro-batch's token rows: b (s / c) h x top_k elements
-  /// each rank sends (its tokens after the sequence-parallel all-gather, once per expert they visit),
-  /// on the plan of the block's busiest GPU (its variant in `tag`).
-  int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous, const LayerInfo& info,
-                        int layer) {
-    const double bytes = activation_ * static_cast<double>(w_.facts.transformer->top_k);
+  /// An expert group's all-to-all of the micro-batch's token rows: b (s / (c t)) h x top_k elements
+  /// each rank sends (its sequence-parallel share of the tokens, once per expert they visit; the
+  /// MoE layer keeps the sequence split, as Megatron's all-to-all dispatcher does), on the plan of
+  /// the block's busiest GPU (its variant in `tag`).
+  int expert_all_to_all(CommKind kind, const std::string& what, OpKind pass, int previous,
+                        const LayerInfo& info, int layer) {
     const auto variant =
         std::lower_bound(load_variants_.begin(), load_variants_.end(), busiest_of(info)) - load_variants_.begin();
-    return add_comm(fmt::format("ep {}", what), pass,
-                    {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = bytes, .tag = variant},
+    return add_comm(
+        fmt::format("ep {}", what), pass,
+        {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = routed_tokens(), .tag = variant},
+        after(previous), layer);
+  }
+  /// Bytes of the token rows one rank routes: b (s / (c t)) h x top_k.
+  [[nodiscard]] double routed_tokens() const {
+    return activation_ / t_ * static_cast<double>(w_.facts.transformer->top_k);
+  }
+  /// An expert-tensor group's all-gather of the tokens its ranks received (before the experts) or
+  /// reduce-scatter of the experts' outputs (after): ETP x the rows the busiest GPU received.
+  int expert_tensor_collective(CommKind kind, const std::string& what, OpKind pass, int previous,
+                               const LayerInfo& info, int layer) {
+    if (etp_ <= 1) return previous;
+    return add_comm(fmt::format("etp {} {}", to_string(kind), what), pass,
+                    {.dimension = ParallelDimension::ExpertTensor,
+                     .kind = kind,
+                     .bytes = routed_tokens() * etp_ * busiest_of(info)},
                     after(previous), layer);
+  }
+  /// A MoE layer's routed part, `pass` forward (router, dispatch, experts, combine) or backward
+  /// (the conjugates in reverse); `router` and `experts` are the two computes' durations. No
+  /// tensor-parallel collectives around it: each rank routes its own sequence-parallel tokens.
+  int routed_experts(const std::string& name, OpKind pass, double router, double experts, int previous,
+                     const LayerInfo& info, int layer) {
+    const bool forward = pass == OpKind::Forward;
+    int op = forward ? add_compute(name + " router", pass, router, after(previous), layer) : previous;
+    op = expert_all_to_all(CommKind::ToExperts, (forward ? "dispatch " : "combine backward ") + name, pass,
+                           op, info, layer);
+    op = expert_tensor_collective(CommKind::AllGather, name, pass, op, info, layer);
+    op = add_compute(name + " experts", pass, experts, after(op), layer);
+    op = expert_tensor_collective(CommKind::ReduceScatter, name, pass, op, info, layer);
+    op = expert_all_to_all(CommKind::FromExperts, (forward ? "combine " : "dispatch backward ") + name, pass,
+                           op, info, layer);
+    return forward ? op : add_compute(name + " router", pass, router, after(op), layer);
   }
 
   /// The fractions of an attention layer's forward FLOPs in its Q/K/V projection, its core
@@ -463,16 +496,8 @@ class ProgramBuilder {
               reduction, name, OpKind::Forward, previous, l);
         }
         if (experts_split(info)) {
-          // The router, the tokens sent to their experts, the experts, the results sent back.
-          auto routed = [&](int before) {
-            int op =
-                add_compute(name + " router", OpKind::Forward, duration * router_part(info), after(before), l);
-            op = expert_all_to_all(CommKind::ToExperts, "dispatch " + name, OpKind::Forward, op, info, l);
-            op =
-                add_compute(name + " experts", OpKind::Forward, duration * (1 - router_part(info)), after(op), l);
-            return expert_all_to_all(CommKind::FromExperts, "combine " + name, OpKind::Forward, op, info, l);
-          };
-          return around_collectives(gather, routed, reduction, name, OpKind::Forward, previous, l);
+          return routed_experts(name, OpKind::Forward, duration * router_part(info),
+                                duration * (1 - router_part(info)), previous, info, l);
         }
         return around_collectives(gather, whole, reduction, name, OpKind::Forward, previous, l);
       case Role::Head:
@@ -559,18 +584,8 @@ class ProgramBuilder {
               [&](int b) { return ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), b, l); },
               reduction, name, OpKind::Backward, previous, l);
         } else if (experts_split(info)) {
-          // The forward's conjugates: the output gradients to the experts (combine's backward), the
-          // experts' backward, the input gradients back (dispatch's), the router's backward.
-          auto routed = [&](int b) {
-            int at =
-                expert_all_to_all(CommKind::ToExperts, "combine backward " + name, OpKind::Backward, b, info, l);
-            at = add_compute(name + " experts", OpKind::Backward, duration * (1 - router_part(info)), after(at),
-                             l);
-            at = expert_all_to_all(CommKind::FromExperts, "dispatch backward " + name, OpKind::Backward, at,
-                                   info, l);
-            return add_compute(name + " router", OpKind::Backward, duration * router_part(info), after(at), l);
-          };
-          op = around_collectives(before, routed, reduction, name, OpKind::Backward, previous, l);
+          op = routed_experts(name, OpKind::Backward, duration * router_part(info),
+                              duration * (1 - router_part(info)), previous, info, l);
         } else {
           op = around_collectives(before, whole, reduction, name, OpKind::Backward, previous, l);
         }
@@ -744,7 +759,8 @@ class ProgramBuilder {
         // Expert parallelism: the rank holds experts / e of each MoE layer's experts.
         if (expert >= 0 && e_ > 1 && expert >= w_.facts.transformer->experts / e_) continue;
         expert_tensor_.push_back(expert >= 0 && e_ > 1);
-        tensor.bytes /= t_;
+        // An expert's weights split over its expert-tensor group, the rest over the tensor group.
+        tensor.bytes /= expert_tensor_.back() ? etp_ : t_;
         tensor.producer = last_of_layer_[l];
         tensor.consumers = {first_of_layer_[l]};
         program_.parameters += tensor.bytes / element_bytes(w_);
@@ -757,11 +773,11 @@ class ProgramBuilder {
   /// its gradient buckets (training.allreduce.bucket_size) as they fill; the distributed
   /// optimizer (fsdp, sharding optimizer: ZeRO-1) reduce-scatters FSDP's units (training.fsdp.unit
   /// blocks each) in backward order and gathers them in forward order after the optimizer step.
-  /// Under expert parallelism the experts' gradients go over their expert-data group (d c / e
+  /// Under expert parallelism the experts' gradients go over their expert-data group (t c d / (e ETP)
   /// ranks) instead, in buckets of their own.
   void add_data_parallel() {
     const int group = layout_.size(ParallelDimension::Data) * c_;
-    const int expert_group = group / e_;
+    const int expert_group = layout_.size(ParallelDimension::ExpertData);
     const bool distributed = scheme_.scheme == Scheme::Fsdp;
     std::vector<int> reductions;
     // Updated parameters gathered after the optimizer step (ZeRO-1), forward order.
@@ -833,7 +849,7 @@ class ProgramBuilder {
       }
     }
     // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them
-    // (the experts' 1 / (d c / e)) with the distributed optimizer (memory-bound, as costs.hpp's
+    // (the experts' 1 / (t c d / (e ETP))) with the distributed optimizer (memory-bound, as costs.hpp's
     // optimizer_step_time).
     const double updated = distributed
                                ? 1.0 / group * dense_parameters + 1.0 / expert_group * expert_parameters
@@ -875,6 +891,7 @@ class ProgramBuilder {
   const std::vector<LayerInfo>& layers_;  // the workload's, shared by every stage's builder
   const int t_, c_, p_, v_, m_;
   const int e_;          // expert-parallel degree
+  const int etp_;        // expert-tensor degree (each expert's weights split over etp_ ranks)
   const bool sequence_;  // sequence parallelism in effect
   const bool split_;     // layers split over a tensor or context group
   double activation_ = 0;

@@ -309,6 +309,7 @@ void check_scheme_values(const SchemeConfig& s) {
   expect_int("training.parallel.pipeline", s.parallel.pipeline, 1, kMaxWorkers);
   expect_int("training.parallel.context", s.parallel.context, 1, kMaxWorkers);
   expect_int("training.parallel.expert", s.parallel.expert, 1, kMaxWorkers);
+  expect_int("training.parallel.expert_tensor", s.parallel.expert_tensor, 0, kMaxWorkers);
   expect_int("training.parallel.virtual_stages", s.parallel.virtual_stages, 1, 1024);
   expect_known("training.pipeline.schedule", s.pipeline.schedule);
   expect_known("training.tensor.overlap", s.tensor.overlap);
@@ -531,14 +532,28 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
       break;
   }
   const int gradient_group = static_cast<int>(c.workers / model) * par.context;
+  const int etp = par.expert_tensor_degree();
+  if (par.expert == 1 && etp != par.tensor) {
+    return broken_rule(
+        "training.parallel.expert_tensor",
+        fmt::format("without expert parallelism (training.parallel.expert 1) the experts are split like the "
+                    "dense MLPs, over the tensor group of {}; set expert_tensor to {} or leave it out",
+                    par.tensor, par.tensor));
+  }
   if (par.expert > 1) {
-    // The expert groups fold over each stage's context x data ranks of one tensor coordinate.
-    if (gradient_group % par.expert != 0) {
+    // The expert layout folds over each stage's t x c x d ranks: e x ETP of them per expert group.
+    const long long stage_ranks = static_cast<long long>(gradient_group) * par.tensor;
+    if (stage_ranks % (static_cast<long long>(par.expert) * etp) != 0) {
       return broken_rule(
-          "training.parallel.expert",
-          fmt::format("{} expert-parallel ranks must divide the {} context x data ranks of each "
-                      "tensor coordinate and stage (c = {}, d = {})",
-                      par.expert, gradient_group, par.context, gradient_group / par.context));
+          par.expert_tensor > 0 ? "training.parallel.expert_tensor" : "training.parallel.expert",
+          fmt::format("{} expert-parallel x {} expert-tensor ranks must divide the {} ranks of each stage "
+                      "(t = {}, c = {}, d = {})",
+                      par.expert, etp, stage_ranks, par.tensor, par.context, gradient_group / par.context));
+    }
+    if (par.tensor > 1 && !par.sequence) {
+      return broken_rule("training.parallel.sequence",
+                         "expert parallelism with tensor parallelism needs sequence parallelism (Megatron-LM "
+                         "requires it: each tensor rank routes its own share of the tokens); set it to true");
     }
     if (s.scheme == Scheme::Fsdp && s.fsdp.sharding != FsdpSharding::Optimizer) {
       return broken_rule(

@@ -279,6 +279,7 @@ void WorkerRuntime::comm_done(int w, int op, int source) {
         thread = comm.stream == 0 ? layout.data_gathers : layout.data_reductions;
         break;
       case ParallelDimension::Expert:
+      case ParallelDimension::ExpertTensor:
         thread = layout.experts;
         break;
       case ParallelDimension::Pipeline:

@@ -168,6 +168,66 @@ TEST(ExpertParallelPredictors, EachRankHoldsItsShareOfTheExperts) {
   }
 }
 
+TEST(ExpertParallelPredictors,
+     ExpertTensorRanksShareEachExpertsWeightsAndTheOptimizerStatesStayPerStageRank) {
+  // t 2, d 8 on 16 GPUs: the dense weights over t; each rank's 8 / e experts of each MoE layer
+  // split over ETP instead. The distributed optimizer shards the experts' states over the t c d /
+  // (e ETP) ranks holding the same shards: all experts / (t c d) per rank whatever e and ETP.
+  const workload::Workload w = moe();
+  double dense = 0, experts = 0;
+  for (const workload::Tensor& t : w.tensors) (is_expert(t) ? experts : dense) += t.bytes / 2;
+  const cluster::ClusterSpec c = nodes(16, 8);
+  for (auto [e, etp] :
+       {std::pair{2, 1}, std::pair{2, 2}, std::pair{4, 1}, std::pair{8, 2}, std::pair{4, 4}}) {
+    scheme::SchemeConfig s;
+    s.parallel.tensor = 2;
+    s.parallel.expert = e;
+    s.parallel.expert_tensor = etp;
+    s.parallel.global_batch = 16;
+    s.scheme = scheme::Scheme::Fsdp;
+    s.fsdp.sharding = scheme::FsdpSharding::Optimizer;
+    scheme::validate(w, c, s);
+    const Result r = run(w, c, s, Predictor::Coarse);
+    const double held = dense / 2 + experts / e / etp;
+    EXPECT_DOUBLE_EQ(r.memory.per_worker.parameters, 2 * held) << "e " << e << " etp " << etp;
+    EXPECT_NEAR(r.memory.per_worker.optimizer, 12 * (dense / 2 / 8 + experts / 16),
+                1e-9 * r.memory.per_worker.optimizer)
+        << "e " << e << " etp " << etp;
+  }
+}
+
+TEST(ExpertParallelPredictors, CoarseNearFineWithExpertTensorParallelism) {
+  double worst = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    const int t = pick({1, 2, 4}), p = pick({1, 2}), d = pick({2, 4}), etp = pick({1, 2, 4}),
+              e = pick({2, 4});
+    if ((t * d) % (e * etp) != 0) continue;
+    const double imbalance = pick({0, 1}) == 1 ? 1.0 : 1.5;
+    const workload::Workload w = moe(imbalance, 4);
+    scheme::SchemeConfig s;
+    s.parallel.tensor = t;
+    s.parallel.pipeline = p;
+    s.parallel.expert = e;
+    s.parallel.expert_tensor = etp;
+    s.parallel.global_batch = static_cast<int64_t>(d) * 2 * p;
+    const cluster::ClusterSpec c = nodes(t * p * d, 8);
+    const std::string label =
+        fmt::format("seed {}: {} on {} GPUs, imbalance {}", seed,
+                    scheme::RankLayout::describe(s.parallel, c.workers), c.workers, imbalance);
+    scheme::validate(w, c, s);
+    const Result fine = run(w, c, s, Predictor::Fine), coarse = run(w, c, s, Predictor::Coarse),
+                 analytic = run(w, c, s, Predictor::Analytic);
+    worst = std::max(worst, std::fabs(coarse.step_time / fine.step_time - 1));
+    EXPECT_NEAR(coarse.step_time, fine.step_time, 0.05 * fine.step_time) << label;
+    EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << label;
+  }
+  fmt::print("worst coarse vs fine with ETP: {:.2f}%\n", 100 * worst);
+}
+
 }  // namespace expert_parallel_predictors_test
 }  // namespace
 }  // namespace stepcast::predict

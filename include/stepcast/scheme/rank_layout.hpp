@@ -1,5 +1,5 @@
 // Where each rank sits in a parallel layout: its (tensor, context, data, pipeline) coordinates
-// and the groups it communicates in (the expert groups folded over context x data). The one
+// and the groups it communicates in (the expert groups folded over each stage's t c d ranks). The one
 // mapping from ranks to coordinates; every exchange, plan and report asks it. Megatron-LM's rule:
 // with the order's dimensions D0 (fastest) .. D3 and sizes n0 .. n3, rank = x0 + n0 (x1 + n1 (x2 +
 // n2 x3)); a group of dimension D holds the ranks that agree on every other coordinate, in the
@@ -31,13 +31,15 @@ class RankLayout {
   RankLayout(const ParallelConfig& parallel, int workers);
 
   [[nodiscard]] int workers() const { return workers_; }
-  /// The degree of a dimension (d is workers / (t c p); expert data c d / e).
+  /// The degree of a dimension (d is workers / (t c p); expert data t c d / (e x ETP)).
   [[nodiscard]] int size(ParallelDimension d) const { return size_[static_cast<size_t>(d)]; }
   [[nodiscard]] RankCoordinates coordinates(int rank) const;
   [[nodiscard]] int rank(const RankCoordinates& at) const;
   /// The ranks of `rank`'s group along `d`, in the order of their coordinate along d. The expert
-  /// groups fold over the gradient group (its ranks in rank order): e consecutive ones form an
-  /// expert group, and the ranks at the same place in every expert group an expert-data group.
+  /// groups fold over the stage's ranks (expert_fold): ETP consecutive ones form an expert-tensor
+  /// group, e such blocks an expert group (its members ETP apart), and the ranks at the same place
+  /// in every expert group an expert-data group. With ETP = t (the default) an expert-tensor group
+  /// is a tensor group and an expert group holds e consecutive ranks of a gradient group.
   [[nodiscard]] std::vector<int> group(ParallelDimension d, int rank) const;
   /// Every group along `d` whose members are in pipeline stage `stage`, ordered by their lowest
   /// rank; all stages' groups when stage < 0. (Pipeline groups span the stages: stage is ignored.)
@@ -50,6 +52,13 @@ class RankLayout {
   [[nodiscard]] static std::string describe(const ParallelConfig& parallel, int workers);
 
  private:
+  /// Stage `stage`'s ranks in the order the expert layout folds them (Megatron's parallel
+  /// folding): tensor coordinate fastest, then the place in the rank-ordered gradient group.
+  [[nodiscard]] std::vector<int> expert_fold(int stage) const;
+  /// The members of the expert-kind group of dimension `d` holding fold[at].
+  [[nodiscard]] std::vector<int> expert_members(ParallelDimension d, const std::vector<int>& fold,
+                                                int at) const;
+
   int workers_;
   std::array<int, kParallelDimensions> size_{};
   std::array<int, kRankDimensions> stride_{};  ///< rank distance of one step along a dimension

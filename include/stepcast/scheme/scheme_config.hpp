@@ -283,9 +283,11 @@ struct AllReduceConfig {
 /// (t: each layer's weights split over t GPUs), context (c: the sequence split over c GPUs, ring
 /// attention), data (d: replicas, or FSDP's shards) and pipeline (p: the layers cut into p stages);
 /// and the two groups folded over them for a mixture of experts (Megatron's "parallel folding"):
-/// expert (e: the experts of each MoE layer split over e GPUs that trade tokens all-to-all) and
-/// expert data (the c d / e ranks holding the same experts, which reduce their gradients).
-enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline, Expert, ExpertData };
+/// expert (e: the experts of each MoE layer split over e GPUs that trade tokens all-to-all),
+/// expert data (the t c d / (e x ETP) ranks holding the same expert shards, which reduce their
+/// gradients) and expert tensor (ETP: each expert's weights split over ETP GPUs, which gather the
+/// tokens they received and reduce-scatter the experts' outputs).
+enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline, Expert, ExpertData, ExpertTensor };
 constexpr std::string_view name_of(ParallelDimension v) {
   switch (v) {
     case ParallelDimension::Tensor:
@@ -300,14 +302,16 @@ constexpr std::string_view name_of(ParallelDimension v) {
       return "ep";
     case ParallelDimension::ExpertData:
       return "edp";
+    case ParallelDimension::ExpertTensor:
+      return "etp";
   }
   return {};
 }
-inline constexpr int kParallelDimensions = 6;
+inline constexpr int kParallelDimensions = 7;
 /// The first four, which ranks are laid out along (training.parallel.order); the expert groups
 /// are folded over them.
 inline constexpr int kRankDimensions = 4;
-/// "tp", "cp", "dp", "pp" (the names of training.parallel.order), "ep", "edp".
+/// "tp", "cp", "dp", "pp" (the names of training.parallel.order), "ep", "edp", "etp".
 [[nodiscard]] const char* to_string(ParallelDimension dimension);
 
 /// How the parallel degrees compose. The data-parallel degree is what is left: d = workers /
@@ -319,9 +323,16 @@ struct ParallelConfig {
   int pipeline = 1;        ///< p
   int virtual_stages = 1;  ///< v: model chunks per pipeline stage (interleaved schedule)
   int context = 1;         ///< c
-  /// e: each MoE layer's experts split over e ranks of the same tensor coordinate, consecutive in
-  /// the stage's context x data ranks (e divides c d); each holds experts / e of them.
+  /// e: each MoE layer's experts split over e ranks of a stage (e x ETP divides t c d); each holds
+  /// experts / e of them. The expert layout is folded over the stage's ranks listed tensor
+  /// coordinate fastest, then the context x data position (RankLayout): ETP consecutive ones
+  /// share each expert's weights, e such blocks an expert group.
   int expert = 1;
+  /// ETP (training.parallel.expert_tensor): each expert's weights split over this many ranks;
+  /// 0 = t, Megatron-core's default, where the expert-tensor groups are the tensor groups.
+  int expert_tensor = 0;
+  /// The expert-tensor degree in effect: expert_tensor, or t when it is 0.
+  [[nodiscard]] int expert_tensor_degree() const { return expert_tensor > 0 ? expert_tensor : tensor; }
   /// Rank order, fastest-varying first: Megatron's default tp-cp-dp-pp puts a tensor group on
   /// adjacent ranks, so inside a node when t <= workers per node.
   std::array<ParallelDimension, kRankDimensions> order{ParallelDimension::Tensor, ParallelDimension::Context,
