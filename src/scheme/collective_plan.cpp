@@ -507,6 +507,58 @@ std::vector<PatternCost> pattern_costs(const Cluster& c, const CollectivePlan& p
   return out;
 }
 
+/// A group's rings as NCCL's channels lay them when the group spans nodes: one per NIC its members
+/// use in a node (at most the channels NCCL launches), each moving 1 / K of the data and leaving
+/// every node from a member on its own NIC (the node's members, in group order, rotated to end
+/// there), so each of those NICs carries one ring each way, as channel_rings does for all
+/// workers. Inside one node, or with one NIC, the plain ring in group order.
+std::vector<Transfer> group_channel_rings(const Cluster& c, const std::vector<int>& group) {
+  std::vector<int> nodes;  // in order of first appearance
+  std::vector<std::vector<int>> members;
+  for (int w : group) {
+    const int node = c.node_of_worker[static_cast<size_t>(w)];
+    auto it = std::find(nodes.begin(), nodes.end(), node);
+    if (it == nodes.end()) {
+      nodes.push_back(node);
+      members.emplace_back();
+      it = nodes.end() - 1;
+    }
+    members[static_cast<size_t>(it - nodes.begin())].push_back(w);
+  }
+  // Channels: the NICs the first node's members use; every node must offer as many.
+  auto nics_of = [&](const std::vector<int>& ws) {
+    std::vector<int> out;
+    for (int w : ws) {
+      const int nic = c.nic_of(c.worker_endpoint(w));
+      if (std::find(out.begin(), out.end(), nic) == out.end()) out.push_back(nic);
+    }
+    return out;
+  };
+  const auto k = static_cast<int>(
+      std::min<size_t>(nics_of(members.front()).size(), static_cast<size_t>(cluster::nccl_channels(c.spec))));
+  bool even = nodes.size() > 1 && k > 1;
+  for (const std::vector<int>& ws : members) even = even && static_cast<int>(nics_of(ws).size()) >= k;
+  if (!even) return ring_shift(group);
+  std::vector<Transfer> shift;
+  for (int channel = 0; channel < k; ++channel) {
+    std::vector<int> ring;
+    for (const std::vector<int>& ws : members) {
+      const int nic = nics_of(ws)[static_cast<size_t>(channel)];
+      const auto m = static_cast<int>(ws.size());
+      int exit = m - 1;
+      for (int i = 0; i < m; ++i) {
+        if (c.nic_of(c.worker_endpoint(ws[static_cast<size_t>(i)])) == nic) exit = i;
+      }
+      for (int i = 1; i <= m; ++i) ring.push_back(ws[static_cast<size_t>((exit + i) % m)]);
+    }
+    for (Transfer t : ring_shift(ring)) {
+      t.size_factor = 1.0 / k;
+      shift.push_back(t);
+    }
+  }
+  return shift;
+}
+
 CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op,
                                const std::vector<std::vector<int>>& groups) {
   CollectivePlan plan;
@@ -515,7 +567,7 @@ CollectivePlan plan_group_ring(const Cluster& c, CollectiveOp op,
   std::vector<Transfer> shift;
   for (const std::vector<int>& group : groups) {
     STEPCAST_ASSERT(static_cast<int>(group.size()) == g);
-    for (const Transfer& t : ring_shift(group)) shift.push_back(t);
+    for (const Transfer& t : group_channel_rings(c, group)) shift.push_back(t);
   }
   const int pattern = add_pattern(plan, make_pattern(c, shift));
   switch (op) {
