@@ -15,14 +15,15 @@
 namespace stepcast::limits {
 
 /// The most workers (GPUs) of a job: cluster.workers, --workers, the group degrees of a parallel
-/// layout. 2^14 = 16,384 until every path past it either runs on link classes or stops at its own
-/// limit with an error (issue 27's scale work: at 2^20 an FSDP step ran minutes without a word).
-inline constexpr int kMaxWorkers = 1 << 14;
+/// layout. 2^20: a collective, a DDP, FSDP or composed step on the fast paths answers there in
+/// seconds (BENCHMARKS.md); the paths that simulate every worker stop at kMaxSimulatedWorkers.
+inline constexpr int kMaxWorkers = 1 << 20;
 
 /// The most workers a prediction simulates rank by rank on the full engine (every op and transfer
 /// of every worker: stragglers, parameter servers, traces, simulation.fast_paths false, a layout
 /// whose groups cross links unevenly): memory and time grow with the workers (about 10 kB and a
 /// few ms of simulation per worker and step), so past this it takes minutes and gigabytes.
+/// scheme::require_simulable_workers throws past it, saying which of those forced the full engine.
 inline constexpr int kMaxSimulatedWorkers = 1 << 14;
 
 }  // namespace stepcast::limits

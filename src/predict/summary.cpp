@@ -158,7 +158,11 @@ void attribute_experts(Result& r, const workload::Workload& w, const scheme::Sch
   const double share = r.breakdown.expert / std::max(r.step_time, 1e-300);
   const std::vector<double> loads = scheme::busiest_expert_gpu_by_block(w, scheme.parallel);
   const double busiest = *std::max_element(loads.begin(), loads.end());
-  if (share >= kNoticeableLoss) r.bottleneck += fmt::format("; expert all-to-all {:.0f}% of step", 100 * share);
+  if (share >= kNoticeableLoss) {
+    // With ETP > 1 the expert-tensor gathers and reduce-scatters are part of it.
+    const bool gathers = scheme.parallel.expert_tensor_degree() > 1;
+    r.bottleneck += fmt::format("; expert all-to-all{} {:.0f}% of step", gathers ? " and gathers" : "", 100 * share);
+  }
   if (busiest > 1 + 1e-9) {
     r.bottleneck += fmt::format(
         "; the busiest expert GPU receives {:.2f}x the mean tokens and its expert group waits for it", busiest);

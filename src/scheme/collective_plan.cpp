@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "stepcast/error.hpp"
 
@@ -80,8 +82,17 @@ Stage stage_of(const CollectivePlan& plan, int pattern, double fraction) {
 }
 
 /// `count` steps of `pattern`.
-void add_stages(CollectivePlan& plan, int pattern, int count, double fraction) {
-  for (int i = 0; i < count; ++i) plan.stages.push_back(stage_of(plan, pattern, fraction));
+void add_stages(CollectivePlan& plan, int pattern, int count, double fraction,
+                std::optional<StageHop> hop = std::nullopt) {
+  if (count <= 0) return;
+  const int stages = std::min(count, kMaxSimulatedSteps);
+  for (int i = 0; i < stages; ++i) {
+    const int steps = count / stages + (i < count % stages ? 1 : 0);
+    Stage stage = stage_of(plan, pattern, steps == 1 ? fraction : fraction * steps);
+    stage.steps = steps;
+    if (hop) stage.hop = *hop;
+    plan.stages.push_back(stage);
+  }
 }
 
 /// The workers of each node, in node order (the last node may hold fewer; with cluster.placement
@@ -157,11 +168,8 @@ std::vector<Transfer> channel_rings(const Cluster& c) {
 /// model as many of them are node-to-node hops of a chunk's path as it crosses nodes (2 (M-1)
 /// or M-1 for M nodes), the rest hops inside a node.
 void add_ring_stages(CollectivePlan& plan, int pattern, int steps, int inter_steps, double fraction) {
-  add_stages(plan, pattern, steps, fraction);
-  const size_t first = plan.stages.size() - static_cast<size_t>(steps);
-  for (int i = 0; i < steps; ++i) {
-    plan.stages[first + i].hop = i < inter_steps ? StageHop::Inter : StageHop::Intra;
-  }
+  add_stages(plan, pattern, inter_steps, fraction, StageHop::Inter);
+  add_stages(plan, pattern, steps - inter_steps, fraction, StageHop::Intra);
 }
 
 CollectivePlan ring_plan(const Cluster& c, CollectiveOp op) {
@@ -461,11 +469,12 @@ double stage_latency(const CollectivePlan& plan, size_t index, const CollectiveT
       case StageHop::Pipelined:
         break;
     }
+    latency *= stage.steps;
     if (index + 1 == plan.stages.size()) latency += terms.protocol->base_latency;
     return latency;
   }
   const bool floored = terms.regime != nullptr && stage.hop != StageHop::Pipelined;
-  return floored ? std::max(stage.latency, terms.regime->step_latency) : stage.latency;
+  return stage.steps * (floored ? std::max(stage.latency, terms.regime->step_latency) : stage.latency);
 }
 
 CollectiveCost collective_cost(const Cluster& c, const CollectivePlan& plan, const CollectiveTerms& terms) {
@@ -515,15 +524,15 @@ std::vector<PatternCost> pattern_costs(const Cluster& c, const CollectivePlan& p
 std::vector<Transfer> group_channel_rings(const Cluster& c, const std::vector<int>& group) {
   std::vector<int> nodes;  // in order of first appearance
   std::vector<std::vector<int>> members;
+  std::unordered_map<int, size_t> index_of_node;  // a group may span all 131,072 nodes of 2^20 GPUs
   for (int w : group) {
     const int node = c.node_of_worker[static_cast<size_t>(w)];
-    auto it = std::find(nodes.begin(), nodes.end(), node);
-    if (it == nodes.end()) {
+    const auto [it, added] = index_of_node.try_emplace(node, nodes.size());
+    if (added) {
       nodes.push_back(node);
       members.emplace_back();
-      it = nodes.end() - 1;
     }
-    members[static_cast<size_t>(it - nodes.begin())].push_back(w);
+    members[it->second].push_back(w);
   }
   // Channels: the NICs the first node's members use; every node must offer as many.
   auto nics_of = [&](const std::vector<int>& ws) {
@@ -534,16 +543,20 @@ std::vector<Transfer> group_channel_rings(const Cluster& c, const std::vector<in
     }
     return out;
   };
+  std::vector<std::vector<int>> node_nics;
+  node_nics.reserve(members.size());
+  for (const std::vector<int>& ws : members) node_nics.push_back(nics_of(ws));
   const auto k = static_cast<int>(
-      std::min<size_t>(nics_of(members.front()).size(), static_cast<size_t>(cluster::nccl_channels(c.spec))));
+      std::min<size_t>(node_nics.front().size(), static_cast<size_t>(cluster::nccl_channels(c.spec))));
   bool even = nodes.size() > 1 && k > 1;
-  for (const std::vector<int>& ws : members) even = even && static_cast<int>(nics_of(ws).size()) >= k;
+  for (const std::vector<int>& nics : node_nics) even = even && static_cast<int>(nics.size()) >= k;
   if (!even) return ring_shift(group);
   std::vector<Transfer> shift;
   for (int channel = 0; channel < k; ++channel) {
     std::vector<int> ring;
-    for (const std::vector<int>& ws : members) {
-      const int nic = nics_of(ws)[static_cast<size_t>(channel)];
+    for (size_t node = 0; node < members.size(); ++node) {
+      const std::vector<int>& ws = members[node];
+      const int nic = node_nics[node][static_cast<size_t>(channel)];
       const auto m = static_cast<int>(ws.size());
       int exit = m - 1;
       for (int i = 0; i < m; ++i) {

@@ -65,6 +65,7 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
       return r;
     }
   }
+  require_simulable_workers(spec.workers, scheme, options);
   run.one_per_stage = false;
   run.rank_of_worker.resize(static_cast<size_t>(spec.workers));
   std::iota(run.rank_of_worker.begin(), run.rank_of_worker.end(), 0);

@@ -21,6 +21,12 @@ struct ComposedPlans;  // composed_plans.hpp
 
 namespace stepcast::scheme {
 
+/// Throws when `workers` is past limits::kMaxSimulatedWorkers: the full engine simulates every
+/// worker's ops and transfers, so past it a step takes minutes and gigabytes. The message says
+/// why this prediction needs the full engine (a trace, stragglers, simulation.fast_paths false,
+/// or no fast path for the scheme) and what takes the fast path instead.
+void require_simulable_workers(int workers, const SchemeConfig& scheme, const SimulationOptions& options);
+
 [[nodiscard]] SimulationResult simulate_steps_full(const workload::Workload& workload,
                                                    const cluster::ClusterSpec& cluster,
                                                    const SchemeConfig& scheme,

@@ -28,6 +28,7 @@
 #include "stepcast/detail/net/network_model.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scheme {
@@ -281,8 +282,35 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   return r;
 }
 
+void require_simulable_workers(int workers, const SchemeConfig& scheme, const SimulationOptions& options) {
+  if (workers <= limits::kMaxSimulatedWorkers) return;
+  std::string reason;
+  if (options.record_trace) {
+    reason = "a trace records every worker's events (leave out --trace-out)";
+  } else if (options.compute_cv > 0) {
+    reason = "workload.compute_cv gives every worker its own compute times (set it to 0)";
+  } else if (!options.fast_paths) {
+    reason = "simulation.fast_paths is false (set it to true)";
+  } else {
+    switch (scheme.scheme) {
+      case Scheme::ParameterServer:
+        reason = "parameter servers are simulated connection by connection";
+        break;
+      case Scheme::AllReduce:
+      case Scheme::Fsdp:
+        reason = "no fast path applies to this scenario (docs/models.md, \"Exact fast paths\")";
+        break;
+    }
+  }
+  throw Error({"", 0, "cluster.workers"},
+              fmt::format("{} workers need the full engine, which simulates at most {} (every worker's ops "
+                          "and transfers): {}; predictor: coarse or analytic answer at any size",
+                          workers, limits::kMaxSimulatedWorkers, reason));
+}
+
 SimulationResult simulate_steps_full(const Workload& w, const cluster::ClusterSpec& spec,
                                      const SchemeConfig& scheme, const SimulationOptions& options) {
+  require_simulable_workers(spec.workers, scheme, options);
   const bool dedicated =
       scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Dedicated;
   const Cluster cluster = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
@@ -381,7 +409,8 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   std::vector<double> bytes_on(c.links.size(), 0.0);
   for (const Stage& stage : plan.stages)
     r.max_link_flows = std::max(r.max_link_flows, plan.patterns[stage.pattern].max_link_members);
-  r.stages = static_cast<int>(plan.stages.size());
+  r.stages = 0;
+  for (const Stage& stage : plan.stages) r.stages += stage.steps;
   if (fast_path) {
     CollectiveTiming timing(c, plan, network);
     r.time = timing.time(bytes, terms);
@@ -389,6 +418,12 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
     timing.add_link_bytes(bytes_on, bytes, 1, terms);
     r.engine = SimulationEngine::Fast;
   } else {
+    if (spec.workers > limits::kMaxSimulatedWorkers) {
+      throw Error({"", 0, "cluster.workers"},
+                  fmt::format("{} workers: the full engine runs a collective over at most {}; the fast path "
+                              "runs any size",
+                              spec.workers, limits::kMaxSimulatedWorkers));
+    }
     // Stage after stage on the engine, as an exchange runs it (PlanRunner).
     const std::unique_ptr<net::NetworkModel> net = make_network(c, network);
     StepEngine engine(*net);

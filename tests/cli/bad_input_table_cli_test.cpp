@@ -6,6 +6,7 @@
 // and a message naming the file and line (where there is one) and the key or flag; never a
 // crash, a hang, a NaN or a success. Kinds of defects found before: ../shared/fuzz-repros.
 #include "cli/cli_support.hpp"
+#include "stepcast/limits.hpp"
 
 namespace stepcast_cli_test {
 namespace {
@@ -91,6 +92,11 @@ std::string shapes(const std::string& gpu =
          extra;
 }
 constexpr const char* kGemmHeader = "m,n,k,dtype,time_us\n";
+
+/// One past the most workers a job may have.
+const std::string kPastMaxWorkers = std::to_string(stepcast::limits::kMaxWorkers + 1);
+/// One past the most workers the full engine simulates.
+const std::string kPastSimulatedWorkers = std::to_string(stepcast::limits::kMaxSimulatedWorkers + 1);
 
 struct Case {
   const char* name;
@@ -450,16 +456,16 @@ const std::vector<Case>& cases() {
        {"@:7:", "cluster.gpu.memory_bandwidth", "measured step"}},
       // --- worker and node counts past their limits and past int
       {"workers_past_max",
-       head("  workers: 16385\n"),
+       head("  workers: " + kPastMaxWorkers + "\n"),
        {"predict", "@"},
-       {"@:6:", "cluster.workers", "16385"}},
+       {"@:6:", "cluster.workers", kPastMaxWorkers}},
       {"workers_past_int", head("  workers: 2147483648\n"), {"predict", "@"}, {"@:6:", "cluster.workers"}},
       {"workers_in_float_notation",
        head("  workers: 1e4\n"),
        {"predict", "@"},
        {"@:6:", "cluster.workers", "1e4"}},
       {"workers_per_node_past_max",
-       head("  workers_per_node: 16385\n"),
+       head("  workers_per_node: " + kPastMaxWorkers + "\n"),
        {},
        {"@:6:", "cluster.workers_per_node"}},
       {"nics_above_workers_per_node",
@@ -472,16 +478,16 @@ const std::vector<Case>& cases() {
        {"@:7:", "training.ps.count", "4097"}},
       {"workers_flag_past_max",
        head("  workers: 2\n"),
-       {"predict", "@", "--workers", "16385"},
-       {"--workers", "16385"}},
+       {"predict", "@", "--workers", kPastMaxWorkers},
+       {"--workers", kPastMaxWorkers}},
       {"workers_flag_past_uint64",
        head("  workers: 2\n"),
        {"predict", "@", "--workers", "99999999999999999999"},
        {"--workers"}},
       {"set_workers_past_max",
        head("  workers: 2\n"),
-       {"predict", "@", "--set", "cluster.workers=16385"},
-       {"--set", "cluster.workers", "16385"}},
+       {"predict", "@", "--set", "cluster.workers=" + kPastMaxWorkers},
+       {"--set", "cluster.workers", kPastMaxWorkers}},
       // --- topologies: dimensions whose product overflows, or too large to build
       {"torus_dims_product_overflows_int",
        head("  topology: torus\n  torus:\n    dims: 2048x2048x2048\n"),
@@ -713,9 +719,23 @@ const std::vector<Case>& cases() {
        head("  workers: 2\n"),
        {"predict", "@", "--sweep", "nosuch=1,2"},
        {"--sweep", "nosuch"}},
+      // --- past the full engine's limit: paths that simulate every worker say why they need it
+      {"full_engine_past_limit",
+       head("  workers: 2\n"),
+       {"predict", "@", "--workers", kPastSimulatedWorkers, "--set", "simulation.fast_paths=false"},
+       {"cluster.workers", kPastSimulatedWorkers, std::to_string(stepcast::limits::kMaxSimulatedWorkers),
+        "simulation.fast_paths is false"}},
+      {"trace_past_limit",
+       head("  workers: 2\n"),
+       {"predict", "@", "--workers", kPastSimulatedWorkers, "--trace-out", "/dev/null"},
+       {"cluster.workers", kPastSimulatedWorkers, "--trace-out"}},
+      {"ps_past_limit",
+       head("  workers: 2\ntraining: {scheme: ps, ps: {count: 1, placement: dedicated}}\n"),
+       {"predict", "@", "--workers", kPastSimulatedWorkers},
+       {"cluster.workers", kPastSimulatedWorkers, "parameter servers"}},
       {"sweep_past_max",
        head("  workers: 2\n"),
-       {"predict", "@", "--sweep", "cluster.workers=1..100000"},
+       {"predict", "@", "--sweep", "cluster.workers=1.." + kPastMaxWorkers},
        {"--sweep", "cluster.workers"}},
       // --- advise without a target, or with one it cannot take
       {"advise_without_target",

@@ -2,6 +2,8 @@
 // and key. Scenarios are parsed from strings; one test writes a file for load_scenario.
 #include "stepcast/scenario/scenario.hpp"
 
+#include "stepcast/limits.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -350,14 +352,17 @@ TEST(Scenario, OverrideNotAScalar) {
   EXPECT_TRUE(contains(e.message(), "got a list")) << e.what();
 }
 
+/// How a worker count out of range is reported.
+const std::string kWorkersRange = "expected an integer in [1, " + std::to_string(stepcast::limits::kMaxWorkers) + "], ";
+
 TEST(Scenario, WrongType) {
   Error e = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: abc\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got 'abc'");
+  EXPECT_EQ(e.message(), kWorkersRange + "got 'abc'");
   Error f = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 2.5\n", "t.yaml"); });
-  EXPECT_EQ(f.message(), "expected an integer in [1, 16384], got '2.5'");
+  EXPECT_EQ(f.message(), kWorkersRange + "got '2.5'");
   Error g = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "training:\n  scheme: mpi\n", "t.yaml"); });
   EXPECT_EQ(g.where().key, "training.scheme");
@@ -368,7 +373,7 @@ TEST(Scenario, ZeroWorkers) {
   Error e = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 0\n", "t.yaml"); });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got '0'");
+  EXPECT_EQ(e.message(), kWorkersRange + "got '0'");
 }
 
 TEST(Scenario, NegativeOrZeroBandwidth) {
@@ -384,7 +389,7 @@ TEST(Scenario, MapOrListWhereScalarExpected) {
     (void)parse_scenario(std::string(kMinimal) + "cluster:\n  workers:\n    - 1\n    - 2\n", "t.yaml");
   });
   EXPECT_EQ(e.where(), (SourceLocation{"t.yaml", 5, "cluster.workers"}));
-  EXPECT_EQ(e.message(), "expected an integer in [1, 16384], got a list");
+  EXPECT_EQ(e.message(), kWorkersRange + "got a list");
   Error m = expect_error(
       [] { (void)parse_scenario(std::string(kMinimal) + "cluster:\n  nic_bandwidth: {a: 1}\n", "t.yaml"); });
   EXPECT_EQ(m.message(), "expected a bandwidth, got a map");

@@ -53,6 +53,31 @@ TEST(RingAllReduce, MatchesClosedFormOnePerNode) {
   }
 }
 
+TEST(RingAllReduce, LongRingsRunInMergedStagesAtTheClosedForm) {
+  // A ring of N ranks has 2(N-1) identical steps; past kMaxSimulatedSteps they run as that many
+  // stages, each standing for several steps. Alone, the time is the closed form either way, and
+  // the full engine (stage after stage on the flow network) gives the fast path's number.
+  const double bytes = 100e6;
+  const double bw = 12.5e9;
+  const double latency = 5e-6;
+  for (int n : {513, 514, 1100, 5000, 40000}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    const ClusterSpec spec = one_per_node(n, bw, latency);
+    const double expected = 2.0 * (n - 1) * (latency + bytes / (n * bw));
+    const CollectiveResult fast = simulate_allreduce(spec, bytes, AllReduceAlgorithm::Ring);
+    EXPECT_NEAR(fast.time, expected, 1e-9 * expected);
+    EXPECT_EQ(fast.stages, 2 * (n - 1));
+    const CollectivePlan plan =
+        plan_collective(cluster::build_cluster(spec), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
+    EXPECT_EQ(static_cast<int>(plan.stages.size()), std::min(2 * (n - 1), kMaxSimulatedSteps));
+    if (n <= 1100) {
+      const CollectiveResult full =
+          simulate_allreduce(spec, bytes, AllReduceAlgorithm::Ring, NetworkKind::MaxMin, false);
+      EXPECT_NEAR(full.time, fast.time, 1e-9 * fast.time);
+    }
+  }
+}
+
 TEST(RingAllReduce, LatencyTermDominatesSmallMessages) {
   // S = 8 bytes: the bandwidth term is ~1e-18 s, so T = 2(N-1) a exactly enough for 1%.
   const double latency = 20e-6;

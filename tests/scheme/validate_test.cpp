@@ -291,11 +291,11 @@ std::vector<Case> cases() {
 
       // --- single values a struct builder can get wrong (scenario keys reject them too)
       {"zero_workers", [](Inputs& in) { in.cluster.workers = 0; }, [](Inputs& in) { in.cluster.workers = 1; },
-       "cluster.workers", "[1, 16384]"},
+       "cluster.workers", "[1, " + std::to_string(limits::kMaxWorkers) + "]"},
       {"negative_workers", [](Inputs& in) { in.cluster.workers = -3; }, [](Inputs&) {}, "cluster.workers",
        "got -3"},
       {"too_many_workers", [](Inputs& in) { in.cluster.workers = limits::kMaxWorkers + 1; },
-       [](Inputs& in) { in.cluster.workers = limits::kMaxWorkers; }, "cluster.workers", "[1, 16384]", false,
+       [](Inputs& in) { in.cluster.workers = limits::kMaxWorkers; }, "cluster.workers", "[1, " + std::to_string(limits::kMaxWorkers) + "]", false,
        false},
       {"zero_workers_per_node", [](Inputs& in) { in.cluster.workers_per_node = 0; },
        [](Inputs& in) { in.cluster.workers_per_node = 8; }, "cluster.workers_per_node", "got 0"},

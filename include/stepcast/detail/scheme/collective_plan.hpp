@@ -60,11 +60,19 @@ struct Pattern {
 /// nodes, or none (a pipelined step whose latency overlaps the previous chunks' transfers).
 enum class StageHop : uint8_t { Intra, Inter, Pipelined };
 
+/// The most stages a plan simulates for one run of identical steps (a ring's N - 1 or 2 (N - 1)):
+/// a longer run is cut into this many stages, each standing for several steps, with their bytes
+/// and latencies summed. Alone a collective takes the same time either way; sharing links with
+/// other transfers, the bytes interleave at the coarser grain. Rings over up to 513 ranks keep one
+/// stage per step; a ring over 131,072 ranks runs in 1,024 stages instead of 262,142.
+inline constexpr int kMaxSimulatedSteps = 1024;
+
 struct Stage {
   int pattern = 0;
-  double fraction = 0;  ///< bytes per transfer / collective bytes (before size_factor)
-  double latency = 0;   ///< s after the step's transfers end, from the links (protocol `links`)
+  double fraction = 0;  ///< bytes per transfer / collective bytes (before size_factor), all steps
+  double latency = 0;   ///< s after one step's transfers end, from the links (protocol `links`)
   StageHop hop = StageHop::Inter;
+  int steps = 1;  ///< identical steps this stage stands for (kMaxSimulatedSteps); latency paid each
 };
 
 struct CollectivePlan {
