@@ -1,7 +1,8 @@
-// The Python module `stepcast` (pybind11): predictions, sweeps, the advisor, single collectives
-// and the model zoo, over the library's public API, with the inputs the command takes and the
-// outputs its --json writes. Depends on sweep/ (predict, advise), scenario/, report/ and zoo/.
-// Units are SI, named in the keys as in the JSON (step_time_s, throughput_samples_per_s, bytes).
+// The Python module `stepcast` (pybind11): predictions, sweeps, the advisor, single collectives,
+// plans, trace inspection, calibration, Chakra export and the model zoo, over the library's public API, with
+// the inputs the command takes and the outputs its --json writes. Depends on sweep/ (predict, advise),
+// scenario/, report/ and zoo/. Units are SI, named in the keys as in the JSON (step_time_s,
+// throughput_samples_per_s, bytes).
 //
 //   import stepcast
 //   p = stepcast.predict("examples/resnet50-ps.yaml", workers=[1, 8], set={"training.ps.count": 4})
@@ -31,7 +32,9 @@
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/advise.hpp"
+#include "stepcast/sweep/calibrate.hpp"
 #include "stepcast/sweep/collective.hpp"
+#include "stepcast/sweep/export.hpp"
 #include "stepcast/sweep/inspect.hpp"
 #include "stepcast/sweep/plan.hpp"
 #include "stepcast/sweep/sweep.hpp"
@@ -603,6 +606,126 @@ PyPlan plan(const py::object& scenario, const py::object& gpus, int top, const s
   return p;
 }
 
+/// A path argument (str or os.PathLike); None gives "" when `optional`.
+std::string path_argument(const py::handle& value, const char* argument, bool optional = false) {
+  if (optional && value.is_none()) return "";
+  if (!is_path(value)) {
+    throw py::type_error(std::string(argument) + ": expected a path (str or os.PathLike), got " +
+                         py::repr(py::type::of(value)).cast<std::string>());
+  }
+  return path_text(value);
+}
+
+/// A size argument: a number of bytes or a size with a unit ('1MiB'), as the command's text.
+std::string size_argument(const py::handle& value, const char* argument) {
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if ((py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) ||
+      py::isinstance<py::float_>(value)) {
+    return fmt::format("{}B", value.cast<double>());
+  }
+  throw py::type_error(std::string(argument) + ": expected bytes (a number) or a size such as '1MiB'");
+}
+
+/// `stepcast calibrate`'s answer (nccl-tests or gemm).
+struct PyCalibration : PyAnswer {};
+
+PyCalibration calibrate_nccl_tests(const py::object& log, int workers, int workers_per_node,
+                                   const std::string& format, bool in_place, const py::object& fit,
+                                   int max_regimes, const py::object& min_size, const py::object& max_size,
+                                   const py::object& output) {
+  // The library fits as `stepcast calibrate nccl-tests` does (sweep/calibrate.hpp); errors name
+  // the arguments by their names here (the request's option_name left empty).
+  stepcast::sweep::NcclTestsRequest request;
+  request.log = path_argument(log, "log");
+  request.workers = workers;
+  request.workers_per_node = workers_per_node;
+  request.format = format;
+  request.in_place = in_place;
+  if (!fit.is_none()) request.fit = py::str(fit).cast<std::string>();
+  request.max_regimes = max_regimes;
+  request.min_size = size_argument(min_size, "min_size");
+  if (!max_size.is_none()) request.max_size = size_argument(max_size, "max_size");
+  request.output = path_argument(output, "output", true);
+  std::optional<stepcast::sweep::FitSuggestion> suggestion;
+  PyCalibration c;
+  answer_into(
+      c,
+      [&] {
+        auto result = stepcast::sweep::calibrate_nccl_tests(request);
+        suggestion = result.suggestion;
+        return result;
+      },
+      [](std::ostream& out, const auto& result) { stepcast::sweep::write_json(out, result); },
+      [](std::ostream& out, const auto& result) { stepcast::sweep::write_table(out, result); });
+  if (suggestion) {
+    // The command's note on stderr, as a warning in Python's words.
+    raise_warnings({fmt::format(
+        "the {} fit is {:.0f}% off (median over sizes >= {}); fit='{}' is {:.0f}% off{}", suggestion->method,
+        100 * suggestion->error, stepcast::format_bytes(suggestion->min_bytes), suggestion->better,
+        100 * suggestion->better_error,
+        suggestion->in_sample ? " (in sample: it fits every size)" : " (leave-one-out)")});
+  }
+  return c;
+}
+
+PyCalibration calibrate_gemm(const py::object& table, const py::object& check, const py::object& output) {
+  stepcast::sweep::GemmRequest request;
+  request.table = path_argument(table, "table");
+  request.check = path_argument(check, "check", true);
+  request.output = path_argument(output, "output", true);
+  PyCalibration c;
+  answer_into(
+      c, [&] { return stepcast::sweep::calibrate_gemm_table(request); },
+      [](std::ostream& out, const auto& result) { stepcast::sweep::write_json(out, result); },
+      [](std::ostream& out, const auto& result) { stepcast::sweep::write_table(out, result); });
+  return c;
+}
+
+/// What `stepcast export` wrote: the files and the command's text.
+struct PyExport {
+  py::dict data;
+  std::string text;
+};
+
+PyExport export_workload(const py::object& scenario, const py::object& chakra, const py::object& workers,
+                         const py::object& set, int network_dims) {
+  // The library writes as `stepcast export` does (sweep/export.hpp).
+  stepcast::sweep::ExportRequest request;
+  request.chakra = path_argument(chakra, "chakra");
+  request.scenario = request_for(scenario_input(scenario));
+  request.scenario.overrides = overrides_of(set);
+  const std::vector<int> counts = workers_of(workers);
+  if (counts.size() > 1) throw Error({"", 0, "workers"}, "expected one worker count");
+  if (!counts.empty()) request.workers = counts.front();
+  request.network_dims = network_dims;
+  stepcast::sweep::Export written;
+  PyExport e;
+  {
+    py::gil_scoped_release release;
+    written = stepcast::sweep::export_chakra(request);
+    std::ostringstream text;
+    stepcast::sweep::write_table(text, written);
+    e.text = text.str();
+  }
+  e.data["scenario"] = written.scenario;
+  e.data["ops_per_step"] = written.ops;
+  e.data["workers"] = written.workers;
+  e.data["summary"] = written.summary;
+  e.data["prefix"] = written.prefix;
+  py::list files;
+  for (const stepcast::report::ChakraFile& f : written.files) {
+    py::dict file;
+    file["rank"] = f.rank;
+    file["role"] = f.role;
+    file["nodes"] = f.nodes;
+    file["bytes_sent"] = f.bytes_sent;
+    file["path"] = f.path;
+    files.append(file);
+  }
+  e.data["files"] = files;
+  return e;
+}
+
 py::dict model_summary(const stepcast::zoo::ModelSpec& m) {
   py::dict d;
   d["name"] = m.name;
@@ -679,7 +802,8 @@ std::string table_of(const stepcast::report::Sweep& sweep) {
 PYBIND11_MODULE(stepcast, m) {
   m.doc() =
       "stepcast: predict the throughput of distributed deep-learning training.\n\n"
-      "predict(), collective(), advise(), zoo() and zoo_model() take what the stepcast command\n"
+      "predict(), collective(), advise(), plan(), inspect(), calibrate_nccl_tests(), calibrate_gemm(),\n"
+      "export(), zoo() and zoo_model() take what the stepcast command\n"
       "takes and return what its --json writes; bad input raises stepcast.Error (a ValueError).";
   m.attr("__version__") = STEPCAST_VERSION;
 
@@ -806,6 +930,33 @@ PYBIND11_MODULE(stepcast, m) {
       .def("__repr__",
            [](const PyPlan& p) { return "<stepcast.Plan " + p.text.substr(0, p.text.find('\n')) + ">"; });
 
+  py::class_<PyCalibration>(m, "Calibration",
+                            "`stepcast calibrate nccl-tests`' or `stepcast calibrate gemm`'s answer.")
+      .def(
+          "to_dict", [](const PyCalibration& c) { return deep_copy(c.data); },
+          "What the command prints with --json.")
+      .def("to_json", [](const PyCalibration& c) { return c.json; })
+      .def(
+          "text", [](const PyCalibration& c) { return c.text; }, "The answer as the command prints it.")
+      .def("__repr__", [](const PyCalibration& c) {
+        return "<stepcast.Calibration " + c.text.substr(0, c.text.find('\n')) + ">";
+      });
+
+  py::class_<PyExport>(m, "Export", "What `stepcast export` wrote: one Chakra execution trace per rank.")
+      .def_property_readonly(
+          "files", [](const PyExport& e) { return deep_copy(py::object(e.data["files"])); },
+          "One dict per file, in rank order: rank, role ('worker' or 'ps'), nodes, bytes_sent (per step), "
+          "path.")
+      .def(
+          "to_dict", [](const PyExport& e) { return deep_copy(e.data); },
+          "scenario, ops_per_step, workers, summary (the scheme in words), prefix and files.")
+      .def(
+          "text", [](const PyExport& e) { return e.text; }, "What the command prints.")
+      .def("__repr__", [](const PyExport& e) {
+        return "<stepcast.Export " + std::to_string(py::len(e.data["files"])) + " files, prefix " +
+               py::str(e.data["prefix"]).cast<std::string>() + ">";
+      });
+
   m.def(
       "predict", &predict, py::arg("scenario"), py::arg("workers") = py::none(), py::arg("set") = py::none(),
       py::arg("predictor") = py::none(), py::arg("sweep") = py::none(), py::arg("jobs") = 0,
@@ -842,6 +993,27 @@ PYBIND11_MODULE(stepcast, m) {
         "Every parallel layout of a decoder scenario that is valid and fits, at each GPU count of `gpus`\n"
         "(default: cluster.workers), coarse on all, fine on the top `top`, ranked by rank_by\n"
         "('tokens_per_gpu', 'time' or 'cost'), as `stepcast plan --json`. Returns a Plan.");
+  m.def("calibrate_nccl_tests", &calibrate_nccl_tests, py::arg("log"), py::arg("workers"),
+        py::arg("workers_per_node") = 1, py::arg("format") = "auto", py::arg("in_place") = false,
+        py::arg("fit") = py::none(), py::arg("max_regimes") = 4, py::arg("min_size") = "0",
+        py::arg("max_size") = py::none(), py::arg("output") = py::none(),
+        "Fits the ring all-reduce's latency and bandwidth to an nccl-tests all_reduce_perf log (or an XLA\n"
+        "collective perf table), as `stepcast calibrate nccl-tests --json`: workers ranks, workers_per_node\n"
+        "per node; format 'auto', 'nccl-tests' or 'xla'; fit 'endpoints' (default), 'least-squares',\n"
+        "'regimes' or 'nccl'; min_size / max_size bound the fitted sizes (bytes or '1MiB'); output: write\n"
+        "the cluster keys there as YAML. Without fit, a RuntimeWarning names a better fit when the default\n"
+        "is more than 10% off. Returns a Calibration (to_dict(), to_json(), text()).");
+  m.def("calibrate_gemm", &calibrate_gemm, py::arg("table"), py::arg("check") = py::none(),
+        py::arg("output") = py::none(),
+        "Checks a GEMM table measured on one GPU (tools/gemm_sweep.py) on held-back rows (check; default\n"
+        "TABLE-check.csv when it exists), as `stepcast calibrate gemm --json`; output: write the keys of\n"
+        "workload.compute: shapes there as YAML. Returns a Calibration (to_dict(), to_json(), text()).");
+  m.def("export", &export_workload, py::arg("scenario"), py::arg("chakra"), py::arg("workers") = py::none(),
+        py::arg("set") = py::none(), py::arg("network_dims") = 1,
+        "Writes the scenario's multi-worker workload as Chakra execution traces CHAKRA.<rank>.et, one per\n"
+        "worker (and PS) rank, for ASTRA-sim, as `stepcast export --chakra`: the same files. workers: one\n"
+        "count (default: cluster.workers); network_dims: the ASTRA-sim network's dimensions (1..8).\n"
+        "Returns an Export (files, to_dict(), text()).");
   m.def("zoo", &zoo,
         "The built-in models: a list of dicts with name, parameters, tensors, forward_flops (per sample) and "
         "description.");

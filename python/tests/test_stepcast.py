@@ -155,6 +155,26 @@ def test_a_decoder_has_tokens_and_memory():
     assert p.compute_source != ""
 
 
+def test_result_attributes_are_the_keys_of_the_json():
+    # Result's attributes are listed by hand (kPredictionKeys): every key write_json gives a
+    # prediction must be one, and every attribute a key of some prediction.
+    keys = set()
+    for scenario, kwargs in (("resnet50-ps.yaml", {"set": QUICK}),
+                             ("resnet50-ps-async.yaml", {"set": QUICK}),
+                             ("llama3-8b-fsdp.yaml", {"predictor": "coarse",
+                                                      "set": {"cluster.cost.gpu_hour": 2, "workload.tokens": 1e9}}),
+                             ("gpt3-175b-3d.yaml", {"predictor": "coarse"}),
+                             ("mixtral-8x7b-ep.yaml", {"predictor": "coarse"})):
+        for r in stepcast.predict(ROOT / "examples" / scenario, **kwargs):
+            d = r.to_dict()
+            keys |= set(d)
+            for key in d:
+                assert hasattr(r, key), (scenario, key)
+    attributes = {name for name, value in vars(stepcast.Result).items()
+                  if isinstance(value, property) and name != "config"}
+    assert attributes <= keys, attributes - keys
+
+
 def test_to_pandas_has_a_row_per_configuration_and_worker_count(tmp_path):
     pandas = pytest.importorskip("pandas")
     p = stepcast.predict(EXAMPLE, workers=[2, 8], set=QUICK, predictor="coarse", sweep={"training.ps.count": "1..4"})
@@ -352,6 +372,159 @@ def test_inspect_equals_the_commands_json():
     assert "nowhere.json" in str(caught.value)
     with pytest.raises(TypeError):
         stepcast.inspect(3)
+
+
+# ---- calibrate -----------------------------------------------------------------------------
+
+SEEDS = ROOT / "tests" / "fuzz" / "seeds"
+# A 4-rank sweep from the closed form a = 5 us per ring step, B = 10 GB/s (tests/calibrate/
+# calibrate_cli_test.cpp): t = 2 (N - 1) a + 2 (N - 1) / N S / B = 30 us + 1.5 S / 1e10 s.
+RING_LOG = "".join(
+    f"{size:>12} {size // 4:>12}  float  sum  -1 {30 + 1.5 * size / 1e4:>12.4f}  0.0  0.0  0 "
+    f"{30 + 1.5 * size / 1e4:>12.4f}  0.0  0.0  0\n"
+    for size in (8, 1 << 20, 1 << 24, 1 << 30))
+
+
+def cli_run(*args):
+    done = subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_calibrate_nccl_tests_equals_the_commands_json(tmp_path):
+    log = tmp_path / "ar.log"
+    log.write_text(RING_LOG)
+    c = stepcast.calibrate_nccl_tests(log, workers=4, workers_per_node=2)
+    assert c.to_dict() == cli_json("calibrate", "nccl-tests", log, "--workers", 4, "--workers-per-node", 2)
+    assert c.text() == cli_run("calibrate", "nccl-tests", log, "--workers", 4, "--workers-per-node", 2)
+    # The closed form's a and B come back.
+    assert c.to_dict()["step_latency_s"] == pytest.approx(5e-6, rel=1e-6)
+    assert c.to_dict()["bandwidth_Bps"] == pytest.approx(10e9, rel=1e-6)
+    for kwargs, args in (
+            ({"fit": "least-squares", "min_size": "1KiB"}, ["--fit", "least-squares", "--min-size", "1KiB"]),
+            ({"fit": "regimes", "max_regimes": 2}, ["--fit", "regimes", "--max-regimes", 2]),
+            ({"in_place": True, "max_size": 1 << 24}, ["--in-place", "--max-size", "16777216B"])):
+        python = stepcast.calibrate_nccl_tests(SEEDS / "collective_log" / "nccl-tests.log", workers=8, **kwargs)
+        assert python.to_dict() == cli_json("calibrate", "nccl-tests", SEEDS / "collective_log" / "nccl-tests.log",
+                                            "--workers", 8, *args), kwargs
+    xla = SEEDS / "collective_log" / "xla-table.csv"
+    assert stepcast.calibrate_nccl_tests(xla, workers=8, format="xla").to_dict() == cli_json(
+        "calibrate", "nccl-tests", xla, "--workers", 8, "--format", "xla")
+
+
+def test_calibrate_nccl_tests_writes_the_same_keys(tmp_path):
+    log = tmp_path / "ar.log"
+    log.write_text(RING_LOG)
+    c = stepcast.calibrate_nccl_tests(str(log), workers=4, workers_per_node=2, output=tmp_path / "py" / "c.yaml")
+    assert c.to_dict()["output"] == str(tmp_path / "py" / "c.yaml")
+    cli_run("calibrate", "nccl-tests", log, "--workers", 4, "--workers-per-node", 2, "-o", tmp_path / "cli.yaml")
+    assert (tmp_path / "py" / "c.yaml").read_bytes() == (tmp_path / "cli.yaml").read_bytes()
+
+
+def test_calibrate_nccl_tests_errors_name_the_argument_of_each_front_end(tmp_path):
+    log = tmp_path / "ar.log"
+    log.write_text(RING_LOG)
+    for python_kwargs, cli_args, python_key, cli_key in (
+            ({"workers": 1}, ["--workers", "1"], "workers", "--workers"),
+            ({"workers": 4, "workers_per_node": 8}, ["--workers", "4", "--workers-per-node", "8"],
+             "workers_per_node", "--workers-per-node"),
+            ({"workers": 4, "fit": "regimes", "max_regimes": 0}, ["--workers", "4", "--fit", "regimes",
+                                                                   "--max-regimes", "0"],
+             "max_regimes", "--max-regimes"),
+            ({"workers": 4, "min_size": "lots"}, ["--workers", "4", "--min-size", "lots"], "min_size", "--min-size")):
+        e = expect_error(python_key, stepcast.calibrate_nccl_tests, log, **python_kwargs)
+        done = subprocess.run([BINARY, "calibrate", "nccl-tests", str(log), *cli_args], capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 2 and cli_key in done.stderr, done.stderr
+        # The library's message, word for word, but for the options' names.
+        assert e.message.replace("[1, workers", "[1, --workers") in done.stderr, (str(e), done.stderr)
+    xla = SEEDS / "collective_log" / "xla-table.csv"
+    e = expect_error("in_place", stepcast.calibrate_nccl_tests, xla, workers=8, in_place=True)
+    assert e.file == str(xla)
+    expect_error("fit", stepcast.calibrate_nccl_tests, log, workers=4, fit="best")
+    expect_error("format", stepcast.calibrate_nccl_tests, log, workers=4, format="csv")
+    with pytest.raises(stepcast.Error) as caught:
+        stepcast.calibrate_nccl_tests(tmp_path / "missing.log", workers=4)
+    assert "missing.log" in str(caught.value)
+    with pytest.raises(TypeError):
+        stepcast.calibrate_nccl_tests(3, workers=4)
+
+
+def gemm_grid_csv(rate=500e12):
+    """A bf16 grid 1024..8192 in each dimension at one FLOP rate, with gemm_sweep.py's comments."""
+    lines = ["# gpu: NVIDIA H100 80GB HBM3", "# attention_flops: 450.0TFLOPS (causal SDPA)", "m,n,k,dtype,time_us"]
+    dims = (1024, 2048, 4096, 8192)
+    lines += [f"{m},{n},{k},bf16,{2 * m * n * k / rate * 1e6:.9g}" for m in dims for n in dims for k in dims]
+    return "\n".join(lines) + "\n"
+
+
+def test_calibrate_gemm_equals_the_commands_json(tmp_path):
+    rate = 500e12
+    table = tmp_path / "h100-gemm.csv"
+    table.write_text(gemm_grid_csv(rate))
+    # Beside the table, found without `check`: one shape at the table's rate (error 0), one 25%
+    # slower than it (predicted 1 / 1.25 - 1 = -20%).
+    (tmp_path / "h100-gemm-check.csv").write_text(
+        "m,n,k,dtype,time_us\n"
+        f"3000,5000,1500,bf16,{2 * 3000 * 5000 * 1500 / rate * 1e6:.9g}\n"
+        f"6000,2000,7000,bf16,{1.25 * 2 * 6000 * 2000 * 7000 / rate * 1e6:.9g}\n")
+    c = stepcast.calibrate_gemm(table, output=tmp_path / "py.yaml")
+    d = c.to_dict()
+    assert d == {**cli_json("calibrate", "gemm", table, "-o", tmp_path / "cli.yaml"),
+                 "output": str(tmp_path / "py.yaml")}
+    # The times are written to 9 significant digits: errors within 1e-8 of the closed form's.
+    assert [h["error"] for h in d["held_back"]] == [pytest.approx(0, abs=1e-8), pytest.approx(-0.2, abs=1e-8)]
+    assert d["summary"]["max_error"] == pytest.approx(0.2, rel=1e-9)
+    assert d["table"]["grids"] == [{"dtype": "bf16", "rows": 64, "m": {"min": 1024, "max": 8192, "count": 4},
+                                    "n": {"min": 1024, "max": 8192, "count": 4},
+                                    "k": {"min": 1024, "max": 8192, "count": 4}}]
+    assert d["attention_flops_per_s"] == 450e12 and d["memory_bandwidth_Bps"] is None
+    assert (tmp_path / "py.yaml").read_bytes() == (tmp_path / "cli.yaml").read_bytes()
+    assert stepcast.calibrate_gemm(table).text() == cli_run("calibrate", "gemm", table)
+    alone = tmp_path / "alone.csv"
+    alone.write_text(gemm_grid_csv(rate))
+    assert stepcast.calibrate_gemm(alone).to_dict() == cli_json("calibrate", "gemm", alone)
+    assert stepcast.calibrate_gemm(alone).to_dict()["summary"] is None
+    bad = tmp_path / "bad-check.csv"
+    bad.write_text("m,n,k,dtype,time_us\n1024,1024,1024,bf16,-1\n")
+    with pytest.raises(stepcast.Error) as caught:
+        stepcast.calibrate_gemm(table, check=bad)
+    assert caught.value.file == str(bad) and caught.value.line == 2, caught.value
+
+
+# ---- export ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario, args", [
+    ("resnet50-ps.yaml", {"workers": 4}),
+    ("vgg16-allreduce.yaml", {"workers": 4, "network_dims": 2, "set": {"training.allreduce.bucket_size": "10MB"}}),
+])
+def test_export_writes_the_commands_files(tmp_path, scenario, args):
+    path = ROOT / "examples" / scenario
+    e = stepcast.export(path, chakra=tmp_path / "py" / "job", **args)
+    cli_args = ["--workers", args["workers"], "--network-dims", args.get("network_dims", 1)]
+    for key, value in args.get("set", {}).items():
+        cli_args += ["--set", f"{key}={value}"]
+    text = cli_run("export", "--chakra", tmp_path / "cli" / "job", path, *cli_args)
+    assert e.text() == text.replace(str(tmp_path / "cli"), str(tmp_path / "py"))
+    cli_files = sorted((tmp_path / "cli").iterdir())
+    assert [f["path"] for f in e.files] == [str(tmp_path / "py" / f.name) for f in cli_files]
+    for f in cli_files:
+        assert (tmp_path / "py" / f.name).read_bytes() == f.read_bytes(), f.name
+    d = e.to_dict()
+    assert d["workers"] == 4 and d["prefix"] == str(tmp_path / "py" / "job")
+    assert [f["rank"] for f in d["files"]] == list(range(len(cli_files)))
+    assert {f["role"] for f in d["files"]} == ({"worker", "ps"} if "ps" in scenario else {"worker"})
+
+
+def test_export_errors_name_the_argument(tmp_path):
+    expect_error("network_dims", stepcast.export, EXAMPLE, chakra=tmp_path / "x", network_dims=9)
+    expect_error("chakra", stepcast.export, EXAMPLE, chakra="")
+    expect_error("workers", stepcast.export, EXAMPLE, chakra=tmp_path / "x", workers=0)
+    e = expect_error("training.scheme", stepcast.export, EXAMPLE_DICT, chakra=tmp_path / "x",
+                     set={"training.scheme": "fsdp"})
+    assert "fsdp" in str(e)
+    expect_error("cluster.workers", stepcast.export, EXAMPLE, chakra=tmp_path / "x", set={"cluster.workers": -1})
 
 
 # ---- zoo -------------------------------------------------------------------------------------

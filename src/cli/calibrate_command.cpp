@@ -2,25 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "cli/output_file.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
-#include "stepcast/detail/calibrate/gemm_calibration.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
-#include "stepcast/detail/report/calibration_report.hpp"
 #include "stepcast/enum_names.hpp"
-#include "stepcast/error.hpp"
-#include "stepcast/limits.hpp"
+#include "stepcast/sweep/calibrate.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {
-
-using limits::kMaxWorkers;
 
 namespace {
 // The values an option takes: the enum's names (CLI11 lists them in --help and its errors).
@@ -74,104 +67,60 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   gemm_->add_option("--check", gemm_check_,
                     "held-back GEMMs measured beside it (default: TABLE-check.csv when it exists)");
   gemm_->add_option("-o,--output", gemm_output_, "Write the keys as a YAML scenario fragment (for include:)");
+  gemm_->add_flag("--json", gemm_json_,
+                  "Print the table's grids and the error at every held-back row as one JSON object");
 }
 
 bool CalibrateCommand::parsed() const { return nccl_tests_->parsed() || gemm_->parsed(); }
 
+namespace {
+
+/// "workers_per_node" -> "--workers-per-node": the option of a request's field.
+std::string calibrate_option(std::string_view option) {
+  std::string flag = "--" + std::string(option);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+}  // namespace
+
 int CalibrateCommand::run_gemm() const {
-  std::string check = gemm_check_;
-  if (check.empty()) {
-    // tools/gemm_sweep.py writes the held-back rows beside the table.
-    const std::filesystem::path beside =
-        std::filesystem::path(gemm_table_).replace_extension("").string() + "-check.csv";
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(beside, ec)) check = beside.string();
+  sweep::GemmRequest request{
+      .table = gemm_table_, .check = gemm_check_, .output = gemm_output_, .option_name = calibrate_option};
+  const sweep::GemmTableCalibration result = sweep::calibrate_gemm_table(request);
+  if (gemm_json_) {
+    sweep::write_json(std::cout, result);
+  } else {
+    sweep::write_table(std::cout, result);
   }
-  const calibrate::GemmCalibration result = calibrate::calibrate_gemm(gemm_table_, check);
-  if (!gemm_output_.empty()) {
-    std::ofstream out = open_output(gemm_output_, "--output");
-    out << calibrate::gemm_calibration_yaml(result, gemm_output_);
-    if (!out.flush()) throw Error({gemm_output_, 0, "--output"}, "cannot write file");
-  }
-  std::cout << calibrate::gemm_calibration_text(result);
-  if (!gemm_output_.empty()) std::cout << fmt::format("wrote {}\n", gemm_output_);
   return 0;
 }
 
 int CalibrateCommand::run() const {
   if (gemm_->parsed()) return run_gemm();
-  using calibrate::FitMethod;
-  using calibrate::LogFormat;
-  using calibrate::Placement;
-  if (workers_ < 2 || workers_ > kMaxWorkers) {
-    throw Error({"", 0, "--workers"},
-                fmt::format("expected an integer in [2, {}], got {}", kMaxWorkers, workers_));
-  }
-  if (workers_per_node_ < 1 || workers_per_node_ > workers_) {
-    throw Error(
-        {"", 0, "--workers-per-node"},
-        fmt::format("expected an integer in [1, --workers = {}], got {}", workers_, workers_per_node_));
-  }
-  if (max_regimes_ < 1 || max_regimes_ > calibrate::kMaxRegimes) {
-    throw Error({"", 0, "--max-regimes"},
-                fmt::format("expected an integer in [1, {}], got {}", calibrate::kMaxRegimes, max_regimes_));
-  }
-  const LogFormat format = parse_name<LogFormat>(format_).value_or(LogFormat::Auto);
-  const Placement placement = in_place_ ? Placement::InPlace : Placement::OutOfPlace;
-  const calibrate::CollectiveLog log = calibrate::read_collective_log(log_, format, placement);
-  if (in_place_ && log.format != LogFormat::NcclTests) {
-    throw Error({log_, 0, "--in-place"}, "only nccl-tests logs have in-place times");
-  }
-  if (log.group_size != 0 && log.group_size != workers_) {
-    throw Error({log_, log.points.front().line, "--workers"},
-                fmt::format("the table measured {} ranks, --workers says {}", log.group_size, workers_));
-  }
-  calibrate::FitOptions options;
-  options.method = parse_name<FitMethod>(fit_).value_or(FitMethod::Endpoints);
-  options.max_regimes = max_regimes_;
-  options.workers_per_node = workers_per_node_;
-  options.min_bytes = parse_bytes_with_unit(min_size_, {"", 0, "--min-size"});
-  if (!max_size_.empty()) options.max_bytes = parse_bytes_with_unit(max_size_, {"", 0, "--max-size"});
-  const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers_, options);
-  const calibrate::CalibrationSource source{log.file, log.format, placement, workers_per_node_};
-
-  // Write first: a bad output path fails before anything is printed.
-  if (!output_.empty()) {
-    std::ofstream out = open_output(output_, "--output");
-    out << report::calibration_yaml(result, source);
-    if (!out.flush()) throw Error({output_, 0, "--output"}, "cannot write file");
-  }
-  const report::CalibrationReport report{.calibration = result, .source = source, .output = output_};
+  sweep::NcclTestsRequest request;
+  request.log = log_;
+  request.workers = workers_;
+  request.workers_per_node = workers_per_node_;
+  request.format = format_;
+  request.in_place = in_place_;
+  if (nccl_tests_->count("--fit") > 0) request.fit = fit_;
+  request.max_regimes = max_regimes_;
+  request.min_size = min_size_;
+  request.max_size = max_size_;
+  request.output = output_;
+  request.option_name = calibrate_option;
+  const sweep::NcclTestsCalibration result = sweep::calibrate_nccl_tests(request);
   if (json_) {
-    report::write_json(std::cout, report);
+    sweep::write_json(std::cout, result);
   } else {
-    report::write_table(std::cout, report);
+    sweep::write_table(std::cout, result);
   }
-  // The default fit more than 10% off where it was not fitted: say which other fit does better.
-  constexpr double kPoorFit = 0.10;
-  if (nccl_tests_->count("--fit") == 0 && result.median_error > kPoorFit) {
-    std::string better;
-    double best = result.median_error;
-    for (const FitMethod other : {FitMethod::Regimes, FitMethod::Nccl}) {
-      calibrate::FitOptions alternative = options;
-      alternative.method = other;
-      try {
-        const calibrate::Calibration c = calibrate::calibrate_ring(log.points, workers_, alternative);
-        if (c.median_error < best) {
-          best = c.median_error;
-          better = calibrate::to_string(other);
-        }
-      } catch (const Error&) {
-        // That fit does not apply to this sweep: nothing to suggest from it.
-      }
-    }
-    if (!better.empty()) {
-      std::cerr << fmt::format(
-          "stepcast: note: the {} fit is {:.0f}% off (median over sizes >= {}); --fit {} is {:.0f}% off{}\n",
-          calibrate::to_string(options.method), 100 * result.median_error,
-          format_bytes(options.report_min_bytes), better, 100 * best,
-          better == "nccl" ? " (in sample: it fits every size)" : " (leave-one-out)");
-    }
+  if (const auto& s = result.suggestion) {
+    std::cerr << fmt::format(
+        "stepcast: note: the {} fit is {:.0f}% off (median over sizes >= {}); --fit {} is {:.0f}% off{}\n",
+        s->method, 100 * s->error, format_bytes(s->min_bytes), s->better, 100 * s->better_error,
+        s->in_sample ? " (in sample: it fits every size)" : " (leave-one-out)");
   }
   return 0;
 }

@@ -2,9 +2,10 @@
 // ring all-reduce's latency and bandwidth to a measured sweep (calibrate/), or with `--fit regimes
 // [--max-regimes K]` one pair per size range, prints the error at every size and writes the
 // fitted cluster keys as a scenario fragment.
-// `stepcast calibrate gemm TABLE.csv [--check HELD_BACK.csv] [-o compute.yaml]`: checks a GEMM
+// `stepcast calibrate gemm TABLE.csv [--check HELD_BACK.csv] [-o compute.yaml] [--json]`: checks a GEMM
 // table measured on one GPU (tools/gemm_sweep.py) against held-back rows, prints the error, and
-// writes the keys of workload.compute: shapes on it.
+// writes the keys of workload.compute: shapes on it. Both are one call to sweep/calibrate.hpp,
+// which Python's stepcast.calibrate_nccl_tests() and stepcast.calibrate_gemm() call too.
 //
 //   stepcast::cli::CalibrateCommand calibrate(app);      // before app.parse
 //   if (calibrate.parsed()) return calibrate.run();      // throws stepcast::Error on bad input
@@ -35,6 +36,7 @@ class CalibrateCommand {
   std::string gemm_table_;
   std::string gemm_check_;
   std::string gemm_output_;
+  bool gemm_json_ = false;
   std::string log_;
   int workers_ = 0;
   int workers_per_node_ = 1;

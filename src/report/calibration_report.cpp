@@ -1,13 +1,19 @@
-// write_json / write_table of a ring all-reduce calibration (`stepcast calibrate nccl-tests`).
+// write_json / write_table of a ring all-reduce calibration (`stepcast calibrate nccl-tests`) and
+// of a GEMM table's check (`stepcast calibrate gemm`).
 #include "stepcast/detail/report/calibration_report.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <iterator>
+#include <optional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "report/json_text.hpp"
+#include "stepcast/enum_names.hpp"
 
 namespace stepcast::report {
 namespace {
@@ -157,6 +163,137 @@ void write_table(std::ostream& out, const CalibrationReport& report) {
                  calibration_header(c, report.source));
   if (!report.output.empty()) fmt::format_to(it, "wrote the cluster keys to {}\n", report.output);
   out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+}
+
+namespace {
+
+/// {min, max, count} of a grid axis.
+void write_axis(JsonWriter& json, const std::set<int64_t>& values) {
+  json.begin_object();
+  json.key("min");
+  json.integer(*values.begin());
+  json.key("max");
+  json.integer(*values.rbegin());
+  json.key("count");
+  json.integer(values.size());
+  json.end_object();
+}
+
+void optional_number(JsonWriter& json, const std::optional<double>& value) {
+  if (value) {
+    json.number(*value);
+  } else {
+    json.null();
+  }
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const GemmCalibrationReport& report) {
+  const calibrate::GemmCalibration& c = report.calibration;
+  JsonWriter json(out, JsonWriter::Layout::OneLine);
+  json.begin_object();
+  json.key("table");
+  json.begin_object();
+  json.key("file");
+  json.string(c.table.file);
+  json.key("header");
+  json.begin_array();
+  for (const std::string& line : c.header) json.string(line);
+  json.end_array();
+  json.key("grids");
+  json.begin_array();
+  // The dtypes in the order the text lists them (gemm_calibration_text).
+  for (const cluster::GemmDtype dtype : enum_values<cluster::GemmDtype>()) {
+    std::set<int64_t> m, n, k;
+    size_t rows = 0;
+    for (const cluster::GemmRow& row : c.table.rows) {
+      if (row.dtype != dtype) continue;
+      m.insert(row.m);
+      n.insert(row.n);
+      k.insert(row.k);
+      ++rows;
+    }
+    if (rows == 0) continue;
+    json.begin_object();
+    json.key("dtype");
+    json.string(name_of(dtype));
+    json.key("rows");
+    json.integer(rows);
+    json.key("m");
+    write_axis(json, m);
+    json.key("n");
+    write_axis(json, n);
+    json.key("k");
+    write_axis(json, k);
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  json.key("attention_flops_per_s");
+  optional_number(json, c.attention_flops);
+  json.key("memory_bandwidth_Bps");
+  optional_number(json, c.memory_bw);
+  json.key("check_file");
+  if (c.check_file.empty()) {
+    json.null();
+  } else {
+    json.string(c.check_file);
+  }
+  json.key("held_back");
+  json.begin_array();
+  for (const calibrate::GemmCheck& check : c.held_back) {
+    const cluster::GemmRow& r = check.measured;
+    json.begin_object();
+    json.key("m");
+    json.integer(r.m);
+    json.key("n");
+    json.integer(r.n);
+    json.key("k");
+    json.integer(r.k);
+    json.key("dtype");
+    json.string(name_of(r.dtype));
+    json.key("line");
+    json.integer(r.line);
+    json.key("measured_s");
+    json.number(r.seconds);
+    json.key("predicted_s");
+    json.number(check.predicted);
+    json.key("error");
+    json.number(check.error);
+    json.key("clamped");
+    json.boolean(check.clamped);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("summary");
+  if (c.check_file.empty()) {
+    json.null();
+  } else {
+    json.begin_object();
+    json.key("count");
+    json.integer(c.held_back.size());
+    json.key("median_error");
+    json.number(c.median_error);
+    json.key("mean_error");
+    json.number(c.mean_error);
+    json.key("max_error");
+    json.number(c.max_error);
+    json.end_object();
+  }
+  json.key("output");
+  if (report.output.empty()) {
+    json.null();
+  } else {
+    json.string(report.output);
+  }
+  json.end_object();
+}
+
+void write_table(std::ostream& out, const GemmCalibrationReport& report) {
+  std::string text = calibrate::gemm_calibration_text(report.calibration);
+  if (!report.output.empty()) text += fmt::format("wrote {}\n", report.output);
+  out << text;
 }
 
 }  // namespace stepcast::report

@@ -66,6 +66,29 @@ TEST_F(CliTest, CalibrateGemmChecksHeldBackRowsAndWritesKeys) {
   EXPECT_DOUBLE_EQ(s.cluster.gpu_memory_bw, 3000e9);
 }
 
+// --json: the same check as one JSON object (report/), through the library call Python makes too.
+TEST_F(CliTest, CalibrateGemmJsonGivesTheGridAndEveryHeldBackRow) {
+  const std::string table = file("h100-gemm.csv", grid_csv());
+  const double slow = 1.25 * 2.0 * 6000 * 2000 * 7000 / kRate * 1e6;  // predicted 1 / 1.25 - 1 = -20%
+  const std::string check =
+      file("h100-gemm-check.csv", fmt::format("m,n,k,dtype,time_us\n6000,2000,7000,bf16,{:.9g}\n", slow));
+  const auto r = run({"calibrate", "gemm", table, "--json"});  // the check found beside the table
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const stepcast_cli_test::Json doc = stepcast_cli_test::parse_json_or_fail(r.out);
+  EXPECT_EQ(doc.at_path("table.file")->string, table);
+  EXPECT_EQ(doc["check_file"].string, check);
+  ASSERT_EQ(doc.at_path("table.grids")->array.size(), 1u) << r.out;
+  EXPECT_EQ(doc.at_path("table.grids")->array[0]["rows"].number, 64);
+  EXPECT_EQ(doc.at_path("table.grids")->array[0]["dtype"].string, "bf16");
+  EXPECT_DOUBLE_EQ(doc["attention_flops_per_s"].number, 450e12);
+  EXPECT_DOUBLE_EQ(doc["memory_bandwidth_Bps"].number, 3000e9);
+  ASSERT_EQ(doc["held_back"].array.size(), 1u) << r.out;
+  EXPECT_NEAR(doc["held_back"].array[0]["error"].number, -0.2, 1e-9);
+  EXPECT_EQ(doc["held_back"].array[0]["line"].number, 2);
+  EXPECT_NEAR(doc.at_path("summary.max_error")->number, 0.2, 1e-9);
+  EXPECT_EQ(doc["output"].type, stepcast_cli_test::Json::Type::Null);
+}
+
 TEST_F(CliTest, CalibrateGemmBadFilesNameFileAndLine) {
   const std::string table = file("t.csv", grid_csv());
   const std::string bad_check = file("c.csv", "m,n,k,dtype,time_us\n1024,1024,1024,bf16,-1\n");

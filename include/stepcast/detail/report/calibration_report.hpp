@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 
+#include "stepcast/detail/calibrate/gemm_calibration.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 
 namespace stepcast::report {
@@ -50,5 +51,21 @@ void write_table(std::ostream& out, const CalibrationReport& report);
 /// "724.077KiB 5.04us 37.7GB/s"), headed by comments naming the source, the model, the fit and
 /// the error table. Values carry units ("339.797GB/s", "4.5us") and 6 significant digits.
 [[nodiscard]] std::string calibration_yaml(const calibrate::Calibration& calibration, const calibrate::CalibrationSource& source);
+
+/// The report of `stepcast calibrate gemm`: the table checked on held-back rows, and where its
+/// keys were written.
+struct GemmCalibrationReport {
+  calibrate::GemmCalibration calibration;
+  std::string output;  ///< where the keys were written (gemm_calibration_yaml); "" for nowhere
+};
+
+/// One JSON object on one line: table {file, header (its '#' lines), grids (per dtype: dtype,
+/// rows, m, n, k each {min, max, count})}, attention_flops_per_s and memory_bandwidth_Bps (null
+/// when the table does not say), check_file (null without held-back rows), held_back (m, n, k,
+/// dtype, line, measured_s, predicted_s, error, clamped), summary {count, median_error,
+/// mean_error, max_error} (null without held-back rows), output (null when none).
+void write_json(std::ostream& out, const GemmCalibrationReport& report);
+/// calibrate::gemm_calibration_text and, when the keys were written, where.
+void write_table(std::ostream& out, const GemmCalibrationReport& report);
 
 }  // namespace stepcast::report

@@ -1,0 +1,200 @@
+// `calibrate nccl-tests` and `calibrate gemm` as one library call each (sweep/calibrate.hpp): the
+// command and the Python module only convert their arguments and print what these return.
+#include "stepcast/sweep/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/gemm_calibration.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
+#include "stepcast/detail/output_file.hpp"
+#include "stepcast/detail/report/calibration_report.hpp"
+#include "stepcast/enum_names.hpp"
+#include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
+#include "stepcast/units.hpp"
+
+namespace stepcast::sweep {
+
+struct NcclTestsReport {
+  report::CalibrationReport value;
+};
+
+struct GemmReport {
+  report::GemmCalibrationReport value;
+};
+
+namespace {
+
+using limits::kMaxWorkers;
+
+template <class Request>
+std::string option_name_of(const Request& request, std::string_view option) {
+  return request.option_name ? request.option_name(option) : std::string(option);
+}
+
+/// Runs `fn`, giving an error that names a command-line option ("--workers-per-node", as
+/// calibrate/ and report/ name them) the request's name of that option, where and why unchanged.
+template <class Request, class Fn>
+auto naming_options(const Request& request, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    const std::string& key = e.where().key;
+    if (key.size() <= 2 || key.compare(0, 2, "--") != 0) throw;
+    std::string option = key.substr(2);
+    for (char& c : option) {
+      if (c == '-') c = '_';
+    }
+    SourceLocation where = e.where();
+    where.key = option_name_of(request, option);
+    throw Error(where, e.message());
+  }
+}
+
+/// Writes `text` to `path`, an error naming the option `option` when it cannot.
+template <class Request>
+void write_output(const Request& request, const std::string& path, const std::string& text) {
+  const std::string option = option_name_of(request, "output");
+  std::ofstream out = open_output(path, option);
+  out << text;
+  if (!out.flush()) throw Error({path, 0, option}, "cannot write file");
+}
+
+/// The value of a choice option, or an error naming it and listing the choices.
+template <NamedEnum E>
+E choice_of(const NcclTestsRequest& request, const std::string& text, std::string_view option) {
+  if (const auto value = parse_name<E>(text)) return *value;
+  std::string names;
+  for (E value : enum_values<E>()) names += (names.empty() ? "" : ", ") + std::string(name_of(value));
+  throw Error({"", 0, option_name_of(request, option)},
+              fmt::format("expected one of {}, got '{}'", names, text));
+}
+
+}  // namespace
+
+NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
+  return naming_options(request, [&] {
+    using calibrate::FitMethod;
+    using calibrate::LogFormat;
+    using calibrate::Placement;
+    auto bad = [&](std::string_view option, const std::string& message) {
+      return Error({"", 0, option_name_of(request, option)}, message);
+    };
+    const int workers = request.workers;
+    if (workers < 2 || workers > kMaxWorkers) {
+      throw bad("workers", fmt::format("expected an integer in [2, {}], got {}", kMaxWorkers, workers));
+    }
+    if (request.workers_per_node < 1 || request.workers_per_node > workers) {
+      throw bad("workers_per_node",
+                fmt::format("expected an integer in [1, {} = {}], got {}", option_name_of(request, "workers"),
+                            workers, request.workers_per_node));
+    }
+    if (request.max_regimes < 1 || request.max_regimes > calibrate::kMaxRegimes) {
+      throw bad("max_regimes", fmt::format("expected an integer in [1, {}], got {}", calibrate::kMaxRegimes,
+                                           request.max_regimes));
+    }
+    const LogFormat format = choice_of<LogFormat>(request, request.format, "format");
+    calibrate::FitOptions options;
+    options.method = choice_of<FitMethod>(request, request.fit.value_or("endpoints"), "fit");
+    const Placement placement = request.in_place ? Placement::InPlace : Placement::OutOfPlace;
+    const calibrate::CollectiveLog log = calibrate::read_collective_log(request.log, format, placement);
+    if (request.in_place && log.format != LogFormat::NcclTests) {
+      throw Error({request.log, 0, option_name_of(request, "in_place")},
+                  "only nccl-tests logs have in-place times");
+    }
+    if (log.group_size != 0 && log.group_size != workers) {
+      throw Error({request.log, log.points.front().line, option_name_of(request, "workers")},
+                  fmt::format("the table measured {} ranks, {} says {}", log.group_size,
+                              option_name_of(request, "workers"), workers));
+    }
+    options.max_regimes = request.max_regimes;
+    options.workers_per_node = request.workers_per_node;
+    options.min_bytes = parse_bytes_with_unit(request.min_size, {"", 0, option_name_of(request, "min_size")});
+    if (!request.max_size.empty()) {
+      options.max_bytes =
+          parse_bytes_with_unit(request.max_size, {"", 0, option_name_of(request, "max_size")});
+    }
+    const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers, options);
+    const calibrate::CalibrationSource source{log.file, log.format, placement, request.workers_per_node};
+
+    // Write first: a bad output path fails before anything is printed.
+    if (!request.output.empty())
+      write_output(request, request.output, report::calibration_yaml(result, source));
+
+    NcclTestsCalibration out;
+    out.report = std::make_shared<const NcclTestsReport>(NcclTestsReport{
+        report::CalibrationReport{.calibration = result, .source = source, .output = request.output}});
+    // The default fit more than 10% off where it was not fitted: say which other fit does better.
+    constexpr double kPoorFit = 0.10;
+    if (!request.fit && result.median_error > kPoorFit) {
+      std::string better;
+      double best = result.median_error;
+      for (const FitMethod other : {FitMethod::Regimes, FitMethod::Nccl}) {
+        calibrate::FitOptions alternative = options;
+        alternative.method = other;
+        try {
+          const calibrate::Calibration c = calibrate::calibrate_ring(log.points, workers, alternative);
+          if (c.median_error < best) {
+            best = c.median_error;
+            better = calibrate::to_string(other);
+          }
+        } catch (const Error&) {
+          // That fit does not apply to this sweep: nothing to suggest from it.
+        }
+      }
+      if (!better.empty()) {
+        out.suggestion = FitSuggestion{.method = calibrate::to_string(options.method),
+                                       .error = result.median_error,
+                                       .min_bytes = options.report_min_bytes,
+                                       .better = better,
+                                       .better_error = best,
+                                       .in_sample = better == "nccl"};
+      }
+    }
+    return out;
+  });
+}
+
+void write_json(std::ostream& out, const NcclTestsCalibration& calibration) {
+  report::write_json(out, calibration.report->value);
+}
+
+void write_table(std::ostream& out, const NcclTestsCalibration& calibration) {
+  report::write_table(out, calibration.report->value);
+}
+
+GemmTableCalibration calibrate_gemm_table(const GemmRequest& request) {
+  return naming_options(request, [&] {
+    std::string check = request.check;
+    if (check.empty()) {
+      // tools/gemm_sweep.py writes the held-back rows beside the table.
+      const std::filesystem::path beside =
+          std::filesystem::path(request.table).replace_extension("").string() + "-check.csv";
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(beside, ec)) check = beside.string();
+    }
+    calibrate::GemmCalibration result = calibrate::calibrate_gemm(request.table, check);
+    if (!request.output.empty()) {
+      write_output(request, request.output, calibrate::gemm_calibration_yaml(result, request.output));
+    }
+    return GemmTableCalibration{std::make_shared<const GemmReport>(GemmReport{
+        report::GemmCalibrationReport{.calibration = std::move(result), .output = request.output}})};
+  });
+}
+
+void write_json(std::ostream& out, const GemmTableCalibration& calibration) {
+  report::write_json(out, calibration.report->value);
+}
+
+void write_table(std::ostream& out, const GemmTableCalibration& calibration) {
+  report::write_table(out, calibration.report->value);
+}
+
+}  // namespace stepcast::sweep
