@@ -44,6 +44,12 @@ Export export_chakra(const ExportRequest& request) {
   const scenario::Scenario s = load_scenario(request.scenario, overrides);
   const workload::Workload w = scenario::build_workload(s);
 
+  if (s.cluster.workers > limits::kMaxSimulatedWorkers) {
+    // One file per rank: past this, hundreds of thousands of files no tool replays.
+    throw Error({s.file, 0, "cluster.workers"},
+                fmt::format("{} workers: Chakra export writes one file per rank, at most {}", s.cluster.workers,
+                            limits::kMaxSimulatedWorkers));
+  }
   report::ChakraExport how;
   how.workers = s.cluster.workers;
   how.network_dims = request.network_dims;
