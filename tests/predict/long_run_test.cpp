@@ -112,6 +112,26 @@ TEST(LongRunWarning, OnlyTheFullEngineReportsProgressAndProgressChangesNothing) 
   const scheme::SimulationResult fast = scheme::simulate_steps(w, spec, allreduce, options);
   EXPECT_EQ(fast.engine, scheme::SimulationEngine::Fast);
   EXPECT_EQ(calls, 0);
+
+  // A parallel layout on its fast path runs the engine, one rank per stage, and reports nothing:
+  // its fraction done says nothing of a full engine's time.
+  const workload::Workload decoder = zoo::to_workload(
+      zoo::get_model("gpt2"), {.batch_per_worker = 1, .step_time = 0.2, .precision = workload::Precision::BF16});
+  scheme::SchemeConfig layout;
+  layout.scheme = scheme::Scheme::AllReduce;
+  layout.parallel.tensor = 2;
+  layout.parallel.pipeline = 2;
+  layout.parallel.global_batch = 16;  // 4 micro-batches of one on each of 4 replicas
+  cluster::ClusterSpec nodes;
+  nodes.workers = 16;
+  nodes.workers_per_node = 4;
+  const scheme::SimulationResult composed = scheme::simulate_steps(decoder, nodes, layout, options);
+  EXPECT_EQ(composed.engine, scheme::SimulationEngine::Fast);
+  EXPECT_EQ(calls, 0);
+  options.fast_paths = false;
+  const scheme::SimulationResult every_rank = scheme::simulate_steps(decoder, nodes, layout, options);
+  EXPECT_EQ(every_rank.engine, scheme::SimulationEngine::Full);
+  EXPECT_GT(calls, 0);
 }
 
 }  // namespace long_run_test
