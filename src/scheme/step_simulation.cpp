@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <numbers>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "scheme/allreduce_exchange.hpp"
@@ -170,6 +172,20 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
     r.loads.push_back({"PS NIC in", server_in});
   }
   if (bus > 0) r.loads.push_back({"intra-node link", bus});
+  // Switch-to-switch links by class (leaf->spine, spine->leaf, edge->agg, router->router, a custom
+  // fabric's names): the switches' names without their numbers. An oversubscribed uplink can be
+  // the busiest resource of a step while every NIC is half idle.
+  std::map<std::string, double> fabric;
+  for (const std::vector<uint32_t>& out : cluster.switch_out) {
+    for (uint32_t l : out) {
+      if (!(bytes[l] > 0)) continue;
+      std::string name = cluster.links.name(l);
+      std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });
+      double& busiest = fabric[name + " link"];
+      busiest = std::max(busiest, busy(l));
+    }
+  }
+  for (const auto& [name, load] : fabric) r.loads.push_back({name, load});
   for (size_t l = 0; l < bytes.size(); ++l) {
     if (bytes[l] > 0) r.links.push_back({cluster.links.name(l), busy(static_cast<uint32_t>(l)), bytes[l]});
   }

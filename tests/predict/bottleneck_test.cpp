@@ -44,6 +44,31 @@ TEST(Bottleneck, AsyncWorkersInAConvoyTakeTurnsOnThePsNic) {
   EXPECT_NE(r.bottleneck.find("taking turns on the PS NIC"), std::string::npos) << r.bottleneck;
 }
 
+TEST(Bottleneck, AnOversubscribedUplinkIsNamedNotTheHalfIdleNic) {
+  // VGG-16's ring on a 2:1 leaf-spine (radix 4: two nodes per leaf, uplinks at half the NIC): each
+  // uplink carries one ring flow, as each NIC does, at half the rate, so it is exactly twice as
+  // busy and the lost time is blamed on it: network-bound at 25 Gbps (bottleneck_resource), compute-
+  // bound losing 16% at 50 Gbps (the sentence).
+  for (const char* nic_bandwidth : {"25Gbps", "50Gbps"}) {
+    SCOPED_TRACE(nic_bandwidth);
+    const Result r = run(kRing, {"cluster.workers=64", "cluster.workers_per_node=8", "cluster.topology=fat_tree",
+                                 "cluster.fat_tree.radix=4", "cluster.fat_tree.oversubscription=2",
+                                 std::string("cluster.nic_bandwidth=") + nic_bandwidth});
+    double uplink = 0, nic = 0;
+    for (const Utilization& u : r.utilization) {
+      if (u.resource == "leaf->spine link") uplink = u.busy;
+      if (u.resource == "worker NIC out") nic = u.busy;
+    }
+    ASSERT_GT(nic, 0);
+    EXPECT_NEAR(uplink / nic, 2.0, 1e-9);
+    EXPECT_NE(r.bottleneck.find("leaf->spine link"), std::string::npos) << r.bottleneck;
+    EXPECT_EQ(r.bottleneck.find("worker NIC"), std::string::npos) << r.bottleneck;
+    if (r.bottleneck_kind != BottleneckKind::Compute) {
+      EXPECT_EQ(r.bottleneck_resource, "leaf->spine link");
+    }
+  }
+}
+
 TEST(Bottleneck, ComputeBoundStepSaysCompute) {
   const Result r = run(kRing, {"cluster.workers=2", "cluster.nic_bandwidth=400Gbps"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Compute) << r.bottleneck;
