@@ -101,15 +101,15 @@ TEST_F(CommandsCli, CollectiveTableOutput) {
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
 }
 
-TEST_F(CommandsCli, ZooListHasTheEighteenModels) {
+TEST_F(CommandsCli, ZooListHasTheNineteenModels) {
   RunResult r = run({"zoo", "list"});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
-  ASSERT_EQ(lines.size(), 19u) << r.out;  // header + 18 models
+  ASSERT_EQ(lines.size(), 20u) << r.out;  // header + 19 models
   for (const char* model :
        {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3", "bert-base", "bert-large",
         "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
-        "mixtral-8x7b", "qwen3-30b-a3b"}) {
+        "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"}) {
     bool found = false;
     for (size_t i = 1; i < lines.size(); ++i)
       found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
@@ -117,6 +117,8 @@ TEST_F(CommandsCli, ZooListHasTheEighteenModels) {
   }
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)resnet50\s+25557032\s)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)mixtral-8x7b\s+46702792704\s)"))) << r.out;
+  // tests/zoo/deepseek_zoo_test.cpp derives this count from DeepSeek-V3's config.json.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)deepseek-v3\s+671026404352\s)"))) << r.out;
 }
 
 TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {
