@@ -121,6 +121,51 @@ TEST_F(CommandsCli, ZooListHasTheNineteenModels) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)deepseek-v3\s+671026404352\s)"))) << r.out;
 }
 
+TEST_F(CommandsCli, DeepSeekV3PredictsAndSaysItDoesNotFitEightGpus) {
+  // DeepSeek-V3's 671B parameters with experts over 8 GPUs of 80 GB: each GPU keeps the
+  // attention, the dense blocks and 32 of each block's 256 experts with their gradients and Adam
+  // states, far past 80 GB. The prediction runs and says so instead of hiding it.
+  const std::string scenario = file("ds.yaml",
+                                    "name: ds\n"
+                                    "workload:\n"
+                                    "  model: deepseek-v3\n"
+                                    "  compute_efficiency: 0.4\n"
+                                    "  activation_checkpointing: full\n"
+                                    "  micro_batch: 1\n"
+                                    "  global_batch: 64\n"
+                                    "cluster: {workers: 8, workers_per_node: 8, gpu_memory: 80GB,\n"
+                                    "          gpu: {peak_flops: 989TFLOPS, memory_bandwidth: 3.35TB/s}}\n"
+                                    "training:\n"
+                                    "  scheme: fsdp\n"
+                                    "  fsdp: {sharding: optimizer}\n"
+                                    "  parallel: {expert: 8}\n");
+  RunResult r = run({"predict", scenario});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("ep8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+}
+
+TEST_F(CommandsCli, MoeLayersPicksTheMoeBlocksOfADecoderByShape) {
+  // 4 blocks, 8 experts of 32 on a hidden of 64 (3 x 64 x 32 = 6144 each) or a dense SwiGLU of
+  // 256 (49,152): "every 2" makes blocks 0 and 2 MoE; blocks 1 and 3 dense.
+  const std::string scenario =
+      file("moe.yaml",
+           "workload:\n"
+           "  transformer: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000,\n"
+           "                experts: 8, top_k: 2, expert_ffn_hidden: 32,\n"
+           "                moe_layers: every 2}\n"
+           "  seq_len: 16\n"
+           "  step_time: 1s\n"
+           "cluster: {workers: 2}\n");
+  RunResult r = run({"predict", scenario, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  // Embeddings and head 2 x 64,000, final norm 64, 4 attentions of 4 x 64 x 64 and 2 norms of
+  // 64, 2 MoE MLPs of 64 x 8 + 8 x 6144, 2 dense of 49,152: 128,064 + 66,048 + 99,328 + 98,304.
+  // Data parallelism keeps them whole on each worker, 4 bytes each (fp32).
+  const Json doc = parse_json_or_fail(r.out);
+  EXPECT_EQ(doc["predictions"].array.at(0)["memory_per_worker_bytes"]["parameters"].number, 4.0 * 391'744);
+}
+
 TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {
   RunResult r = run({"zoo", "show", "vgg16"});
   ASSERT_EQ(r.code, 0) << r.describe();
