@@ -15,6 +15,7 @@
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
+#include "stepcast/workload/moe_layers.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::scenario::detail {
@@ -437,6 +438,41 @@ std::vector<KeyDef> make_table() {
   shape_count("dense_layers_first",
               "mixture of experts: the first blocks with a dense MLP of ffn_hidden (DeepSeek-V3: 3)",
               &zoo::TransformerShape::dense_layers_first);
+  t.push_back({{"workload.transformer.moe_layers", "all, a range, a list or every N", "all",
+                "mixture of experts: which blocks are MoE: all (every block from dense_layers_first on), a "
+                "range \"3-60\", a list [0, 2, \"4-9\"] or \"every N\" (blocks 0, N, 2N, ...; Mixtral-style "
+                "interleave); at most 1024 blocks; with dense_layers_first = k it must be k-(layers-1)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 d.moe_layers = v;  // read in resolve_workload, where layers is known
+                 d.transformer_keys.emplace_back("moe_layers");
+               },
+               [](const Scenario& s) {
+                 const auto& moe = s.workload.transformer.moe_layers;
+                 return Rendered{moe ? workload::format_moe_layers(*moe) : "all", false};
+               },
+               true});
+  shape_count(
+      "kv_lora_rank",
+      "multi-head latent attention (DeepSeek-V2/V3) when > 0: width of the latent the keys and values "
+      "are up-projected from (DeepSeek-V3: 512); needs qk_nope_head_dim + qk_rope_head_dim >= 1 and "
+      "v_head_dim >= 1; 0: no latent attention",
+      &zoo::TransformerShape::kv_lora_rank);
+  shape_count(
+      "q_lora_rank",
+      "multi-head latent attention: the query's low-rank width (q_a_proj, q_b_proj; DeepSeek-V3: 1536); "
+      "0: one q projection from the model width",
+      &zoo::TransformerShape::q_lora_rank);
+  shape_count("qk_nope_head_dim",
+              "multi-head latent attention: each head's query and key width without rotary embedding "
+              "(DeepSeek-V3: 128)",
+              &zoo::TransformerShape::qk_nope_head_dim);
+  shape_count("qk_rope_head_dim",
+              "multi-head latent attention: each head's rotary query width, and the width of the rotary key "
+              "all heads share (DeepSeek-V3: 64)",
+              &zoo::TransformerShape::qk_rope_head_dim);
+  shape_count("v_head_dim", "multi-head latent attention: each head's value width (DeepSeek-V3: 128)",
+              &zoo::TransformerShape::v_head_dim);
   auto shape_flag = [&t](const char* field, const char* def, const char* description, auto member) {
     t.push_back(choice_key(
         fmt::format("workload.transformer.{}", field), def, booleans(),

@@ -34,6 +34,7 @@ struct Draft {
   std::optional<RawValue> custom_topology;    ///< cluster.custom, read once the NIC bandwidth is known
   std::optional<RawValue> compute_cv_auto;    ///< workload.compute_cv: auto, checked against the profile
   std::vector<std::string> transformer_keys;  ///< workload.transformer.* fields given
+  std::optional<RawValue> moe_layers;         ///< workload.transformer.moe_layers, read once layers is known
   std::optional<int> micro_batch;             ///< workload.micro_batch
   std::optional<double> dataset_size;         ///< job.dataset, in samples
   std::string dataset_name;                   ///< job.dataset as given

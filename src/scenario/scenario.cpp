@@ -30,6 +30,8 @@
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/units.hpp"
+#include "stepcast/workload/moe_layers.hpp"
+#include "stepcast/workload/moe_routing.hpp"
 #include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
@@ -552,6 +554,10 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
     if (w.transformer.kv_heads == 0) w.transformer.kv_heads = w.transformer.heads;
     if (w.transformer.experts == 0) w.transformer.experts = 1;
     if (w.transformer.top_k == 0) w.transformer.top_k = 1;
+    if (draft.moe_layers) {
+      w.transformer.moe_layers =
+          workload::parse_moe_layers(draft.moe_layers->text, w.transformer.layers, draft.moe_layers->where);
+    }
     if (w.seq_len == 0) {
       throw Error({file_name, 0, "workload.seq_len"},
                   "required with workload.transformer: tokens per sequence");
@@ -1062,9 +1068,8 @@ workload::Workload build_workload(const Scenario& scenario) {
         throw Error({scenario.file, 0, "workload.moe.imbalance"},
                     "give workload.moe.imbalance or workload.moe.routing, not both: the routing table measures it");
       }
-      out.facts.moe_routing = workload::parse_moe_routing(read_text_file(w.moe_routing, "routing table"),
-                                                          w.moe_routing, shape.layers, shape.dense_layers_first, shape.experts,
-                                                          shape.top_k);
+      out.facts.moe_routing =
+          workload::parse_moe_routing(read_text_file(w.moe_routing, "routing table"), w.moe_routing, shape);
     }
   }
   return out;

@@ -425,8 +425,20 @@ class ProgramBuilder {
     const auto h = static_cast<double>(s.hidden), seq = static_cast<double>(s.seq_len);
     // Queries and the attention output are heads x head_dim wide, which is h unless the shape
     // sets its head_dim (Qwen3).
-    const auto q = static_cast<double>(s.q_width()), g = static_cast<double>(s.kv_width());
-    const double qkv = 2 * seq * h * (q + 2 * g), core = 4 * seq * seq * q, out = 2 * seq * q * h;
+    const auto q = static_cast<double>(s.q_width()), g = static_cast<double>(s.key_width());
+    double qkv = 2 * seq * h * (q + 2 * g), core = 4 * seq * seq * q, out = 2 * seq * q * h;
+    if (s.mla()) {
+      // Multi-head latent attention: the q (or q_a and q_b), kv_a and kv_b projections, Q K^T
+      // over q and P V over the value width, o_proj from the value width.
+      const auto o = static_cast<double>(s.attention_out_width());
+      const auto q_rank = static_cast<double>(s.q_lora_rank), kv_rank = static_cast<double>(s.kv_lora_rank);
+      const double q_proj = s.q_lora_rank > 0 ? h * q_rank + q_rank * q : h * q;
+      const double kv_proj = h * (kv_rank + static_cast<double>(s.qk_rope_head_dim)) +
+                             kv_rank * static_cast<double>(s.heads * (s.qk_nope_head_dim + s.v_head_dim));
+      qkv = 2 * seq * (q_proj + kv_proj);
+      core = 2 * seq * seq * (q + o);
+      out = 2 * seq * o * h;
+    }
     const double total = qkv + core + out;
     return {qkv / total, core / total, out / total};
   }
@@ -435,9 +447,16 @@ class ProgramBuilder {
   [[nodiscard]] double rank_share() const {
     return w_.facts.timed_per_rank ? 1.0 : static_cast<double>(t_) * c_;
   }
-  /// Bytes of one ring step of K and V for one rank: 2 b (s / c) (kv width / t) elements.
+  /// Bytes of one ring step of K and V for one rank: 2 b (s / c) (kv width / t) elements; with
+  /// multi-head latent attention b (s / c) (kv_lora_rank + qk_rope_head_dim) elements, the latent
+  /// and the shared rotary key, whole on every rank of a tensor group (each up-projects its own
+  /// heads' keys and values from them).
   [[nodiscard]] double kv_message() const {
     const workload::TransformerShape& s = *w_.facts.transformer;
+    if (s.mla()) {
+      return w_.batch_per_worker * static_cast<double>(s.seq_len) / c_ *
+             static_cast<double>(s.ring_kv_width()) * element_bytes(w_);
+    }
     const double kv_heads = std::max(1.0, static_cast<double>(s.kv_heads) / t_);
     return 2.0 * w_.batch_per_worker * static_cast<double>(s.seq_len) / c_ * kv_heads *
            static_cast<double>(s.head_dim()) * element_bytes(w_);

@@ -16,8 +16,26 @@ namespace {
 constexpr const char* kKey = "workload.moe.routing";
 }  // namespace
 
-MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int64_t blocks, int64_t first_moe_block,
-                             int64_t experts, int64_t top_k) {
+namespace {
+
+// Blocks [first, blocks) as "[first, last]", or a pattern's MoE blocks as a list of ranges.
+std::string moe_block_text(const std::vector<bool>& moe, int64_t first_moe_block, bool contiguous) {
+  const auto blocks = static_cast<int64_t>(moe.size());
+  if (contiguous) return fmt::format("[{}, {}]", first_moe_block, blocks - 1);
+  std::string text;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (!moe[static_cast<size_t>(b)]) continue;
+    int64_t last = b;
+    while (last + 1 < blocks && moe[static_cast<size_t>(last + 1)]) ++last;
+    text += (text.empty() ? "" : ", ") + (last == b ? fmt::format("{}", b) : fmt::format("{}-{}", b, last));
+    b = last;
+  }
+  return "(" + text + ")";
+}
+
+MoeRouting parse_rows(std::string_view text, const std::string& file, const std::vector<bool>& moe,
+                      int64_t first_moe_block, bool contiguous, int64_t experts, int64_t top_k) {
+  const auto blocks = static_cast<int64_t>(moe.size());
   MoeRouting routing;
   routing.file = file;
   std::vector<int> line_of_block(static_cast<size_t>(std::max<int64_t>(blocks, 0)), 0);
@@ -40,9 +58,10 @@ MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int
     int block = -1;
     const std::string_view b = fields.front();
     const auto [bp, bec] = std::from_chars(b.data(), b.data() + b.size(), block);
-    if (bec != std::errc() || bp != b.data() + b.size() || block < first_moe_block || block >= blocks) {
-      throw Error(where, fmt::format("expected a MoE block's index in [{}, {}], got '{}'", first_moe_block,
-                                     blocks - 1, b));
+    if (bec != std::errc() || bp != b.data() + b.size() || block < 0 || block >= blocks ||
+        !moe[static_cast<size_t>(block)]) {
+      throw Error(where, fmt::format("expected a MoE block's index {}{}, got '{}'", contiguous ? "in " : "",
+                                     moe_block_text(moe, first_moe_block, contiguous), b));
     }
     if (line_of_block[static_cast<size_t>(block)] != 0) {
       throw Error(where, fmt::format("block {} was given on line {} already", block,
@@ -78,13 +97,37 @@ MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int
     routing.tokens.push_back(std::move(tokens));
   }
   if (!header) throw Error({file, 0, kKey}, "empty: expected a header and one row per MoE block");
-  for (int64_t block = first_moe_block; block < blocks; ++block) {
-    if (line_of_block[static_cast<size_t>(block)] == 0) {
-      throw Error({file, 0, kKey}, fmt::format("no row for MoE block {}: expected one row for each of blocks {} to {}",
-                                               block, first_moe_block, blocks - 1));
+  for (int64_t block = 0; block < blocks; ++block) {
+    if (moe[static_cast<size_t>(block)] && line_of_block[static_cast<size_t>(block)] == 0) {
+      if (contiguous) {
+        throw Error({file, 0, kKey},
+                    fmt::format("no row for MoE block {}: expected one row for each of blocks {} to {}",
+                                block, first_moe_block, blocks - 1));
+      }
+      throw Error({file, 0, kKey},
+                  fmt::format("no row for MoE block {}: expected one row for each MoE block {}", block,
+                              moe_block_text(moe, first_moe_block, false)));
     }
   }
   return routing;
+}
+
+}  // namespace
+
+MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int64_t blocks,
+                             int64_t first_moe_block, int64_t experts, int64_t top_k) {
+  std::vector<bool> moe(static_cast<size_t>(std::max<int64_t>(blocks, 0)), false);
+  for (int64_t b = std::max<int64_t>(first_moe_block, 0); b < blocks; ++b) moe[static_cast<size_t>(b)] = true;
+  return parse_rows(text, file, moe, first_moe_block, true, experts, top_k);
+}
+
+MoeRouting parse_moe_routing(std::string_view text, const std::string& file, const TransformerShape& shape) {
+  if (!shape.moe_layers) {
+    return parse_moe_routing(text, file, shape.layers, shape.dense_layers_first, shape.experts, shape.top_k);
+  }
+  std::vector<bool> moe(static_cast<size_t>(std::max<int64_t>(shape.layers, 0)), false);
+  for (int64_t b = 0; b < shape.layers; ++b) moe[static_cast<size_t>(b)] = shape.is_moe_block(b);
+  return parse_rows(text, file, moe, 0, false, shape.experts, shape.top_k);
 }
 
 double busiest_gpu_of_counts(const std::vector<double>& tokens, int expert_parallel, bool balanced,

@@ -65,6 +65,9 @@ struct Terms {
   bool swiglu = false;
   bool qk_norm = false;
   bool moe = false;
+  double value = 0;   // value width (g without MLA)
+  double out = 0;     // the o projection's input width (q without MLA)
+  double latent = 0;  // MLA: q_lora_rank and kv_lora_rank, each a norm's input and an up projection's input
   double expert_load = 1;  // the busiest expert GPU's tokens over the mean (ActivationSplit)
 };
 
@@ -76,7 +79,7 @@ Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, 
                .f = static_cast<double>(moe_block ? s.expert_width() : s.ffn_hidden),
                .q = static_cast<double>(s.q_width()),
                .a = static_cast<double>(s.heads),
-               .g = static_cast<double>(s.kv_width()),
+               .g = static_cast<double>(s.key_width()),
                .vocab = static_cast<double>(s.vocab),
                .experts = static_cast<double>(s.experts),
                .top_k = static_cast<double>(s.top_k),
@@ -85,7 +88,10 @@ Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, 
                .dropout = s.layout == TransformerLayout::Gpt2,
                .swiglu = s.swiglu,
                .qk_norm = s.qk_norm,
-               .moe = moe_block};
+               .moe = moe_block,
+               .value = static_cast<double>(s.value_width()),
+               .out = static_cast<double>(s.attention_out_width()),
+               .latent = s.mla() ? 2.0 * static_cast<double>(s.q_lora_rank + s.kv_lora_rank) : 0.0};
 }
 
 // Terms for what lies outside the blocks (the head, the loss), which no MLP width enters.
@@ -120,8 +126,12 @@ double attention_core(const Terms& t, bool flash_attention) {
 // Attention less its core: norm input, Q/K/V input, Q, K, V, output projection input (q wide),
 // with Qwen3's q and k norms their inputs, and the output dropout mask. For Korthikanti's block
 // with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h.
+// Multi-head latent attention keeps Q, K (every head's) and V at their widths, the o
+// projection's input at the value width, and the two latents twice each (norm input, up
+// projection input).
 double attention_outside_core(const Terms& t) {
-  double bytes = t.e * t.tokens * (t.h + t.h + (t.q + 2 * t.g) + t.q);
+  double bytes = t.e * t.tokens * (t.h + t.h + (t.q + t.g + t.value) + t.out);
+  if (t.latent > 0) bytes += t.e * t.tokens * t.latent;
   if (t.qk_norm) bytes += t.e * t.tokens * (t.q + t.g);
   if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
   return bytes;
@@ -220,6 +230,8 @@ double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool f
     case ActivationCheckpointing::Selective:
       // Attention's norm input and Q/K/V input, the MLP's norm input and MLP input, masks.
       replicated = 4 * t.e * t.tokens * t.h + (t.dropout ? 2 * kMaskBytes * t.tokens * t.h : 0.0);
+      // MLA's latents come from the down projections every rank runs whole.
+      replicated += t.e * t.tokens * t.latent;
       if (t.moe) replicated += t.e * t.tokens * t.h;  // the router's input as well
       break;
     case ActivationCheckpointing::Full:

@@ -87,7 +87,8 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
       static_cast<double>(tokens) / static_cast<double>(split.sequence_parallel && t > 1 ? t : 1);
   const auto h = static_cast<double>(s.hidden);
   const int64_t q_width = s.q_width();
-  const int64_t kv_width = s.kv_width();
+  const int64_t kv_width = s.key_width();  // = value_width() without MLA
+  const int64_t out_width = s.attention_out_width();
   const int64_t ffn = divide_up(s.ffn_hidden, t);
   const int64_t expert_ffn = divide_up(s.expert_width(), t);
   const auto tok = static_cast<double>(tokens);
@@ -129,13 +130,42 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
       list.memory("cross-entropy", 2 * logits, 2 * logits);
     } else if (name.ends_with(".attention")) {
       norm(list, "attention norm");
-      list.gemm("qkv", tokens, divide_up(q_width + 2 * kv_width, t), s.hidden, AttentionPart::Before);
-      // Q and K of the rank's heads: normalized per head (Qwen3), then rotated.
-      const double rotated = tok * static_cast<double>(divide_up(q_width + kv_width, t)) * e;
-      if (s.qk_norm) list.memory("qk norm", 2 * rotated, 3 * rotated);
-      if (s.positions == PositionEncoding::Rotary) list.memory("rotary", 2 * rotated, 2 * rotated);
-      const double core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * static_cast<double>(q_width) /
-                                static_cast<double>(t);  // the zoo's 4 s^2 q / (t c), q = heads x head_dim
+      double core_flops = 0;
+      if (s.mla()) {
+        // Multi-head latent attention (DeepseekV3Attention). The down projections to the query
+        // and key-value latents (and their norms) run whole on every rank of a tensor group:
+        // their outputs feed all heads. The up projections and o_proj are split by heads.
+        auto latent_norm = [&](const std::string& kernel, int64_t width) {
+          const double rows = tok * static_cast<double>(width) * e;
+          list.memory(kernel, 2 * rows, 3 * rows);
+        };
+        if (s.q_lora_rank > 0) {
+          list.gemm("q down", tokens, s.q_lora_rank, s.hidden, AttentionPart::Before);
+          latent_norm("q latent norm", s.q_lora_rank);
+          list.gemm("q up", tokens, divide_up(q_width, t), s.q_lora_rank, AttentionPart::Before);
+        } else {
+          list.gemm("q", tokens, divide_up(q_width, t), s.hidden, AttentionPart::Before);
+        }
+        list.gemm("kv down", tokens, s.kv_lora_rank + s.qk_rope_head_dim, s.hidden, AttentionPart::Before);
+        latent_norm("kv latent norm", s.kv_lora_rank);
+        list.gemm("kv up", tokens, divide_up(s.heads * (s.qk_nope_head_dim + s.v_head_dim), t),
+                  s.kv_lora_rank, AttentionPart::Before);
+        // The rotary part of the rank's query heads and the one rotary key they share.
+        const double rotated =
+            tok * static_cast<double>(divide_up(s.heads * s.qk_rope_head_dim, t) + s.qk_rope_head_dim) * e;
+        if (s.positions == PositionEncoding::Rotary) list.memory("rotary", 2 * rotated, 2 * rotated);
+        // The zoo's 2 s^2 (heads x qk_head_dim + heads x v_head_dim) / (t c): Q K^T, then P V.
+        core_flops = 2.0 * tok * static_cast<double>(s.seq_len) * static_cast<double>(q_width + out_width) /
+                     static_cast<double>(t);
+      } else {
+        list.gemm("qkv", tokens, divide_up(q_width + 2 * kv_width, t), s.hidden, AttentionPart::Before);
+        // Q and K of the rank's heads: normalized per head (Qwen3), then rotated.
+        const double rotated = tok * static_cast<double>(divide_up(q_width + kv_width, t)) * e;
+        if (s.qk_norm) list.memory("qk norm", 2 * rotated, 3 * rotated);
+        if (s.positions == PositionEncoding::Rotary) list.memory("rotary", 2 * rotated, 2 * rotated);
+        core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * static_cast<double>(q_width) /
+                     static_cast<double>(t);  // the zoo's 4 s^2 q / (t c), q = heads x head_dim
+      }
       list.attention(core_flops);
       if (!split.flash_attention) {
         // The scores of the rank's heads for its queries against every key, written and read back.
@@ -144,7 +174,7 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
             static_cast<double>(s.seq_len / split.context) * static_cast<double>(s.seq_len) * e;
         list.memory("softmax", 2 * scores, 3 * scores, AttentionPart::Core);
       }
-      list.gemm("attention out", tokens, s.hidden, divide_up(q_width, t), AttentionPart::After);
+      list.gemm("attention out", tokens, s.hidden, divide_up(out_width, t), AttentionPart::After);
       residual(list, AttentionPart::After);
     } else if (name.ends_with(".mlp")) {
       norm(list, "mlp norm");

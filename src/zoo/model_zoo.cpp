@@ -116,6 +116,30 @@ void add_decoders(std::vector<ModelSpec>& m) {
                                "32 heads of 128, GQA 32/4, q/k norms, top-8 of 128 experts of 768, "
                                "balanced routing; tensors named as Mixtral's), sequence length 4096",
                                qwen3));
+  // deepseek-ai/DeepSeek-V3's config.json: multi-head latent attention, the first 3 blocks
+  // dense (first_k_dense_replace), then 256 routed experts (top-8) and 1 shared expert. The
+  // multi-token prediction module (num_nextn_predict_layers 1) is left out, as the published
+  // 671B total leaves it out; so is the router's e_score_correction_bias (256 a MoE block),
+  // which the auxiliary-loss-free balancing sets by a rule, not by gradients. Its pretraining
+  // sequence length, 4096.
+  TransformerShape deepseek = llama_shape(61, 7168, 18432, 128, 128, 129280, 4096);
+  deepseek.q_lora_rank = 1536;
+  deepseek.kv_lora_rank = 512;
+  deepseek.qk_nope_head_dim = 128;
+  deepseek.qk_rope_head_dim = 64;
+  deepseek.v_head_dim = 128;
+  deepseek.experts = 256;
+  deepseek.top_k = 8;
+  deepseek.expert_ffn_hidden = 2048;  // moe_intermediate_size
+  deepseek.shared_experts = 1;
+  deepseek.dense_layers_first = 3;
+  m.push_back(
+      make_transformer("deepseek-v3",
+                       "DeepSeek-V3 (671B) as Hugging Face DeepseekV3ForCausalLM without its MTP module "
+                       "(61 layers, hidden 7168, multi-head latent attention of 128 heads, 3 dense "
+                       "blocks then top-8 of 256 experts of 2048 and 1 shared expert, balanced "
+                       "routing; tensors named as Mixtral's), sequence length 4096",
+                       deepseek));
 }
 
 }  // namespace
@@ -266,8 +290,11 @@ std::vector<double> recompute_flops(const ModelSpec& model, workload::Activation
       case workload::ActivationCheckpointing::Selective:
         // Korthikanti et al. 2022: only the attention scores, softmax and context are recomputed.
         if (layer.name.ends_with(".attention")) {
-          r[l] = 2.0 * 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
-                 static_cast<double>(s.q_width());
+          const double square = static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len);
+          // Q K^T over q_width and P V over the value width (the same width without MLA).
+          r[l] = s.mla() ? 2.0 * square * static_cast<double>(s.q_width() + s.attention_out_width())
+                         : 2.0 * 2.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
+                               static_cast<double>(s.q_width());
         }
         break;
       case workload::ActivationCheckpointing::Full:

@@ -67,6 +67,85 @@ int64_t expert_parameters(const TransformerShape& s) {
   return matrices * s.hidden * width + biases;
 }
 
+// Multi-head latent attention's fields: all 0 without it (kv_lora_rank = 0), else a query and
+// key head and a value head of some width, every head with its own keys (no grouping).
+void validate_mla(const TransformerShape& s) {
+  if (!s.mla()) {
+    for (const auto& [value, field] :
+         {std::pair{s.q_lora_rank, "q_lora_rank"}, std::pair{s.qk_nope_head_dim, "qk_nope_head_dim"},
+          std::pair{s.qk_rope_head_dim, "qk_rope_head_dim"}, std::pair{s.v_head_dim, "v_head_dim"}}) {
+      if (value != 0) {
+        bad_shape(field, fmt::format("expected 0 without multi-head latent attention "
+                                     "(workload.transformer.kv_lora_rank = 0), got {}",
+                                     value));
+      }
+    }
+    return;
+  }
+  if (s.qk_nope_head_dim + s.qk_rope_head_dim < 1) {
+    bad_shape("qk_nope_head_dim",
+              "expected qk_nope_head_dim + qk_rope_head_dim >= 1 with multi-head latent attention "
+              "(kv_lora_rank > 0), got 0 + 0");
+  }
+  if (s.v_head_dim < 1) {
+    bad_shape(
+        "v_head_dim",
+        fmt::format("expected an integer >= 1 with multi-head latent attention (kv_lora_rank > 0), got {}",
+                    s.v_head_dim));
+  }
+  if (s.heads > 0 &&
+      (s.qk_head_dim() > kMaxAttentionWidth / s.heads || s.v_head_dim > kMaxAttentionWidth / s.heads ||
+       s.qk_nope_head_dim + s.v_head_dim > kMaxAttentionWidth / s.heads)) {
+    bad_shape("heads",
+              fmt::format("expected heads x (qk_nope_head_dim + qk_rope_head_dim), heads x v_head_dim "
+                          "and heads x (qk_nope_head_dim + v_head_dim) at most {}, got {} heads",
+                          kMaxAttentionWidth, s.heads));
+  }
+  if (s.head_dim_override != 0) {
+    bad_shape("head_dim", fmt::format("expected 0 with multi-head latent attention, whose head widths are "
+                                      "qk_nope_head_dim, qk_rope_head_dim and v_head_dim, got {}",
+                                      s.head_dim_override));
+  }
+  if (s.kv_heads != s.heads) {
+    bad_shape("kv_heads", fmt::format("expected heads ({}) with multi-head latent attention: every head "
+                                      "up-projects its own key and value, got {}",
+                                      s.heads, s.kv_heads));
+  }
+  if (s.qk_norm)
+    bad_shape("qk_norm", "expected false with multi-head latent attention (no per-head q and k norms)");
+}
+
+// The moe_layers pattern: only with experts (checked with the other MoE-only fields), within
+// the decoder's blocks and the pattern's 1024, and the same blocks as dense_layers_first says
+// when both are given.
+void validate_moe_layers(const TransformerShape& s) {
+  if (!s.moe_layers) return;
+  if (s.experts == 1) {
+    bad_shape("moe_layers", "expected \"all\" for a dense model (experts = 1): a mixture of experts only");
+  }
+  if (s.layers > workload::kMaxPatternBlocks) {
+    bad_shape("moe_layers", fmt::format("a pattern covers at most {} decoder blocks, got {} blocks",
+                                        workload::kMaxPatternBlocks, s.layers));
+  }
+  for (int64_t b = s.layers; b < workload::kMaxPatternBlocks; ++b) {
+    if (s.moe_layers->test(static_cast<size_t>(b))) {
+      bad_shape("moe_layers", fmt::format("expected blocks 0 to {} (of the {} decoder blocks), got block {}",
+                                          s.layers - 1, s.layers, b));
+    }
+  }
+  if (s.dense_layers_first > 0) {
+    workload::BlockSet after_dense;
+    for (int64_t b = s.dense_layers_first; b < s.layers; ++b) after_dense.set(static_cast<size_t>(b));
+    if (*s.moe_layers != after_dense) {
+      bad_shape(
+          "moe_layers",
+          fmt::format("with workload.transformer.dense_layers_first = {}, expected blocks {}-{} (or give one "
+                      "of the two keys only)",
+                      s.dense_layers_first, s.dense_layers_first, s.layers - 1));
+    }
+  }
+}
+
 const TransformerShape& decoder_shape(const ModelSpec& model) {
   if (!model.transformer) {
     throw Error({"", 0, "workload.model"},
@@ -90,6 +169,12 @@ void validate(const TransformerShape& s) {
   require_not_negative(s.expert_ffn_hidden, "expert_ffn_hidden", "ffn_hidden");
   require_not_negative(s.shared_experts, "shared_experts", "none");
   require_not_negative(s.dense_layers_first, "dense_layers_first", "none");
+  require_not_negative(s.q_lora_rank, "q_lora_rank", "a plain q projection");
+  require_not_negative(s.kv_lora_rank, "kv_lora_rank", "no multi-head latent attention");
+  require_not_negative(s.qk_nope_head_dim, "qk_nope_head_dim", "none");
+  require_not_negative(s.qk_rope_head_dim, "qk_rope_head_dim", "none");
+  require_not_negative(s.v_head_dim, "v_head_dim", "none");
+  validate_mla(s);
   // Every block and expert is built as layers and tensors of their own: 16 million blocks or
   // experts took minutes and tens of gigabytes before anything was predicted.
   if (s.experts > kMaxBlockExperts / s.layers) {  // layers x experts, without overflow
@@ -103,7 +188,7 @@ void validate(const TransformerShape& s) {
                           "got {} x ({} + {})",
                           kMaxBlockExperts, s.layers, s.experts, s.shared_experts));
   }
-  if (s.head_dim_override == 0 && s.hidden % s.heads != 0) {
+  if (!s.mla() && s.head_dim_override == 0 && s.hidden % s.heads != 0) {
     bad_shape("heads",
               fmt::format("expected a divisor of hidden ({}) unless workload.transformer.head_dim is "
                           "set, got {}",
@@ -138,6 +223,7 @@ void validate(const TransformerShape& s) {
     bad_shape("dense_layers_first",
               fmt::format("expected at most the {} decoder blocks, got {}", s.layers, s.dense_layers_first));
   }
+  validate_moe_layers(s);
   if (s.seq_len < 1) {
     throw Error({"", 0, "workload.seq_len"}, fmt::format("expected an integer >= 1, got {}", s.seq_len));
   }
@@ -155,6 +241,7 @@ void validate(const TransformerShape& s) {
     if (s.swiglu) bad_shape("swiglu", "the GPT-2 layout has a GELU MLP; use the Llama layout for SwiGLU");
     if (s.experts != 1) bad_shape("experts", "the GPT-2 layout is dense; use the Llama layout for experts");
     if (s.qk_norm) bad_shape("qk_norm", "the GPT-2 layout has no query and key norms; use the Llama layout");
+    if (s.mla()) bad_shape("kv_lora_rank", "the GPT-2 layout has no latent attention; use the Llama layout");
   }
 }
 
@@ -164,7 +251,9 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
   const bool gpt2 = s.layout == TransformerLayout::Gpt2;
   const auto tokens = static_cast<double>(s.seq_len);
   const int64_t q_width = s.q_width();
-  const int64_t kv_width = s.kv_width();
+  const int64_t key_width = s.key_width();
+  const int64_t value_width = s.value_width();
+  const int64_t out_width = s.attention_out_width();
 
   ModelSpec model{
       .name = std::move(name), .description = std::move(description), .layers = {}, .transformer = s};
@@ -184,12 +273,31 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
     if (gpt2) {
       norm(attention, block + ".ln_1", s);
       // Conv1D c_attn holds Q, K and V side by side.
-      linear(attention, block + ".attn.c_attn", s.hidden, q_width + 2 * kv_width, tokens, s.linear_biases);
+      linear(attention, block + ".attn.c_attn", s.hidden, q_width + key_width + value_width, tokens,
+             s.linear_biases);
+    } else if (s.mla()) {
+      // Multi-head latent attention, as Hugging Face's DeepseekV3Attention: the query through a
+      // low-rank bottleneck (or one q_proj), the keys and values up-projected from a shared
+      // latent; kv_a_proj_with_mqa also yields the rotary key all heads share.
+      norm(attention, block + ".input_layernorm", s);
+      const std::string attn = block + ".self_attn";
+      if (s.q_lora_rank > 0) {
+        linear(attention, attn + ".q_a_proj", s.hidden, s.q_lora_rank, tokens, s.linear_biases);
+        norm(attention, attn + ".q_a_layernorm", s, s.q_lora_rank);
+        linear(attention, attn + ".q_b_proj", s.q_lora_rank, q_width, tokens, false);
+      } else {
+        linear(attention, attn + ".q_proj", s.hidden, q_width, tokens, false);
+      }
+      linear(attention, attn + ".kv_a_proj_with_mqa", s.hidden, s.kv_lora_rank + s.qk_rope_head_dim, tokens,
+             s.linear_biases);
+      norm(attention, attn + ".kv_a_layernorm", s, s.kv_lora_rank);
+      linear(attention, attn + ".kv_b_proj", s.kv_lora_rank, s.heads * (s.qk_nope_head_dim + s.v_head_dim),
+             tokens, false);
     } else {
       norm(attention, block + ".input_layernorm", s);
       linear(attention, block + ".self_attn.q_proj", s.hidden, q_width, tokens, s.linear_biases);
-      linear(attention, block + ".self_attn.k_proj", s.hidden, kv_width, tokens, s.linear_biases);
-      linear(attention, block + ".self_attn.v_proj", s.hidden, kv_width, tokens, s.linear_biases);
+      linear(attention, block + ".self_attn.k_proj", s.hidden, key_width, tokens, s.linear_biases);
+      linear(attention, block + ".self_attn.v_proj", s.hidden, value_width, tokens, s.linear_biases);
       if (s.qk_norm) {
         // Qwen3: each query and key head normalized before the rotary embedding (validate()
         // keeps these to the Llama layout).
@@ -197,10 +305,16 @@ ModelSpec make_transformer(std::string name, std::string description, const Tran
         norm(attention, block + ".self_attn.k_norm", s, s.head_dim());
       }
     }
-    // Q K^T and probabilities x V, seq x seq x head_dim per query head: GQA shares K and V
-    // among query heads but every query head still computes its own scores and context.
-    attention.forward_flops += 2.0 * 2.0 * tokens * tokens * static_cast<double>(q_width);
-    linear(attention, block + (gpt2 ? ".attn.c_proj" : ".self_attn.o_proj"), q_width, s.hidden, tokens,
+    if (s.mla()) {
+      // Q K^T over each head's qk_nope + qk_rope features, probabilities x V over its v_head_dim.
+      attention.forward_flops += 2.0 * tokens * tokens * static_cast<double>(q_width) +
+                                 2.0 * tokens * tokens * static_cast<double>(out_width);
+    } else {
+      // Q K^T and probabilities x V, seq x seq x head_dim per query head: GQA shares K and V
+      // among query heads but every query head still computes its own scores and context.
+      attention.forward_flops += 2.0 * 2.0 * tokens * tokens * static_cast<double>(q_width);
+    }
+    linear(attention, block + (gpt2 ? ".attn.c_proj" : ".self_attn.o_proj"), out_width, s.hidden, tokens,
            s.linear_biases);
     model.layers.push_back(std::move(attention));
 

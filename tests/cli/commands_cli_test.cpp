@@ -101,15 +101,15 @@ TEST_F(CommandsCli, CollectiveTableOutput) {
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
 }
 
-TEST_F(CommandsCli, ZooListHasTheEighteenModels) {
+TEST_F(CommandsCli, ZooListHasTheNineteenModels) {
   RunResult r = run({"zoo", "list"});
   ASSERT_EQ(r.code, 0) << r.describe();
   const std::vector<std::string> lines = split_lines(r.out);
-  ASSERT_EQ(lines.size(), 19u) << r.out;  // header + 18 models
+  ASSERT_EQ(lines.size(), 20u) << r.out;  // header + 19 models
   for (const char* model :
        {"alexnet", "vgg16", "resnet50", "resnet101", "resnet152", "inception3", "bert-base", "bert-large",
         "gpt2", "gpt2-xl", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
-        "mixtral-8x7b", "qwen3-30b-a3b"}) {
+        "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"}) {
     bool found = false;
     for (size_t i = 1; i < lines.size(); ++i)
       found = found || lines[i].rfind(std::string(model) + " ", 0) == 0;
@@ -117,6 +117,53 @@ TEST_F(CommandsCli, ZooListHasTheEighteenModels) {
   }
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)resnet50\s+25557032\s)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)mixtral-8x7b\s+46702792704\s)"))) << r.out;
+  // tests/zoo/deepseek_zoo_test.cpp derives this count from DeepSeek-V3's config.json.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"((^|\n)deepseek-v3\s+671026404352\s)"))) << r.out;
+}
+
+TEST_F(CommandsCli, DeepSeekV3PredictsAndSaysItDoesNotFitEightGpus) {
+  // DeepSeek-V3's 671B parameters with experts over 8 GPUs of 80 GB: each GPU keeps the
+  // attention, the dense blocks and 32 of each block's 256 experts with their gradients and Adam
+  // states, far past 80 GB. The prediction runs and says so instead of hiding it.
+  const std::string scenario = file("ds.yaml",
+                                    "name: ds\n"
+                                    "workload:\n"
+                                    "  model: deepseek-v3\n"
+                                    "  compute_efficiency: 0.4\n"
+                                    "  activation_checkpointing: full\n"
+                                    "  micro_batch: 1\n"
+                                    "  global_batch: 64\n"
+                                    "cluster: {workers: 8, workers_per_node: 8, gpu_memory: 80GB,\n"
+                                    "          gpu: {peak_flops: 989TFLOPS, memory_bandwidth: 3.35TB/s}}\n"
+                                    "training:\n"
+                                    "  scheme: fsdp\n"
+                                    "  fsdp: {sharding: optimizer}\n"
+                                    "  parallel: {expert: 8}\n");
+  RunResult r = run({"predict", scenario});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("ep8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not fit"), std::string::npos) << r.out;
+}
+
+TEST_F(CommandsCli, MoeLayersPicksTheMoeBlocksOfADecoderByShape) {
+  // 4 blocks, 8 experts of 32 on a hidden of 64 (3 x 64 x 32 = 6144 each) or a dense SwiGLU of
+  // 256 (49,152): "every 2" makes blocks 0 and 2 MoE; blocks 1 and 3 dense.
+  const std::string scenario =
+      file("moe.yaml",
+           "workload:\n"
+           "  transformer: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000,\n"
+           "                experts: 8, top_k: 2, expert_ffn_hidden: 32,\n"
+           "                moe_layers: every 2}\n"
+           "  seq_len: 16\n"
+           "  step_time: 1s\n"
+           "cluster: {workers: 2}\n");
+  RunResult r = run({"predict", scenario, "--json"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  // Embeddings and head 2 x 64,000, final norm 64, 4 attentions of 4 x 64 x 64 and 2 norms of
+  // 64, 2 MoE MLPs of 64 x 8 + 8 x 6144, 2 dense of 49,152: 128,064 + 66,048 + 99,328 + 98,304.
+  // Data parallelism keeps them whole on each worker, 4 bytes each (fp32).
+  const Json doc = parse_json_or_fail(r.out);
+  EXPECT_EQ(doc["predictions"].array.at(0)["memory_per_worker_bytes"]["parameters"].number, 4.0 * 391'744);
 }
 
 TEST_F(CommandsCli, ZooShowPrintsTheParameterCount) {

@@ -1,12 +1,15 @@
 // Measured routing tables (workload.moe.routing): what a row means for the busiest GPU of an
 // expert group against hand-computed loads, and every malformed table an error naming the file,
 // the line and the key.
+#include "stepcast/workload/moe_routing.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "stepcast/error.hpp"
-#include "stepcast/workload/moe_routing.hpp"
 
 namespace stepcast::workload {
 namespace {
@@ -68,6 +71,34 @@ TEST(MoeRouting, BadTablesNameTheFileLineAndKey) {
   expect_error("block,e0,e1,e2,e3\n0,50,5e1,50,nan\n", 2, "expert 3");
   expect_error("block,e0,e1,e2,e3\n0,50.5,49.5,50,50\n", 2, "whole number");
   expect_error("block,e0,e1,e2,e3\n0,0,0,0,0\n", 2, "not tokens x top_k");
+}
+
+TEST(MoeRouting, APatternOfMoeBlocksNeedsOneRowForEachOfThem) {
+  // 4 blocks, MoE every other one (moe_layers: every 2): blocks 0 and 2 have rows, 1 and 3 none.
+  TransformerShape shape{.layers = 4,
+                         .hidden = 64,
+                         .ffn_hidden = 256,
+                         .heads = 4,
+                         .kv_heads = 4,
+                         .vocab = 100,
+                         .experts = 4,
+                         .top_k = 2,
+                         .seq_len = 16};
+  shape.moe_layers = BlockSet{}.set(0).set(2);
+  const MoeRouting r = parse_moe_routing("block,e0,e1,e2,e3\n0,50,50,50,50\n2,80,40,40,40\n", "r.csv", shape);
+  EXPECT_EQ(r.blocks, (std::vector<int>{0, 2}));
+  for (const auto& [text, line, words] :
+       {std::tuple{"block,e0,e1,e2,e3\n0,50,50,50,50\n1,50,50,50,50\n", 3, "MoE block's index (0, 2)"},
+        std::tuple{"block,e0,e1,e2,e3\n0,50,50,50,50\n", 0, "no row for MoE block 2"}}) {
+    try {
+      (void)parse_moe_routing(text, "r.csv", shape);
+      ADD_FAILURE() << "no error for:\n" << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().line, line) << e.what();
+      EXPECT_EQ(e.where().key, "workload.moe.routing");
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace moe_routing_test

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stepcast/workload/transformer_shape.hpp"
+
 namespace stepcast::workload {
 
 /// Per MoE block (its index among the decoder's blocks), the tokens each expert received.
@@ -31,6 +33,11 @@ struct MoeRouting {
 /// differs from the first row's.
 [[nodiscard]] MoeRouting parse_moe_routing(std::string_view text, const std::string& file, int64_t blocks,
                                            int64_t first_moe_block, int64_t experts, int64_t top_k);
+
+/// The same for the decoder `shape`: its MoE blocks (is_moe_block, dense_layers_first or the
+/// moe_layers pattern) each need one row, no other block may have one.
+[[nodiscard]] MoeRouting parse_moe_routing(std::string_view text, const std::string& file,
+                                           const TransformerShape& shape);
 
 /// The busiest of `expert_parallel` GPUs' tokens over their mean for one block's counts, experts
 /// placed E / e consecutive a GPU (`balanced`: re-placed, max(1, busiest expert x e / total)), each

@@ -40,8 +40,12 @@
 // and V to all heads under GQA (repeat_kv); counted here at their own width g, as flash
 // attention and SDPA keep them.
 //
-// A shape with dense_layers_first has two kinds of block: dense ones (f = ffn_hidden) first,
-// then MoE ones (f = the experts' width); the whole model sums each block's own bytes.
+// A shape with dense_layers_first or moe_layers has two kinds of block: dense ones (f =
+// ffn_hidden) and MoE ones (f = the experts' width); the whole model sums each block's own bytes.
+// Multi-head latent attention keeps Q, K and V at their widths (heads x (qk_nope + qk_rope) for
+// Q and K, heads x v_head_dim for V and the output projection's input) and each latent
+// (q_lora_rank, kv_lora_rank) twice: its norm's input and its up projection's input, whole on
+// every rank of a tensor group.
 //
 // Checkpointing:
 //   none:      L x block + outside

@@ -64,7 +64,9 @@ struct ModelSpec {
 /// its layout: a Layer "embeddings" (token, and learned position, embeddings), per block a Layer
 /// "<block>.attention" (input norm, Q/K/V/output projections, scores and context) and a Layer
 /// "<block>.mlp" or "<block>.moe" (post-attention norm, MLP or router + experts; a block of a
-/// mixture of experts within its first dense_layers_first is "<block>.mlp"), then "head" (final
+/// mixture of experts that is not a MoE block, by dense_layers_first or moe_layers, is
+/// "<block>.mlp"; multi-head latent attention's projections are DeepseekV3Attention's q_a_proj,
+/// q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj), then "head" (final
 /// norm and LM head). Autograd finishes each block's gradients in those two pieces. Routed
 /// experts are "<block>.block_sparse_moe.experts.<k>.w1/w3/w2" as Mixtral's, shared experts
 /// "<block>.block_sparse_moe.shared_experts.<k>.w1/w3/w2" (not matching ".experts.", by which
