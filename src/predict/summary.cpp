@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -122,7 +123,11 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
        BottleneckKind::PsNic}};
   const TakingTurns* turns = nullptr;
   double turns_out = 0, turns_in = 0;
-  for (const TakingTurns& nic : nics) {
+  // Only a parameter server's pulls and pushes take turns; a ring's or an all-to-all's sends and
+  // receives run at once, so a NIC busy both ways there is just busy.
+  const bool parameter_server = std::any_of(r.utilization.begin(), r.utilization.end(),
+                                            [](const Utilization& u) { return u.resource.starts_with("PS "); });
+  for (const TakingTurns& nic : parameter_server ? std::span<const TakingTurns>(nics) : std::span<const TakingTurns>()) {
     const double out = busy_of(r, std::string(nic.nic) + " out"),
                  in = busy_of(r, std::string(nic.nic) + " in");
     if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&

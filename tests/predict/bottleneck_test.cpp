@@ -69,6 +69,15 @@ TEST(Bottleneck, AnOversubscribedUplinkIsNamedNotTheHalfIdleNic) {
   }
 }
 
+TEST(Bottleneck, AllToAllsBusyBothWaysAreNotAParameterServersTurns) {
+  // DeepSeek-V3's expert all-to-alls cross the NICs, sending and receiving at once, each way 40%
+  // busy: no pulls and pushes take turns here, so the sentence names the NIC's busier direction.
+  const Result r = run(std::string(STEPCAST_SOURCE_DIR) + "/examples/deepseek-v3-ep.yaml", {});
+  EXPECT_EQ(r.bottleneck.find("pull then push"), std::string::npos) << r.bottleneck;
+  EXPECT_TRUE(r.bottleneck_resource.starts_with("worker NIC ")) << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("expert all-to-all"), std::string::npos) << r.bottleneck;
+}
+
 TEST(Bottleneck, ComputeBoundStepSaysCompute) {
   const Result r = run(kRing, {"cluster.workers=2", "cluster.nic_bandwidth=400Gbps"});
   EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Compute) << r.bottleneck;
