@@ -43,7 +43,8 @@ void BM_Gpt3Layout10752(benchmark::State& state) {
 BENCHMARK(BM_Gpt3Layout10752)->Unit(benchmark::kMillisecond);
 
 void BM_Llama405bLayout131072(benchmark::State& state) {
-  run_example(state, "examples/llama3-405b-3d.yaml", {"cluster.workers=131072", "workload.global_batch=65536"});
+  run_example(state, "examples/llama3-405b-3d.yaml",
+              {"cluster.workers=131072", "workload.global_batch=65536"});
 }
 BENCHMARK(BM_Llama405bLayout131072)->Unit(benchmark::kMillisecond)->Iterations(3);
 

@@ -125,9 +125,11 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   double turns_out = 0, turns_in = 0;
   // Only a parameter server's pulls and pushes take turns; a ring's or an all-to-all's sends and
   // receives run at once, so a NIC busy both ways there is just busy.
-  const bool parameter_server = std::any_of(r.utilization.begin(), r.utilization.end(),
-                                            [](const Utilization& u) { return u.resource.starts_with("PS "); });
-  for (const TakingTurns& nic : parameter_server ? std::span<const TakingTurns>(nics) : std::span<const TakingTurns>()) {
+  const bool parameter_server =
+      std::any_of(r.utilization.begin(), r.utilization.end(),
+                  [](const Utilization& u) { return u.resource.starts_with("PS "); });
+  for (const TakingTurns& nic :
+       parameter_server ? std::span<const TakingTurns>(nics) : std::span<const TakingTurns>()) {
     const double out = busy_of(r, std::string(nic.nic) + " out"),
                  in = busy_of(r, std::string(nic.nic) + " in");
     if (out + in >= kExplains * exposed && std::min(out, in) > 0.25 * std::max(out, in) &&
@@ -166,7 +168,8 @@ void attribute_experts(Result& r, const workload::Workload& w, const scheme::Sch
   if (share >= kNoticeableLoss) {
     // With ETP > 1 the expert-tensor gathers and reduce-scatters are part of it.
     const bool gathers = scheme.parallel.expert_tensor_degree() > 1;
-    r.bottleneck += fmt::format("; expert all-to-all{} {:.0f}% of step", gathers ? " and gathers" : "", 100 * share);
+    r.bottleneck +=
+        fmt::format("; expert all-to-all{} {:.0f}% of step", gathers ? " and gathers" : "", 100 * share);
   }
   if (busiest > 1 + 1e-9) {
     r.bottleneck += fmt::format(

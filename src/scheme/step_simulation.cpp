@@ -235,8 +235,8 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   // Only the full engine reports progress: a fast path simulates one worker per class, so its
   // fraction done says nothing of a full engine's time (and the plans built before it, every
   // rank's, made a 131,072-GPU layout look like 25 minutes to the long-run warning).
-  const bool full_engine = representative == nullptr && fsdp_plans == nullptr &&
-                           !(composed != nullptr && composed->one_per_stage);
+  const bool full_engine =
+      representative == nullptr && fsdp_plans == nullptr && !(composed != nullptr && composed->one_per_stage);
   const std::function<void(double)> no_progress;
   const std::function<void(double)>& progress = full_engine ? options.progress : no_progress;
   engine.run_until(

@@ -47,8 +47,8 @@ Export export_chakra(const ExportRequest& request) {
   if (s.cluster.workers > limits::kMaxSimulatedWorkers) {
     // One file per rank: past this, hundreds of thousands of files no tool replays.
     throw Error({s.file, 0, "cluster.workers"},
-                fmt::format("{} workers: Chakra export writes one file per rank, at most {}", s.cluster.workers,
-                            limits::kMaxSimulatedWorkers));
+                fmt::format("{} workers: Chakra export writes one file per rank, at most {}",
+                            s.cluster.workers, limits::kMaxSimulatedWorkers));
   }
   report::ChakraExport how;
   how.workers = s.cluster.workers;

@@ -51,9 +51,10 @@ TEST(Bottleneck, AnOversubscribedUplinkIsNamedNotTheHalfIdleNic) {
   // bound losing 16% at 50 Gbps (the sentence).
   for (const char* nic_bandwidth : {"25Gbps", "50Gbps"}) {
     SCOPED_TRACE(nic_bandwidth);
-    const Result r = run(kRing, {"cluster.workers=64", "cluster.workers_per_node=8", "cluster.topology=fat_tree",
-                                 "cluster.fat_tree.radix=4", "cluster.fat_tree.oversubscription=2",
-                                 std::string("cluster.nic_bandwidth=") + nic_bandwidth});
+    const Result r =
+        run(kRing, {"cluster.workers=64", "cluster.workers_per_node=8", "cluster.topology=fat_tree",
+                    "cluster.fat_tree.radix=4", "cluster.fat_tree.oversubscription=2",
+                    std::string("cluster.nic_bandwidth=") + nic_bandwidth});
     double uplink = 0, nic = 0;
     for (const Utilization& u : r.utilization) {
       if (u.resource == "leaf->spine link") uplink = u.busy;

@@ -115,8 +115,9 @@ TEST(LongRunWarning, OnlyTheFullEngineReportsProgressAndProgressChangesNothing) 
 
   // A parallel layout on its fast path runs the engine, one rank per stage, and reports nothing:
   // its fraction done says nothing of a full engine's time.
-  const workload::Workload decoder = zoo::to_workload(
-      zoo::get_model("gpt2"), {.batch_per_worker = 1, .step_time = 0.2, .precision = workload::Precision::BF16});
+  const workload::Workload decoder =
+      zoo::to_workload(zoo::get_model("gpt2"),
+                       {.batch_per_worker = 1, .step_time = 0.2, .precision = workload::Precision::BF16});
   scheme::SchemeConfig layout;
   layout.scheme = scheme::Scheme::AllReduce;
   layout.parallel.tensor = 2;

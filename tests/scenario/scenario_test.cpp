@@ -2,8 +2,6 @@
 // and key. Scenarios are parsed from strings; one test writes a file for load_scenario.
 #include "stepcast/scenario/scenario.hpp"
 
-#include "stepcast/limits.hpp"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 
 #include "expect_error.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::scenario {
@@ -353,7 +352,8 @@ TEST(Scenario, OverrideNotAScalar) {
 }
 
 /// How a worker count out of range is reported.
-const std::string kWorkersRange = "expected an integer in [1, " + std::to_string(stepcast::limits::kMaxWorkers) + "], ";
+const std::string kWorkersRange =
+    "expected an integer in [1, " + std::to_string(stepcast::limits::kMaxWorkers) + "], ";
 
 TEST(Scenario, WrongType) {
   Error e = expect_error(
