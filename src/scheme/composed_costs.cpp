@@ -101,7 +101,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     reduced.parallel.global_batch =
         static_cast<int64_t>(data_parallel_degree(scheme.parallel, spec.workers)) * w.batch_per_worker * kept;
   }
-  run.programs = build_stage_programs(w, spec, reduced, layout);
+  run.programs = build_stage_programs(w, spec, reduced, layout, /*names=*/false);
   const double repeat = static_cast<double>(m) / kept;
   run.one_per_stage = true;
   run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
