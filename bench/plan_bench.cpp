@@ -1,7 +1,9 @@
 // Benchmarks of what `stepcast plan` does to each layout, on one core: the layout rules
 // (scheme::layout_problem), the memory check (predict::account_model) and the coarse prediction,
-// each in layouts per second. Two spaces: Llama 3 70B on 256 GPUs (examples/llama3-70b-plan.yaml)
-// and GPT-3 175B on 4096 (examples/gpt3-175b-3d.yaml). Run from the repository root:
+// each in layouts per second; coarse both over the whole space (every k-th layout) and in plan's
+// order (highest bound first, where its per-thread caches of plans are hit as in a search). Two
+// spaces: Llama 3 70B on 256 GPUs (examples/llama3-70b-plan.yaml) and GPT-3 175B on 4096
+// (examples/gpt3-175b-3d.yaml). Run from the repository root:
 //   build/release/plan_bench --benchmark_filter=Coarse
 #include <benchmark/benchmark.h>
 
@@ -122,12 +124,40 @@ void BM_PlanCoarse(benchmark::State& state, const char* file, int gpus) {
   set_counters(state, s);
 }
 
+// In the order plan() predicts them: the highest bound (sweep::tokens_bound) first, the layouts
+// with the same groups (tensor, context, pipeline) mostly together, as the search meets them.
+void BM_PlanCoarseInPlanOrder(benchmark::State& state, const char* file, int gpus) {
+  const Space& s = space(file, gpus);
+  static std::map<std::string, std::vector<sweep::Layout>> ordered_of;
+  std::vector<sweep::Layout>& ordered = ordered_of[std::string(file) + "@" + std::to_string(gpus)];
+  if (ordered.empty()) {
+    std::vector<std::pair<double, std::size_t>> bound;
+    for (std::size_t i = 0; i < s.fitting.size(); ++i) {
+      const Prepared p = s.prepare(s.fitting[i]);
+      bound.emplace_back(sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch), i);
+    }
+    std::sort(bound.begin(), bound.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (const auto& [b, i] : bound) ordered.push_back(s.fitting[i]);
+  }
+  std::size_t i = 0;
+  for (auto _ : state) {
+    const Prepared p = s.prepare(ordered[i++ % ordered.size()]);
+    benchmark::DoNotOptimize(predict::predict(*p.workload, p.cluster, p.scheme, s.coarse).step_time);
+  }
+  state.SetItemsProcessed(state.iterations());
+  set_counters(state, s);
+}
+
 BENCHMARK_CAPTURE(BM_PlanLayoutRules, llama3_70b_256, kLlama, 256)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PlanMemoryCheck, llama3_70b_256, kLlama, 256)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PlanCoarse, llama3_70b_256, kLlama, 256)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PlanLayoutRules, gpt3_175b_4096, kGpt3, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PlanMemoryCheck, gpt3_175b_4096, kGpt3, 4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PlanCoarse, gpt3_175b_4096, kGpt3, 4096)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanCoarseInPlanOrder, llama3_70b_256, kLlama, 256)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PlanCoarseInPlanOrder, gpt3_175b_4096, kGpt3, 4096)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

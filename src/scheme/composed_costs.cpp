@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <tuple>
 
 #include "scheme/composed_plans.hpp"
 #include "scheme/stage_programs.hpp"
@@ -20,6 +22,51 @@ void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTe
         out[use.link] += wire * stage.fraction * group.size_factor * use.count;
     }
   }
+}
+
+/// A search (stepcast plan) predicts many layouts on one cluster, and many of them share their
+/// groups: the cluster, each layout's collective plans and their closed forms are kept per thread
+/// between calls. Plans depend on the rank layout (t, c, p, e, ETP, order, workers), the
+/// collectives each dimension needs (sequence parallelism, the scheme), the all-reduce settings and
+/// the expert loads; the rest of a layout (chunks, schedule, sharding, micro-batches) does not
+/// change them. Each plan's closed form at a size is a function of the plan and the size.
+struct PlansKey {
+  ParallelConfig parallel;  // virtual_stages and global_batch reset: they do not change the groups
+  int workers = 0;
+  Scheme scheme = Scheme::AllReduce;
+  AllReduceConfig allreduce;
+  std::vector<double> expert_loads;
+  [[nodiscard]] auto tied() const {
+    return std::tie(parallel.tensor, parallel.context, parallel.pipeline, parallel.expert,
+                    parallel.expert_tensor, parallel.order, parallel.sequence, workers, scheme,
+                    allreduce.algorithm, allreduce.protocol, expert_loads);
+  }
+  bool operator<(const PlansKey& other) const { return tied() < other.tied(); }
+};
+
+struct CachedPlans {
+  ComposedPlans plans;
+  /// (plan, bytes) -> the terms it runs with and its time alone
+  std::map<std::pair<const CollectivePlan*, double>, std::pair<CollectiveTerms, double>> cost;
+};
+
+struct ClusterCache {
+  std::unique_ptr<cluster::ClusterSpec> spec;
+  std::unique_ptr<cluster::Cluster> cluster;
+  std::map<PlansKey, std::unique_ptr<CachedPlans>> plans;
+};
+
+/// How many layouts' plans a thread keeps (each up to a few MB at thousands of ranks).
+constexpr std::size_t kCachedPlans = 64;
+
+ClusterCache& cluster_cache(const cluster::ClusterSpec& spec) {
+  thread_local ClusterCache cache;
+  if (!cache.spec || !(*cache.spec == spec)) {
+    cache.plans.clear();  // before the cluster its planners refer to
+    cache.cluster = std::make_unique<cluster::Cluster>(cluster::build_cluster(spec));
+    cache.spec = std::make_unique<cluster::ClusterSpec>(spec);
+  }
+  return cache;
 }
 
 }  // namespace
@@ -84,7 +131,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
 
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
                              const SchemeConfig& scheme, bool every_micro_batch) {
-  const cluster::Cluster cluster = cluster::build_cluster(spec);
+  ClusterCache& cache = cluster_cache(spec);
+  const cluster::Cluster& cluster = *cache.cluster;
   const RankLayout layout(scheme.parallel, spec.workers);
   ComposedRun run;
   run.layout = &layout;
@@ -101,7 +149,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     reduced.parallel.global_batch =
         static_cast<int64_t>(data_parallel_degree(scheme.parallel, spec.workers)) * w.batch_per_worker * kept;
   }
-  run.programs = build_stage_programs(w, spec, reduced, layout);
+  run.programs = build_stage_programs(w, spec, reduced, layout, /*names=*/false);
   const double repeat = static_cast<double>(m) / kept;
   run.one_per_stage = true;
   run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
@@ -111,8 +159,20 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     run.rank_of_worker.push_back(layout.rank(at));
     run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
   }
-  const ComposedPlans plans =
-      make_composed_plans(cluster, scheme, run, true, expert_load_variants(w, scheme.parallel));
+  PlansKey key{.parallel = scheme.parallel,
+               .workers = spec.workers,
+               .scheme = scheme.scheme,
+               .allreduce = scheme.allreduce,
+               .expert_loads = expert_load_variants(w, scheme.parallel)};
+  auto found = cache.plans.find(key);
+  if (found == cache.plans.end()) {
+    if (cache.plans.size() >= kCachedPlans) cache.plans.clear();
+    auto made = std::make_unique<CachedPlans>();
+    made->plans = make_composed_plans(cluster, scheme, run, true, key.expert_loads);
+    found = cache.plans.emplace(std::move(key), std::move(made)).first;
+  }
+  const ComposedPlans& plans = found->second->plans;
+  auto& cost_of = found->second->cost;
 
   ComposedCosts costs;
   costs.micro_batches = m;
@@ -179,8 +239,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       const CollectivePlan& plan = plan_of(c, terms);
       auto [it, fresh] = repeated.try_emplace({&plan, c.bytes});
       if (fresh) {
-        it->second.terms = terms;
-        it->second.time = collective_cost(cluster, plan, terms).time(c.bytes);
+        auto [known, added] = cost_of.try_emplace({&plan, c.bytes});
+        if (added) known->second = {terms, collective_cost(cluster, plan, terms).time(c.bytes)};
+        it->second.terms = known->second.first;
+        it->second.time = known->second.second;
       }
       time_of[op] = it->second.time;
       ++(program.pass_of_op[op] == ProgramPass::Step ? it->second.in_step : it->second.in_micro_batches);

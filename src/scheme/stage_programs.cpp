@@ -202,8 +202,9 @@ class ProgramBuilder {
  public:
   ProgramBuilder(const Workload& w, const cluster::ClusterSpec& spec, const SchemeConfig& scheme,
                  const RankLayout& layout, int stage, const std::vector<std::vector<int>>& chunks,
-                 const std::vector<LayerInfo>& layers, const std::vector<FsdpUnit>& units)
-      : w_(w),
+                 const std::vector<LayerInfo>& layers, const std::vector<FsdpUnit>& units, bool names)
+      : names_(names),
+        w_(w),
         spec_(spec),
         scheme_(scheme),
         layout_(layout),
@@ -297,6 +298,14 @@ class ProgramBuilder {
   }
 
  private:
+  /// An op's name, or none when the caller reads no names (composed_costs): formatting them is
+  /// most of a program's cost.
+  template <class... T>
+  std::string named(fmt::format_string<T...> format, T&&... args) const {
+    if (!names_) return {};
+    return fmt::format(format, std::forward<T>(args)...);
+  }
+
   int add_op(Op op, int comm = kNone) {
     // A unit's gathered parameters: the first op of the unit waits for them too.
     op.deps.insert(op.deps.end(), extra_deps_.begin(), extra_deps_.end());
@@ -324,9 +333,9 @@ class ProgramBuilder {
   /// A tensor-parallel collective of the block activations after (or before) `previous`.
   int tensor_collective(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
     if (t_ <= 1) return previous;
-    return add_comm(fmt::format("tp {} {}", to_string(kind), what), pass,
-                    {.dimension = ParallelDimension::Tensor, .kind = kind, .bytes = activation_}, after(previous),
-                    layer);
+    return add_comm(named("tp {} {}", to_string(kind), what), pass,
+                    {.dimension = ParallelDimension::Tensor, .kind = kind, .bytes = activation_},
+                    after(previous), layer);
   }
 
   /// A layer's compute (`compute(previous)` returns its last op) between its tensor-parallel
@@ -375,7 +384,7 @@ class ProgramBuilder {
     const auto variant =
         std::lower_bound(load_variants_.begin(), load_variants_.end(), busiest_of(info)) - load_variants_.begin();
     return add_comm(
-        fmt::format("ep {}", what), pass,
+        named("ep {}", what), pass,
         {.dimension = ParallelDimension::Expert, .kind = kind, .bytes = routed_tokens(), .tag = variant},
         after(previous), layer);
   }
@@ -388,7 +397,7 @@ class ProgramBuilder {
   int expert_tensor_collective(CommKind kind, const std::string& what, OpKind pass, int previous,
                                const LayerInfo& info, int layer) {
     if (etp_ <= 1) return previous;
-    return add_comm(fmt::format("etp {} {}", to_string(kind), what), pass,
+    return add_comm(named("etp {} {}", to_string(kind), what), pass,
                     {.dimension = ParallelDimension::ExpertTensor,
                      .kind = kind,
                      .bytes = routed_tokens() * etp_ * busiest_of(info)},
@@ -472,12 +481,13 @@ class ProgramBuilder {
     for (int k = 0; k < c_; ++k) {
       std::vector<int> deps = after(op);
       if (k > 0) {
-        ring = add_comm(fmt::format("cp ring step {} {}", k, label), pass,
-                        {.dimension = ParallelDimension::Context, .kind = CommKind::RingShift, .bytes = ring_bytes},
-                        after(ring), layer);
+        ring = add_comm(
+            named("cp ring step {} {}", k, label), pass,
+            {.dimension = ParallelDimension::Context, .kind = CommKind::RingShift, .bytes = ring_bytes},
+            after(ring), layer);
         deps.push_back(ring);
       }
-      op = add_compute(fmt::format("{} core {}", label, k), pass, core / c_, deps, layer);
+      op = add_compute(named("{} core {}", label, k), pass, core / c_, deps, layer);
     }
     return add_compute(label + " proj out", pass, last, after(op), layer);
   }
@@ -493,7 +503,7 @@ class ProgramBuilder {
     const LayerInfo& info = layers_[static_cast<size_t>(l)];
     const Op& source = w_.ops[static_cast<size_t>(info.forward)];
     const double duration = source.duration / rank_share() * moe_scale(info);
-    const std::string name = fmt::format("{}F mb{} {}", prefix, mb, source.name);
+    const std::string name = named("{}F mb{} {}", prefix, mb, source.name);
     const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
     const std::optional<CommKind> gather =
         sequence_ ? std::optional<CommKind>(CommKind::AllGather) : std::nullopt;
@@ -554,7 +564,7 @@ class ProgramBuilder {
   int layer_backward(int l, int mb, int previous, bool zero_bubble, std::vector<WeightGradient>& weights) {
     const LayerInfo& info = layers_[static_cast<size_t>(l)];
     const Op& source = w_.ops[static_cast<size_t>(info.backward)];
-    const std::string name = fmt::format("B mb{} {}", mb, source.name);
+    const std::string name = named("B mb{} {}", mb, source.name);
     // A block recomputed in full re-ran its forward before this (backward_pass), so only the
     // backward proper is left here; selective recomputation stays in the attention's backward.
     const bool full =
@@ -611,16 +621,18 @@ class ProgramBuilder {
         break;
       }
     }
-    if (weight > 0) weights.push_back({l, fmt::format("W mb{} {}", mb, source.name), weight, op});
+    if (weight > 0) weights.push_back({l, named("W mb{} {}", mb, source.name), weight, op});
     return op;
   }
 
   /// Sharded data parallelism (FSDP): the all-gather of unit `u`'s parameters (its tensor-parallel
   /// shard) over the gradient group, on the gather stream, after `deps`.
   int gather(int u, std::vector<int> deps, const char* pass) {
-    return add_comm(fmt::format("dp all-gather {} unit {}", pass, u), OpKind::Other,
-                    {.dimension = ParallelDimension::Data, .kind = CommKind::AllGather,
-                     .bytes = units_[static_cast<size_t>(u)].bytes / t_, .stream = kGatherStream},
+    return add_comm(named("dp all-gather {} unit {}", pass, u), OpKind::Other,
+                    {.dimension = ParallelDimension::Data,
+                     .kind = CommKind::AllGather,
+                     .bytes = units_[static_cast<size_t>(u)].bytes / t_,
+                     .stream = kGatherStream},
                     std::move(deps), kNone);
   }
 
@@ -675,15 +687,16 @@ class ProgramBuilder {
 
   void forward_pass(int j, int mb) {
     int op = kNone;
-    if (j > 0) op = add_comm(fmt::format("pp recv F mb{} chunk {}", mb, j), OpKind::Forward,
-                             pipeline_message(CommKind::Recv, j - 1, mb, j - 1, true), {}, kNone);
+    if (j > 0)
+      op = add_comm(named("pp recv F mb{} chunk {}", mb, j), OpKind::Forward,
+                    pipeline_message(CommKind::Recv, j - 1, mb, j - 1, true), {}, kNone);
     // The first units' gathers go out when the pass can begin: its input arrived, or the stage's
     // previous pass ended.
     const int gate = op != kNone ? op : last_compute();
     op = gathered_pass(chunks_[static_cast<size_t>(j)], op, gate, gather_forward_, "forward",
                        [&](int l, int previous) { return layer_forward(l, mb, previous, ""); });
     if (j + 1 < static_cast<int>(chunks_.size())) {
-      add_comm(fmt::format("pp send F mb{} chunk {}", mb, j), OpKind::Forward,
+      add_comm(named("pp send F mb{} chunk {}", mb, j), OpKind::Forward,
                pipeline_message(CommKind::Send, j + 1, mb, j, true), after(op), kNone);
     }
   }
@@ -691,7 +704,7 @@ class ProgramBuilder {
   void backward_pass(int j, int mb, bool zero_bubble) {
     int op = kNone;
     if (j + 1 < static_cast<int>(chunks_.size())) {
-      op = add_comm(fmt::format("pp recv B mb{} chunk {}", mb, j), OpKind::Backward,
+      op = add_comm(named("pp recv B mb{} chunk {}", mb, j), OpKind::Backward,
                     pipeline_message(CommKind::Recv, j + 1, mb, j + 1, false), {}, kNone);
     }
     std::vector<WeightGradient> weights;
@@ -722,15 +735,17 @@ class ProgramBuilder {
     // them, every micro-batch (FSDP2 syncs gradients each backward unless told not to).
     if (reduce_every_micro_batch_) {
       for (int u : units_in(reversed)) {
-        add_comm(fmt::format("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
-                 {.dimension = ParallelDimension::Data, .kind = CommKind::ReduceScatter,
-                  .bytes = units_[static_cast<size_t>(u)].bytes / t_, .stream = kReduceStream},
+        add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                 {.dimension = ParallelDimension::Data,
+                  .kind = CommKind::ReduceScatter,
+                  .bytes = units_[static_cast<size_t>(u)].bytes / t_,
+                  .stream = kReduceStream},
                  after(last_of_unit[static_cast<size_t>(u)]), kNone);
         reductions_.push_back(static_cast<int>(program_.ops.ops.size()) - 1);
       }
     }
     if (j > 0) {
-      add_comm(fmt::format("pp send B mb{} chunk {}", mb, j), OpKind::Backward,
+      add_comm(named("pp send B mb{} chunk {}", mb, j), OpKind::Backward,
                pipeline_message(CommKind::Send, j - 1, mb, j, false), after(op), kNone);
     }
     if (!zero_bubble) return;
@@ -806,15 +821,14 @@ class ProgramBuilder {
       for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
       std::sort(deps.begin(), deps.end());
       deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-      reductions.push_back(
-          add_comm(fmt::format("{} {} {}", to_string(dimension),
-                               distributed ? "reduce-scatter" : "all-reduce", reductions.size()),
-                   OpKind::Other,
-                   {.dimension = dimension,
-                    .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
-                    .bytes = bytes,
-                    .stream = kReduceStream},
-                   deps, kNone));
+      reductions.push_back(add_comm(named("{} {} {}", to_string(dimension),
+                                          distributed ? "reduce-scatter" : "all-reduce", reductions.size()),
+                                    OpKind::Other,
+                                    {.dimension = dimension,
+                                     .kind = distributed ? CommKind::ReduceScatter : CommKind::AllReduce,
+                                     .bytes = bytes,
+                                     .stream = kReduceStream},
+                                    deps, kNone));
     };
     std::vector<int> dense, experts;
     double dense_parameters = 0, expert_parameters = 0;
@@ -885,7 +899,7 @@ class ProgramBuilder {
       optimizer = add_compute("optimizer step", OpKind::Other, seconds, deps, kNone);
     }
     for (size_t u = 0; u < gathers.size(); ++u) {
-      add_comm(fmt::format("{} all-gather {}", to_string(gathers[u].first), u), OpKind::Other,
+      add_comm(named("{} all-gather {}", to_string(gathers[u].first), u), OpKind::Other,
                {.dimension = gathers[u].first,
                 .kind = CommKind::AllGather,
                 .bytes = gathers[u].second,
@@ -901,6 +915,7 @@ class ProgramBuilder {
     return kNone;
   }
 
+  const bool names_;
   const Workload& w_;
   const cluster::ClusterSpec& spec_;
   const SchemeConfig& scheme_;
@@ -937,13 +952,14 @@ class ProgramBuilder {
 }  // namespace
 
 std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster::ClusterSpec& spec,
-                                               const SchemeConfig& scheme, const RankLayout& layout) {
+                                               const SchemeConfig& scheme, const RankLayout& layout,
+                                               bool names) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const std::vector<LayerInfo> layers = layers_of(w);
   const std::vector<FsdpUnit> units = fsdp_units(w, scheme.fsdp.unit_blocks);
   std::vector<StageProgram> programs;
   for (int s = 0; s < scheme.parallel.pipeline; ++s) {
-    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units).build());
+    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units, names).build());
   }
   return programs;
 }

@@ -59,11 +59,13 @@ struct PipelinePass {
 
 /// Every stage's program (index = pipeline stage). `workload` is one GPU's step of one
 /// micro-batch (batch_per_worker sequences) of a decoder (facts.transformer set); `spec` gives the
-/// optimizer step's memory bandwidth. Assumes validate(workload, spec, scheme) passed.
+/// optimizer step's memory bandwidth. Assumes validate(workload, spec, scheme) passed. With
+/// `names` false the ops are left unnamed (the same program otherwise), for callers that read
+/// only its times and dependencies (composed_costs): naming them is most of the build's time.
 [[nodiscard]] std::vector<StageProgram> build_stage_programs(const workload::Workload& workload,
                                                              const cluster::ClusterSpec& spec,
                                                              const SchemeConfig& scheme,
-                                                             const RankLayout& layout);
+                                                             const RankLayout& layout, bool names = true);
 
 /// The distinct values of busiest_expert_gpu_by_block (costs.hpp), ascending: the plan variants of
 /// the expert all-to-alls (a ToExperts or FromExperts CommOp's `tag` indexes them).
