@@ -726,49 +726,23 @@ PyExport export_workload(const py::object& scenario, const py::object& chakra, c
   return e;
 }
 
-py::dict model_summary(const stepcast::zoo::ModelSpec& m) {
-  py::dict d;
-  d["name"] = m.name;
-  d["parameters"] = m.num_parameters();
-  d["tensors"] = m.num_tensors();
-  d["forward_flops"] = m.forward_flops();
-  d["description"] = m.description;
-  return d;
+// What `stepcast zoo list --json` and `zoo show NAME --json` write, parsed: one text for both.
+py::object zoo() {
+  std::ostringstream out;
+  stepcast::report::write_zoo_json(out);
+  return parse_json(out.str());
 }
 
-py::list zoo() {
-  py::list out;
-  for (const auto& m : stepcast::zoo::all_models()) out.append(model_summary(m));
-  return out;
-}
-
-py::dict zoo_model(const std::string& name) {
+py::object zoo_model(const std::string& name) {
   const stepcast::zoo::ModelSpec* m = stepcast::zoo::find_model(name);
   if (m == nullptr) {
     std::string known;
     for (const auto& x : stepcast::zoo::all_models()) known += (known.empty() ? "" : ", ") + x.name;
     throw Error({"", 0, "name"}, "unknown model '" + name + "' (known: " + known + ")");
   }
-  py::dict d = model_summary(*m);
-  py::list layers;
-  for (const auto& layer : m->layers) {
-    int64_t params = 0;
-    for (const auto& p : layer.params) params += p.elements;
-    py::dict l;
-    l["name"] = layer.name;
-    l["parameters"] = params;
-    l["tensors"] = layer.params.size();
-    l["forward_flops"] = layer.forward_flops;
-    layers.append(l);
-  }
-  d["layers"] = layers;
-  if (m->transformer) {
-    d["seq_len"] = m->transformer->seq_len;
-    d["training_flops_per_token"] = stepcast::zoo::training_flops_per_token(*m);
-    d["flops_per_token_6n"] = stepcast::zoo::flops_per_token_6n(*m);
-    d["active_parameters"] = stepcast::zoo::active_parameters(*m);
-  }
-  return d;
+  std::ostringstream out;
+  stepcast::report::write_zoo_model_json(out, *m);
+  return parse_json(out.str());
 }
 
 py::object to_pandas(const PyPrediction& p) {

@@ -530,6 +530,14 @@ def test_export_errors_name_the_argument(tmp_path):
 # ---- zoo -------------------------------------------------------------------------------------
 
 
+def test_zoo_is_the_commands_json():
+    listed = subprocess.run([BINARY, "zoo", "list", "--json"], capture_output=True, text=True, check=True)
+    assert stepcast.zoo() == json.loads(listed.stdout)
+    for name in ("resnet50", "llama2-7b", "deepseek-v3"):
+        shown = subprocess.run([BINARY, "zoo", "show", name, "--json"], capture_output=True, text=True, check=True)
+        assert stepcast.zoo_model(name) == json.loads(shown.stdout), name
+
+
 def test_zoo_counts():
     models = {m["name"]: m for m in stepcast.zoo()}
     assert models["resnet50"]["parameters"] == 25_557_032

@@ -216,7 +216,11 @@ std::string collective_option(std::string_view option) {
   return flag;
 }
 
-int run_zoo_list() {
+int run_zoo_list(bool json) {
+  if (json) {
+    stepcast::report::write_zoo_json(std::cout);
+    return 0;
+  }
   fmt::print("{:<12} {:>14} {:>8} {:>16}  {}\n", "model", "parameters", "tensors", "fwd GFLOP/sample",
              "description");
   for (const auto& m : stepcast::zoo::all_models()) {
@@ -226,12 +230,16 @@ int run_zoo_list() {
   return 0;
 }
 
-int run_zoo_show(const std::string& name) {
+int run_zoo_show(const std::string& name, bool json) {
   const stepcast::zoo::ModelSpec* m = stepcast::zoo::find_model(name);
   if (m == nullptr) {
     std::string known;
     for (const auto& x : stepcast::zoo::all_models()) known += (known.empty() ? "" : ", ") + x.name;
     throw Error({"", 0, "zoo show"}, fmt::format("unknown model '{}' (known: {})", name, known));
+  }
+  if (json) {
+    stepcast::report::write_zoo_model_json(std::cout, *m);
+    return 0;
   }
   fmt::print("{}: {}\n", m->name, m->description);
   fmt::print("parameters {} ({} fp32), {} tensors, forward {:.3f} GFLOP per sample\n", m->num_parameters(),
@@ -440,6 +448,9 @@ int main(int argc, char** argv) {
   std::string zoo_name;
   CLI::App* zoo_show = zoo->add_subcommand("show", "Layers, parameters and FLOPs of one model");
   zoo_show->add_option("name", zoo_name, "Model name")->required();
+  bool zoo_json = false;
+  zoo_list->add_flag("--json", zoo_json, "Write JSON (what Python's stepcast.zoo() returns)");
+  zoo_show->add_flag("--json", zoo_json, "Write JSON (what Python's stepcast.zoo_model() returns)");
 
   CLI::App* options = app.add_subcommand("options", "List every scenario key with type and default");
   bool options_markdown = false;
@@ -479,8 +490,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (zoo_list->parsed()) return run_zoo_list();
-    if (zoo_show->parsed()) return run_zoo_show(zoo_name);
+    if (zoo_list->parsed()) return run_zoo_list(zoo_json);
+    if (zoo_show->parsed()) return run_zoo_show(zoo_name, zoo_json);
     if (options->parsed()) return run_options(options_markdown);
     if (inspect->parsed()) return run_inspect();
     if (advise->parsed()) return run_advise();

@@ -16,6 +16,10 @@
 
 #include "stepcast/predict/result.hpp"
 
+namespace stepcast::zoo {
+struct ModelSpec;
+}  // namespace stepcast::zoo
+
 namespace stepcast::report {
 
 /// One resolved scenario input as text ("cluster.nic_bandwidth" -> "10 Gbps").
@@ -85,6 +89,13 @@ void write_comparison_table(std::ostream& out, const Sweep& sweep);
 /// "step_time_s": {"fine", "coarse", "analytic"}, "throughput_samples_per_s": {...},
 /// "coarse_vs_fine", "analytic_vs_fine", "spread", "disagree", "warning"}], null where unknown.
 void write_json(std::ostream& out, const Sweep& sweep);
+/// The zoo: [{"name", "parameters", "tensors", "forward_flops" (per sample), "description"}], one
+/// per model in the zoo's order.
+void write_zoo_json(std::ostream& out);
+/// One model: write_zoo_json's members plus "layers": [{"name", "parameters", "tensors",
+/// "forward_flops"}] and, for a transformer, "seq_len", "training_flops_per_token",
+/// "flops_per_token_6n" and "active_parameters".
+void write_zoo_model_json(std::ostream& out, const zoo::ModelSpec& model);
 /// One row per prediction, header first; columns in SI units named in the header. The last
 /// six (step_samples, step_time_mean_s, _p50_s, _p95_s, _min_s, _max_s) are empty without
 /// per-step samples.
