@@ -637,7 +637,7 @@ constexpr std::string_view kDraw = R"js(
       scales: { x: { stacked: true, title: { display: true, text: data.short_labels ? 'prediction (workers, curve: see the key)' : 'prediction (workers, predictor, configuration)' } },
                 y: { stacked: true, beginAtZero: true, title: { display: true, text: 'time per step (' + unit + ')' } } },
       plugins: {
-        subtitle: subtitle,
+        subtitle: { display: subtitle.display, color: misfitColor, text: 'pale bars outlined in red (\u2717 in the label): do not fit in GPU memory' },
         title: title('Where the step time goes (' + unit + ' per step, mean over workers)'),
         tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y, 3) + ' ' + unit; } } }
       }
@@ -1165,14 +1165,14 @@ void write_advice_lead(Page& page, const Advice& a) {
 /// "256 GPUs, L3": a ranked layout's short label on the charts (the runner-ups table names it).
 std::string plan_label(int gpus, std::size_t rank) { return fmt::format("{}\u00b7L{}", gpus, rank + 1); }
 
-std::string rank_words_html(PlanRank rank) {
+std::string rank_words_html(PlanRank rank, bool job) {
   switch (rank) {
     case PlanRank::TokensPerGpu:
       return "tokens/s per GPU (most first)";
     case PlanRank::Time:
       return "time to train (least first)";
     case PlanRank::Cost:
-      return "cost to train (least first)";
+      return job ? "cost to train (least first)" : "cost per million tokens (least first)";
   }
   return "?";
 }
@@ -1319,7 +1319,8 @@ constexpr std::string_view kDrawPlan = R"js(
 
 void write_plan_lead(Page& page, const Plan& plan) {
   page.raw("<section id=\"answer\" class=\"answer\"><h2>Answer</h2>\n");
-  page.raw("<p class=\"target\">Ranked by <b>").text(rank_words_html(plan.rank_by)).raw("</b>");
+  const bool job = plan.best_count && plan.counts[*plan.best_count].top.front().fine.job.time > 0;
+  page.raw("<p class=\"target\">Ranked by <b>").text(rank_words_html(plan.rank_by, job)).raw("</b>");
   page.format(", the top {} by coarse re-predicted by fine at each of {} GPU count{}.</p>\n", plan.top_k,
               plan.counts.size(), plan.counts.size() == 1 ? "" : "s");
   if (!plan.best_count) {
