@@ -1511,12 +1511,13 @@ void write_plan_html(std::ostream& out, const Plan& plan) {
     page.raw(
         "<div class=\"chart\"><canvas id=\"chart-plan-memory\" role=\"img\" aria-label=\"memory per GPU per "
         "ranked layout against the GPU's memory\"></canvas></div>\n</div>\n");
-    page.raw(
-        "<p class=\"note\">Bars are labelled GPUs&middot;rank (256&middot;L1 is the best at 256 GPUs); the "
+    const int first = plan.counts.front().gpus;
+    page.format(
+        "<p class=\"note\">Bars are labelled GPUs&middot;rank ({}&middot;L1 is the best at {} GPUs); the "
         "runner-ups tables give each layout. Memory is what the GPU must give the job (reserved); the dashed "
         "red line is the GPU's memory. A count's closest miss (&#x2717;, pale, outlined in red) does not "
         "fit: "
-        "it has memory but no prediction. Layouts that do not fit are never ranked.</p>\n</section>\n");
+        "it has memory but no prediction. Layouts that do not fit are never ranked.</p>\n</section>\n", first, first);
   }
   for (const PlanCount& c : plan.counts) write_plan_count(page, c);
   write_plan_links(page, plan);
