@@ -55,7 +55,8 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
   cmd->add_option("--jobs", args->jobs, "Threads (default: all cores); the answer is the same")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
-  cmd->add_option("--report", args->report, "Also write the grid as a self-contained HTML report to FILE");
+  cmd->add_option("--report", args->report,
+                  "Also write the answer and the grid as a self-contained HTML report to FILE");
   return {cmd, [args] {
             sweep::AdviseRequest request;
             request.sweep.scenario = args->scenario;
@@ -73,14 +74,8 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             const report::Advice advice = sweep::advise(request);
             if (sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the answer
             if (!args->report.empty()) {
-              report::Sweep grid;
-              grid.scenario = advice.scenario + " (advise: " + advice.target + ")";
-              for (const report::GridPoint& p : advice.grid) {
-                grid.predictions.push_back(p.result);
-                grid.configs.push_back(p.config);
-              }
               std::ofstream out = open_output(args->report, "--report");
-              report::write_html_report(out, grid);
+              report::write_advice_html(out, advice);
             }
             if (args->json) {
               report::write_advice_json(std::cout, advice);

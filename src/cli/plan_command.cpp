@@ -1,4 +1,4 @@
-// `stepcast plan SCENARIO --gpus N1,N2 [--top K] [--rank-by R] [--json] [--csv FILE]`: every
+// `stepcast plan SCENARIO --gpus N1,N2 [--top K] [--rank-by R] [--json] [--csv FILE] [--report FILE]`: every
 // parallel layout of a decoder that is valid and fits, coarse on all of them, fine on the top k,
 // ranked by tokens/s per GPU, time or cost to train (sweep/plan.hpp). Registered by main.cpp through
 // add_plan_command; errors are stepcast::Error, which main turns into exit code 2.
@@ -15,6 +15,7 @@
 
 #include "cli/output_file.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/report/html.hpp"
 #include "stepcast/report/plan.hpp"
 #include "stepcast/sweep/plan.hpp"
 #include "stepcast/sweep/sweep.hpp"
@@ -31,6 +32,7 @@ struct PlanArgs {
   int jobs = 0;
   bool json = false;
   std::string csv;
+  std::string report;
   std::string rank_by = "tokens_per_gpu";
 };
 
@@ -54,6 +56,9 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
                   "cluster.cost.gpu_hour: to train workload.tokens, else per million tokens)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--csv", args->csv, "Also write the ranked layouts' fine predictions as CSV to FILE");
+  cmd->add_option(
+      "--report", args->report,
+      "Also write the answer, the runner-ups and their charts as a self-contained HTML page to FILE");
   return {cmd, [args] {
             sweep::PlanRequest request;
             request.scenario = args->scenario;
@@ -67,6 +72,10 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
             if (!args->csv.empty()) {
               std::ofstream out = open_output(args->csv, "--csv");
               report::write_plan_csv(out, plan);
+            }
+            if (!args->report.empty()) {
+              std::ofstream out = open_output(args->report, "--report");
+              report::write_plan_html(out, plan);
             }
             if (args->json) {
               report::write_plan_json(std::cout, plan);

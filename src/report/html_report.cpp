@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <sstream>
@@ -16,6 +17,7 @@
 
 #include "report/chartjs.hpp"
 #include "report/json_text.hpp"
+#include "report/text_table.hpp"
 #include "stepcast/report/html.hpp"
 #include "stepcast/units.hpp"
 #include "stepcast/version.hpp"
@@ -28,6 +30,9 @@ using predict::Result;
 
 /// The heat map shows this many rows at most, the busiest first; the rest are counted.
 constexpr std::size_t kMaxHeatRows = 24;
+/// Above this many curves a legend of full labels ("fine, training.ps.count=4, ...") covers the
+/// chart: curves get short labels ("C1", "C2", ...) and a key table gives each one's full label.
+constexpr std::size_t kMaxFullLegendLabels = 6;
 
 // ---- Text
 
@@ -110,8 +115,12 @@ struct Group {
   std::string predictor;
   std::string config;
   std::vector<std::size_t> members;  ///< indices into sweep.predictions
-  [[nodiscard]] std::string label() const { return config.empty() ? predictor : predictor + ", " + config; }
+  std::string shown{};               ///< its legend label: full() or, with many curves, "C3"
+  [[nodiscard]] std::string full() const { return config.empty() ? predictor : predictor + ", " + config; }
 };
+
+/// Whether the curves are many enough to get short labels and a key table.
+bool short_labels(const std::vector<Group>& groups) { return groups.size() > kMaxFullLegendLabels; }
 
 std::vector<Group> groups_of(const Sweep& sweep) {
   std::vector<Group> groups;
@@ -126,8 +135,15 @@ std::vector<Group> groups_of(const Sweep& sweep) {
     }
     it->members.push_back(i);
   }
+  const bool short_names = short_labels(groups);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    groups[g].shown = short_names ? fmt::format("C{}", g + 1) : groups[g].full();
   return groups;
 }
+
+/// Whether a prediction fits in GPU memory: false only when both its memory and the GPU's are
+/// known and it needs more.
+bool fits(const Result& r) { return !r.memory.known || r.memory.fits(); }
 
 /// The ideal of a curve: N workers x one worker's compute-only rate, which is throughput /
 /// speed-up (speed-up is against one worker training alone, Result::speedup); NaN when no
@@ -165,30 +181,87 @@ std::vector<Ideal> ideals_of(const Sweep& sweep, const std::vector<Group>& group
   return ideals;
 }
 
-/// One row of the heat map: a resource (Result::utilization) or a link (Result::links), with its
-/// busy fraction per prediction (NaN where that prediction does not report it).
+/// The class of a link direction, by the cluster's name for it (cluster::LinkTable::name): a
+/// NIC ("node3.nic.up", "node0.nic2.down", "server0.nic.up"), a PCIe link, a GPU's or the host's
+/// bus inside a node ("node0.gpu2.bus.up"), or a switch-to-switch link "from->to": up from a
+/// leaf (or edge) switch, or from a spine (aggregation, core) switch. Links are listed by class,
+/// not one row per link, which at a thousand GPUs would be thousands of rows.
+std::string link_class(std::string_view name) {
+  if (const std::size_t arrow = name.find("->"); arrow != std::string_view::npos) {
+    const std::string_view from = name.substr(0, arrow);
+    if (from.starts_with("leaf") || from.starts_with("edge")) return "leaf uplink";
+    if (from.starts_with("spine") || from.starts_with("agg") || from.starts_with("core")) return "spine";
+    return "switch to switch";
+  }
+  if (name.find(".nic") != std::string_view::npos) return "NIC";
+  if (name.find(".pcie") != std::string_view::npos) return "PCIe";
+  if (name.find(".bus.") != std::string_view::npos) return "intra-node (NVLink, bus)";
+  return "other link";
+}
+
+/// The links of one class in one prediction: how many, the busiest and the mean busy fraction.
+struct LinkClass {
+  std::string name;
+  std::size_t links = 0;
+  double max_busy = 0;
+  double mean_busy = 0;
+  double bytes = 0;
+};
+
+/// The links `r` reports, by class, in order of first appearance (its busiest link's class first).
+std::vector<LinkClass> link_classes(const Result& r) {
+  std::vector<LinkClass> classes;
+  for (const sim::LinkLoad& l : r.links) {
+    const std::string name = link_class(l.name);
+    auto it =
+        std::find_if(classes.begin(), classes.end(), [&](const LinkClass& c) { return c.name == name; });
+    if (it == classes.end()) {
+      classes.push_back({name});
+      it = std::prev(classes.end());
+    }
+    ++it->links;
+    it->max_busy = std::max(it->max_busy, l.busy);
+    it->mean_busy += l.busy;
+    it->bytes += l.bytes;
+  }
+  for (LinkClass& c : classes) c.mean_busy /= static_cast<double>(c.links);
+  return classes;
+}
+
+/// One row of the heat map: a resource (Result::utilization) or a class of links (Result::links
+/// by link_class), with its busy fraction per prediction (NaN where that prediction does not
+/// report it); for a class, the busiest link's, with the mean and the count of its links.
 struct HeatRow {
   std::string name;
   bool link = false;
   std::vector<double> busy;
   double peak = 0;
+  std::vector<double> mean{};
+  std::vector<std::size_t> links{};
 };
 
 std::vector<HeatRow> heat_rows(const std::vector<Result>& predictions) {
   std::vector<HeatRow> rows;
-  auto add = [&](std::size_t column, const std::string& name, double busy, bool link) {
+  const std::size_t n = predictions.size();
+  auto add = [&](std::size_t column, const std::string& name, double busy, bool link) -> HeatRow& {
     auto it = std::find_if(rows.begin(), rows.end(),
                            [&](const HeatRow& row) { return row.link == link && row.name == name; });
     if (it == rows.end()) {
-      rows.push_back({name, link, std::vector<double>(predictions.size(), std::nan("")), 0});
+      rows.push_back({name, link, std::vector<double>(n, std::nan("")), 0,
+                      std::vector<double>(n, std::nan("")), std::vector<std::size_t>(n, 0)});
       it = std::prev(rows.end());
     }
     it->busy[column] = busy;
     if (std::isfinite(busy)) it->peak = std::max(it->peak, busy);
+    return *it;
   };
-  for (std::size_t i = 0; i < predictions.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     for (const auto& u : predictions[i].utilization) add(i, u.resource, u.busy, false);
-    for (const auto& l : predictions[i].links) add(i, l.name, l.busy, true);
+    for (const LinkClass& c : link_classes(predictions[i])) {
+      HeatRow& row = add(i, c.name, c.max_busy, true);
+      row.mean[i] = c.mean_busy;
+      row.links[i] = c.links;
+    }
   }
   // Busiest first; equal peaks keep first appearance (resources before links).
   std::stable_sort(rows.begin(), rows.end(),
@@ -227,13 +300,21 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
   json.string(unit.name);
   json.key("time_per_s");
   json.number(unit.per_second);
+  json.key("short_labels");
+  json.boolean(short_labels(groups));
+  std::size_t misfits = 0;
+  for (const Result& r : sweep.predictions) misfits += fits(r) ? 0 : 1;
+  json.key("misfits");
+  json.integer(misfits);
 
   json.key("groups");
   json.begin_array();
   for (const Group& g : groups) {
     json.begin_object();
     json.key("label");
-    json.string(g.label());
+    json.string(g.shown);
+    json.key("full");
+    json.string(g.full());
     json.key("predictor");
     json.string(g.predictor);
     json.key("points");
@@ -247,6 +328,8 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
       json.number(r.throughput);
       json.key("efficiency");
       json.number(r.efficiency);
+      json.key("fits");
+      json.boolean(fits(r));
       json.end_object();
     }
     json.end_array();
@@ -262,7 +345,7 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
     if (ideals.size() > 1) {
       label += " (";
       for (std::size_t k = 0; k < ideal.groups.size(); ++k)
-        label += (k > 0 ? "; " : "") + groups[ideal.groups[k]].label();
+        label += (k > 0 ? "; " : "") + groups[ideal.groups[k]].shown;
       label += ")";
     }
     for (std::size_t g : ideal.groups)
@@ -291,6 +374,9 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
   }
   json.end_array();
 
+  std::vector<std::size_t> group_of(sweep.predictions.size(), 0);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t i : groups[g].members) group_of[i] = g;
   json.key("predictions");
   json.begin_array();
   for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
@@ -299,9 +385,16 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
     json.key("label");  // lines of the bar's label
     json.begin_array();
     json.string(workers_text(r.workers));
-    json.string(predict::to_string(r.predictor));
-    if (const std::string config = config_text(config_of(sweep, i)); !config.empty()) json.string(config);
+    if (short_labels(groups)) {
+      json.string(groups[group_of[i]].shown);
+    } else {
+      json.string(predict::to_string(r.predictor));
+      if (const std::string config = config_text(config_of(sweep, i)); !config.empty()) json.string(config);
+    }
+    if (!fits(r)) json.string("\u2717 does not fit");
     json.end_array();
+    json.key("fits");
+    json.boolean(fits(r));
     json.key("step_time_s");
     json.number(r.step_time);
     json.key("compute_s");
@@ -316,14 +409,18 @@ void write_chart_data(std::ostream& out, const Sweep& sweep, const std::vector<G
   json.end_object();
 }
 
-/// The chart data as JSON text that is safe inside <script>: '<' only occurs inside JSON
-/// strings, where \u003c means the same, so "</script>" in a scenario name cannot end the element.
-std::string chart_data_json(const Sweep& sweep, const std::vector<Group>& groups,
+std::string chart_data_text(const Sweep& sweep, const std::vector<Group>& groups,
                             const std::vector<Ideal>& ideals, const TimeUnit& unit) {
   std::ostringstream text;
   write_chart_data(text, sweep, groups, ideals, unit);
+  return text.str();
+}
+
+/// JSON text made safe inside <script>: '<' only occurs inside JSON strings, where \u003c means
+/// the same, so "</script>" in a scenario name cannot end the element.
+std::string safe_json(const std::string& json) {
   std::string safe;
-  for (char c : text.str()) {
+  for (char c : json) {
     if (c == '<') {
       safe += "\\u003c";
     } else {
@@ -348,6 +445,9 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.heat{text-align:center;min-width:3.5em;font-variant-numeric:tabular-nums}td.na{color:#aaa;text-align:center}
 table.heat th{font-size:11px;font-weight:normal;max-width:9em;overflow-wrap:anywhere}td.words{min-width:22em}
 .scroll{overflow-x:auto}.bad{color:#b00020;font-weight:600}
+h3{font-size:15px;margin:16px 0 6px}.answer .chosen{font-size:16px}
+dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 14px;margin:6px 0}dl.facts dt{color:#555}
+dl.facts dd{margin:0;overflow-wrap:anywhere}
 .errors{color:#b00020;background:#fff0f0;border:1px solid #b00020;padding:8px;white-space:pre-wrap}
 )css";
 
@@ -387,6 +487,38 @@ constexpr std::string_view kErrorHook = R"js(
 })();
 )js";
 
+/// Runs after the charts are drawn (stepcastFinish(charts), charts being [{canvas, chart}]): marks
+/// on each canvas the number of datasets it drew (ideal lines apart) and of pixels it painted
+/// (neither transparent nor white) and the share of its height the legend takes (%); counts the text boxes
+/// (cells, headings, paragraphs, the answer's lines) whose text is wider than the box (body[data-overflow],
+/// and the first few in body[data-overflowing]); then sets body[data-rendered="yes"] and the number of
+/// charts. The browser test reads these back with --dump-dom.
+constexpr std::string_view kFinish = R"js(
+window.stepcastFinish = function (charts) {
+  charts.forEach(function (c) {
+    var ctx = c.canvas.getContext('2d');
+    var px = ctx.getImageData(0, 0, c.canvas.width, c.canvas.height).data, painted = 0;
+    for (var i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 0 && (px[i] < 250 || px[i + 1] < 250 || px[i + 2] < 250)) painted++;
+    }
+    c.canvas.dataset.painted = String(painted);
+    // How much of the canvas the legend takes (one of 30 long labels would take it all).
+    var legend = c.chart.legend;
+    c.canvas.dataset.legendShare = String(legend && legend.options.display !== false ? Math.round(100 * legend.height / c.chart.height) : 0);
+    c.canvas.dataset.datasets = String(c.chart.data.datasets.filter(function (d) { return !d.stepcastIdeal && !d.stepcastLimit; }).length);
+  });
+  var over = [];
+  document.querySelectorAll('td, th, p, h1, h2, h3, li, dt, dd').forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1) over.push(el.tagName.toLowerCase() + ': ' + el.textContent.slice(0, 60));
+  });
+  document.body.dataset.overflow = String(over.length);
+  document.body.dataset.overflowing = over.slice(0, 5).join(' | ');
+  document.body.dataset.charts = String(charts.length);
+  document.body.dataset.rendered = 'yes';
+  window.stepcastShowErrors();
+};
+)js";
+
 /// Draws the three charts from #stepcast-data, then marks the page: body[data-rendered="yes"],
 /// the number of charts, and on each canvas the number of datasets it drew (ideal lines apart)
 /// and of pixels it painted (neither transparent nor white), which the browser test reads back
@@ -413,12 +545,19 @@ constexpr std::string_view kDraw = R"js(
   // A point style per predictor, so that curves which coincide (fine and coarse often do) still
   // show both.
   var marks = { fine: 'circle', coarse: 'triangle', analytic: 'rectRot' };
+  // A prediction that does not fit in GPU memory: a red cross, on every chart.
+  var misfitColor = '#b00020';
   function curve(label, points, y, color, ideal, predictor) {
+    var bad = function (p) { return p.fits === false; };
     return {
       label: label, stepcastIdeal: ideal,
       data: points.map(function (p) { return { x: p.workers, y: y(p) }; }),
       borderColor: color, backgroundColor: color, borderWidth: ideal ? 1.5 : 2,
-      borderDash: ideal ? [6, 4] : [], pointRadius: ideal ? 0 : 4, pointStyle: marks[predictor] || 'circle', tension: 0
+      borderDash: ideal ? [6, 4] : [], tension: 0,
+      pointRadius: points.map(function (p) { return ideal ? 0 : bad(p) ? 8 : 4; }),
+      pointStyle: points.map(function (p) { return bad(p) ? 'crossRot' : marks[predictor] || 'circle'; }),
+      pointBorderColor: points.map(function (p) { return bad(p) ? misfitColor : color; }),
+      pointBorderWidth: points.map(function (p) { return bad(p) ? 3 : 1; })
     };
   }
   var charts = [];
@@ -437,12 +576,25 @@ constexpr std::string_view kDraw = R"js(
     var label = ideal.label + ': N \u00d7 ' + fmt(ideal.single_worker_samples_per_s, 1) + ' samples/s';
     throughput.push(curve(label, ideal.points, ys, color, true));
   });
+  // With many curves the legend shows short labels (the key table names them) and leaves the
+  // ideal lines out (dashed, explained under the charts).
+  var legend = {
+    labels: {
+      boxWidth: data.short_labels ? 10 : 40, font: { size: data.short_labels ? 11 : 12 },
+      filter: function (item, chart) { return !(data.short_labels && chart.datasets[item.datasetIndex].stepcastIdeal); }
+    }
+  };
+  var subtitle = {
+    display: data.misfits > 0, color: misfitColor,
+    text: '\u2717 (red cross): does not fit in GPU memory'
+  };
   var lineOptions = function (yTitle, unit, digits) {
     return {
       parsing: true,
       interaction: { mode: 'nearest', intersect: false },
       scales: { x: workersAxis(), y: { beginAtZero: true, title: { display: true, text: yTitle } } },
       plugins: {
+        legend: legend, subtitle: subtitle,
         tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y, digits) + ' ' + unit; } } }
       }
     };
@@ -465,9 +617,12 @@ constexpr std::string_view kDraw = R"js(
   draw('chart-efficiency', { type: 'line', data: { datasets: efficiency }, options: options });
 
   var unit = data.time_unit, scale = data.time_per_s;
+  // A prediction that does not fit: its bars pale, outlined in red, and its label says so.
   function part(label, key, color) {
     return {
-      label: label, backgroundColor: color,
+      label: label, backgroundColor: data.predictions.map(function (p) { return p.fits ? color : color + '55'; }),
+      borderColor: data.predictions.map(function (p) { return p.fits ? color : misfitColor; }),
+      borderWidth: data.predictions.map(function (p) { return p.fits ? 0 : 2; }),
       data: data.predictions.map(function (p) { return p[key] === null ? null : p[key] * scale; })
     };
   }
@@ -479,27 +634,17 @@ constexpr std::string_view kDraw = R"js(
                  part('wait (other workers, servers)', 'wait_s', '#f28e2b')]
     },
     options: {
-      scales: { x: { stacked: true, title: { display: true, text: 'prediction (workers, predictor, configuration)' } },
+      scales: { x: { stacked: true, title: { display: true, text: data.short_labels ? 'prediction (workers, curve: see the key)' : 'prediction (workers, predictor, configuration)' } },
                 y: { stacked: true, beginAtZero: true, title: { display: true, text: 'time per step (' + unit + ')' } } },
       plugins: {
+        subtitle: { display: subtitle.display, color: misfitColor, text: 'pale bars outlined in red (\u2717 in the label): do not fit in GPU memory' },
         title: title('Where the step time goes (' + unit + ' per step, mean over workers)'),
         tooltip: { callbacks: { label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y, 3) + ' ' + unit; } } }
       }
     }
   });
 
-  charts.forEach(function (c) {
-    var ctx = c.canvas.getContext('2d');
-    var px = ctx.getImageData(0, 0, c.canvas.width, c.canvas.height).data, painted = 0;
-    for (var i = 0; i < px.length; i += 4) {
-      if (px[i + 3] > 0 && (px[i] < 250 || px[i + 1] < 250 || px[i + 2] < 250)) painted++;
-    }
-    c.canvas.dataset.painted = String(painted);
-    c.canvas.dataset.datasets = String(c.chart.data.datasets.filter(function (d) { return !d.stepcastIdeal; }).length);
-  });
-  document.body.dataset.charts = String(charts.length);
-  document.body.dataset.rendered = 'yes';
-  window.stepcastShowErrors();
+  window.stepcastFinish(charts);
 })();
 )js";
 
@@ -627,7 +772,7 @@ std::string heat_style(double busy) {
   return fmt::format("background:hsl(8,80%,{:.0f}%);color:{}", 98 - 58 * b, b >= 0.6 ? "#fff" : "#222");
 }
 
-void write_heat_map(Page& page, const Sweep& sweep) {
+void write_heat_map(Page& page, const Sweep& sweep, const std::vector<Group>& groups) {
   const std::vector<HeatRow> rows = heat_rows(sweep.predictions);
   page.raw("<section id=\"heatmap\"><h2>Busiest resources and links</h2>\n");
   if (rows.empty()) {
@@ -638,24 +783,44 @@ void write_heat_map(Page& page, const Sweep& sweep) {
   page.format(
       "<p class=\"note\">Busy fraction of each resource and link over the measured steps (%, 100 % = busy "
       "the "
-      "whole time), one column per prediction; &ndash;: not reported by that prediction. The {} busiest of {}"
-      " rows, by their peak over the sweep.</p>\n",
+      "whole time), one column per prediction; &ndash;: not reported by that prediction. Links are listed by "
+      "class (NIC, intra-node, PCIe, leaf uplink, spine): the busiest link of the class, then the mean and "
+      "the "
+      "number of its links among the busiest the prediction kept. The {} busiest of {} rows, by their peak "
+      "over "
+      "the sweep.</p>\n",
       shown, rows.size());
   page.raw("<div class=\"scroll\"><table class=\"heat\">\n<thead><tr><th>kind</th><th>resource or link</th>");
+  std::vector<std::string> curve_of(sweep.predictions.size());
+  for (const Group& g : groups)
+    for (std::size_t i : g.members) curve_of[i] = g.shown;
   for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
     const Result& r = sweep.predictions[i];
-    page.raw("<th>").text(workers_text(r.workers)).raw("<br>").text(predict::to_string(r.predictor));
-    if (const std::string config = config_text(config_of(sweep, i)); !config.empty())
-      page.raw("<br>").text(config);
+    page.raw("<th>").text(workers_text(r.workers)).raw("<br>");
+    if (short_labels(groups)) {
+      page.text(curve_of[i]);  // the key table names it
+    } else {
+      page.text(predict::to_string(r.predictor));
+      if (const std::string config = config_text(config_of(sweep, i)); !config.empty())
+        page.raw("<br>").text(config);
+    }
     page.raw("</th>");
   }
   page.raw("</tr></thead>\n<tbody>\n");
   for (std::size_t k = 0; k < shown; ++k) {
     const HeatRow& row = rows[k];
-    page.raw("<tr><td>").raw(row.link ? "link" : "resource").raw("</td><td>").text(row.name).raw("</td>");
-    for (double busy : row.busy) {
+    page.raw("<tr><td>").raw(row.link ? "links" : "resource").raw("</td><td>").text(row.name).raw("</td>");
+    for (std::size_t i = 0; i < row.busy.size(); ++i) {
+      const double busy = row.busy[i];
       if (!std::isfinite(busy)) {
         page.raw("<td class=\"na\">&ndash;</td>");
+      } else if (row.link) {
+        page.format(
+            "<td class=\"heat\" style=\"{}\" title=\"busiest {:.1f} %, mean {:.1f} % over {} link{}\">{:.0f} "
+            "%"
+            "<br><small>mean {:.0f} %, {}</small></td>",
+            heat_style(busy), 100 * busy, 100 * row.mean[i], row.links[i], row.links[i] == 1 ? "" : "s",
+            100 * busy, 100 * row.mean[i], row.links[i]);
       } else {
         page.format("<td class=\"heat\" style=\"{}\" title=\"{:.1f} % busy\">{:.0f} %</td>", heat_style(busy),
                     100 * busy, 100 * busy);
@@ -773,35 +938,69 @@ void write_inputs(Page& page, const Sweep& sweep) {
   page.raw("</section>\n");
 }
 
-}  // namespace
-
-void write_html_report(std::ostream& out, const Sweep& sweep) {
-  const std::vector<Group> groups = groups_of(sweep);
-  const std::vector<Ideal> ideals = ideals_of(sweep, groups);
-  const TimeUnit unit = time_unit_for(sweep.predictions);
-  const bool with_config =
-      std::any_of(sweep.configs.begin(), sweep.configs.end(), [](const Config& c) { return !c.empty(); });
-  const std::string name = sweep.scenario.empty() ? std::string("(unnamed scenario)") : sweep.scenario;
-
-  Page page(out);
+/// The start of every page: the head (style, error hook), the heading and the line under it,
+/// and the (hidden) error box.
+void begin_page(Page& page, std::string_view title, std::string_view heading, std::string_view meta) {
   page.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
   page.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
   page.format("<meta name=\"generator\" content=\"stepcast {}\">\n", STEPCAST_VERSION);
   // An empty inline icon: without it a browser asks the server (or the disk) for favicon.ico.
   page.raw("<link rel=\"icon\" href=\"data:,\">\n");
-  page.raw("<title>stepcast: ").text(name).raw("</title>\n");
+  page.raw("<title>").text(title).raw("</title>\n");
   page.raw("<style>").raw(kStyle).raw("</style>\n");
   page.raw("<script>").raw(kErrorHook).raw("</script>\n</head>\n<body>\n");
-
-  page.raw("<h1>stepcast prediction: ").text(name).raw("</h1>\n");
-  page.format("<p class=\"meta\">{} prediction{} in {} curve{} (predictor", sweep.predictions.size(),
-              sweep.predictions.size() == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s");
-  page.raw(with_config ? ", swept configuration)" : ")");
+  page.raw("<h1>").text(heading).raw("</h1>\n");
+  page.raw("<p class=\"meta\">").raw(meta);
   page.format(
-      ". Written by stepcast {}; charts drawn by Chart.js {} (MIT licence), inlined: this page needs no "
+      " Written by stepcast {}; charts drawn by Chart.js {} (MIT licence), inlined: this page needs no "
       "network.</p>\n",
       STEPCAST_VERSION, detail::chartjs_version());
   page.raw("<pre id=\"stepcast-errors\" class=\"errors\" hidden></pre>\n");
+}
+
+/// The end of every page: the chart data island, then, when there are charts, Chart.js, the
+/// finishing function and `draw`; without charts a line that marks the page rendered.
+void end_page(Page& page, const std::string& data_json, std::string_view draw, bool charts) {
+  page.raw("<script type=\"application/json\" id=\"stepcast-data\">").raw(data_json).raw("</script>\n");
+  if (charts) {
+    page.format("<script>/* Chart.js {}, from Debian's libjs-chart.js */\n", detail::chartjs_version());
+    page.raw(detail::chartjs_source()).raw("\n</script>\n");
+    page.raw("<script>").raw(kFinish).raw(draw).raw("</script>\n");
+  } else {
+    page.raw(
+        "<script>document.body.dataset.rendered = 'yes'; document.body.dataset.charts = '0';</script>\n");
+  }
+  page.raw("</body>\n</html>\n");
+}
+
+/// With short curve labels, the table that names each: label, predictor, configuration.
+void write_curve_key(Page& page, const std::vector<Group>& groups) {
+  if (!short_labels(groups)) return;
+  std::vector<std::vector<Cell>> rows;
+  for (const Group& g : groups)
+    rows.push_back({{escaped(g.shown), false}, {escaped(g.predictor), false}, {escaped(g.config), false}});
+  page.raw("<section id=\"key\"><h2>Curve key</h2>\n");
+  page.format("<p class=\"note\">{} curves: the charts name them by these short labels.</p>\n",
+              groups.size());
+  write_table(page, {"curve", "predictor", "configuration"}, rows);
+  page.raw("</section>\n");
+}
+
+/// The sweep page; `lead`, when given, writes the answer that comes first, under the heading.
+void write_sweep_page(std::ostream& out, const Sweep& sweep, std::string_view title, std::string_view heading,
+                      const std::function<void(Page&)>& lead) {
+  const std::vector<Group> groups = groups_of(sweep);
+  const std::vector<Ideal> ideals = ideals_of(sweep, groups);
+  const TimeUnit unit = time_unit_for(sweep.predictions);
+  const bool with_config =
+      std::any_of(sweep.configs.begin(), sweep.configs.end(), [](const Config& c) { return !c.empty(); });
+
+  Page page(out);
+  std::string meta = fmt::format("{} prediction{} in {} curve{} (predictor{}).", sweep.predictions.size(),
+                                 sweep.predictions.size() == 1 ? "" : "s", groups.size(),
+                                 groups.size() == 1 ? "" : "s", with_config ? ", swept configuration" : "");
+  begin_page(page, title, heading, meta);
+  if (lead) lead(page);
 
   if (sweep.predictions.empty()) {
     page.raw("<p>The sweep has no predictions.</p>\n");
@@ -809,45 +1008,528 @@ void write_html_report(std::ostream& out, const Sweep& sweep) {
     page.raw("<section id=\"scaling\"><h2>Scaling</h2>\n<div class=\"charts\">\n");
     page.raw(
         "<div class=\"chart\"><canvas id=\"chart-throughput\" role=\"img\" aria-label=\"throughput in "
-        "samples/s "
-        "against workers, with the ideal line\"></canvas></div>\n");
+        "samples/s against workers, with the ideal line\"></canvas></div>\n");
     page.raw(
         "<div class=\"chart\"><canvas id=\"chart-efficiency\" role=\"img\" aria-label=\"scaling efficiency "
-        "in % "
-        "against workers\"></canvas></div>\n</div>\n");
+        "in % against workers\"></canvas></div>\n</div>\n");
     page.raw(
         "<p class=\"note\">One curve per predictor and swept configuration. Ideal (dashed): N workers "
-        "&times; the "
-        "rate of one worker training alone (throughput / speed-up), efficiency 100 %.</p>\n</section>\n");
+        "&times; the rate of one worker training alone (throughput / speed-up), efficiency 100 %. A red "
+        "&#x2717;: the prediction does not fit in GPU memory.</p>\n</section>\n");
+    write_curve_key(page, groups);
     page.raw("<section id=\"breakdown\"><h2>Where the step time goes</h2>\n");
     page.raw(
         "<div class=\"chart wide\"><canvas id=\"chart-breakdown\" role=\"img\" aria-label=\"step time split "
-        "into "
-        "compute, exposed communication and wait, per prediction\"></canvas></div>\n");
+        "into compute, exposed communication and wait, per prediction\"></canvas></div>\n");
     page.raw(
         "<p class=\"note\">Compute: ops running. Exposed communication: waiting for a transfer or collective "
-        "with "
-        "nothing running. Wait: waiting for other workers or a server (barrier, apply).</p>\n</section>\n");
+        "with nothing running. Wait: waiting for other workers or a server (barrier, apply). Pale bars "
+        "outlined "
+        "in red: the prediction does not fit in GPU memory.</p>\n</section>\n");
     write_predictions(page, sweep, unit, with_config);
-    write_heat_map(page, sweep);
+    write_heat_map(page, sweep, groups);
     write_spread(page, sweep, unit, with_config);
     write_memory(page, sweep, with_config);
     write_tokens(page, sweep, with_config);
   }
   write_inputs(page, sweep);
+  end_page(page, safe_json(chart_data_text(sweep, groups, ideals, unit)), kDraw, !sweep.predictions.empty());
+}
 
-  page.raw("<script type=\"application/json\" id=\"stepcast-data\">")
-      .raw(chart_data_json(sweep, groups, ideals, unit))
-      .raw("</script>\n");
-  if (!sweep.predictions.empty()) {
-    page.format("<script>/* Chart.js {}, from Debian's libjs-chart.js */\n", detail::chartjs_version());
-    page.raw(detail::chartjs_source()).raw("\n</script>\n");
-    page.raw("<script>").raw(kDraw).raw("</script>\n");
-  } else {
-    page.raw(
-        "<script>document.body.dataset.rendered = 'yes'; document.body.dataset.charts = '0';</script>\n");
+// ---- advise and plan: pages that lead with the answer
+
+/// Memory per GPU, what must fit (reserved), against the GPU's: "63.1 GB of 80.0 GB", in red with
+/// "does not fit" when over; an en dash when unknown.
+std::string memory_vs_limit(const predict::MemoryCheck& m) {
+  if (!m.known) return "&ndash;";
+  std::string text = escaped(format_bytes(m.reserved()));
+  if (!(m.gpu_memory > 0)) return text;
+  text += " of " + escaped(format_bytes(m.gpu_memory));
+  return m.fits() ? text : "<span class=\"bad\">" + text + ": does not fit</span>";
+}
+
+/// One "name: value" line of the answer's list; `html` is already escaped.
+void answer_item(Page& page, std::string_view name, const std::string& html) {
+  page.raw("<dt>").text(name).raw("</dt><dd>").raw(html).raw("</dd>\n");
+}
+
+/// The money or the steps up the --vary lists `advice` minimised, for one point.
+std::string advice_cost(const Advice& a, const GridPoint& p) {
+  if (a.minimised.starts_with("cost") && p.result.cost.gpu_hour > 0)
+    return escaped(format_number(p.money) + (a.currency.empty() ? "" : " " + a.currency));
+  return fmt::format("{}", p.cost);
+}
+
+void write_advice_lead(Page& page, const Advice& a) {
+  std::size_t meet = 0, over = 0;
+  for (const GridPoint& p : a.grid) {
+    meet += p.meets ? 1 : 0;
+    over += p.result.memory.fits() ? 0 : 1;
   }
-  page.raw("</body>\n</html>\n");
+  page.raw("<section id=\"answer\" class=\"answer\"><h2>Answer</h2>\n");
+  page.raw("<p class=\"target\">Target: <b>").text(a.target).raw("</b>. ");
+  page.format("{} configuration{} tried: {} meet{} it", a.grid.size(), a.grid.size() == 1 ? "" : "s", meet,
+              meet == 1 ? "s" : "");
+  if (over > 0)
+    page.format(", <span class=\"bad\">{} do{} not fit in GPU memory</span> (never an answer)", over,
+                over == 1 ? "es" : "");
+  page.raw(". Cheapest means least ").text(a.minimised).raw(".</p>\n");
+
+  std::optional<std::size_t> chosen;
+  if (!a.cheapest.empty()) {
+    chosen = a.cheapest.front();
+    page.raw("<p class=\"chosen\">Chosen: <b>").text(config_label(a.grid[*chosen].config));
+    page.raw("</b>, the cheapest that meets the target");
+    if (a.cheapest.size() > 1) page.format(" (tied with {} more)", a.cheapest.size() - 1);
+    page.raw(".</p>\n");
+  } else if (a.best_point) {
+    chosen = *a.best_point;
+    page.raw(
+            "<p class=\"chosen\"><span class=\"bad\">No configuration meets the target.</span> The best that "
+            "fits: <b>")
+        .text(config_label(a.grid[*chosen].config))
+        .raw("</b>.</p>\n");
+  } else {
+    page.raw("<p class=\"chosen\"><span class=\"bad\">No configuration fits in GPU memory.</span></p>\n");
+  }
+  if (chosen) {
+    const Result& r = a.grid[*chosen].result;
+    page.raw("<dl class=\"facts\">\n");
+    answer_item(page, "throughput", escaped(format_number(r.throughput)) + " samples/s");
+    answer_item(page, "efficiency", escaped(format_percent(r.efficiency)));
+    answer_item(page, "step time", escaped(format_duration(r.step_time)));
+    if (r.tokens.tokens_per_s > 0)
+      answer_item(page, "tokens/s per GPU", escaped(format_number(r.tokens.tokens_per_s_per_worker)));
+    if (r.tokens.mfu >= 0) answer_item(page, "MFU", escaped(format_percent(r.tokens.mfu)));
+    answer_item(page, "memory per GPU", memory_vs_limit(r.memory));
+    answer_item(page, "bottleneck", escaped(r.bottleneck));
+    page.raw("</dl>\n");
+  }
+  if (a.best_changes.empty()) {
+    page.raw(
+        "<p class=\"change\">Best single change: none of the varied values that fit in GPU memory raises the "
+        "throughput of the scenario as given.</p>\n");
+  } else {
+    const Change& c = a.best_changes.front();
+    page.raw("<p class=\"change\">Best single change: <b>")
+        .text(c.key)
+        .raw("</b> from ")
+        .text(c.from)
+        .raw(" to <b>");
+    page.text(c.to).raw("</b>: ").text(fmt::format("{}{}", c.gain > 0 ? "+" : "", format_number(c.gain)));
+    page.raw(" samples/s (")
+        .text(format_signed_percent(c.gain_fraction))
+        .raw(") over the scenario as given (");
+    page.text(format_number(a.base.throughput)).raw(" samples/s).</p>\n");
+  }
+
+  // Runner-ups: what meets first, then the cheapest, then the fastest; the chosen one on top.
+  std::vector<std::size_t> order(a.grid.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const bool money = a.minimised.starts_with("cost");
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    const GridPoint &p = a.grid[x], &q = a.grid[y];
+    if (chosen && (x == *chosen) != (y == *chosen)) return x == *chosen;
+    if (p.meets != q.meets) return p.meets;
+    if (p.result.memory.fits() != q.result.memory.fits()) return p.result.memory.fits();
+    if (money && p.money != q.money) return p.money < q.money;
+    if (p.cost != q.cost) return p.cost < q.cost;
+    return p.result.throughput > q.result.throughput;
+  });
+  constexpr std::size_t kRunnerUps = 10;
+  std::vector<std::vector<Cell>> rows;
+  for (std::size_t k = 0; k < std::min(order.size(), kRunnerUps); ++k) {
+    const GridPoint& p = a.grid[order[k]];
+    const bool is_chosen = chosen && order[k] == *chosen;
+    rows.push_back({{fmt::format("{}", k + 1)},
+                    {escaped(config_label(p.config)) + (is_chosen ? " <b>(chosen)</b>" : ""), false},
+                    {p.meets ? "yes" : "no", false},
+                    {p.result.memory.fits() ? "yes" : "<span class=\"bad\">no</span>", false},
+                    {advice_cost(a, p)},
+                    {fixed(p.result.throughput, 1)},
+                    {fixed(100 * p.result.efficiency, 1)},
+                    {escaped(format_duration(p.result.step_time))},
+                    {memory_vs_limit(p.result.memory), false},
+                    {escaped(p.result.bottleneck), false, true}});
+  }
+  page.format("<h3>Runner-ups: {} of {}</h3>\n", rows.size(), a.grid.size());
+  write_table(page,
+              {"rank", "configuration", "meets", "fits", money ? "cost" : "steps up the lists",
+               "throughput (samples/s)", "efficiency (%)", "step time", "memory per GPU", "bottleneck"},
+              rows);
+  page.raw("</section>\n");
+}
+
+// ---- plan
+
+/// "256 GPUs, L3": a ranked layout's short label on the charts (the runner-ups table names it).
+std::string plan_label(int gpus, std::size_t rank) { return fmt::format("{}\u00b7L{}", gpus, rank + 1); }
+
+std::string rank_words_html(PlanRank rank, bool job) {
+  switch (rank) {
+    case PlanRank::TokensPerGpu:
+      return "tokens/s per GPU (most first)";
+    case PlanRank::Time:
+      return "time to train (least first)";
+    case PlanRank::Cost:
+      return job ? "cost to train (least first)" : "cost per million tokens (least first)";
+  }
+  return "?";
+}
+
+std::string share_cell(double part, double step) {
+  return step > 0 && std::isfinite(part) ? fixed(100 * part / step, 2) : "&ndash;";
+}
+
+/// The chart data of a plan: one bar per ranked layout of every count, and per count its closest
+/// miss (no prediction: only its memory, marked as not fitting).
+void write_plan_chart_data(std::ostream& out, const Plan& plan) {
+  JsonWriter json(out, JsonWriter::Layout::OneLine);
+  json.begin_object();
+  json.key("scenario");
+  json.string(plan.scenario);
+  json.key("bars");
+  json.begin_array();
+  for (const PlanCount& c : plan.counts) {
+    for (std::size_t i = 0; i < c.top.size(); ++i) {
+      const predict::Result& f = c.top[i].fine;
+      json.begin_object();
+      json.key("label");
+      json.string(plan_label(c.gpus, i));
+      json.key("layout");
+      json.string(c.top[i].label);
+      json.key("fits");
+      json.boolean(f.memory.fits());
+      json.key("tokens_per_gpu");
+      json.number(f.tokens.tokens_per_s_per_worker);
+      json.key("coarse_tokens_per_gpu");
+      json.number(c.top[i].coarse.tokens.tokens_per_s_per_worker);
+      json.key("mfu_percent");
+      if (f.tokens.mfu >= 0) {
+        json.number(100 * f.tokens.mfu);
+      } else {
+        json.null();
+      }
+      json.key("memory_gb");
+      if (f.memory.known) {
+        json.number(f.memory.reserved() / 1e9);
+      } else {
+        json.null();
+      }
+      json.key("limit_gb");
+      if (f.memory.gpu_memory > 0) {
+        json.number(f.memory.gpu_memory / 1e9);
+      } else {
+        json.null();
+      }
+      json.end_object();
+    }
+    if (c.closest_miss) {
+      const PlanMiss& m = *c.closest_miss;
+      json.begin_object();
+      json.key("label");
+      json.string(fmt::format("{}\u00b7miss", c.gpus));
+      json.key("layout");
+      json.string(m.label);
+      json.key("fits");
+      json.boolean(false);
+      for (const char* key : {"tokens_per_gpu", "coarse_tokens_per_gpu", "mfu_percent"}) {
+        json.key(key);
+        json.null();
+      }
+      json.key("memory_gb");
+      json.number(m.memory.reserved() / 1e9);
+      json.key("limit_gb");
+      json.number(m.memory.gpu_memory / 1e9);
+      json.end_object();
+    }
+  }
+  json.end_array();
+  json.end_object();
+}
+
+std::string plan_chart_json(const Plan& plan) {
+  std::ostringstream text;
+  write_plan_chart_data(text, plan);
+  return text.str();
+}
+
+/// Draws the plan's three bar charts from #stepcast-data: tokens/s per GPU (fine, with coarse's
+/// as thin bars), MFU, memory per GPU with the GPU's limit as a line. A layout that does not fit
+/// (a count's closest miss) has a pale bar outlined in red, a "✗" in its label, and no tokens or
+/// MFU (it cannot run).
+constexpr std::string_view kDrawPlan = R"js(
+(function () {
+  'use strict';
+  if (typeof Chart === 'undefined') throw new Error('Chart.js did not load');
+  var data = JSON.parse(document.getElementById('stepcast-data').textContent);
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.font.size = 12;
+  var misfit = '#b00020';
+  function fmt(v, digits) { return v === null || v === undefined ? '-' : v.toFixed(digits); }
+  function title(text) { return { display: true, text: text, font: { size: 14, weight: 'bold' } }; }
+  var labels = data.bars.map(function (b) { return b.fits ? b.label : ['\u2717 ' + b.label, 'does not fit']; });
+  var anyMiss = data.bars.some(function (b) { return !b.fits; });
+  var subtitle = { display: anyMiss, color: misfit, text: '\u2717 pale bar outlined in red: does not fit in GPU memory (not predicted)' };
+  function bars(label, key, color, extra) {
+    var d = {
+      label: label,
+      data: data.bars.map(function (b) { return b[key]; }),
+      backgroundColor: data.bars.map(function (b) { return b.fits ? color : color + '55'; }),
+      borderColor: data.bars.map(function (b) { return b.fits ? color : misfit; }),
+      borderWidth: data.bars.map(function (b) { return b.fits ? 0 : 2; })
+    };
+    for (var k in extra) d[k] = extra[k];
+    return d;
+  }
+  function options(yTitle, chartTitle, unit, digits) {
+    return {
+      scales: { x: { title: { display: true, text: 'layout (GPUs\u00b7rank; the runner-ups tables name them)' } },
+                y: { beginAtZero: true, title: { display: true, text: yTitle } } },
+      plugins: {
+        title: title(chartTitle), subtitle: subtitle,
+        tooltip: { callbacks: {
+          title: function (items) { var b = data.bars[items[0].dataIndex]; return b.label + ': ' + b.layout; },
+          label: function (c) { return c.dataset.label + ': ' + fmt(c.parsed.y, digits) + ' ' + unit; } } }
+      }
+    };
+  }
+  var charts = [];
+  function draw(id, config) {
+    var canvas = document.getElementById(id);
+    if (!canvas) return;
+    charts.push({ canvas: canvas, chart: new Chart(canvas, config) });
+  }
+  draw('chart-plan-tokens', { type: 'bar', data: { labels: labels, datasets: [
+      bars('fine', 'tokens_per_gpu', '#1f77b4', {}),
+      bars('coarse', 'coarse_tokens_per_gpu', '#aec7e8', {})] },
+    options: options('tokens/s per GPU', 'Tokens/s per GPU per ranked layout (fine, and coarse)', 'tokens/s', 0) });
+  draw('chart-plan-mfu', { type: 'bar', data: { labels: labels, datasets: [bars('MFU (fine)', 'mfu_percent', '#2ca02c', {})] },
+    options: options('MFU (%)', 'Model FLOPs utilization per ranked layout (%)', '%', 1) });
+  var memory = options('GB per GPU (reserved)', 'Memory per GPU against the GPU\'s (GB, reserved)', 'GB', 1);
+  draw('chart-plan-memory', { type: 'bar', data: { labels: labels, datasets: [
+      bars('memory per GPU', 'memory_gb', '#9467bd', {}),
+      { type: 'line', label: 'GPU memory (the limit)', stepcastLimit: true, data: data.bars.map(function (b) { return b.limit_gb; }),
+        borderColor: misfit, backgroundColor: misfit, borderDash: [6, 4], borderWidth: 2, pointRadius: 0, stepped: 'middle' }] },
+    options: memory });
+  window.stepcastFinish(charts);
+})();
+)js";
+
+void write_plan_lead(Page& page, const Plan& plan) {
+  page.raw("<section id=\"answer\" class=\"answer\"><h2>Answer</h2>\n");
+  const bool job = plan.best_count && plan.counts[*plan.best_count].top.front().fine.job.time > 0;
+  page.raw("<p class=\"target\">Ranked by <b>").text(rank_words_html(plan.rank_by, job)).raw("</b>");
+  page.format(", the top {} by coarse re-predicted by fine at each of {} GPU count{}.</p>\n", plan.top_k,
+              plan.counts.size(), plan.counts.size() == 1 ? "" : "s");
+  if (!plan.best_count) {
+    page.raw(
+        "<p class=\"chosen\"><span class=\"bad\">No layout is valid and fits at any GPU count.</span></p>\n");
+    page.raw("</section>\n");
+    return;
+  }
+  const PlanCount& c = plan.counts[*plan.best_count];
+  const PlanRow& best = c.top.front();
+  const predict::Result& f = best.fine;
+  page.format("<p class=\"chosen\">Best layout{}: <b>", plan.counts.size() > 1 ? " of all counts" : "");
+  page.text(best.label).format("</b> on {} GPUs ({}).</p>\n", c.gpus, escaped(plan_label(c.gpus, 0)));
+  page.raw("<dl class=\"facts\">\n");
+  answer_item(page, "step time", escaped(format_duration(f.step_time)));
+  answer_item(page, "tokens/s per GPU",
+              escaped(format_number(f.tokens.tokens_per_s_per_worker)) +
+                  " (coarse: " + escaped(format_number(best.coarse.tokens.tokens_per_s_per_worker)) + ")");
+  answer_item(page, "MFU", f.tokens.mfu >= 0 ? escaped(format_percent(f.tokens.mfu)) : "&ndash;");
+  answer_item(page, "memory per GPU", memory_vs_limit(f.memory));
+  answer_item(page, "bubble", escaped(format_percent(f.bubble_fraction)));
+  const predict::Breakdown& b = f.breakdown;
+  answer_item(page, "exposed communication",
+              fmt::format("tensor {} %, context {} %, pipeline {} %, data {} % of the step ({} in all)",
+                          share_cell(b.tensor, f.step_time), share_cell(b.context, f.step_time),
+                          share_cell(b.pipeline, f.step_time), share_cell(b.data, f.step_time),
+                          escaped(format_duration(b.communication_exposed))));
+  if (f.job.time > 0) answer_item(page, "time to train", escaped(detail::format_span(f.job.time)));
+  if (f.cost.gpu_hour > 0) {
+    answer_item(page, f.job.time > 0 ? "cost to train" : "cost per million tokens",
+                escaped(detail::format_money(f.job.time > 0 ? f.cost.job : f.cost.per_million_tokens,
+                                             f.cost.currency)));
+  }
+  answer_item(page, "bottleneck", escaped(f.bottleneck));
+  answer_item(page, "its settings", escaped(config_label(best.config)));
+  page.raw("</dl>\n");
+  if (plan.counts.size() > 1) {
+    std::vector<std::vector<Cell>> rows;
+    for (const PlanCount& k : plan.counts) {
+      if (k.top.empty()) {
+        rows.push_back({{fmt::format("{}", k.gpus)},
+                        {"<span class=\"bad\">no layout fits</span>", false},
+                        {"&ndash;"},
+                        {"&ndash;"},
+                        {"&ndash;"}});
+        continue;
+      }
+      const predict::Result& r = k.top.front().fine;
+      rows.push_back({{fmt::format("{}", k.gpus)},
+                      {escaped(k.top.front().label), false},
+                      {fixed(r.tokens.tokens_per_s_per_worker, 0)},
+                      {r.tokens.mfu >= 0 ? fixed(100 * r.tokens.mfu, 1) : "&ndash;"},
+                      {memory_vs_limit(r.memory), false}});
+    }
+    page.raw("<h3>Best layout per GPU count</h3>\n");
+    write_table(page, {"GPUs", "best layout", "tokens/s per GPU", "MFU (%)", "memory per GPU"}, rows);
+  }
+  page.raw("</section>\n");
+}
+
+void write_plan_count(Page& page, const PlanCount& c) {
+  page.format("<section id=\"gpus-{}\"><h2>{} GPUs</h2>\n", c.gpus, c.gpus);
+  std::string by_key;
+  for (const auto& [key, n] : c.rejected.invalid_by_key)
+    by_key += fmt::format("{}{} {}", by_key.empty() ? "" : ", ", escaped(key), n);
+  page.format(
+      "<p class=\"counts\">{} layouts considered: {} fit (predicted by coarse); rejected: {} invalid{}, "
+      "<span class=\"bad\">{} do not fit in GPU memory</span>{}.</p>\n",
+      c.considered, c.fitting, c.rejected.invalid,
+      by_key.empty() ? "" : " (by the rule's key: " + by_key + ")", c.rejected.no_fit,
+      c.rejected.pruned > 0 ? fmt::format(", {} pruned (cannot reach the top)", c.rejected.pruned) : "");
+  if (c.closest_miss) {
+    const PlanMiss& m = *c.closest_miss;
+    page.raw("<p class=\"counts\">Closest miss (")
+        .text(fmt::format("{}\u00b7miss", c.gpus))
+        .raw(" on the charts): ");
+    page.text(m.label).raw(" needs ").text(format_bytes(m.memory.reserved())).raw(" per GPU, ");
+    page.text(format_bytes(m.memory.reserved() - m.memory.gpu_memory)).raw(" more than the ");
+    page.text(format_bytes(m.memory.gpu_memory)).raw(".</p>\n");
+  }
+  if (c.top.empty()) {
+    page.format("<p class=\"bad\">No layout is valid and fits at {} GPUs.</p>\n</section>\n", c.gpus);
+    return;
+  }
+  std::vector<std::vector<Cell>> rows;
+  for (std::size_t i = 0; i < c.top.size(); ++i) {
+    const PlanRow& r = c.top[i];
+    const predict::Result& f = r.fine;
+    const predict::Breakdown& b = f.breakdown;
+    rows.push_back({{fmt::format("{}", i + 1)},
+                    {escaped(plan_label(c.gpus, i)), false},
+                    {escaped(r.label), false, true},
+                    {escaped(format_duration(f.step_time))},
+                    {fixed(f.tokens.tokens_per_s_per_worker, 0)},
+                    {fixed(r.coarse.tokens.tokens_per_s_per_worker, 0)},
+                    {fmt::format("{}", r.coarse_rank + 1)},
+                    {f.tokens.mfu >= 0 ? fixed(100 * f.tokens.mfu, 1) : "&ndash;"},
+                    {memory_vs_limit(f.memory)},
+                    {fixed(100 * f.bubble_fraction, 1)},
+                    {fmt::format("{} / {} / {} / {}", share_cell(b.tensor, f.step_time),
+                                 share_cell(b.context, f.step_time), share_cell(b.pipeline, f.step_time),
+                                 share_cell(b.data, f.step_time))},
+                    {escaped(f.bottleneck), false, true}});
+  }
+  page.format("<h3>Runner-ups: the top {} by coarse, ranked by fine</h3>\n", c.top.size());
+  write_table(page,
+              {"rank", "chart label", "layout", "step time", "tokens/s per GPU (fine)",
+               "tokens/s per GPU (coarse)", "coarse's rank", "MFU (%)", "memory per GPU", "bubble (%)",
+               "exposed tp / cp / pp / dp (% of step)", "bottleneck"},
+              rows);
+  if (c.orders_agree()) {
+    page.format("<p class=\"note\">Coarse and fine rank these {} layouts in the same order.</p>\n",
+                c.top.size());
+  } else {
+    page.format(
+        "<p class=\"note bad\">Coarse and fine rank these {} layouts differently (coarse's rank column): the "
+        "order is fine's.</p>\n",
+        c.top.size());
+  }
+  page.raw("</section>\n");
+}
+
+/// The best layout's links by class: how many of the busiest links it kept, the busiest and the
+/// mean busy fraction, bytes.
+void write_plan_links(Page& page, const Plan& plan) {
+  if (!plan.best_count) return;
+  const PlanCount& c = plan.counts[*plan.best_count];
+  const predict::Result& f = c.top.front().fine;
+  const std::vector<LinkClass> classes = link_classes(f);
+  page.raw("<section id=\"links\"><h2>Links of the best layout, by class</h2>\n");
+  if (classes.empty()) {
+    page.raw("<p class=\"note\">The prediction reports no link use.</p>\n</section>\n");
+    return;
+  }
+  page.format(
+      "<p class=\"note\">The {} busiest link directions the prediction kept ({} more carried bytes), grouped "
+      "by class rather than one row per link.</p>\n",
+      f.links.size(), f.links_left_out);
+  std::vector<std::vector<Cell>> rows;
+  for (const LinkClass& k : classes)
+    rows.push_back({{escaped(k.name), false},
+                    {fmt::format("{}", k.links)},
+                    {fixed(100 * k.max_busy, 1)},
+                    {fixed(100 * k.mean_busy, 1)},
+                    {escaped(format_bytes(k.bytes))}});
+  write_table(page, {"class", "links", "busiest (%)", "mean busy (%)", "bytes (measured steps)"}, rows);
+  page.raw("</section>\n");
+}
+
+}  // namespace
+
+void write_html_report(std::ostream& out, const Sweep& sweep) {
+  const std::string name = sweep.scenario.empty() ? std::string("(unnamed scenario)") : sweep.scenario;
+  write_sweep_page(out, sweep, "stepcast: " + name, "stepcast prediction: " + name, nullptr);
+}
+
+void write_advice_html(std::ostream& out, const Advice& advice) {
+  Sweep grid;
+  grid.scenario = advice.scenario;
+  for (const GridPoint& p : advice.grid) {
+    grid.predictions.push_back(p.result);
+    grid.configs.push_back(p.config);
+  }
+  const std::string name = advice.scenario.empty() ? std::string("(unnamed scenario)") : advice.scenario;
+  write_sweep_page(out, grid, "stepcast advise: " + name, "stepcast advise: " + name,
+                   [&](Page& page) { write_advice_lead(page, advice); });
+}
+
+void write_plan_html(std::ostream& out, const Plan& plan) {
+  const std::string name = plan.scenario.empty() ? std::string("(unnamed scenario)") : plan.scenario;
+  Page page(out);
+  std::size_t ranked = 0;
+  for (const PlanCount& c : plan.counts) ranked += c.top.size();
+  begin_page(page, "stepcast plan: " + name, "stepcast plan: " + name,
+             fmt::format("{} GPU count{}, {} ranked layout{}.", plan.counts.size(),
+                         plan.counts.size() == 1 ? "" : "s", ranked, ranked == 1 ? "" : "s"));
+  write_plan_lead(page, plan);
+  const bool charts = ranked > 0;
+  if (charts) {
+    page.raw("<section id=\"charts\"><h2>Ranked layouts</h2>\n");
+    page.raw(
+        "<div class=\"chart wide\"><canvas id=\"chart-plan-tokens\" role=\"img\" aria-label=\"tokens/s per "
+        "GPU "
+        "per ranked layout\"></canvas></div>\n<div class=\"charts\">\n");
+    page.raw(
+        "<div class=\"chart\"><canvas id=\"chart-plan-mfu\" role=\"img\" aria-label=\"MFU per ranked "
+        "layout\"></canvas></div>\n");
+    page.raw(
+        "<div class=\"chart\"><canvas id=\"chart-plan-memory\" role=\"img\" aria-label=\"memory per GPU per "
+        "ranked layout against the GPU's memory\"></canvas></div>\n</div>\n");
+    const int first = plan.counts.front().gpus;
+    page.format(
+        "<p class=\"note\">Bars are labelled GPUs&middot;rank ({}&middot;L1 is the best at {} GPUs); the "
+        "runner-ups tables give each layout. Memory is what the GPU must give the job (reserved); the dashed "
+        "red line is the GPU's memory. A count's closest miss (&#x2717;, pale, outlined in red) does not "
+        "fit: "
+        "it has memory but no prediction. Layouts that do not fit are never ranked.</p>\n</section>\n", first, first);
+  }
+  for (const PlanCount& c : plan.counts) write_plan_count(page, c);
+  write_plan_links(page, plan);
+  page.raw("<section id=\"inputs\"><h2>Search</h2>\n");
+  if (!plan.compute_source.empty()) page.raw("<p>Compute time: ").text(plan.compute_source).raw("</p>\n");
+  page.raw("<p>Searched: ").text(fmt::format("{}", fmt::join(plan.searched, ", "))).raw("</p>\n");
+  if (!plan.held.empty())
+    page.raw("<p>Held at the scenario's value: ")
+        .text(fmt::format("{}", fmt::join(plan.held, ", ")))
+        .raw("</p>\n");
+  page.raw("</section>\n");
+  end_page(page, safe_json(plan_chart_json(plan)), kDrawPlan, charts);
 }
 
 }  // namespace stepcast::report

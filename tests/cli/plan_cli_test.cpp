@@ -79,6 +79,34 @@ TEST_F(PlanCli, JsonGivesTheCountsByReasonAndTheRankedRows) {
   EXPECT_NE(rows.find("training.parallel.tensor"), std::string::npos);
 }
 
+TEST_F(PlanCli, ReportIsAPageLedByTheBestLayoutWithTheCounts) {
+  const std::string page = path("out/plan.html").string();
+  const RunResult r =
+      run({"plan", scenario(), "--gpus", "8,16", "--top", "3", "--json", "--report", page}, 120);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  const std::string html = read_text(page);
+  ASSERT_NE(html.find("</html>"), std::string::npos) << "a whole page";
+  // The answer comes first: the best layout (as the JSON names it), before the first chart.
+  const std::string best = doc["best"]["label"].string;
+  ASSERT_FALSE(best.empty());
+  const std::size_t answer = html.find("<b>" + best + "</b>"), chart = html.find("<canvas");
+  ASSERT_NE(answer, std::string::npos) << best;
+  ASSERT_NE(chart, std::string::npos);
+  EXPECT_LT(answer, chart);
+  // Per count: the layouts considered and fitting, as the JSON counts them, and each ranked layout.
+  for (const Json& count : doc["counts"].array) {
+    const std::string line =
+        std::to_string(static_cast<long>(count["layouts_considered"].number)) +
+        " layouts considered: " + std::to_string(static_cast<long>(count["layouts_fitting"].number)) + " fit";
+    EXPECT_NE(html.find(line), std::string::npos) << line;
+    for (const Json& row : count["ranked"].array)
+      EXPECT_NE(html.find(row["label"].string), std::string::npos);
+  }
+  EXPECT_NE(html.find("Closest miss"), std::string::npos);
+  EXPECT_NE(html.find("id=\"chart-plan-memory\""), std::string::npos);
+}
+
 TEST_F(PlanCli, BadInputExitsTwoNamingTheFlagOrTheKey) {
   const RunResult gpus = run({"plan", scenario(), "--gpus", "8,x"});
   EXPECT_EQ(gpus.code, 2) << gpus.describe();

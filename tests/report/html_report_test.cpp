@@ -1,6 +1,7 @@
 // The HTML report: one self-contained page (Chart.js inlined, nothing remote), every text from
 // the sweep escaped, the chart data a JSON island with one curve per (predictor, configuration),
 // and, in headless Chromium when it is installed, a page that renders offline without errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <sys/wait.h>
@@ -63,7 +64,7 @@ Result result(int workers, Predictor predictor, double efficiency, double rate =
   r.breakdown = {.compute = batch / rate, .communication_exposed = r.step_time - batch / rate, .wait = 0};
   r.bottleneck = workers == 1 ? "compute" : "ring all-reduce on worker NIC out 80% busy";
   r.utilization = {{"worker compute", efficiency}, {"worker NIC out", 0.8 * (workers > 1)}};
-  if (workers > 1) r.links = {{"nic-out-0", 0.8}, {"nic-in-1", 0.75}};
+  if (workers > 1) r.links = {{"node0.nic.up", 0.8}, {"node1.nic.down", 0.75}};
   return r;
 }
 
@@ -225,21 +226,21 @@ TEST(HtmlReport, HeatMapRowsAreTheBusiestResourcesAndLinksFirst) {
   const std::string html = html_of(swept());
   const auto heat = between(html, "<section id=\"heatmap\">", "</section>");
   ASSERT_TRUE(heat.has_value());
-  // Peaks: worker compute 1.0, NIC out 0.8, link nic-out-0 0.8, link nic-in-1 0.75, hostile 0.5.
+  // Peaks: worker compute 1.0, NIC out 0.8, the NIC links 0.8 (node0.nic.up; node1.nic.down
+  // 0.75 is in the same row, by class), hostile 0.5.
   const std::size_t compute = heat->find("<td>resource</td><td>worker compute</td>");
   const std::size_t nic = heat->find("<td>resource</td><td>worker NIC out</td>");
-  const std::size_t link0 = heat->find("<td>link</td><td>nic-out-0</td>");
-  const std::size_t link1 = heat->find("<td>link</td><td>nic-in-1</td>");
-  ASSERT_NE(link1, std::string::npos);
+  const std::size_t links = heat->find("<td>links</td><td>NIC</td>");
+  ASSERT_NE(links, std::string::npos);
   EXPECT_LT(compute, nic);
-  EXPECT_LT(nic, link0);
-  EXPECT_LT(link0, link1);
+  EXPECT_LT(nic, links);
+  EXPECT_EQ(heat->find("node1.nic.down"), std::string::npos);
   // One column per prediction: the header lists 12 predictions; one worker reports no links.
   EXPECT_EQ(count(*heat, "<th>"), 2u + 12u);
   EXPECT_NE(heat->find("<td class=\"na\">&ndash;</td>"), std::string::npos);
   EXPECT_NE(heat->find("title=\"80.0 % busy\">80 %</td>"), std::string::npos);
   EXPECT_NE(heat->find("background:hsl(8,80%,40%);color:#fff"), std::string::npos);  // 100 % busy
-  EXPECT_NE(heat->find("The 5 busiest of 5 rows"), std::string::npos);
+  EXPECT_NE(heat->find("The 4 busiest of 4 rows"), std::string::npos);
 }
 
 TEST(HtmlReport, UnitsOnColumnsAndAxes) {
@@ -316,6 +317,249 @@ TEST(HtmlReport, NonFiniteNumbersAndAnEmptySweepDoNotBreakIt) {
   EXPECT_EQ(html.find(detail::chartjs_source()), std::string::npos);  // nothing to draw
   EXPECT_NE(html.find("document.body.dataset.rendered = 'yes'"), std::string::npos);
   chart_data(parser, html);
+}
+
+// ---- Many curves, links by class, what does not fit
+
+/// `curves` swept configurations of one predictor at 1, 2 and 4 workers: a legend of their full
+/// labels would cover the chart.
+Sweep many_curves(int curves) {
+  Sweep sweep;
+  sweep.scenario = "many curves";
+  for (int c = 0; c < curves; ++c) {
+    for (int n : {1, 2, 4}) {
+      sweep.predictions.push_back(result(n, Predictor::Fine, n == 1 ? 1.0 : 0.95 - 0.01 * c - 0.05 * n));
+      sweep.configs.push_back({{"cluster.nic_bandwidth", std::to_string(10 + c) + "Gbps", false},
+                               {"training.bucket_size", std::to_string(25 + c) + "MB", false},
+                               {"training.allreduce.algorithm", c % 2 == 0 ? "ring" : "tree", false}});
+    }
+  }
+  return sweep;
+}
+
+TEST(HtmlReport, ManyCurvesGetShortLabelsAndAKeyTable) {
+  simdjson::dom::parser parser;
+  const std::string html = html_of(many_curves(30));
+  const simdjson::dom::element data = chart_data(parser, html);
+  EXPECT_TRUE(bool(data["short_labels"]));
+  std::set<std::string> labels;
+  for (simdjson::dom::element g : data["groups"].get_array()) {
+    const std::string label{std::string_view(g["label"])};
+    const std::string full{std::string_view(g["full"])};
+    EXPECT_LE(label.size(), 4u) << label;
+    labels.insert(label);
+    // The key table maps the short label to the full configuration, in one row.
+    const std::string row = "<tr><td>" + label + "</td><td>fine</td><td>";
+    const std::size_t at = html.find(row);
+    ASSERT_NE(at, std::string::npos) << row;
+    EXPECT_EQ(html.compare(at + row.size(), full.size() - 6, full.substr(6)), 0) << full;  // less "fine, "
+  }
+  EXPECT_EQ(labels.size(), 30u) << "labels must be distinct";
+  EXPECT_NE(html.find("id=\"key\""), std::string::npos);
+
+  // A few curves keep their full labels, and there is no key.
+  const std::string few = html_of(swept());
+  EXPECT_FALSE(bool(chart_data(parser, few)["short_labels"]));
+  EXPECT_EQ(few.find("id=\"key\""), std::string::npos);
+}
+
+TEST(HtmlReport, LinksAreListedByClassNotOneRowPerLink) {
+  Sweep sweep;
+  sweep.scenario = "fabric";
+  Result r = result(16, Predictor::Fine, 0.8);
+  r.utilization.clear();
+  r.links = {{"node0.nic.up", 0.9, 1e9},      {"node1.nic.up", 0.5, 1e9},    {"node2.nic3.down", 0.4, 1e9},
+             {"leaf0->spine1", 0.7, 1e9},     {"leaf1->spine0", 0.3, 1e9},   {"spine1->leaf2", 0.6, 1e9},
+             {"node0.gpu1.bus.up", 0.2, 1e9}, {"node0.pcie0.down", 0.1, 1e9}};
+  sweep.predictions = {r};
+  const std::string html = html_of(sweep);
+  const std::string heat = between(html, "<section id=\"heatmap\">", "</section>").value_or("");
+  for (std::string_view name : {"node0.nic.up", "leaf0-&gt;spine1", "spine1-&gt;leaf2", "node0.gpu1.bus.up"})
+    EXPECT_EQ(heat.find(name), std::string::npos) << name << " has a row of its own";
+  // One row per class: its busiest link, then the mean and the count.
+  EXPECT_NE(heat.find("<td>NIC</td><td class=\"heat\""), std::string::npos) << heat;
+  EXPECT_NE(heat.find("90 %<br><small>mean 60 %, 3</small>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("<td>leaf uplink</td>"), std::string::npos);
+  EXPECT_NE(heat.find("70 %<br><small>mean 50 %, 2</small>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("<td>spine</td>"), std::string::npos);
+  EXPECT_NE(heat.find("<td>intra-node (NVLink, bus)</td>"), std::string::npos);
+  EXPECT_NE(heat.find("<td>PCIe</td>"), std::string::npos);
+  EXPECT_EQ(count(heat, "<td>links</td>"), 5u);
+}
+
+/// A prediction that needs `reserved` bytes of a GPU of `gpu` bytes.
+void set_memory(Result& r, double reserved, double gpu) {
+  r.memory.known = true;
+  r.memory.activations_modelled = true;
+  r.memory.per_worker.parameters = reserved;
+  r.memory.gpu_memory = gpu;
+}
+
+TEST(HtmlReport, WhatDoesNotFitIsMarkedOnEveryChart) {
+  Sweep sweep = swept();
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i)
+    set_memory(sweep.predictions[i], i == 2 ? 90e9 : 60e9, 80e9);
+  simdjson::dom::parser parser;
+  const std::string html = html_of(sweep);
+  const simdjson::dom::element data = chart_data(parser, html);
+  EXPECT_EQ(int64_t(data["misfits"]), 1);
+  // The line charts' points and the breakdown's bars carry "fits"; exactly one is false on each.
+  int bad_points = 0, bad_bars = 0;
+  for (simdjson::dom::element g : data["groups"].get_array())
+    for (simdjson::dom::element p : g["points"].get_array()) bad_points += bool(p["fits"]) ? 0 : 1;
+  for (simdjson::dom::element p : data["predictions"].get_array()) {
+    const bool fits = bool(p["fits"]);
+    bad_bars += fits ? 0 : 1;
+    const std::string label = simdjson::minify(p["label"]);
+    EXPECT_EQ(label.find("does not fit") != std::string::npos, !fits) << label;
+  }
+  EXPECT_EQ(bad_points, 1);
+  EXPECT_EQ(bad_bars, 1);
+}
+
+// ---- advise and plan
+
+Advice advice_of(const Sweep& sweep) {
+  Advice a;
+  a.scenario = "resnet50 <advise>";
+  a.target = "efficiency >= 80.0%";
+  a.target_efficiency = 0.8;
+  a.minimised = "steps up the --vary lists";
+  a.base = sweep.predictions.front();
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    GridPoint p{sweep.configs[i], sweep.predictions[i], static_cast<int>(i % 3), 0, false};
+    p.meets = p.result.memory.fits() && p.result.efficiency >= 0.8;
+    a.grid.push_back(p);
+  }
+  for (std::size_t i = 0; i < a.grid.size(); ++i)
+    if (a.grid[i].meets && a.cheapest.empty()) a.cheapest.push_back(i);
+  a.best_changes.push_back({"training.ps.count", "2", "4", a.grid[9].result, 5.0, 0.05});
+  return a;
+}
+
+TEST(HtmlReport, AdvicePageLeadsWithTheAnswer) {
+  Sweep sweep = swept();
+  for (Result& r : sweep.predictions) set_memory(r, 60e9, 80e9);
+  set_memory(sweep.predictions[1], 90e9, 80e9);
+  const Advice a = advice_of(sweep);
+  ASSERT_FALSE(a.cheapest.empty());
+  std::ostringstream out;
+  write_advice_html(out, a);
+  const std::string html = out.str();
+  const std::size_t answer = html.find("<section id=\"answer\""),
+                    charts = html.find("<section id=\"scaling\"");
+  ASSERT_NE(answer, std::string::npos);
+  ASSERT_NE(charts, std::string::npos);
+  EXPECT_LT(answer, charts) << "the answer comes before the charts";
+  const std::string lead = html.substr(answer, charts - answer);
+  EXPECT_NE(lead.find("efficiency &gt;= 80.0%"), std::string::npos) << "the target line";
+  EXPECT_NE(lead.find("Chosen: <b>" + config_label(a.grid[a.cheapest.front()].config)), std::string::npos);
+  EXPECT_NE(lead.find("<th>meets</th>"), std::string::npos);
+  EXPECT_NE(lead.find("Runner-ups"), std::string::npos);
+  EXPECT_NE(lead.find("Best single change: <b>training.ps.count</b>"), std::string::npos);
+  EXPECT_NE(lead.find("1 does not fit in GPU memory"), std::string::npos) << lead;
+  EXPECT_EQ(html.find("<advise>"), std::string::npos) << "the scenario name is escaped";
+}
+
+/// A plan of `counts` GPU counts with `k` ranked layouts each and a closest miss; long layout
+/// labels, as Llama's are.
+Plan plan_of(std::vector<int> counts, std::size_t k) {
+  Plan plan;
+  plan.scenario = "llama <plan>";
+  plan.top_k = k;
+  plan.searched = {"training.parallel.tensor", "training.parallel.pipeline"};
+  plan.held = {"workload.micro_batch"};
+  plan.compute_source = "the model's FLOPs at 45% of peak";
+  for (int gpus : counts) {
+    PlanCount c;
+    c.gpus = gpus;
+    c.considered = 1000;
+    c.fitting = 400;
+    c.rejected = {500, {{"training.parallel.tensor", 300}, {"training.parallel.pipeline", 200}}, 100, 0};
+    PlanMiss miss{{{"training.parallel.tensor", "1", true}}, "tp1 cp1 pp2 dp" + std::to_string(gpus / 2), {}};
+    miss.memory.known = true;
+    miss.memory.per_worker.parameters = 81e9;
+    miss.memory.gpu_memory = 80e9;
+    c.closest_miss = miss;
+    for (std::size_t i = 0; i < k; ++i) {
+      PlanRow row;
+      row.label =
+          fmt::format("tp{} cp1 pp{} vp20 dp{}, fsdp optimizer, mb 1, ckpt selective, sp, interleaved",
+                      1 << (i % 4), 1 << (i / 4 % 3), gpus / 4);
+      row.config = {{"training.parallel.tensor", std::to_string(1 << (i % 4)), true}};
+      row.fine = result(gpus, Predictor::Fine, 0.9 - 0.01 * double(i));
+      row.fine.tokens = {1e6, 900.0 - 10 * double(i), 4e14, 0.41 - 0.005 * double(i), 0.39};
+      row.fine.bubble_fraction = 0.04;
+      row.fine.breakdown.tensor = 0.01 * row.fine.step_time;
+      row.fine.breakdown.data = 0.02 * row.fine.step_time;
+      row.fine.links = {{"node0.nic.up", 0.8, 1e9}, {"leaf0->spine1", 0.6, 2e9}, {"spine1->leaf3", 0.5, 2e9}};
+      set_memory(row.fine, 60e9 + 1e9 * double(i), 80e9);
+      row.coarse = row.fine;
+      row.coarse.predictor = Predictor::Coarse;
+      row.coarse_rank = i == 0 ? 1 : i == 1 ? 0 : i;
+      c.top.push_back(row);
+    }
+    plan.counts.push_back(c);
+  }
+  plan.best_count = 0;
+  return plan;
+}
+
+TEST(HtmlReport, PlanPageLeadsWithTheBestLayoutAndTheCounts) {
+  const Plan plan = plan_of({256, 512}, 3);
+  std::ostringstream out;
+  write_plan_html(out, plan);
+  const std::string html = out.str();
+  const std::size_t answer = html.find("<section id=\"answer\""),
+                    charts = html.find("<section id=\"charts\"");
+  ASSERT_NE(answer, std::string::npos);
+  ASSERT_NE(charts, std::string::npos);
+  EXPECT_LT(answer, charts);
+  const std::string lead = html.substr(answer, charts - answer);
+  EXPECT_NE(lead.find("<b>" + plan.counts[0].top[0].label + "</b> on 256 GPUs"), std::string::npos) << lead;
+  for (std::string_view fact : {"step time", "tokens/s per GPU", "MFU", "memory per GPU", "bubble",
+                                "exposed communication", "bottleneck"})
+    EXPECT_NE(lead.find("<dt>" + std::string(fact) + "</dt>"), std::string::npos) << fact;
+  EXPECT_NE(lead.find(" of 80.0 GB"), std::string::npos) << "memory against the GPU's";
+  // Per count: the counts by reason, the closest miss, the runner-ups, and that the orders differ.
+  for (int gpus : {256, 512}) {
+    const std::string section =
+        between(html, "<section id=\"gpus-" + std::to_string(gpus) + "\">", "</section>").value_or("");
+    EXPECT_NE(section.find("1000 layouts considered: 400 fit"), std::string::npos) << section;
+    EXPECT_NE(section.find("500 invalid"), std::string::npos);
+    EXPECT_NE(section.find("100 do not fit in GPU memory"), std::string::npos);
+    EXPECT_NE(section.find("Closest miss"), std::string::npos);
+    EXPECT_NE(section.find("rank these 3 layouts differently"), std::string::npos);
+    EXPECT_EQ(count(section, "<tr><td class=\"n\">"), 3u) << "one row per ranked layout";
+  }
+  // The charts: one bar per ranked layout and per closest miss, the misses marked as not fitting.
+  simdjson::dom::parser parser;
+  const simdjson::dom::element data = chart_data(parser, html);
+  int bars = 0, misses = 0;
+  for (simdjson::dom::element b : data["bars"].get_array()) {
+    ++bars;
+    misses += bool(b["fits"]) ? 0 : 1;
+  }
+  EXPECT_EQ(bars, 8);
+  EXPECT_EQ(misses, 2);
+  for (std::string_view id : {"chart-plan-tokens", "chart-plan-mfu", "chart-plan-memory"})
+    EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
+  // Links by class, not one row per link.
+  const std::string links = between(html, "<section id=\"links\">", "</section>").value_or("");
+  EXPECT_NE(links.find("<td>leaf uplink</td>"), std::string::npos) << links;
+  EXPECT_EQ(links.find("node0.nic.up"), std::string::npos);
+  EXPECT_EQ(html.find("<plan>"), std::string::npos) << "the scenario name is escaped";
+}
+
+TEST(HtmlReport, PlanWithNoLayoutSaysSoAndDrawsNothing) {
+  Plan plan = plan_of({8}, 0);
+  plan.best_count.reset();
+  std::ostringstream out;
+  write_plan_html(out, plan);
+  const std::string html = out.str();
+  EXPECT_NE(html.find("No layout is valid and fits"), std::string::npos);
+  EXPECT_EQ(html.find("<canvas"), std::string::npos);
+  EXPECT_EQ(count(html, "</html>"), 1u);
 }
 
 TEST(HtmlReport, SameSweepSameBytes) { EXPECT_EQ(html_of(swept()), html_of(swept())); }
@@ -446,23 +690,37 @@ Sweep realistic_sweep() {
   return sweep;
 }
 
-TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
+/// Chromium, or "" when it is not installed (STEPCAST_CHROMIUM names another).
+std::string chromium_path() {
   const char* override_path = std::getenv("STEPCAST_CHROMIUM");
   const std::string chromium = override_path != nullptr ? override_path : "/usr/bin/chromium";
-  if (!std::filesystem::exists(chromium))
-    GTEST_SKIP() << chromium << " not found: install Debian's chromium (STEPCAST_WITH_BROWSER=1 "
-                 << "scripts/install-deps.sh) to run the browser test";
+  return std::filesystem::exists(chromium) ? chromium : std::string();
+}
 
+#define SKIP_WITHOUT_CHROMIUM(chromium)                                                     \
+  if ((chromium).empty())                                                                   \
+  GTEST_SKIP() << "Chromium not found: install Debian's chromium (STEPCAST_WITH_BROWSER=1 " \
+               << "scripts/install-deps.sh) to run the browser test"
+
+/// A page as headless Chromium left it: the DOM after the scripts ran, Chromium's log, and a
+/// screenshot, in `dir`.
+struct Rendered {
+  std::filesystem::path dir;
+  std::string dom;
+  std::string log;
+  std::filesystem::path shot;
+  int status = -1;
+};
+
+Rendered render(const std::string& chromium, const std::string& html) {
   std::string pattern = (std::filesystem::path(::testing::TempDir()) / "stepcast-html-XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const std::filesystem::path dir = pattern;
-  const std::filesystem::path page = dir / "report.html", dom_file = dir / "dom.html",
-                              log_file = dir / "chromium.log", shot = dir / "screenshot.png";
-  {
-    std::ofstream out(page);
-    write_html_report(out, realistic_sweep());
-    ASSERT_TRUE(out.good());
-  }
+  Rendered r;
+  if (mkdtemp(pattern.data()) == nullptr) return r;
+  r.dir = pattern;
+  const std::filesystem::path page = r.dir / "report.html", dom_file = r.dir / "dom.html",
+                              log_file = r.dir / "chromium.log";
+  r.shot = r.dir / "screenshot.png";
+  std::ofstream(page) << html;
   // Every host name resolves to nothing, so a request that tried to leave the file would fail
   // (and show up below); the page itself counts its resource fetches.
   const std::string command =
@@ -471,39 +729,72 @@ TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
       "--disable-background-networking --disable-component-update --disable-sync --disable-extensions "
       "--host-resolver-rules='MAP * ~NOTFOUND' --enable-logging=stderr --v=0 --hide-scrollbars "
       "--user-data-dir='" +
-      (dir / "profile").string() + "' --window-size=1200,2000 --screenshot='" + shot.string() +
+      (r.dir / "profile").string() + "' --window-size=1200,2000 --screenshot='" + r.shot.string() +
       "' --dump-dom 'file://" + page.string() + "' >'" + dom_file.string() + "' 2>'" + log_file.string() +
       "'";
-  const int status = std::system(command.c_str());
-  const std::string dom = read_file(dom_file), log = read_file(log_file);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n" << log;
-  ASSERT_FALSE(dom.empty()) << log;
+  r.status = std::system(command.c_str());
+  r.dom = read_file(dom_file);
+  r.log = read_file(log_file);
+  return r;
+}
 
-  // The drawing script ran to its end: three charts, nothing fetched, no error collected.
-  EXPECT_EQ(attribute(dom, "<body", "data-rendered"), "yes") << dom.substr(0, 3000) << "\n" << log;
-  EXPECT_EQ(attribute(dom, "<body", "data-charts"), "3");
-  EXPECT_EQ(attribute(dom, "<body", "data-resources"), "0");
-  const std::size_t errors = dom.find("<pre id=\"stepcast-errors\"");
-  ASSERT_NE(errors, std::string::npos);
-  EXPECT_EQ(between(dom, ">", "</pre>", errors), "") << "errors on the page";
-  for (std::string_view bad : {"CONSOLE", "net::ERR_", "Failed to load", "Uncaught"})
-    EXPECT_EQ(log.find(bad), std::string::npos) << bad << " in Chromium's log:\n" << log;
-
-  // Each chart painted a good share of its canvas (axes, grid, curves, bars; 560 x 360 pixels or
-  // so), and the throughput and efficiency charts drew one curve per (predictor, bandwidth).
-  for (std::string_view id : {"chart-throughput", "chart-efficiency", "chart-breakdown"}) {
-    const std::size_t at = dom.find("id=\"" + std::string(id) + "\"");
-    ASSERT_NE(at, std::string::npos) << id;
-    const std::size_t tag = dom.rfind("<canvas", at);
-    const std::string painted = attribute(dom, "<canvas", "data-painted", tag).value_or("0");
-    EXPECT_GT(std::stol(painted), 5000) << id;
-    const std::string datasets = attribute(dom, "<canvas", "data-datasets", tag).value_or("?");
-    EXPECT_EQ(datasets, id == "chart-breakdown" ? "3" : "4") << id;
+void clean_up(const Rendered& r) {
+  if (std::getenv("STEPCAST_KEEP_HTML") == nullptr) {
+    std::filesystem::remove_all(r.dir);
+  } else {
+    std::cout << "report, DOM, log and screenshot kept in " << r.dir << "\n";
   }
+}
+
+/// What every page must do in the browser: its scripts ran to their end with `charts` charts, it
+/// fetched nothing, no error was collected or logged, no text is wider than its box, and each
+/// chart of `ids` painted a good share of its canvas (axes, grid, curves, bars; 560 x 360 pixels
+/// or so) and left at least three quarters of its height to the plot (the legend takes at most a
+/// quarter).
+void expect_clean_page(const Rendered& r, const std::vector<std::string>& ids) {
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
+  ASSERT_FALSE(r.dom.empty()) << r.log;
+  EXPECT_EQ(attribute(r.dom, "<body", "data-rendered"), "yes") << r.dom.substr(0, 3000) << "\n" << r.log;
+  EXPECT_EQ(attribute(r.dom, "<body", "data-charts"), std::to_string(ids.size()));
+  EXPECT_EQ(attribute(r.dom, "<body", "data-resources"), "0");
+  EXPECT_EQ(attribute(r.dom, "<body", "data-overflow"), "0")
+      << "text wider than its box: " << attribute(r.dom, "<body", "data-overflowing").value_or("?");
+  const std::size_t errors = r.dom.find("<pre id=\"stepcast-errors\"");
+  ASSERT_NE(errors, std::string::npos);
+  EXPECT_EQ(between(r.dom, ">", "</pre>", errors), "") << "errors on the page";
+  for (std::string_view bad : {"CONSOLE", "net::ERR_", "Failed to load", "Uncaught"})
+    EXPECT_EQ(r.log.find(bad), std::string::npos) << bad << " in Chromium's log:\n" << r.log;
+  for (const std::string& id : ids) {
+    const std::size_t at = r.dom.find("id=\"" + id + "\"");
+    ASSERT_NE(at, std::string::npos) << id;
+    const std::size_t tag = r.dom.rfind("<canvas", at);
+    EXPECT_GT(std::stol(attribute(r.dom, "<canvas", "data-painted", tag).value_or("0")), 5000) << id;
+    EXPECT_LE(std::stol(attribute(r.dom, "<canvas", "data-legend-share", tag).value_or("100")), 25) << id;
+  }
+}
+
+/// The datasets the chart `id` drew (ideal and limit lines apart).
+std::string datasets_of(const Rendered& r, const std::string& id) {
+  const std::size_t at = r.dom.find("id=\"" + id + "\"");
+  if (at == std::string::npos) return "?";
+  return attribute(r.dom, "<canvas", "data-datasets", r.dom.rfind("<canvas", at)).value_or("?");
+}
+
+TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
+  const std::string chromium = chromium_path();
+  SKIP_WITHOUT_CHROMIUM(chromium);
+  std::ostringstream html;
+  write_html_report(html, realistic_sweep());
+  const Rendered r = render(chromium, html.str());
+  expect_clean_page(r, {"chart-throughput", "chart-efficiency", "chart-breakdown"});
+  // The throughput and efficiency charts drew one curve per (predictor, bandwidth).
+  EXPECT_EQ(datasets_of(r, "chart-throughput"), "4");
+  EXPECT_EQ(datasets_of(r, "chart-efficiency"), "4");
+  EXPECT_EQ(datasets_of(r, "chart-breakdown"), "3");
 
   // The screenshot is the window's size and not blank: many colours, a good part not white.
-  const std::optional<Image> image = decode_png(shot.string());
-  ASSERT_TRUE(image.has_value()) << "cannot decode " << shot;
+  const std::optional<Image> image = decode_png(r.shot.string());
+  ASSERT_TRUE(image.has_value()) << "cannot decode " << r.shot;
   EXPECT_EQ(image->width, 1200u);
   EXPECT_EQ(image->height, 2000u);
   std::set<uint32_t> colours(image->rgba.begin(), image->rgba.end());
@@ -511,11 +802,44 @@ TEST(HtmlReportBrowser, RealisticSweepRendersOfflineWithoutErrors) {
   for (uint32_t px : image->rgba) not_white += (px >> 8) != 0xffffffu;
   EXPECT_GT(colours.size(), 50u);
   EXPECT_GT(not_white, image->rgba.size() / 50) << "less than 2 % of the screenshot is not white";
+  clean_up(r);
+}
 
-  if (std::getenv("STEPCAST_KEEP_HTML") == nullptr) {
-    std::filesystem::remove_all(dir);
-  } else {
-    std::cout << "report, DOM, log and screenshot kept in " << dir << "\n";
+TEST(HtmlReportBrowser, ThirtyCurvesKeepTheirChartsReadable) {
+  const std::string chromium = chromium_path();
+  SKIP_WITHOUT_CHROMIUM(chromium);
+  Sweep sweep = many_curves(30);
+  set_memory(sweep.predictions[5], 90e9, 80e9);  // one that does not fit, marked
+  std::ostringstream html;
+  write_html_report(html, sweep);
+  const Rendered r = render(chromium, html.str());
+  expect_clean_page(r, {"chart-throughput", "chart-efficiency", "chart-breakdown"});
+  EXPECT_EQ(datasets_of(r, "chart-throughput"), "30");
+  EXPECT_EQ(datasets_of(r, "chart-efficiency"), "30");
+  clean_up(r);
+}
+
+TEST(HtmlReportBrowser, PlanAndAdvicePagesRenderWithoutErrors) {
+  const std::string chromium = chromium_path();
+  SKIP_WITHOUT_CHROMIUM(chromium);
+  {
+    std::ostringstream html;
+    write_plan_html(html, plan_of({256, 512, 1024}, 10));
+    const Rendered r = render(chromium, html.str());
+    expect_clean_page(r, {"chart-plan-tokens", "chart-plan-mfu", "chart-plan-memory"});
+    EXPECT_EQ(datasets_of(r, "chart-plan-tokens"), "2");  // fine and coarse
+    EXPECT_EQ(datasets_of(r, "chart-plan-memory"), "1");  // and the limit line
+    clean_up(r);
+  }
+  {
+    Sweep sweep = swept();
+    for (Result& p : sweep.predictions) set_memory(p, 60e9, 80e9);
+    set_memory(sweep.predictions[1], 90e9, 80e9);
+    std::ostringstream html;
+    write_advice_html(html, advice_of(sweep));
+    const Rendered r = render(chromium, html.str());
+    expect_clean_page(r, {"chart-throughput", "chart-efficiency", "chart-breakdown"});
+    clean_up(r);
   }
 }
 
