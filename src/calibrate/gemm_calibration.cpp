@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "stepcast/detail/cluster/gemm_rows.hpp"
 #include "stepcast/detail/text_file.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
 
@@ -99,25 +101,31 @@ std::string gemm_calibration_yaml(const GemmCalibration& c, const std::string& o
   return yaml;
 }
 
+std::vector<GemmGrid> gemm_grids(const cluster::GemmTable& table) {
+  std::vector<GemmGrid> grids;
+  for (const cluster::GemmDtype dtype : enum_values<cluster::GemmDtype>()) {
+    GemmGrid g;
+    g.dtype = dtype;
+    for (const cluster::GemmRow& row : table.rows) {
+      if (row.dtype != dtype) continue;
+      g.m.insert(row.m);
+      g.n.insert(row.n);
+      g.k.insert(row.k);
+      ++g.rows;
+    }
+    if (g.rows > 0) grids.push_back(std::move(g));
+  }
+  return grids;
+}
+
 std::string gemm_calibration_text(const GemmCalibration& c) {
   std::string text = fmt::format("GEMM table {}", c.table.file);
   for (const std::string& line : c.header) text += fmt::format("\n  {}", line);
   text += "\n";
-  for (cluster::GemmDtype dtype : {cluster::GemmDtype::BF16, cluster::GemmDtype::FP16,
-                                   cluster::GemmDtype::FP32, cluster::GemmDtype::FP8}) {
-    std::set<int64_t> m, n, k;
-    size_t rows = 0;
-    for (const cluster::GemmRow& row : c.table.rows) {
-      if (row.dtype != dtype) continue;
-      m.insert(row.m);
-      n.insert(row.n);
-      k.insert(row.k);
-      ++rows;
-    }
-    if (rows == 0) continue;
+  for (const GemmGrid& g : gemm_grids(c.table)) {
     text += fmt::format("{}: {} rows, a grid of m {}..{} ({}) x n {}..{} ({}) x k {}..{} ({})\n",
-                        cluster::to_string(dtype), rows, *m.begin(), *m.rbegin(), m.size(), *n.begin(),
-                        *n.rbegin(), n.size(), *k.begin(), *k.rbegin(), k.size());
+                        cluster::to_string(g.dtype), g.rows, *g.m.begin(), *g.m.rbegin(), g.m.size(),
+                        *g.n.begin(), *g.n.rbegin(), g.n.size(), *g.k.begin(), *g.k.rbegin(), g.k.size());
   }
   if (c.attention_flops) text += fmt::format("attention: {}\n", format_flops(*c.attention_flops));
   if (c.memory_bw) text += fmt::format("memory bandwidth: {}/s\n", format_bytes(*c.memory_bw));

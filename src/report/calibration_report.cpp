@@ -203,29 +203,18 @@ void write_json(std::ostream& out, const GemmCalibrationReport& report) {
   json.end_array();
   json.key("grids");
   json.begin_array();
-  // The dtypes in the order the text lists them (gemm_calibration_text).
-  for (const cluster::GemmDtype dtype : enum_values<cluster::GemmDtype>()) {
-    std::set<int64_t> m, n, k;
-    size_t rows = 0;
-    for (const cluster::GemmRow& row : c.table.rows) {
-      if (row.dtype != dtype) continue;
-      m.insert(row.m);
-      n.insert(row.n);
-      k.insert(row.k);
-      ++rows;
-    }
-    if (rows == 0) continue;
+  for (const calibrate::GemmGrid& g : calibrate::gemm_grids(c.table)) {
     json.begin_object();
     json.key("dtype");
-    json.string(name_of(dtype));
+    json.string(name_of(g.dtype));
     json.key("rows");
-    json.integer(rows);
+    json.integer(g.rows);
     json.key("m");
-    write_axis(json, m);
+    write_axis(json, g.m);
     json.key("n");
-    write_axis(json, n);
+    write_axis(json, g.n);
     json.key("k");
-    write_axis(json, k);
+    write_axis(json, g.k);
     json.end_object();
   }
   json.end_array();

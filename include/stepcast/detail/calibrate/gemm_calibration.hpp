@@ -7,7 +7,10 @@
 //   std::cout << gemm_calibration_text(c);   // the error on the held-back rows
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,16 @@ struct GemmCalibration {
   std::optional<double> attention_flops;  ///< FLOP/s
   std::optional<double> memory_bw;        ///< bytes/s
 };
+
+/// The shapes a table measured for one dtype: each axis's values and the rows.
+struct GemmGrid {
+  cluster::GemmDtype dtype = cluster::GemmDtype::BF16;
+  std::size_t rows = 0;
+  std::set<int64_t> m, n, k;
+};
+/// One grid per dtype the table has, in the dtypes' declared order; what the text and the JSON
+/// of `calibrate gemm` list.
+[[nodiscard]] std::vector<GemmGrid> gemm_grids(const cluster::GemmTable& table);
 
 /// Reads the table (a grid, parse_gemm_table) and, if `check_path` is not empty, the held-back
 /// rows (any shapes; their dtypes must be in the table), and predicts each held-back row from the
