@@ -6,23 +6,17 @@
 // plans, the step on the fast path, memory and the summary. Run from the repository root:
 //   build/release/layout_bench --benchmark_filter=DeepSeek
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <string>
 #include <vector>
 
+#include "peak_rss.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
 namespace {
 
 using namespace stepcast;
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 void run_example(benchmark::State& state, const char* file, std::vector<std::string> overrides) {
   const scenario::Scenario s = scenario::load_scenario(file, overrides);

@@ -1,21 +1,15 @@
 // Benchmarks of the predictors at the sizes the foundation issue names. Run one benchmark per
 // process (scripts/run-benchmarks.sh) so that peak_rss_MB belongs to that benchmark alone.
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
-#include "stepcast/predict/predict.hpp"
+#include "peak_rss.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
+#include "stepcast/predict/predict.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace {
 
 using namespace stepcast;
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 workload::Workload resnet50() {
   return zoo::to_workload(*zoo::find_model("resnet50"), {.batch_per_worker = 64, .step_time = 0.174});
