@@ -202,13 +202,15 @@ struct StepContext {
   /// Set on the parameter-server fast path: only worker 0 is simulated.
   const RepresentativeClient* representative = nullptr;
   /// Set on the sharded-data-parallel fast path (fsdp_fast_path.cpp): its collective plans on a
-  /// reduced network, worker 0 simulated for all.
+  /// reduced network; worker 0 simulated for all, or with straggler noise (each worker its own
+  /// compute times) every worker, joined to those collectives.
   const FsdpPlans* fsdp_plans = nullptr;
   /// Set for a composed layout: the stage programs the workers run (composed_step.cpp).
   const ComposedRun* composed = nullptr;
   /// Workers simulated (all of the cluster's, or one standing for all).
   [[nodiscard]] int workers() const {
     if (composed != nullptr) return static_cast<int>(composed->rank_of_worker.size());
+    if (fsdp_plans != nullptr && options.compute_cv > 0) return cluster.spec.workers;
     return representative != nullptr || fsdp_plans != nullptr ? 1 : cluster.spec.workers;
   }
   /// Records a span (trace must be set); returns its index in trace->spans.

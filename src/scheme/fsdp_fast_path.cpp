@@ -11,6 +11,10 @@
 //   same constraint on every allocation (max-min or no sharing), so one of them can stand for
 //   all: the network is reduced to one link per such class, each path to one use per class.
 //   Every link of a class carries the bytes of its class's link.
+// - With straggler noise (workload.compute_cv) each worker's ops take their own times, so every
+//   worker runs its ops; but a collective still starts once every worker issued it and runs
+//   once for all of them, so the reduced network still gives its stages' times exactly, and
+//   only the network is smaller than the full engine's (tests compare).
 // Cost: one pass over the plans' links to classify them, then one worker's ops and the
 // collectives' stages on a network of a few links (a ring's links fall into a handful of classes:
 // GPU links out and in, NICs out and in, switch ports).
@@ -36,7 +40,8 @@ using Use = std::tuple<int, int, int, uint32_t>;
 
 std::optional<SimulationResult> simulate_fsdp_fast(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                                    const SchemeConfig& scheme, const SimulationOptions& options) {
-  if (options.compute_cv > 0) return std::nullopt;
+  // With stragglers every worker's ops run (StepContext::workers).
+  if (options.compute_cv > 0) require_simulable_workers(spec.workers, scheme, options);
   const cluster::Cluster cluster = cluster::build_cluster(spec);
   FsdpPlans plans = make_fsdp_plans(cluster, scheme.fsdp);
   CollectivePlan* all[] = {&plans.gather, &plans.reduce, &plans.replicate};

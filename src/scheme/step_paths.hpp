@@ -57,9 +57,11 @@ using LinkBytesToCluster = std::function<std::vector<double>(const std::vector<d
                                                  const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
                                                  const SimulationOptions& options);
 
-/// Sharded data parallelism without straggler noise, exact: every worker runs the same op graph
-/// and every collective spans all of them, so worker 0 stands for all; its collectives run on a
-/// network reduced to one link per class of interchangeable links (fsdp_fast_path.cpp).
+/// Sharded data parallelism, exact: every collective spans all workers, so its collectives run on
+/// a network reduced to one link per class of interchangeable links; without straggler noise
+/// every worker runs the same op graph and worker 0 stands for all, with it every worker's ops
+/// run (fsdp_fast_path.cpp). Stragglers past limits::kMaxSimulatedWorkers throw, as on the full
+/// engine.
 [[nodiscard]] std::optional<SimulationResult> simulate_fsdp_fast(const workload::Workload& workload,
                                                                  const cluster::ClusterSpec& cluster,
                                                                  const SchemeConfig& scheme,

@@ -232,13 +232,14 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   exchanges.front()->begin(runtime);
   constexpr uint64_t kProgressEvery = 1024;
   uint64_t until_progress = kProgressEvery;
-  // Only the full engine reports progress: a fast path simulates one worker per class, so its
-  // fraction done says nothing of a full engine's time (and the plans built before it, every
-  // rank's, made a 131,072-GPU layout look like 25 minutes to the long-run warning).
-  const bool full_engine =
-      representative == nullptr && fsdp_plans == nullptr && !(composed != nullptr && composed->one_per_stage);
+  // Only a run that simulates every worker reports progress: a fast path that simulates one
+  // worker per class has a fraction done that says nothing of a full engine's time (and the plans
+  // built before it, every rank's, made a 131,072-GPU layout look like 25 minutes to the
+  // long-run warning).
+  const bool every_worker = context.workers() == cluster.spec.workers && representative == nullptr &&
+                            !(composed != nullptr && composed->one_per_stage);
   const std::function<void(double)> no_progress;
-  const std::function<void(double)>& progress = full_engine ? options.progress : no_progress;
+  const std::function<void(double)>& progress = every_worker ? options.progress : no_progress;
   engine.run_until(
       [&] { return runtime.all_done(); },
       [&](net::FlowId id) { exchanges[static_cast<size_t>(engine.owner_of(id))]->flow_done(id); },
@@ -267,9 +268,10 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   SimulationResult r;
   r.events = engine.events();
   r.max_link_flows = network.max_link_flows();
-  const bool one_for_all = representative != nullptr || fsdp_plans != nullptr;
+  const bool one_for_all = (representative != nullptr || fsdp_plans != nullptr) && context.workers() == 1;
   const bool one_per_stage = composed != nullptr && composed->one_per_stage;
-  r.engine = one_for_all || one_per_stage ? SimulationEngine::Fast : SimulationEngine::Full;
+  r.engine =
+      one_for_all || one_per_stage || fsdp_plans != nullptr ? SimulationEngine::Fast : SimulationEngine::Full;
   const double window_start = std::max(runtime.window_start(), 0.0);
   r.window = engine.now() - window_start;
   r.workers = runtime.times();
