@@ -70,7 +70,8 @@ BENCHMARK(BM_FinePsStep)->Args({16, 2})->Args({256, 16})->Unit(benchmark::kMilli
 
 // One FSDP (full sharding, prefetch 1) step of Llama-3-8B (bf16, one 8192-token sequence per
 // GPU at 400 TFLOP/s) on H100-like nodes: 8 GPUs per node on 450 GB/s NVLink, one 400 Gbps NIC
-// per GPU. Arguments: workers, 1 = the exact fast path / 0 = the full engine.
+// per GPU. Arguments: workers, 1 = the exact fast path / 0 = the full engine, and 1 = stragglers
+// (compute_cv 0.05: every worker's ops, the collectives still on the reduced network).
 void BM_FineFsdpLlama3Step(benchmark::State& state) {
   const zoo::ModelSpec& model = zoo::get_model("llama3-8b");
   const double step_time = zoo::step_flops_per_sample(model, 2.0, workload::ActivationCheckpointing::None) / 400e12;
@@ -82,9 +83,16 @@ void BM_FineFsdpLlama3Step(benchmark::State& state) {
   spec.intra_node_bw = 450e9;
   scheme::SchemeConfig scheme;
   scheme.scheme = scheme::Scheme::Fsdp;
-  run_one_fine_step(state, w, spec, scheme, state.range(1) != 0);
+  run_one_fine_step(state, w, spec, scheme, state.range(1) != 0, state.range(2) != 0 ? 0.05 : 0);
 }
-BENCHMARK(BM_FineFsdpLlama3Step)->Args({64, 0})->Args({64, 1})->Args({1024, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FineFsdpLlama3Step)
+    ->Args({64, 0, 0})
+    ->Args({64, 1, 0})
+    ->Args({1024, 1, 0})
+    ->Args({256, 0, 1})
+    ->Args({256, 1, 1})
+    ->Args({1024, 1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // The issue-9 parameter-server sizes: fifo order (interchangeable clients; third argument 1 =
 // the exact fast path, one representative client, 0 = the full engine), then random order with
