@@ -69,6 +69,7 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
             request.rank_by = report::parse_plan_rank(args->rank_by, "--rank-by");
             request.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
             const report::Plan plan = sweep::plan(request);
+            if (sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the answer
             if (!args->csv.empty()) {
               std::ofstream out = open_output(args->csv, "--csv");
               report::write_plan_csv(out, plan);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -20,6 +22,8 @@
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/sweep/sweep.hpp"
+#include "sweep/ranks.hpp"
+#include "sweep/result_wire.hpp"
 
 namespace stepcast::sweep {
 namespace {
@@ -119,6 +123,83 @@ Tally parallel_tally(std::size_t n, int threads, Body body) {
   Tally out;
   for (Tally& t : tallies) out.merge(std::move(t));
   return out;
+}
+
+/// Gives every rank the coarse values of a batch that the ranks computed every size-th; a rank
+/// that failed sends its error instead, which every rank then throws.
+void share_batch(std::vector<double>& tokens, std::exception_ptr& error, const Ranks& ranks) {
+  std::string mine;
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      mine = fmt::format("!rank {}: {}", ranks.rank, e.what());
+    } catch (...) {
+      mine = fmt::format("!rank {}: unknown error", ranks.rank);
+    }
+  } else {
+    for (std::size_t j = static_cast<std::size_t>(ranks.rank); j < tokens.size();
+         j += static_cast<std::size_t>(ranks.size)) {
+      mine.append(reinterpret_cast<const char*>(&tokens[j]), sizeof(double));  // bit for bit
+    }
+  }
+  const std::vector<std::string> all = detail::all_gather(mine);
+  for (int r = 0; r < ranks.size; ++r) {
+    const std::string& bytes = all[static_cast<size_t>(r)];
+    if (!bytes.empty() && bytes.front() == '!') {
+      if (!error) error = std::make_exception_ptr(std::runtime_error(bytes.substr(1)));
+      continue;
+    }
+    std::size_t at = 0;
+    for (std::size_t j = static_cast<std::size_t>(r); j < tokens.size();
+         j += static_cast<std::size_t>(ranks.size)) {
+      if (at + sizeof(double) > bytes.size()) throw std::runtime_error("plan: a rank's batch is short");
+      std::memcpy(&tokens[j], bytes.data() + at, sizeof(double));
+      at += sizeof(double);
+    }
+  }
+}
+
+/// Brings the top k's coarse and fine results (or errors) that other ranks predicted to rank 0.
+void gather_rows(std::vector<report::PlanRow>& rows, std::vector<std::exception_ptr>& errors,
+                 const Ranks& ranks) {
+  const auto owner = [&](std::size_t j) {
+    return static_cast<int>(j % static_cast<std::size_t>(ranks.size));
+  };
+  constexpr int kTag = 1;
+  if (ranks.rank != 0) {
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      if (owner(j) != ranks.rank) continue;
+      wire::Outcome o;
+      if (errors[j]) {
+        o.failed = true;
+        try {
+          std::rethrow_exception(errors[j]);
+        } catch (const Error& e) {
+          o.where = e.where();
+          o.message = e.message();
+        } catch (const std::exception& e) {
+          o.message = e.what();
+        }
+        errors[j] = nullptr;  // rank 0 reports it
+      } else {
+        o.results = {rows[j].coarse, rows[j].fine};
+      }
+      detail::send_to_root(kTag, wire::encode(o));
+    }
+    return;
+  }
+  // Messages between two ranks arrive in the order they were sent: rows in order.
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    if (owner(j) == 0) continue;
+    wire::Outcome o = wire::decode(detail::receive_at_root(owner(j), kTag));
+    if (o.failed) {
+      errors[j] = std::make_exception_ptr(Error(o.where, o.message));
+    } else {
+      rows[j].coarse = std::move(o.results.at(0));
+      rows[j].fine = std::move(o.results.at(1));
+    }
+  }
 }
 
 }  // namespace
@@ -292,12 +373,14 @@ std::string layout_label(const Layout& l) {
 }
 
 report::Plan plan(const PlanRequest& request) {
-  if (process_ranks().size > 1) {
-    throw Error(
-        {"", 0, "mpirun"},
-        "stepcast plan does not split its layouts over MPI ranks yet; run it as one process (its threads use "
-        "every core, --jobs)");
-  }
+  // Under mpirun every rank enumerates and checks every layout (cheap, and the same everywhere),
+  // then each predicts every size-th layout of each coarse batch and of the top k; the batches'
+  // coarse values go to every rank (each decides the pruning alike), the top k's results to rank
+  // 0, which alone returns the answer.
+  const Ranks ranks = process_ranks();
+  const auto owns = [&ranks](std::size_t j) {
+    return static_cast<int>(j % static_cast<std::size_t>(ranks.size)) == ranks.rank;
+  };
   if (request.top < 1) throw Error({"", 0, "--top"}, "expected a number of layouts >= 1, got 0");
   const auto started = std::chrono::steady_clock::now();
   Request files;
@@ -424,15 +507,22 @@ report::Plan plan(const PlanRequest& request) {
     while (done < tally.fitting.size()) {
       if (best.size() == request.top && tally.fitting[done].first * (1 + 1e-9) < best.front()) break;
       const std::size_t size = std::min(kBatch, tally.fitting.size() - done);
+      std::vector<std::size_t> mine;  // this rank's part of the batch
+      for (std::size_t j = 0; j < size; ++j) {
+        if (owns(j)) mine.push_back(j);
+      }
       std::vector<double> tokens(size);
-      Tally batch = parallel_tally(size, threads_for(request.jobs, size), [&](std::size_t j, Tally&) {
-        const Layout& l = candidates[tally.fitting[done + j].second];
-        const auto& [at_batch_scenario, w] = prepared(l);
-        cluster::ClusterSpec spec = at_batch_scenario.cluster;
-        scheme::SchemeConfig sc = at_batch_scenario.scheme;
-        apply_layout(spec, sc, l);
-        tokens[j] = predict::predict(w, spec, sc, coarse).tokens.tokens_per_s_per_worker;
-      });
+      Tally batch =
+          parallel_tally(mine.size(), threads_for(request.jobs, mine.size()), [&](std::size_t i, Tally&) {
+            const std::size_t j = mine[i];
+            const Layout& l = candidates[tally.fitting[done + j].second];
+            const auto& [at_batch_scenario, w] = prepared(l);
+            cluster::ClusterSpec spec = at_batch_scenario.cluster;
+            scheme::SchemeConfig sc = at_batch_scenario.scheme;
+            apply_layout(spec, sc, l);
+            tokens[j] = predict::predict(w, spec, sc, coarse).tokens.tokens_per_s_per_worker;
+          });
+      if (ranks.size > 1) share_batch(tokens, batch.error, ranks);
       if (batch.error) std::rethrow_exception(batch.error);
       for (std::size_t j = 0; j < size; ++j) {
         scored.emplace_back(tokens[j], tally.fitting[done + j].second);
@@ -474,16 +564,21 @@ report::Plan plan(const PlanRequest& request) {
     // Fine on the top k, in threads (each row its own slot).
     std::atomic<std::size_t> next{0};
     std::vector<std::exception_ptr> errors(k);
+    for (std::size_t j = 0; j < k; ++j) {
+      const Layout& l = candidates[tally.fitting[j].second];
+      report::PlanRow& row = count.top[j];
+      row.config = layout_config(l);
+      row.label = layout_label(l);
+      row.coarse_rank = j;
+    }
     auto work = [&] {
       for (std::size_t j; (j = next.fetch_add(1)) < k;) {
+        if (!owns(j)) continue;
         try {
           const Layout& l = candidates[tally.fitting[j].second];
           const scenario::Scenario at = scenario_of(l);
           const workload::Workload& w = prepared(l).second;
           report::PlanRow& row = count.top[j];
-          row.config = layout_config(l);
-          row.label = layout_label(l);
-          row.coarse_rank = j;
           row.coarse = predict::predict(w, at.cluster, at.scheme, coarse);
           row.fine = predict::predict(w, at.cluster, at.scheme, fine, warn);
         } catch (...) {
@@ -496,6 +591,7 @@ report::Plan plan(const PlanRequest& request) {
     for (int th = 1; th < fine_threads; ++th) pool.emplace_back(work);
     work();
     for (std::thread& th : pool) th.join();
+    if (ranks.size > 1) gather_rows(count.top, errors, ranks);
     for (const std::exception_ptr& e : errors) {
       if (e) std::rethrow_exception(e);
     }
@@ -507,6 +603,7 @@ report::Plan plan(const PlanRequest& request) {
                      });
     out.counts.push_back(std::move(count));
   }
+  if (ranks.rank != 0) return {};  // rank 0 answers
   for (std::size_t i = 0; i < out.counts.size(); ++i) {
     if (out.counts[i].top.empty()) continue;
     const double value = report::rank_value(out.counts[i].top.front().fine, request.rank_by);

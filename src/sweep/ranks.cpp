@@ -84,5 +84,31 @@ std::string receive_at_root(int from, int tag) {
 #endif
 }
 
+std::vector<std::string> all_gather(const std::string& bytes) {
+#ifdef STEPCAST_WITH_MPI
+  const Ranks ranks = process_ranks();
+  if (ranks.size > 1) {
+    const int mine = static_cast<int>(bytes.size());
+    std::vector<int> sizes(static_cast<size_t>(ranks.size)), offsets(static_cast<size_t>(ranks.size));
+    MPI_Allgather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    int total = 0;
+    for (int r = 0; r < ranks.size; ++r) {
+      offsets[static_cast<size_t>(r)] = total;
+      total += sizes[static_cast<size_t>(r)];
+    }
+    std::string all(static_cast<size_t>(total), '\0');
+    MPI_Allgatherv(bytes.data(), mine, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE,
+                   MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    for (int r = 0; r < ranks.size; ++r) {
+      out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                               static_cast<size_t>(sizes[static_cast<size_t>(r)])));
+    }
+    return out;
+  }
+#endif
+  return {bytes};
+}
+
 }  // namespace detail
 }  // namespace stepcast::sweep
