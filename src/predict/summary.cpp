@@ -1,5 +1,7 @@
 #include "predict/summary.hpp"
 
+#include "stepcast/units.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -224,8 +226,8 @@ void attribute_after_prediction(Result& r, const workload::Workload& w) {
     r.bottleneck_resource = "";
   }
   if (r.memory.known && !r.memory.fits()) {
-    r.bottleneck = fmt::format("does not fit in GPU memory ({:.3g} GB reserved > {:.3g} GB); if it did: {}",
-                               r.memory.reserved() / 1e9, r.memory.gpu_memory / 1e9, r.bottleneck);
+    r.bottleneck = fmt::format("does not fit in GPU memory ({} reserved > {}); if it did: {}",
+                               format_bytes(r.memory.reserved()), format_bytes(r.memory.gpu_memory), r.bottleneck);
     r.bottleneck_kind = BottleneckKind::Memory;
     r.bottleneck_resource = "gpu memory";
   }

@@ -10,11 +10,12 @@
 namespace stepcast::report {
 namespace {
 
-/// "does not fit: 150 GB per GPU > 80 GB"; "" when it fits (or nothing says how much there is).
+/// "does not fit: 168 GB reserved per GPU (150 GB allocated) > 80.0 GB", by what the GPU must
+/// reserve, as fits() decides; "" when it fits (or nothing says how much there is).
 std::string misfit(const predict::Result& r) {
   if (r.memory.fits()) return "";
-  return fmt::format("does not fit: {} per GPU > {}", format_bytes(r.memory.per_worker.total()),
-                     format_bytes(r.memory.gpu_memory));
+  return fmt::format("does not fit: {} reserved per GPU ({} allocated) > {}", format_bytes(r.memory.reserved()),
+                     format_bytes(r.memory.per_worker.total()), format_bytes(r.memory.gpu_memory));
 }
 
 std::string describe(const predict::Result& r) {
