@@ -26,4 +26,8 @@ inline constexpr int kMaxWorkers = 1 << 20;
 /// scheme::require_simulable_workers throws past it, saying which of those forced the full engine.
 inline constexpr int kMaxSimulatedWorkers = 1 << 14;
 
+/// The most micro-batches of one step (global batch / (data-parallel degree x micro-batch)), and
+/// so of an interleaved schedule's micro-batch group: the stage programs hold every one.
+inline constexpr int kMaxMicroBatches = 1 << 16;
+
 }  // namespace stepcast::limits

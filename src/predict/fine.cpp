@@ -131,6 +131,19 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
                     (scheme.parallel.tensor + cluster.workers_per_node - 1) / cluster.workers_per_node,
                     cluster.workers_per_node));
   }
+  if (warn && scheme.parallel.composed() && scheme.pipeline.schedule == scheme::PipelineSchedule::Interleaved &&
+      scheme.pipeline.microbatch_group == 0) {
+    const int p = scheme.parallel.pipeline;
+    const int m = scheme::micro_batches(scheme.parallel, cluster.workers, workload.batch_per_worker);
+    const int group = scheme::interleaved_group(0, p, m);
+    // Megatron-core's default group is p, which refuses this m: a run must set the group.
+    if (group != p) {
+      warn(fmt::format("training.pipeline.microbatch_group: {} micro-batches are not a multiple of p = {}; the "
+                       "interleaved schedule runs them in groups of {} (Megatron-core: "
+                       "--microbatch-group-size-per-virtual-pipeline-stage {})",
+                       m, p, group, group));
+    }
+  }
   Result r;
   switch (options.predictor) {
     case Predictor::Fine:

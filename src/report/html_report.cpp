@@ -2,6 +2,7 @@
 // HTML; the charts are drawn in the browser by the inlined Chart.js from a JSON island
 // (<script type="application/json">) written with the report's one JSON writer.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -119,6 +120,23 @@ struct Group {
   [[nodiscard]] std::string full() const { return config.empty() ? predictor : predictor + ", " + config; }
 };
 
+/// The keys every swept configuration sets, in order, when they all set the same ones; empty
+/// otherwise (or with no configurations).
+std::vector<std::string> swept_keys(const Sweep& sweep) {
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    std::vector<std::string> these;
+    for (const Input& input : config_of(sweep, i)) these.push_back(input.key);
+    if (these.empty()) return {};
+    if (i == 0) {
+      keys = std::move(these);
+    } else if (these != keys) {
+      return {};
+    }
+  }
+  return keys;
+}
+
 /// Whether the curves are many enough to get short labels and a key table.
 bool short_labels(const std::vector<Group>& groups) { return groups.size() > kMaxFullLegendLabels; }
 
@@ -136,8 +154,23 @@ std::vector<Group> groups_of(const Sweep& sweep) {
     it->members.push_back(i);
   }
   const bool short_names = short_labels(groups);
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    groups[g].shown = short_names ? fmt::format("C{}", g + 1) : groups[g].full();
+  // When every configuration sets the same keys, the legend gives their values only (the note
+  // under the charts names the keys): "fine, 10Gbps" keeps a legend of a few curves on one or
+  // two lines.
+  const std::vector<std::string> keys = swept_keys(sweep);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    Group& group = groups[g];
+    if (short_names) {
+      group.shown = fmt::format("C{}", g + 1);
+    } else if (!keys.empty()) {
+      const Config& config = config_of(sweep, group.members.front());
+      std::string values;
+      for (const Input& input : config) values += ", " + input.value;
+      group.shown = group.predictor + values;
+    } else {
+      group.shown = group.full();
+    }
+  }
   return groups;
 }
 
@@ -1012,10 +1045,17 @@ void write_sweep_page(std::ostream& out, const Sweep& sweep, std::string_view ti
     page.raw(
         "<div class=\"chart\"><canvas id=\"chart-efficiency\" role=\"img\" aria-label=\"scaling efficiency "
         "in % against workers\"></canvas></div>\n</div>\n");
-    page.raw(
-        "<p class=\"note\">One curve per predictor and swept configuration. Ideal (dashed): N workers "
+    const std::vector<std::string> keys = swept_keys(sweep);
+    const std::string legend_keys =
+        keys.empty() || short_labels(groups)
+            ? std::string()
+            : fmt::format(" (the legend gives the predictor and the value{} of {})", keys.size() > 1 ? "s" : "",
+                          escaped(fmt::format("{}", fmt::join(keys, ", "))));
+    page.raw(fmt::format(
+        "<p class=\"note\">One curve per predictor and swept configuration{}. Ideal (dashed): N workers "
         "&times; the rate of one worker training alone (throughput / speed-up), efficiency 100 %. A red "
-        "&#x2717;: the prediction does not fit in GPU memory.</p>\n</section>\n");
+        "&#x2717;: the prediction does not fit in GPU memory.</p>\n</section>\n",
+        legend_keys));
     write_curve_key(page, groups);
     page.raw("<section id=\"breakdown\"><h2>Where the step time goes</h2>\n");
     page.raw(

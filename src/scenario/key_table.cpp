@@ -1329,6 +1329,24 @@ std::vector<KeyDef> make_table() {
          return Rendered{fmt::format("[{}]", fmt::join(s.scheme.pipeline.layers_per_stage, ", ")), false};
        },
        true});
+  t.push_back({{"training.pipeline.microbatch_group", fmt::format("integer in [1, {}] or auto", limits::kMaxMicroBatches),
+                "auto",
+                "interleaved schedule: micro-batches go through the chunks in groups of this many "
+                "(Megatron-core's microbatch_group_size_per_vp_stage: between p and m, the last group "
+                "empty or at least p); auto: p when m is a multiple of p, else the smallest such group"},
+               true,
+               [](const RawValue& v, Draft& d) {
+                 if (v.text == "auto") {
+                   d.scenario.scheme.pipeline.microbatch_group = 0;
+                   return;
+                 }
+                 d.scenario.scheme.pipeline.microbatch_group = parse_integer<int>(
+                     v, 1, limits::kMaxMicroBatches, fmt::format("an integer in [1, {}] or auto", limits::kMaxMicroBatches));
+               },
+               [](const Scenario& s) {
+                 const int g = s.scheme.pipeline.microbatch_group;
+                 return Rendered{g > 0 ? fmt::format("{}", g) : std::string("auto"), g > 0};
+               }});
   t.push_back(choice_key(
       "training.pipeline.account_for_embedding", "false", booleans(),
       "count the embedding and the loss (head) as one block each when splitting the blocks into chunks "

@@ -79,7 +79,10 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   // (at most p v chunks in flight, then one freed per one started); gpipe holds all m.
   const int all = micro_batches(scheme.parallel, workers, w.batch_per_worker);
   const bool gpipe = scheme.pipeline.schedule == PipelineSchedule::GPipe;
-  const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * p);
+  // Interleaved in groups of g > p holds up to (v - 1) g + 2 (p - 1) passes before its first
+  // backward: its first 2g micro-batches, in the same groups as all m.
+  const int group = interleaved_group(scheme.pipeline.microbatch_group, p, all);
+  const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * std::max(p, group));
   const double element = workload::bytes_per_element(w.precision);
   // Per layer: the parameters one rank holds (under expert parallelism experts / e of each MoE
   // layer's experts, split over ETP ranks instead of t) and how many of them are experts'.
@@ -122,7 +125,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
     f.parameters =
         (f.parameters - f.expert_parameters) / scheme.parallel.tensor + f.expert_parameters / expert_split;
     f.expert_parameters /= expert_split;
-    for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s)) {
+    for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s, group)) {
       f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
     }
   }
@@ -143,7 +146,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
   // micro-batch are then counted m / m' times (tests/scheme/composed_test.cpp: equal to the
   // programs of all m).
   const int m = micro_batches(scheme.parallel, spec.workers, w.batch_per_worker);
-  const int kept = every_micro_batch ? m : std::min(m, 2 * p);
+  // An interleaved schedule in groups other than p (m not a multiple of p) keeps every micro-batch.
+  const bool groups_of_p = scheme.pipeline.schedule != PipelineSchedule::Interleaved ||
+                           interleaved_group(scheme.pipeline.microbatch_group, p, m) == p;
+  const int kept = every_micro_batch || !groups_of_p ? m : std::min(m, 2 * p);
   SchemeConfig reduced = scheme;
   if (kept < m) {
     reduced.parallel.global_batch =

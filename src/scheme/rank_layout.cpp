@@ -25,6 +25,15 @@ int micro_batches(const ParallelConfig& parallel, int workers, int micro_batch) 
   return static_cast<int>(parallel.global_batch / (static_cast<int64_t>(d) * micro_batch));
 }
 
+int interleaved_group(int configured, int p, int64_t m) {
+  auto valid = [&](int64_t g) { return g >= p && g <= m && (m % g == 0 || m % g >= p); };
+  if (configured > 0) return valid(configured) ? configured : 0;
+  for (int64_t g = p; g <= m; ++g) {
+    if (valid(g)) return static_cast<int>(g);
+  }
+  return 0;
+}
+
 double samples_per_worker_step(const ParallelConfig& parallel, int workers, int batch_per_worker) {
   if (!parallel.composed()) return batch_per_worker;
   const double model = static_cast<double>(parallel.tensor) * parallel.context * parallel.pipeline;

@@ -80,7 +80,7 @@ double element_bytes(const Workload& w) { return workload::bytes_per_element(w.p
 
 }  // namespace
 
-std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v, int m, int stage) {
+std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v, int m, int stage, int group) {
   std::vector<PipelinePass> order;
   order.reserve(static_cast<size_t>(2 * m * v));
   auto forward = [&](int chunk, int mb) { order.push_back({Pass::Forward, chunk, mb}); };
@@ -108,17 +108,20 @@ std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v
     }
     case PipelineSchedule::Interleaved: {
       // Megatron-LM's interleaved 1F1B (schedules.py, get_schedule_table): micro-batches in
-      // groups of p (m a multiple of p: validate()), each group through chunk 0, then chunk 1,
-      // ...; the backwards visit the chunks in reverse. p - s - 1 forwards twice over and a group
-      // of each other chunk first.
+      // groups of g (p by default; interleaved_group, checked by validate()), each group through
+      // chunk 0, then chunk 1, ...; the last group (m mod g of them, 0 or at least p) takes in
+      // what is left. The backwards visit the chunks in reverse. p - s - 1 forwards twice over and
+      // a group of each other chunk first.
+      const int g = group > 0 ? group : p;
       const int total = m * v;
       std::vector<std::pair<int, int>> table;  // (micro-batch, chunk) of the k-th forward
-      for (int first = 0; first < m; first += p) {
+      for (int first = 0; first < m; first += g) {
+        const int end = first + g >= m ? m : first + g;
         for (int chunk = 0; chunk < v; ++chunk) {
-          for (int mb = first; mb < std::min(first + p, m); ++mb) table.emplace_back(mb, chunk);
+          for (int mb = first; mb < end; ++mb) table.emplace_back(mb, chunk);
         }
       }
-      int warmup = (p - stage - 1) * 2 + (v - 1) * p;
+      int warmup = (p - stage - 1) * 2 + (v - 1) * g;
       if (m == p) warmup = total;  // Megatron: every forward first when m equals p
       warmup = std::min(warmup, total);
       auto fwd = [&](int k) { forward(table[static_cast<size_t>(k)].second, table[static_cast<size_t>(k)].first); };
@@ -266,7 +269,8 @@ class ProgramBuilder {
   }
 
   StageProgram build() {
-    const std::vector<PipelinePass> order = schedule_order(scheme_.pipeline.schedule, p_, v_, m_, stage_);
+    const std::vector<PipelinePass> order = schedule_order(
+        scheme_.pipeline.schedule, p_, v_, m_, stage_, interleaved_group(scheme_.pipeline.microbatch_group, p_, m_));
     const bool zero_bubble = scheme_.pipeline.schedule == PipelineSchedule::ZeroBubble;
     program_.micro_batches = m_;
     for (const PipelinePass& pass : order) {

@@ -47,7 +47,10 @@ struct PipelinePass {
 /// (scheme_config.hpp's PipelineSchedule). Forward and backward passes only: under zero_bubble
 /// each backward is the input-gradient pass B, and the program places its W (ZB-H1: micro-batch
 /// k's W after the B of micro-batch k + stage).
-[[nodiscard]] std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v, int m, int stage);
+/// `group`: the interleaved schedule's micro-batch group (interleaved_group), ignored otherwise.
+[[nodiscard]] std::vector<PipelinePass> schedule_order(PipelineSchedule schedule, int p, int v, int m, int stage,
+                                                       int group);
+
 
 /// The layers of each model chunk (p x v of them, in model order), from the workload's blocks:
 /// the decoder's blocks spread as evenly as possible (or pipeline.layers_per_stage), the

@@ -15,6 +15,7 @@
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/units.hpp"
 
@@ -695,7 +696,7 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
             par.global_batch, w.batch_per_worker, d, d == 1 ? "" : "s", per_step));
   }
   const int64_t m = par.global_batch > 0 ? par.global_batch / per_step : 1;
-  constexpr int64_t kMaxMicroBatches = 1 << 16;
+  using limits::kMaxMicroBatches;
   if (m > kMaxMicroBatches) {
     return broken_rule("workload.global_batch",
                        fmt::format("{} micro-batches a step; at most {} (take a larger workload.micro_batch)",
@@ -718,19 +719,29 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
                   w.batch_per_worker, p * per_step));
         }
         break;
-      case PipelineSchedule::Interleaved:
-        if (m % p != 0) {
-          // Megatron-LM's interleaved schedule runs micro-batches in groups of p (with fewer the
-          // order it writes can wait on itself).
+      case PipelineSchedule::Interleaved: {
+        // Megatron-core's interleaved schedule runs micro-batches in groups of g in [p, m], the
+        // last group empty or at least p (a shorter one would wait on itself).
+        const int configured = s.pipeline.microbatch_group;
+        if (m < p) {
           return broken_rule(
               "workload.global_batch",
-              fmt::format(
-                  "the interleaved schedule runs micro-batches in groups of p = {}; the step has {} (global "
-                  "batch {} over {} replica{} of micro-batch {}): give a multiple of {} sequences",
-                  p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
-                  w.batch_per_worker, p * per_step));
+              fmt::format("the interleaved schedule runs micro-batches in groups of at least p = {}; the step "
+                          "has {} (global batch {} over {} replica{} of micro-batch {}): give at least {} "
+                          "sequences",
+                          p, m, par.global_batch > 0 ? par.global_batch : per_step, d, d == 1 ? "" : "s",
+                          w.batch_per_worker, p * per_step));
+        }
+        if (configured > 0 && interleaved_group(configured, p, m) == 0) {
+          return broken_rule(
+              "training.pipeline.microbatch_group",
+              fmt::format("a group of {} micro-batches does not fit the interleaved schedule's {} micro-batches "
+                          "on p = {} stages: it must be between p and m, and leave a last group of 0 or at "
+                          "least p (here {}); 'auto' picks {}",
+                          configured, m, p, m % configured, interleaved_group(0, p, m)));
         }
         break;
+      }
     }
   }
   // Blocks enough for the chunks (and a layers_per_stage that adds up): the split throws.

@@ -71,6 +71,13 @@ class RankLayout {
 /// Assumes they divide (validate() checks).
 [[nodiscard]] int micro_batches(const ParallelConfig& parallel, int workers, int micro_batch);
 
+/// Megatron-core's micro-batch group of the interleaved schedule (microbatch_group_size_per_vp_stage)
+/// for m micro-batches on p stages: `configured` (pipeline.microbatch_group) when it is valid, that
+/// is in [p, m] with a last group m mod g of 0 or at least p (a shorter one would wait on itself);
+/// with 0, the smallest valid group (p when m is a multiple of p). 0 when there is none (m < p, or
+/// a configured group out of those bounds).
+[[nodiscard]] int interleaved_group(int configured, int p, int64_t m);
+
 /// Samples (sequences) each worker's step accounts for, so that summed over the workers they are
 /// the step's batch: `batch_per_worker`, or under a composed layout the d replicas' m
 /// micro-batches of `batch_per_worker` sequences shared by each replica's t c p ranks.

@@ -377,6 +377,10 @@ struct PipelineConfig {
   /// Count the embedding and the loss (the head) as one block each when splitting (Megatron's
   /// --account-for-embedding-in-pipeline-split and ...-loss-...).
   bool account_for_embedding = false;
+  /// Interleaved: micro-batches run through the chunks in groups of this many (Megatron-core's
+  /// microbatch_group_size_per_vp_stage, in [p, m], the last group 0 or at least p); 0: the
+  /// smallest such group (p when m is a multiple of p).
+  int microbatch_group = 0;
   bool operator==(const PipelineConfig&) const = default;
 };
 
