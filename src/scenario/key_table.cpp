@@ -1176,6 +1176,8 @@ std::vector<KeyDef> make_table() {
         "training.allreduce.algorithm", "ring", enum_choices<AllReduceAlgorithm>(),
         "collective algorithm; auto: ring or tree for each bucket, as NCCL's tuner picks",
         [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; });
+    // Not applied when absent (the field's default is ring), so that algorithm_given means named.
+    algorithm.apply_default = false;
     auto parse = algorithm.apply;
     algorithm.apply = [parse](const RawValue& v, Draft& d) {
       parse(v, d);
