@@ -629,15 +629,39 @@ std::string size_argument(const py::handle& value, const char* argument) {
 /// `stepcast calibrate`'s answer (nccl-tests or gemm).
 struct PyCalibration : PyAnswer {};
 
-PyCalibration calibrate_nccl_tests(const py::object& log, int workers, int workers_per_node,
+PyCalibration calibrate_nccl_tests(const py::object& log, const py::object& workers, int workers_per_node,
                                    const std::string& format, bool in_place, const py::object& fit,
                                    int max_regimes, const py::object& min_size, const py::object& max_size,
-                                   const py::object& output) {
+                                   const py::object& output, const std::string& gpu_generation,
+                                   const std::string& cpu_vendor, int nics_per_node) {
   // The library fits as `stepcast calibrate nccl-tests` does (sweep/calibrate.hpp); errors name
   // the arguments by their names here (the request's option_name left empty).
   stepcast::sweep::NcclTestsRequest request;
-  request.log = path_argument(log, "log");
-  request.workers = workers;
+  // One log and its ranks, or a list of each (the same nodes at several node counts).
+  const bool several = py::isinstance<py::list>(log) || py::isinstance<py::tuple>(log);
+  std::vector<std::string> logs;
+  std::vector<int> counts;
+  if (several) {
+    for (const py::handle item : log) logs.push_back(path_argument(item, "log"));
+    if (!(py::isinstance<py::list>(workers) || py::isinstance<py::tuple>(workers))) {
+      throw py::type_error("workers: expected a list of rank counts, one per log");
+    }
+    for (const py::handle item : workers) counts.push_back(item.cast<int>());
+    if (logs.empty() || counts.size() != logs.size()) {
+      throw py::value_error(fmt::format("workers: expected one rank count per log: {} logs, {} counts",
+                                        logs.size(), counts.size()));
+    }
+  } else {
+    logs.push_back(path_argument(log, "log"));
+    counts.push_back(workers.cast<int>());
+  }
+  request.log = logs.front();
+  request.workers = counts.front();
+  request.more_logs.assign(logs.begin() + 1, logs.end());
+  request.more_workers.assign(counts.begin() + 1, counts.end());
+  request.gpu_generation = gpu_generation;
+  request.cpu_vendor = cpu_vendor;
+  request.nics_per_node = nics_per_node;
   request.workers_per_node = workers_per_node;
   request.format = format;
   request.in_place = in_place;
@@ -971,9 +995,12 @@ PYBIND11_MODULE(stepcast, m) {
         py::arg("workers_per_node") = 1, py::arg("format") = "auto", py::arg("in_place") = false,
         py::arg("fit") = py::none(), py::arg("max_regimes") = 4, py::arg("min_size") = "0",
         py::arg("max_size") = py::none(), py::arg("output") = py::none(),
+        py::arg("gpu_generation") = "hopper", py::arg("cpu_vendor") = "intel", py::arg("nics_per_node") = 1,
         "Fits the ring all-reduce's latency and bandwidth to an nccl-tests all_reduce_perf log (or an XLA\n"
         "collective perf table), as `stepcast calibrate nccl-tests --json`: workers ranks, workers_per_node\n"
-        "per node; format 'auto', 'nccl-tests' or 'xla'; fit 'endpoints' (default), 'least-squares',\n"
+        "per node; log and workers may be lists (the same nodes at several node counts, fitted together\n"
+        "by fit='nccl'); gpu_generation, cpu_vendor, nics_per_node describe the nodes for fit='nccl'; format "
+        "'auto', 'nccl-tests' or 'xla'; fit 'endpoints' (default), 'least-squares',\n"
         "'regimes' or 'nccl'; min_size / max_size bound the fitted sizes (bytes or '1MiB'); output: write\n"
         "the cluster keys there as YAML. Without fit, a RuntimeWarning names a better fit when the default\n"
         "is more than 10% off. Returns a Calibration (to_dict(), to_json(), text()).");

@@ -412,6 +412,17 @@ def test_calibrate_nccl_tests_equals_the_commands_json(tmp_path):
         "calibrate", "nccl-tests", xla, "--workers", 8, "--format", "xla")
 
 
+def test_calibrate_nccl_tests_fits_several_node_counts_as_the_command():
+    # Lists of logs and rank counts: the same nodes at several node counts, fitted together.
+    log = SEEDS / "collective_log" / "nccl-tests.log"
+    python = stepcast.calibrate_nccl_tests([log, log], workers=[8, 16], workers_per_node=2, nics_per_node=2)
+    assert python.to_dict() == cli_json("calibrate", "nccl-tests", log, log, "--workers", "8,16",
+                                        "--workers-per-node", 2, "--nics-per-node", 2)
+    nccl = python.to_dict()["nccl"]
+    assert nccl["net_latency_scale"] is not None
+    assert [n["nodes"] for n in nccl["node_counts"]] == [4, 8]
+
+
 def test_calibrate_nccl_tests_writes_the_same_keys(tmp_path):
     log = tmp_path / "ar.log"
     log.write_text(RING_LOG)

@@ -196,49 +196,87 @@ void summarise(Calibration& c, bool loo, Scored scored) {
   }
 }
 
-// FitMethod::Nccl on the eligible sizes (ascending, distinct, at least two). Every link of the
-// calibrated cluster runs at a multiple of B and every latency constant is lambda times NCCL's,
-// so each candidate c (ring or tree, one protocol) costs lambda L_c + S sum_p F_p max(1 / cap_c,
-// P_p / (e_c B)) exactly (scheme::pattern_costs: L_c, F_p and P_p from its plan at lambda = 1,
-// B = 1 GB/s; e_c its efficiency; cap_c its bus-bandwidth cap, which depends on B through the
-// channel count and on the LL cap): the search over (lambda, B, LL cap) never rebuilds a plan.
-Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::vector<Measurement>& eligible,
-                           int workers, const FitOptions& options) {
+// One sweep of an NCCL fit: every measured size, the eligible ones (ascending, distinct, at least
+// two) and its ranks.
+struct NcclGroup {
+  const std::vector<Measurement>* points = nullptr;
+  std::vector<Measurement> eligible;
+  int workers = 2;
+};
+
+// FitMethod::Nccl on one sweep or on sweeps at several node counts. Every link of the calibrated
+// cluster runs at a multiple of B and every latency constant is a scale times NCCL's (lambda on the
+// base latencies and the hops inside a node, lambda_net on the hops between nodes, equal to lambda
+// unless the sweeps span two node counts or more), so each candidate c (ring or tree, one protocol)
+// of a sweep costs lambda L_c + lambda_net H_c + S sum_p F_p max(1 / cap_c, P_p / (e_c B)) exactly
+// (scheme::pattern_costs: L_c, H_c, F_p and P_p from its plan at unit scales and B = 1 GB/s; e_c
+// its efficiency; cap_c its bus-bandwidth cap, which depends on B through the channel count, on
+// the node count through NCCL's tables, and on the LL cap): the search over (lambda, lambda_net, B,
+// LL cap) never rebuilds a plan.
+Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOptions& options) {
+  STEPCAST_ASSERT(!groups.empty());
   const int per_node = options.workers_per_node;
-  if (per_node < 1 || per_node > workers) {
-    throw Error({"", 0, "--workers-per-node"},
-                fmt::format("expected an integer in [1, --workers = {}], got {}", workers, per_node));
+  for (const NcclGroup& g : groups) {
+    if (per_node < 1 || per_node > g.workers) {
+      throw Error({"", 0, "--workers-per-node"},
+                  fmt::format("expected an integer in [1, --workers = {}], got {}", g.workers, per_node));
+    }
   }
+  const int workers = groups.front().workers;
   constexpr double kReferenceBw = 1e9;
-  const NcclFit reference{workers, per_node, kReferenceBw, 1};
-  const cluster::Cluster cluster = cluster::build_cluster(reference.spec(workers));
+  NcclFit reference{workers, per_node, kReferenceBw, 1};
+  reference.gpu_generation = options.gpu_generation;
+  reference.cpu_vendor = options.cpu_vendor;
+  reference.nics_per_node = options.nics_per_node;
+  // The network hops' latency is told apart from the rest only by sweeps at two node counts or
+  // more (at one, the ring's 2(M-1) and the tree's 2 floor(log2 M) network hops are fixed numbers).
+  std::vector<int> node_counts;
+  for (const NcclGroup& g : groups) node_counts.push_back((g.workers + per_node - 1) / per_node);
+  std::sort(node_counts.begin(), node_counts.end());
+  const bool split = std::unique(node_counts.begin(), node_counts.end()) - node_counts.begin() > 1;
   struct Candidate {
     bool tree = false;
     cluster::NcclProtocol protocol = cluster::NcclProtocol::Simple;
-    double latency = 0;  // s at lambda = 1
+    double latency = 0;      // s at unit scales, all but the network hops
+    double net_latency = 0;  // s at unit scales, the network hops
     double efficiency = 1;
     std::vector<scheme::PatternCost> patterns;  // at B = kReferenceBw
   };
-  std::vector<Candidate> candidates;
-  for (scheme::AllReduceAlgorithm algorithm :
-       {scheme::AllReduceAlgorithm::Ring, scheme::AllReduceAlgorithm::Tree}) {
-    for (const auto& [protocol, nccl_protocol] :
-         {std::pair{scheme::CollectiveProtocol::LL, cluster::NcclProtocol::LL},
-          std::pair{scheme::CollectiveProtocol::LL128, cluster::NcclProtocol::LL128},
-          std::pair{scheme::CollectiveProtocol::Simple, cluster::NcclProtocol::Simple}}) {
-      const scheme::AllReducePlanner planner(cluster, algorithm, protocol);
-      const scheme::AllReducePlanner::Choice choice = planner.choose(1);
-      const scheme::CollectivePlan& plan = planner.plan(choice);
-      candidates.push_back({algorithm == scheme::AllReduceAlgorithm::Tree, nccl_protocol,
-                            scheme::collective_cost(cluster, plan, choice.terms).latency,
-                            choice.terms.protocol->efficiency, scheme::pattern_costs(cluster, plan)});
+  std::vector<std::vector<Candidate>> candidates(groups.size());
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const int ranks = groups[gi].workers;
+    NcclFit without_net = reference;
+    without_net.net_latency_scale = 0.0;
+    const cluster::Cluster cluster = cluster::build_cluster(reference.spec(ranks));
+    const cluster::Cluster local = cluster::build_cluster(without_net.spec(ranks));
+    for (scheme::AllReduceAlgorithm algorithm :
+         {scheme::AllReduceAlgorithm::Ring, scheme::AllReduceAlgorithm::Tree}) {
+      for (const auto& [protocol, nccl_protocol] :
+           {std::pair{scheme::CollectiveProtocol::LL, cluster::NcclProtocol::LL},
+            std::pair{scheme::CollectiveProtocol::LL128, cluster::NcclProtocol::LL128},
+            std::pair{scheme::CollectiveProtocol::Simple, cluster::NcclProtocol::Simple}}) {
+        const scheme::AllReducePlanner planner(cluster, algorithm, protocol);
+        const scheme::AllReducePlanner::Choice choice = planner.choose(1);
+        const scheme::CollectivePlan& plan = planner.plan(choice);
+        const double all = scheme::collective_cost(cluster, plan, choice.terms).latency;
+        const scheme::AllReducePlanner local_planner(local, algorithm, protocol);
+        const scheme::AllReducePlanner::Choice local_choice = local_planner.choose(1);
+        const double rest =
+            scheme::collective_cost(local, local_planner.plan(local_choice), local_choice.terms).latency;
+        candidates[gi].push_back({algorithm == scheme::AllReduceAlgorithm::Tree, nccl_protocol, rest,
+                                  std::max(0.0, all - rest), choice.terms.protocol->efficiency,
+                                  scheme::pattern_costs(cluster, plan)});
+      }
     }
   }
-  // Seconds per byte of each candidate at (B, LL cap; 0: NCCL's table).
-  auto per_byte = [&](double bw, double ll_bw) {
-    const cluster::ClusterSpec spec = NcclFit{workers, per_node, bw, 1, ll_bw}.spec(workers);
+  // Seconds per byte of each candidate of sweep gi at (B, LL cap; 0: NCCL's table).
+  auto per_byte = [&](size_t gi, double bw, double ll_bw) {
+    NcclFit at = reference;
+    at.nic_bw = bw;
+    at.ll_bw = ll_bw;
+    const cluster::ClusterSpec spec = at.spec(groups[gi].workers);
     std::vector<double> out;
-    for (const Candidate& c : candidates) {
+    for (const Candidate& c : candidates[gi]) {
       const double cap = cluster::nccl_bus_bw_cap(spec, c.tree, c.protocol);
       double sum = 0;
       for (const scheme::PatternCost& p : c.patterns)
@@ -247,59 +285,64 @@ Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::ve
     }
     return out;
   };
-  auto objective = [&](double log_lambda, double log_bw, double ll_bw) {
-    const double lambda = std::exp(log_lambda), bw = std::exp(log_bw);
-    const std::vector<double> k = per_byte(bw, ll_bw);
+  auto objective = [&](double log_lambda, double log_net, double log_bw, double ll_bw) {
+    const double lambda = std::exp(log_lambda), net = std::exp(log_net), bw = std::exp(log_bw);
     double sum = 0;
-    for (const Measurement& m : eligible) {
-      double best = kInfinity;
-      for (size_t i = 0; i < candidates.size(); ++i)
-        best = std::min(best, lambda * candidates[i].latency + m.bytes * k[i]);
-      const double e = (best - m.time) / m.time;
-      sum += e * e;
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const std::vector<double> k = per_byte(gi, bw, ll_bw);
+      const std::vector<Candidate>& cs = candidates[gi];
+      for (const Measurement& m : groups[gi].eligible) {
+        double best = kInfinity;
+        for (size_t i = 0; i < cs.size(); ++i)
+          best = std::min(best, lambda * cs[i].latency + net * cs[i].net_latency + m.bytes * k[i]);
+        const double e = (best - m.time) / m.time;
+        sum += e * e;
+      }
     }
     return sum;
   };
-  // A grid over (lambda 1e-2 .. 1e3, B 1 MB/s .. 1 PB/s) with NCCL's caps, then coordinate
-  // refinement with a shrinking step: the objective is a sum of min-of-lines terms, piecewise
-  // smooth, not convex. Then the LL cap is freed (a grid over it, and all three refined): kept
-  // only if it gains more than kNcclCapGain.
+  // A grid over (lambda = lambda_net 1e-2 .. 1e3, B 1 MB/s .. 1 PB/s) with NCCL's caps, then
+  // coordinate refinement with a shrinking step (lambda_net freed when several node counts
+  // determine it): the objective is a sum of min-of-lines terms, piecewise smooth, not convex.
+  // Then the LL cap is freed (a grid over it, and all refined): kept only if it gains more than
+  // kNcclCapGain.
   const double l_lo = std::log(1e-2), l_hi = std::log(1e3), b_lo = std::log(1e6),
                b_hi = std::log(limits::kMaxBandwidth);
   constexpr int kGrid = 120;
   struct Point {
-    double l = 0, b = 0, cap = 0;  // log lambda, log B, log LL cap (cap unused when table)
+    double l = 0, n = 0, b = 0, cap = 0;  // log lambda, log lambda_net, log B, log LL cap
     double value = kInfinity;
   };
+  auto value_of = [&](const Point& q, bool free_cap) {
+    return objective(q.l, split ? q.n : q.l, q.b, free_cap ? std::exp(q.cap) : 0.0);
+  };
   auto refine = [&](Point p, bool free_cap, double first_step) {
-    auto value_at = [&](const Point& q) { return objective(q.l, q.b, free_cap ? std::exp(q.cap) : 0.0); };
     for (double step = first_step; step > 1e-9; step /= 2) {
       for (bool moved = true; moved;) {
         moved = false;
-        for (const auto& [dl, db, dc] : {std::tuple{step, 0.0, 0.0},
-                                         {-step, 0.0, 0.0},
-                                         {0.0, step, 0.0},
-                                         {0.0, -step, 0.0},
-                                         {0.0, 0.0, step},
-                                         {0.0, 0.0, -step}}) {
-          if (dc != 0 && !free_cap) continue;
-          Point q{p.l + dl, p.b + db, p.cap + dc};
-          q.value = value_at(q);
-          if (q.value < p.value) {
-            p = q;
-            moved = true;
+        for (int axis = 0; axis < 4; ++axis) {
+          if ((axis == 1 && !split) || (axis == 3 && !free_cap)) continue;
+          for (const double d : {step, -step}) {
+            Point q = p;
+            (axis == 0 ? q.l : axis == 1 ? q.n : axis == 2 ? q.b : q.cap) += d;
+            q.value = value_of(q, free_cap);
+            if (q.value < p.value) {
+              p = q;
+              moved = true;
+            }
           }
         }
       }
     }
+    if (!split) p.n = p.l;
     return p;
   };
   Point table;
   for (int i = 0; i <= kGrid; ++i) {
     for (int j = 0; j <= kGrid; ++j) {
       const double l = l_lo + (l_hi - l_lo) * i / kGrid, b = b_lo + (b_hi - b_lo) * j / kGrid;
-      const double v = objective(l, b, 0);
-      if (v < table.value) table = {l, b, 0, v};
+      const double v = objective(l, l, b, 0);
+      if (v < table.value) table = {l, l, b, 0, v};
     }
   }
   table = refine(table, false, (l_hi - l_lo) / kGrid);
@@ -307,31 +350,38 @@ Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::ve
   capped.value = kInfinity;
   const double c_lo = std::log(1e8), c_hi = std::log(1e13);  // 0.1 GB/s .. 10 TB/s
   for (int i = 0; i <= kGrid; ++i) {
-    const double cap = c_lo + (c_hi - c_lo) * i / kGrid;
-    const double v = objective(table.l, table.b, std::exp(cap));
-    if (v < capped.value) capped = {table.l, table.b, cap, v};
+    Point q = table;
+    q.cap = c_lo + (c_hi - c_lo) * i / kGrid;
+    q.value = value_of(q, true);
+    if (q.value < capped.value) capped = q;
   }
   capped = refine(capped, true, (c_hi - c_lo) / kGrid);
   // The freed search may also have left a local minimum of (lambda, B): the table refined from
   // where it ended, so that the gain compared is the cap's alone.
   Point from_capped = capped;
-  from_capped.value = objective(capped.l, capped.b, 0);
+  from_capped.value = value_of(capped, false);
   from_capped = refine(from_capped, false, (l_hi - l_lo) / kGrid);
   if (from_capped.value < table.value) table = from_capped;
   // The gain is relative to the table's error, but a sweep both reproduce to rounding (the model's
   // own) is no evidence: errors below kNoise per size count as none.
   constexpr double kNoise = 1e-4;
-  const double floor = static_cast<double>(eligible.size()) * kNoise * kNoise;
+  size_t eligible_count = 0;
+  for (const NcclGroup& g : groups) eligible_count += g.eligible.size();
+  const double floor = static_cast<double>(eligible_count) * kNoise * kNoise;
   const double gain = std::max(0.0, (table.value - capped.value) / (table.value + floor));
   const bool fit_cap = gain > kNcclCapGain;
   const Point best = fit_cap ? capped : table;
   Calibration c;
   c.options = options;
   c.fit.workers = workers;
-  c.nccl = {workers, per_node, std::exp(best.b), std::exp(best.l), fit_cap ? std::exp(best.cap) : 0.0};
+  c.nccl = reference;
+  c.nccl.nic_bw = std::exp(best.b);
+  c.nccl.latency_scale = std::exp(best.l);
+  if (split) c.nccl.net_latency_scale = std::exp(best.n);
+  c.nccl.ll_bw = fit_cap ? std::exp(best.cap) : 0.0;
   c.nccl_ll_fitted_bw = std::exp(capped.cap);
   c.nccl_ll_gain = gain;
-  for (const Measurement& m : points) {
+  for (const Measurement& m : *groups.front().points) {
     const bool used = m.bytes >= options.min_bytes && m.bytes <= options.max_bytes;
     SizeError e = score(m, c.nccl.time(m.bytes), used);
     e.loo_predicted = e.predicted;
@@ -344,6 +394,13 @@ Calibration calibrate_nccl(const std::vector<Measurement>& points, const std::ve
     return e.bytes >= options.report_min_bytes && !e.used;
   });
   summarise(c, /*loo=*/false, [&](const SizeError& e) { return c.summary_in_sample || !e.used; });
+  if (groups.size() > 1) {
+    for (const NcclGroup& g : groups) {
+      NodeCountScore s = score_node_count(c.nccl, *g.points, g.workers, options.report_min_bytes);
+      for (SizeError& e : s.sizes) e.used = e.bytes >= options.min_bytes && e.bytes <= options.max_bytes;
+      c.node_counts.push_back(std::move(s));
+    }
+  }
   return c;
 }
 
@@ -482,7 +539,8 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
                     options.min_bytes, options.max_bytes, eligible.size()));
   }
   if (options.method == FitMethod::Regimes) return calibrate_regimes(points, eligible, workers, options);
-  if (options.method == FitMethod::Nccl) return calibrate_nccl(points, eligible, workers, options);
+  if (options.method == FitMethod::Nccl)
+    return calibrate_nccl({NcclGroup{&points, eligible, workers}}, options);
   std::vector<Measurement> used;
   if (options.method == FitMethod::Endpoints) {
     used = {eligible.front(), eligible.back()};
@@ -531,16 +589,73 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
   return c;
 }
 
+Calibration calibrate_nccl_sweeps(const std::vector<NodeCountSweep>& sweeps, const FitOptions& options) {
+  if (sweeps.empty()) throw Error({"", 0, "--workers"}, "expected at least one sweep");
+  std::vector<NcclGroup> groups;
+  for (const NodeCountSweep& sweep : sweeps) {
+    if (sweep.workers < 2) {
+      throw Error({"", 0, "--workers"},
+                  fmt::format("expected at least 2 workers for an all-reduce, got {}", sweep.workers));
+    }
+    NcclGroup g{&sweep.points, {}, sweep.workers};
+    for (const Measurement& m : sweep.points) {
+      if (m.bytes >= options.min_bytes && m.bytes <= options.max_bytes) g.eligible.push_back(m);
+    }
+    std::sort(g.eligible.begin(), g.eligible.end(),
+              [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
+    groups.push_back(std::move(g));
+  }
+  size_t eligible = 0;
+  for (const NcclGroup& g : groups) eligible += g.eligible.size();
+  if (eligible < 2) {
+    throw Error({"", 0, "--min-size"},
+                fmt::format("expected at least two sizes in [{}, {}] B to fit latency and bandwidth, got {}",
+                            options.min_bytes, options.max_bytes, eligible));
+  }
+  FitOptions o = options;
+  o.method = FitMethod::Nccl;
+  return calibrate_nccl(groups, o);
+}
+
+NodeCountScore score_node_count(const NcclFit& fit, const std::vector<Measurement>& points, int workers,
+                                double report_min_bytes) {
+  NodeCountScore s;
+  s.workers = workers;
+  s.nodes = fit.spec(workers).num_worker_nodes();
+  std::vector<double> summary;
+  for (const Measurement& m : points) {
+    SizeError e = score(m, fit.time(m.bytes, workers), false);
+    e.loo_predicted = e.predicted;
+    e.loo_error = e.error;
+    if (m.bytes >= report_min_bytes) summary.push_back(std::abs(e.error));
+    s.sizes.push_back(e);
+  }
+  std::sort(s.sizes.begin(), s.sizes.end(),
+            [](const SizeError& a, const SizeError& b) { return a.bytes < b.bytes; });
+  s.summary_count = static_cast<int>(summary.size());
+  if (!summary.empty()) {
+    s.median_error = median(summary);
+    s.max_error = *std::max_element(summary.begin(), summary.end());
+  }
+  return s;
+}
+
 cluster::ClusterSpec NcclFit::spec(int ranks) const {
   cluster::ClusterSpec s;
   s.workers = ranks;
   s.workers_per_node = std::min(workers_per_node, ranks);
   s.nic_bw = nic_bw;
+  s.nics_per_node = std::clamp(nics_per_node, 1, s.workers_per_node);
+  s.gpu_generation = gpu_generation;
+  s.cpu_vendor = cpu_vendor;
   s.intra_node_bw = kNcclIntraToNic * nic_bw;
   for (cluster::NcclCost* costs : {s.nccl.ring, s.nccl.tree}) {
     for (int p = 0; p < cluster::kNcclProtocols; ++p) {
       costs[p].base_latency *= latency_scale;
-      for (double& hop : costs[p].hop_latency) hop *= latency_scale;
+      for (int h = 0; h < cluster::kNcclHops; ++h) {
+        const bool net = h == static_cast<int>(cluster::NcclHop::Net);
+        costs[p].hop_latency[h] *= net ? net_latency_scale.value_or(latency_scale) : latency_scale;
+      }
     }
   }
   if (ll_bw > 0) {

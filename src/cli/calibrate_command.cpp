@@ -10,7 +10,9 @@
 #include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
 #include "stepcast/enum_names.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/sweep/calibrate.hpp"
+#include "stepcast/sweep/sweep.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::cli {
@@ -32,10 +34,24 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
   nccl_tests_ = calibrate->add_subcommand(
       "nccl-tests",
       "Fit the ring all-reduce's latency and bandwidth to an all_reduce_perf log (or XLA table)");
-  nccl_tests_->add_option("log", log_, "all_reduce_perf output, or an XLA collective perf table (CSV)")
+  nccl_tests_
+      ->add_option("log", logs_,
+                   "all_reduce_perf output, or an XLA collective perf table (CSV); several: the same nodes "
+                   "at several node counts, fitted together by --fit nccl")
       ->required();
-  nccl_tests_->add_option("--workers", workers_, "Ranks in the measured all-reduce (N)")->required();
+  nccl_tests_
+      ->add_option("--workers", workers_,
+                   "Ranks in the measured all-reduce (N); with several logs one per log: 16,32,64")
+      ->required();
   nccl_tests_->add_option("--workers-per-node", workers_per_node_, "Ranks (GPUs) per node (G)")
+      ->capture_default_str();
+  nccl_tests_
+      ->add_option("--gpu-generation", gpu_generation_, "--fit nccl: volta, ampere or hopper (NCCL's tables)")
+      ->capture_default_str();
+  nccl_tests_
+      ->add_option("--cpu-vendor", cpu_vendor_, "--fit nccl: intel or amd (NCCL's LL table between nodes)")
+      ->capture_default_str();
+  nccl_tests_->add_option("--nics-per-node", nics_per_node_, "--fit nccl: network ports per node")
       ->capture_default_str();
   nccl_tests_->add_option("--format", format_, "Input format: auto, nccl-tests or xla")
       ->check(CLI::IsMember(all_names<calibrate::LogFormat>()))
@@ -99,9 +115,20 @@ int CalibrateCommand::run_gemm() const {
 int CalibrateCommand::run() const {
   if (gemm_->parsed()) return run_gemm();
   sweep::NcclTestsRequest request;
-  request.log = log_;
-  request.workers = workers_;
+  const std::vector<int> workers = sweep::parse_worker_list(workers_, "--workers");
+  if (workers.size() != logs_.size()) {
+    throw Error({"", 0, "--workers"},
+                fmt::format("expected one rank count per log: {} logs, {} counts in '{}'", logs_.size(),
+                            workers.size(), workers_));
+  }
+  request.log = logs_.front();
+  request.workers = workers.front();
+  request.more_logs.assign(logs_.begin() + 1, logs_.end());
+  request.more_workers.assign(workers.begin() + 1, workers.end());
   request.workers_per_node = workers_per_node_;
+  request.gpu_generation = gpu_generation_;
+  request.cpu_vendor = cpu_vendor_;
+  request.nics_per_node = nics_per_node_;
   request.format = format_;
   request.in_place = in_place_;
   if (nccl_tests_->count("--fit") > 0) request.fit = fit_;

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace stepcast::cli {
 
@@ -37,9 +38,12 @@ class CalibrateCommand {
   std::string gemm_check_;
   std::string gemm_output_;
   bool gemm_json_ = false;
-  std::string log_;
-  int workers_ = 0;
+  std::vector<std::string> logs_;
+  std::string workers_;  // a count per log: "16" or "16,32,64"
   int workers_per_node_ = 1;
+  std::string gpu_generation_ = "hopper";
+  std::string cpu_vendor_ = "intel";
+  int nics_per_node_ = 1;
   std::string format_ = "auto";
   bool in_place_ = false;
   std::string fit_ = "endpoints";

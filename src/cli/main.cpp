@@ -424,9 +424,11 @@ int main(int argc, char** argv) {
       "--algorithm", coll.algorithm,
       "All-reduce algorithm: ring, tree, halving_doubling, hierarchical, hdrm, auto (default: "
       "the scenario's, ring without one)");
-  collective->add_option("--protocol", coll.protocol,
-                         "links (the links alone), ll, ll128, simple (NCCL's model of that protocol) or "
-                         "auto (the fastest); default links, auto with --algorithm auto");
+  collective->add_option(
+      "--protocol", coll.protocol,
+      "links (the links alone), ll, ll128, simple (NCCL's model of that protocol) or "
+      "auto (the fastest); default auto where --algorithm (or the scenario) names ring, tree "
+      "or auto, links otherwise");
   collective->add_option("--size", coll.sizes, "Bytes per worker, e.g. 100MB, or a list: 1MB,16MB,256MB")
       ->capture_default_str();
   collective->add_option("--scenario", coll_scenario, "Take the cluster from this scenario file");

@@ -104,6 +104,30 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
     json.number(c.nccl.nic_bw);
     json.key("latency_scale");
     json.number(c.nccl.latency_scale);
+    // The network hops' own scale, fitted across node counts; null: latency_scale (one node count).
+    json.key("net_latency_scale");
+    if (c.nccl.net_latency_scale) {
+      json.number(*c.nccl.net_latency_scale);
+    } else {
+      json.null();
+    }
+    json.key("node_counts");
+    json.begin_array();
+    for (const calibrate::NodeCountScore& n : c.node_counts) {
+      json.begin_object();
+      json.key("workers");
+      json.number(n.workers);
+      json.key("nodes");
+      json.number(n.nodes);
+      json.key("median_error");
+      json.number(n.median_error);
+      json.key("max_error");
+      json.number(n.max_error);
+      json.key("summary_count");
+      json.number(n.summary_count);
+      json.end_object();
+    }
+    json.end_array();
     // LL's cap: fitted, or null when NCCL's table (by node count) stays.
     json.key("ll_bandwidth_Bps");
     if (c.nccl.ll_bw > 0) {

@@ -2,6 +2,7 @@
 // header naming the source, model and fit, and the YAML scenario fragment of the fitted keys.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -162,11 +163,36 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
            prefix +
            "  Simple, the fastest for each size; NCCL 2.18's latency constants x lambda, node NIC B\n";
     out += fmt::format("{}fit: nccl ({})\n", prefix, used);
-    out += fmt::format("{}B = {:.6g} GB/s per node NIC (intra-node links {:g} x B), lambda = {:.4g}\n",
-                       prefix, c.nccl.nic_bw / 1e9, calibrate::kNcclIntraToNic, c.nccl.latency_scale);
-    const double table_ll = cluster::nccl_max_bw(
-        NcclFit{c.nccl.workers, c.nccl.workers_per_node, c.nccl.nic_bw, 1, 0}.spec(fit.workers), false,
-        cluster::NcclProtocol::LL);
+    out += fmt::format(
+        "{}B = {:.6g} GB/s per NIC, {} per node (intra-node links {:g} x B), lambda = {:.4g}\n", prefix,
+        c.nccl.nic_bw / 1e9, spec.nics_per_node, calibrate::kNcclIntraToNic, c.nccl.latency_scale);
+    // What holds at every node count (fitted) apart from what changes with it, and which of the
+    // latter the sweeps identified.
+    const size_t counts = std::max<size_t>(1, c.node_counts.size());
+    out += fmt::format(
+        "{}the same at every node count (fitted): B, lambda (base latencies, hops inside a node)\n", prefix);
+    if (c.nccl.net_latency_scale) {
+      out += fmt::format(
+          "{}changes with the node count M: network hops (ring 2(M-1), tree 2 floor(log2 M)) x NCCL's hop "
+          "latency x lambda_net = {:.4g}, fitted across {} node counts\n",
+          prefix, *c.nccl.net_latency_scale, counts);
+    } else {
+      out += fmt::format(
+          "{}changes with the node count M: network hops (ring 2(M-1), tree 2 floor(log2 M)) x NCCL's hop "
+          "latency x lambda; not identified\n{}  from one node count (its own scale needs sweeps at two "
+          "or more: `calibrate nccl-tests a.log b.log --workers N1,N2`)\n",
+          prefix, prefix);
+    }
+    out += fmt::format(
+        "{}not identified from the sweep{}, kept as NCCL's: channels per NIC (NCCL's rule: {} at this node "
+        "count), the\n{}  protocol caps by node count (NCCL's tables), the protocol switch points (NCCL's "
+        "tuner picks the\n{}  fastest; a network plugin's own thresholds are not modelled)\n",
+        prefix, counts > 1 ? "s" : "", cluster::nccl_channels(spec), prefix, prefix);
+    NcclFit table_fit = c.nccl;
+    table_fit.latency_scale = 1;
+    table_fit.ll_bw = 0;
+    const double table_ll =
+        cluster::nccl_max_bw(table_fit.spec(fit.workers), false, cluster::NcclProtocol::LL);
     out += fmt::format(
         "{}LL's cap = {:.6g} GB/s of bus bandwidth ({}); NCCL's table at {} nodes: {:.6g} GB/s; the sweep\n",
         prefix, cluster::nccl_max_bw(spec, false, cluster::NcclProtocol::LL) / 1e9,
@@ -186,6 +212,15 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
   }
   out += prefix + "\n";
   out += error_table(c, prefix);
+  for (const NodeCountScore& n : c.node_counts) {
+    out += fmt::format(
+        "{}{} nodes ({} ranks): median |error| {:.1f}%, max {:.1f}% over {} sizes >= {:.0f} B{}\n", prefix,
+        n.nodes, n.workers, n.median_error * 100, n.max_error * 100, n.summary_count,
+        c.options.report_min_bytes,
+        std::all_of(n.sizes.begin(), n.sizes.end(), [](const SizeError& e) { return e.used; })
+            ? " (in sample)"
+            : "");
+  }
   return strip_trailing_spaces(out);
 }
 
@@ -204,7 +239,13 @@ std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
   out += fmt::format(
       "    bandwidth: {}  # {:g} x B so the network stays the bottleneck; raise to the real link figure\n",
       bandwidth_value(spec.intra_node_bw), calibrate::kNcclIntraToNic);
-  out += fmt::format("  nccl:  # NCCL 2.18's latency constants x lambda = {:.6g}\n", c.nccl.latency_scale);
+  out +=
+      c.nccl.net_latency_scale
+          ? fmt::format(
+                "  nccl:  # NCCL 2.18's latency constants x lambda = {:.6g}, network hops x lambda_net = "
+                "{:.6g}\n",
+                c.nccl.latency_scale, *c.nccl.net_latency_scale)
+          : fmt::format("  nccl:  # NCCL 2.18's latency constants x lambda = {:.6g}\n", c.nccl.latency_scale);
   for (const bool tree : {false, true}) {
     out += fmt::format("    {}:\n", tree ? "tree" : "ring");
     for (int p = 0; p < cluster::kNcclProtocols; ++p) {

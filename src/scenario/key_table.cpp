@@ -1171,18 +1171,31 @@ std::vector<KeyDef> make_table() {
          double bw = s.scheme.ps.apply_bw;
          return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
        }});
-  t.push_back(choice_key(
-      "training.allreduce.algorithm", "ring", enum_choices<AllReduceAlgorithm>(),
-      "collective algorithm; auto: ring or tree for each bucket, as NCCL's tuner picks",
-      [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; }));
+  {
+    KeyDef algorithm = choice_key(
+        "training.allreduce.algorithm", "ring", enum_choices<AllReduceAlgorithm>(),
+        "collective algorithm; auto: ring or tree for each bucket, as NCCL's tuner picks",
+        [](auto& s) -> auto& { return s.scheme.allreduce.algorithm; });
+    // Not applied when absent (the field's default is ring), so that algorithm_given means named.
+    algorithm.apply_default = false;
+    auto parse = algorithm.apply;
+    algorithm.apply = [parse](const RawValue& v, Draft& d) {
+      parse(v, d);
+      d.algorithm_given = true;
+    };
+    t.push_back(std::move(algorithm));
+  }
   {
     KeyDef protocol = choice_key(
-        "training.allreduce.protocol", "links (auto with algorithm auto)", enum_choices<CollectiveProtocol>(),
+        "training.allreduce.protocol",
+        "links (auto where ring, tree or auto is named, without collective_regimes)",
+        enum_choices<CollectiveProtocol>(),
         "how a collective step costs: links = the links' latency and bandwidth (and "
         "cluster.collective_regimes); ll, ll128, simple = NCCL's tuning model of that protocol "
-        "(cluster.nccl.*); auto = the fastest of the three for each bucket",
+        "(cluster.nccl.*); auto = the fastest of the three for each bucket. Default: auto when "
+        "training.allreduce.algorithm names one of NCCL's (ring, tree, auto), links otherwise",
         [](auto& s) -> auto& { return s.scheme.allreduce.protocol; });
-    protocol.apply_default = false;  // scenario.cpp: auto when the algorithm is auto
+    protocol.apply_default = false;  // scenario.cpp: auto when an NCCL algorithm is named
     auto parse = protocol.apply;
     protocol.apply = [parse](const RawValue& v, Draft& d) {
       parse(v, d);

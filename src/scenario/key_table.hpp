@@ -31,6 +31,7 @@ struct Draft {
   bool name_given = false;
   bool model_given = false;
   bool protocol_given = false;                ///< training.allreduce.protocol
+  bool algorithm_given = false;               ///< training.allreduce.algorithm
   std::optional<RawValue> custom_topology;    ///< cluster.custom, read once the NIC bandwidth is known
   std::optional<RawValue> compute_cv_auto;    ///< workload.compute_cv: auto, checked against the profile
   std::vector<std::string> transformer_keys;  ///< workload.transformer.* fields given

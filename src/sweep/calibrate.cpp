@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
 #include "stepcast/detail/calibrate/gemm_calibration.hpp"
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
@@ -102,26 +103,64 @@ NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
     }
     const LogFormat format = choice_of<LogFormat>(request, request.format, "format");
     calibrate::FitOptions options;
-    options.method = choice_of<FitMethod>(request, request.fit.value_or("endpoints"), "fit");
+    const bool several = !request.more_logs.empty();
+    if (request.more_workers.size() != request.more_logs.size()) {
+      throw bad("workers", fmt::format("expected one rank count per sweep: {} sweeps, {} counts",
+                                       request.more_logs.size() + 1, request.more_workers.size() + 1));
+    }
+    options.method =
+        choice_of<FitMethod>(request, request.fit.value_or(several ? "nccl" : "endpoints"), "fit");
+    if (several && options.method != FitMethod::Nccl) {
+      throw bad("fit", fmt::format("several sweeps are fitted together only by nccl, got {}",
+                                   calibrate::to_string(options.method)));
+    }
+    for (const int more : request.more_workers) {
+      if (more < 2 || more > kMaxWorkers || more < request.workers_per_node) {
+        throw bad("workers", fmt::format("expected integers in [max(2, {}), {}], got {}",
+                                         option_name_of(request, "workers_per_node"), kMaxWorkers, more));
+      }
+    }
     const Placement placement = request.in_place ? Placement::InPlace : Placement::OutOfPlace;
-    const calibrate::CollectiveLog log = calibrate::read_collective_log(request.log, format, placement);
-    if (request.in_place && log.format != LogFormat::NcclTests) {
-      throw Error({request.log, 0, option_name_of(request, "in_place")},
-                  "only nccl-tests logs have in-place times");
-    }
-    if (log.group_size != 0 && log.group_size != workers) {
-      throw Error({request.log, log.points.front().line, option_name_of(request, "workers")},
-                  fmt::format("the table measured {} ranks, {} says {}", log.group_size,
-                              option_name_of(request, "workers"), workers));
-    }
+    auto read = [&](const std::string& file, int ranks) {
+      calibrate::CollectiveLog log = calibrate::read_collective_log(file, format, placement);
+      if (request.in_place && log.format != LogFormat::NcclTests) {
+        throw Error({file, 0, option_name_of(request, "in_place")},
+                    "only nccl-tests logs have in-place times");
+      }
+      if (log.group_size != 0 && log.group_size != ranks) {
+        throw Error({file, log.points.front().line, option_name_of(request, "workers")},
+                    fmt::format("the table measured {} ranks, {} says {}", log.group_size,
+                                option_name_of(request, "workers"), ranks));
+      }
+      return log;
+    };
+    const calibrate::CollectiveLog log = read(request.log, workers);
     options.max_regimes = request.max_regimes;
     options.workers_per_node = request.workers_per_node;
+    options.gpu_generation =
+        choice_of<cluster::GpuGeneration>(request, request.gpu_generation, "gpu_generation");
+    options.cpu_vendor = choice_of<cluster::CpuVendor>(request, request.cpu_vendor, "cpu_vendor");
+    if (request.nics_per_node < 1 || request.nics_per_node > request.workers_per_node) {
+      throw bad("nics_per_node", fmt::format("expected an integer in [1, {} = {}], got {}",
+                                             option_name_of(request, "workers_per_node"),
+                                             request.workers_per_node, request.nics_per_node));
+    }
+    options.nics_per_node = request.nics_per_node;
     options.min_bytes = parse_bytes_with_unit(request.min_size, {"", 0, option_name_of(request, "min_size")});
     if (!request.max_size.empty()) {
       options.max_bytes =
           parse_bytes_with_unit(request.max_size, {"", 0, option_name_of(request, "max_size")});
     }
-    const calibrate::Calibration result = calibrate::calibrate_ring(log.points, workers, options);
+    calibrate::Calibration result;
+    if (several) {
+      std::vector<calibrate::NodeCountSweep> sweeps{{log.points, workers}};
+      for (size_t i = 0; i < request.more_logs.size(); ++i)
+        sweeps.push_back(
+            {read(request.more_logs[i], request.more_workers[i]).points, request.more_workers[i]});
+      result = calibrate::calibrate_nccl_sweeps(sweeps, options);
+    } else {
+      result = calibrate::calibrate_ring(log.points, workers, options);
+    }
     const calibrate::CalibrationSource source{log.file, log.format, placement, request.workers_per_node};
 
     // Write first: a bad output path fails before anything is printed.

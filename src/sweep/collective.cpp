@@ -93,8 +93,8 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
   set(request.workers_per_node, "cluster.workers_per_node", "workers_per_node");
   set(request.nic_bandwidth, "cluster.nic_bandwidth", "nic_bandwidth");
   set(request.latency, "cluster.link_latency", "latency");
-  set(request.algorithm || !own_cluster ? request.algorithm : std::optional<std::string>("ring"),
-      "training.allreduce.algorithm", "algorithm");
+  // Unnamed, the scenario's algorithm (ring by default), costed by the links unless it says otherwise.
+  set(request.algorithm, "training.allreduce.algorithm", "algorithm");
   set(request.protocol, "training.allreduce.protocol", "protocol");
 
   const auto needs = scenario::Needs::ClusterOnly;

@@ -27,6 +27,7 @@ std::string one_bucket_ring(const std::string& step_time) {
          "  scheme: allreduce\n"
          "  allreduce:\n"
          "    algorithm: ring\n"
+         "    protocol: links\n"  // the links' closed form (naming ring alone gets NCCL's model)
          "    bucket_size: 1GB\n";
 }
 

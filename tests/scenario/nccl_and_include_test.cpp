@@ -37,6 +37,17 @@ TEST(NcclKeys, AutoAlgorithmDefaultsToNcclsProtocolChoiceAndLinksOtherwise) {
   EXPECT_EQ(l.scheme.allreduce.protocol, scheme::CollectiveProtocol::Links);
   const Scenario ll = parse_scenario(kMinimal, "s.yaml", {"training.allreduce.protocol=ll128"});
   EXPECT_EQ(ll.scheme.allreduce.protocol, scheme::CollectiveProtocol::LL128);
+  // Issue 30: naming one of NCCL's algorithms (ring, tree) also gets NCCL's protocol model; the
+  // links only on request, for the algorithms NCCL does not run, or with size regimes.
+  for (const char* nccl : {"ring", "tree"}) {
+    const Scenario n = parse_scenario(kMinimal, "s.yaml", {std::string("training.allreduce.algorithm=") + nccl});
+    EXPECT_EQ(n.scheme.allreduce.protocol, scheme::CollectiveProtocol::Auto) << nccl;
+    const Scenario asked = parse_scenario(
+        kMinimal, "s.yaml", {std::string("training.allreduce.algorithm=") + nccl, "training.allreduce.protocol=links"});
+    EXPECT_EQ(asked.scheme.allreduce.protocol, scheme::CollectiveProtocol::Links) << nccl;
+  }
+  const Scenario h = parse_scenario(kMinimal, "s.yaml", {"training.allreduce.algorithm=hierarchical"});
+  EXPECT_EQ(h.scheme.allreduce.protocol, scheme::CollectiveProtocol::Links);
 }
 
 TEST(NcclKeys, ConstantsParseWithUnitsAndDefaultToNcclsTables) {

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace stepcast::sweep {
 
@@ -24,7 +25,17 @@ namespace stepcast::sweep {
 struct NcclTestsRequest {
   std::string log;  ///< an all_reduce_perf log, or an XLA collective perf table (CSV)
   int workers = 0;  ///< ranks in the measured all-reduce, 2 .. limits::kMaxWorkers
+  /// Sweeps of the same nodes at other node counts, each with its ranks in more_workers (the
+  /// command's `LOG LOG2 .. --workers N,N2,..`): fitted together by --fit nccl (the default
+  /// then; no other fit takes several), which then fits the network hops' latency apart.
+  std::vector<std::string> more_logs;
+  std::vector<int> more_workers;
   int workers_per_node = 1;
+  /// nccl: what picks NCCL's tables for the measured nodes: GPU generation (volta, ampere,
+  /// hopper), host CPU (intel, amd) and NICs per node (1 .. workers_per_node)
+  std::string gpu_generation = "hopper";
+  std::string cpu_vendor = "intel";
+  int nics_per_node = 1;
   std::string format = "auto";  ///< auto, nccl-tests or xla
   bool in_place = false;        ///< nccl-tests' in-place times (only nccl-tests logs have them)
   /// endpoints, least-squares, regimes or nccl; not given: endpoints, and a suggestion of a better

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,11 @@ struct FitOptions {
   double report_min_bytes = 1 << 20;  ///< the held-out summary covers sizes >= this (1 MiB)
   int max_regimes = 4;                ///< Regimes: the most ranges tried, 1 .. kMaxRegimes
   int workers_per_node = 1;           ///< Nccl: GPUs per node of the measurement
+  /// Nccl: what picks NCCL's bandwidth tables and channel rule (cluster.gpu.generation,
+  /// cluster.cpu_vendor, cluster.nics_per_node of the measured nodes)
+  cluster::GpuGeneration gpu_generation = cluster::GpuGeneration::Hopper;
+  cluster::CpuVendor cpu_vendor = cluster::CpuVendor::Intel;
+  int nics_per_node = 1;
   bool operator==(const FitOptions&) const = default;
 };
 
@@ -134,10 +140,16 @@ struct NcclFit {
   int workers = 2;
   int workers_per_node = 1;
   double nic_bw = 0;         ///< bytes/s, B
-  double latency_scale = 1;  ///< lambda, x NCCL 2.18's constants
+  double latency_scale = 1;  ///< lambda, x NCCL 2.18's constants (all, or all but the network hops')
   /// bytes/s: LL's cap on the bus bandwidth of the all-reduce, ring and tree (NCCL's llMaxBw),
   /// as fitted; 0: NCCL's table, which follows the node count (cluster.nccl.*.ll.max_bw unset).
   double ll_bw = 0;
+  cluster::GpuGeneration gpu_generation = cluster::GpuGeneration::Hopper;
+  cluster::CpuVendor cpu_vendor = cluster::CpuVendor::Intel;
+  int nics_per_node = 1;  ///< nic_bw is each NIC's; the node has nics_per_node of them
+  /// lambda_net, x NCCL's hop latencies between nodes (cluster.nccl.*.hop_latency.net), fitted apart
+  /// from lambda only on sweeps at two node counts or more; unset: latency_scale.
+  std::optional<double> net_latency_scale{};
   bool operator==(const NcclFit&) const = default;
   /// The calibrated cluster with `ranks` workers (workers_per_node per node).
   [[nodiscard]] cluster::ClusterSpec spec(int ranks) const;
@@ -158,6 +170,24 @@ struct SizeError {
   double loo_predicted = 0;  ///< s
   double loo_error = 0;      ///< (loo_predicted - measured) / measured
   bool operator==(const SizeError&) const = default;
+};
+
+/// One node count's sweep, for a fit across several (calibrate_nccl_sweeps).
+struct NodeCountSweep {
+  std::vector<Measurement> points;
+  int workers = 2;  ///< ranks of the measurement (workers_per_node per node, FitOptions)
+  bool operator==(const NodeCountSweep&) const = default;
+};
+
+/// One node count's sizes as an NCCL fit predicts them.
+struct NodeCountScore {
+  int workers = 2;
+  int nodes = 1;
+  std::vector<SizeError> sizes;  ///< ascending; `used`: the fit saw this size
+  int summary_count = 0;         ///< sizes >= the report's minimum (1 MiB)
+  double median_error = 0;       ///< |error| over them
+  double max_error = 0;
+  bool operator==(const NodeCountScore&) const = default;
 };
 
 struct Calibration {
@@ -186,6 +216,9 @@ struct Calibration {
   /// The fit asked for a < 0 (the small sizes run faster than the line through the large
   /// ones); a was set to 0 and B refitted. Regimes: some regime's fit was clamped.
   bool latency_clamped = false;
+  /// Nccl over sweeps at several node counts (calibrate_nccl_sweeps): each sweep as the one fit
+  /// predicts it, in the order given; empty for one sweep (`sizes` is the first sweep's).
+  std::vector<NodeCountScore> node_counts;
   bool operator==(const Calibration&) const = default;
 };
 
@@ -196,6 +229,20 @@ struct Calibration {
 /// than 4 eligible sizes, or no range with a positive bandwidth).
 [[nodiscard]] Calibration calibrate_ring(const std::vector<Measurement>& points, int workers,
                                          const FitOptions& options);
+
+/// FitMethod::Nccl fitted to sweeps of one cluster at one or several node counts (same GPUs per
+/// node, options.workers_per_node): one B, one lambda and, where the sweeps span two node counts
+/// or more, lambda_net for the hops between nodes (the term that grows with the node count: the
+/// ring's 2(M-1) network hops, the tree's 2 floor(log2 M)); NCCL's channel rule and its node-count
+/// tables of caps are kept, not fitted. The Calibration's `sizes` and summary are the first
+/// sweep's, `node_counts` every sweep's. Throws stepcast::Error as calibrate_ring does.
+[[nodiscard]] Calibration calibrate_nccl_sweeps(const std::vector<NodeCountSweep>& sweeps,
+                                                const FitOptions& options);
+
+/// `points` measured on `workers` ranks as `fit` predicts them (fit.time(bytes, workers)); the
+/// summary covers the sizes >= report_min_bytes. Nothing is marked used.
+[[nodiscard]] NodeCountScore score_node_count(const NcclFit& fit, const std::vector<Measurement>& points,
+                                              int workers, double report_min_bytes = 1 << 20);
 
 /// `base` with the fitted ring: the simulator runs each ring step at the slowest member's link
 /// (min of nic_bw and intra_node_bw over the hops the ring uses) plus the slowest hop's latency,

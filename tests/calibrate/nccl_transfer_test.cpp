@@ -1,0 +1,214 @@
+// `calibrate nccl-tests --fit nccl` across node counts (issue 30): fitted on the smallest
+// multi-node sweep of a cluster (or on a few of its node counts), the fit predicts the same
+// cluster's other node counts. Development data: the shared nccl-tests sweeps of ABCI 2.0's A100
+// (HDR) and V100 (EDR) nodes at 2-32 nodes and an H100 cluster on 400G InfiniBand at 2, 4 and 8
+// nodes (skipped, saying so, when ../shared/data is absent). The errors asserted are the levels
+// measured here, labelled as regression pins where they are that; nothing is tuned to the held-out
+// node counts.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "stepcast/detail/calibrate/collective_log.hpp"
+#include "stepcast/detail/calibrate/ring_calibration.hpp"
+
+namespace stepcast::calibrate {
+namespace {
+namespace nccl_transfer_test {  // this file's own names: test files are compiled several to a unit
+
+const std::filesystem::path kTables = std::filesystem::path(STEPCAST_SHARED_DATA) / "tables";
+
+/// One cluster of the shared tables and what its header says about its nodes.
+struct SharedCluster {
+  std::string file;
+  int gpus_per_node = 8;
+  cluster::GpuGeneration generation = cluster::GpuGeneration::Hopper;
+  int nics_per_node = 1;
+  cluster::CpuVendor cpu = cluster::CpuVendor::Intel;
+};
+
+// ABCI 2.0 (A): 8 A100-SXM4 and 4 HDR200 ports per node, Xeon Platinum 8360Y hosts.
+const SharedCluster kAbciA{"nccl_tests_abci2_nodeA_a100_hdr_allreduce_bcast_1to16nodes.csv", 8,
+                           cluster::GpuGeneration::Ampere, 4, cluster::CpuVendor::Intel};
+// ABCI 2.0 (V): 4 V100-SXM2 and 2 EDR ports per node, Xeon Gold 6148 hosts.
+const SharedCluster kAbciV{"nccl_tests_abci2_nodeV_v100_edr_allreduce_bcast_1to32nodes.csv", 4,
+                           cluster::GpuGeneration::Volta, 2, cluster::CpuVendor::Intel};
+// nccl-tests issue 309: 8 H100 per node on 400G InfiniBand; 8 NICs per node is the maintainer's
+// inference, the host CPU is not given (Intel assumed: NCCL's LL table only matters below 1 MiB,
+// which this sweep does not measure).
+const SharedCluster kH100{"nccl_tests_h100_ib400_2_4_8nodes_allreduce_issue309.csv", 8,
+                          cluster::GpuGeneration::Hopper, 8, cluster::CpuVendor::Intel};
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  return out;
+}
+
+/// The out-of-place all_reduce rows of a shared table by node count (nodes >= 2, the runs at
+/// NCCL's defaults where the table has a config column), in seconds.
+std::map<int, std::vector<Measurement>> read_sweeps(const SharedCluster& c) {
+  std::ifstream in(kTables / c.file);
+  std::map<int, std::vector<Measurement>> out;
+  std::vector<std::string> header;
+  auto column = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    if (header.empty()) {
+      header = split(line);
+      continue;
+    }
+    const std::vector<std::string> f = split(line);
+    auto at = [&](const std::string& name) { return f.at(static_cast<size_t>(column(name))); };
+    if (at("collective") != "all_reduce" || at("placement") != "out_of_place") continue;
+    if (column("config") >= 0 && at("config") != "default") continue;
+    const int nodes = std::stoi(at("nodes"));
+    if (nodes < 2) continue;
+    out[nodes].push_back({std::stod(at("size_bytes")), std::stod(at("time_us")) * 1e-6, line_no});
+  }
+  return out;
+}
+
+FitOptions options_of(const SharedCluster& c) {
+  FitOptions o;
+  o.method = FitMethod::Nccl;
+  o.workers_per_node = c.gpus_per_node;
+  o.gpu_generation = c.generation;
+  o.cpu_vendor = c.cpu;
+  o.nics_per_node = c.nics_per_node;
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Median |error| of `fit` over the sizes >= 1 MiB of each node count's sweep, printed.
+std::map<int, double> score(const NcclFit& fit, const std::map<int, std::vector<Measurement>>& sweeps,
+                            int gpus_per_node) {
+  std::map<int, double> out;
+  for (const auto& [nodes, points] : sweeps) {
+    std::vector<double> errors;
+    std::string row;
+    for (const Measurement& m : points) {
+      if (m.bytes < 1048576) continue;
+      const double e = (fit.time(m.bytes, nodes * gpus_per_node) - m.time) / m.time;
+      errors.push_back(std::abs(e));
+      row += " " + std::to_string(static_cast<int>(std::lround(100 * e))) + "%";
+    }
+    out[nodes] = median(errors);
+    std::cout << "  " << nodes << " nodes: median |error| " << 100 * out[nodes] << "% over " << errors.size()
+              << " sizes >= 1 MiB;" << row << "\n";
+  }
+  return out;
+}
+
+TEST(NcclTransferAcceptance, SmallestMultiNodeCountPredictsTheOthers) {
+  for (const SharedCluster& c : {kAbciA, kAbciV, kH100}) {
+    if (!std::filesystem::exists(kTables / c.file)) {
+      GTEST_SKIP() << "SKIPPED: " << (kTables / c.file) << " is absent (../shared/data not checked out)";
+    }
+    const std::map<int, std::vector<Measurement>> sweeps = read_sweeps(c);
+    ASSERT_GE(sweeps.size(), 3u) << c.file;
+    const auto& [fit_nodes, fit_points] = *sweeps.begin();
+    const Calibration cal = calibrate_ring(fit_points, fit_nodes * c.gpus_per_node, options_of(c));
+    std::cout << c.file << ": fitted at " << fit_nodes << " nodes: B = " << cal.nccl.nic_bw / 1e9
+              << " GB/s per NIC, lambda = " << cal.nccl.latency_scale << "\n";
+    const std::map<int, double> median_error = score(cal.nccl, sweeps, c.gpus_per_node);
+    // In sample the fit describes its own node count (the issue-309 2-node run within 1%).
+    EXPECT_LT(median_error.at(fit_nodes), 0.15) << c.file;
+    // Held out: REGRESSION PINS at the levels measured (2026-12-06), +-3 points. The issue's goal,
+    // 15% median from 1 MiB up at the other node counts, is NOT met (docs/calibration.md, "Across
+    // node counts"): the 2-node fit puts into B what is the 2-node tree's advantage and a
+    // per-channel limit that does not change with the node count.
+    const std::map<std::string, std::map<int, double>> pins = {
+        {kAbciA.file, {{4, 0.596}, {8, 0.057}, {16, 0.472}}},
+        {kAbciV.file, {{4, 0.612}, {8, 0.341}, {16, 0.234}, {32, 0.243}}},
+        {kH100.file, {{4, 0.267}, {8, 0.185}}}};
+    for (const auto& [nodes, pin] : pins.at(c.file)) {
+      EXPECT_NEAR(median_error.at(nodes), pin, 0.03)
+          << c.file << " at " << nodes << " nodes (regression pin)";
+    }
+  }
+}
+
+TEST(NcclTransferAcceptance, TwoSmallestNodeCountsPredictTheOthers) {
+  for (const SharedCluster& c : {kAbciA, kAbciV, kH100}) {
+    if (!std::filesystem::exists(kTables / c.file)) {
+      GTEST_SKIP() << "SKIPPED: " << (kTables / c.file) << " is absent (../shared/data not checked out)";
+    }
+    const std::map<int, std::vector<Measurement>> sweeps = read_sweeps(c);
+    std::vector<NodeCountSweep> fitted;
+    for (auto it = sweeps.begin(); fitted.size() < 2; ++it)
+      fitted.push_back({it->second, it->first * c.gpus_per_node});
+    const Calibration cal = calibrate_nccl_sweeps(fitted, options_of(c));
+    std::cout << c.file << ": fitted at " << fitted[0].workers / c.gpus_per_node << " and "
+              << fitted[1].workers / c.gpus_per_node << " nodes: B = " << cal.nccl.nic_bw / 1e9
+              << " GB/s per NIC, lambda = " << cal.nccl.latency_scale
+              << ", lambda_net = " << cal.nccl.net_latency_scale.value_or(0) << "\n";
+    ASSERT_EQ(cal.node_counts.size(), 2u);
+    ASSERT_TRUE(cal.nccl.net_latency_scale.has_value());  // two node counts identify it
+    const std::map<int, double> median_error = score(cal.nccl, sweeps, c.gpus_per_node);
+    // REGRESSION PINS at the levels measured (2026-12-06), +-3 points, for the node counts the fit
+    // did not see; the 15% goal is met only by ABCI (A) at 16 nodes.
+    const std::map<std::string, std::map<int, double>> pins = {
+        {kAbciA.file, {{8, 0.296}, {16, 0.074}}},
+        {kAbciV.file, {{8, 0.273}, {16, 0.243}, {32, 0.231}}},
+        {kH100.file, {{8, 0.257}}}};
+    for (const auto& [nodes, pin] : pins.at(c.file)) {
+      EXPECT_NEAR(median_error.at(nodes), pin, 0.03)
+          << c.file << " at " << nodes << " nodes (regression pin)";
+    }
+  }
+}
+
+TEST(NcclTransfer, OneNodeCountLeavesTheNetworkHopsScaleUnidentified) {
+  // Data from the model itself at 2 and 8 nodes, with the network hops 3x NCCL's and the rest 1.5x:
+  // one node count gives a single lambda (lambda_net unset, reported as not identified); both
+  // together recover the two scales and B.
+  NcclFit truth{16, 8, 40e9, 1.5};
+  truth.nics_per_node = 8;
+  truth.net_latency_scale = 3.0;
+  auto sweep_at = [&](int ranks) {
+    std::vector<Measurement> out;
+    int line = 1;
+    for (double bytes = 8; bytes <= 8.6e9; bytes *= 4)
+      out.push_back({bytes, truth.time(bytes, ranks), line++});
+    return out;
+  };
+  FitOptions o;
+  o.method = FitMethod::Nccl;
+  o.workers_per_node = 8;
+  o.nics_per_node = 8;
+  const Calibration one = calibrate_nccl_sweeps({{sweep_at(16), 16}}, o);
+  EXPECT_FALSE(one.nccl.net_latency_scale.has_value());
+  EXPECT_TRUE(one.node_counts.empty());
+  const Calibration two = calibrate_nccl_sweeps({{sweep_at(16), 16}, {sweep_at(64), 64}}, o);
+  ASSERT_TRUE(two.nccl.net_latency_scale.has_value());
+  EXPECT_NEAR(*two.nccl.net_latency_scale, 3.0, 0.01 * 3.0);
+  EXPECT_NEAR(two.nccl.latency_scale, 1.5, 0.01 * 1.5);
+  EXPECT_NEAR(two.nccl.nic_bw, 40e9, 0.01 * 40e9);
+  ASSERT_EQ(two.node_counts.size(), 2u);
+  EXPECT_EQ(two.node_counts[1].nodes, 8);
+  EXPECT_LT(two.node_counts[1].max_error, 1e-3);
+}
+
+}  // namespace nccl_transfer_test
+}  // namespace
+}  // namespace stepcast::calibrate
