@@ -306,6 +306,36 @@ TEST(Routing, EcmpIsDeterministicPerSeedAndHashesEachFlow) {
   EXPECT_TRUE(split) << "flows of one node pair are hashed apart (per flow, not per pair)";
 }
 
+TEST(Routing, CollisionsCostTheSameOnTheFastPathAndTheEngineAndNeverBeatIdeal) {
+  // Halving-doubling on 2:1 fat-trees sends every host of a leaf off the leaf in its later steps,
+  // so ECMP's hash decides how many flows share an uplink. Each stage's flows are equal, so the
+  // stage lasts max over links of (flows x S / capacity): a bundle's flows over its capacity is
+  // the mean of its links', never above their maximum, so ideal is never slower than ecmp. The
+  // fast path (a stage pattern solved once) and the full engine see the same paths and agree.
+  const double bytes = 64e6;
+  for (int levels : {2, 3}) {
+    ClusterSpec spec = leaf_spine(32, levels == 2 ? 16 : 8, 2, Routing::Ideal);
+    spec.fat_tree.levels = levels;
+    const double ideal = scheme::simulate_collective(spec, bytes, scheme::CollectiveOp::AllReduce,
+                                                     scheme::AllReduceAlgorithm::HalvingDoubling)
+                             .time;
+    spec.routing = Routing::Ecmp;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      SCOPED_TRACE(std::to_string(levels) + " levels, seed " + std::to_string(seed));
+      spec.routing_seed = seed;
+      const scheme::CollectiveResult fast = scheme::simulate_collective(
+          spec, bytes, scheme::CollectiveOp::AllReduce, scheme::AllReduceAlgorithm::HalvingDoubling,
+          scheme::NetworkKind::MaxMin, true);
+      const scheme::CollectiveResult full = scheme::simulate_collective(
+          spec, bytes, scheme::CollectiveOp::AllReduce, scheme::AllReduceAlgorithm::HalvingDoubling,
+          scheme::NetworkKind::MaxMin, false);
+      EXPECT_NEAR(fast.time, full.time, 1e-9 * full.time);
+      EXPECT_EQ(fast.max_link_flows, full.max_link_flows);
+      EXPECT_GE(fast.time, ideal * (1 - 1e-9));
+    }
+  }
+}
+
 }  // namespace routing_test
 }  // namespace
 }  // namespace stepcast::cluster
