@@ -1,8 +1,10 @@
 #include "stepcast/cluster/cluster.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <numeric>
@@ -19,6 +21,55 @@ int bus_index(const ClusterSpec& spec, Endpoint e) {
   const int slots = spec.workers_per_node + 1;
   const int device = e.device == kHostDevice ? spec.workers_per_node : e.device;
   return e.node * slots + device;
+}
+
+// The switches above a fat-tree's leaves (edges) as built: per-switch links with ecmp; with ideal
+// and spray, one bundle switch for all spines, one per pod for its aggregation switches and one
+// for all cores, whose links carry the summed capacity of the links they stand for.
+//
+// Why a bundle is exact for an even split: a flow split evenly over the equal-cost paths puts
+// 1/count of itself on each uplink of its leaf (edge), 1/(count x k/2) on each aggregation->core
+// link of its pod and each core->aggregation link of the pod it enters, and 1/count on each
+// aggregation->edge link into its edge switch. So every uplink of a leaf carries the same load
+// (the leaf's outgoing traffic / count), and likewise for the other tiers: the links of a
+// bundle, all of one capacity, have identical constraints in max-min, which are the single
+// constraint "load <= summed capacity". Switches are non-blocking crossbars, so nothing else
+// binds. (On a BiGraph, torus or custom fabric the equal-cost paths of one pair share links with
+// other pairs' single paths, so their loads differ and no bundle is exact: validate rejects
+// ideal and spray there.)
+struct FatTreeShape {
+  int half = 1;          // hosts per leaf (edge), k/2
+  int spines = 1;        // leaf-spine: switches above the leaves
+  int aggs_per_pod = 1;  // three levels: aggregation switches per pod
+  int cores = 1;
+  double leaf_up_bw = 0;  // bytes/s of one leaf (edge) <-> spine (aggregation) link
+  double pod_up_bw = 0;   // bytes/s of one aggregation <-> core link
+};
+
+bool bundled(const ClusterSpec& spec) {
+  switch (spec.routing) {
+    case Routing::Ecmp:
+      return false;
+    case Routing::Ideal:
+    case Routing::Spray:
+      return spec.topology == Topology::FatTree;
+  }
+  return false;
+}
+
+FatTreeShape fat_tree_shape(const ClusterSpec& spec) {
+  const FatTreeUplinks up = fat_tree_uplinks(spec);
+  FatTreeShape shape;
+  shape.half = std::max(1, spec.fat_tree.radix / 2);
+  if (bundled(spec)) {
+    shape.leaf_up_bw = up.count * up.bw;
+    shape.pod_up_bw = up.count * shape.half * up.bw;
+  } else {
+    shape.spines = shape.aggs_per_pod = up.count;
+    shape.cores = up.count * shape.half;
+    shape.leaf_up_bw = shape.pod_up_bw = up.bw;
+  }
+  return shape;
 }
 
 class Builder {
@@ -63,43 +114,52 @@ std::vector<std::string> build_fabric(Cluster& c, Builder& b) {
     }
     case Topology::FatTree: {
       const int k = spec.fat_tree.radix;
-      const int half = std::max(1, k / 2);
-      const double up_bw = spec.nic_bw / spec.fat_tree.oversubscription;
+      const FatTreeShape shape = fat_tree_shape(spec);
+      const int half = shape.half;
+      const bool bundle = bundled(spec);
       if (spec.fat_tree.levels == 2) {
-        // Leaf-spine: k/2 hosts per leaf, k/2 spines, one link from every leaf to every spine.
+        // Leaf-spine: k/2 hosts per leaf, `spines` spines, one link from every leaf to every spine
+        // (bundled: one "spine" standing for all of them).
         const int leaves = (nodes + half - 1) / half;
-        b.set_switches(leaves + half);
+        const int spines = shape.spines;
+        b.set_switches(leaves + spines);
         for (int l = 0; l < leaves; ++l) names.push_back(fmt::format("leaf{}", l));
-        for (int s = 0; s < half; ++s) names.push_back(fmt::format("spine{}", s));
+        for (int s = 0; s < spines; ++s)
+          names.push_back(bundle ? std::string("spine") : fmt::format("spine{}", s));
         for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
         for (int l = 0; l < leaves; ++l) {
-          for (int s = 0; s < half; ++s) b.connect_switches(l, leaves + s, up_bw);
+          for (int s = 0; s < spines; ++s) b.connect_switches(l, leaves + s, shape.leaf_up_bw);
         }
       } else {
-        // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches,
-        // (k/2)^2 core switches; core switch j of group g links aggregation switch g of each pod.
+        // k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and `aggs` aggregation switches
+        // (k/2 when not oversubscribed), aggs x k/2 core switches; core switch j of group g links
+        // aggregation switch g of each pod. Fewer uplinks thin the edge tier only: an
+        // aggregation switch has k/2 edge links and k/2 core links, as in the full tree.
         // Only the pods that hold nodes are built: no shortest path between two of them crosses
         // another pod, and the equal-cost choices at every switch keep their order, so routes
         // are the same as in the whole fabric (radix 256 for 8 workers: one pod and the cores,
-        // not 2.6 GB). Switch names keep their whole-fabric numbers.
+        // not 2.6 GB). Switch names keep their whole-fabric numbers. Bundled (ideal, spray): a
+        // pod's aggregation switches are one ("agg<pod>"), the cores one ("core").
+        const int aggs_per_pod = shape.aggs_per_pod, core_links = bundle ? 1 : half;
         const int pods = std::clamp((nodes + half * half - 1) / (half * half), 1, k);
-        const int edges = pods * half, aggs = pods * half, cores = half * half;
+        const int edges = pods * half, aggs = pods * aggs_per_pod, cores = shape.cores;
         b.set_switches(edges + aggs + cores);
         for (int e = 0; e < edges; ++e) names.push_back(fmt::format("edge{}", e));
         for (int a = 0; a < aggs; ++a) names.push_back(fmt::format("agg{}", a));
-        for (int x = 0; x < cores; ++x) names.push_back(fmt::format("core{}", x));
+        for (int x = 0; x < cores; ++x)
+          names.push_back(bundle ? std::string("core") : fmt::format("core{}", x));
         for (int n = 0; n < nodes; ++n) c.node_switch[n] = n / half;
         for (int p = 0; p < pods; ++p) {
           for (int e = 0; e < half; ++e) {
-            for (int a = 0; a < half; ++a) {
-              const int edge = p * half + e, agg = edges + p * half + a;
-              b.connect_switches(edge, agg, up_bw);
+            for (int a = 0; a < aggs_per_pod; ++a) {
+              const int edge = p * half + e, agg = edges + p * aggs_per_pod + a;
+              b.connect_switches(edge, agg, shape.leaf_up_bw);
             }
           }
-          for (int a = 0; a < half; ++a) {
-            for (int j = 0; j < half; ++j) {
-              const int agg = edges + p * half + a, core = edges + aggs + a * half + j;
-              b.connect_switches(agg, core, up_bw);
+          for (int a = 0; a < aggs_per_pod; ++a) {
+            for (int j = 0; j < core_links; ++j) {
+              const int agg = edges + p * aggs_per_pod + a, core = edges + aggs + a * core_links + j;
+              b.connect_switches(agg, core, shape.pod_up_bw);
             }
           }
         }
@@ -229,6 +289,30 @@ const CollectiveRegime* ClusterSpec::regime_for(double bytes) const {
   return nullptr;
 }
 
+FatTreeUplinks fat_tree_uplinks(const ClusterSpec& spec) {
+  // A leaf's hosts over its uplinks is the oversubscription: k/2 x nic_bw = oversubscription x
+  // count x bw. Given two of (oversubscription, uplinks, uplink_bandwidth), the third follows;
+  // validate() rejects three that disagree and a bandwidth that makes a fractional count.
+  const FatTreeSpec& ft = spec.fat_tree;
+  const int half = std::max(1, ft.radix / 2);
+  const double hosts_bw = half * spec.nic_bw;
+  FatTreeUplinks up;
+  if (ft.uplinks > 0) {
+    up.count = ft.uplinks;
+    up.bw = ft.uplink_bw > 0 ? ft.uplink_bw : spec.nic_bw;
+  } else if (ft.uplink_bw > 0) {
+    up.bw = ft.uplink_bw;
+    up.count = std::max(1, static_cast<int>(std::lround(hosts_bw / (ft.oversubscription * up.bw))));
+  } else {
+    // Full-speed uplinks, k/2 / oversubscription of them; where that is not a whole number (3:1
+    // of 8 hosts), the nearest count at the bandwidth that keeps the ratio exact.
+    up.count = std::max(1, static_cast<int>(std::lround(half / ft.oversubscription)));
+    const bool whole = std::abs(half / ft.oversubscription - up.count) <= 1e-9 * up.count;
+    up.bw = whole ? spec.nic_bw : hosts_bw / (ft.oversubscription * up.count);
+  }
+  return up;
+}
+
 int fabric_slots(const ClusterSpec& spec) {
   return spec.fabric_nodes > 0 ? spec.fabric_nodes : topology_capacity(spec);
 }
@@ -278,17 +362,19 @@ int Cluster::switch_hops(int from, int to) const {
     case Topology::Switch:
       break;
     case Topology::FatTree: {
-      const int half = std::max(1, spec.fat_tree.radix / 2);
+      const FatTreeShape shape = fat_tree_shape(spec);
+      const int half = shape.half;
       if (spec.fat_tree.levels == 2) {
-        const int leaves = num_switches - half;
+        const int leaves = num_switches - shape.spines;
         if (to >= leaves) break;
         return from >= leaves ? 1 : 2;  // spine -> leaf, or leaf -> spine -> leaf
       }
-      const int edges = (num_switches - half * half) / 2;
+      const int pods = (num_switches - shape.cores) / (half + shape.aggs_per_pod);
+      const int edges = pods * half;
       if (to >= edges) break;
       const int pod = to / half;
       if (from < edges) return from / half == pod ? 2 : 4;  // up to an aggregation switch (and a core)
-      if (from < 2 * edges) return (from - edges) / half == pod ? 1 : 3;
+      if (from < edges + pods * shape.aggs_per_pod) return (from - edges) / shape.aggs_per_pod == pod ? 1 : 3;
       return 2;  // core -> aggregation -> edge
     }
     case Topology::BiGraph: {
@@ -390,8 +476,14 @@ Path Cluster::path(Endpoint from, Endpoint to) const {
     // PCIe switch uplink on PCIe machines.
     if (leaves_switch(from, to)) p.links.push_back(pcie_up[pcie_switch_index(spec, from)]);
     p.links.push_back(nic_up[nic_of(from)]);
-    const uint64_t hash = mix64(
-        spec.routing_seed ^ mix64((static_cast<uint64_t>(from.node) << 32) | static_cast<uint32_t>(to.node)));
+    // ECMP hashes each flow (its 5-tuple; here its endpoints: nodes and devices, so two GPUs'
+    // or two NICs' flows between the same nodes are hashed apart). Bundled fat-trees (ideal,
+    // spray) and one switch have one shortest route, which the hash cannot change.
+    const auto pair = [](int a, int b) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    };
+    const uint64_t hash =
+        mix64(spec.routing_seed ^ mix64(pair(from.node, to.node)) ^ mix64(~pair(from.device, to.device)));
     for (uint32_t l : switch_route(node_switch[from.node], node_switch[to.node], hash)) p.links.push_back(l);
     p.links.push_back(nic_down[nic_of(to)]);
     if (leaves_switch(to, from)) p.links.push_back(pcie_down[pcie_switch_index(spec, to)]);
@@ -517,28 +609,38 @@ std::string LinkTable::name(size_t l) const {
 
 std::string describe_fabric(const Cluster& c) {
   const ClusterSpec& spec = c.spec;
-  const std::string uplinks =
-      spec.fat_tree.oversubscription > 1
-          ? fmt::format(", uplinks at 1/{:g} of the NIC", spec.fat_tree.oversubscription)
-          : std::string{};
+  const FatTreeUplinks up = fat_tree_uplinks(spec);
+  const int half = std::max(1, spec.fat_tree.radix / 2);
+  const double ratio = half * spec.nic_bw / (up.count * up.bw);
+  const char* leaf = spec.fat_tree.levels == 2 ? "leaf" : "edge switch";
+  std::string uplinks;
+  if (up.count != half || up.bw != spec.nic_bw) {
+    uplinks = fmt::format(", {} per {} at {}", format_count(up.count, "uplink", "uplinks"), leaf,
+                          format_bandwidth(up.bw));
+    if (std::abs(ratio - 1) > 1e-9) uplinks += fmt::format(" ({:.3g}:1 oversubscribed)", ratio);
+  }
+  if (bundled(spec)) {
+    uplinks +=
+        fmt::format(", {} routing: each {}'s uplinks bundled into one link", name_of(spec.routing), leaf);
+  }
   std::string shape;
   switch (spec.topology) {
     case Topology::Switch:
       shape = "one switch";
       break;
     case Topology::FatTree: {
-      const int half = std::max(1, spec.fat_tree.radix / 2);
+      const FatTreeShape ft = fat_tree_shape(spec);
       if (spec.fat_tree.levels == 2) {
         shape = fmt::format("leaf-spine (radix {}): {} of up to {} hosts, {}{}", spec.fat_tree.radix,
-                            format_count(c.num_switches - half, "leaf", "leaves"), half,
-                            format_count(half, "spine", "spines"), uplinks);
+                            format_count(c.num_switches - ft.spines, "leaf", "leaves"), half,
+                            format_count(up.count, "spine", "spines"), uplinks);
       } else {
-        const int pods = (c.num_switches - half * half) / (2 * half);
+        const int pods = (c.num_switches - ft.cores) / (half + ft.aggs_per_pod);
         shape = fmt::format(
             "3-level fat-tree (radix {}): {} of {} edge and {} aggregation switches, {}, {} hosts "
             "per edge switch{}",
-            spec.fat_tree.radix, format_count(pods, "pod", "pods"), half, half,
-            format_count(half * half, "core", "cores"), half, uplinks);
+            spec.fat_tree.radix, format_count(pods, "pod", "pods"), half, up.count,
+            format_count(up.count * half, "core", "cores"), half, uplinks);
       }
       break;
     }
@@ -579,14 +681,27 @@ std::vector<std::string> ineffective_keys(const Cluster& c) {
   const ClusterSpec& spec = c.spec;
   const bool one_switch = std::all_of(c.node_switch.begin(), c.node_switch.begin() + c.num_nodes,
                                       [&](int s) { return s == c.node_switch.front(); });
-  if (spec.topology == Topology::FatTree && spec.fat_tree.oversubscription > 1 && one_switch) {
+  const FatTreeSpec& ft = spec.fat_tree;
+  if (spec.topology == Topology::FatTree && one_switch &&
+      (ft.oversubscription > 1 || ft.uplinks > 0 || ft.uplink_bw > 0)) {
+    std::vector<std::string> keys;
+    if (ft.oversubscription > 1)
+      keys.push_back(fmt::format("cluster.fat_tree.oversubscription ({:g})", ft.oversubscription));
+    if (ft.uplinks > 0) keys.push_back(fmt::format("cluster.fat_tree.uplinks ({})", ft.uplinks));
+    if (ft.uplink_bw > 0)
+      keys.push_back(fmt::format("cluster.fat_tree.uplink_bandwidth ({})", format_bandwidth(ft.uplink_bw)));
+    notes.push_back(fmt::format(
+        "{} {} no effect: all {} nodes attach to one {} switch (radix {} gives {} hosts each), so no "
+        "traffic crosses its uplinks; a smaller cluster.fat_tree.radix spreads them",
+        fmt::join(keys, " and "), keys.size() == 1 ? "has" : "have", c.num_nodes,
+        ft.levels == 2 ? "leaf" : "edge", ft.radix, std::max(1, ft.radix / 2)));
+  }
+  // One switch has one route between two nodes: no equal-cost paths to hash or split.
+  if (spec.topology == Topology::Switch && spec.routing != Routing::Ecmp) {
     notes.push_back(
-        fmt::format("cluster.fat_tree.oversubscription ({:g}) has no effect: all {} nodes attach to one {} "
-                    "switch (radix {} "
-                    "gives {} hosts each), so no traffic crosses its uplinks; a smaller "
-                    "cluster.fat_tree.radix spreads them",
-                    spec.fat_tree.oversubscription, c.num_nodes, spec.fat_tree.levels == 2 ? "leaf" : "edge",
-                    spec.fat_tree.radix, std::max(1, spec.fat_tree.radix / 2)));
+        fmt::format("cluster.routing ({}) has no effect: one switch has a single path between two "
+                    "nodes",
+                    name_of(spec.routing)));
   }
   // Another topology's keys: set away from their defaults, they describe a fabric not built.
   const auto other_topology = [&](Topology owner, bool changed, const char* keys) {

@@ -778,8 +778,33 @@ std::vector<KeyDef> make_table() {
       [](auto& s) -> auto& { return s.cluster.fat_tree.radix; }));
   t.push_back(number_key(
       "cluster.fat_tree.oversubscription", "1", 1, true, kMaxOversubscription,
-      "host bandwidth below a switch / bandwidth above it",
+      "host bandwidth below a leaf (edge) switch / its uplinks': shorthand for radix/2 / "
+      "oversubscription full-speed uplinks per leaf",
       [](auto& s) -> auto& { return s.cluster.fat_tree.oversubscription; }));
+  t.push_back(integer_key(
+      "cluster.fat_tree.uplinks", "0", 0, 128,
+      "uplinks per leaf (edge) switch, 1 .. radix/2: spines of a leaf-spine, aggregation switches per pod; "
+      "0: radix/2 / oversubscription",
+      [](auto& s) -> auto& { return s.cluster.fat_tree.uplinks; }));
+  t.push_back({{"cluster.fat_tree.uplink_bandwidth", "bandwidth", "NIC bandwidth",
+                "bandwidth of each leaf (edge) uplink, each way; unset: cluster.nic_bandwidth (or what "
+                "oversubscription needs when radix/2 is not a multiple of it)"},
+               false,
+               [](const RawValue& v, Draft& d) {
+                 const double bw = parse_bandwidth_with_unit(v.text, v.where);
+                 if (!(bw > 0)) fail(v, "a bandwidth > 0 with its unit, e.g. 100Gbps");
+                 d.scenario.cluster.fat_tree.uplink_bw = bw;
+               },
+               [](const Scenario& s) {
+                 const double bw = s.cluster.fat_tree.uplink_bw;
+                 return Rendered{bw > 0 ? format_bandwidth(bw) : std::string("NIC bandwidth"), false};
+               }});
+  t.push_back(choice_key(
+      "cluster.routing", "ecmp", enum_choices<cluster::Routing>(),
+      "equal-cost paths: ecmp (each flow hashed onto one, seeded by `seed`: flows can collide), "
+      "ideal (every flow split evenly: fat_tree and switch only), spray (per-packet spraying: the "
+      "same even split at flow level)",
+      [](auto& s) -> auto& { return s.cluster.routing; }));
   t.push_back(integer_key(
       "cluster.bigraph.switches_per_half", "4", 1, 1024,
       "switches in each half; every switch links every switch of the other half",

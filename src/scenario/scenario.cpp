@@ -710,7 +710,9 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
   }
 
   Scenario& s = draft.scenario;
-  s.cluster.placement_seed = s.options.seed;  // every random choice takes the scenario's seed
+  // Every random choice takes the scenario's seed: node placement and ECMP's hash.
+  s.cluster.placement_seed = s.options.seed;
+  s.cluster.routing_seed = s.options.seed;
   // A scenario that names its parallel layout trains in micro-batches: its batch per worker is the
   // micro-batch (workload.micro_batch, default 1), at every point of a sweep over the layout.
   const bool layout_named = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {

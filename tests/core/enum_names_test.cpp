@@ -75,7 +75,7 @@ TEST(EnumNames, Scheme) {
 
 TEST(EnumNames, Cluster) {
   using namespace cluster;
-  check_all_names<Topology, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement, GemmDtype,
+  check_all_names<Topology, Routing, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement, GemmDtype,
                   NcclProtocol>();
 }
 

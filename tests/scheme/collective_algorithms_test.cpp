@@ -133,9 +133,11 @@ TEST(Hierarchical, BeatsTheFlatRingWhenGpusShareANic) {
             time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring));
 }
 
-TEST(FatTree, OversubscriptionSlowsACoreCrossingRingByItsRatio) {
-  // Leaf-spine with radix 16: 8 hosts per leaf. A ring over 64 hosts crosses each leaf's uplinks
-  // once per step, at B/r; every other hop is host-leaf-host at B. The step runs at B/r.
+TEST(FatTree, OversubscriptionAsFewerUplinksSlowsCrossTrafficNotARing) {
+  // Leaf-spine with radix 16: 8 hosts per leaf, 8 leaves for 64 hosts. 2:1 or 4:1 as fewer
+  // full-speed uplinks (4 or 2 per leaf): a ring leaves and enters each leaf once, so no two of
+  // its flows meet on an uplink and it runs at B, as on one switch. Built as slower uplinks
+  // (8 at B / r, cluster.fat_tree.uplink_bandwidth) the crossing hop runs at B / r: r times slower.
   ClusterSpec spec = switch_of(64);
   spec.topology = Topology::FatTree;
   spec.fat_tree.radix = 16;
@@ -143,9 +145,12 @@ TEST(FatTree, OversubscriptionSlowsACoreCrossingRingByItsRatio) {
   const double full = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
   EXPECT_NEAR(full, time_of(switch_of(64), CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), 0.01 * full);
   for (double r : {2.0, 4.0}) {
-    spec.fat_tree.oversubscription = r;
+    spec.fat_tree = {.levels = 2, .radix = 16, .oversubscription = r, .uplinks = 0, .uplink_bw = 0};
+    EXPECT_NEAR(time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring), full, 1e-9 * full)
+        << "oversubscription " << r;
+    spec.fat_tree = {.levels = 2, .radix = 16, .oversubscription = r, .uplinks = 8, .uplink_bw = kBw / r};
     const double slow = time_of(spec, CollectiveOp::AllReduce, AllReduceAlgorithm::Ring);
-    EXPECT_NEAR(slow / full, r, 0.05 * r) << "oversubscription " << r;
+    EXPECT_NEAR(slow / full, r, 0.05 * r) << "oversubscription " << r << " as slower uplinks";
   }
   // A ring inside one leaf never touches the uplinks.
   ClusterSpec one_leaf = spec;

@@ -1,13 +1,13 @@
 // Hardware and topology: nodes, their NICs and intra-node links, the switches and links between
-// them, and the path a transfer takes (shortest paths, equal-cost paths chosen by a seeded hash
-// of the endpoints, as ECMP does). Owns link capacities and latencies; knows nothing of flows
-// or time.
+// them, and the path a transfer takes (shortest paths; equal-cost paths chosen by a seeded hash
+// of each flow's endpoints, as ECMP does, or split evenly as bundled fat-tree uplinks). Owns link
+// capacities and latencies; knows nothing of flows or time.
 //
 // Every node has a full-duplex NIC: an uplink (node -> its switch or router) and a downlink, of
 // `nic_bw` each way. Workers on a node share its NIC; transfers between devices of one node
 // cross the node's intra-node links (one per device and direction); a GPU reaches the NIC
 // directly. Topologies: `switch` (one non-blocking switch), `fat_tree` (leaf-spine or 3-level
-// k-ary, links above the leaves at nic_bw / oversubscription), `bigraph` (two halves of
+// k-ary, FatTreeUplinks full-speed uplinks per leaf: fewer when oversubscribed), `bigraph` (two halves of
 // switches, each switch of one half linked to each of the other), `torus` (a router per node,
 // links to the neighbours in each dimension). The end-to-end latency between two nodes is
 // `latency`, split over the two NIC hops; switch-to-switch hops add none.
@@ -60,11 +60,48 @@ constexpr std::string_view name_of(IntraNodeLink v) {
 }
 
 struct FatTreeSpec {
-  int levels = 2;               ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
-  int radix = 16;               ///< switch ports k: k/2 hosts per leaf (edge), k/2 uplinks
-  double oversubscription = 1;  ///< host bandwidth below a switch / bandwidth above it
+  int levels = 2;  ///< 2: leaf-spine; 3: k-ary fat-tree (edge, aggregation, core)
+  int radix = 16;  ///< switch ports k: k/2 hosts per leaf (edge), up to k/2 uplinks
+  /// Host bandwidth below a leaf (edge) switch / its uplinks' bandwidth: shorthand for fewer
+  /// full-speed uplinks (radix/2 / oversubscription of them), as real fabrics are built.
+  double oversubscription = 1;
+  int uplinks = 0;       ///< per leaf (edge) switch, 1 .. radix/2; 0: from oversubscription
+  double uplink_bw = 0;  ///< bytes/s each way of one uplink; 0: nic_bw (or what the ratio needs)
   bool operator==(const FatTreeSpec&) const = default;
 };
+
+/// The uplinks of a fat-tree's leaf (edge) switches as built from FatTreeSpec: `count` of `bw`
+/// each. Leaf-spine: `count` spines, one link from every leaf to each. Three levels: `count`
+/// aggregation switches per pod, each with one link to every edge switch of its pod and radix/2
+/// links up to `count` x radix/2 cores, so only the edge tier is oversubscribed (as real fabrics
+/// are built: fewer uplinks at the leaves, a non-blocking core). Defaults: with uplinks unset,
+/// round(radix/2 / oversubscription) uplinks (at least 1) at the bandwidth that keeps the ratio
+/// exact (nic_bw when the ratio divides radix/2); with uplinks set, uplink_bw or nic_bw.
+struct FatTreeUplinks {
+  int count = 0;
+  double bw = 0;  ///< bytes/s each way
+};
+struct ClusterSpec;
+[[nodiscard]] FatTreeUplinks fat_tree_uplinks(const ClusterSpec& spec);
+
+/// How flows between two nodes use several equal-cost paths. ecmp: each flow (each pair of
+/// endpoint devices, as each connection or queue pair of a real fabric) takes one path chosen by
+/// a seeded hash, so flows can collide on an uplink while another idles; ideal: every flow
+/// split evenly over all its equal-cost paths, built exactly on a fat-tree as each leaf's (and
+/// each pod's) uplinks bundled into one link of their summed capacity; spray: per-packet
+/// spraying, which at flow level is the same even split (built as ideal).
+enum class Routing : uint8_t { Ecmp, Ideal, Spray };
+constexpr std::string_view name_of(Routing v) {
+  switch (v) {
+    case Routing::Ecmp:
+      return "ecmp";
+    case Routing::Ideal:
+      return "ideal";
+    case Routing::Spray:
+      return "spray";
+  }
+  return {};
+}
 
 struct BiGraphSpec {
   int switches_per_half = 4;
@@ -258,7 +295,8 @@ struct ClusterSpec {
   BiGraphSpec bigraph;
   TorusSpec torus;
   CustomTopologySpec custom;
-  uint64_t routing_seed = 1;  ///< picks among equal-cost paths
+  Routing routing = Routing::Ecmp;
+  uint64_t routing_seed = 1;  ///< ecmp: the hash picking among equal-cost paths (scenario `seed`)
   NodePlacement node_placement = NodePlacement::Packed;
   /// random: the fabric's node slots the job's nodes are scattered over; 0 = the topology's
   /// capacity (a leaf-spine, which grows with its nodes, needs it)
@@ -416,8 +454,10 @@ struct Cluster {
 
   [[nodiscard]] Endpoint worker_endpoint(int worker) const;
   /// Empty path (zero latency) when both ends are the same device. Between nodes: a shortest
-  /// path; among equal-cost ones, the choice is a hash of (routing_seed, from, to), so a given
-  /// pair always takes the same path, as ECMP does for one flow.
+  /// path; with spec.routing ecmp, among equal-cost ones the choice is a hash of (routing_seed,
+  /// from, to), nodes and devices, so a given flow always takes the same path, as ECMP does, and
+  /// two flows of one node pair (two GPUs, two NICs) may take different ones. With ideal and
+  /// spray a fat-tree is built with bundled uplinks, and the route is unique.
   [[nodiscard]] Path path(Endpoint from, Endpoint to) const;
   /// Switch-level shortest path from switch a to switch b, picking equal-cost hops by `hash`.
   [[nodiscard]] std::vector<uint32_t> switch_route(int a, int b, uint64_t hash) const;
