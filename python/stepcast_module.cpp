@@ -16,6 +16,10 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <type_traits>
 #include <cstddef>
 #include <optional>
 #include <sstream>
@@ -28,6 +32,7 @@
 #include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/advice.hpp"
+#include "stepcast/report/html.hpp"
 #include "stepcast/report/plan.hpp"
 #include "stepcast/report/report.hpp"
 #include "stepcast/scenario/scenario.hpp"
@@ -422,19 +427,26 @@ struct PyAnswer {
   std::string json;
   std::string text;
   py::dict data;
+  /// Writes the command's --report page of the answer; empty for answers without one.
+  std::function<void(std::ostream&)> write_report{};
 };
 
-/// Runs `run` without the GIL and keeps what `write_json` and `write_text` print of its answer.
-template <class Run, class WriteJson, class WriteText>
-void answer_into(PyAnswer& out, Run&& run, WriteJson&& write_json, WriteText&& write_text) {
+/// Runs `run` without the GIL and keeps what `write_json` and `write_text` print of its answer,
+/// and the answer itself for `write_html` (the --report page, written on request).
+template <class Run, class WriteJson, class WriteText, class WriteHtml = std::nullptr_t>
+void answer_into(PyAnswer& out, Run&& run, WriteJson&& write_json, WriteText&& write_text,
+                 WriteHtml write_html = nullptr) {
   {
     py::gil_scoped_release release;
-    const auto answer = run();
+    auto answer = std::make_shared<const decltype(run())>(run());
     std::ostringstream json, text;
-    write_json(json, answer);
-    write_text(text, answer);
+    write_json(json, *answer);
+    write_text(text, *answer);
     out.json = json.str();
     out.text = text.str();
+    if constexpr (!std::is_same_v<WriteHtml, std::nullptr_t>) {
+      out.write_report = [answer, write_html](std::ostream& page) { write_html(page, *answer); };
+    }
   }
   out.data = parse_json(out.json);
 }
@@ -474,10 +486,8 @@ PyPrediction predict(const py::object& scenario, const py::object& workers, cons
           stepcast::sweep::load_scenario(request, overrides, stepcast::scenario::Needs::Workload,
                                          request.axes.empty() ? swept : std::vector<int>{});
       result = stepcast::sweep::run(request);
-      if (base.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
-          (!result.predictions.empty() && result.predictions.front().tokens.tokens_per_s > 0)) {
-        result.compute_source = stepcast::scenario::compute_source_text(base);
-      }
+      stepcast::sweep::describe_run(result, base, request,
+                                    swept.empty() ? std::vector<int>{base.cluster.workers} : swept, request.warn);
       return 0;
     });
   }
@@ -555,7 +565,8 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
                                 [&] { return stepcast::sweep::advise(request); });
       },
       [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_json(out, advice); },
-      [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_text(out, advice); });
+      [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_text(out, advice); },
+      [](std::ostream& out, const auto& advice) { stepcast::report::write_advice_html(out, advice); });
   raise_warnings(warnings);
   return a;
 }
@@ -601,7 +612,8 @@ PyPlan plan(const py::object& scenario, const py::object& gpus, int top, const s
                                 [&] { return stepcast::sweep::plan(request); });
       },
       [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_json(out, answer); },
-      [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_text(out, answer); });
+      [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_text(out, answer); },
+      [](std::ostream& out, const auto& answer) { stepcast::report::write_plan_html(out, answer); });
   raise_warnings(warnings);
   return p;
 }
@@ -614,6 +626,16 @@ std::string path_argument(const py::handle& value, const char* argument, bool op
                          py::repr(py::type::of(value)).cast<std::string>());
   }
   return path_text(value);
+}
+
+/// Writes an HTML report (the command's --report page) to `path`, replacing what is there.
+void write_report_file(const std::function<void(std::ostream&)>& write, const py::handle& path) {
+  const std::string file = path_argument(path, "path");
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error({file, 0, "path"}, "cannot open the report for writing");
+  write(out);
+  out.close();
+  if (!out) throw Error({file, 0, "path"}, "cannot write the report");
 }
 
 /// A size argument: a number of bytes or a size with a unit ('1MiB'), as the command's text.
@@ -878,6 +900,15 @@ PYBIND11_MODULE(stepcast, m) {
           "where unknown.")
       .def(
           "to_csv", [](const PyPrediction& p) { return csv_of(p.sweep); }, "What `--csv` writes.")
+      .def(
+          "report",
+          [](const PyPrediction& p, const py::object& path) {
+            write_report_file([&p](std::ostream& out) { stepcast::report::write_html_report(out, p.sweep); },
+                              path);
+          },
+          py::arg("path"),
+          "Writes the self-contained HTML page of `stepcast predict --report` (scaling charts, the step's "
+          "parts, the busiest links) to path.")
       .def("to_pandas", &to_pandas,
            "A pandas.DataFrame of rows(): one row per configuration x worker count, SI units in the column "
            "names, the swept keys as columns. Raises ImportError without pandas.")
@@ -906,6 +937,11 @@ PYBIND11_MODULE(stepcast, m) {
       .def("to_json", [](const PyAdvice& a) { return a.json; })
       .def(
           "text", [](const PyAdvice& a) { return a.text; }, "The answer in words, as the command prints it.")
+      .def(
+          "report", [](const PyAdvice& a, const py::object& path) { write_report_file(a.write_report, path); },
+          py::arg("path"),
+          "Writes the self-contained HTML page of `stepcast advise --report` (the target, the answer, the "
+          "runner-ups, the grid's charts) to path.")
       .def("__repr__",
            [](const PyAdvice& a) { return "<stepcast.Advice " + a.text.substr(0, a.text.find('\n')) + ">"; });
 
@@ -925,6 +961,11 @@ PYBIND11_MODULE(stepcast, m) {
       .def("to_json", [](const PyPlan& p) { return p.json; })
       .def(
           "text", [](const PyPlan& p) { return p.text; }, "The answer as the command prints it.")
+      .def(
+          "report", [](const PyPlan& p, const py::object& path) { write_report_file(p.write_report, path); },
+          py::arg("path"),
+          "Writes the self-contained HTML page of `stepcast plan --report` (the answer, the runner-ups, "
+          "their charts) to path.")
       .def("__repr__",
            [](const PyPlan& p) { return "<stepcast.Plan " + p.text.substr(0, p.text.find('\n')) + ">"; });
 

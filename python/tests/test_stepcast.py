@@ -341,6 +341,33 @@ def test_plan_equals_the_commands_json(tmp_path):
     assert p.text().startswith("scenario: tiny\n")
 
 
+def test_reports_are_the_commands_pages_byte_for_byte(tmp_path):
+    # predict, advise and plan: report(path) writes what the command's --report writes.
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(json.dumps(PLAN_DICT))  # JSON is YAML
+    cases = [
+        (stepcast.predict(EXAMPLE, workers=[1, 2, 4], set=QUICK),
+         ["predict", EXAMPLE, "--workers", "1,2,4", *QUICK_SETS]),
+        (stepcast.advise(EXAMPLE, vary={"training.ps.count": [1, 2]}, target_efficiency=0.5, workers=4, set=QUICK),
+         ["advise", EXAMPLE, "--vary", "training.ps.count=1,2", "--target-efficiency", "0.5", "--workers", "4",
+          *QUICK_SETS]),
+        (stepcast.plan(PLAN_DICT, gpus=[8], top=2), ["plan", tiny, "--gpus", "8", "--top", "2"]),
+    ]
+    for i, (answer, cli_args) in enumerate(cases):
+        ours, theirs = tmp_path / f"python-{i}.html", tmp_path / f"cli-{i}.html"
+        answer.report(ours)
+        done = subprocess.run([BINARY, *map(str, cli_args), "--report", str(theirs)], capture_output=True, text=True,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        page = ours.read_bytes()
+        assert page.startswith(b"<!DOCTYPE html>"), cli_args[0]
+        assert page == theirs.read_bytes(), cli_args[0]
+    with pytest.raises(stepcast.Error, match="path"):
+        cases[0][0].report(tmp_path / "no-such-folder" / "page.html")
+    with pytest.raises(TypeError, match="path"):
+        cases[0][0].report(42)
+
+
 def test_plan_errors_name_the_argument_of_each_front_end(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(json.dumps(PLAN_DICT))

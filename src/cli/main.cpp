@@ -138,41 +138,9 @@ int run_predict(const PredictArgs& args) {
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
   if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
-  // The fabric at the largest count predicted, and the keys that cannot change it; said only where
-  // the file's own cluster holds that count (a --sweep may be what makes it fit).
-  stepcast::cluster::ClusterSpec spec = scenario.cluster;
-  spec.workers = counts.back();
-  const stepcast::scheme::SchemeConfig& scheme = scenario.scheme;
-  bool buildable = true;
-  try {
-    stepcast::scheme::validate(spec, scheme);
-  } catch (const Error&) {
-    buildable = false;
-  }
-  if (buildable) {
-    const bool dedicated = scheme.scheme == stepcast::scheme::Scheme::ParameterServer &&
-                           scheme.ps.placement == stepcast::scheme::PsPlacement::Dedicated;
-    const stepcast::cluster::Cluster cluster =
-        stepcast::cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
-    sweep.topology = stepcast::cluster::describe_fabric(cluster);
-    if (counts.size() > 1) sweep.topology += fmt::format(" (at {} workers)", counts.back());
-    const bool reshaped = std::any_of(request.axes.begin(), request.axes.end(), [](const auto& axis) {
-      return axis.key.starts_with("cluster.") || axis.key.starts_with("training.ps.");
-    });
-    if (reshaped) sweep.topology += ", before the sweep's changes";
-    for (const std::string& note : stepcast::cluster::ineffective_keys(cluster))
-      fmt::print(stderr, "stepcast: warning: {}\n", note);
-  }
-  if (scenario.workload.comm_cpu_per_byte > 0 && scheme.scheme != stepcast::scheme::Scheme::ParameterServer) {
-    fmt::print(
-        stderr,
-        "stepcast: warning: workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a "
-        "parameter server's pulls and pushes pay it)\n");
-  }
-  if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
-      (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
-    sweep.compute_source = stepcast::scenario::compute_source_text(scenario);
-  }
+  stepcast::sweep::describe_run(sweep, scenario, request, counts, [](const std::string& warning) {
+    fmt::print(stderr, "stepcast: warning: {}\n", warning);
+  });
   // The name follows what --set changed, so two runs of one file do not read alike.
   for (const std::string& set : args.sets) sweep.scenario += (&set == &args.sets.front() ? " (" : ", ") + set;
   if (!args.sets.empty()) sweep.scenario += ")";

@@ -11,7 +11,9 @@
 #include <set>
 #include <thread>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/scheme/validate.hpp"
 #include "stepcast/detail/text_file.hpp"
 #include "stepcast/limits.hpp"
 #include "sweep/ranks.hpp"
@@ -156,6 +158,44 @@ void warn_about_axes_that_change_nothing(const std::vector<Axis>& axes,
 }
 
 }  // namespace
+
+void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, const Request& request,
+                  const std::vector<int>& counts, const std::function<void(const std::string&)>& warn) {
+  // The fabric at the largest count predicted, and the keys that cannot change it; said only where
+  // the file's own cluster holds that count (a --sweep may be what makes it fit).
+  cluster::ClusterSpec spec = scenario.cluster;
+  if (!counts.empty()) spec.workers = counts.back();
+  const scheme::SchemeConfig& scheme = scenario.scheme;
+  bool buildable = true;
+  try {
+    scheme::validate(spec, scheme);
+  } catch (const Error&) {
+    buildable = false;
+  }
+  if (buildable) {
+    const bool dedicated =
+        scheme.scheme == scheme::Scheme::ParameterServer && scheme.ps.placement == scheme::PsPlacement::Dedicated;
+    const cluster::Cluster cluster = cluster::build_cluster(spec, dedicated ? scheme.ps.count : 0);
+    sweep.topology = cluster::describe_fabric(cluster);
+    if (counts.size() > 1) sweep.topology += fmt::format(" (at {} workers)", counts.back());
+    const bool reshaped = std::any_of(request.axes.begin(), request.axes.end(), [](const Axis& axis) {
+      return axis.key.starts_with("cluster.") || axis.key.starts_with("training.ps.");
+    });
+    if (reshaped) sweep.topology += ", before the sweep's changes";
+    if (warn) {
+      for (const std::string& note : cluster::ineffective_keys(cluster)) warn(note);
+    }
+  }
+  if (warn && scenario.workload.comm_cpu_per_byte > 0 && scheme.scheme != scheme::Scheme::ParameterServer) {
+    warn(
+        "workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a parameter server's pulls and "
+        "pushes pay it)");
+  }
+  if (scenario.workload.compute_source != scenario::ComputeSource::Measured ||
+      (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
+    sweep.compute_source = scenario::compute_source_text(scenario);
+  }
+}
 
 int threads_for(int jobs, std::size_t tasks) {
   unsigned n = jobs > 0 ? static_cast<unsigned>(jobs) : std::max(1u, std::thread::hardware_concurrency());

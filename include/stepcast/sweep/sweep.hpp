@@ -110,6 +110,13 @@ struct Request {
 /// when distributed, only rank 0 throws.
 [[nodiscard]] report::Sweep run(const Request& request);
 
+/// What `stepcast predict` and Python's predict() say beside run()'s predictions, in one place:
+/// the fabric at the largest of `counts` in words (sweep.topology, when the scenario's own cluster
+/// holds that count), where the compute time came from (sweep.compute_source), and through `warn`
+/// the keys that cannot change this fabric or this scheme.
+void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, const Request& request,
+                  const std::vector<int>& counts, const std::function<void(const std::string&)>& warn);
+
 /// How many threads run(): `jobs`, or all cores when 0, never more than `tasks`, at least 1.
 [[nodiscard]] int threads_for(int jobs, std::size_t tasks);
 
