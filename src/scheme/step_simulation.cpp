@@ -121,10 +121,34 @@ std::pair<double, double> span_window(const sim::Trace& trace) {
   return {t0, t1};
 }
 
+/// The first 8 bytes of a name as a big-endian number (zero-padded): ordering two names by it
+/// and, where equal, by the whole name is their lexicographic order (names hold no NUL).
+uint64_t name_prefix(const std::string& name) {
+  uint64_t key = 0;
+  for (size_t i = 0; i < 8; ++i) key = (key << 8) | (i < name.size() ? static_cast<unsigned char>(name[i]) : 0U);
+  return key;
+}
+
+/// Busiest first, ties by name. Thousands of links tie in a ring (every NIC alike): the names'
+/// prefixes settle most ties without comparing the strings (a fifth of a 10,000-worker DDP step
+/// went to string compares).
 void sort_links(std::vector<LinkLoad>& links) {
-  std::sort(links.begin(), links.end(), [](const LinkLoad& a, const LinkLoad& b) {
-    return a.busy != b.busy ? a.busy > b.busy : a.name < b.name;
+  struct Key {
+    double busy;
+    uint64_t prefix;
+    uint32_t index;
+  };
+  std::vector<Key> keys(links.size());
+  for (size_t i = 0; i < links.size(); ++i) keys[i] = {links[i].busy, name_prefix(links[i].name), static_cast<uint32_t>(i)};
+  std::sort(keys.begin(), keys.end(), [&links](const Key& a, const Key& b) {
+    if (a.busy != b.busy) return a.busy > b.busy;
+    if (a.prefix != b.prefix) return a.prefix < b.prefix;
+    return links[a.index].name < links[b.index].name;
   });
+  std::vector<LinkLoad> sorted;
+  sorted.reserve(links.size());
+  for (const Key& k : keys) sorted.push_back(std::move(links[k.index]));
+  links = std::move(sorted);
 }
 
 }  // namespace
