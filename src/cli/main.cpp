@@ -169,6 +169,24 @@ int run_predict(const PredictArgs& args) {
         "stepcast: warning: workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a "
         "parameter server's pulls and pushes pay it)\n");
   }
+  // Incast (docs/models.md, "Incast"): a rule of the fine predictor's parameter-server RPCs over TCP
+  // into a finite buffer; say where the keys given cannot act.
+  const stepcast::cluster::IncastSpec& incast = scenario.cluster.incast;
+  if (incast.transport == stepcast::cluster::Transport::Tcp && !(incast.switch_buffer > 0)) {
+    fmt::print(stderr,
+               "stepcast: warning: cluster.transport: tcp has no effect without cluster.switch.buffer (a "
+               "buffer of unknown size drops nothing)\n");
+  } else if (incast.transport == stepcast::cluster::Transport::Rdma && incast.switch_buffer > 0) {
+    fmt::print(stderr,
+               "stepcast: warning: cluster.switch.buffer has no effect with cluster.transport: rdma (a "
+               "lossless fabric drops nothing)\n");
+  } else if (incast.enabled() &&
+             (scheme.scheme != stepcast::scheme::Scheme::ParameterServer || all_predictors ||
+              scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
+    fmt::print(stderr,
+               "stepcast: warning: TCP incast (cluster.transport, cluster.switch.buffer) acts only on the "
+               "fine predictor's parameter-server pulls and pushes\n");
+  }
   if (scenario.workload.compute_source != stepcast::scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
     sweep.compute_source = stepcast::scenario::compute_source_text(scenario);
