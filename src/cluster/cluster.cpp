@@ -349,6 +349,12 @@ Endpoint Cluster::worker_endpoint(int worker) const {
   return {node, worker - first_worker[static_cast<size_t>(node)]};
 }
 
+int incast_threshold(double buffer, double capacity, double rtt) {
+  // The buffer plus what the wire holds, in minimum windows; capped so that a huge buffer stays an int.
+  const double windows = std::floor((buffer + capacity * rtt) / kTcpMinWindow);
+  return static_cast<int>(std::min(windows, 1e9));
+}
+
 int ClusterSpec::busiest_node_workers() const {
   if (placement.empty()) return workers < workers_per_node ? workers : workers_per_node;
   return *std::max_element(placement.begin(), placement.end());

@@ -968,6 +968,28 @@ std::vector<KeyDef> make_table() {
          return Rendered{s.cluster.rpc_latency ? echo_duration(*s.cluster.rpc_latency) : "link latency",
                          false};
        }});
+  t.push_back(choice_key(
+      "cluster.transport", "rdma", enum_choices<cluster::Transport>(),
+      "transport of parameter-server pulls and pushes between nodes: rdma (lossless fabric, no "
+      "incast) or tcp (a switch port whose cluster.switch.buffer overflows drops, and a sender that "
+      "lost its tail waits cluster.tcp_rto_min; docs/models.md, Incast)",
+      [](auto& s) -> auto& { return s.cluster.incast.transport; }));
+  t.push_back(
+      {{"cluster.switch.buffer", "size", "unset (no loss)",
+        "packet buffer of a switch port, for TCP incast: past (buffer + bandwidth x RTT) / 2 "
+        "segments of synchronized senders into one NIC, each pays cluster.tcp_rto_min once per "
+        "burst (cluster.transport: tcp only); e.g. 128KB on shallow-buffered switches"},
+       false,
+       [](const RawValue& v, Draft& d) { d.scenario.cluster.incast.switch_buffer = parse_size_with_unit(v); },
+       [](const Scenario& s) {
+         const double b = s.cluster.incast.switch_buffer;
+         return Rendered{b > 0 ? echo_bytes(b) : "unset", false};
+       }});
+  t.push_back(duration_key(
+      "cluster.tcp_rto_min", "200ms",
+      "TCP's minimum retransmission timeout, what a sender that lost its tail to "
+      "incast waits (Linux's default 200ms; tuned data centres 1-5ms)",
+      [](auto& s) -> auto& { return s.cluster.incast.tcp_rto_min; }));
   t.push_back(bandwidth_key(
       "cluster.intra_node.bandwidth", "12GB/s", "bandwidth of each device's link inside a node, each way",
       [](auto& s) -> auto& { return s.cluster.intra_node_bw; }));

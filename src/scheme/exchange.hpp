@@ -52,6 +52,9 @@ struct ApplyDone {  ///< parameter server: a shard finished applying a gradient
 struct MessagePrepared {  ///< parameter server: the sender's message overhead ended; transmit now
   int connection;
 };
+struct Retransmitted {  ///< parameter server: a message's tail lost to incast was resent after TCP's RTO_min
+  int connection;
+};
 struct MessageHandled {  ///< parameter server: the receiving end's message overhead ended
   int connection;
   int piece;
@@ -66,7 +69,7 @@ struct StageDone {  ///< collectives: a stage of the collective in `slot` of own
   int slot = 0;
 };
 using Event = std::variant<OpDone, StartStep, OptimizerDone, HostWorkDone, Delivered, ApplyDone, StageDone,
-                           MessagePrepared, MessageHandled, TransferArrived>;
+                           MessagePrepared, MessageHandled, TransferArrived, Retransmitted>;
 using StepEngine = sim::Engine<Event>;
 
 inline constexpr int kNone = -1;

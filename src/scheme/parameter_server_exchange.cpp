@@ -45,8 +45,8 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
   const workload::Workload& w = ctx_.workload;
   const cluster::Cluster& cluster = ctx_.cluster;
   // One client cannot stand for many on a message lane: they would queue behind each other there.
-  STEPCAST_ASSERT(ctx_.representative == nullptr ||
-                  (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo && !(overhead_ > 0)));
+  STEPCAST_ASSERT(ctx_.representative == nullptr || (sync_ && ctx_.scheme.ps.order == PsOrder::Fifo &&
+                                                     !(overhead_ > 0) && !cluster.spec.incast.enabled()));
   const int p = shards_count_;
   const int n = ctx_.workers();
   pieces_of_tensor_.resize(w.tensors.size());
@@ -66,6 +66,12 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
   const int clients = nodes_.clients();
   connections_.resize(static_cast<size_t>(2) * clients * p + (nodes_.enabled() ? 2 * n : 0));
   const std::optional<double>& rpc_latency = cluster.spec.rpc_latency;
+  const cluster::IncastSpec& incast = cluster.spec.incast;
+  if (incast.enabled()) {
+    receivers_.resize(cluster.nic_down.size());
+    rto_min_ = incast.tcp_rto_min;
+  }
+  std::vector<double> receiver_rtt(receivers_.size(), 0.0);
   auto connect = [&](int index, Kind kind, int worker, int shard, std::vector<net::LinkUse> path,
                      double latency) {
     Connection& c = connections_[index];
@@ -81,6 +87,13 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
                           cluster::Endpoint to) {
     const cluster::Path path = cluster.path(from, to);
     connect(index, kind, worker, shard, to_link_uses(path), path.latency);
+    // Incast: an RPC across the fabric lands on the switch port of the receiving NIC; its round
+    // trip is twice the wire's latency (not the RPC stack's).
+    if (!receivers_.empty() && (kind == Kind::Pull || kind == Kind::Push) && from.node != to.node) {
+      const int nic = cluster.nic_of(to);
+      connections_[index].receiver = nic;
+      receiver_rtt[nic] = std::max(receiver_rtt[nic], 2 * path.latency);
+    }
   };
   if (const RepresentativeClient* rep = ctx_.representative) {
     for (int s = 0; s < p; ++s) {
@@ -104,6 +117,11 @@ ParameterServerExchange::ParameterServerExchange(const StepContext& context, Wor
       connect_path(broadcast_connection(v), Kind::Broadcast, v, 0, leader, cluster.worker_endpoint(v));
       connect_path(gather_connection(v), Kind::Gather, v, 0, cluster.worker_endpoint(v), leader);
     }
+  }
+  for (size_t nic = 0; nic < receivers_.size(); ++nic) {
+    // The port's rate is its NIC's; the pipe holds C x RTT of the longest round trip into it.
+    const double capacity = cluster.links[cluster.nic_down[nic]].bw;
+    receivers_[nic].threshold = cluster::incast_threshold(incast.switch_buffer, capacity, receiver_rtt[nic]);
   }
   if (!sync_) {
     const size_t slots = static_cast<size_t>(clients) * pieces_.size();
@@ -202,6 +220,9 @@ void ParameterServerExchange::handle(const Event& event) {
     const Connection& c = connections_[prepared->connection];
     if (c.kind == Kind::Pull) message_lane_done(c.shard);
     transmit(prepared->connection, false);
+  } else if (const auto* resent = std::get_if<Retransmitted>(&event)) {
+    message_done(resent->connection, false);
+    incast_leave(connections_[resent->connection]);
   } else if (const auto* handled = std::get_if<MessageHandled>(&event)) {
     const Connection& c = connections_[handled->connection];
     if (c.kind == Kind::Push) message_lane_done(c.shard);
@@ -316,6 +337,8 @@ void ParameterServerExchange::transmit(int connection, bool reuse_flow) {
   const double now = ctx_.engine.now();
   c.send_start = now;
   const double bytes = pieces_[piece].bytes;
+  c.transmitting = true;
+  incast_start(c);
   if (reuse_flow) {
     ctx_.engine.network().restart_flow(c.flow, bytes);
   } else {
@@ -368,9 +391,71 @@ void ParameterServerExchange::on_message_sent(int connection) {
                         .path = c.trace_path});
     }
   }
-  ctx_.engine.schedule(now + c.latency, Delivered{connection, piece, span});
+  c.span = span;
+  c.transmitting = false;
+  if (c.receiver == kNone) {
+    message_done(connection, true);
+    return;
+  }
+  if (incast_end(c)) {
+    // The message lost its tail in an overflowing burst: the connection waits TCP's minimum
+    // retransmission timeout, its flow ended (the port idles if every sender waits), and is still
+    // one of the port's senders until it resends.
+    ctx_.engine.schedule(now + rto_min_, Retransmitted{connection});
+    return;
+  }
+  message_done(connection, true);
+  incast_leave(c);
+}
+
+void ParameterServerExchange::message_done(int connection, bool reuse_flow) {
+  Connection& c = connections_[connection];
+  ctx_.engine.schedule(ctx_.engine.now() + c.latency, Delivered{connection, c.in_flight, c.span});
   // Keep the connection's flow for the next message: its share of the links does not change.
-  send_next(connection, true);
+  send_next(connection, reuse_flow);
+}
+
+// Incast (docs/models.md, "Incast"). The published measurements (Phanishayee et al., FAST 2008;
+// Vasudevan et al., SIGCOMM 2009; Chen et al., WREN 2009) send one block striped over n servers
+// through one switch port: each TCP flow keeps at least about two segments in flight, so past
+// n* = (B + C x RTT) / w_min senders the port's buffer B overflows every round, some flow loses
+// the tail of its window, has no later packets to trigger a fast retransmit, and waits TCP's
+// RTO_min while the port idles: the block takes D / C + RTO_min. As a flow-level rule: a *burst*
+// at a port is a time during which more than n* messages are in transmission into it; a message
+// that was in transmission during a burst pays RTO_min after its last byte, once per burst and
+// connection (a connection resends, then goes on within the same burst without loss, as the
+// measured blocks show one timeout each). With rdma (lossless fabric, PFC) or no buffer given,
+// receivers_ is empty and nothing changes.
+void ParameterServerExchange::incast_start(Connection& c) {
+  if (c.receiver == kNone) return;
+  Receiver& r = receivers_[static_cast<size_t>(c.receiver)];
+  // A connection moving on to its next message stays one sender: it neither starts nor ends a burst.
+  if (!c.counted) {
+    c.counted = true;
+    if (++r.active > r.threshold && !r.over) {
+      r.over = true;
+      r.bursts++;
+    }
+  }
+  c.bursts_at_start = r.bursts;
+  c.over_at_start = r.over;
+}
+
+bool ParameterServerExchange::incast_end(Connection& c) {
+  const Receiver& r = receivers_[static_cast<size_t>(c.receiver)];
+  // In a burst when it started, or one began while it was being sent: the latest is r.bursts.
+  const bool in_burst = c.over_at_start || r.bursts > c.bursts_at_start;
+  if (!in_burst || c.paid_burst == r.bursts) return false;
+  c.paid_burst = r.bursts;
+  return true;
+}
+
+void ParameterServerExchange::incast_leave(Connection& c) {
+  // Still sending when its next message started at once (message_done).
+  if (c.receiver == kNone || c.transmitting || !c.counted) return;
+  c.counted = false;
+  Receiver& r = receivers_[static_cast<size_t>(c.receiver)];
+  if (--r.active <= r.threshold) r.over = false;
 }
 
 void ParameterServerExchange::on_delivered(const Delivered& delivered) {

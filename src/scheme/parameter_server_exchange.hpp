@@ -76,6 +76,21 @@ class ParameterServerExchange final : public Exchange {
     double handled_until = 0;  ///< pull: when the worker is done handling the pieces delivered so far
     net::FlowId flow{};
     int trace_path = kNone;  ///< index into the trace's paths
+    /// Incast: the node receiving this RPC across the fabric, or kNone (rule off, or one node).
+    int receiver = kNone;
+    uint64_t bursts_at_start = 0;  ///< the receiver's bursts when this message started
+    bool over_at_start = false;    ///< the receiver was past its threshold then
+    uint64_t paid_burst = 0;       ///< the last burst whose timeout this connection paid
+    int span = kNone;              ///< the trace span of the message just sent
+    bool transmitting = false;     ///< a message's bytes are on the network
+    bool counted = false;          ///< one of its receiver's senders (Receiver::active)
+  };
+  /// Incast (docs/models.md, "Incast"): the senders transmitting into one NIC's switch port.
+  struct Receiver {
+    int active = 0;       ///< RPC messages being transmitted into the node now
+    int threshold = 0;    ///< n*: more than this many overflow the port's buffer
+    uint64_t bursts = 0;  ///< times active rose past the threshold (numbered from 1)
+    bool over = false;    ///< active > threshold now
   };
   struct Apply {
     int piece;
@@ -116,6 +131,14 @@ class ParameterServerExchange final : public Exchange {
   /// A message handling on shard s's lane ended now: its time in the measured window.
   void message_lane_done(int shard);
   void on_message_sent(int connection);
+  /// The message's delivery (its latency from now) and the connection's next message.
+  void message_done(int connection, bool reuse_flow);
+  /// Incast: a message into c's receiver starts or ends transmitting.
+  void incast_start(Connection& c);
+  /// Whether the message ending now lost its tail to an overflow it has not yet paid for.
+  [[nodiscard]] bool incast_end(Connection& c);
+  /// The connection stops sending into its receiver, unless its next message started at once.
+  void incast_leave(Connection& c);
   void on_delivered(const Delivered& delivered);
   void on_handled(int connection, int piece, int span);
   void count_staleness(int client, int piece);
@@ -155,6 +178,8 @@ class ParameterServerExchange final : public Exchange {
   std::vector<int> held_connections_;
   std::vector<std::vector<int>> waiting_;  // piece -> clients waiting for its next version
   std::vector<Shard> shards_;
+  std::vector<Receiver> receivers_;  ///< by NIC (Cluster::nic_down); empty when the incast rule is off
+  double rto_min_ = 0;               ///< s a message that lost its tail waits (ClusterSpec::incast)
   // Async staleness. Index client * pieces + piece: the piece's version when the client requested
   // it, the client's step then, and whether that pull may be counted.
   std::vector<int> pulled_version_, pulled_step_;

@@ -18,6 +18,8 @@
 //   (training.ps.message_overhead) would not: a shard's lane serves the clients one by one, so
 //   the path declines it. A worker's host CPU per byte (workload.comm_cpu_per_byte) is each
 //   client's own, alike for all, so the representative's is every client's.
+// - TCP incast (ClusterSpec::incast) counts the clients sending into each node at once, which one
+//   client cannot stand for: the path declines it.
 // The check costs one path per (client, shard, direction); the simulation, one client's events.
 #include <cstdint>
 #include <optional>
@@ -116,6 +118,9 @@ std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& w,
   // alike leave it at different times: no one client stands for the others.
   if (ps.message_overhead > 0) return std::nullopt;
   if (ps.local_aggregation && spec.workers_per_node > 1) return std::nullopt;
+  // Incast counts the senders into each node's port: one client standing for many would count
+  // one (docs/models.md, "Incast").
+  if (spec.incast.enabled()) return std::nullopt;
   // Without sharing, clients on one link do not slow each other, but a group's members would
   // (each member's rate is the link over the members): only max-min reads member counts right.
   if (options.network != NetworkKind::MaxMin) return std::nullopt;

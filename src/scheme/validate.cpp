@@ -246,6 +246,8 @@ void check_cluster_values(const ClusterSpec& c) {
   if (c.rpc_latency) {
     expect_non_negative("cluster.rpc_latency", *c.rpc_latency, "duration (s)", limits::kMaxLatency);
   }
+  expect_non_negative("cluster.switch.buffer", c.incast.switch_buffer, "size (bytes)", limits::kMaxBytes);
+  expect_non_negative("cluster.tcp_rto_min", c.incast.tcp_rto_min, "duration (s)", limits::kMaxLatency);
   // Only the chosen topology's parameters shape the network; the others may hold anything.
   switch (c.topology) {
     case Topology::Switch:

@@ -191,6 +191,24 @@ void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, cons
         "workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a parameter server's pulls and "
         "pushes pay it)");
   }
+  // Incast (docs/models.md, "Incast"): a rule of the fine predictor's parameter-server RPCs over TCP
+  // into a finite buffer; say where the keys given cannot act.
+  const cluster::IncastSpec& incast = scenario.cluster.incast;
+  const bool only_fine = request.predictors.empty()
+                             ? scenario.options.predictor == predict::Predictor::Fine
+                             : std::all_of(request.predictors.begin(), request.predictors.end(),
+                                           [](predict::Predictor p) { return p == predict::Predictor::Fine; });
+  if (!warn) {
+  } else if (incast.transport == cluster::Transport::Tcp && !(incast.switch_buffer > 0)) {
+    warn("cluster.transport: tcp has no effect without cluster.switch.buffer (a buffer of unknown size drops "
+         "nothing)");
+  } else if (incast.transport == cluster::Transport::Rdma && incast.switch_buffer > 0) {
+    warn("cluster.switch.buffer has no effect with cluster.transport: rdma (a lossless fabric drops nothing)");
+  } else if (incast.enabled() && (scheme.scheme != scheme::Scheme::ParameterServer || !only_fine)) {
+    warn(
+        "TCP incast (cluster.transport, cluster.switch.buffer) acts only on the fine predictor's parameter-server "
+        "pulls and pushes");
+  }
   if (scenario.workload.compute_source != scenario::ComputeSource::Measured ||
       (!sweep.predictions.empty() && sweep.predictions.front().tokens.tokens_per_s > 0)) {
     sweep.compute_source = scenario::compute_source_text(scenario);

@@ -61,6 +61,37 @@ TEST_F(PredictCli, HeadingNamesTheFabricAndIneffectiveKeysAreWarned) {
   EXPECT_EQ(served.err.find("has no effect"), std::string::npos) << served.err;
 }
 
+// TCP incast (docs/models.md, "Incast") acts only with tcp, a buffer, a parameter server and the
+// fine predictor; each other combination says why on stderr and still predicts.
+TEST_F(PredictCli, IncastKeysThatCannotActAreWarned) {
+  struct Case {
+    std::vector<std::string> sets;
+    const char* warning;  // nullptr: none
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"cluster.transport=tcp"}, "cluster.transport: tcp has no effect without cluster.switch.buffer"},
+           {{"cluster.switch.buffer=128KB"},
+            "cluster.switch.buffer has no effect with cluster.transport: rdma"},
+           {{"cluster.transport=tcp", "cluster.switch.buffer=128KB", "predictor=coarse"},
+            "acts only on the fine"},
+           {{"cluster.transport=tcp", "cluster.switch.buffer=128KB", "training.scheme=allreduce"},
+            "acts only on the fine"},
+           {{"cluster.transport=tcp", "cluster.switch.buffer=128KB"}, nullptr}}) {
+    std::vector<std::string> args{"predict", kExample, "--workers", "4"};
+    for (const std::string& set : c.sets) {
+      args.push_back("--set");
+      args.push_back(set);
+    }
+    RunResult r = run(args);
+    ASSERT_EQ(r.code, 0) << r.describe();
+    if (c.warning == nullptr) {
+      EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    } else {
+      EXPECT_NE(r.err.find(c.warning), std::string::npos) << r.err;
+    }
+  }
+}
+
 // A sweep can be what makes the cluster hold the workers (a 4-router torus, 32 workers, swept to
 // 8x4 and 4x8): the prediction runs; the heading leaves the fabric out rather than build the file's.
 TEST_F(PredictCli, SweepThatMakesTheFabricFitRunsWithoutATopologyLine) {

@@ -75,8 +75,8 @@ TEST(EnumNames, Scheme) {
 
 TEST(EnumNames, Cluster) {
   using namespace cluster;
-  check_all_names<Topology, Routing, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement, GemmDtype,
-                  NcclProtocol>();
+  check_all_names<Topology, Routing, Transport, IntraNodeLink, GpuGeneration, CpuVendor, NodePlacement,
+                  GemmDtype, NcclProtocol>();
 }
 
 TEST(EnumNames, Workload) {

@@ -60,6 +60,7 @@ TEST(EnumChoices, EveryChoiceKeyTakesTheNamesBesideItsType) {
   expect_choices_of<cluster::IntraNodeLink>("cluster.intra_node.link", checked);
   expect_choices_of<cluster::NodePlacement>("cluster.node_placement", checked);
   expect_choices_of<cluster::Routing>("cluster.routing", checked);
+  expect_choices_of<cluster::Transport>("cluster.transport", checked);
   expect_choices_of<scheme::Scheme>("training.scheme", checked);
   expect_choices_of<scheme::Mode>("training.mode", checked);
   expect_choices_of<scheme::PsPartition>("training.ps.partition", checked);

@@ -253,6 +253,38 @@ constexpr std::string_view name_of(NodePlacement v) {
   return {};
 }
 
+/// The transport of parameter-server pulls and pushes between nodes: rdma (a lossless fabric
+/// with priority flow control: no loss, no timeouts) or tcp (drops at a full switch port and
+/// retransmits after TCP's minimum timeout; docs/models.md, "Incast").
+enum class Transport : uint8_t { Rdma, Tcp };
+constexpr std::string_view name_of(Transport v) {
+  switch (v) {
+    case Transport::Rdma:
+      return "rdma";
+    case Transport::Tcp:
+      return "tcp";
+  }
+  return {};
+}
+
+/// TCP incast at a shallow-buffered switch port (docs/models.md, "Incast"): with transport tcp
+/// and a buffer, more concurrent senders into one node than incast_threshold() lets through
+/// make each of them pay one tcp_rto_min per synchronized burst.
+struct IncastSpec {
+  Transport transport = Transport::Rdma;
+  double switch_buffer = 0;  ///< bytes of packet buffer per switch port; 0 = unset: no loss
+  double tcp_rto_min = 0.2;  ///< s, TCP's minimum retransmission timeout (Linux's default)
+  /// Whether the rule can act: tcp over a port of a finite buffer.
+  [[nodiscard]] bool enabled() const { return transport == Transport::Tcp && switch_buffer > 0; }
+  bool operator==(const IncastSpec&) const = default;
+};
+/// Bytes each TCP flow keeps in flight at least: two segments of a 1,460-byte MSS (a 1,500-byte
+/// MTU), the minimum window the incast studies observe per synchronized sender.
+inline constexpr double kTcpMinWindow = 2 * 1460.0;
+/// n* = floor((B + C x RTT) / w_min): the most synchronized senders a port of buffer B at C
+/// bytes/s with round trip RTT holds at their minimum windows without a drop.
+[[nodiscard]] int incast_threshold(double buffer, double capacity, double rtt);
+
 struct ClusterSpec {
   int workers = 1;           ///< total workers N
   int workers_per_node = 1;  ///< GPUs (workers) per node
@@ -268,6 +300,7 @@ struct ClusterSpec {
   /// s from a parameter-server message's last byte sent to its delivery (RPC stack and wire), in
   /// place of the path's latency, for pulls and pushes; unset: the path's latency.
   std::optional<double> rpc_latency;
+  IncastSpec incast;          ///< cluster.transport, cluster.switch.buffer, cluster.tcp_rto_min
   double gpu_memory = 0;      ///< bytes of memory per GPU (worker); 0 = unknown: no fit check
   /// bytes each GPU holds outside the framework's caching allocator: the CUDA context and NCCL's
   /// buffers (cluster.gpu.memory_reserved; the default and its sources in docs/memory.md)
