@@ -198,13 +198,12 @@ void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, cons
                              ? scenario.options.predictor == predict::Predictor::Fine
                              : std::all_of(request.predictors.begin(), request.predictors.end(),
                                            [](predict::Predictor p) { return p == predict::Predictor::Fine; });
-  if (!warn) {
-  } else if (incast.transport == cluster::Transport::Tcp && !(incast.switch_buffer > 0)) {
+  if (warn && incast.transport == cluster::Transport::Tcp && !(incast.switch_buffer > 0)) {
     warn("cluster.transport: tcp has no effect without cluster.switch.buffer (a buffer of unknown size drops "
          "nothing)");
-  } else if (incast.transport == cluster::Transport::Rdma && incast.switch_buffer > 0) {
+  } else if (warn && incast.transport == cluster::Transport::Rdma && incast.switch_buffer > 0) {
     warn("cluster.switch.buffer has no effect with cluster.transport: rdma (a lossless fabric drops nothing)");
-  } else if (incast.enabled() && (scheme.scheme != scheme::Scheme::ParameterServer || !only_fine)) {
+  } else if (warn && incast.enabled() && (scheme.scheme != scheme::Scheme::ParameterServer || !only_fine)) {
     warn(
         "TCP incast (cluster.transport, cluster.switch.buffer) acts only on the fine predictor's parameter-server "
         "pulls and pushes");
