@@ -203,6 +203,14 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
         calibrate::kNcclCapGain * 100);
     out +=
         fmt::format("{}  tables x {} channels (NCCL's rule for B)\n", prefix, cluster::nccl_channels(spec));
+    out += fmt::format(
+        "{}channels' speed = {} (every protocol's bus bandwidth x its efficiency, at every node count); the\n"
+        "{}  sweep{} put it at {:.6g} GB/s, {:.1f}% less squared error ({} above {:g}%)\n",
+        prefix,
+        c.nccl.channels_bw > 0 ? fmt::format("{:.6g} GB/s, fitted", c.nccl.channels_bw / 1e9)
+                               : std::string("no cap (NCCL's tables)"),
+        prefix, counts > 1 ? "s" : "", c.nccl_channels_fitted_bw / 1e9, 100 * c.nccl_channels_gain,
+        c.nccl.channels_bw > 0 ? "taken" : "taken only", calibrate::kNcclCapGain * 100);
   } else {
     out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
     out += fmt::format("{}fit: {} ({}){}\n", prefix, to_string(c.options.method), used,
@@ -261,8 +269,14 @@ std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
       out += fmt::format("          net: {}\n",
                          duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Net)]));
       if (cost.max_bw) {
-        out += fmt::format("        max_bw: {}  # fitted (LL's cap); NCCL's table follows the node count\n",
-                           bandwidth_value(*cost.max_bw));
+        out += c.nccl.channels_bw > 0
+                   ? fmt::format(
+                         "        max_bw: {}  # the channels' speed x efficiency (fitted), under "
+                         "NCCL's table\n",
+                         bandwidth_value(*cost.max_bw))
+                   : fmt::format(
+                         "        max_bw: {}  # fitted (LL's cap); NCCL's table follows the node count\n",
+                         bandwidth_value(*cost.max_bw));
       }
     }
   }
