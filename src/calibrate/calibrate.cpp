@@ -695,13 +695,20 @@ cluster::ClusterSpec NcclFit::spec(int ranks) const {
   if (channels_bw > 0) {
     // The channels' own speed: every candidate's bus bandwidth at most channels_bw x its protocol's
     // efficiency (NCCL's busBw = channels x the graph's per-channel speed, before the protocols'
-    // caps), the same at every node count; NCCL's tables' caps still apply under it.
-    for (const bool tree : {false, true}) {
+    // caps), the same at every node count; NCCL's tables' caps still apply under it. LL's table
+    // follows the node count, and a cap written here replaces it at every node count: where LL's
+    // cap is NCCL's table, the channels' speed is written for LL only when it is below the table at
+    // every node count (the table's value for more than 2 nodes, its lowest), so that the cluster
+    // of `ranks` and a file written at another node count say the same.
+    cluster::ClusterSpec many = s;
+    many.workers = 3 * s.workers_per_node;
+    for (cluster::NcclCost* costs : {s.nccl.ring, s.nccl.tree}) {
+      const bool tree = costs == s.nccl.tree;
       for (int p = 0; p < cluster::kNcclProtocols; ++p) {
-        cluster::NcclCost& cost = (tree ? s.nccl.tree : s.nccl.ring)[p];
-        const double table = cluster::nccl_max_bw(s, tree, static_cast<cluster::NcclProtocol>(p));
-        const double own = channels_bw * cost.efficiency;
-        cost.max_bw = table > 0 ? std::min(table, own) : own;
+        const double own = channels_bw * costs[p].efficiency;
+        const double lowest = cluster::nccl_max_bw(many, tree, static_cast<cluster::NcclProtocol>(p));
+        // LL's fitted cap (cost.max_bw set above, and in `many`) or the table's lowest, or none.
+        if (lowest <= 0 || own <= lowest) costs[p].max_bw = own;
       }
     }
   }

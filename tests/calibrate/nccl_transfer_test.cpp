@@ -258,6 +258,35 @@ TEST(NcclTransferAcceptance, NicsLineRateAndChannelsSpeedFromTheSmallestNodeCoun
   }
 }
 
+TEST(NcclTransfer, ChannelsSpeedCapsEveryProtocolAndLeavesLLsTableToTheNodeCount) {
+  // The channels' speed C caps every candidate's bus bandwidth at C x its efficiency, at every node
+  // count. LL's cap is NCCL's table, by node count (39 GB/s at 2 Intel nodes, 20.4 beyond): C is
+  // written over it only where C x efficiency is below the table at every node count, so the cluster
+  // at 2 nodes (what the file keeps) and at 8 say the same.
+  for (const double c_bw : {10e9, 200e9}) {
+    NcclFit fit{16, 8, 50e9, 1};
+    fit.nics_per_node = 8;
+    fit.channels_bw = c_bw;
+    for (const int ranks : {16, 64}) {
+      const cluster::ClusterSpec spec = fit.spec(ranks);
+      for (const bool tree : {false, true}) {
+        for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+          const auto protocol = static_cast<cluster::NcclProtocol>(p);
+          const cluster::NcclCost& cost = (tree ? spec.nccl.tree : spec.nccl.ring)[p];
+          const double own = c_bw * cost.efficiency;
+          if (protocol == cluster::NcclProtocol::LL && own > 20.4e9) {
+            EXPECT_FALSE(cost.max_bw.has_value());
+            EXPECT_EQ(cluster::nccl_max_bw(spec, tree, protocol), ranks == 16 ? 39e9 : 20.4e9);
+          } else {
+            ASSERT_TRUE(cost.max_bw.has_value());
+            EXPECT_EQ(*cost.max_bw, own);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(NcclTransfer, OneNodeCountLeavesTheNetworkHopsScaleUnidentified) {
   // Data from the model itself at 2 and 8 nodes, with the network hops 3x NCCL's and the rest 1.5x:
   // one node count gives a single lambda (lambda_net unset, reported as not identified); both
