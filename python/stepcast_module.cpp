@@ -655,7 +655,8 @@ PyCalibration calibrate_nccl_tests(const py::object& log, const py::object& work
                                    const std::string& format, bool in_place, const py::object& fit,
                                    int max_regimes, const py::object& min_size, const py::object& max_size,
                                    const py::object& output, const std::string& gpu_generation,
-                                   const std::string& cpu_vendor, int nics_per_node) {
+                                   const std::string& cpu_vendor, int nics_per_node,
+                                   const py::object& nic_bandwidth) {
   // The library fits as `stepcast calibrate nccl-tests` does (sweep/calibrate.hpp); errors name
   // the arguments by their names here (the request's option_name left empty).
   stepcast::sweep::NcclTestsRequest request;
@@ -684,6 +685,7 @@ PyCalibration calibrate_nccl_tests(const py::object& log, const py::object& work
   request.gpu_generation = gpu_generation;
   request.cpu_vendor = cpu_vendor;
   request.nics_per_node = nics_per_node;
+  if (!nic_bandwidth.is_none()) request.nic_bandwidth = py::str(nic_bandwidth).cast<std::string>();
   request.workers_per_node = workers_per_node;
   request.format = format;
   request.in_place = in_place;
@@ -1037,10 +1039,13 @@ PYBIND11_MODULE(stepcast, m) {
         py::arg("fit") = py::none(), py::arg("max_regimes") = 4, py::arg("min_size") = "0",
         py::arg("max_size") = py::none(), py::arg("output") = py::none(),
         py::arg("gpu_generation") = "hopper", py::arg("cpu_vendor") = "intel", py::arg("nics_per_node") = 1,
+        py::arg("nic_bandwidth") = py::none(),
         "Fits the ring all-reduce's latency and bandwidth to an nccl-tests all_reduce_perf log (or an XLA\n"
         "collective perf table), as `stepcast calibrate nccl-tests --json`: workers ranks, workers_per_node\n"
         "per node; log and workers may be lists (the same nodes at several node counts, fitted together\n"
-        "by fit='nccl'); gpu_generation, cpu_vendor, nics_per_node describe the nodes for fit='nccl'; format "
+        "by fit='nccl'); gpu_generation, cpu_vendor, nics_per_node describe the nodes for fit='nccl' "
+        "(nic_bandwidth, e.g. '200Gbps': each NIC's known line rate, not "
+        "fitted then); format "
         "'auto', 'nccl-tests' or 'xla'; fit 'endpoints' (default), 'least-squares',\n"
         "'regimes' or 'nccl'; min_size / max_size bound the fitted sizes (bytes or '1MiB'); output: write\n"
         "the cluster keys there as YAML. Without fit, a RuntimeWarning names a better fit when the default\n"

@@ -448,6 +448,12 @@ def test_calibrate_nccl_tests_fits_several_node_counts_as_the_command():
     nccl = python.to_dict()["nccl"]
     assert nccl["net_latency_scale"] is not None
     assert [n["nodes"] for n in nccl["node_counts"]] == [4, 8]
+    # The NICs' line rate given: B is that, not fitted, as with --nic-bandwidth.
+    given = stepcast.calibrate_nccl_tests([log, log], workers=[8, 16], workers_per_node=2, nics_per_node=2,
+                                          nic_bandwidth="100Gbps")
+    assert given.to_dict() == cli_json("calibrate", "nccl-tests", log, log, "--workers", "8,16",
+                                       "--workers-per-node", 2, "--nics-per-node", 2, "--nic-bandwidth", "100Gbps")
+    assert given.to_dict()["nccl"]["nic_bandwidth_Bps"] == 12.5e9
 
 
 def test_calibrate_nccl_tests_writes_the_same_keys(tmp_path):

@@ -270,10 +270,11 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
     }
   }
   // Seconds per byte of each candidate of sweep gi at (B, LL cap; 0: NCCL's table).
-  auto per_byte = [&](size_t gi, double bw, double ll_bw) {
+  auto per_byte = [&](size_t gi, double bw, double ll_bw, double channels_bw) {
     NcclFit at = reference;
     at.nic_bw = bw;
     at.ll_bw = ll_bw;
+    at.channels_bw = channels_bw;
     const cluster::ClusterSpec spec = at.spec(groups[gi].workers);
     std::vector<double> out;
     for (const Candidate& c : candidates[gi]) {
@@ -285,11 +286,11 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
     }
     return out;
   };
-  auto objective = [&](double log_lambda, double log_net, double log_bw, double ll_bw) {
+  auto objective = [&](double log_lambda, double log_net, double log_bw, double ll_bw, double channels_bw) {
     const double lambda = std::exp(log_lambda), net = std::exp(log_net), bw = std::exp(log_bw);
     double sum = 0;
     for (size_t gi = 0; gi < groups.size(); ++gi) {
-      const std::vector<double> k = per_byte(gi, bw, ll_bw);
+      const std::vector<double> k = per_byte(gi, bw, ll_bw, channels_bw);
       const std::vector<Candidate>& cs = candidates[gi];
       for (const Measurement& m : groups[gi].eligible) {
         double best = kInfinity;
@@ -310,21 +311,28 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
                b_hi = std::log(limits::kMaxBandwidth);
   constexpr int kGrid = 120;
   struct Point {
-    double l = 0, n = 0, b = 0, cap = 0;  // log lambda, log lambda_net, log B, log LL cap
+    // log lambda, log lambda_net, log B, log LL cap, log channels' speed
+    double l = 0, n = 0, b = 0, cap = 0, ch = 0;
     double value = kInfinity;
   };
+  const bool known_bw = options.nic_bw > 0;  // B given (the NICs' line rate), not fitted
+  // Whether the search moves the channels' speed (else none: the NICs and NCCL's tables).
+  bool free_channels = false;
   auto value_of = [&](const Point& q, bool free_cap) {
-    return objective(q.l, split ? q.n : q.l, q.b, free_cap ? std::exp(q.cap) : 0.0);
+    return objective(q.l, split ? q.n : q.l, q.b, free_cap ? std::exp(q.cap) : 0.0,
+                     free_channels ? std::exp(q.ch) : 0.0);
   };
   auto refine = [&](Point p, bool free_cap, double first_step) {
     for (double step = first_step; step > 1e-9; step /= 2) {
       for (bool moved = true; moved;) {
         moved = false;
-        for (int axis = 0; axis < 4; ++axis) {
-          if ((axis == 1 && !split) || (axis == 3 && !free_cap)) continue;
+        for (int axis = 0; axis < 5; ++axis) {
+          if ((axis == 1 && !split) || (axis == 2 && known_bw) || (axis == 3 && !free_cap) ||
+              (axis == 4 && !free_channels))
+            continue;
           for (const double d : {step, -step}) {
             Point q = p;
-            (axis == 0 ? q.l : axis == 1 ? q.n : axis == 2 ? q.b : q.cap) += d;
+            (axis == 0 ? q.l : axis == 1 ? q.n : axis == 2 ? q.b : axis == 3 ? q.cap : q.ch) += d;
             q.value = value_of(q, free_cap);
             if (q.value < p.value) {
               p = q;
@@ -339,10 +347,11 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
   };
   Point table;
   for (int i = 0; i <= kGrid; ++i) {
-    for (int j = 0; j <= kGrid; ++j) {
-      const double l = l_lo + (l_hi - l_lo) * i / kGrid, b = b_lo + (b_hi - b_lo) * j / kGrid;
-      const double v = objective(l, l, b, 0);
-      if (v < table.value) table = {l, l, b, 0, v};
+    for (int j = 0; j <= (known_bw ? 0 : kGrid); ++j) {
+      const double l = l_lo + (l_hi - l_lo) * i / kGrid,
+                   b = known_bw ? std::log(options.nic_bw) : b_lo + (b_hi - b_lo) * j / kGrid;
+      const double v = objective(l, l, b, 0, 0);
+      if (v < table.value) table = {l, l, b, 0, 0, v};
     }
   }
   table = refine(table, false, (l_hi - l_lo) / kGrid);
@@ -370,17 +379,37 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
   const double floor = static_cast<double>(eligible_count) * kNoise * kNoise;
   const double gain = std::max(0.0, (table.value - capped.value) / (table.value + floor));
   const bool fit_cap = gain > kNcclCapGain;
-  const Point best = fit_cap ? capped : table;
+  Point best = fit_cap ? capped : table;
+  // Then the channels' own speed (a cap on every candidate's bus bandwidth, the same at every node
+  // count; NCCL's tables cap LL, LL128 and the tree but not the ring's Simple): a grid over it from
+  // the fit so far, all refined, kept only if it gains more than kNcclCapGain. Without it a sweep's
+  // one limit can only go into B, where the 2-node tree's once-per-byte NIC traffic halves it.
+  free_channels = true;
+  Point channels = best;
+  channels.value = kInfinity;
+  for (int i = 0; i <= kGrid; ++i) {
+    Point q = best;
+    q.ch = c_lo + (c_hi - c_lo) * i / kGrid;
+    q.value = value_of(q, fit_cap);
+    if (q.value < channels.value) channels = q;
+  }
+  channels = refine(channels, fit_cap, (c_hi - c_lo) / kGrid);
+  const double channels_gain = std::max(0.0, (best.value - channels.value) / (best.value + floor));
+  const bool fit_channels = channels_gain > kNcclCapGain;
+  if (fit_channels) best = channels;
   Calibration c;
   c.options = options;
   c.fit.workers = workers;
   c.nccl = reference;
-  c.nccl.nic_bw = std::exp(best.b);
+  c.nccl.nic_bw = known_bw ? options.nic_bw : std::exp(best.b);
   c.nccl.latency_scale = std::exp(best.l);
   if (split) c.nccl.net_latency_scale = std::exp(best.n);
   c.nccl.ll_bw = fit_cap ? std::exp(best.cap) : 0.0;
+  c.nccl.channels_bw = fit_channels ? std::exp(best.ch) : 0.0;
   c.nccl_ll_fitted_bw = std::exp(capped.cap);
   c.nccl_ll_gain = gain;
+  c.nccl_channels_fitted_bw = std::exp(channels.ch);
+  c.nccl_channels_gain = channels_gain;
   for (const Measurement& m : *groups.front().points) {
     const bool used = m.bytes >= options.min_bytes && m.bytes <= options.max_bytes;
     SizeError e = score(m, c.nccl.time(m.bytes), used);
@@ -662,6 +691,26 @@ cluster::ClusterSpec NcclFit::spec(int ranks) const {
     constexpr int kLL = static_cast<int>(cluster::NcclProtocol::LL);
     s.nccl.ring[kLL].max_bw = ll_bw;
     s.nccl.tree[kLL].max_bw = ll_bw;
+  }
+  if (channels_bw > 0) {
+    // The channels' own speed: every candidate's bus bandwidth at most channels_bw x its protocol's
+    // efficiency (NCCL's busBw = channels x the graph's per-channel speed, before the protocols'
+    // caps), the same at every node count; NCCL's tables' caps still apply under it. LL's table
+    // follows the node count, and a cap written here replaces it at every node count: where LL's
+    // cap is NCCL's table, the channels' speed is written for LL only when it is below the table at
+    // every node count (the table's value for more than 2 nodes, its lowest), so that the cluster
+    // of `ranks` and a file written at another node count say the same.
+    cluster::ClusterSpec many = s;
+    many.workers = 3 * s.workers_per_node;
+    for (cluster::NcclCost* costs : {s.nccl.ring, s.nccl.tree}) {
+      const bool tree = costs == s.nccl.tree;
+      for (int p = 0; p < cluster::kNcclProtocols; ++p) {
+        const double own = channels_bw * costs[p].efficiency;
+        const double lowest = cluster::nccl_max_bw(many, tree, static_cast<cluster::NcclProtocol>(p));
+        // LL's fitted cap (cost.max_bw set above, and in `many`) or the table's lowest, or none.
+        if (lowest <= 0 || own <= lowest) costs[p].max_bw = own;
+      }
+    }
   }
   return s;
 }

@@ -53,6 +53,12 @@ CalibrateCommand::CalibrateCommand(CLI::App& app) {
       ->capture_default_str();
   nccl_tests_->add_option("--nics-per-node", nics_per_node_, "--fit nccl: network ports per node")
       ->capture_default_str();
+  nccl_tests_
+      ->add_option(
+          "--nic-bandwidth", nic_bandwidth_,
+          "--fit nccl: each NIC's line rate when known, e.g. 200Gbps (then not fitted; the channels' "
+          "speed is)")
+      ->capture_default_str();
   nccl_tests_->add_option("--format", format_, "Input format: auto, nccl-tests or xla")
       ->check(CLI::IsMember(all_names<calibrate::LogFormat>()))
       ->capture_default_str();
@@ -129,6 +135,7 @@ int CalibrateCommand::run() const {
   request.gpu_generation = gpu_generation_;
   request.cpu_vendor = cpu_vendor_;
   request.nics_per_node = nics_per_node_;
+  request.nic_bandwidth = nic_bandwidth_;
   request.format = format_;
   request.in_place = in_place_;
   if (nccl_tests_->count("--fit") > 0) request.fit = fit_;

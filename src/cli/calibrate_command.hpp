@@ -44,6 +44,7 @@ class CalibrateCommand {
   std::string gpu_generation_ = "hopper";
   std::string cpu_vendor_ = "intel";
   int nics_per_node_ = 1;
+  std::string nic_bandwidth_;  // empty: fitted
   std::string format_ = "auto";
   bool in_place_ = false;
   std::string fit_ = "endpoints";

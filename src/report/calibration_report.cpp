@@ -139,6 +139,17 @@ void write_json(std::ostream& out, const CalibrationReport& report) {
     json.number(c.nccl_ll_fitted_bw);
     json.key("ll_gain");
     json.number(c.nccl_ll_gain);
+    // The channels' speed (a cap on every protocol's bus bandwidth): fitted, or null when none.
+    json.key("channels_bandwidth_Bps");
+    if (c.nccl.channels_bw > 0) {
+      json.number(c.nccl.channels_bw);
+    } else {
+      json.null();
+    }
+    json.key("channels_fitted_bandwidth_Bps");
+    json.number(c.nccl_channels_fitted_bw);
+    json.key("channels_gain");
+    json.number(c.nccl_channels_gain);
     json.key("channels");
     json.number(cluster::nccl_channels(c.nccl.spec(c.nccl.workers)));
     json.end_object();

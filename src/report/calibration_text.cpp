@@ -163,14 +163,16 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
            prefix +
            "  Simple, the fastest for each size; NCCL 2.18's latency constants x lambda, node NIC B\n";
     out += fmt::format("{}fit: nccl ({})\n", prefix, used);
-    out += fmt::format(
-        "{}B = {:.6g} GB/s per NIC, {} per node (intra-node links {:g} x B), lambda = {:.4g}\n", prefix,
-        c.nccl.nic_bw / 1e9, spec.nics_per_node, calibrate::kNcclIntraToNic, c.nccl.latency_scale);
+    out +=
+        fmt::format("{}B = {:.6g} GB/s per NIC{}, {} per node (intra-node links {:g} x B), lambda = {:.4g}\n",
+                    prefix, c.nccl.nic_bw / 1e9, c.options.nic_bw > 0 ? " (given)" : "", spec.nics_per_node,
+                    calibrate::kNcclIntraToNic, c.nccl.latency_scale);
     // What holds at every node count (fitted) apart from what changes with it, and which of the
     // latter the sweeps identified.
     const size_t counts = std::max<size_t>(1, c.node_counts.size());
     out += fmt::format(
-        "{}the same at every node count (fitted): B, lambda (base latencies, hops inside a node)\n", prefix);
+        "{}the same at every node count (fitted): {}lambda (base latencies, hops inside a node){}\n", prefix,
+        c.options.nic_bw > 0 ? "" : "B, ", c.nccl.channels_bw > 0 ? ", the channels' speed" : "");
     if (c.nccl.net_latency_scale) {
       out += fmt::format(
           "{}changes with the node count M: network hops (ring 2(M-1), tree 2 floor(log2 M)) x NCCL's hop "
@@ -203,6 +205,13 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
         calibrate::kNcclCapGain * 100);
     out +=
         fmt::format("{}  tables x {} channels (NCCL's rule for B)\n", prefix, cluster::nccl_channels(spec));
+    out += fmt::format(
+        "{}the channels' speed (a cap on every protocol's bus bandwidth x its efficiency): {}; the sweep{}\n"
+        "{}  put it at {:.6g} GB/s, {:.1f}% less squared error ({} above {:g}%)\n",
+        prefix,
+        c.nccl.channels_bw > 0 ? fmt::format("{:.6g} GB/s", c.nccl.channels_bw / 1e9) : std::string("none"),
+        counts > 1 ? "s" : "", prefix, c.nccl_channels_fitted_bw / 1e9, 100 * c.nccl_channels_gain,
+        c.nccl.channels_bw > 0 ? "taken" : "taken only", calibrate::kNcclCapGain * 100);
   } else {
     out += prefix + "model: ring all-reduce, t(S) = 2(N-1) a + 2(N-1)/N S / B\n";
     out += fmt::format("{}fit: {} ({}){}\n", prefix, to_string(c.options.method), used,
@@ -261,8 +270,14 @@ std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
       out += fmt::format("          net: {}\n",
                          duration_value(cost.hop_latency[static_cast<int>(cluster::NcclHop::Net)]));
       if (cost.max_bw) {
-        out += fmt::format("        max_bw: {}  # fitted (LL's cap); NCCL's table follows the node count\n",
-                           bandwidth_value(*cost.max_bw));
+        out += c.nccl.channels_bw > 0
+                   ? fmt::format(
+                         "        max_bw: {}  # the channels' speed x efficiency (fitted), under "
+                         "NCCL's table\n",
+                         bandwidth_value(*cost.max_bw))
+                   : fmt::format(
+                         "        max_bw: {}  # fitted (LL's cap); NCCL's table follows the node count\n",
+                         bandwidth_value(*cost.max_bw));
       }
     }
   }

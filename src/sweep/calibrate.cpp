@@ -108,8 +108,9 @@ NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
       throw bad("workers", fmt::format("expected one rank count per sweep: {} sweeps, {} counts",
                                        request.more_logs.size() + 1, request.more_workers.size() + 1));
     }
-    options.method =
-        choice_of<FitMethod>(request, request.fit.value_or(several ? "nccl" : "endpoints"), "fit");
+    options.method = choice_of<FitMethod>(
+        request, request.fit.value_or(several || !request.nic_bandwidth.empty() ? "nccl" : "endpoints"),
+        "fit");
     if (several && options.method != FitMethod::Nccl) {
       throw bad("fit", fmt::format("several sweeps are fitted together only by nccl, got {}",
                                    calibrate::to_string(options.method)));
@@ -146,6 +147,19 @@ NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
                                              request.workers_per_node, request.nics_per_node));
     }
     options.nics_per_node = request.nics_per_node;
+    if (!request.nic_bandwidth.empty()) {
+      if (options.method != FitMethod::Nccl) {
+        throw bad("nic_bandwidth", fmt::format("only --fit nccl takes the NICs' bandwidth, got --fit {}",
+                                               calibrate::to_string(options.method)));
+      }
+      options.nic_bw =
+          parse_bandwidth_with_unit(request.nic_bandwidth, {"", 0, option_name_of(request, "nic_bandwidth")});
+      if (options.nic_bw < limits::kMinBandwidth || options.nic_bw > limits::kMaxBandwidth) {
+        throw bad("nic_bandwidth",
+                  fmt::format("expected a bandwidth in [{:g}, {:g}] B/s, got '{}'", limits::kMinBandwidth,
+                              limits::kMaxBandwidth, request.nic_bandwidth));
+      }
+    }
     options.min_bytes = parse_bytes_with_unit(request.min_size, {"", 0, option_name_of(request, "min_size")});
     if (!request.max_size.empty()) {
       options.max_bytes =

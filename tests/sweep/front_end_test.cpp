@@ -97,6 +97,19 @@ TEST(FrontEnd, CalibrateNcclTestsFitsTheClosedForm) {
   EXPECT_NE(yaml.find("nic_bandwidth: 10GB/s"), std::string::npos) << yaml;
 }
 
+TEST(FrontEnd, CalibrateNcclTakesTheNicsLineRateAsGiven) {
+  // --nic-bandwidth alone selects --fit nccl and keeps B at the given rate (not fitted).
+  const fs::path dir = temp_dir("line_rate");
+  NcclTestsRequest r = nccl_request(write(dir / "ar.log", ring_log()), 4, 2);
+  r.nic_bandwidth = "200Gbps";
+  r.output = (dir / "c.yaml").string();
+  (void)calibrate_nccl_tests(r);
+  std::ifstream in(r.output);
+  const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(yaml.find("--fit nccl"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("nic_bandwidth: 25GB/s"), std::string::npos) << yaml;
+}
+
 TEST(FrontEnd, CalibrateErrorsNameTheOptionOfTheCaller) {
   const fs::path dir = temp_dir("names");
   const std::string log = write(dir / "ar.log", ring_log());
@@ -108,6 +121,13 @@ TEST(FrontEnd, CalibrateErrorsNameTheOptionOfTheCaller) {
            {[](NcclTestsRequest& r) { r.fit = "best"; }, "fit"},
            {[](NcclTestsRequest& r) { r.format = "csv"; }, "format"},
            {[](NcclTestsRequest& r) { r.min_size = "lots"; }, "min_size"},
+           {[](NcclTestsRequest& r) { r.nic_bandwidth = "fast"; }, "nic_bandwidth"},
+           {[](NcclTestsRequest& r) { r.nic_bandwidth = "1kbps"; }, "nic_bandwidth"},
+           {[](NcclTestsRequest& r) {
+              r.nic_bandwidth = "25GB/s";
+              r.fit = "regimes";
+            },
+            "nic_bandwidth"},
            {[](NcclTestsRequest& r) { r.output = "/dev/null/x.yaml"; }, "output"}}) {
     NcclTestsRequest plain = nccl_request(log, 4);
     change(plain);

@@ -36,6 +36,8 @@ struct NcclTestsRequest {
   std::string gpu_generation = "hopper";
   std::string cpu_vendor = "intel";
   int nics_per_node = 1;
+  /// nccl: each NIC's line rate when known ("200Gbps", "25GB/s"); B is then not fitted. "": fitted.
+  std::string nic_bandwidth;
   std::string format = "auto";  ///< auto, nccl-tests or xla
   bool in_place = false;        ///< nccl-tests' in-place times (only nccl-tests logs have them)
   /// endpoints, least-squares, regimes or nccl; not given: endpoints, and a suggestion of a better

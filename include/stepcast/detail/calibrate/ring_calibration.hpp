@@ -74,6 +74,8 @@ struct FitOptions {
   cluster::GpuGeneration gpu_generation = cluster::GpuGeneration::Hopper;
   cluster::CpuVendor cpu_vendor = cluster::CpuVendor::Intel;
   int nics_per_node = 1;
+  /// Nccl: each NIC's bandwidth when known (bytes/s; B is then not fitted); 0: fitted.
+  double nic_bw = 0;
   bool operator==(const FitOptions&) const = default;
 };
 
@@ -144,6 +146,11 @@ struct NcclFit {
   /// bytes/s: LL's cap on the bus bandwidth of the all-reduce, ring and tree (NCCL's llMaxBw),
   /// as fitted; 0: NCCL's table, which follows the node count (cluster.nccl.*.ll.max_bw unset).
   double ll_bw = 0;
+  /// bytes/s: the channels' own speed, as fitted: every candidate's bus bandwidth (ring and tree,
+  /// every protocol) at most channels_bw x its protocol's efficiency, at every node count (NCCL's
+  /// busBw = channels x the per-channel speed its search found, before the protocols' caps; written
+  /// as cluster.nccl.*.max_bw, under NCCL's tables' caps); 0: none (the NICs and NCCL's tables).
+  double channels_bw = 0;
   cluster::GpuGeneration gpu_generation = cluster::GpuGeneration::Hopper;
   cluster::CpuVendor cpu_vendor = cluster::CpuVendor::Intel;
   int nics_per_node = 1;  ///< nic_bw is each NIC's; the node has nics_per_node of them
@@ -206,6 +213,10 @@ struct Calibration {
   /// fraction exceeds kNcclCapGain.
   double nccl_ll_fitted_bw = 0;
   double nccl_ll_gain = 0;
+  /// Nccl only: the channels' speed as the sweeps put it (bytes/s) and the fraction of the summed
+  /// squared relative error it removes; nccl.channels_bw takes it only when that exceeds kNcclCapGain.
+  double nccl_channels_fitted_bw = 0;
+  double nccl_channels_gain = 0;
   /// |error| over the sizes >= options.report_min_bytes that were not used to fit; with
   /// LeastSquares every eligible size is used, so these fall back to the in-sample sizes.
   /// Regimes: |loo_error| over every size >= report_min_bytes (never in sample).
