@@ -15,6 +15,7 @@
 
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::predict {
@@ -35,6 +36,7 @@ BottleneckKind kind_of(const std::string& resource) {
   if (contains(resource, "PS apply")) return BottleneckKind::PsApply;
   if (contains(resource, "PS messages")) return BottleneckKind::PsMessages;
   if (contains(resource, "PS NIC") || resource.starts_with("server")) return BottleneckKind::PsNic;
+  if (resource == cluster::kIncastStall) return BottleneckKind::Incast;
   return BottleneckKind::NetworkBandwidth;
 }
 
@@ -52,6 +54,18 @@ std::optional<Utilization> busiest_network(const Result& r) {
   for (const Utilization& u : r.utilization) consider(u.resource, u.busy);
   for (const sim::LinkLoad& l : r.links) consider(l.name, l.busy);
   return best;
+}
+
+/// "worker NIC out 84% busy"; incast's load is a stall, not work: said as such.
+std::string busy_phrase(const std::string& resource, double busy) {
+  const double percent = 100 * std::min(busy, 1.0);
+  if (kind_of(resource) == BottleneckKind::Incast) {
+    return fmt::format(
+        "TCP incast: a switch port stalled {:.0f}% of the step, its senders waiting out cluster.tcp_rto_min "
+        "after overflowing cluster.switch.buffer",
+        percent);
+  }
+  return fmt::format("{} {:.0f}% busy", resource, percent);
 }
 
 double busy_of(const Result& r, std::string_view resource) {
@@ -83,7 +97,7 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
                    [](const Utilization& a, const Utilization& b) { return a.busy > b.busy; });
   if (!r.utilization.empty() && r.utilization.front().busy >= kSaturatedBusy) {
     const Utilization& top = r.utilization.front();
-    r.bottleneck = fmt::format("{} {:.0f}% busy", top.resource, 100 * std::min(top.busy, 1.0));
+    r.bottleneck = busy_phrase(top.resource, top.busy);
     r.bottleneck_kind = kind_of(top.resource);
     r.bottleneck_resource = top.resource;
     // Compute-bound but still losing time: name what the lost time waits on, since that is what
@@ -149,8 +163,8 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
     return;
   }
   if (net.has_value() && net->busy >= kExplains * exposed) {
-    r.bottleneck = fmt::format("{} {:.0f}% busy ({:.0f}% of step exposed communication)", net->resource,
-                               100 * std::min(net->busy, 1.0), 100 * exposed);
+    r.bottleneck = fmt::format("{} ({:.0f}% of step exposed communication)", busy_phrase(net->resource, net->busy),
+                               100 * exposed);
     r.bottleneck_kind = kind_of(net->resource);
     r.bottleneck_resource = net->resource;
     return;

@@ -221,6 +221,13 @@ void ParameterServerExchange::handle(const Event& event) {
     if (c.kind == Kind::Pull) message_lane_done(c.shard);
     transmit(prepared->connection, false);
   } else if (const auto* resent = std::get_if<Retransmitted>(&event)) {
+    // The port stalled for [now - RTO_min, now] (waits end in time order, all RTO_min long).
+    Receiver& port = receivers_[static_cast<size_t>(connections_[resent->connection].receiver)];
+    const double now = ctx_.engine.now(), window_start = runtime_.window_start();
+    if (window_start >= 0) {
+      port.stalled_in_window += std::max(0.0, now - std::max({now - rto_min_, port.stalled_until, window_start}));
+    }
+    port.stalled_until = now;
     message_done(resent->connection, false);
     incast_leave(connections_[resent->connection]);
   } else if (const auto* handled = std::get_if<MessageHandled>(&event)) {
@@ -623,6 +630,14 @@ void ParameterServerExchange::release_waiting(int piece) {
 
 void ParameterServerExchange::add_loads(SimulationResult& r, double window_start) const {
   r.staleness_counts = staleness_counts_;
+  if (!receivers_.empty()) {
+    // The share of the window the most stalled port had a sender waiting out RTO_min.
+    double stalled = 0;
+    for (const Receiver& port : receivers_) {
+      stalled = std::max(stalled, r.window > 0 ? port.stalled_in_window / r.window : 0.0);
+    }
+    if (stalled > 0) r.loads.push_back({std::string(cluster::kIncastStall), std::min(stalled, 1.0)});
+  }
   if (overhead_ > 0) {
     double messages = 0;
     for (const Shard& shard : shards_) {

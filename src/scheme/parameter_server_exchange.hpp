@@ -91,6 +91,10 @@ class ParameterServerExchange final : public Exchange {
     int threshold = 0;    ///< n*: more than this many overflow the port's buffer
     uint64_t bursts = 0;  ///< times active rose past the threshold (numbered from 1)
     bool over = false;    ///< active > threshold now
+    /// The port's stall: in the window, the time some sender into it waited out RTO_min (a union
+    /// of intervals, counted as each wait ends), and where the union counted so far ends.
+    double stalled_in_window = 0;
+    double stalled_until = 0;
   };
   struct Apply {
     int piece;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
@@ -29,6 +30,24 @@ TEST(Bottleneck, PullThenPushOnOneSlowNicIsBandwidthBoundOnTheWorkerNic) {
   EXPECT_EQ(r.bottleneck_resource, "worker NIC") << r.bottleneck;
   EXPECT_NE(r.bottleneck.find("pull then push serialised on the worker NIC"), std::string::npos)
       << r.bottleneck;
+}
+
+TEST(Bottleneck, IncastStallsAreNamedAsIncastNotAsLatency) {
+  // One co-located shard per node at 128 workers over TCP into 128 KB ports (n* = 216 senders at
+  // 100 Gbps and a 40 us round trip; each port receives from 127 shards and 127 workers): the
+  // step waits on retransmission timeouts, which the sentence and the kind name. Over RDMA the
+  // same job is not incast-bound.
+  const std::vector<std::string> job{"cluster.workers=128", "training.ps.count=128",
+                                     "training.ps.placement=colocated", "cluster.nic_bandwidth=100Gbps"};
+  std::vector<std::string> tcp = job;
+  tcp.insert(tcp.end(), {"cluster.transport=tcp", "cluster.switch.buffer=128KB"});
+  const Result r = run(kPs, tcp);
+  EXPECT_EQ(r.bottleneck_kind, BottleneckKind::Incast) << r.bottleneck;
+  EXPECT_EQ(r.bottleneck_resource, cluster::kIncastStall) << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("TCP incast: a switch port stalled"), std::string::npos) << r.bottleneck;
+  const Result rdma = run(kPs, job);
+  EXPECT_NE(rdma.bottleneck_kind, BottleneckKind::Incast) << rdma.bottleneck;
+  EXPECT_LT(rdma.step_time, r.step_time);
 }
 
 TEST(Bottleneck, AsyncWorkersInAConvoyTakeTurnsOnThePsNic) {

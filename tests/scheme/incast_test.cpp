@@ -71,6 +71,25 @@ TEST(Incast, PushBlockOfNSendersIntoOneShardRunsAtTheClosedForm) {
   }
 }
 
+TEST(Incast, TheStallIsReportedAsTheShareOfTheStepAPortWaitsOutRtoMin) {
+  // The same push block: every sender ends its block together and waits RTO_min, so the shard's
+  // port stalls RTO_min a step (the union of the waits), RTO_min / cycle of the window. Below the
+  // threshold nothing is reported.
+  const Workload w = layered(1, 1e6, 1e-9, 1e-9);
+  const SchemeConfig scheme = ps(Mode::Sync, 1, PsPartition::Whole, PsOrder::Fifo);
+  auto stall = [&](const SimulationResult& r) {
+    for (const ResourceLoad& load : r.loads) {
+      if (load.resource == cluster::kIncastStall) return load.busy;
+    }
+    return -1.0;
+  };
+  for (int n : {9, 64}) {
+    const SimulationResult r = run(w, tcp(n), scheme);
+    EXPECT_NEAR(stall(r), kRto / mean_cycle(r), 1e-9) << "N = " << n;
+  }
+  EXPECT_EQ(stall(run(w, tcp(kThreshold), scheme)), -1.0) << "at n* nothing stalls";
+}
+
 TEST(Incast, NoEffectAtOrBelowTheThresholdWithRdmaOrWithoutBuffer) {
   // To the bit: the rule never fires, and the engine runs the same events.
   const Workload w = layered(4, 1e6, 1e-4, 2e-4);

@@ -281,6 +281,9 @@ struct IncastSpec {
 /// Bytes each TCP flow keeps in flight at least: two segments of a 1,460-byte MSS (a 1,500-byte
 /// MTU), the minimum window the incast studies observe per synchronized sender.
 inline constexpr double kTcpMinWindow = 2 * 1460.0;
+/// The load a prediction reports for incast: the share of the window the most stalled port had a
+/// sender waiting out tcp_rto_min (the predictor's bottleneck names it).
+inline constexpr std::string_view kIncastStall = "TCP incast stall";
 /// n* = floor((B + C x RTT) / w_min): the most synchronized senders a port of buffer B at C
 /// bytes/s with round trip RTT holds at their minimum windows without a drop.
 [[nodiscard]] int incast_threshold(double buffer, double capacity, double rtt);

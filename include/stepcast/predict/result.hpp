@@ -215,6 +215,7 @@ enum class BottleneckKind : uint8_t {
   PsMessages,        ///< a parameter server's CPU handling messages (training.ps.message_overhead)
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
+  Incast,            ///< TCP senders waiting out RTO_min at an overflowing switch port (cluster.transport)
 };
 constexpr std::string_view name_of(BottleneckKind v) {
   switch (v) {
@@ -236,6 +237,8 @@ constexpr std::string_view name_of(BottleneckKind v) {
       return "stragglers";
     case BottleneckKind::Memory:
       return "memory";
+    case BottleneckKind::Incast:
+      return "tcp_incast";
   }
   return {};
 }
