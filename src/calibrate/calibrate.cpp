@@ -355,16 +355,20 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
     }
   }
   table = refine(table, false, (l_hi - l_lo) / kGrid);
-  Point capped = table;
-  capped.value = kInfinity;
   const double c_lo = std::log(1e8), c_hi = std::log(1e13);  // 0.1 GB/s .. 10 TB/s
-  for (int i = 0; i <= kGrid; ++i) {
-    Point q = table;
-    q.cap = c_lo + (c_hi - c_lo) * i / kGrid;
-    q.value = value_of(q, true);
-    if (q.value < capped.value) capped = q;
-  }
-  capped = refine(capped, true, (c_hi - c_lo) / kGrid);
+  // A grid over one cap (`field`, log B/s) from `from`, the best point refined.
+  auto grid_over = [&](const Point& from, double Point::*field, bool free_cap) {
+    Point best_q = from;
+    best_q.value = kInfinity;
+    for (int i = 0; i <= kGrid; ++i) {
+      Point q = from;
+      q.*field = c_lo + (c_hi - c_lo) * i / kGrid;
+      q.value = value_of(q, free_cap);
+      if (q.value < best_q.value) best_q = q;
+    }
+    return refine(best_q, free_cap, (c_hi - c_lo) / kGrid);
+  };
+  const Point capped = grid_over(table, &Point::cap, true);
   // The freed search may also have left a local minimum of (lambda, B): the table refined from
   // where it ended, so that the gain compared is the cap's alone.
   Point from_capped = capped;
@@ -385,15 +389,7 @@ Calibration calibrate_nccl(const std::vector<NcclGroup>& groups, const FitOption
   // the fit so far, all refined, kept only if it gains more than kNcclCapGain. Without it a sweep's
   // one limit can only go into B, where the 2-node tree's once-per-byte NIC traffic halves it.
   free_channels = true;
-  Point channels = best;
-  channels.value = kInfinity;
-  for (int i = 0; i <= kGrid; ++i) {
-    Point q = best;
-    q.ch = c_lo + (c_hi - c_lo) * i / kGrid;
-    q.value = value_of(q, fit_cap);
-    if (q.value < channels.value) channels = q;
-  }
-  channels = refine(channels, fit_cap, (c_hi - c_lo) / kGrid);
+  const Point channels = grid_over(best, &Point::ch, fit_cap);
   const double channels_gain = std::max(0.0, (best.value - channels.value) / (best.value + floor));
   const bool fit_channels = channels_gain > kNcclCapGain;
   if (fit_channels) best = channels;

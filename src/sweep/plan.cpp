@@ -172,15 +172,7 @@ void gather_rows(std::vector<report::PlanRow>& rows, std::vector<std::exception_
       if (owner(j) != ranks.rank) continue;
       wire::Outcome o;
       if (errors[j]) {
-        o.failed = true;
-        try {
-          std::rethrow_exception(errors[j]);
-        } catch (const Error& e) {
-          o.where = e.where();
-          o.message = e.message();
-        } catch (const std::exception& e) {
-          o.message = e.what();
-        }
+        o = wire::failure(errors[j]);
         errors[j] = nullptr;  // rank 0 reports it
       } else {
         o.results = {rows[j].coarse, rows[j].fine};

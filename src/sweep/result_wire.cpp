@@ -132,4 +132,18 @@ Outcome decode(std::string_view bytes) {
   return o;
 }
 
+Outcome failure(const std::exception_ptr& error) {
+  Outcome o;
+  o.failed = true;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    o.where = e.where();
+    o.message = e.message();
+  } catch (const std::exception& e) {
+    o.message = e.what();
+  }
+  return o;
+}
+
 }  // namespace stepcast::sweep::wire

@@ -3,6 +3,7 @@
 // (rank 0 makes the traced prediction itself).
 #pragma once
 
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ struct Outcome {
 };
 
 [[nodiscard]] std::string encode(const Outcome& outcome);
+/// The outcome of a configuration that ended in `error` (an Error keeps its location).
+[[nodiscard]] Outcome failure(const std::exception_ptr& error);
 /// Throws std::runtime_error on a truncated or malformed buffer (a bug, not bad input).
 [[nodiscard]] Outcome decode(std::string_view bytes);
 

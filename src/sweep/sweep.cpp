@@ -325,15 +325,7 @@ report::Sweep run(const Request& given) {
         if (owner(t) != ranks.rank) continue;
         wire::Outcome o;
         if (errors[t]) {
-          o.failed = true;
-          try {
-            std::rethrow_exception(errors[t]);
-          } catch (const Error& e) {
-            o.where = e.where();
-            o.message = e.message();
-          } catch (const std::exception& e) {
-            o.message = e.what();
-          }
+          o = wire::failure(errors[t]);
         } else {
           o.results = std::move(results[t]);
         }
