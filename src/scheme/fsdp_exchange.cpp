@@ -11,13 +11,20 @@
 namespace stepcast::scheme {
 
 std::vector<FsdpUnit> fsdp_units(const workload::Workload& w, int unit_blocks) {
-  // A block is (groupable, id): layers of one model block, or a layer FSDP wraps alone.
+  // A block is (groupable, id): layers of one model block, or a layer FSDP wraps alone. Each
+  // tensor's block, then the tensors sorted by it (a search calls this per layout: no map).
   struct Block {
     int first_op = std::numeric_limits<int>::max();
     bool alone = false;
     std::vector<int> tensors;
   };
-  std::map<std::pair<bool, int>, Block> blocks;
+  struct Keyed {
+    std::pair<bool, int> key;
+    int first = 0;  // the tensor's first reader
+    int tensor = 0;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(w.tensors.size());
   for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
     const workload::Tensor& tensor = w.tensors[static_cast<size_t>(t)];
     if (tensor.consumers.empty() || tensor.producer < 0) {
@@ -34,13 +41,19 @@ std::vector<FsdpUnit> fsdp_units(const workload::Workload& w, int unit_blocks) {
       const int block = w.block_of_layer[static_cast<size_t>(layer)];
       key = block >= 0 ? std::pair{false, block} : std::pair{true, layer};
     }
-    Block& b = blocks[key];
-    b.alone = key.first;
-    b.first_op = std::min(b.first_op, first);
-    b.tensors.push_back(t);
+    keyed.push_back({key, first, t});
   }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
   std::vector<Block> ordered;
-  for (auto& [key, block] : blocks) ordered.push_back(std::move(block));
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].key != keyed[i - 1].key) {
+      ordered.emplace_back();
+      ordered.back().alone = keyed[i].key.first;
+    }
+    Block& b = ordered.back();
+    b.first_op = std::min(b.first_op, keyed[i].first);
+    b.tensors.push_back(keyed[i].tensor);
+  }
   std::sort(ordered.begin(), ordered.end(),
             [](const Block& a, const Block& b) { return a.first_op < b.first_op; });
 

@@ -147,8 +147,8 @@ double block_activation_message(const Workload& w, const ParallelConfig& paralle
 }
 
 std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig& scheme) {
-  const std::vector<LayerInfo> layers = layers_of(w);
-  const int num_layers = static_cast<int>(layers.size());
+  int num_layers = 0;
+  for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
   std::vector<std::vector<int>> units = units_of(w, num_layers);
   const bool decoder = w.facts.transformer.has_value();
   const bool separate = decoder && !scheme.pipeline.account_for_embedding && units.size() >= 2;
@@ -960,7 +960,17 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
                                                bool names) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const std::vector<LayerInfo> layers = layers_of(w);
-  const std::vector<FsdpUnit> units = fsdp_units(w, scheme.fsdp.unit_blocks);
+  // Only FSDP full and grad_op gather and reduce by unit (the distributed optimizer by bucket).
+  bool by_unit = false;
+  switch (scheme.scheme) {
+    case Scheme::Fsdp:
+      by_unit = scheme.fsdp.sharding == FsdpSharding::Full || scheme.fsdp.sharding == FsdpSharding::GradOp;
+      break;
+    case Scheme::AllReduce:
+    case Scheme::ParameterServer:
+      break;
+  }
+  const std::vector<FsdpUnit> units = by_unit ? fsdp_units(w, scheme.fsdp.unit_blocks) : std::vector<FsdpUnit>{};
   std::vector<StageProgram> programs;
   for (int s = 0; s < scheme.parallel.pipeline; ++s) {
     programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units, names).build());

@@ -15,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "stepcast/enum_names.hpp"
@@ -503,6 +504,14 @@ report::Plan plan(const PlanRequest& request) {
       for (std::size_t j = 0; j < size; ++j) {
         if (owns(j)) mine.push_back(j);
       }
+      // Layouts of the same groups together: each thread keeps their collective plans between
+      // layouts (composed_costs), and takes the batch in blocks of consecutive layouts.
+      std::stable_sort(mine.begin(), mine.end(), [&](std::size_t a, std::size_t b) {
+        const Layout& x = candidates[tally.fitting[done + a].second];
+        const Layout& y = candidates[tally.fitting[done + b].second];
+        return std::tie(x.tensor, x.context, x.pipeline, x.sequence, x.scheme) <
+               std::tie(y.tensor, y.context, y.pipeline, y.sequence, y.scheme);
+      });
       std::vector<double> tokens(size);
       Tally batch =
           parallel_tally(mine.size(), threads_for(request.jobs, mine.size()), [&](std::size_t i, Tally&) {

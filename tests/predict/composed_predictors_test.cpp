@@ -16,6 +16,7 @@
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
+#include "moe_fixtures.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -119,45 +120,80 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   EXPECT_EQ(beyond, 0);
 }
 
-TEST(ComposedPredictors, CoarseCostsOfTwoPMicroBatchesAreThoseOfAll) {
-  // composed_costs builds min(m, 2p) micro-batches' programs: the first micro-batch's passes and
-  // the last one's backward are the same as among all m, and the links carry m / m' times the
-  // kept micro-batches' bytes. Four times each random layout's micro-batches, so that it keeps
-  // fewer than it has.
+/// composed_costs of l as built (one micro-batch's programs, p under interleaving) against the
+/// programs of all m micro-batches: the same stage costs and link bytes.
+void expect_costs_of_all_micro_batches(const Layout& l) {
   auto near = [](double a, double b) {
     return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
   };
+  const scheme::ComposedCosts kept = scheme::composed_costs(l.workload, l.cluster, l.scheme);
+  const scheme::ComposedCosts all = scheme::composed_costs(l.workload, l.cluster, l.scheme, true);
+  ASSERT_EQ(kept.micro_batches, all.micro_batches) << l.label;
+  ASSERT_EQ(kept.stages.size(), all.stages.size()) << l.label;
+  for (size_t s = 0; s < all.stages.size(); ++s) {
+    const scheme::StageCost &a = kept.stages[s], &b = all.stages[s];
+    for (auto [x, y] : {std::pair{a.forward, b.forward},
+                        {a.backward, b.backward},
+                        {a.weight, b.weight},
+                        {a.compute, b.compute},
+                        {a.tensor_exposed, b.tensor_exposed},
+                        {a.context_exposed, b.context_exposed},
+                        {a.expert_exposed, b.expert_exposed},
+                        {a.data_exposed, b.data_exposed},
+                        {a.data_per_micro_batch, b.data_per_micro_batch},
+                        {a.message, b.message},
+                        {a.last_backward, b.last_backward},
+                        {a.optimizer, b.optimizer}}) {
+      EXPECT_TRUE(near(x, y)) << l.label << " stage " << s << ": " << x << " vs " << y;
+    }
+    EXPECT_EQ(a.reductions, b.reductions) << l.label;
+    EXPECT_EQ(a.reduction_streams, b.reduction_streams) << l.label;
+    EXPECT_EQ(a.ready_before_end, b.ready_before_end) << l.label;
+    EXPECT_EQ(a.gathers, b.gathers) << l.label;
+  }
+  ASSERT_EQ(kept.link_bytes.size(), all.link_bytes.size());
+  for (size_t k = 0; k < all.link_bytes.size(); ++k) {
+    EXPECT_TRUE(near(kept.link_bytes[k], all.link_bytes[k])) << l.label << " link " << k;
+  }
+  EXPECT_TRUE(near(kept.bytes_sent, all.bytes_sent)) << l.label;
+}
+
+TEST(ComposedPredictors, CoarseCostsOfOneMicroBatchAreThoseOfAll) {
+  // composed_costs builds one micro-batch's programs (p under interleaving): the first
+  // micro-batch's passes and the last one's backward are the same as among all m, and the links
+  // carry m / m' times the kept micro-batches' bytes. Four times each random layout's
+  // micro-batches, so that it keeps fewer than it has.
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Layout l = random_layout(seed);
     l.scheme.parallel.global_batch *= 4;
-    const scheme::ComposedCosts kept = scheme::composed_costs(l.workload, l.cluster, l.scheme);
-    const scheme::ComposedCosts all = scheme::composed_costs(l.workload, l.cluster, l.scheme, true);
-    ASSERT_EQ(kept.micro_batches, all.micro_batches) << l.label;
-    ASSERT_EQ(kept.stages.size(), all.stages.size()) << l.label;
-    for (size_t s = 0; s < all.stages.size(); ++s) {
-      const scheme::StageCost &a = kept.stages[s], &b = all.stages[s];
-      for (auto [x, y] : {std::pair{a.forward, b.forward},
-                          {a.backward, b.backward},
-                          {a.weight, b.weight},
-                          {a.compute, b.compute},
-                          {a.tensor_exposed, b.tensor_exposed},
-                          {a.context_exposed, b.context_exposed},
-                          {a.data_exposed, b.data_exposed},
-                          {a.data_per_micro_batch, b.data_per_micro_batch},
-                          {a.message, b.message},
-                          {a.last_backward, b.last_backward},
-                          {a.optimizer, b.optimizer}}) {
-        EXPECT_TRUE(near(x, y)) << l.label << " stage " << s << ": " << x << " vs " << y;
-      }
-      EXPECT_EQ(a.reductions, b.reductions) << l.label;
-      EXPECT_EQ(a.ready_before_end, b.ready_before_end) << l.label;
-      EXPECT_EQ(a.gathers, b.gathers) << l.label;
+    expect_costs_of_all_micro_batches(l);
+  }
+  // Experts (their all-to-alls in every pass, their gradients on a stream of their own), skewed or
+  // not, under each schedule.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    Layout l;
+    const int p = pick({2, 4}), d = pick({2, 4});
+    l.workload = testing::small_moe({.hidden = 1024, .ffn_hidden = 2048, .heads = 8, .kv_heads = 4,
+                                     .vocab = 32000, .seq_len = 1024},
+                                    4, 8, pick({0, 1}) == 1 ? 1.5 : 1.0);
+    l.scheme.parallel.tensor = pick({1, 2});
+    l.scheme.parallel.pipeline = p;
+    l.scheme.parallel.expert = d;
+    l.scheme.pipeline.schedule = static_cast<scheme::PipelineSchedule>(pick({0, 1, 3}));
+    if (pick({0, 1}) == 1) {
+      l.scheme.scheme = scheme::Scheme::Fsdp;
+      l.scheme.fsdp.sharding = scheme::FsdpSharding::Optimizer;
     }
-    ASSERT_EQ(kept.link_bytes.size(), all.link_bytes.size());
-    for (size_t k = 0; k < all.link_bytes.size(); ++k) {
-      EXPECT_TRUE(near(kept.link_bytes[k], all.link_bytes[k])) << l.label << " link " << k;
-    }
-    EXPECT_TRUE(near(kept.bytes_sent, all.bytes_sent)) << l.label;
+    l.scheme.parallel.global_batch = static_cast<int64_t>(d) * 4 * p;
+    l.cluster = testing::nvlink_nodes(l.scheme.parallel.tensor * p * d, 8);
+    l.label = fmt::format("moe seed {}: {} {}", seed, scheme::RankLayout::describe(l.scheme.parallel, l.cluster.workers),
+                          scheme::name_of(l.scheme.pipeline.schedule));
+    scheme::validate(l.workload, l.cluster, l.scheme);
+    expect_costs_of_all_micro_batches(l);
   }
 }
 

@@ -81,8 +81,9 @@ struct StageFootprint {
                                                            bool every_micro_batch = false);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Builds the
-/// stage programs of min(m, 2p) micro-batches, whose costs are those of all m (the micro-batches
-/// between the first and the last are alike), so its time does not grow with m;
+/// stage programs of one micro-batch (min(m, p) under interleaving, whose order needs groups of
+/// p), whose costs are those of all m (every micro-batch's ops are alike), so its time does not
+/// grow with m;
 /// every_micro_batch builds all m (for the test that the two agree).
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
                                            const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
