@@ -127,8 +127,9 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
     latency = std::min(latency, cost.latency);
     r.bytes_sent += count * scheme::collective_bytes_sent(plan, bytes);
   };
+  const double gathered = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
   for (const scheme::FsdpUnit& u : units) {
-    add(plans.gather, u.bytes, gathers, shard_group);
+    add(plans.gather, u.bytes * gathered, gathers, shard_group);
     add(plans.reduce, u.bytes, 1, shard_group);
     add(plans.replicate, u.bytes / plans.shard_degree, 1, across);
   }

@@ -423,15 +423,16 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     return Timed{cost.latency, bytes * cost.seconds_per_byte};
   };
   std::vector<Timed> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
+  const double gathered = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
   for (size_t u = 0; u < n_units; ++u) {
     const double bytes = units[u].bytes;
-    if (gather_forward) gather[u] = timed(plans.gather, bytes);
-    if (gather_after) after[u] = timed(plans.gather, bytes);
+    if (gather_forward) gather[u] = timed(plans.gather, bytes * gathered);
+    if (gather_after) after[u] = timed(plans.gather, bytes * gathered);
     reduce[u] = timed(plans.reduce, bytes);
     reduce[u] += timed(plans.replicate, bytes / plans.shard_degree);
   }
   for (size_t j = 0; j < n_units; ++j) {
-    if (gather_backward) gather_again[j] = timed(plans.gather, units[order[j]].bytes);
+    if (gather_backward) gather_again[j] = timed(plans.gather, units[order[j]].bytes * gathered);
   }
   const bool prefetch = scheme.fsdp.prefetch >= 1;
   double exposed = 0;

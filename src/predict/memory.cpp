@@ -99,6 +99,11 @@ Memory model_state_memory(double parameters, Precision precision, const scheme::
       STEPCAST_ASSERT(degree >= 1);
       const double d = degree;
       const Divided divided = fsdp_divided(scheme.fsdp);
+      if (!divided.weights && scheme.fsdp.fp8_all_gather) {
+        STEPCAST_ASSERT(precision == Precision::FP8);
+        // The whole weights are gathered fp8 copies (1 byte); the bf16 weights stay sharded.
+        m.parameters = (workload::bytes_per_element(precision) / d + 1) * parameters;
+      }
       if (divided.weights) m.parameters /= d;
       if (divided.gradients) m.gradients /= d;
       if (divided.optimizer) m.optimizer /= d;
@@ -115,6 +120,10 @@ double gathered_buffer_bytes(double largest_unit_parameters, Precision precision
   const scheme::FsdpConfig& fsdp = scheme.fsdp;
   STEPCAST_ASSERT(fsdp.prefetch >= 0);
   const double unit = largest_unit_parameters * workload::bytes_per_element(precision);
+  // The gathered parameters: their fp8 copies, 1 byte each, with fp8 all-gathers (the gradient
+  // stays in the unit's precision).
+  STEPCAST_ASSERT(!fsdp.fp8_all_gather || precision == Precision::FP8);
+  const double gathered = fsdp.fp8_all_gather ? largest_unit_parameters : unit;
   switch (scheme.scheme) {
     case Scheme::AllReduce:
     case Scheme::ParameterServer:
@@ -133,7 +142,7 @@ double gathered_buffer_bytes(double largest_unit_parameters, Precision precision
     case FsdpSharding::Hybrid:
       if (!fsdp.reshard_after_forward) return unit;  // parameters counted whole, as grad_op
       // The unit computing and `prefetch` units gathered ahead, plus one unit's gradient.
-      return (fsdp.prefetch + 1.0) * unit + unit;
+      return (fsdp.prefetch + 1.0) * gathered + unit;
   }
   return 0;
 }

@@ -36,20 +36,23 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   const scheme::ParallelConfig& par = scheme.parallel;
   const workload::TransformerShape& shape = *w.facts.transformer;
   const double element = workload::bytes_per_element(w.precision);
+  const zoo::ElementBytes activation_element = zoo::activation_element_bytes(w.precision);
   const zoo::ActivationSplit split{
       .tensor = par.tensor,
       .sequence_parallel = par.sequence && par.tensor > 1,
       .context = par.context,
       .expert_load = mean_expert_load(w, par)};
-  const double block =
-      zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing, element, w.facts.flash_attention, split);
-  const double head = zoo::head_activation_bytes(shape, w.batch_per_worker, element, split, w.facts.loss);
-  const zoo::LossMemory loss = zoo::loss_memory(shape, w.batch_per_worker, element, w.facts.loss, split);
+  const double block = zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing,
+                                                   activation_element, w.facts.flash_attention, split);
+  const double head =
+      zoo::head_activation_bytes(shape, w.batch_per_worker, activation_element, split, w.facts.loss);
+  const zoo::LossMemory loss =
+      zoo::loss_memory(shape, w.batch_per_worker, activation_element, w.facts.loss, split);
   // Full recomputation: the block being recomputed holds all of its activations for a moment.
   const double recomputing =
       w.facts.checkpointing == workload::ActivationCheckpointing::Full
-          ? zoo::block_activation_bytes(shape, w.batch_per_worker, workload::ActivationCheckpointing::None, element,
-                                        w.facts.flash_attention, split)
+          ? zoo::block_activation_bytes(shape, w.batch_per_worker, workload::ActivationCheckpointing::None,
+                                        activation_element, w.facts.flash_attention, split)
           : 0.0;
   const int gradient_group = scheme::data_parallel_degree(par, cluster.workers) * par.context;
   // Sharded data parallelism: the unsharded copies of the largest unit (its tensor-parallel shard).

@@ -1288,6 +1288,12 @@ std::vector<KeyDef> make_table() {
       "fsdp full/hybrid: free gathered parameters after the forward (gather again for the backward)",
       [](auto& s) -> auto& { return s.scheme.fsdp.reshard_after_forward; }));
   t.push_back(choice_key(
+      "training.fsdp.fp8_all_gather", "false", booleans(),
+      "fsdp with workload.precision: fp8: the parameter all-gathers (ZeRO-1's too) move each weight's fp8 "
+      "copy, 1 byte, not its bf16 value (TorchTitan's enable_fsdp_float8_all_gather, Megatron-LM's "
+      "--fp8-param-gather); gradients stay bf16",
+      [](auto& s) -> auto& { return s.scheme.fsdp.fp8_all_gather; }));
+  t.push_back(choice_key(
       "training.optimizer", "adam", enum_choices<scheme::Optimizer>(),
       "optimizer whose state the memory check counts (fp16/bf16: with fp32 master weights)",
       [](auto& s) -> auto& { return s.scheme.optimizer; }));

@@ -779,6 +779,13 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                     model_list()));
   }
   resolve_workload(draft, entries, file_name, needs);
+  if (s.scheme.fsdp.fp8_all_gather && s.workload.precision != workload::Precision::FP8) {
+    // Only fp8 training has an fp8 copy of the weights to gather.
+    throw Error(
+        location_of(entries, "training.fsdp.fp8_all_gather", file_name),
+        fmt::format("gathers the weights' fp8 copies, which only workload.precision: fp8 keeps (got {})",
+                    name_of(s.workload.precision)));
+  }
   // The job as epochs of a dataset.
   predict::JobOptions& job = s.options.job;
   if (job.epochs > 0 || draft.dataset_size) {
@@ -1070,9 +1077,9 @@ workload::Workload build_workload(const Scenario& scenario) {
   }
   out.comm_cpu_per_byte = w.comm_cpu_per_byte;
   if (model.transformer) {
-    const double element = workload::bytes_per_element(w.precision);
-    out.facts.activation_bytes = zoo::activation_bytes(*model.transformer, w.batch_per_worker,
-                                                       w.checkpointing, element, w.flash_attention, w.loss);
+    out.facts.activation_bytes =
+        zoo::activation_bytes(*model.transformer, w.batch_per_worker, w.checkpointing,
+                              zoo::activation_element_bytes(w.precision), w.flash_attention, w.loss);
     out.facts.flash_attention = w.flash_attention;
     out.facts.loss = w.loss;
     out.facts.moe_imbalance = w.moe_imbalance;

@@ -85,6 +85,13 @@ std::vector<FsdpUnit> fsdp_units(const workload::Workload& w, int unit_blocks) {
   return units;
 }
 
+double gathered_share(const workload::Workload& workload, const FsdpConfig& fsdp) {
+  if (!fsdp.fp8_all_gather) return 1;
+  STEPCAST_ASSERT(workload.precision == workload::Precision::FP8);
+  // The Tensor bytes are bf16 (bytes_per_element of fp8); the gathered copy is 1 byte.
+  return 1.0 / workload::bytes_per_element(workload.precision);
+}
+
 std::vector<int> fsdp_backward_order(const std::vector<FsdpUnit>& units) {
   std::vector<int> order(units.size());
   for (size_t u = 0; u < units.size(); ++u) order[u] = static_cast<int>(u);
@@ -122,7 +129,8 @@ FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime, i
       own_plans_(context.fsdp_plans != nullptr ? FsdpPlans{}
                                                : make_fsdp_plans(context.cluster, context.scheme.fsdp)),
       plans_(context.fsdp_plans != nullptr ? *context.fsdp_plans : own_plans_),
-      runner_(context.engine, owner) {
+      runner_(context.engine, owner),
+      gathered_share_(gathered_share(context.workload, context.scheme.fsdp)) {
   const FsdpConfig& fsdp = ctx_.scheme.fsdp;
   const bool sharded = !plans_.gather.stages.empty();
   switch (fsdp.sharding) {
@@ -315,7 +323,17 @@ void FsdpExchange::maybe_start(int stream) {
 
 double FsdpExchange::buffer_bytes(const Collective& c) const {
   const double unit = units_[static_cast<size_t>(c.unit)].bytes;
-  return c.kind == Kind::AllReduce ? unit / plans_.shard_degree : unit;
+  switch (c.kind) {
+    case Kind::GatherForward:
+    case Kind::GatherBackward:
+    case Kind::GatherAfterStep:
+      return unit * gathered_share_;
+    case Kind::ReduceScatter:
+      return unit;
+    case Kind::AllReduce:
+      return unit / plans_.shard_degree;
+  }
+  return unit;
 }
 
 void FsdpExchange::flow_done(net::FlowId flow) { runner_.flow_done(flow); }

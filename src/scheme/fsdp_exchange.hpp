@@ -97,6 +97,7 @@ class FsdpExchange final : public Exchange {
   int items_per_step_ = 0;
   Stream streams_[2];
   PlanRunner runner_;  // tag = stream
+  double gathered_share_ = 1;  // of a unit's bytes its all-gathers move (gathered_share)
 
   struct WorkerState {
     std::vector<int> forward_left, backward_left, gradients_left;  // per unit

@@ -635,7 +635,7 @@ class ProgramBuilder {
     return add_comm(named("dp all-gather {} unit {}", pass, u), OpKind::Other,
                     {.dimension = ParallelDimension::Data,
                      .kind = CommKind::AllGather,
-                     .bytes = units_[static_cast<size_t>(u)].bytes / t_,
+                     .bytes = units_[static_cast<size_t>(u)].bytes / t_ * gathered_share(w_, scheme_.fsdp),
                      .stream = kGatherStream},
                     std::move(deps), kNone);
   }
@@ -818,8 +818,10 @@ class ProgramBuilder {
     const int expert_group = layout_.size(ParallelDimension::ExpertData);
     const bool distributed = scheme_.scheme == Scheme::Fsdp;
     std::vector<int> reductions;
-    // Updated parameters gathered after the optimizer step (ZeRO-1), forward order.
+    // Updated parameters gathered after the optimizer step (ZeRO-1), forward order; in fp8 with
+    // fp8_all_gather their fp8 copies (Megatron-LM's --fp8-param-gather).
     std::vector<std::pair<ParallelDimension, double>> gathers;
+    const double gathered = gathered_share(w_, scheme_.fsdp);
     auto reduce = [&](ParallelDimension dimension, const std::vector<int>& tensors, double bytes) {
       std::vector<int> deps;
       for (int t : tensors) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
@@ -870,7 +872,7 @@ class ProgramBuilder {
         if (!unit.tensors.empty()) reduce(ParallelDimension::Data, unit.tensors, unit.bytes);
       }
       for (const FsdpUnit& unit : units) {
-        if (!unit.tensors.empty()) gathers.emplace_back(ParallelDimension::Data, unit.bytes);
+        if (!unit.tensors.empty()) gathers.emplace_back(ParallelDimension::Data, unit.bytes * gathered);
       }
     } else if (group > 1) {
       for (const workload::Bucket& bucket : buckets_of(dense))
@@ -882,7 +884,7 @@ class ProgramBuilder {
         reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
       if (distributed) {
         for (auto b = buckets.rbegin(); b != buckets.rend(); ++b)
-          gathers.emplace_back(ParallelDimension::ExpertData, b->bytes);
+          gathers.emplace_back(ParallelDimension::ExpertData, b->bytes * gathered);
       }
     }
     // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them

@@ -650,6 +650,11 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
     fail("workload", fmt::format("invalid workload '{}': {}", workload.name, problem));
   }
   validate(cluster, scheme);
+  if (scheme.fsdp.fp8_all_gather && workload.precision != workload::Precision::FP8) {
+    fail("training.fsdp.fp8_all_gather",
+         fmt::format("gathers the weights' fp8 copies, which only workload.precision: fp8 keeps (got {})",
+                     name_of(workload.precision)));
+  }
   if (scheme.parallel.composed()) check_layout(workload, cluster, scheme);
   if (scheme.scheme == Scheme::ParameterServer && scheme.ps.slice_bytes > 0) {
     // Every slice is a message each client pulls and pushes every step, with its own state.

@@ -27,7 +27,7 @@ void require_not_negative(int64_t value, const std::string& key) {
   if (value < 0) throw Error({"", 0, key}, fmt::format("expected an integer >= 0, got {}", value));
 }
 
-void validate(const TransformerShape& s, int64_t sequences, double element_bytes) {
+void validate(const TransformerShape& s, int64_t sequences, const ElementBytes& element_bytes) {
   require_positive(s.seq_len, "workload.seq_len");
   require_positive(sequences, "workload.batch_per_worker");
   require_positive(s.layers, "workload.transformer.layers");
@@ -47,7 +47,7 @@ void validate(const TransformerShape& s, int64_t sequences, double element_bytes
         {"", 0, "workload.transformer.dense_layers_first"},
         fmt::format("expected at most the {} decoder blocks, got {}", s.layers, s.dense_layers_first));
   }
-  STEPCAST_ASSERT(element_bytes > 0);
+  STEPCAST_ASSERT(element_bytes.activation > 0 && element_bytes.gemm_input > 0);
 }
 
 // The sizes of the formula for one kind of block (dense or mixture of experts), as doubles:
@@ -61,6 +61,7 @@ struct Terms {
   double a = 0, g = 0, vocab = 0, experts = 0, top_k = 0;
   double shared = 0;  // shared experts of a MoE block
   double e = 0;       // bytes of an activation element
+  double gemm_in = 0;    // bytes of a saved GEMM input element (ElementBytes::gemm_input; e but in fp8)
   bool dropout = false;  // the GPT-2 layout has dropout after attention, MLP and embeddings
   bool swiglu = false;
   bool qk_norm = false;
@@ -71,8 +72,13 @@ struct Terms {
   double expert_load = 1;  // the busiest expert GPU's tokens over the mean (ActivationSplit)
 };
 
+// Whether the output projection saves a copy of its input of its own (fp8: the cast it computes
+// with) beside the attention output, which flash attention keeps for its backward; in one type
+// the two are one tensor.
+bool own_output_copy(const Terms& t) { return t.gemm_in != t.e; }
+
 // The terms of a dense block (moe_block false) or of a MoE block of `s`.
-Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, bool moe_block) {
+Terms terms(const TransformerShape& s, int64_t sequences, const ElementBytes& element_bytes, bool moe_block) {
   return Terms{.tokens = static_cast<double>(s.seq_len) * static_cast<double>(sequences),
                .seq = static_cast<double>(s.seq_len),
                .h = static_cast<double>(s.hidden),
@@ -84,7 +90,8 @@ Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, 
                .experts = static_cast<double>(s.experts),
                .top_k = static_cast<double>(s.top_k),
                .shared = static_cast<double>(moe_block ? s.shared_experts : 0),
-               .e = element_bytes,
+               .e = element_bytes.activation,
+               .gemm_in = element_bytes.gemm_input,
                .dropout = s.layout == TransformerLayout::Gpt2,
                .swiglu = s.swiglu,
                .qk_norm = s.qk_norm,
@@ -95,7 +102,7 @@ Terms terms(const TransformerShape& s, int64_t sequences, double element_bytes, 
 }
 
 // Terms for what lies outside the blocks (the head, the loss), which no MLP width enters.
-Terms outside_terms(const TransformerShape& s, int64_t sequences, double element_bytes) {
+Terms outside_terms(const TransformerShape& s, int64_t sequences, const ElementBytes& element_bytes) {
   return terms(s, sequences, element_bytes, false);
 }
 
@@ -114,9 +121,12 @@ std::vector<BlockKind> block_kinds(const TransformerShape& s) {
 
 // The attention core that selective recomputation runs again: what standard attention keeps of
 // the scores (softmax output; with dropout its mask and output too), or flash attention's
-// log-sum-exp.
+// log-sum-exp, and in fp8 its output (e wide; the output projection saves its own fp8 copy, as
+// Transformer Engine's attention saves q, k, v and out unless its fp8 attention is on). Standard
+// attention's backward reads the probabilities and V, not its output.
 double attention_core(const Terms& t, bool flash_attention) {
-  if (flash_attention) return kFp32Bytes * t.a * t.tokens;
+  if (flash_attention)
+    return kFp32Bytes * t.a * t.tokens + (own_output_copy(t) ? t.e * t.tokens * t.out : 0.0);
   const double scores = t.a * t.seq * t.tokens;  // a s^2 b elements
   double bytes = t.e * scores;                   // softmax output, the input of probs x V
   if (t.dropout) bytes += kMaskBytes * scores + t.e * scores;
@@ -125,34 +135,41 @@ double attention_core(const Terms& t, bool flash_attention) {
 
 // Attention less its core: norm input, Q/K/V input, Q, K, V, output projection input (q wide),
 // with Qwen3's q and k norms their inputs, and the output dropout mask. For Korthikanti's block
-// with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h.
+// with e = 2: 2 + 2 + 6 + 2 + 1 = 13 s b h. The two projections' inputs are GEMM inputs
+// (gemm_in bytes), the rest e.
 // Multi-head latent attention keeps Q, K (every head's) and V at their widths, the o
-// projection's input at the value width, and the two latents twice each (norm input, up
-// projection input).
+// projection's input at the value width, and the two latents twice each (norm input, e; up
+// projection input, gemm_in); its down projections read the norm output, the Q/K/V input.
 double attention_outside_core(const Terms& t) {
-  double bytes = t.e * t.tokens * (t.h + t.h + (t.q + t.g + t.value) + t.out);
-  if (t.latent > 0) bytes += t.e * t.tokens * t.latent;
+  double bytes = t.e * t.tokens * (t.h + (t.q + t.g + t.value)) + t.gemm_in * t.tokens * (t.h + t.out);
+  if (t.latent > 0) bytes += (t.e + t.gemm_in) * t.tokens * t.latent / 2;
   if (t.qk_norm) bytes += t.e * t.tokens * (t.q + t.g);
   if (t.dropout) bytes += kMaskBytes * t.tokens * t.h;
   return bytes;
 }
 
-// One MLP's inner tensors on `tokens` tokens: 3 (SwiGLU) or 2 (GELU) f-wide tensors.
-double mlp_inner(const Terms& t, double tokens) { return t.e * tokens * (t.swiglu ? 3 : 2) * t.f; }
+// One MLP's inner tensors on `tokens` tokens: 3 (SwiGLU) or 2 (GELU) f-wide tensors, the first
+// projection's outputs (2 SwiGLU, 1 GELU; e) and the down projection's input (gemm_in).
+double mlp_inner(const Terms& t, double tokens) {
+  return t.e * tokens * (t.swiglu ? 2 : 1) * t.f + t.gemm_in * tokens * t.f;
+}
 
-// One MLP (dense, or one routed expert) on `tokens` tokens: its input, then its inner tensors.
-double mlp(const Terms& t, double tokens) { return t.e * tokens * t.h + mlp_inner(t, tokens); }
+// One MLP (dense, or one routed expert) on `tokens` tokens: its input (the first projection's,
+// gemm_in), then its inner tensors.
+double mlp(const Terms& t, double tokens) { return t.gemm_in * tokens * t.h + mlp_inner(t, tokens); }
 
 // The MLP half: norm input, the MLP or router + top_k experts, the output dropout mask. For
 // Korthikanti's block with e = 2: 2 + 2 + 16 + 1 = 21 s b h.
 double feed_forward(const Terms& t) {
   double bytes = t.e * t.tokens * t.h;  // norm input
   if (t.moe) {
-    // Router input (the norm output) and its fp32 probabilities; each token's expert input and
-    // activations in top_k experts; the shared experts' activations (their input is the
-    // router's, counted once).
+    // Router input (the norm output; the router's GEMM is not fp8) and its fp32 probabilities;
+    // each token's expert input and activations in top_k experts; the shared experts'
+    // activations (their input is the router's, counted once; in fp8 their first projection
+    // saves its own fp8 copy of it, one for the shared experts as one MLP, as Megatron's).
     bytes += t.e * t.tokens * t.h + kFp32Bytes * t.experts * t.tokens +
              mlp(t, t.top_k * t.tokens) * t.expert_load + t.shared * mlp_inner(t, t.tokens);
+    if (t.shared > 0 && own_output_copy(t)) bytes += t.gemm_in * t.tokens * t.h;
   } else {
     bytes += mlp(t, t.tokens);
   }
@@ -229,10 +246,13 @@ double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool f
     case ActivationCheckpointing::None:
     case ActivationCheckpointing::Selective:
       // Attention's norm input and Q/K/V input, the MLP's norm input and MLP input, masks.
-      replicated = 4 * t.e * t.tokens * t.h + (t.dropout ? 2 * kMaskBytes * t.tokens * t.h : 0.0);
+      replicated =
+          2 * (t.e + t.gemm_in) * t.tokens * t.h + (t.dropout ? 2 * kMaskBytes * t.tokens * t.h : 0.0);
       // MLA's latents come from the down projections every rank runs whole.
-      replicated += t.e * t.tokens * t.latent;
+      replicated += (t.e + t.gemm_in) * t.tokens * t.latent / 2;
       if (t.moe) replicated += t.e * t.tokens * t.h;  // the router's input as well
+      // In fp8 the shared experts' own copy of it (feed_forward).
+      if (t.moe && t.shared > 0 && own_output_copy(t)) replicated += t.gemm_in * t.tokens * t.h;
       break;
     case ActivationCheckpointing::Full:
       replicated = whole;  // the block's input
@@ -243,8 +263,24 @@ double block_bytes(const Terms& t, ActivationCheckpointing checkpointing, bool f
 
 }  // namespace
 
-double block_activation_bytes(const TransformerShape& shape, int64_t sequences, ActivationCheckpointing checkpointing,
-                              double element_bytes, bool flash_attention, const ActivationSplit& split) {
+ElementBytes activation_element_bytes(workload::Precision precision) {
+  const double element = workload::bytes_per_element(precision);
+  switch (precision) {
+    case workload::Precision::FP32:
+    case workload::Precision::FP16:
+    case workload::Precision::BF16:
+      return {element};
+    case workload::Precision::FP8:
+      // Transformer Engine's recipe: the projections save the fp8 casts they compute with (on
+      // Hopper the transposed copy the weight gradient's GEMM reads), 1 byte; the rest bf16.
+      return {element, 1.0};
+  }
+  return {element};
+}
+
+double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
+                              ActivationCheckpointing checkpointing, const ElementBytes& element_bytes,
+                              bool flash_attention, const ActivationSplit& split) {
   validate(shape, sequences, element_bytes);
   STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
   double most = 0;
@@ -257,7 +293,7 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences, 
   return most;
 }
 
-LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double element_bytes,
+LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, const ElementBytes& element_bytes,
                        workload::LossMode loss, const ActivationSplit& split) {
   validate(shape, sequences, element_bytes);
   STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
@@ -266,8 +302,9 @@ LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double 
   return loss_bytes(t, t.vocab / static_cast<double>(split.tensor), loss);
 }
 
-double head_activation_bytes(const TransformerShape& shape, int64_t sequences, double element_bytes,
-                             const ActivationSplit& split, workload::LossMode loss) {
+double head_activation_bytes(const TransformerShape& shape, int64_t sequences,
+                             const ElementBytes& element_bytes, const ActivationSplit& split,
+                             workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
   Terms t = outside_terms(shape, sequences, element_bytes);
   t.tokens /= split.context;
@@ -279,7 +316,8 @@ double head_activation_bytes(const TransformerShape& shape, int64_t sequences, d
 }
 
 double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
-                              ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention) {
+                              ActivationCheckpointing checkpointing, const ElementBytes& element_bytes,
+                              bool flash_attention) {
   validate(shape, sequences, element_bytes);
   double most = 0;
   for (const BlockKind& kind : block_kinds(shape)) {
@@ -290,8 +328,8 @@ double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
 }
 
 double activation_bytes(const TransformerShape& shape, int64_t sequences,
-                        ActivationCheckpointing checkpointing, double element_bytes, bool flash_attention,
-                        workload::LossMode loss) {
+                        ActivationCheckpointing checkpointing, const ElementBytes& element_bytes,
+                        bool flash_attention, workload::LossMode loss) {
   validate(shape, sequences, element_bytes);
   const Terms t = outside_terms(shape, sequences, element_bytes);
   double kept = head_inputs(t);

@@ -749,6 +749,21 @@ const std::vector<Case>& cases() {
        {},
        {"@:7:", "training.fsdp.reshard_after_forward"}},
       {"fsdp_unknown_key", std::string(kFsdpHead) + "    bogus: 1\n", {}, {"@:7:", "training.fsdp.bogus"}},
+      {"fsdp_fp8_all_gather_not_a_boolean",
+       std::string(kFsdpHead) + "    fp8_all_gather: maybe\n",
+       {},
+       {"@:7:", "training.fsdp.fp8_all_gather"}},
+      // fp8 all-gathers gather the weights' fp8 copies: only fp8 training has them (the default
+      // precision, fp32, here).
+      {"fsdp_fp8_all_gather_in_fp32",
+       std::string(kFsdpHead) + "    fp8_all_gather: true\n",
+       {},
+       {"@:7:", "training.fsdp.fp8_all_gather", "workload.precision: fp8", "fp32"}},
+      {"fsdp_fp8_all_gather_in_bf16",
+       "workload:\n  model: llama3-8b\n  step_time: 1s\n  precision: bf16\ntraining:\n  scheme: fsdp\n"
+       "  fsdp:\n    fp8_all_gather: true\n",
+       {},
+       {"@:8:", "training.fsdp.fp8_all_gather", "workload.precision: fp8", "bf16"}},
       {"fsdp_scalar_for_section",
        "workload:\n  model: llama3-8b\n  step_time: 1s\ntraining:\n  scheme: fsdp\n  fsdp: 5\n",
        {},

@@ -44,6 +44,9 @@ struct Memory {
 ///     unit's gathered parameters stay until its backward, so at the peak (the end of the
 ///     forward) every parameter is held whole, as with grad_op, and only gradients and
 ///     optimizer are divided.
+/// fp8 with scheme.fsdp.fp8_all_gather: a whole copy is gathered as the fp8 copy only, so where
+/// the parameters are held whole (grad_op, full without reshard_after_forward, optimizer) they
+/// are the bf16 shard plus the whole fp8 copy, 2 / D + 1 bytes each, instead of 3.
 /// Real division: FSDP pads each flat parameter to a multiple of D elements, at most D - 1
 /// elements per unit, which is negligible against the parameters and left out.
 /// Asserts parameters >= 0 and workers, workers_per_node and D >= 1 (scenario/ checks them).
@@ -56,7 +59,9 @@ struct Memory {
 /// fp16/bf16, 4 for fp32):
 ///   fsdp full or hybrid with reshard_after_forward: the gathered parameters of prefetch + 1
 ///     units (the one computing and those prefetched) plus the unsharded gradient of one unit
-///     before its reduce-scatter: (prefetch + 2) x unit x element bytes;
+///     before its reduce-scatter: (prefetch + 2) x unit x element bytes; with fp8 and
+///     scheme.fsdp.fp8_all_gather the gathered parameters are 1 byte each (the gradient stays
+///     bf16): (prefetch + 1) x unit + unit x 2 bytes;
 ///   fsdp grad_op, and full or hybrid without reshard_after_forward: the unsharded gradient of
 ///     one unit only, unit x element bytes (the parameters are already counted whole by
 ///     model_state_memory);

@@ -222,6 +222,11 @@ struct FsdpConfig {
   int unit_blocks = 1;  ///< model blocks (transformer blocks) per FSDP unit; embedding and head are their own
   int prefetch = 1;     ///< units gathered ahead of the one computing (forward and backward); 0 = none
   bool reshard_after_forward = true;  ///< full/hybrid: free gathered parameters after the forward
+  /// workload.precision fp8 only: the parameter all-gathers (every sharding's, the distributed
+  /// optimizer's too) move each weight's fp8 copy, 1 byte, instead of its bf16 value (TorchTitan's
+  /// enable_fsdp_float8_all_gather, Megatron-LM's --fp8-param-gather); reduce-scatters and
+  /// all-reduces of gradients stay bf16. Off by default, as in both.
+  bool fp8_all_gather = false;
   bool operator==(const FsdpConfig&) const = default;
 };
 

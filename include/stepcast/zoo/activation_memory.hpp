@@ -7,33 +7,38 @@
 //   const TransformerShape& s = *get_model("llama2-7b").transformer;
 //   double bytes = activation_bytes(s, 2, workload::ActivationCheckpointing::Selective, 2.0);
 //
-// Notation: T = s b tokens (s = shape.seq_len, b = sequences), e = element_bytes of an
-// activation, h = hidden, f = ffn_hidden (a MoE block's: each expert's width, expert_ffn_hidden
-// if set), q = heads x head_dim (the query width, h unless head_dim is set), a = heads,
+// Notation: T = s b tokens (s = shape.seq_len, b = sequences), e = bytes of an activation
+// element, e8 = bytes of a saved GEMM input's element (ElementBytes: e, but 1 in fp8),
+// h = hidden, f = ffn_hidden (a MoE block's: each expert's width, expert_ffn_hidden if set),
+// q = heads x head_dim (the query width, h unless head_dim is set), a = heads,
 // g = kv_heads x head_dim (the K and V width, q without grouped-query attention), V = vocab,
 // k = top_k, E = experts, S = shared_experts, L = layers.
 // Dropout masks are 1 byte per element (PyTorch's bool mask), as Korthikanti counts them.
 //
 // Per block, no recomputation:
 //   attention:  e T h   norm input
-//             + e T h   Q/K/V projection input (the norm output)
+//             + e8 T h  Q/K/V projection input (the norm output)
 //             + e T (q + 2g)   Q, K and V (after rotary embeddings)
 //             + qk_norm: e T (q + g)   the q and k norms' inputs
-//             + e T q   output projection input (= the attention output flash attention keeps)
+//             + e8 T q  output projection input (= the attention output flash attention keeps)
 //             + core:   standard attention: softmax output e a s T (GPT-2 layout: plus the
 //                       attention-dropout mask a s T and its output e a s T);
 //                       flash attention: the softmax log-sum-exp, fp32, 4 a T (the dropout mask
-//                       is regenerated from the RNG seed, not stored)
+//                       is regenerated from the RNG seed, not stored), and when e8 != e its
+//                       output e T q, which the output projection's own e8 copy does not replace
 //             + GPT-2 layout: attention output dropout mask T h
 //   MLP:        e T h   norm input
-//             + dense: e T h input + e T f x (3 SwiGLU: gate output, up output, down
-//                      projection input; 2 GELU: up output, down projection input)
+//             + dense: e8 T h input + e T f x (2 SwiGLU: gate output, up output; 1 GELU: up
+//                      output) + e8 T f down projection input
 //               MoE:   e T h router input + 4 E T router probabilities (fp32 softmax, as
-//                      Mixtral) + k x [e T h expert input + e T f x (3 | 2)] (every token's
-//                      activations in its top_k experts, balanced routing or not)
-//                      + S x e T f x (3 | 2) (the shared experts, on every token; their input
-//                      is the router's)
+//                      Mixtral) + k x [e8 T h expert input + inner] (every token's activations
+//                      in its top_k experts, balanced routing or not; inner = e T f x (2 | 1)
+//                      + e8 T f) + S x inner (the shared experts, on every token; their input
+//                      is the router's, and when e8 != e their own e8 T h copy of it)
 //             + GPT-2 layout: MLP output dropout mask T h
+// The e8 terms are the saved inputs of the four projections Transformer Engine runs in fp8
+// (QKV, output, FC1, FC2: Linear, LayerNormLinear and LayerNormMLP save the fp8 casts), with
+// e8 = e in one type; docs/memory.md has the mapping.
 // For Korthikanti's GPT block (LayerNorm, 4h GELU MLP, dropout, g = h, standard attention,
 // e = 2) this is s b h (34 + 5 a s / h). SwiGLU counts the tensors a fused kernel keeps;
 // unfused PyTorch also keeps silu(gate), e T f more. Hugging Face's eager attention copies K
@@ -87,16 +92,32 @@
 
 namespace stepcast::zoo {
 
+/// Bytes of a saved activation's element, by what the tensor is (the header's e and e8).
+/// Implicit from one number: every tensor in one type, as in fp16, bf16 or fp32 training.
+struct ElementBytes {
+  double activation = 2;              ///< e: every saved tensor but the projections' inputs
+  double gemm_input = 2;              ///< e8: the inputs the Q/K/V, output, FC1 and FC2 projections save
+  ElementBytes(double element_bytes)  // NOLINT(google-explicit-constructor): one type for all
+      : activation(element_bytes), gemm_input(element_bytes) {}
+  ElementBytes(double activation_bytes, double gemm_input_bytes)
+      : activation(activation_bytes), gemm_input(gemm_input_bytes) {}
+};
+
+/// The element sizes of `precision`'s recipe: its bytes_per_element for every tensor, and for
+/// fp8 (Transformer Engine) the projections' inputs saved as their fp8 casts, 1 byte, the rest
+/// in bf16.
+[[nodiscard]] ElementBytes activation_element_bytes(workload::Precision precision);
+
 /// Bytes of activations one worker holds at the peak of a step: what it stores for the backward
 /// pass and what the loss holds for a moment at the end of the forward or the start of the
 /// backward. `sequences` sequences of shape.seq_len tokens, activations of `element_bytes` bytes
-/// (2 for fp16/bf16), standard or flash attention, the loss as `loss` computes it. The formula
-/// is in this header's comment. Throws Error with key "workload.seq_len" for shape.seq_len < 1,
-/// "workload.batch_per_worker" for sequences < 1, "workload.transformer.<field>" for a shape
-/// size < 1. Asserts element_bytes > 0.
+/// (2 for fp16/bf16; activation_element_bytes(precision)), standard or flash attention, the loss as `loss`
+/// computes it. The formula is in this header's comment. Throws Error with key "workload.seq_len" for
+/// shape.seq_len < 1, "workload.batch_per_worker" for sequences < 1, "workload.transformer.<field>" for a
+/// shape size < 1. Asserts both element sizes > 0.
 [[nodiscard]] double activation_bytes(const TransformerShape& shape, int64_t sequences,
-                                      workload::ActivationCheckpointing checkpointing, double element_bytes,
-                                      bool flash_attention = true,
+                                      workload::ActivationCheckpointing checkpointing,
+                                      const ElementBytes& element_bytes, bool flash_attention = true,
                                       workload::LossMode loss = workload::LossMode::Fp32Logits);
 
 /// The part of activation_bytes that one decoder block stores: with none or selective the
@@ -106,7 +127,7 @@ namespace stepcast::zoo {
 /// stage's blocks x this bounds what they hold. Throws as activation_bytes.
 [[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                                             workload::ActivationCheckpointing checkpointing,
-                                            double element_bytes, bool flash_attention = true);
+                                            const ElementBytes& element_bytes, bool flash_attention = true);
 
 /// How a parallel layout splits a block's activations over a rank: a tensor group of `tensor`
 /// ranks (with or without Megatron's sequence parallelism) and a context group of `context`
@@ -129,8 +150,9 @@ struct ActivationSplit {
 /// block's input, whole without sequence parallelism. Context parallelism divides the tokens.
 /// The larger kind of block, as block_activation_bytes. Throws as block_activation_bytes.
 [[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
-                                            workload::ActivationCheckpointing checkpointing, double element_bytes,
-                                            bool flash_attention, const ActivationSplit& split);
+                                            workload::ActivationCheckpointing checkpointing,
+                                            const ElementBytes& element_bytes, bool flash_attention,
+                                            const ActivationSplit& split);
 
 /// Chunks of tokens the `chunked` loss takes (TorchTitan's ChunkedLossWrapper, num_chunks = 8).
 inline constexpr int kLossChunks = 8;
@@ -147,15 +169,16 @@ struct LossMemory {
 /// What the loss of `loss` holds of `sequences` sequences on a rank of `split`: T = s b / c
 /// tokens, the vocabulary split over the tensor group (V / t, Megatron's and TorchTitan's
 /// vocab-parallel cross entropy), activations of element_bytes. Throws as activation_bytes.
-[[nodiscard]] LossMemory loss_memory(const TransformerShape& shape, int64_t sequences, double element_bytes,
-                                     workload::LossMode loss, const ActivationSplit& split = {});
+[[nodiscard]] LossMemory loss_memory(const TransformerShape& shape, int64_t sequences,
+                                     const ElementBytes& element_bytes, workload::LossMode loss,
+                                     const ActivationSplit& split = {});
 
 /// What the last pipeline stage keeps outside the blocks for one micro-batch under `split`,
 /// from its forward until its backward: the final norm's and the LM head's inputs (e T h each,
 /// whole without sequence parallelism) and what the loss saves (loss_memory(...).saved; for
 /// fp32_logits the fp32 log-probabilities over the vocabulary split, 4 T V / t), T = s b / c.
 [[nodiscard]] double head_activation_bytes(const TransformerShape& shape, int64_t sequences,
-                                           double element_bytes, const ActivationSplit& split,
+                                           const ElementBytes& element_bytes, const ActivationSplit& split,
                                            workload::LossMode loss = workload::LossMode::Fp32Logits);
 
 }  // namespace stepcast::zoo

@@ -30,6 +30,13 @@ struct FsdpUnit {
 /// producing it: FSDP gathers before a forward and reduces after a backward, and there is none.
 [[nodiscard]] std::vector<FsdpUnit> fsdp_units(const workload::Workload& workload, int unit_blocks);
 
+/// Bytes a parameter all-gather moves per byte of the parameters as the workload holds them
+/// (Tensor::bytes, FsdpUnit::bytes): 1, or with fsdp.fp8_all_gather the fp8 copy's 1 byte over
+/// the bf16 weight's 2, 1/2. Every predictor sizes FSDP's and the distributed optimizer's
+/// all-gathers by it (reduce-scatters and all-reduces move gradients, at 1). Asserts
+/// fp8_all_gather only with precision fp8 (scheme::validate checks it).
+[[nodiscard]] double gathered_share(const workload::Workload& workload, const FsdpConfig& fsdp);
+
 /// Units in the order their backward runs (by their first backward op): unit_at_rank[j].
 [[nodiscard]] std::vector<int> fsdp_backward_order(const std::vector<FsdpUnit>& units);
 
