@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "scheme/exchange.hpp"
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -79,8 +80,5 @@ struct PipelinePass {
 /// the rest.
 [[nodiscard]] int expert_of_tensor(const std::string& name);
 
-/// Bytes one rank holds of each activation a block's tensor-parallel collectives move for one
-/// micro-batch: b (s / c) h elements at the workload's precision.
-[[nodiscard]] double block_activation_message(const workload::Workload& workload, const ParallelConfig& parallel);
 
 }  // namespace stepcast::scheme

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -18,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -197,18 +199,58 @@ void gather_rows(std::vector<report::PlanRow>& rows, std::vector<std::exception_
 
 }  // namespace
 
-double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch) {
-  if (l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1)
-    return std::numeric_limits<double>::infinity();
-  double compute = 0;  // s: one micro-batch of the whole model on one GPU
+double gpu_send_bound(const cluster::ClusterSpec& spec) {
+  const cluster::Cluster c = cluster::build_cluster(spec);
+  double bus = 0, nic = 0;
+  for (uint32_t l : c.bus_up) bus = std::max(bus, c.links[l].bw);
+  for (uint32_t l : c.nic_up) nic = std::max(nic, c.links[l].bw);
+  return bus + nic;
+}
+
+double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch, double gpu_send) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  const bool zero_bubble = l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1;
+  if (zero_bubble && w.facts.timed_per_rank) return kNone;
+  double compute = 0;  // s: one micro-batch of the whole model on one GPU (or on one rank)
   for (const workload::Op& op : w.ops) compute += op.duration;
-  const double share =
-      static_cast<double>(global_batch) * compute / (static_cast<double>(l.micro_batch) * l.gpus);
-  const double d = static_cast<double>(l.gpus) / (static_cast<double>(l.tensor) * l.context * l.pipeline);
+  const double p = l.pipeline, t = l.tensor;
+  const double rank_share = w.facts.timed_per_rank ? 1.0 : t * l.context;
+  // s per micro-batch of the mean stage: its compute and its blocks' tensor collectives.
+  double stage = compute / (rank_share * p);
+  double message = 0;  // s: one message between stages
+  if (w.facts.transformer && gpu_send > 0 && std::isfinite(gpu_send)) {
+    const workload::TransformerShape& shape = *w.facts.transformer;
+    scheme::ParallelConfig parallel;
+    parallel.context = l.context;
+    const double activation = scheme::block_activation_message(w, parallel);
+    const bool sequence = l.sequence && l.tensor > 1;
+    message = (sequence ? activation / t : activation) / gpu_send;
+    if (l.tensor > 1 && l.overlap == TensorOverlap::None) {
+      // Per block: two layers, each a collective in the forward and one in the backward (a third
+      // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
+      const double layers = shape.experts > 1 ? 1 : 2;
+      const double passes = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
+      stage += shape.layers / p * layers * passes * 2 * (t - 1) / t * activation / gpu_send;
+    }
+  }
+  const double d = static_cast<double>(l.gpus) / (t * l.context * p);
   const double m = static_cast<double>(global_batch) / (d * l.micro_batch);
-  const bool flushes = l.schedule == PipelineSchedule::GPipe || l.schedule == PipelineSchedule::OneFOneB;
-  const double step = share * (flushes && l.pipeline > 1 ? (m + l.pipeline - 1) / m : 1.0);
-  if (!(step > 0)) return std::numeric_limits<double>::infinity();
+  double length = m;  // the pipeline in mean stages
+  if (l.pipeline > 1) {
+    switch (l.schedule) {
+      case PipelineSchedule::GPipe:
+      case PipelineSchedule::OneFOneB:
+        length = m + p - 1;
+        break;
+      case PipelineSchedule::Interleaved:
+        length = m + (p - 1) / l.virtual_stages;
+        break;
+      case PipelineSchedule::ZeroBubble:
+        break;
+    }
+  }
+  const double step = length * stage + 2 * (p - 1) * message;
+  if (!(step > 0)) return kNone;
   return static_cast<double>(global_batch) * static_cast<double>(w.facts.tokens_per_sample) / step / l.gpus;
 }
 
@@ -433,6 +475,7 @@ report::Plan plan(const PlanRequest& request) {
 
   for (int gpus : counts) {
     // The cluster at this count, by the rules that do not depend on the layout.
+    double send = 0;  // bytes/s: the most one GPU sends (gpu_send_bound), for the bounds
     {
       cluster::ClusterSpec spec = base.cluster;
       spec.workers = gpus;
@@ -444,6 +487,7 @@ report::Plan plan(const PlanRequest& request) {
       } catch (const Error& e) {
         throw Error({"", 0, "--gpus"}, fmt::format("at {} GPUs, {}: {}", gpus, e.where().key, e.message()));
       }
+      send = gpu_send_bound(spec);
     }
     const std::vector<Layout> candidates = candidate_layouts(base, gpus);
     for (const Layout& l : candidates) (void)prepared(l);  // built before the threads share the map
@@ -480,7 +524,7 @@ report::Plan plan(const PlanRequest& request) {
         if (!t.closest || miss < *t.closest) t.closest = miss;
         return;
       }
-      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch)
+      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch, send)
                                            : std::numeric_limits<double>::infinity(),
                              i);
     });

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,14 +75,27 @@ void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& scheme, c
 /// "tp4 cp1 pp8 vp12 dp42, fsdp optimizer, mb 1, selective, sp, interleaved".
 [[nodiscard]] std::string layout_label(const Layout& layout);
 
+/// The most bytes per second one GPU of `spec` can send: its intra-node link plus the one NIC
+/// its traffic to other nodes leaves by (cluster::Cluster::path); every collective and message
+/// coarse times moves at most that.
+[[nodiscard]] double gpu_send_bound(const cluster::ClusterSpec& spec);
+
 /// An upper bound on coarse's tokens/s per GPU for a valid layout whose micro-batch and
-/// checkpointing `workload` is, from its compute alone: the step is at least each GPU's share of
-/// the step's compute (coarse's pipeline is at least m times the mean stage's passes, each stage's
-/// compute divided by t c), and under gpipe and 1f1b at least (m + p - 1) / m times that
-/// (sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) x the mean). +inf for zero_bubble, whose length
-/// need not reach the mean stage's. plan() prunes by it (tests: never above coarse).
-[[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout,
-                                  int64_t global_batch);
+/// checkpointing `workload` is. Coarse's pipeline is at least the schedule's length in mean
+/// stages S (each stage's compute, divided by t c unless timed per rank, plus what its tensor
+/// collectives take): gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) mean; interleaved
+/// m max + (sum - max) / v >= (m + (p - 1) / v) mean (as m v >= 1); zero_bubble's max over b is at
+/// least its mean over b, m mean + sum_s ((p - 1)(F_s + B_s) - 2 s W_s) / p >= m mean, as every
+/// stage's F + B is at least twice its W (each linear's weight gradient is half its backward and
+/// its forward takes as long; +inf when the workload is timed per rank, where that need not hold);
+/// plus 2 (p - 1) pipeline messages. Without training.tensor.overlap each block's tensor
+/// collectives are on the path, and the bandwidth-optimal all-reduce of B bytes over t ranks
+/// sends 2 (t - 1) / t B from each (Patarasuk and Yuan 2009), as does an all-gather and a
+/// reduce-scatter: 8 (t - 1) / t B a block (the attention's half alone where experts split the
+/// MLP), 12 with full recomputation, each at most at `gpu_send` bytes/s (gpu_send_bound; +inf
+/// leaves communication out). plan() prunes by it (tests: never above coarse).
+[[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout, int64_t global_batch,
+                                  double gpu_send = std::numeric_limits<double>::infinity());
 
 struct PlanRequest {
   std::string scenario;                ///< scenario file (with scenario_text, only its name in messages)

@@ -73,6 +73,10 @@ struct StageFootprint {
   std::vector<std::pair<int, int>> activations;
 };
 
+/// Bytes one rank holds of each activation a block's tensor-parallel collectives move for one
+/// micro-batch: b (s / c) h elements at the workload's precision.
+[[nodiscard]] double block_activation_message(const workload::Workload& workload, const ParallelConfig& parallel);
+
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Under
 /// 1f1b, interleaved and zero_bubble the passes of min(m, 2p) micro-batches (what a stage holds
 /// peaks within them); every_micro_batch lists all m (for the test that the peaks agree).
