@@ -180,6 +180,26 @@ TEST(Bottleneck, TheClosedFormsUplinkBusyAgreesWithFines) {
   }
 }
 
+TEST(Bottleneck, ShardedAndComposedLayoutsNameAnOversubscribedUplinkInEveryPredictor) {
+  // Llama 3 8B FSDP and Llama 3 70B FSDP with tensor parallelism (a composed layout) on the same
+  // 2:1 leaf-spine at 25 Gbps, two NICs a node: the gathers' and reduce-scatters' rings send both
+  // NICs' flows of a leaf up its one uplink, so every predictor has it twice as busy as a NIC
+  // (the bytes of the same plans: to rounding) and names it.
+  const std::string dir = std::string(STEPCAST_SOURCE_DIR) + "/examples/";
+  for (const char* example : {"llama3-8b-fsdp.yaml", "llama3-70b-fsdp-tp.yaml"}) {
+    for (const char* predictor : {"fine", "coarse", "analytic"}) {
+      SCOPED_TRACE(std::string(example) + " " + predictor);
+      std::vector<std::string> overrides = leaf_spine("2", "25Gbps", predictor);
+      overrides.erase(overrides.begin() + 1);  // the example's 8 GPUs a node
+      const Result r = run(dir + example, overrides);
+      const double uplink = busy_of(r, "leaf->spine link"), nic = busy_of(r, "worker NIC out");
+      ASSERT_GT(nic, 0);
+      EXPECT_NEAR(uplink / nic, 2.0, 1e-9);
+      EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+    }
+  }
+}
+
 TEST(Bottleneck, AllToAllsBusyBothWaysAreNotAParameterServersTurns) {
   // DeepSeek-V3's expert all-to-alls cross the NICs, sending and receiving at once, each way 40%
   // busy: no pulls and pushes take turns here, so the sentence names the NIC's busier direction.
