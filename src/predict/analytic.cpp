@@ -93,7 +93,13 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double server_per_worker = server * clients / n;
   r.bytes_sent = 2 * model * n;  // per step: every worker pulls and pushes the whole model
   r.saturation_workers = server_per_worker > 0 ? worker_step / server_per_worker : 0;
-  r.step_time = std::max(worker_step, clients * server);
+  // The fabric's links are resources too: the busiest one's bytes of the step over its bandwidth
+  // (none on one switch). Workers wait on an oversubscribed uplink as on a busy server.
+  const cluster::Cluster c = scheme::ps_cluster(spec, scheme.ps);
+  const std::vector<double> fabric_bytes = scheme::ps_fabric_bytes(c, w, scheme.ps);
+  double fabric = 0;
+  for (size_t l = 0; l < fabric_bytes.size(); ++l) fabric = std::max(fabric, fabric_bytes[l] / c.links[l].bw);
+  r.step_time = std::max({worker_step, clients * server, fabric});
   r.breakdown.compute = worker.compute;
   r.breakdown.communication_exposed = worker_step - worker.compute;
   r.breakdown.wait = r.step_time - worker_step;
@@ -104,6 +110,7 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   if (messages > 0) {
     r.utilization.push_back({"PS messages (busiest shard)", clients * messages / r.step_time});
   }
+  add_fabric_loads(r, c, fabric_bytes);
   return r;
 }
 

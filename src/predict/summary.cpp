@@ -188,6 +188,12 @@ void add_link_loads(Result& r, const cluster::Cluster& cluster, const scheme::Sc
     r.utilization.push_back({std::move(load.resource), load.busy});
 }
 
+void add_fabric_loads(Result& r, const cluster::Cluster& cluster, const std::vector<double>& link_bytes) {
+  if (link_bytes.empty()) return;
+  for (scheme::ResourceLoad& load : scheme::fabric_loads(cluster, link_bytes, r.step_time))
+    r.utilization.push_back({std::move(load.resource), load.busy});
+}
+
 void attribute_experts(Result& r, const workload::Workload& w, const scheme::SchemeConfig& scheme) {
   if (scheme.parallel.expert <= 1 || !w.facts.transformer) return;
   const double share = r.breakdown.expert / std::max(r.step_time, 1e-300);

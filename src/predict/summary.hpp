@@ -47,6 +47,9 @@ void add_plan_bytes(std::vector<double>& link_bytes, const scheme::CollectivePla
 /// so that the bottleneck names an oversubscribed uplink rather than the half-idle NICs.
 void add_link_loads(Result& result, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
                     const std::vector<double>& link_bytes);
+/// Of add_link_loads, only the switch-to-switch classes (scheme::fabric_loads), for closed forms
+/// that have the NICs' loads of their own; nothing for empty link_bytes.
+void add_fabric_loads(Result& result, const cluster::Cluster& cluster, const std::vector<double>& link_bytes);
 
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);

@@ -187,6 +187,12 @@ std::vector<ResourceLoad> link_loads(const Cluster& cluster, const SchemeConfig&
     loads.push_back({"PS NIC in", server_in});
   }
   if (bus > 0) loads.push_back({"intra-node link", bus});
+  for (ResourceLoad& load : fabric_loads(cluster, bytes, window)) loads.push_back(std::move(load));
+  return loads;
+}
+
+std::vector<ResourceLoad> fabric_loads(const Cluster& cluster, const std::vector<double>& bytes,
+                                       double window) {
   // Switch-to-switch links by class (leaf->spine, spine->leaf, edge->agg, router->router, a custom
   // fabric's names): the switches' names without their numbers. An oversubscribed uplink can be
   // the busiest resource of a step while every NIC is half idle.
@@ -197,9 +203,10 @@ std::vector<ResourceLoad> link_loads(const Cluster& cluster, const SchemeConfig&
       std::string name = cluster.links.name(l);
       std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });
       double& busiest = fabric[name + " link"];
-      busiest = std::max(busiest, busy(l));
+      busiest = std::max(busiest, window > 0 ? bytes[l] / (cluster.links[l].bw * window) : 0.0);
     }
   }
+  std::vector<ResourceLoad> loads;
   for (const auto& [name, load] : fabric) loads.push_back({name, load});
   return loads;
 }

@@ -200,6 +200,30 @@ TEST(Bottleneck, ShardedAndComposedLayoutsNameAnOversubscribedUplinkInEveryPredi
   }
 }
 
+TEST(Bottleneck, AnalyticParameterServersWaitOnAnOversubscribedUplink) {
+  // ResNet-50, 16 workers and 4 dedicated shards on a 2:1 leaf-spine of radix 4: the pulls and
+  // pushes cross the leaves' one uplink each, which fine names. The analytic bound counts the
+  // fabric's links among its resources (before, only the shards' NICs, 57% busy here), so its
+  // step is the uplink's bytes over its bandwidth, it names the uplink, and it stays a lower
+  // bound of fine's step.
+  const std::vector<std::string> job{"cluster.workers=16", "training.ps.count=4", "cluster.topology=fat_tree",
+                                     "cluster.fat_tree.radix=4", "cluster.fat_tree.oversubscription=2"};
+  std::vector<std::string> fine_job = job, analytic_job = job;
+  fine_job.push_back("predictor=fine");
+  analytic_job.push_back("predictor=analytic");
+  const Result fine = run(kPs, fine_job);
+  EXPECT_EQ(fine.bottleneck_resource, "leaf->spine link") << fine.bottleneck;
+  const Result r = run(kPs, analytic_job);
+  EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+  EXPECT_NEAR(busy_of(r, "leaf->spine link"), 1.0, 1e-12);
+  EXPECT_LT(busy_of(r, "PS NIC (busiest shard)"), 1.0);
+  EXPECT_LE(r.step_time, fine.step_time);
+  // The uplink's busy seconds a step: the same pulls and pushes on the same paths as fine's, to
+  // 3% (fine's measured window does not cut steps exactly: 1.5% here).
+  const double fine_seconds = busy_of(fine, "leaf->spine link") * fine.step_time;
+  EXPECT_NEAR(busy_of(r, "leaf->spine link") * r.step_time, fine_seconds, 0.03 * fine_seconds);
+}
+
 TEST(Bottleneck, AllToAllsBusyBothWaysAreNotAParameterServersTurns) {
   // DeepSeek-V3's expert all-to-alls cross the NICs, sending and receiving at once, each way 40%
   // busy: no pulls and pushes take turns here, so the sentence names the NIC's busier direction.

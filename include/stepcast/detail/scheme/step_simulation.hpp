@@ -154,6 +154,10 @@ struct CollectiveResult {
                                                    const SchemeConfig& scheme,
                                                    const std::vector<double>& bytes, double window);
 
+/// Of link_loads, only the switch-to-switch classes.
+[[nodiscard]] std::vector<ResourceLoad> fabric_loads(const cluster::Cluster& cluster,
+                                                     const std::vector<double>& bytes, double window);
+
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
 /// most shared link (bytes/s) and the slowest hop's latency (s).
 struct RingBottleneck {
