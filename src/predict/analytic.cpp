@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "predict/composed.hpp"
 #include "predict/summary.hpp"
@@ -31,29 +33,37 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
                        const scheme::SchemeConfig& scheme, const WorkerSide& worker) {
   Result r;
   double collective = 0;
+  std::optional<cluster::Cluster> c;
+  std::vector<double> link_bytes;  // per link, one step
   if (spec.workers > 1) {
     // The whole gradient through the algorithm once: every bucket's bytes at its size regime's
     // rate, and one collective's latency (the others' only add to it). Without regimes this is
     // the cost of one collective of the whole gradient.
-    const cluster::Cluster c = cluster::build_cluster(spec);
-    const scheme::AllReducePlanner planner(c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
+    c = cluster::build_cluster(spec);
+    const scheme::AllReducePlanner planner(*c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
     double latency = std::numeric_limits<double>::infinity();
+    std::vector<double> wire(planner.plans().size(), 0.0);  // per plan, the step's buffers on the wire
     for (const workload::Bucket& b : workload::make_buckets(w, scheme.allreduce.bucket_bytes)) {
       const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
       const scheme::CollectivePlan& plan = planner.plan(choice);
-      const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, choice.terms);
+      const scheme::CollectiveCost cost = scheme::collective_cost(*c, plan, choice.terms);
       collective += b.bytes * cost.seconds_per_byte;
       latency = std::min(latency, cost.latency);
       // per step, all workers
       r.bytes_sent += scheme::collective_bytes_sent(plan, b.bytes * scheme::wire_factor(choice.terms));
+      wire[static_cast<size_t>(choice.plan)] += b.bytes * scheme::wire_factor(choice.terms);
     }
     if (std::isfinite(latency)) collective += latency;
+    link_bytes.assign(c->links.size(), 0.0);
+    for (size_t p = 0; p < wire.size(); ++p) add_plan_bytes(link_bytes, planner.plans()[p], wire[p]);
   }
   r.step_time = std::max(worker.compute, collective);
   r.breakdown.compute = worker.compute;
   r.breakdown.communication_exposed = r.step_time - worker.compute;
   r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
-  if (collective > 0) r.utilization.push_back({"all-reduce", collective / r.step_time});
+  // Not the all-reduce as one resource: its links, each class's busiest (an oversubscribed
+  // uplink busier than the NICs is what the step waits on).
+  if (c) add_link_loads(r, *c, scheme, link_bytes);
   return r;
 }
 
@@ -83,7 +93,13 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   const double server_per_worker = server * clients / n;
   r.bytes_sent = 2 * model * n;  // per step: every worker pulls and pushes the whole model
   r.saturation_workers = server_per_worker > 0 ? worker_step / server_per_worker : 0;
-  r.step_time = std::max(worker_step, clients * server);
+  // The fabric's links are resources too: the busiest one's bytes of the step over its bandwidth
+  // (none on one switch). Workers wait on an oversubscribed uplink as on a busy server.
+  const cluster::Cluster c = scheme::ps_cluster(spec, scheme.ps);
+  const std::vector<double> fabric_bytes = scheme::ps_fabric_bytes(c, w, scheme.ps);
+  double fabric = 0;
+  for (size_t l = 0; l < fabric_bytes.size(); ++l) fabric = std::max(fabric, fabric_bytes[l] / c.links[l].bw);
+  r.step_time = std::max({worker_step, clients * server, fabric});
   r.breakdown.compute = worker.compute;
   r.breakdown.communication_exposed = worker_step - worker.compute;
   r.breakdown.wait = r.step_time - worker_step;
@@ -94,6 +110,7 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   if (messages > 0) {
     r.utilization.push_back({"PS messages (busiest shard)", clients * messages / r.step_time});
   }
+  add_fabric_loads(r, c, fabric_bytes);
   return r;
 }
 
@@ -120,18 +137,20 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   }
   double shard_group = 0, across = 0;
   double latency = std::numeric_limits<double>::infinity();
-  auto add = [&](const scheme::CollectivePlan& plan, double bytes, double count, double& into) {
+  double gathered = 0, reduced = 0, replicated = 0;  // bytes of the step's buffers, per plan
+  auto add = [&](const scheme::CollectivePlan& plan, double bytes, double count, double& into, double& wire) {
     if (plan.stages.empty()) return;
     const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, {.regime = spec.regime_for(bytes)});
     into += count * bytes * cost.seconds_per_byte;
     latency = std::min(latency, cost.latency);
     r.bytes_sent += count * scheme::collective_bytes_sent(plan, bytes);
+    wire += count * bytes;
   };
-  const double gathered = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
+  const double gather_share = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
   for (const scheme::FsdpUnit& u : units) {
-    add(plans.gather, u.bytes * gathered, gathers, shard_group);
-    add(plans.reduce, u.bytes, 1, shard_group);
-    add(plans.replicate, u.bytes / plans.shard_degree, 1, across);
+    add(plans.gather, u.bytes * gather_share, gathers, shard_group, gathered);
+    add(plans.reduce, u.bytes, 1, shard_group, reduced);
+    add(plans.replicate, u.bytes / plans.shard_degree, 1, across, replicated);
   }
   double network = std::max(shard_group, across);
   if (std::isfinite(latency)) network += latency;
@@ -139,8 +158,11 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.breakdown.compute = worker.compute;
   r.breakdown.communication_exposed = r.step_time - worker.compute;
   r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
-  if (shard_group > 0) r.utilization.push_back({"shard-group collectives", shard_group / r.step_time});
-  if (across > 0) r.utilization.push_back({"all-reduce across shard groups", across / r.step_time});
+  std::vector<double> link_bytes(c.links.size(), 0.0);
+  add_plan_bytes(link_bytes, plans.gather, gathered);
+  add_plan_bytes(link_bytes, plans.reduce, reduced);
+  add_plan_bytes(link_bytes, plans.replicate, replicated);
+  add_link_loads(r, c, scheme, link_bytes);
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "predict/composed.hpp"
@@ -31,16 +32,16 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   const scheme::AllReducePlanner planner(c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
   double comm = 0;
   double last = 0;
-  double latency = 0;  // of all buckets together
-  double sent = 0;     // bytes, all workers, one step
+  double sent = 0;                                        // bytes, all workers, one step
+  std::vector<double> wire(planner.plans().size(), 0.0);  // per plan, the step's buffers on the wire
   for (const workload::Bucket& b : buckets) {
     const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
     const scheme::CollectivePlan& plan = planner.plan(choice);
     const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, choice.terms);
     last = cost.time(b.bytes);
     comm += last;
-    latency += cost.latency;
     sent += scheme::collective_bytes_sent(plan, b.bytes * scheme::wire_factor(choice.terms));
+    wire[static_cast<size_t>(choice.plan)] += b.bytes * scheme::wire_factor(choice.terms);
   }
   // Overlap heuristic: buckets are reduced while the backward pass goes on, so all but the last
   // bucket can hide behind backward compute. Without it the phase model over-predicts the step
@@ -55,10 +56,12 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = comm - hidden;
   r.breakdown.wait = straggle;
-  const double link_busy = spec.workers > 1 ? (comm - latency) / r.step_time : 0;
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
-  r.utilization.push_back({"worker NIC out", std::max(0.0, link_busy)});
-  r.utilization.push_back({"worker NIC in", std::max(0.0, link_busy)});
+  // Each link's bytes of the step over its bandwidth: the NICs, and each class of fabric link,
+  // which an oversubscribed fabric makes busier than the NICs.
+  std::vector<double> link_bytes(c.links.size(), 0.0);
+  for (size_t p = 0; p < wire.size(); ++p) add_plan_bytes(link_bytes, planner.plans()[p], wire[p]);
+  add_link_loads(r, c, scheme, link_bytes);
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }
@@ -416,9 +419,11 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     return std::max({a.total(), b.total(), a.transfer + b.transfer});
   };
   double sent = 0;  // bytes, all workers, one step
+  std::map<const scheme::CollectivePlan*, double> wire;  // per plan, the step's buffers
   auto timed = [&](const scheme::CollectivePlan& plan, double bytes) {
     if (plan.stages.empty()) return Timed{};
     sent += scheme::collective_bytes_sent(plan, bytes);
+    wire[&plan] += bytes;
     const scheme::CollectiveCost cost = scheme::collective_cost(c, plan, {.regime = spec.regime_for(bytes)});
     return Timed{cost.latency, bytes * cost.seconds_per_byte};
   };
@@ -464,13 +469,10 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = exposed;
   r.breakdown.wait = straggle;
-  double busy = 0;
-  for (size_t u = 0; u < n_units; ++u) {
-    busy += gather[u].total() + gather_again[u].total() + reduce[u].total() + after[u].total();
-  }
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
-  if (busy > 0)
-    r.utilization.push_back({"collectives (all-gather, reduce-scatter)", std::min(1.0, busy / r.step_time)});
+  std::vector<double> link_bytes(c.links.size(), 0.0);
+  for (const auto& [plan, bytes] : wire) add_plan_bytes(link_bytes, *plan, bytes);
+  add_link_loads(r, c, scheme, link_bytes);
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }

@@ -16,7 +16,8 @@
 // latest stage's end.
 //
 // Analytic: the busiest resource: a stage's compute over the step, or the link that carries the
-// most bytes for its bandwidth (every collective and message of the step on the links).
+// most bytes for its bandwidth (every collective and message of the step on the links); the
+// utilization names each class of link by its busiest, as the fine predictor does.
 #include "predict/composed.hpp"
 
 #include <fmt/format.h>
@@ -144,6 +145,7 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.throughput = samples_per_step(w, spec, scheme) / step;
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   r.utilization.push_back({"worker compute (mean)", std::min(1.0, compute / step)});
+  add_link_loads(r, cluster::build_cluster(spec), scheme, costs.link_bytes);
   finish_result(r, w);
   return r;
 }
@@ -156,14 +158,8 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   for (const scheme::StageCost& c : costs.stages) compute = std::max(compute, m * c.compute + c.optimizer);
   // The busiest link: bytes of the step over its bandwidth.
   double link_time = 0;
-  size_t busiest = 0;
-  for (size_t l = 0; l < costs.link_bytes.size(); ++l) {
-    const double t = costs.link_bytes[l] / costs.link_bw[l];
-    if (t > link_time) {
-      link_time = t;
-      busiest = l;
-    }
-  }
+  for (size_t l = 0; l < costs.link_bytes.size(); ++l)
+    link_time = std::max(link_time, costs.link_bytes[l] / costs.link_bw[l]);
   Result r;
   r.step_time = std::max(compute, link_time);
   r.breakdown.compute = compute;
@@ -173,7 +169,9 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   r.predictor = Predictor::Analytic;
   r.throughput = samples_per_step(w, spec, scheme) / r.step_time;
   r.utilization.push_back({"worker compute (busiest stage)", compute / r.step_time});
-  if (!costs.links.empty()) r.utilization.push_back({costs.links.name(busiest), link_time / r.step_time});
+  // Each class's busiest link, not one link by name: the uplinks of an oversubscribed fabric, or
+  // the NICs, whichever the busiest link is.
+  add_link_loads(r, cluster::build_cluster(spec), scheme, costs.link_bytes);
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   finish_result(r, w);
   return r;

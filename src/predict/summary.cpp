@@ -1,7 +1,5 @@
 #include "predict/summary.hpp"
 
-#include "stepcast/units.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,10 +11,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
-#include "stepcast/cluster/cluster.hpp"
+#include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -174,6 +174,24 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
       net.has_value() ? fmt::format("; busiest {} {:.0f}%", net->resource, 100 * net->busy) : std::string());
   r.bottleneck_kind = BottleneckKind::NetworkLatency;
   r.bottleneck_resource = "";
+}
+
+void add_plan_bytes(std::vector<double>& link_bytes, const scheme::CollectivePlan& plan, double wire_bytes) {
+  if (!(wire_bytes > 0)) return;
+  const std::vector<double> per_byte = scheme::link_bytes_per_byte(plan, link_bytes.size());
+  for (size_t l = 0; l < link_bytes.size(); ++l) link_bytes[l] += wire_bytes * per_byte[l];
+}
+
+void add_link_loads(Result& r, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
+                    const std::vector<double>& link_bytes) {
+  for (scheme::ResourceLoad& load : scheme::link_loads(cluster, scheme, link_bytes, r.step_time))
+    r.utilization.push_back({std::move(load.resource), load.busy});
+}
+
+void add_fabric_loads(Result& r, const cluster::Cluster& cluster, const std::vector<double>& link_bytes) {
+  if (link_bytes.empty()) return;
+  for (scheme::ResourceLoad& load : scheme::fabric_loads(cluster, link_bytes, r.step_time))
+    r.utilization.push_back({std::move(load.resource), load.busy});
 }
 
 void attribute_experts(Result& r, const workload::Workload& w, const scheme::SchemeConfig& scheme) {

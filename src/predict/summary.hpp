@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/predict/result.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
@@ -35,6 +36,20 @@ void attribute_experts(Result& result, const workload::Workload& workload, const
 /// path and the closed forms choose them (AllReducePlanner), when there is a choice to report.
 void account_collectives(Result& result, const workload::Workload& workload,
                          const cluster::ClusterSpec& cluster, const scheme::SchemeConfig& scheme);
+
+/// Adds to link_bytes (Cluster::links order) what `plan` moves for wire_bytes of its buffer (all
+/// a step's collectives on that plan together: one pass over the links per plan, not per bucket).
+void add_plan_bytes(std::vector<double>& link_bytes, const scheme::CollectivePlan& plan, double wire_bytes);
+
+/// The closed forms' link loads (coarse, analytic): link l of `cluster` carries link_bytes[l] in
+/// a step of r.step_time, appended to r.utilization under the fine predictor's names
+/// (scheme::link_loads: the busiest NIC each way, intra-node link, each switch-to-switch class),
+/// so that the bottleneck names an oversubscribed uplink rather than the half-idle NICs.
+void add_link_loads(Result& result, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
+                    const std::vector<double>& link_bytes);
+/// Of add_link_loads, only the switch-to-switch classes (scheme::fabric_loads), for closed forms
+/// that have the NICs' loads of their own; nothing for empty link_bytes.
+void add_fabric_loads(Result& result, const cluster::Cluster& cluster, const std::vector<double>& link_bytes);
 
 /// Mean, quantiles (linear interpolation, numpy's default), min and max of per-step times.
 [[nodiscard]] StepSpread step_spread(std::vector<double> step_times);

@@ -516,6 +516,20 @@ std::vector<PatternCost> pattern_costs(const Cluster& c, const CollectivePlan& p
   return out;
 }
 
+std::vector<double> link_bytes_per_byte(const CollectivePlan& plan, size_t links) {
+  std::vector<double> fraction_of_pattern(plan.patterns.size(), 0.0);
+  for (const Stage& stage : plan.stages)
+    fraction_of_pattern[static_cast<size_t>(stage.pattern)] += stage.fraction;
+  std::vector<double> per_byte(links, 0.0);
+  for (size_t p = 0; p < plan.patterns.size(); ++p) {
+    for (const FlowGroup& group : plan.patterns[p].groups) {
+      for (const net::LinkUse& use : group.path)
+        per_byte[use.link] += fraction_of_pattern[p] * group.size_factor * use.count;
+    }
+  }
+  return per_byte;
+}
+
 /// A group's rings as NCCL's channels lay them when the group spans nodes: one per NIC its members
 /// use in a node (at most the channels NCCL launches), each moving 1 / K of the data and leaving
 /// every node from a member on its own NIC (the node's members, in group order, rotated to end

@@ -30,17 +30,10 @@ std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities, 
 
 CollectiveTiming::CollectiveTiming(const cluster::Cluster& cluster, const CollectivePlan& plan,
                                    NetworkKind network)
-    : cluster_(cluster), plan_(plan), network_(network), link_bytes_per_byte_(cluster.links.size(), 0.0) {
-  std::vector<double> fraction_of_pattern(plan.patterns.size(), 0.0);
-  for (const Stage& stage : plan.stages) fraction_of_pattern[stage.pattern] += stage.fraction;
-  for (size_t p = 0; p < plan.patterns.size(); ++p) {
-    for (const FlowGroup& group : plan.patterns[p].groups) {
-      for (const net::LinkUse& use : group.path) {
-        link_bytes_per_byte_[use.link] += fraction_of_pattern[p] * group.size_factor * use.count;
-      }
-    }
-  }
-}
+    : cluster_(cluster),
+      plan_(plan),
+      network_(network),
+      link_bytes_per_byte_(link_bytes_per_byte(plan, cluster.links.size())) {}
 
 double CollectiveTiming::seconds_per_byte(int pattern, const TransferBound& bound) {
   const auto key = std::make_pair(pattern, bound);

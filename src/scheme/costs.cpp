@@ -7,6 +7,8 @@
 #include <numeric>
 #include <utility>
 
+#include "scheme/node_aggregation.hpp"
+#include "scheme/parameter_server_exchange.hpp"
 #include "scheme/step_paths.hpp"
 #include "stepcast/detail/hash.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
@@ -320,6 +322,29 @@ double ShardLoads::largest_effective_pieces() const {
 }
 
 int ShardLoads::largest_messages() const { return *std::max_element(messages.begin(), messages.end()); }
+
+cluster::Cluster ps_cluster(const cluster::ClusterSpec& spec, const PsConfig& ps) {
+  return cluster::build_cluster(spec, ps.placement == PsPlacement::Dedicated ? ps.count : 0);
+}
+
+std::vector<double> ps_fabric_bytes(const cluster::Cluster& cluster, const workload::Workload& workload,
+                                    const PsConfig& ps) {
+  const bool fabric = std::any_of(cluster.switch_out.begin(), cluster.switch_out.end(),
+                                  [](const std::vector<uint32_t>& out) { return !out.empty(); });
+  if (!fabric) return {};
+  const std::vector<double> bytes = shard_bytes(place_parameters(workload, ps), ps.count);
+  const NodeAggregation nodes(ps.local_aggregation, cluster, cluster.spec.workers, 0);
+  std::vector<double> link_bytes(cluster.links.size(), 0.0);
+  for (int client = 0; client < nodes.clients(); ++client) {
+    const cluster::Endpoint at = cluster.worker_endpoint(nodes.leader_of_client(client));
+    for (int s = 0; s < ps.count; ++s) {
+      const cluster::Endpoint shard = ps_shard_endpoint(cluster, ps, s);
+      for (uint32_t l : cluster.path(shard, at).links) link_bytes[l] += bytes[static_cast<size_t>(s)];
+      for (uint32_t l : cluster.path(at, shard).links) link_bytes[l] += bytes[static_cast<size_t>(s)];
+    }
+  }
+  return link_bytes;
+}
 
 ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps) {
   const std::vector<Piece> pieces = place_parameters(workload, ps);

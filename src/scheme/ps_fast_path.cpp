@@ -28,6 +28,7 @@
 #include "scheme/collective_timing.hpp"
 #include "scheme/parameter_server_exchange.hpp"
 #include "scheme/step_paths.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::scheme {
 namespace {
@@ -124,8 +125,7 @@ std::optional<SimulationResult> simulate_ps_fast(const workload::Workload& w,
   // Without sharing, clients on one link do not slow each other, but a group's members would
   // (each member's rate is the link over the members): only max-min reads member counts right.
   if (options.network != NetworkKind::MaxMin) return std::nullopt;
-  const bool dedicated = ps.placement == PsPlacement::Dedicated;
-  const cluster::Cluster cluster = cluster::build_cluster(spec, dedicated ? ps.count : 0);
+  const cluster::Cluster cluster = ps_cluster(spec, ps);
   const std::optional<Reduction> reduction = reduce_to_one_client(cluster, ps);
   if (!reduction) return std::nullopt;
   const std::unique_ptr<net::NetworkModel> network = make_network(reduction->capacities, NetworkKind::MaxMin);

@@ -153,15 +153,10 @@ void sort_links(std::vector<LinkLoad>& links) {
 
 }  // namespace
 
-void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeConfig& scheme,
-                      const std::vector<double>& bytes) {
-  double compute_busy = 0;
-  for (const WorkerTimes& times : r.workers)
-    compute_busy += times.cycle > 0 ? times.compute / times.cycle : 1.0;
-  r.loads.push_back({"worker compute (mean)", compute_busy / static_cast<double>(r.workers.size())});
-
-  // Link loads over the window, grouped by role.
-  auto busy = [&](uint32_t l) { return r.window > 0 ? bytes[l] / (cluster.links[l].bw * r.window) : 0.0; };
+std::vector<ResourceLoad> link_loads(const Cluster& cluster, const SchemeConfig& scheme,
+                                     const std::vector<double>& bytes, double window) {
+  std::vector<ResourceLoad> loads;
+  auto busy = [&](uint32_t l) { return window > 0 ? bytes[l] / (cluster.links[l].bw * window) : 0.0; };
   const int worker_nodes = cluster.spec.num_worker_nodes();
   double worker_out = 0, worker_in = 0, server_out = 0, server_in = 0, bus = 0;
   for (size_t nic = 0; nic < cluster.nic_up.size(); ++nic) {
@@ -175,13 +170,9 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
       server_out = std::max(server_out, out);
       server_in = std::max(server_in, in);
     }
-    r.bytes_sent += bytes[cluster.nic_up[nic]];
-    r.bytes_received += bytes[cluster.nic_down[nic]];
   }
   for (size_t i = 0; i < cluster.bus_up.size(); ++i) {
     bus = std::max({bus, busy(cluster.bus_up[i]), busy(cluster.bus_down[i])});
-    r.bytes_sent += bytes[cluster.bus_up[i]];
-    r.bytes_received += bytes[cluster.bus_down[i]];
   }
   for (size_t i = 0; i < cluster.pcie_up.size(); ++i) {
     bus = std::max({bus, busy(cluster.pcie_up[i]), busy(cluster.pcie_down[i])});
@@ -189,13 +180,19 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
   const bool colocated =
       scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Colocated;
   const char* node_nic = colocated ? "node NIC" : "worker NIC";
-  r.loads.push_back({fmt::format("{} out", node_nic), worker_out});
-  r.loads.push_back({fmt::format("{} in", node_nic), worker_in});
+  loads.push_back({fmt::format("{} out", node_nic), worker_out});
+  loads.push_back({fmt::format("{} in", node_nic), worker_in});
   if (cluster.num_nodes > worker_nodes) {
-    r.loads.push_back({"PS NIC out", server_out});
-    r.loads.push_back({"PS NIC in", server_in});
+    loads.push_back({"PS NIC out", server_out});
+    loads.push_back({"PS NIC in", server_in});
   }
-  if (bus > 0) r.loads.push_back({"intra-node link", bus});
+  if (bus > 0) loads.push_back({"intra-node link", bus});
+  for (ResourceLoad& load : fabric_loads(cluster, bytes, window)) loads.push_back(std::move(load));
+  return loads;
+}
+
+std::vector<ResourceLoad> fabric_loads(const Cluster& cluster, const std::vector<double>& bytes,
+                                       double window) {
   // Switch-to-switch links by class (leaf->spine, spine->leaf, edge->agg, router->router, a custom
   // fabric's names): the switches' names without their numbers. An oversubscribed uplink can be
   // the busiest resource of a step while every NIC is half idle.
@@ -206,10 +203,31 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
       std::string name = cluster.links.name(l);
       std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });
       double& busiest = fabric[name + " link"];
-      busiest = std::max(busiest, busy(l));
+      busiest = std::max(busiest, window > 0 ? bytes[l] / (cluster.links[l].bw * window) : 0.0);
     }
   }
-  for (const auto& [name, load] : fabric) r.loads.push_back({name, load});
+  std::vector<ResourceLoad> loads;
+  for (const auto& [name, load] : fabric) loads.push_back({name, load});
+  return loads;
+}
+
+void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeConfig& scheme,
+                      const std::vector<double>& bytes) {
+  double compute_busy = 0;
+  for (const WorkerTimes& times : r.workers)
+    compute_busy += times.cycle > 0 ? times.compute / times.cycle : 1.0;
+  r.loads.push_back({"worker compute (mean)", compute_busy / static_cast<double>(r.workers.size())});
+
+  for (ResourceLoad& load : link_loads(cluster, scheme, bytes, r.window)) r.loads.push_back(std::move(load));
+  for (size_t nic = 0; nic < cluster.nic_up.size(); ++nic) {
+    r.bytes_sent += bytes[cluster.nic_up[nic]];
+    r.bytes_received += bytes[cluster.nic_down[nic]];
+  }
+  for (size_t i = 0; i < cluster.bus_up.size(); ++i) {
+    r.bytes_sent += bytes[cluster.bus_up[i]];
+    r.bytes_received += bytes[cluster.bus_down[i]];
+  }
+  auto busy = [&](uint32_t l) { return r.window > 0 ? bytes[l] / (cluster.links[l].bw * r.window) : 0.0; };
   for (size_t l = 0; l < bytes.size(); ++l) {
     if (bytes[l] > 0) r.links.push_back({cluster.links.name(l), busy(static_cast<uint32_t>(l)), bytes[l]});
   }

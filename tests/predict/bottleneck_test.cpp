@@ -3,6 +3,7 @@
 // where the mechanism is unambiguous.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,138 @@ TEST(Bottleneck, AnOversubscribedUplinkIsNamedNotTheHalfIdleNic) {
       EXPECT_EQ(r.bottleneck_resource, "leaf->spine link");
     }
   }
+}
+
+// The fine test's fabric: VGG-16's ring over 64 workers, 8 a node, two NICs a node, on a radix-4
+// leaf-spine built `oversubscription`:1.
+std::vector<std::string> leaf_spine(const char* oversubscription, const char* nic_bandwidth,
+                                    const char* predictor) {
+  return {"cluster.workers=64",
+          "cluster.workers_per_node=8",
+          "cluster.nics_per_node=2",
+          "cluster.topology=fat_tree",
+          "cluster.fat_tree.radix=4",
+          std::string("cluster.fat_tree.oversubscription=") + oversubscription,
+          std::string("cluster.nic_bandwidth=") + nic_bandwidth,
+          std::string("predictor=") + predictor};
+}
+
+double busy_of(const Result& r, const std::string& resource) {
+  for (const Utilization& u : r.utilization) {
+    if (u.resource == resource) return u.busy;
+  }
+  return -1;
+}
+
+TEST(Bottleneck, TheClosedFormsNameAnOversubscribedUplinkToo) {
+  // The fine test's case, network-bound (12.5 Gbps): coarse and analytic put each link's bytes of
+  // the step (the same ring plans) over its bandwidth and the step, so the uplink, which carries
+  // both channels' ring flows of its leaf where a NIC carries one, at the NIC's speed, is twice
+  // as busy as the NIC to rounding (the two are sums of the same stage fractions), and named.
+  for (const char* predictor : {"coarse", "analytic"}) {
+    SCOPED_TRACE(predictor);
+    const Result r = run(kRing, leaf_spine("2", "12.5Gbps", predictor));
+    const double uplink = busy_of(r, "leaf->spine link"), nic = busy_of(r, "worker NIC out");
+    ASSERT_GT(nic, 0);
+    EXPECT_NEAR(uplink / nic, 2.0, 1e-9);
+    EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+    EXPECT_NE(r.bottleneck.find("leaf->spine link"), std::string::npos) << r.bottleneck;
+    EXPECT_EQ(r.bottleneck.find("worker NIC"), std::string::npos) << r.bottleneck;
+  }
+}
+
+TEST(Bottleneck, OnANonBlockingFabricTheClosedFormsNameTheNicAsFineDoes) {
+  // Two full-speed uplinks per leaf (oversubscription 1): each carries at most what a NIC does, so
+  // the NIC, which fine names, stays the bottleneck of the closed forms: the resource where the
+  // step is network-bound (6.25 Gbps), the lost time's where compute-bound (12.5 Gbps).
+  for (const char* nic_bandwidth : {"6.25Gbps", "12.5Gbps"}) {
+    SCOPED_TRACE(nic_bandwidth);
+    for (const char* predictor : {"fine", "coarse", "analytic"}) {
+      SCOPED_TRACE(predictor);
+      const Result r = run(kRing, leaf_spine("1", nic_bandwidth, predictor));
+      EXPECT_EQ(r.bottleneck.find("leaf->spine link"), std::string::npos) << r.bottleneck;
+      if (r.bottleneck_kind != BottleneckKind::Compute) {
+        EXPECT_TRUE(r.bottleneck_resource.starts_with("worker NIC")) << r.bottleneck;
+      }
+      if (r.bottleneck.find("lost to") != std::string::npos) {
+        EXPECT_NE(r.bottleneck.find("worker NIC"), std::string::npos) << r.bottleneck;
+      }
+      // Busiest first: the first link load is a NIC's, the uplink (as busy at most) after it.
+      const auto first_link =
+          std::find_if(r.utilization.begin(), r.utilization.end(),
+                       [](const Utilization& u) { return u.resource.find("compute") == std::string::npos; });
+      ASSERT_NE(first_link, r.utilization.end());
+      EXPECT_TRUE(first_link->resource.starts_with("worker NIC")) << first_link->resource;
+      EXPECT_LE(busy_of(r, "leaf->spine link"), busy_of(r, "worker NIC out"));
+    }
+  }
+}
+
+TEST(Bottleneck, TheClosedFormsUplinkBusyAgreesWithFines) {
+  // The same plans put the same bytes on the uplink in every predictor, so the busy fractions
+  // differ only as the step times do (to rounding). Coarse's ring closed form is fine's step to
+  // 0.1% here (0.05% measured), so its uplink busy is fine's to 1%; analytic's step is the
+  // perfect-overlap bound, shorter than fine's (by 17% here), so its uplink is busier than
+  // fine's, by no more than 25%.
+  for (const char* nic_bandwidth : {"12.5Gbps", "25Gbps"}) {
+    SCOPED_TRACE(nic_bandwidth);
+    const Result fine = run(kRing, leaf_spine("2", nic_bandwidth, "fine"));
+    const double fine_uplink = busy_of(fine, "leaf->spine link");
+    ASSERT_GT(fine_uplink, 0);
+    const Result coarse = run(kRing, leaf_spine("2", nic_bandwidth, "coarse"));
+    const double coarse_uplink = busy_of(coarse, "leaf->spine link");
+    EXPECT_NEAR(coarse_uplink / fine_uplink, fine.step_time / coarse.step_time, 1e-9);
+    EXPECT_NEAR(coarse_uplink / fine_uplink, 1.0, 0.01);
+    const Result analytic = run(kRing, leaf_spine("2", nic_bandwidth, "analytic"));
+    const double analytic_uplink = busy_of(analytic, "leaf->spine link");
+    EXPECT_NEAR(analytic_uplink / fine_uplink, fine.step_time / analytic.step_time, 1e-9);
+    EXPECT_GE(analytic_uplink, fine_uplink);
+    EXPECT_LE(analytic_uplink, 1.25 * fine_uplink);
+  }
+}
+
+TEST(Bottleneck, ShardedAndComposedLayoutsNameAnOversubscribedUplinkInEveryPredictor) {
+  // Llama 3 8B FSDP and Llama 3 70B FSDP with tensor parallelism (a composed layout) on the same
+  // 2:1 leaf-spine at 25 Gbps, two NICs a node: the gathers' and reduce-scatters' rings send both
+  // NICs' flows of a leaf up its one uplink, so every predictor has it twice as busy as a NIC
+  // (the bytes of the same plans: to rounding) and names it.
+  const std::string dir = std::string(STEPCAST_SOURCE_DIR) + "/examples/";
+  for (const char* example : {"llama3-8b-fsdp.yaml", "llama3-70b-fsdp-tp.yaml"}) {
+    for (const char* predictor : {"fine", "coarse", "analytic"}) {
+      SCOPED_TRACE(std::string(example) + " " + predictor);
+      std::vector<std::string> overrides = leaf_spine("2", "25Gbps", predictor);
+      overrides.erase(overrides.begin() + 1);  // the example's 8 GPUs a node
+      const Result r = run(dir + example, overrides);
+      const double uplink = busy_of(r, "leaf->spine link"), nic = busy_of(r, "worker NIC out");
+      ASSERT_GT(nic, 0);
+      EXPECT_NEAR(uplink / nic, 2.0, 1e-9);
+      EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+    }
+  }
+}
+
+TEST(Bottleneck, AnalyticParameterServersWaitOnAnOversubscribedUplink) {
+  // ResNet-50, 16 workers and 4 dedicated shards on a 2:1 leaf-spine of radix 4: the pulls and
+  // pushes cross the leaves' one uplink each, which fine names. The analytic bound counts the
+  // fabric's links among its resources (before, only the shards' NICs, 57% busy here), so its
+  // step is the uplink's bytes over its bandwidth, it names the uplink, and it stays a lower
+  // bound of fine's step.
+  const std::vector<std::string> job{"cluster.workers=16", "training.ps.count=4", "cluster.topology=fat_tree",
+                                     "cluster.fat_tree.radix=4", "cluster.fat_tree.oversubscription=2"};
+  std::vector<std::string> fine_job = job, analytic_job = job;
+  fine_job.push_back("predictor=fine");
+  analytic_job.push_back("predictor=analytic");
+  const Result fine = run(kPs, fine_job);
+  EXPECT_EQ(fine.bottleneck_resource, "leaf->spine link") << fine.bottleneck;
+  const Result r = run(kPs, analytic_job);
+  EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+  EXPECT_NEAR(busy_of(r, "leaf->spine link"), 1.0, 1e-12);
+  EXPECT_LT(busy_of(r, "PS NIC (busiest shard)"), 1.0);
+  EXPECT_LE(r.step_time, fine.step_time);
+  // The uplink's busy seconds a step: the same pulls and pushes on the same paths as fine's, to
+  // 3% (fine's measured window does not cut steps exactly: 1.5% here).
+  const double fine_seconds = busy_of(fine, "leaf->spine link") * fine.step_time;
+  EXPECT_NEAR(busy_of(r, "leaf->spine link") * r.step_time, fine_seconds, 0.03 * fine_seconds);
 }
 
 TEST(Bottleneck, AllToAllsBusyBothWaysAreNotAParameterServersTurns) {

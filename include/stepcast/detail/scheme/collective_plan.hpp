@@ -193,6 +193,11 @@ struct PatternCost {
 [[nodiscard]] std::vector<PatternCost> pattern_costs(const cluster::Cluster& cluster,
                                                      const CollectivePlan& plan);
 
+/// Bytes each link carries per byte of the collective's buffer (payload, before a protocol's
+/// wire factor), over the whole plan: per link, the sum over the stages of their fraction x
+/// each crossing group's size factor x the link's count. `links`: the cluster's link count.
+[[nodiscard]] std::vector<double> link_bytes_per_byte(const CollectivePlan& plan, size_t links);
+
 /// Chunks each tree of the tree all-reduce pipelines its share of the data in: each way (reduce
 /// up, broadcast down) takes depth + kTreeChunks - 1 steps of S / (T kTreeChunks) per edge, T
 /// trees in all; only the first depth steps (the pipeline filling) pay a hop's latency.

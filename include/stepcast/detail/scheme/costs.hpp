@@ -44,6 +44,19 @@ struct ShardLoads {
 };
 [[nodiscard]] ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps);
 
+/// The cluster a parameter server runs on: the workers' nodes, and one node per shard after
+/// them when the servers are dedicated.
+[[nodiscard]] cluster::Cluster ps_cluster(const cluster::ClusterSpec& spec, const PsConfig& ps);
+
+/// Bytes each link of `cluster` carries (Cluster::links order) in one step of every worker: each
+/// client's pull of every shard's bytes and its push of them back, on the paths the fine
+/// predictor's exchange takes (a client: a worker, or a node's leader with
+/// training.ps.local_aggregation; the node-local broadcasts and gathers left out). Empty when
+/// the cluster has no switch-to-switch link: what the closed forms want it for is the fabric's
+/// loads (a NIC's they have in closed form). `cluster`: ps_cluster's.
+[[nodiscard]] std::vector<double> ps_fabric_bytes(const cluster::Cluster& cluster,
+                                                  const workload::Workload& workload, const PsConfig& ps);
+
 /// How one worker's connections to the shards move bytes: each shard's connection at most
 /// shard_rate bytes/s (its NIC's share), all of them together at most link_rate (the worker's
 /// link), shared fairly among those sending.

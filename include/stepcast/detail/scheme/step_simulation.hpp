@@ -144,6 +144,20 @@ struct CollectiveResult {
   CollectiveProtocol protocol = CollectiveProtocol::Links;  ///< the one run (auto: the one chosen)
 };
 
+/// The links' loads in a window of `window` s in which link l carried bytes[l] (Cluster::links
+/// order), each role's busiest: worker NIC out and in ("node NIC" with co-located servers), PS
+/// NIC out and in (when the cluster has server nodes), intra-node link (when one carried bytes),
+/// and each class of switch-to-switch link that carried bytes ("leaf->spine link", "spine->leaf
+/// link", "edge->agg link", "router->router link", a custom fabric's switch names without their
+/// numbers). The fine predictor's measured window and the closed forms' step name them alike.
+[[nodiscard]] std::vector<ResourceLoad> link_loads(const cluster::Cluster& cluster,
+                                                   const SchemeConfig& scheme,
+                                                   const std::vector<double>& bytes, double window);
+
+/// Of link_loads, only the switch-to-switch classes.
+[[nodiscard]] std::vector<ResourceLoad> fabric_loads(const cluster::Cluster& cluster,
+                                                     const std::vector<double>& bytes, double window);
+
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
 /// most shared link (bytes/s) and the slowest hop's latency (s).
 struct RingBottleneck {
