@@ -516,17 +516,18 @@ std::vector<PatternCost> pattern_costs(const Cluster& c, const CollectivePlan& p
   return out;
 }
 
-std::vector<double> link_bytes_per_byte(const CollectivePlan& plan, size_t links) {
-  std::vector<double> fraction_of_pattern(plan.patterns.size(), 0.0);
-  for (const Stage& stage : plan.stages)
-    fraction_of_pattern[static_cast<size_t>(stage.pattern)] += stage.fraction;
-  std::vector<double> per_byte(links, 0.0);
-  for (size_t p = 0; p < plan.patterns.size(); ++p) {
-    for (const FlowGroup& group : plan.patterns[p].groups) {
-      for (const net::LinkUse& use : group.path)
-        per_byte[use.link] += fraction_of_pattern[p] * group.size_factor * use.count;
+void add_link_bytes(const CollectivePlan& plan, double bytes, std::vector<double>& per_link) {
+  for (const Stage& stage : plan.stages) {
+    const double moved = bytes * stage.fraction;
+    for (const FlowGroup& group : plan.patterns[static_cast<size_t>(stage.pattern)].groups) {
+      for (const net::LinkUse& use : group.path) per_link[use.link] += moved * group.size_factor * use.count;
     }
   }
+}
+
+std::vector<double> link_bytes_per_byte(const CollectivePlan& plan, size_t links) {
+  std::vector<double> per_byte(links, 0.0);
+  add_link_bytes(plan, 1.0, per_byte);
   return per_byte;
 }
 

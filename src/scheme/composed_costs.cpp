@@ -12,18 +12,6 @@
 namespace stepcast::scheme {
 namespace {
 
-/// Adds what `count` collectives of `bytes` on `plan` move over each link.
-void add_link_bytes(const CollectivePlan& plan, double bytes, const CollectiveTerms& terms,
-                    std::vector<double>& out) {
-  const double wire = bytes * wire_factor(terms);
-  for (const Stage& stage : plan.stages) {
-    for (const FlowGroup& group : plan.patterns[static_cast<size_t>(stage.pattern)].groups) {
-      for (const net::LinkUse& use : group.path)
-        out[use.link] += wire * stage.fraction * group.size_factor * use.count;
-    }
-  }
-}
-
 /// A search (stepcast plan) predicts many layouts on one cluster, and many of them share their
 /// groups: the cluster, each layout's collective plans and their closed forms are kept per thread
 /// between calls. Plans depend on the rank layout (t, c, p, e, ETP, order, workers), the
@@ -254,9 +242,9 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       ++(program.pass_of_op[op] == ProgramPass::Step ? it->second.in_step : it->second.in_micro_batches);
     }
     for (const auto& [key, r] : repeated) {
-      if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step, r.terms, costs.link_bytes);
+      if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step * wire_factor(r.terms), costs.link_bytes);
       if (r.in_micro_batches > 0)
-        add_link_bytes(*key.first, key.second * r.in_micro_batches, r.terms, per_micro_batch);
+        add_link_bytes(*key.first, key.second * r.in_micro_batches * wire_factor(r.terms), per_micro_batch);
     }
 
     StageCost cost;

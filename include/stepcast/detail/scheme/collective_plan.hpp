@@ -197,6 +197,9 @@ struct PatternCost {
 /// wire factor), over the whole plan: per link, the sum over the stages of their fraction x
 /// each crossing group's size factor x the link's count. `links`: the cluster's link count.
 [[nodiscard]] std::vector<double> link_bytes_per_byte(const CollectivePlan& plan, size_t links);
+/// Adds to `per_link` (the cluster's link count long) what the plan of a buffer of `bytes` puts on
+/// each link: bytes x link_bytes_per_byte, without a vector of its own.
+void add_link_bytes(const CollectivePlan& plan, double bytes, std::vector<double>& per_link);
 
 /// Chunks each tree of the tree all-reduce pipelines its share of the data in: each way (reduce
 /// up, broadcast down) takes depth + kTreeChunks - 1 steps of S / (T kTreeChunks) per edge, T
