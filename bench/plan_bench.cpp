@@ -132,19 +132,23 @@ void BM_PlanCoarseInPlanOrder(benchmark::State& state, const char* file, int gpu
   std::vector<sweep::Layout>& ordered = ordered_of[std::string(file) + "@" + std::to_string(gpus)];
   if (ordered.empty()) {
     std::vector<std::pair<double, std::size_t>> bound;
+    const double send = sweep::gpu_send_bound(s.prepare(s.fitting.front()).cluster);
     for (std::size_t i = 0; i < s.fitting.size(); ++i) {
       const Prepared p = s.prepare(s.fitting[i]);
-      bound.emplace_back(sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch), i);
+      bound.emplace_back(sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch, send),
+                         i);
     }
     std::sort(bound.begin(), bound.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
     for (const auto& [b, i] : bound) ordered.push_back(s.fitting[i]);
   }
+  predict::Options ranking = s.coarse;  // as plan() ranks them: the step alone, no link loads
+  ranking.link_loads = false;
   std::size_t i = 0;
   for (auto _ : state) {
     const Prepared p = s.prepare(ordered[i++ % ordered.size()]);
-    benchmark::DoNotOptimize(predict::predict(*p.workload, p.cluster, p.scheme, s.coarse).step_time);
+    benchmark::DoNotOptimize(predict::predict(*p.workload, p.cluster, p.scheme, ranking).step_time);
   }
   state.SetItemsProcessed(state.iterations());
   set_counters(state, s);

@@ -42,7 +42,7 @@ double samples_per_step(const workload::Workload& w, const cluster::ClusterSpec&
 
 Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
                        const scheme::SchemeConfig& scheme, const Options& options) {
-  const scheme::ComposedCosts costs = scheme::composed_costs(w, spec, scheme);
+  const scheme::ComposedCosts costs = scheme::composed_costs(w, spec, scheme, false, options.link_loads);
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages, m = costs.micro_batches;
   double sum = 0, slowest = 0, message = 0;
   for (const scheme::StageCost& s : costs.stages) {
@@ -145,7 +145,7 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.throughput = samples_per_step(w, spec, scheme) / step;
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   r.utilization.push_back({"worker compute (mean)", std::min(1.0, compute / step)});
-  add_link_loads(r, cluster::build_cluster(spec), scheme, costs.link_bytes);
+  if (!costs.link_bytes.empty()) add_link_loads(r, *costs.cluster, scheme, costs.link_bytes);
   finish_result(r, w);
   return r;
 }
@@ -159,7 +159,7 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   // The busiest link: bytes of the step over its bandwidth.
   double link_time = 0;
   for (size_t l = 0; l < costs.link_bytes.size(); ++l)
-    link_time = std::max(link_time, costs.link_bytes[l] / costs.link_bw[l]);
+    link_time = std::max(link_time, costs.link_bytes[l] / costs.cluster->links[l].bw);
   Result r;
   r.step_time = std::max(compute, link_time);
   r.breakdown.compute = compute;
@@ -171,7 +171,7 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   r.utilization.push_back({"worker compute (busiest stage)", compute / r.step_time});
   // Each class's busiest link, not one link by name: the uplinks of an oversubscribed fabric, or
   // the NICs, whichever the busiest link is.
-  add_link_loads(r, cluster::build_cluster(spec), scheme, costs.link_bytes);
+  add_link_loads(r, *costs.cluster, scheme, costs.link_bytes);
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   finish_result(r, w);
   return r;

@@ -40,7 +40,7 @@ struct CachedPlans {
 
 struct ClusterCache {
   std::unique_ptr<cluster::ClusterSpec> spec;
-  std::unique_ptr<cluster::Cluster> cluster;
+  std::shared_ptr<const cluster::Cluster> cluster;
   std::map<PlansKey, std::unique_ptr<CachedPlans>> plans;
 };
 
@@ -51,7 +51,7 @@ ClusterCache& cluster_cache(const cluster::ClusterSpec& spec) {
   thread_local ClusterCache cache;
   if (!cache.spec || !(*cache.spec == spec)) {
     cache.plans.clear();  // before the cluster its planners refer to
-    cache.cluster = std::make_unique<cluster::Cluster>(cluster::build_cluster(spec));
+    cache.cluster = std::make_shared<const cluster::Cluster>(cluster::build_cluster(spec));
     cache.spec = std::make_unique<cluster::ClusterSpec>(spec);
   }
   return cache;
@@ -121,7 +121,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
 }
 
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
-                             const SchemeConfig& scheme, bool every_micro_batch) {
+                             const SchemeConfig& scheme, bool every_micro_batch, bool links) {
   ClusterCache& cache = cluster_cache(spec);
   const cluster::Cluster& cluster = *cache.cluster;
   const RankLayout layout(scheme.parallel, spec.workers);
@@ -170,11 +170,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
 
   ComposedCosts costs;
   costs.micro_batches = m;
-  costs.link_bytes.assign(cluster.links.size(), 0.0);
-  costs.link_bw.reserve(cluster.links.size());
-  for (const cluster::Link link : cluster.links) costs.link_bw.push_back(link.bw);
-  costs.links = cluster.links;
-  std::vector<double> per_micro_batch(cluster.links.size(), 0.0);  // what the kept micro-batches' ops carry
+  costs.cluster = cache.cluster;
+  if (links) costs.link_bytes.assign(cluster.links.size(), 0.0);
+  // What the kept micro-batches' ops carry.
+  std::vector<double> per_micro_batch(links ? cluster.links.size() : 0, 0.0);
   for (int s = 0; s < p; ++s) {
     const StageProgram& program = run.programs[static_cast<size_t>(s)];
     const std::vector<workload::Op>& ops = program.ops.ops;
@@ -242,6 +241,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       ++(program.pass_of_op[op] == ProgramPass::Step ? it->second.in_step : it->second.in_micro_batches);
     }
     for (const auto& [key, r] : repeated) {
+      if (!links) break;
       if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step * wire_factor(r.terms), costs.link_bytes);
       if (r.in_micro_batches > 0)
         add_link_bytes(*key.first, key.second * r.in_micro_batches * wire_factor(r.terms), per_micro_batch);
@@ -376,6 +376,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     }
     costs.stages.push_back(std::move(cost));
   }
+  if (!links) return costs;
   for (size_t l = 0; l < costs.link_bytes.size(); ++l) costs.link_bytes[l] += repeat * per_micro_batch[l];
   for (uint32_t l : cluster.nic_up) costs.bytes_sent += costs.link_bytes[l];
   for (uint32_t l : cluster.bus_up) costs.bytes_sent += costs.link_bytes[l];

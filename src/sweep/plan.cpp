@@ -461,6 +461,8 @@ report::Plan plan(const PlanRequest& request) {
   predict::Options coarse = base.options;
   coarse.predictor = predict::Predictor::Coarse;
   coarse.record_trace = false;
+  predict::Options ranking = coarse;  // the batches read the step alone
+  ranking.link_loads = false;
   predict::Options fine = base.options;
   fine.predictor = predict::Predictor::Fine;
   fine.record_trace = false;
@@ -565,7 +567,7 @@ report::Plan plan(const PlanRequest& request) {
             cluster::ClusterSpec spec = at_batch_scenario.cluster;
             scheme::SchemeConfig sc = at_batch_scenario.scheme;
             apply_layout(spec, sc, l);
-            tokens[j] = predict::predict(w, spec, sc, coarse).tokens.tokens_per_s_per_worker;
+            tokens[j] = predict::predict(w, spec, sc, ranking).tokens.tokens_per_s_per_worker;
           });
       if (ranks.size > 1) share_batch(tokens, batch.error, ranks);
       if (batch.error) std::rethrow_exception(batch.error);

@@ -75,6 +75,9 @@ struct Options {
   int measure_steps = 5;          ///< steps averaged
   uint64_t seed = 1;              ///< every random choice derives from it
   bool record_trace = false;      ///< fill Result::trace (fine predictor only)
+  /// Coarse parallel layouts: the bytes on each link, their loads and bytes_sent; false leaves them
+  /// out (0 and none) for a search that ranks layouts by their step alone (stepcast plan).
+  bool link_loads = true;
   bool overlap_heuristic = true;  ///< coarse: hide communication behind backward (DESIGN 3.2)
   /// coarse PS in random order (async, or sync with more than one worker): the next step's pulls
   /// overlap this step's pushes (docs/models.md, "Coarse"); false: the two phases one after the other,

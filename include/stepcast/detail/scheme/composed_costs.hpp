@@ -12,6 +12,7 @@
 //   for (const StageCost& s : costs.stages) slowest = std::max(slowest, s.forward + s.backward);
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,11 +52,12 @@ struct StageCost {
 struct ComposedCosts {
   std::vector<StageCost> stages;  ///< per pipeline stage
   int micro_batches = 1;
-  /// bytes each link of the cluster carries in one step, all ranks (Cluster::links order), and
-  /// the links' capacities (bytes/s).
-  std::vector<double> link_bytes, link_bw;
-  cluster::LinkTable links;  ///< the cluster's links, which name them
-  double bytes_sent = 0;     ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
+  /// The cluster (shared with the thread's cache of it: a search predicts many layouts on one).
+  std::shared_ptr<const cluster::Cluster> cluster;
+  /// bytes each link of the cluster carries in one step, all ranks (Cluster::links order); empty
+  /// when not asked for.
+  std::vector<double> link_bytes;
+  double bytes_sent = 0;  ///< bytes one step puts on the devices' uplinks (NICs, intra-node links)
 };
 
 /// What one rank of a pipeline stage holds, for the memory check (predict/model_metrics.cpp).
@@ -89,8 +91,9 @@ struct StageFootprint {
 /// p), whose costs are those of all m (every micro-batch's ops are alike), so its time does not
 /// grow with m;
 /// every_micro_batch builds all m (for the test that the two agree).
+/// `links` false leaves link_bytes and bytes_sent out (a search ranking layouts by their step).
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
                                            const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
-                                           bool every_micro_batch = false);
+                                           bool every_micro_batch = false, bool links = true);
 
 }  // namespace stepcast::scheme
