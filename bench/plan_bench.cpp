@@ -132,11 +132,12 @@ void BM_PlanCoarseInPlanOrder(benchmark::State& state, const char* file, int gpu
   std::vector<sweep::Layout>& ordered = ordered_of[std::string(file) + "@" + std::to_string(gpus)];
   if (ordered.empty()) {
     std::vector<std::pair<double, std::size_t>> bound;
-    const double send = sweep::gpu_send_bound(s.prepare(s.fitting.front()).cluster);
+    const Prepared first = s.prepare(s.fitting.front());
+    const sweep::BoundContext bounds = sweep::bound_context(first.cluster, first.scheme);
     for (std::size_t i = 0; i < s.fitting.size(); ++i) {
       const Prepared p = s.prepare(s.fitting[i]);
-      bound.emplace_back(sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch, send),
-                         i);
+      bound.emplace_back(
+          sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch, bounds), i);
     }
     std::sort(bound.begin(), bound.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "stepcast/detail/scheme/composed_costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -199,15 +200,51 @@ void gather_rows(std::vector<report::PlanRow>& rows, std::vector<std::exception_
 
 }  // namespace
 
-double gpu_send_bound(const cluster::ClusterSpec& spec) {
+BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::SchemeConfig& scheme) {
   const cluster::Cluster c = cluster::build_cluster(spec);
   double bus = 0, nic = 0;
   for (uint32_t l : c.bus_up) bus = std::max(bus, c.links[l].bw);
+  for (uint32_t l : c.nic_down) nic = std::max(nic, c.links[l].bw);
   for (uint32_t l : c.nic_up) nic = std::max(nic, c.links[l].bw);
-  return bus + nic;
+  BoundContext out;
+  out.gpu_send = bus + nic;
+  out.node_receive = nic * spec.nics_per_node;
+  out.workers_per_node = spec.workers_per_node;
+  const auto& order = scheme.parallel.order;
+  out.gradient_groups_strided = order[0] == scheme::ParallelDimension::Tensor &&
+                                order[1] == scheme::ParallelDimension::Context &&
+                                order[2] == scheme::ParallelDimension::Data;
+  out.fsdp = scheme.fsdp;
+  return out;
 }
 
-double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch, double gpu_send) {
+namespace {
+
+/// s at least for an all-gather or a reduce-scatter of `bytes` over the gradient group of `l`
+/// (c d ranks; see tokens_bound).
+double gradient_collective_bound(const Layout& l, double bytes, const BoundContext& net) {
+  const int n = l.gpus / (l.tensor * l.pipeline);  // c d
+  if (n <= 1) return 0;
+  const double sent = static_cast<double>(n - 1) / n * bytes;
+  double time = sent / net.gpu_send;
+  const int wpn = net.workers_per_node;
+  const int stage = n * l.tensor;  // ranks of a stage, consecutive under the default order
+  const bool aligned = wpn % l.tensor == 0 || l.tensor % wpn == 0;
+  if (net.gradient_groups_strided && aligned && stage % wpn == 0) {
+    const int r = std::min(n, std::max(1, wpn / l.tensor));  // a group's ranks in a node
+    if (n % r == 0 && n / r >= 2) {
+      const double k = static_cast<double>(n / r);
+      const double groups = static_cast<double>(wpn / r);  // of the stage, in each node
+      time = std::max(time, groups * (k - 1) / k * bytes / net.node_receive);
+    }
+  }
+  return time;
+}
+
+}  // namespace
+
+double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch,
+                    const BoundContext& net) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const bool zero_bubble = l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1;
   if (zero_bubble && w.facts.timed_per_rank) return kNone;
@@ -218,20 +255,33 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
   // s per micro-batch of the mean stage: its compute and its blocks' tensor collectives.
   double stage = compute / (rank_share * p);
   double message = 0;  // s: one message between stages
-  if (w.facts.transformer && gpu_send > 0 && std::isfinite(gpu_send)) {
+  const bool network = net.gpu_send > 0 && std::isfinite(net.gpu_send);
+  if (w.facts.transformer && network) {
     const workload::TransformerShape& shape = *w.facts.transformer;
     scheme::ParallelConfig parallel;
     parallel.context = l.context;
     const double activation = scheme::block_activation_message(w, parallel);
     const bool sequence = l.sequence && l.tensor > 1;
-    message = (sequence ? activation / t : activation) / gpu_send;
+    message = (sequence ? activation / t : activation) / net.gpu_send;
     if (l.tensor > 1 && l.overlap == TensorOverlap::None) {
       // Per block: two layers, each a collective in the forward and one in the backward (a third
       // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
       const double layers = shape.experts > 1 ? 1 : 2;
       const double passes = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
-      stage += shape.layers / p * layers * passes * 2 * (t - 1) / t * activation / gpu_send;
+      stage += shape.layers / p * layers * passes * 2 * (t - 1) / t * activation / net.gpu_send;
     }
+  }
+  if (network && l.scheme == Scheme::Fsdp &&
+      (l.sharding == FsdpSharding::Full || l.sharding == FsdpSharding::GradOp)) {
+    // Every micro-batch gathers the stage's parameters (again in the backward when full sharding
+    // reshards them) and reduce-scatters their gradients: the mean stage's share of the model's
+    // bytes over t, one after another on the links (data_per_micro_batch).
+    const double bytes = w.parameter_bytes() / (t * p);
+    const double gathers = l.sharding == FsdpSharding::Full && net.fsdp.reshard_after_forward ? 2 : 1;
+    const double data =
+        gathers * gradient_collective_bound(l, bytes * scheme::gathered_share(w, net.fsdp), net) +
+        gradient_collective_bound(l, bytes, net);
+    stage = std::max(stage, data);
   }
   const double d = static_cast<double>(l.gpus) / (t * l.context * p);
   const double m = static_cast<double>(global_batch) / (d * l.micro_batch);
@@ -477,7 +527,7 @@ report::Plan plan(const PlanRequest& request) {
 
   for (int gpus : counts) {
     // The cluster at this count, by the rules that do not depend on the layout.
-    double send = 0;  // bytes/s: the most one GPU sends (gpu_send_bound), for the bounds
+    BoundContext bounds;  // what the bounds know of the cluster at this count
     {
       cluster::ClusterSpec spec = base.cluster;
       spec.workers = gpus;
@@ -489,7 +539,7 @@ report::Plan plan(const PlanRequest& request) {
       } catch (const Error& e) {
         throw Error({"", 0, "--gpus"}, fmt::format("at {} GPUs, {}: {}", gpus, e.where().key, e.message()));
       }
-      send = gpu_send_bound(spec);
+      bounds = bound_context(spec, base.scheme);
     }
     const std::vector<Layout> candidates = candidate_layouts(base, gpus);
     for (const Layout& l : candidates) (void)prepared(l);  // built before the threads share the map
@@ -526,7 +576,7 @@ report::Plan plan(const PlanRequest& request) {
         if (!t.closest || miss < *t.closest) t.closest = miss;
         return;
       }
-      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch, send)
+      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch, bounds)
                                            : std::numeric_limits<double>::infinity(),
                              i);
     });

@@ -372,7 +372,9 @@ TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
       predict::Options coarse = at.options;
       coarse.predictor = predict::Predictor::Coarse;
       const double tokens = predict::predict(w, at.cluster, at.scheme, coarse).tokens.tokens_per_s_per_worker;
-      EXPECT_LE(tokens, tokens_bound(w, l, s.scheme.parallel.global_batch, gpu_send_bound(at.cluster)) * (1 + 1e-9))
+      EXPECT_LE(tokens,
+                tokens_bound(w, l, s.scheme.parallel.global_batch, bound_context(at.cluster, at.scheme)) *
+                    (1 + 1e-9))
           << layout_label(l);
     }
   }

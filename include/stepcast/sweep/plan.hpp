@@ -75,27 +75,40 @@ void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& scheme, c
 /// "tp4 cp1 pp8 vp12 dp42, fsdp optimizer, mb 1, selective, sp, interleaved".
 [[nodiscard]] std::string layout_label(const Layout& layout);
 
-/// The most bytes per second one GPU of `spec` can send: its intra-node link plus the one NIC
-/// its traffic to other nodes leaves by (cluster::Cluster::path); every collective and message
-/// coarse times moves at most that.
-[[nodiscard]] double gpu_send_bound(const cluster::ClusterSpec& spec);
+/// What tokens_bound knows of the cluster, and of the settings a search holds.
+struct BoundContext {
+  /// bytes/s one GPU sends at most: its intra-node link plus the one NIC its traffic to other
+  /// nodes leaves by (cluster::Cluster::path); +inf leaves communication out.
+  double gpu_send = std::numeric_limits<double>::infinity();
+  double node_receive = std::numeric_limits<double>::infinity();  ///< bytes/s: a node's NICs at most
+  int workers_per_node = 1;
+  /// The rank order puts tensor, then context, then data first (Megatron's default): a gradient
+  /// group is c d ranks t apart.
+  bool gradient_groups_strided = false;
+  scheme::FsdpConfig fsdp;  ///< held by the search: resharding, fp8 all-gathers, units
+};
+[[nodiscard]] BoundContext bound_context(const cluster::ClusterSpec& spec,
+                                         const scheme::SchemeConfig& scheme);
 
 /// An upper bound on coarse's tokens/s per GPU for a valid layout whose micro-batch and
 /// checkpointing `workload` is. Coarse's pipeline is at least the schedule's length in mean
-/// stages S (each stage's compute, divided by t c unless timed per rank, plus what its tensor
-/// collectives take): gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) mean; interleaved
-/// m max + (sum - max) / v >= (m + (p - 1) / v) mean (as m v >= 1); zero_bubble's max over b is at
-/// least its mean over b, m mean + sum_s ((p - 1)(F_s + B_s) - 2 s W_s) / p >= m mean, as every
-/// stage's F + B is at least twice its W (each linear's weight gradient is half its backward and
-/// its forward takes as long; +inf when the workload is timed per rank, where that need not hold);
-/// plus 2 (p - 1) pipeline messages. Without training.tensor.overlap each block's tensor
-/// collectives are on the path, and the bandwidth-optimal all-reduce of B bytes over t ranks
-/// sends 2 (t - 1) / t B from each (Patarasuk and Yuan 2009), as does an all-gather and a
-/// reduce-scatter: 8 (t - 1) / t B a block (the attention's half alone where experts split the
-/// MLP), 12 with full recomputation, each at most at `gpu_send` bytes/s (gpu_send_bound; +inf
-/// leaves communication out). plan() prunes by it (tests: never above coarse).
-[[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout, int64_t global_batch,
-                                  double gpu_send = std::numeric_limits<double>::infinity());
+/// stages S (each stage's micro-batch: its compute, divided by t c unless timed per rank, plus
+/// what its tensor collectives take; or its sharded data parallelism's collectives, if longer):
+/// gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) mean; interleaved m max + (sum -
+/// max) / v >= (m + (p - 1) / v) mean (as m v >= 1); zero_bubble's max over b is at least its mean
+/// over b, m mean + sum_s ((p - 1)(F_s + B_s) - 2 s W_s) / p >= m mean, as every stage's F + B is
+/// at least twice its W (each linear's weight gradient is half its backward and its forward
+/// takes as long; +inf when the workload is timed per rank, where that need not hold); plus
+/// 2 (p - 1) pipeline messages. Collectives: the bandwidth-optimal all-reduce of B bytes over n
+/// ranks sends 2 (n - 1) / n B from each (Patarasuk and Yuan 2009), an all-gather or a
+/// reduce-scatter (n - 1) / n B, each at most at context.gpu_send; a gradient group spread over
+/// k nodes with r ranks in each brings (k - 1) / k B into each node for each of the node's groups,
+/// at most at node_receive. Without training.tensor.overlap each block's tensor collectives are
+/// on the path: 8 (t - 1) / t B a block (the attention's half alone where experts split the MLP),
+/// 12 with full recomputation. FSDP full and grad_op gather (and reduce-scatter) every stage's
+/// parameters each micro-batch. plan() prunes by it (tests: never above coarse).
+[[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout,
+                                  int64_t global_batch, const BoundContext& context = {});
 
 struct PlanRequest {
   std::string scenario;                ///< scenario file (with scenario_text, only its name in messages)
