@@ -220,25 +220,77 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
 
 namespace {
 
+/// How a group of n ranks, `stride` apart under the default order (tensor, then context, then
+/// data), sits on the nodes: the nodes it spans (k) and how many groups of the stage share each
+/// node's NICs. k = 1 when it stays in a node or the layout does not tile the nodes evenly.
+struct Spread {
+  int nodes = 1;
+  int groups_per_node = 0;
+};
+Spread spread_of(const Layout& l, int n, int stride, const BoundContext& net) {
+  const int wpn = net.workers_per_node;
+  const int stage = l.gpus / l.pipeline;  // consecutive ranks under the default order
+  const bool aligned = wpn % stride == 0 || stride % wpn == 0;
+  if (!net.gradient_groups_strided || !aligned || stage % wpn != 0) return {};
+  const int r = std::min(n, std::max(1, wpn / stride));  // a group's ranks in a node
+  if (n % r != 0 || n / r < 2) return {};
+  return {n / r, wpn / r};
+}
+
 /// s at least for an all-gather or a reduce-scatter of `bytes` over the gradient group of `l`
-/// (c d ranks; see tokens_bound).
+/// (c d ranks t apart; see tokens_bound).
 double gradient_collective_bound(const Layout& l, double bytes, const BoundContext& net) {
   const int n = l.gpus / (l.tensor * l.pipeline);  // c d
   if (n <= 1) return 0;
-  const double sent = static_cast<double>(n - 1) / n * bytes;
-  double time = sent / net.gpu_send;
-  const int wpn = net.workers_per_node;
-  const int stage = n * l.tensor;  // ranks of a stage, consecutive under the default order
-  const bool aligned = wpn % l.tensor == 0 || l.tensor % wpn == 0;
-  if (net.gradient_groups_strided && aligned && stage % wpn == 0) {
-    const int r = std::min(n, std::max(1, wpn / l.tensor));  // a group's ranks in a node
-    if (n % r == 0 && n / r >= 2) {
-      const double k = static_cast<double>(n / r);
-      const double groups = static_cast<double>(wpn / r);  // of the stage, in each node
-      time = std::max(time, groups * (k - 1) / k * bytes / net.node_receive);
-    }
+  double time = static_cast<double>(n - 1) / n * bytes / net.gpu_send;
+  const Spread at = spread_of(l, n, l.tensor, net);
+  if (at.nodes >= 2) {
+    const double k = at.nodes;
+    time = std::max(time, at.groups_per_node * (k - 1) / k * bytes / net.node_receive);
   }
   return time;
+}
+
+/// s at least for one step of the context group's ring (each rank sends `bytes` to the next):
+/// a ring over k >= 2 nodes leaves each node at least once per group.
+double ring_step_bound(const Layout& l, double bytes, const BoundContext& net) {
+  double time = bytes / net.gpu_send;
+  const Spread at = spread_of(l, l.context, l.tensor, net);
+  if (at.nodes >= 2) time = std::max(time, at.groups_per_node * bytes / net.node_receive);
+  return time;
+}
+
+/// s per micro-batch, summed over the model's attention layers, that coarse's ring attention
+/// leaves exposed at least: each of the c - 1 ring steps of a pass beyond the core's chunk it
+/// overlaps (at most the layer's pass over c). 0 for multi-head latent attention.
+double context_exposed_bound(const workload::Workload& w, const Layout& l, double rank_share,
+                             const BoundContext& net) {
+  const workload::TransformerShape& shape = *w.facts.transformer;
+  if (l.context <= 1 || shape.mla()) return 0;
+  const double c = l.context;
+  const double kv_heads = std::max(1.0, static_cast<double>(shape.kv_heads) / l.tensor);
+  const double kv = 2.0 * w.batch_per_worker * static_cast<double>(shape.seq_len) / c * kv_heads *
+                    static_cast<double>(shape.head_dim()) * workload::bytes_per_element(w.precision);
+  const double forward_step = ring_step_bound(l, kv, net), backward_step = ring_step_bound(l, 2 * kv, net);
+  // Each layer's forward and backward time; a block's first layer is its attention.
+  std::vector<std::pair<double, double>> passes;
+  for (const workload::Op& op : w.ops) {
+    if (op.layer < 0) continue;
+    if (passes.size() <= static_cast<size_t>(op.layer)) passes.resize(static_cast<size_t>(op.layer) + 1);
+    (op.kind == workload::OpKind::Forward ? passes[static_cast<size_t>(op.layer)].first
+                                          : passes[static_cast<size_t>(op.layer)].second) += op.duration;
+  }
+  double exposed = 0;
+  int previous_block = -1;
+  for (size_t layer = 0; layer < passes.size() && layer < w.block_of_layer.size(); ++layer) {
+    const int block = w.block_of_layer[layer];
+    if (block >= 0 && block != previous_block) {
+      exposed += (c - 1) * (std::max(0.0, forward_step - passes[layer].first / rank_share / c) +
+                            std::max(0.0, backward_step - passes[layer].second / rank_share / c));
+    }
+    previous_block = block;
+  }
+  return exposed;
 }
 
 }  // namespace
@@ -270,6 +322,7 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
       const double passes = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
       stage += shape.layers / p * layers * passes * 2 * (t - 1) / t * activation / net.gpu_send;
     }
+    stage += context_exposed_bound(w, l, rank_share, net) / p;
   }
   if (network && l.scheme == Scheme::Fsdp &&
       (l.sharding == FsdpSharding::Full || l.sharding == FsdpSharding::GradOp)) {

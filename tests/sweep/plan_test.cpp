@@ -343,9 +343,14 @@ TEST(Plan, TopIsCoarsesBestOrderedByFinesValuesAlone) {
 
 TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
   bool some_pruned = false;
-  for (int seed = 0; seed < 6; ++seed) {
+  for (int seed = 0; seed < 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::string text = seeded(seed);
+    if (seed >= 6) {
+      // Slow NICs: the gradient groups' and the context ring's steps across nodes dominate.
+      const std::string nic = "nic_bandwidth: 200Gbps";
+      text.replace(text.find(nic), nic.size(), "nic_bandwidth: 2Gbps");
+    }
     if (seed >= 3) {
       // Sequence parallelism on and off, and the tensor collectives overlapped or not.
       const std::string fixed = "plan: {fixed: [training.parallel.sequence]}\n";
