@@ -211,9 +211,10 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
   out.node_receive = nic * spec.nics_per_node;
   out.workers_per_node = spec.workers_per_node;
   const auto& order = scheme.parallel.order;
+  // An uneven placement (cluster.placement) puts other ranks together on a node.
   out.gradient_groups_strided = order[0] == scheme::ParallelDimension::Tensor &&
                                 order[1] == scheme::ParallelDimension::Context &&
-                                order[2] == scheme::ParallelDimension::Data;
+                                order[2] == scheme::ParallelDimension::Data && spec.placement.empty();
   out.fsdp = scheme.fsdp;
   return out;
 }

@@ -83,7 +83,8 @@ struct BoundContext {
   double node_receive = std::numeric_limits<double>::infinity();  ///< bytes/s: a node's NICs at most
   int workers_per_node = 1;
   /// The rank order puts tensor, then context, then data first (Megatron's default): a gradient
-  /// group is c d ranks t apart.
+  /// group is c d ranks t apart; and every node holds workers_per_node consecutive ranks (no
+  /// uneven cluster.placement).
   bool gradient_groups_strided = false;
   scheme::FsdpConfig fsdp;  ///< held by the search: resharding, fp8 all-gathers, units
 };
