@@ -146,6 +146,17 @@ double block_activation_message(const Workload& w, const ParallelConfig& paralle
          static_cast<double>(s.hidden) * element_bytes(w);
 }
 
+double ring_kv_message(const Workload& w, const ParallelConfig& parallel) {
+  const workload::TransformerShape& s = *w.facts.transformer;
+  if (s.mla()) {
+    return w.batch_per_worker * static_cast<double>(s.seq_len) / parallel.context *
+           static_cast<double>(s.ring_kv_width()) * element_bytes(w);
+  }
+  const double kv_heads = std::max(1.0, static_cast<double>(s.kv_heads) / parallel.tensor);
+  return 2.0 * w.batch_per_worker * static_cast<double>(s.seq_len) / parallel.context * kv_heads *
+         static_cast<double>(s.head_dim()) * element_bytes(w);
+}
+
 std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig& scheme) {
   int num_layers = 0;
   for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
@@ -464,16 +475,7 @@ class ProgramBuilder {
   /// multi-head latent attention b (s / c) (kv_lora_rank + qk_rope_head_dim) elements, the latent
   /// and the shared rotary key, whole on every rank of a tensor group (each up-projects its own
   /// heads' keys and values from them).
-  [[nodiscard]] double kv_message() const {
-    const workload::TransformerShape& s = *w_.facts.transformer;
-    if (s.mla()) {
-      return w_.batch_per_worker * static_cast<double>(s.seq_len) / c_ *
-             static_cast<double>(s.ring_kv_width()) * element_bytes(w_);
-    }
-    const double kv_heads = std::max(1.0, static_cast<double>(s.kv_heads) / t_);
-    return 2.0 * w_.batch_per_worker * static_cast<double>(s.seq_len) / c_ * kv_heads *
-           static_cast<double>(s.head_dim()) * element_bytes(w_);
-  }
+  [[nodiscard]] double kv_message() const { return ring_kv_message(w_, scheme_.parallel); }
 
   /// The compute of an attention layer's pass under context parallelism: a projection (`first`
   /// s), the core in c chunks (`core` s in all; chunk k >= 1 waits for ring step k, which passes

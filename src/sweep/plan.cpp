@@ -263,15 +263,15 @@ double ring_step_bound(const Layout& l, double bytes, const BoundContext& net) {
 
 /// s per micro-batch, summed over the model's attention layers, that coarse's ring attention
 /// leaves exposed at least: each of the c - 1 ring steps of a pass beyond the core's chunk it
-/// overlaps (at most the layer's pass over c). 0 for multi-head latent attention.
+/// overlaps (at most the layer's pass over c).
 double context_exposed_bound(const workload::Workload& w, const Layout& l, double rank_share,
                              const BoundContext& net) {
-  const workload::TransformerShape& shape = *w.facts.transformer;
-  if (l.context <= 1 || shape.mla()) return 0;
+  if (l.context <= 1) return 0;
   const double c = l.context;
-  const double kv_heads = std::max(1.0, static_cast<double>(shape.kv_heads) / l.tensor);
-  const double kv = 2.0 * w.batch_per_worker * static_cast<double>(shape.seq_len) / c * kv_heads *
-                    static_cast<double>(shape.head_dim()) * workload::bytes_per_element(w.precision);
+  scheme::ParallelConfig parallel;
+  parallel.tensor = l.tensor;
+  parallel.context = l.context;
+  const double kv = scheme::ring_kv_message(w, parallel);
   const double forward_step = ring_step_bound(l, kv, net), backward_step = ring_step_bound(l, 2 * kv, net);
   // Each layer's forward and backward time; a block's first layer is its attention.
   std::vector<std::pair<double, double>> passes;

@@ -78,6 +78,10 @@ struct StageFootprint {
 /// Bytes one rank holds of each activation a block's tensor-parallel collectives move for one
 /// micro-batch: b (s / c) h elements at the workload's precision.
 [[nodiscard]] double block_activation_message(const workload::Workload& workload, const ParallelConfig& parallel);
+/// Bytes of one ring-attention step for one rank: 2 b (s / c) (kv width / t) elements (K and V);
+/// with multi-head latent attention b (s / c) (kv_lora_rank + qk_rope_head_dim) elements, the
+/// latent and the shared rotary key, whole on every rank of a tensor group.
+[[nodiscard]] double ring_kv_message(const workload::Workload& workload, const ParallelConfig& parallel);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Under
 /// 1f1b, interleaved and zero_bubble the passes of min(m, 2p) micro-batches (what a stage holds
