@@ -55,7 +55,7 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
     }
     if (std::isfinite(latency)) collective += latency;
     link_bytes.assign(c->links.size(), 0.0);
-    for (size_t p = 0; p < wire.size(); ++p) add_plan_bytes(link_bytes, planner.plans()[p], wire[p]);
+    for (size_t p = 0; p < wire.size(); ++p) scheme::add_link_bytes(planner.plans()[p], wire[p], link_bytes);
   }
   r.step_time = std::max(worker.compute, collective);
   r.breakdown.compute = worker.compute;
@@ -159,9 +159,9 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.breakdown.communication_exposed = r.step_time - worker.compute;
   r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
   std::vector<double> link_bytes(c.links.size(), 0.0);
-  add_plan_bytes(link_bytes, plans.gather, gathered);
-  add_plan_bytes(link_bytes, plans.reduce, reduced);
-  add_plan_bytes(link_bytes, plans.replicate, replicated);
+  scheme::add_link_bytes(plans.gather, gathered, link_bytes);
+  scheme::add_link_bytes(plans.reduce, reduced, link_bytes);
+  scheme::add_link_bytes(plans.replicate, replicated, link_bytes);
   add_link_loads(r, c, scheme, link_bytes);
   return r;
 }

@@ -176,12 +176,6 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
   r.bottleneck_resource = "";
 }
 
-void add_plan_bytes(std::vector<double>& link_bytes, const scheme::CollectivePlan& plan, double wire_bytes) {
-  if (!(wire_bytes > 0)) return;
-  const std::vector<double> per_byte = scheme::link_bytes_per_byte(plan, link_bytes.size());
-  for (size_t l = 0; l < link_bytes.size(); ++l) link_bytes[l] += wire_bytes * per_byte[l];
-}
-
 void add_link_loads(Result& r, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
                     const std::vector<double>& link_bytes) {
   for (scheme::ResourceLoad& load : scheme::link_loads(cluster, scheme, link_bytes, r.step_time))

@@ -37,10 +37,6 @@ void attribute_experts(Result& result, const workload::Workload& workload, const
 void account_collectives(Result& result, const workload::Workload& workload,
                          const cluster::ClusterSpec& cluster, const scheme::SchemeConfig& scheme);
 
-/// Adds to link_bytes (Cluster::links order) what `plan` moves for wire_bytes of its buffer (all
-/// a step's collectives on that plan together: one pass over the links per plan, not per bucket).
-void add_plan_bytes(std::vector<double>& link_bytes, const scheme::CollectivePlan& plan, double wire_bytes);
-
 /// The closed forms' link loads (coarse, analytic): link l of `cluster` carries link_bytes[l] in
 /// a step of r.step_time, appended to r.utilization under the fine predictor's names
 /// (scheme::link_loads: the busiest NIC each way, intra-node link, each switch-to-switch class),

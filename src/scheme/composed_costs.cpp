@@ -240,11 +240,12 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       time_of[op] = it->second.time;
       ++(program.pass_of_op[op] == ProgramPass::Step ? it->second.in_step : it->second.in_micro_batches);
     }
-    for (const auto& [key, r] : repeated) {
-      if (!links) break;
-      if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step * wire_factor(r.terms), costs.link_bytes);
-      if (r.in_micro_batches > 0)
-        add_link_bytes(*key.first, key.second * r.in_micro_batches * wire_factor(r.terms), per_micro_batch);
+    if (links) {
+      for (const auto& [key, r] : repeated) {
+        if (r.in_step > 0) add_link_bytes(*key.first, key.second * r.in_step * wire_factor(r.terms), costs.link_bytes);
+        if (r.in_micro_batches > 0)
+          add_link_bytes(*key.first, key.second * r.in_micro_batches * wire_factor(r.terms), per_micro_batch);
+      }
     }
 
     StageCost cost;
