@@ -139,7 +139,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
     }
   }
   r.bubble_fraction = step > 0 ? std::max(0.0, r.breakdown.wait - straggle) / step : 0;
-  r.layout = scheme::RankLayout::describe(scheme.parallel, spec.workers);
+  r.layout = scheme::RankLayout::describe(
+      scheme.parallel, spec.workers, scheme::hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node));
   r.workers = spec.workers;
   r.predictor = Predictor::Coarse;
   r.throughput = samples_per_step(w, spec, scheme) / step;
@@ -164,7 +165,8 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   r.step_time = std::max(compute, link_time);
   r.breakdown.compute = compute;
   r.breakdown.communication_exposed = std::max(0.0, r.step_time - compute);
-  r.layout = scheme::RankLayout::describe(scheme.parallel, spec.workers);
+  r.layout = scheme::RankLayout::describe(
+      scheme.parallel, spec.workers, scheme::hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node));
   r.workers = spec.workers;
   r.predictor = Predictor::Analytic;
   r.throughput = samples_per_step(w, spec, scheme) / r.step_time;

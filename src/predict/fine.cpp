@@ -43,7 +43,8 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
     r.breakdown.context += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Context)];
     r.breakdown.pipeline += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Pipeline)];
     r.breakdown.data += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Data)] +
-                        t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertData)];
+                        t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertData)] +
+                        t.exposed[static_cast<size_t>(scheme::ParallelDimension::DataReplicate)];
     r.breakdown.expert += t.exposed[static_cast<size_t>(scheme::ParallelDimension::Expert)] +
                           t.exposed[static_cast<size_t>(scheme::ParallelDimension::ExpertTensor)];
     bubble += t.cycle > 0 ? t.bubble / t.cycle : 0;
@@ -61,7 +62,9 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.throughput = steps_per_second *
                  scheme::samples_per_worker_step(scheme.parallel, cluster.workers, workload.batch_per_worker);
   if (scheme.parallel.composed()) {
-    r.layout = scheme::RankLayout::describe(scheme.parallel, cluster.workers);
+    r.layout = scheme::RankLayout::describe(
+        scheme.parallel, cluster.workers,
+        scheme::hybrid_shard_ranks(scheme, cluster.workers, cluster.workers_per_node));
     r.bubble_fraction = bubble / n;
   }
   for (const scheme::ResourceLoad& load : sim.loads) r.utilization.push_back({load.resource, load.busy});

@@ -32,7 +32,12 @@ double mean_expert_load(const workload::Workload& w, const scheme::ParallelConfi
 /// its backward (zoo::loss_memory); the stage that holds most.
 /// Returns the optimizer step of the stage with the most parameters, s.
 double account_layout_memory(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
-                             const scheme::SchemeConfig& scheme) {
+                             const scheme::SchemeConfig& layout_scheme) {
+  // Hybrid sharding's shard group in ranks of the data x context group, as the memory functions
+  // read training.fsdp.shard_group (their default, a node's workers, counts every rank).
+  scheme::SchemeConfig scheme = layout_scheme;
+  const int hybrid_shard = scheme::hybrid_shard_ranks(scheme, cluster.workers, cluster.workers_per_node);
+  if (hybrid_shard > 0) scheme.fsdp.shard_group = hybrid_shard;
   const scheme::ParallelConfig& par = scheme.parallel;
   const workload::TransformerShape& shape = *w.facts.transformer;
   const double element = workload::bytes_per_element(w.precision);
@@ -55,6 +60,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
                                         activation_element, w.facts.flash_attention, split)
           : 0.0;
   const int gradient_group = scheme::data_parallel_degree(par, cluster.workers) * par.context;
+  const int shard_degree = hybrid_shard > 0 ? hybrid_shard : gradient_group;
   // Sharded data parallelism: the unsharded copies of the largest unit (its tensor-parallel shard).
   double buffers = 0;
   if (scheme.scheme == scheme::Scheme::Fsdp) {
@@ -93,7 +99,7 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     m.buffers = buffers;
     // The optimizer updates the rank's share of each (all of them without sharding).
     const double updated = scheme.scheme == scheme::Scheme::Fsdp
-                               ? (stage.parameters - stage.expert_parameters) / gradient_group +
+                               ? (stage.parameters - stage.expert_parameters) / shard_degree +
                                      stage.expert_parameters / expert_data
                                : stage.parameters;
     most_parameters = std::max(most_parameters, updated);

@@ -1265,7 +1265,9 @@ std::vector<KeyDef> make_table() {
       "fsdp: full (ZeRO-3), grad_op (ZeRO-2), optimizer (ZeRO-1) or hybrid (HSDP: full inside a shard group)",
       [](auto& s) -> auto& { return s.scheme.fsdp.sharding; }));
   t.push_back({{"training.fsdp.shard_group", "integer >= 1", "the workers of one node",
-                "hybrid: workers a unit is sharded over; groups replicate each other"},
+                "hybrid: workers a unit is sharded over; groups replicate each other. In a parallel layout, "
+                "ranks of "
+                "each stage's data x context group (which it must divide; default those in one node)"},
                false,
                [](const RawValue& v, Draft& d) {
                  d.scenario.scheme.fsdp.shard_group =

@@ -16,18 +16,20 @@ namespace {
 /// groups: the cluster, each layout's collective plans and their closed forms are kept per thread
 /// between calls. Plans depend on the rank layout (t, c, p, e, ETP, order, workers), the
 /// collectives each dimension needs (sequence parallelism, the scheme), the all-reduce settings and
-/// the expert loads; the rest of a layout (chunks, schedule, sharding, micro-batches) does not
-/// change them. Each plan's closed form at a size is a function of the plan and the size.
+/// the expert loads, and hybrid sharding's shard groups; the rest of a layout (chunks, schedule,
+/// the other shardings, micro-batches) does not change them. Each plan's closed form at a size is a function
+/// of the plan and the size.
 struct PlansKey {
   ParallelConfig parallel;  // virtual_stages and global_batch reset: they do not change the groups
   int workers = 0;
   Scheme scheme = Scheme::AllReduce;
   AllReduceConfig allreduce;
   std::vector<double> expert_loads;
+  int data_shard = 0;
   [[nodiscard]] auto tied() const {
     return std::tie(parallel.tensor, parallel.context, parallel.pipeline, parallel.expert,
                     parallel.expert_tensor, parallel.order, parallel.sequence, workers, scheme,
-                    allreduce.algorithm, allreduce.protocol, expert_loads);
+                    allreduce.algorithm, allreduce.protocol, expert_loads, data_shard);
   }
   bool operator<(const PlansKey& other) const { return tied() < other.tied(); }
 };
@@ -120,11 +122,32 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   return out;
 }
 
+namespace {
+/// The dimensions that reduce gradients and gather parameters: data (or hybrid sharding's shard
+/// groups), its replicas, and the experts' data groups.
+bool reduces_gradients(ParallelDimension d) {
+  switch (d) {
+    case ParallelDimension::Data:
+    case ParallelDimension::ExpertData:
+    case ParallelDimension::DataReplicate:
+      return true;
+    case ParallelDimension::Tensor:
+    case ParallelDimension::Context:
+    case ParallelDimension::Pipeline:
+    case ParallelDimension::Expert:
+    case ParallelDimension::ExpertTensor:
+      return false;
+  }
+  return false;
+}
+}  // namespace
+
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
                              const SchemeConfig& scheme, bool every_micro_batch, bool links) {
   ClusterCache& cache = cluster_cache(spec);
   const cluster::Cluster& cluster = *cache.cluster;
-  const RankLayout layout(scheme.parallel, spec.workers);
+  const int data_shard = hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node);
+  const RankLayout layout(scheme.parallel, spec.workers, data_shard);
   ComposedRun run;
   run.layout = &layout;
   const int p = layout.size(ParallelDimension::Pipeline);
@@ -157,7 +180,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
                .workers = spec.workers,
                .scheme = scheme.scheme,
                .allreduce = scheme.allreduce,
-               .expert_loads = expert_load_variants(w, scheme.parallel)};
+               .expert_loads = expert_load_variants(w, scheme.parallel),
+               .data_shard = data_shard};
   auto found = cache.plans.find(key);
   if (found == cache.plans.end()) {
     if (cache.plans.size() >= kCachedPlans) cache.plans.clear();
@@ -267,6 +291,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // beside its compute: the first gather is exposed, the rest only what exceeds the compute.
     struct PassData {
       double gathers = 0, first_gather = -1, reductions = 0;
+      double replicas = 0;  // of reductions: hybrid sharding's all-reduces over the replicas
     };
     std::map<std::pair<ProgramPass, int>, PassData> data_in;  // (pass, chunk)
     double previous_core = 0;
@@ -283,13 +308,14 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
           cost.message = std::max(cost.message, time_of[op]);
         }
-        if (c.dimension == ParallelDimension::Data || c.dimension == ParallelDimension::ExpertData) {
+        if (reduces_gradients(c.dimension)) {
           PassData& d = data_in[{pass, program.chunk_of_op[op]}];
           if (c.kind == CommKind::AllGather) {
             if (d.first_gather < 0) d.first_gather = time_of[op];
             d.gathers += time_of[op];
           } else {
             d.reductions += time_of[op];
+            if (c.dimension == ParallelDimension::DataReplicate) d.replicas += time_of[op];
           }
         }
         continue;
@@ -316,6 +342,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       cost.expert_exposed += lp.expert;
     }
     std::map<ProgramPass, double> pass_total;
+    std::map<std::pair<ProgramPass, int>, double> replicas_exposed_in;  // (pass, chunk)
     for (auto& [key, time] : pass_time) {
       const auto it = data_in.find(key);
       if (it != data_in.end()) {
@@ -323,6 +350,10 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         const double first = std::max(0.0, d.first_gather);
         const double exposed = first + std::max(0.0, d.gathers - first + d.reductions - time);
         cost.data_exposed += exposed;
+        // What the replicas' all-reduces add: they follow the reduce-scatters on a stream of
+        // their own (FSDP2's all_reduce_stream), so the pass's end waits for them.
+        replicas_exposed_in[key] =
+            exposed - (first + std::max(0.0, d.gathers - first + d.reductions - d.replicas - time));
         time += exposed;
       }
       pass_total[key.first] += time;
@@ -334,13 +365,32 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // When, in the last micro-batch's backward passes (its ops back to back in program order,
     // tensor collectives on the path), each op has ended.
     const int last_mb = program.micro_batches - 1;
+    // A pass whose replicas' all-reduces exceed its compute ends that much later (the exposure
+    // above): the clock takes it at the pass's end, so that an all-reduce ready during the pass
+    // is not counted again in the tail.
     std::vector<double> done_at(ops.size(), 0.0);
     double clock = 0;
+    std::pair<ProgramPass, int> in_pass{ProgramPass::Forward, kNone};
+    auto end_pass = [&] {
+      const auto it = replicas_exposed_in.find(in_pass);
+      if (it != replicas_exposed_in.end()) clock += it->second;
+    };
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward)
         continue;
+      const std::pair<ProgramPass, int> pass{program.pass_of_op[op], program.chunk_of_op[op]};
+      if (pass != in_pass && program.chunk_of_op[op] != kNone) {
+        end_pass();
+        in_pass = pass;
+      }
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+        if (reduces_gradients(c.dimension)) {
+          // Off the path, on its stream: ready when its inputs are (hybrid sharding's all-reduce
+          // after its reduce-scatter; the stream orders them in the tail below).
+          for (int d : ops[op].deps) done_at[op] = std::max(done_at[op], done_at[static_cast<size_t>(d)]);
+          continue;
+        }
         if ((c.dimension == ParallelDimension::Tensor && !overlap) ||
             c.dimension == ParallelDimension::Expert || c.dimension == ParallelDimension::ExpertTensor)
           clock += time_of[op];
@@ -349,15 +399,15 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       done_at[op] = clock;
     }
+    end_pass();
     for (size_t op = 0; op < ops.size(); ++op) {
       const bool step_op = program.pass_of_op[op] == ProgramPass::Step;
       if (!step_op) {
         // FSDP's reduce-scatters of the last micro-batch end the step as the reductions do.
         const bool comm = program.is_comm(static_cast<int>(op));
         const CommOp* c = comm ? &program.comms[static_cast<size_t>(program.comm_of_op[op])] : nullptr;
-        const bool last_reduction =
-            program.micro_batch_of_op[op] == last_mb && c != nullptr && c->kind != CommKind::AllGather &&
-            (c->dimension == ParallelDimension::Data || c->dimension == ParallelDimension::ExpertData);
+        const bool last_reduction = program.micro_batch_of_op[op] == last_mb && c != nullptr &&
+                                    c->kind != CommKind::AllGather && reduces_gradients(c->dimension);
         if (!last_reduction) continue;
       }
       if (!program.is_comm(static_cast<int>(op))) {

@@ -8,17 +8,18 @@
 namespace stepcast::scheme {
 namespace {
 
-/// The groups of dimension `d` in stage `stage` (Data: the gradient groups, d x c ranks).
+/// The groups of dimension `d` in stage `stage` (Data: the data groups, the gradient groups of d x
+/// c ranks or hybrid sharding's shard groups).
 std::vector<std::vector<int>> stage_groups(const RankLayout& layout, ParallelDimension d, int stage) {
-  return d == ParallelDimension::Data ? layout.gradient_groups(stage) : layout.groups(d, stage);
+  return d == ParallelDimension::Data ? layout.data_groups(stage) : layout.groups(d, stage);
 }
 
-/// The ranks of a dimension's group: the gradient group's d x c for Data; 1 (nothing to plan)
-/// for the expert-tensor groups without expert parallelism, where the tensor groups do their work.
+/// The ranks of a dimension's group: the data group's for Data; 1 (nothing to plan) for the
+/// expert-tensor groups without expert parallelism, where the tensor groups do their work.
 int group_degree(const RankLayout& layout, ParallelDimension d) {
   switch (d) {
     case ParallelDimension::Data:
-      return layout.size(ParallelDimension::Data) * layout.size(ParallelDimension::Context);
+      return layout.data_group_size();
     case ParallelDimension::ExpertTensor:
       return layout.size(ParallelDimension::Expert) > 1 ? layout.size(d) : 1;
     case ParallelDimension::Tensor:
@@ -26,6 +27,7 @@ int group_degree(const RankLayout& layout, ParallelDimension d) {
     case ParallelDimension::Pipeline:
     case ParallelDimension::Expert:
     case ParallelDimension::ExpertData:
+    case ParallelDimension::DataReplicate:
       break;
   }
   return layout.size(d);
@@ -65,6 +67,10 @@ Needs needs_of(ParallelDimension d, const SchemeConfig& scheme) {
       // The tokens an expert-tensor group received gathered, the experts' outputs reduce-scattered.
       n.all_gather = n.reduce_scatter = true;
       break;
+    case ParallelDimension::DataReplicate:
+      // Hybrid sharding: each shard all-reduced over the replicas.
+      n.all_reduce = true;
+      break;
     case ParallelDimension::Pipeline:
       break;
   }
@@ -99,8 +105,9 @@ GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& sche
 }
 
 constexpr ParallelDimension kGroupDimensions[] = {
-    ParallelDimension::Tensor, ParallelDimension::Context,    ParallelDimension::Data,
-    ParallelDimension::Expert, ParallelDimension::ExpertData, ParallelDimension::ExpertTensor};
+    ParallelDimension::Tensor,       ParallelDimension::Context,    ParallelDimension::Data,
+    ParallelDimension::Expert,       ParallelDimension::ExpertData, ParallelDimension::ExpertTensor,
+    ParallelDimension::DataReplicate};
 
 /// The pipeline neighbours of a stage: the next and the previous (a ring over the stages, which
 /// the interleaved schedule uses from the last stage to the first).

@@ -26,7 +26,8 @@ namespace stepcast::scheme {
 SimulationResult simulate_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                    const SchemeConfig& scheme, const SimulationOptions& options) {
   const cluster::Cluster cluster = cluster::build_cluster(spec);
-  const RankLayout layout(scheme.parallel, spec.workers);
+  const RankLayout layout(scheme.parallel, spec.workers,
+                          hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node));
   ComposedRun run;
   run.layout = &layout;
   run.programs = build_stage_programs(w, spec, scheme, layout);

@@ -40,9 +40,13 @@ double samples_per_worker_step(const ParallelConfig& parallel, int workers, int 
   return micro_batches(parallel, workers, batch_per_worker) * static_cast<double>(batch_per_worker) / model;
 }
 
-RankLayout::RankLayout(const ParallelConfig& parallel, int workers) : workers_(workers) {
+RankLayout::RankLayout(const ParallelConfig& parallel, int workers, int data_shard) : workers_(workers) {
   const int d = data_parallel_degree(parallel, workers);
   STEPCAST_ASSERT(d >= 1);
+  const int gradient = d * parallel.context;
+  shard_ = data_shard > 0 ? data_shard : gradient;
+  STEPCAST_ASSERT(gradient % shard_ == 0);
+  size_[static_cast<size_t>(ParallelDimension::DataReplicate)] = gradient / shard_;
   size_[static_cast<size_t>(ParallelDimension::Tensor)] = parallel.tensor;
   size_[static_cast<size_t>(ParallelDimension::Context)] = parallel.context;
   size_[static_cast<size_t>(ParallelDimension::Data)] = d;
@@ -117,6 +121,7 @@ std::vector<int> RankLayout::expert_members(ParallelDimension d, const std::vect
     case ParallelDimension::Context:
     case ParallelDimension::Data:
     case ParallelDimension::Pipeline:
+    case ParallelDimension::DataReplicate:
       STEPCAST_ASSERT(false);
       break;
   }
@@ -131,6 +136,8 @@ std::vector<int> RankLayout::group(ParallelDimension d, int rank) const {
     case ParallelDimension::Data:
     case ParallelDimension::Pipeline:
       break;
+    case ParallelDimension::DataReplicate:
+      return replica_group(rank);
     case ParallelDimension::Expert:
     case ParallelDimension::ExpertData:
     case ParallelDimension::ExpertTensor: {
@@ -153,6 +160,17 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
     case ParallelDimension::Data:
     case ParallelDimension::Pipeline:
       break;
+    case ParallelDimension::DataReplicate: {
+      // Each gradient group's replica groups, one per place in its shard groups.
+      for (int s = stage < 0 ? 0 : stage; s < (stage < 0 ? size(ParallelDimension::Pipeline) : stage + 1);
+           ++s) {
+        for (const std::vector<int>& gradient : gradient_groups(s)) {
+          for (int at = 0; at < shard_; ++at) out.push_back(replica_group(gradient[static_cast<size_t>(at)]));
+        }
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    }
     case ParallelDimension::Expert:
     case ParallelDimension::ExpertData:
     case ParallelDimension::ExpertTensor: {
@@ -181,6 +199,7 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
           case ParallelDimension::Context:
           case ParallelDimension::Data:
           case ParallelDimension::Pipeline:
+          case ParallelDimension::DataReplicate:
             break;
         }
         std::vector<std::vector<int>> stage_groups;
@@ -225,7 +244,48 @@ std::vector<std::vector<int>> RankLayout::gradient_groups(int stage) const {
   return out;
 }
 
-std::string RankLayout::describe(const ParallelConfig& parallel, int workers) {
+std::vector<int> RankLayout::data_group(int rank) const {
+  const std::vector<int> gradient = gradient_group(rank);
+  const auto at = static_cast<size_t>(std::find(gradient.begin(), gradient.end(), rank) - gradient.begin());
+  const size_t first = at / static_cast<size_t>(shard_) * static_cast<size_t>(shard_);
+  return {gradient.begin() + static_cast<std::ptrdiff_t>(first),
+          gradient.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(shard_))};
+}
+
+std::vector<std::vector<int>> RankLayout::data_groups(int stage) const {
+  std::vector<std::vector<int>> out;
+  for (const std::vector<int>& gradient : gradient_groups(stage)) {
+    for (size_t first = 0; first < gradient.size(); first += static_cast<size_t>(shard_)) {
+      out.emplace_back(gradient.begin() + static_cast<std::ptrdiff_t>(first),
+                       gradient.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(shard_)));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> RankLayout::replica_group(int rank) const {
+  const std::vector<int> gradient = gradient_group(rank);
+  const auto at = static_cast<size_t>(std::find(gradient.begin(), gradient.end(), rank) - gradient.begin());
+  std::vector<int> g;
+  for (size_t k = at % static_cast<size_t>(shard_); k < gradient.size(); k += static_cast<size_t>(shard_))
+    g.push_back(gradient[k]);
+  return g;
+}
+
+int hybrid_shard_ranks(const SchemeConfig& scheme, int workers, int workers_per_node) {
+  if (scheme.scheme != Scheme::Fsdp || scheme.fsdp.sharding != FsdpSharding::Hybrid ||
+      !scheme.parallel.composed())
+    return 0;
+  if (scheme.fsdp.shard_group > 0) return scheme.fsdp.shard_group;
+  if (data_parallel_degree(scheme.parallel, workers) < 1) return 0;
+  const std::vector<int> gradient = RankLayout(scheme.parallel, workers).gradient_group(0);
+  const auto in_node =
+      std::count_if(gradient.begin(), gradient.end(), [&](int r) { return r < workers_per_node; });
+  return std::max(1, static_cast<int>(in_node));
+}
+
+std::string RankLayout::describe(const ParallelConfig& parallel, int workers, int data_shard) {
   std::string s = fmt::format("tp{} cp{} pp{}", parallel.tensor, parallel.context, parallel.pipeline);
   if (parallel.virtual_stages > 1) s += fmt::format(" vp{}", parallel.virtual_stages);
   if (parallel.expert > 1) s += fmt::format(" ep{}", parallel.expert);
@@ -233,6 +293,8 @@ std::string RankLayout::describe(const ParallelConfig& parallel, int workers) {
     s += fmt::format(" etp{}", parallel.expert_tensor_degree());
   const int d = data_parallel_degree(parallel, workers);
   s += d > 0 ? fmt::format(" dp{}", d) : std::string(" dp?");
+  if (d > 0 && data_shard > 0 && d * parallel.context % data_shard == 0)
+    s += fmt::format(" (hsdp {}x{})", d * parallel.context / data_shard, data_shard);
   return s;
 }
 

@@ -234,6 +234,8 @@ class ProgramBuilder {
         etp_(scheme.parallel.expert_tensor_degree()),
         sequence_(scheme.parallel.sequence && t_ > 1),
         split_(t_ > 1 || c_ > 1 || e_ > 1),
+        shard_(layout.data_group_size()),
+        replicas_(layout.size(ParallelDimension::DataReplicate)),
         units_(units) {
     program_.stage = stage;
     program_.ops.name = fmt::format("{} stage {}", w.name, stage);
@@ -251,21 +253,22 @@ class ProgramBuilder {
       load_variants_ = expert_load_variants(w, scheme.parallel);
     }
     last_of_layer_.assign(layers_.size(), kNone);
-    // Sharded data parallelism over the gradient group: which units it gathers and reduces.
-    const int group = layout.size(ParallelDimension::Data) * c_;
-    if (scheme.scheme == Scheme::Fsdp && group > 1) {
+    // Sharded data parallelism over the data groups (the gradient group, or hybrid sharding's
+    // shard groups): which units it gathers and reduces.
+    const bool sharded = layout.data_group_size() > 1;
+    if (scheme.scheme == Scheme::Fsdp) {
       switch (scheme.fsdp.sharding) {
         case FsdpSharding::Full:
-          gather_forward_ = true;
-          gather_backward_ = scheme.fsdp.reshard_after_forward;
-          reduce_every_micro_batch_ = true;
+        case FsdpSharding::Hybrid:
+          gather_forward_ = sharded;
+          gather_backward_ = sharded && scheme.fsdp.reshard_after_forward;
+          reduce_every_micro_batch_ = sharded || replicas_ > 1;
           break;
         case FsdpSharding::GradOp:
-          gather_forward_ = true;
-          reduce_every_micro_batch_ = true;
+          gather_forward_ = sharded;
+          reduce_every_micro_batch_ = sharded;
           break;
         case FsdpSharding::Optimizer:
-        case FsdpSharding::Hybrid:  // validate(): not with a parallel layout yet
           break;
       }
     }
@@ -737,17 +740,30 @@ class ProgramBuilder {
       }
       return at;
     });
-    // FSDP (full, grad_op): each unit's gradients reduce-scattered once its backward produced
-    // them, every micro-batch (FSDP2 syncs gradients each backward unless told not to).
+    // FSDP (full, grad_op, hybrid): each unit's gradients reduce-scattered once its backward
+    // produced them, every micro-batch (FSDP2 syncs gradients each backward unless told not to);
+    // hybrid sharding then all-reduces the shard over its replicas, on the same stream.
     if (reduce_every_micro_batch_) {
       for (int u : units_in(reversed)) {
-        add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
-                 {.dimension = ParallelDimension::Data,
-                  .kind = CommKind::ReduceScatter,
-                  .bytes = units_[static_cast<size_t>(u)].bytes / t_,
-                  .stream = kReduceStream},
-                 after(last_of_unit[static_cast<size_t>(u)]), kNone);
-        reductions_.push_back(static_cast<int>(program_.ops.ops.size()) - 1);
+        const double unit = units_[static_cast<size_t>(u)].bytes / t_;
+        int reduced = last_of_unit[static_cast<size_t>(u)];
+        if (shard_ > 1) {
+          reduced = add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                             {.dimension = ParallelDimension::Data,
+                              .kind = CommKind::ReduceScatter,
+                              .bytes = unit,
+                              .stream = kReduceStream},
+                             after(reduced), kNone);
+          reductions_.push_back(reduced);
+        }
+        if (replicas_ > 1) {
+          reductions_.push_back(add_comm(named("dp_replicate all-reduce unit {} mb{}", u, mb), OpKind::Other,
+                                         {.dimension = ParallelDimension::DataReplicate,
+                                          .kind = CommKind::AllReduce,
+                                          .bytes = unit / shard_,
+                                          .stream = kReduceStream},
+                                         after(reduced), kNone));
+        }
       }
     }
     if (j > 0) {
@@ -816,7 +832,7 @@ class ProgramBuilder {
   /// Under expert parallelism the experts' gradients go over their expert-data group (t c d / (e ETP)
   /// ranks) instead, in buckets of their own.
   void add_data_parallel() {
-    const int group = layout_.size(ParallelDimension::Data) * c_;
+    const int group = shard_;  // the data group: d x c, or hybrid's shard group
     const int expert_group = layout_.size(ParallelDimension::ExpertData);
     const bool distributed = scheme_.scheme == Scheme::Fsdp;
     std::vector<int> reductions;
@@ -936,6 +952,8 @@ class ProgramBuilder {
   const int etp_;        // expert-tensor degree (each expert's weights split over etp_ ranks)
   const bool sequence_;  // sequence parallelism in effect
   const bool split_;     // layers split over a tensor or context group
+  const int shard_;      // ranks of a data group: d x c, or hybrid sharding's shard group
+  const int replicas_;   // hybrid sharding's replicas of each shard (1 otherwise)
   double activation_ = 0;
   double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)
   std::vector<double> busiest_;        // block -> the busiest expert GPU's tokens over the mean
@@ -964,11 +982,12 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
                                                bool names) {
   const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
   const std::vector<LayerInfo> layers = layers_of(w);
-  // Only FSDP full and grad_op gather and reduce by unit (the distributed optimizer by bucket).
+  // Only FSDP full, grad_op and hybrid gather and reduce by unit (the distributed optimizer by
+  // bucket).
   bool by_unit = false;
   switch (scheme.scheme) {
     case Scheme::Fsdp:
-      by_unit = scheme.fsdp.sharding == FsdpSharding::Full || scheme.fsdp.sharding == FsdpSharding::GradOp;
+      by_unit = scheme.fsdp.sharding != FsdpSharding::Optimizer;
       break;
     case Scheme::AllReduce:
     case Scheme::ParameterServer:

@@ -526,8 +526,9 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
            "hybrid sharding over one node needs every node to run cluster.workers_per_node workers; with an "
            "uneven cluster.placement give the shard group's size");
     }
+    // In a parallel layout the shard groups are cut from the data x context groups (layout rules).
     const int group = fsdp_shard_degree(sc.fsdp, c.workers, c.workers_per_node);
-    if (group > c.workers || c.workers % group != 0) {
+    if (!sc.parallel.composed() && (group > c.workers || c.workers % group != 0)) {
       fail("training.fsdp.shard_group",
            fmt::format("hybrid sharding needs shard groups that divide the workers: {} workers in groups "
                        "of {}{}",
@@ -577,18 +578,12 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
     case Scheme::AllReduce:
       break;
     case Scheme::Fsdp:
-      if (s.fsdp.sharding == FsdpSharding::Hybrid) {
-        return broken_rule(
-            "training.fsdp.sharding",
-            "hybrid sharding with tensor, context or pipeline parallelism or micro-batches is not modelled "
-            "yet; full, grad_op and optimizer are (over each stage's data x context ranks)");
-      }
       if (s.pipeline.schedule == PipelineSchedule::ZeroBubble && s.fsdp.sharding != FsdpSharding::Optimizer) {
         return broken_rule(
             "training.pipeline.schedule",
-            "zero_bubble with fsdp full or grad_op is not modelled yet (each unit's reduce-scatter would "
-            "wait for "
-            "its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer");
+            fmt::format("zero_bubble with fsdp {} is not modelled yet (each unit's reduce-scatter would wait "
+                        "for its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer",
+                        name_of(s.fsdp.sharding)));
       }
       break;
   }
@@ -623,14 +618,27 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
           "fsdp sharding optimizer (Megatron's distributed optimizer)");
     }
   }
-  if (gradient_group < c.workers && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
-                                     s.allreduce.protocol != CollectiveProtocol::Links)) {
+  const int shard = hybrid_shard_ranks(s, static_cast<int>(c.workers), c.workers_per_node);
+  if (shard > 0 && (shard > gradient_group || gradient_group % shard != 0)) {
+    return broken_rule(
+        "training.fsdp.shard_group",
+        fmt::format("hybrid sharding's shard groups of {} ranks{} must divide the {} ranks of each data x "
+                    "context group (d = {}, c = {}), the ranks that hold the same parameters",
+                    shard, s.fsdp.shard_group == 0 ? " (those of a gradient group in one node)" : "",
+                    gradient_group, gradient_group / par.context, par.context));
+  }
+  if ((gradient_group < c.workers || shard > 0) && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
+                                                    s.allreduce.protocol != CollectiveProtocol::Links)) {
     return broken_rule(
         "training.allreduce.algorithm",
-        fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as rings "
-                    "on the links (ring, protocol links): other algorithms and NCCL's protocols are modelled "
-                    "over all workers only",
-                    gradient_group, c.workers));
+        shard > 0
+            ? std::string("hybrid sharding's shard and replica groups run their collectives as rings on "
+                          "the links (ring, protocol links): other algorithms and NCCL's protocols are "
+                          "modelled over all workers only")
+            : fmt::format("the data-parallel groups here hold {} of the {} workers; their collectives run as "
+                          "rings on the links (ring, protocol links): other algorithms and NCCL's protocols "
+                          "are modelled over all workers only",
+                          gradient_group, c.workers));
   }
   return std::nullopt;
 }

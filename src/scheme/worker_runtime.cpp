@@ -276,6 +276,7 @@ void WorkerRuntime::comm_done(int w, int op, int source) {
         break;
       case ParallelDimension::Data:
       case ParallelDimension::ExpertData:
+      case ParallelDimension::DataReplicate:
         thread = comm.stream == 0 ? layout.data_gathers : layout.data_reductions;
         break;
       case ParallelDimension::Expert:

@@ -358,6 +358,25 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
   return static_cast<double>(global_batch) * static_cast<double>(w.facts.tokens_per_sample) / step / l.gpus;
 }
 
+namespace {
+/// Whether hybrid sharding is a layout of its own at t, c, p on `gpus`: its shard group
+/// (training.fsdp.shard_group, or the ranks of a data x context group in one node) is smaller than
+/// the group and divides it; one as large is full sharding.
+bool hybrid_differs(const scheme::SchemeConfig& base, int workers_per_node, int gpus, int t, int c, int p) {
+  if (base.parallel.expert > 1) return false;  // experts are sharded by the distributed optimizer only
+  scheme::SchemeConfig hybrid = base;
+  hybrid.scheme = Scheme::Fsdp;
+  hybrid.fsdp.sharding = FsdpSharding::Hybrid;
+  hybrid.parallel.tensor = t;
+  hybrid.parallel.context = c;
+  hybrid.parallel.pipeline = p;
+  hybrid.parallel.global_batch = std::max<int64_t>(1, hybrid.parallel.global_batch);
+  const int group = gpus / (t * c * p) * c;
+  const int shard = scheme::hybrid_shard_ranks(hybrid, gpus, workers_per_node);
+  return shard >= 1 && shard < group && group % shard == 0;
+}
+}  // namespace
+
 std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
   const int blocks = decoder_blocks(s);
   const scheme::SchemeConfig& base = s.scheme;
@@ -416,6 +435,9 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
                 for (FsdpSharding sharding :
                      {FsdpSharding::Optimizer, FsdpSharding::GradOp, FsdpSharding::Full}) {
                   schemes.emplace_back(Scheme::Fsdp, sharding);
+                }
+                if (hybrid_differs(base, s.cluster.workers_per_node, gpus, t, c, p)) {
+                  schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Hybrid);
                 }
               }
               if (!searched(s, "training.scheme")) {

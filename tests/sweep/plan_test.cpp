@@ -66,7 +66,9 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
   // when p = 1, else 1f1b, gpipe and zero_bubble. b in 1, 2, 4, 8 with d b dividing the 16
   // sequences, m = 16 / (d b); 1f1b and zero_bubble need m >= p, interleaved m a multiple of p.
   // allreduce, and fsdp optimizer, grad_op and full when d c > 1 (not zero_bubble with grad_op or
-  // full); three checkpointings; sequence parallelism on and off when t > 1.
+  // full), and hybrid where its shard group, the ranks of a data x context group in one node (they
+  // are t apart: min(c d, 4 / t)), is smaller than c d and divides it (not with zero_bubble either);
+  // three checkpointings; sequence parallelism on and off when t > 1.
   std::set<Layout> expected;
   for (int b : {1, 2, 4, 8}) {
     for (ActivationCheckpointing ckpt :
@@ -95,6 +97,9 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
                 if (schedule != PipelineSchedule::ZeroBubble) {
                   schemes.emplace_back(Scheme::Fsdp, FsdpSharding::GradOp);
                   schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Full);
+                  const int shard = std::min(c * d, 4 / t);
+                  if (shard < c * d && c * d % shard == 0)
+                    schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Hybrid);
                 }
               }
               for (const auto& [kind, sharding] : schemes) {
@@ -130,7 +135,7 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
   for (const Layout& l : expected) EXPECT_TRUE(found.count(l)) << "missing: " << layout_label(l);
   for (const Layout& l : found) EXPECT_TRUE(expected.count(l)) << "not counted by hand: " << layout_label(l);
   EXPECT_EQ(found.size(), expected.size());
-  EXPECT_EQ(expected.size(), 1968u);  // the loops above, counted once more in Python
+  EXPECT_EQ(expected.size(), 2121u);  // the loops above, counted once more in Python (153 hybrid)
   // And every layout the rules let through passes the whole validation, which predict() runs.
   for (const Layout& l : found) {
     const scenario::Scenario at = apply_layout(s, l);

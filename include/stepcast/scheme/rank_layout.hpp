@@ -27,8 +27,10 @@ struct RankCoordinates {
 class RankLayout {
  public:
   /// `workers` = t c d p. Asserts that the degrees divide the workers and that the order names
-  /// every dimension once (validate() reports both as bad input first).
-  RankLayout(const ParallelConfig& parallel, int workers);
+  /// every dimension once (validate() reports both as bad input first). `data_shard`: with hybrid
+  /// sharding, the gradient group's ranks a shard group holds (it divides d x c; hybrid_shard_ranks);
+  /// 0: the whole gradient group, no replicas.
+  RankLayout(const ParallelConfig& parallel, int workers, int data_shard = 0);
 
   [[nodiscard]] int workers() const { return workers_; }
   /// The degree of a dimension (d is workers / (t c p); expert data t c d / (e x ETP)).
@@ -48,24 +50,43 @@ class RankLayout {
   [[nodiscard]] std::vector<int> gradient_group(int rank) const;
   /// All gradient groups of pipeline stage `stage`, ordered by their lowest rank.
   [[nodiscard]] std::vector<std::vector<int>> gradient_groups(int stage) const;
-  /// "tp4 cp1 pp8 vp12 dp336": the layout as the table prints it.
-  [[nodiscard]] static std::string describe(const ParallelConfig& parallel, int workers);
+  /// The ranks the Data dimension's collectives run in: the gradient group, or with hybrid
+  /// sharding its shard group (data_shard consecutive members of it in rank order, the ranks of a
+  /// node first as NCCL orders them). A replica group (DataReplicate) holds the members at one
+  /// place in every shard group of the gradient group.
+  [[nodiscard]] std::vector<int> data_group(int rank) const;
+  /// All of stage `stage`'s data groups, ordered by their lowest rank.
+  [[nodiscard]] std::vector<std::vector<int>> data_groups(int stage) const;
+  /// Ranks of a data group: data_shard, or d x c.
+  [[nodiscard]] int data_group_size() const { return shard_; }
+  /// "tp4 cp1 pp8 vp12 dp336": the layout as the table prints it; with hybrid sharding's shard
+  /// groups of `data_shard` ranks, "dp32 (hsdp 4x8)": 4 replicas of shard groups of 8.
+  [[nodiscard]] static std::string describe(const ParallelConfig& parallel, int workers, int data_shard = 0);
 
  private:
   /// Stage `stage`'s ranks in the order the expert layout folds them (Megatron's parallel
   /// folding): tensor coordinate fastest, then the place in the rank-ordered gradient group.
   [[nodiscard]] std::vector<int> expert_fold(int stage) const;
+  /// The replica group of `rank` (DataReplicate).
+  [[nodiscard]] std::vector<int> replica_group(int rank) const;
   /// The members of the expert-kind group of dimension `d` holding fold[at].
   [[nodiscard]] std::vector<int> expert_members(ParallelDimension d, const std::vector<int>& fold,
                                                 int at) const;
 
   int workers_;
+  int shard_;  ///< ranks of a data group (data_shard, or d x c)
   std::array<int, kParallelDimensions> size_{};
   std::array<int, kRankDimensions> stride_{};  ///< rank distance of one step along a dimension
 };
 
 /// The data-parallel degree d = workers / (t c p), 0 when that does not divide.
 [[nodiscard]] int data_parallel_degree(const ParallelConfig& parallel, int workers);
+
+/// Hybrid sharding in a parallel layout (fsdp, sharding hybrid, composed): the gradient group's
+/// ranks a unit is sharded over: training.fsdp.shard_group, or with 0 those of rank 0's gradient
+/// group that sit in its node (at least 1). 0 for every other scheme. Not checked: validate()
+/// reports one that does not divide d x c.
+[[nodiscard]] int hybrid_shard_ranks(const SchemeConfig& scheme, int workers, int workers_per_node);
 
 /// Micro-batches per step: global_batch / (d x micro_batch), or 1 without a global batch.
 /// Assumes they divide (validate() checks).

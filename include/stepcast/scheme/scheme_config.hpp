@@ -292,7 +292,18 @@ struct AllReduceConfig {
 /// expert data (the t c d / (e x ETP) ranks holding the same expert shards, which reduce their
 /// gradients) and expert tensor (ETP: each expert's weights split over ETP GPUs, which gather the
 /// tokens they received and reduce-scatter the experts' outputs).
-enum class ParallelDimension : uint8_t { Tensor, Context, Data, Pipeline, Expert, ExpertData, ExpertTensor };
+/// DataReplicate: hybrid sharding's replica groups (FSDP HYBRID_SHARD), the gradient group's ranks
+/// at one place in every shard group; the Data dimension's collectives then run in the shard groups.
+enum class ParallelDimension : uint8_t {
+  Tensor,
+  Context,
+  Data,
+  Pipeline,
+  Expert,
+  ExpertData,
+  ExpertTensor,
+  DataReplicate
+};
 constexpr std::string_view name_of(ParallelDimension v) {
   switch (v) {
     case ParallelDimension::Tensor:
@@ -309,14 +320,16 @@ constexpr std::string_view name_of(ParallelDimension v) {
       return "edp";
     case ParallelDimension::ExpertTensor:
       return "etp";
+    case ParallelDimension::DataReplicate:
+      return "dp_replicate";
   }
   return {};
 }
-inline constexpr int kParallelDimensions = 7;
+inline constexpr int kParallelDimensions = 8;
 /// The first four, which ranks are laid out along (training.parallel.order); the expert groups
 /// are folded over them.
 inline constexpr int kRankDimensions = 4;
-/// "tp", "cp", "dp", "pp" (the names of training.parallel.order), "ep", "edp", "etp".
+/// "tp", "cp", "dp", "pp" (the names of training.parallel.order), "ep", "edp", "etp", "dp_replicate".
 [[nodiscard]] const char* to_string(ParallelDimension dimension);
 
 /// How the parallel degrees compose. The data-parallel degree is what is left: d = workers /

@@ -1,0 +1,176 @@
+// Hybrid sharding inside parallel layouts in every predictor: coarse within the composed bounds
+// of fine (5%, 10% where FSDP gathers inside a pipeline) and analytic never above fine on seeded
+// layouts of 8-GPU nodes; a shard group of the whole data x context group equal to full sharding
+// in coarse and analytic too; the model states per GPU divided by the shard group, not by d x c.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "stepcast/predict/predict.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
+#include "stepcast/scheme/validate.hpp"
+#include "stepcast/zoo/model_zoo.hpp"
+
+namespace stepcast::predict {
+namespace {
+namespace hybrid_sharding_predictors_test {  // this file's own names: test files are compiled several to a
+                                             // unit
+
+struct Layout {
+  workload::Workload workload;
+  cluster::ClusterSpec cluster;
+  scheme::SchemeConfig scheme;
+  std::string label;
+};
+
+/// A seeded layout of a decoder under hybrid sharding on nodes of 8 GPUs with NVLink inside and
+/// 400 Gb/s NICs; the shard group one of those dividing the data x context group (0: a node's).
+Layout random_layout(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::vector<int> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  Layout l;
+  const int t = pick({1, 2, 4, 8}), c = pick({1, 1, 2}), p = pick({1, 2, 4}), d = pick({2, 4, 8});
+  zoo::TransformerShape shape{.layers = p * pick({1, 2, 3}),
+                              .hidden = 4096,
+                              .ffn_hidden = 14336,
+                              .heads = 32,
+                              .kv_heads = 8,
+                              .vocab = 128256,
+                              .seq_len = 4096};
+  const zoo::ModelSpec model = zoo::make_transformer("random", "", shape);
+  const auto checkpointing = static_cast<workload::ActivationCheckpointing>(pick({0, 1, 2}));
+  l.workload =
+      zoo::to_workload(model, {.batch_per_worker = 1,
+                               .step_time = zoo::step_flops_per_sample(model, 2.0, checkpointing) / 400e12,
+                               .precision = workload::Precision::BF16,
+                               .checkpointing = checkpointing});
+  scheme::SchemeConfig& s = l.scheme;
+  s.scheme = scheme::Scheme::Fsdp;
+  s.fsdp.sharding = scheme::FsdpSharding::Hybrid;
+  std::vector<int> shards{0};
+  for (int g = 1; g <= d * c; ++g) {
+    if (d * c % g == 0) shards.push_back(g);
+  }
+  s.fsdp.shard_group = pick(shards);
+  s.parallel.tensor = t;
+  s.parallel.context = c;
+  s.parallel.pipeline = p;
+  s.parallel.sequence = pick({0, 1}) == 1;
+  s.pipeline.schedule = static_cast<scheme::PipelineSchedule>(pick({0, 1}));
+  s.parallel.global_batch = static_cast<int64_t>(d) * p * pick({1, 2, 4});
+  l.cluster.workers = t * c * p * d;
+  l.cluster.workers_per_node = 8;
+  l.cluster.nics_per_node = 8;
+  l.cluster.nic_bw = 50e9;
+  l.cluster.latency = 5e-6;
+  l.cluster.intra_node_bw = 450e9;
+  l.cluster.intra_node_latency = 2e-6;
+  l.cluster.gpu_memory_bw = 3.35e12;
+  l.label = fmt::format("seed {}: {} on {} GPUs, shard group {} ({} ranks), ckpt {}", seed,
+                        scheme::RankLayout::describe(s.parallel, l.cluster.workers), l.cluster.workers,
+                        s.fsdp.shard_group,
+                        scheme::hybrid_shard_ranks(s, l.cluster.workers, l.cluster.workers_per_node),
+                        static_cast<int>(checkpointing));
+  return l;
+}
+
+/// The layout's shard group when it divides the data x context group (validate() refuses the
+/// others, as the default of a node's ranks can be).
+bool divides(const Layout& l) { return !scheme::layout_problem(l.workload, l.cluster, l.scheme).has_value(); }
+
+Result run(const Layout& l, Predictor predictor) {
+  Options o;
+  o.predictor = predictor;
+  o.warmup_steps = 1;
+  o.measure_steps = 2;
+  return predict(l.workload, l.cluster, l.scheme, o);
+}
+
+TEST(HybridShardingPredictors, CoarseWithinTheComposedBoundsOfFineAndAnalyticBelow) {
+  int checked = 0;
+  double worst = 0;
+  for (uint64_t seed = 1; checked < 16 && seed <= 60; ++seed) {
+    const Layout l = random_layout(seed);
+    if (!divides(l)) continue;
+    ++checked;
+    const Result fine = run(l, Predictor::Fine), coarse = run(l, Predictor::Coarse),
+                 analytic = run(l, Predictor::Analytic);
+    const double error = coarse.step_time / fine.step_time - 1;
+    fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%) analytic {:.4f}\n", l.label, fine.step_time,
+               coarse.step_time, 100 * error, analytic.step_time);
+    worst = std::max(worst, std::fabs(error));
+    if (std::getenv("SHOW_BREAKDOWN") != nullptr) {
+      for (const Result* x : {&fine, &coarse}) {
+        fmt::print(
+            "  {}: compute {:.4f} tensor {:.4f} context {:.4f} pipeline {:.4f} data {:.4f} wait {:.4f} "
+            "bubble {:.3f}\n",
+            to_string(x->predictor), x->breakdown.compute, x->breakdown.tensor, x->breakdown.context,
+            x->breakdown.pipeline, x->breakdown.data, x->breakdown.wait, x->bubble_fraction);
+      }
+    }
+    // The bounds of ComposedPredictors.CoarseWithinFivePercentOfFineOnRandomLayouts, or where
+    // coarse misses full sharding of the same layout by more (its first gather of a pass and
+    // its reduce-scatters in the tail: docs/status.md), no more than 3 points beyond that miss:
+    // hybrid sharding adds no error of its own.
+    Layout full = l;
+    full.scheme.fsdp.sharding = scheme::FsdpSharding::Full;
+    const double full_error =
+        run(full, Predictor::Coarse).step_time / run(full, Predictor::Fine).step_time - 1;
+    fmt::print("  full sharding of the layout: coarse {:+.2f}% of fine\n", 100 * full_error);
+    const double bound = l.scheme.parallel.pipeline > 1 ? 0.10 : 0.05;
+    EXPECT_LE(std::fabs(error), std::max(bound, std::fabs(full_error) + 0.03)) << l.label;
+    EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << l.label;
+  }
+  fmt::print("worst {:.2f}% over {} layouts\n", 100 * worst, checked);
+  EXPECT_EQ(checked, 16);
+}
+
+TEST(HybridShardingPredictors, AShardGroupOfTheWholeDataGroupIsFullShardingInEveryPredictor) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    Layout l = random_layout(seed);
+    l.scheme.fsdp.shard_group = l.cluster.workers / (l.scheme.parallel.tensor * l.scheme.parallel.pipeline);
+    scheme::SchemeConfig full = l.scheme;
+    full.fsdp.sharding = scheme::FsdpSharding::Full;
+    for (Predictor predictor : {Predictor::Fine, Predictor::Coarse, Predictor::Analytic}) {
+      const Result a = run(l, predictor);
+      Layout f = l;
+      f.scheme = full;
+      const Result b = run(f, predictor);
+      EXPECT_EQ(a.step_time, b.step_time) << l.label << " " << to_string(predictor);
+      EXPECT_EQ(a.memory.per_worker, b.memory.per_worker) << l.label << " " << to_string(predictor);
+    }
+  }
+}
+
+TEST(HybridShardingPredictors, ModelStatesPerGpuAreDividedByTheShardGroup) {
+  // Parameters, gradients and optimizer state of a stage's tensor shard over the s ranks of a
+  // shard group (resharded after the forward), where full sharding divides them over d x c: the
+  // same stage, so hybrid's states are full's times d c / s.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Layout l = random_layout(seed);
+    l.scheme.fsdp.reshard_after_forward = true;
+    if (!divides(l)) continue;
+    const int s = scheme::hybrid_shard_ranks(l.scheme, l.cluster.workers, l.cluster.workers_per_node);
+    const double group =
+        static_cast<double>(l.cluster.workers) / (l.scheme.parallel.tensor * l.scheme.parallel.pipeline);
+    Layout f = l;
+    f.scheme.fsdp.sharding = scheme::FsdpSharding::Full;
+    const Memory hybrid = run(l, Predictor::Analytic).memory.per_worker;
+    const Memory full = run(f, Predictor::Analytic).memory.per_worker;
+    SCOPED_TRACE(l.label);
+    EXPECT_NEAR(hybrid.parameters, full.parameters * group / s, 1e-9 * hybrid.parameters);
+    EXPECT_NEAR(hybrid.gradients, full.gradients * group / s, 1e-9 * hybrid.gradients);
+    EXPECT_NEAR(hybrid.optimizer, full.optimizer * group / s, 1e-9 * hybrid.optimizer);
+    EXPECT_EQ(hybrid.activations, full.activations);
+  }
+}
+
+}  // namespace hybrid_sharding_predictors_test
+}  // namespace
+}  // namespace stepcast::predict
