@@ -97,8 +97,7 @@ Result ps_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // (none on one switch). Workers wait on an oversubscribed uplink as on a busy server.
   const cluster::Cluster c = scheme::ps_cluster(spec, scheme.ps);
   const std::vector<double> fabric_bytes = scheme::ps_fabric_bytes(c, w, scheme.ps);
-  double fabric = 0;
-  for (size_t l = 0; l < fabric_bytes.size(); ++l) fabric = std::max(fabric, fabric_bytes[l] / c.links[l].bw);
+  const double fabric = scheme::busiest_link_time(c, fabric_bytes);
   r.step_time = std::max({worker_step, clients * server, fabric});
   r.breakdown.compute = worker.compute;
   r.breakdown.communication_exposed = worker_step - worker.compute;

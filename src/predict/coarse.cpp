@@ -123,6 +123,20 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   // messages as the lane serves them, so only the last one is exposed).
   const double overhead = scheme.ps.message_overhead;
   const double lane_per_client = shards.largest_messages() * overhead;  // s per client step and direction
+  // The fabric's links (none on one switch): the pulls and pushes cross them on the paths fine's
+  // exchange takes (scheme::ps_fabric_bytes_by_direction, as the analytic bound counts them).
+  // With every worker in step, a phase lasts at least as long as its busiest link needs for the
+  // phase's bytes (fine's max-min sharing holds each flow to its share of the most loaded link on
+  // its path); where pulls and pushes overlap, a link carrying both needs their sum. On a 2:1
+  // leaf-spine the shards' leaves carry every worker's pulls up and pushes down their one uplink,
+  // 1.75x what the busiest shard's NIC needs (ResNet-50, 16 workers, 4 shards, radix 4), and
+  // without it coarse named the NIC and was 42% short of fine.
+  const cluster::Cluster c = scheme::ps_cluster(spec, scheme.ps);
+  const scheme::PsFabricBytes fabric_bytes = scheme::ps_fabric_bytes_by_direction(c, w, scheme.ps);
+  const std::vector<double> fabric_step_bytes = fabric_bytes.both();
+  const double fabric_phase = std::max(scheme::busiest_link_time(c, fabric_bytes.pulls),
+                                       scheme::busiest_link_time(c, fabric_bytes.pushes));
+  const double fabric_step = scheme::busiest_link_time(c, fabric_step_bytes);  // both directions
   // One transfer phase (all pulls, or all pushes) when only this worker talks to the servers.
   const double alone = model / worker_bw + latency + lane_per_client + overhead;
   // Duplex heuristic (ps_duplex_heuristic; synchronous, random send order, per-tensor barrier,
@@ -168,18 +182,22 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // phase; it runs while the NIC transfers other clients' messages (and while a worker's own
     // end works on another message), so the phase is the longest of the terms. Without it the
     // phase model misses that a PS bound by per-message costs stops scaling (docs/validation.md).
+    // Fabric heuristic: the busiest link's share of the phase (fabric_phase) bounds it as the
+    // NIC's does; the two run at once, so the longer counts.
     const double lanes = n * lane_per_client + latency;
-    const double server = std::max(n * largest_shard / server_bw + latency, lanes);
+    const double nic_phase = n * largest_shard / server_bw;
+    const double server = std::max({nic_phase + latency, fabric_phase + latency, lanes});
     const double phase = std::max(alone, server);
     const double server_apply = n * apply_per_step;
     // The plain phase model: compute, the exposed phases, the busiest shard's applies. The duplex
     // overlaps the two directions of the NICs, not the message lane, which handles the pulls and
     // the pushes of every client one at a time.
     const double exposed_phases = duplex ? 1.0 + 1.0 / m_eff : 2.0;
-    const double both_lanes = 2 * n * lane_per_client + latency;
-    const double plain = compute +
-                         std::max({exposed_phases * server, 2 * (duplex ? alone : phase), both_lanes}) +
-                         server_apply;
+    // What the two directions of a step need of a resource that serves both one after the other:
+    // the message lane, and a fabric link carrying pulls and pushes.
+    const double both_ways = std::max(2 * n * lane_per_client, fabric_step) + latency;
+    const double plain =
+        compute + std::max({exposed_phases * server, 2 * (duplex ? alone : phase), both_ways}) + server_apply;
     // Compute-overlap heuristic (ps_compute_overlap_heuristic), the step as a timeline from the
     // start of the backward pass, piece by piece (scheme::push_streams, forward_end_after_pulls).
     // Each shard's connection streams its pieces one at a time, at most at the shard NIC's share
@@ -208,13 +226,18 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     // and `phases` servers' phases after the pushes began, whichever is last.
     auto out_of_step_pulled = [&](double pushed, double applied, double phases) {
       return std::max(
-          {pushed + alone, applied + server / m_eff, bwd / m + std::max(phases * server, both_lanes)});
+          {pushed + alone, applied + server / m_eff, bwd / m + std::max(phases * server, both_ways)});
     };
     double core = plain;
     if (options.ps_compute_overlap_heuristic) {
       // Each shard's connection at its NIC's share with N workers in step; the worker's link
-      // (its share of its node's NIC) shared among the connections sending.
-      const scheme::ShardStreams streams_of_worker{server_bw / n, worker_bw};
+      // (its share of its node's NIC) shared among the connections sending. Where the fabric's
+      // busiest link needs longer for a phase than the busiest shard's NIC, it paces every
+      // connection: the busiest shard's bytes in fabric_phase.
+      const bool fabric_paced = fabric_phase > nic_phase;
+      const double seconds_per_shard_byte = fabric_paced ? fabric_phase / largest_shard : n / server_bw;
+      const scheme::ShardStreams streams_of_worker{
+          fabric_paced ? largest_shard / fabric_phase : server_bw / n, worker_bw};
       double pushed = std::max(bwd + phase / m, phase + bwd / m);
       double applied = std::max(pushed + server_apply / m, bwd / m + server_apply);
       const bool pipelined = scheme.ps.barrier == scheme::PsBarrier::PerTensor;
@@ -243,7 +266,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
               std::max(out_of_step_pulled(pushed, applied, 1.0 + 1.0 / m_eff), streams.drained + latency);
           std::vector<double> stream_start(shards.bytes.size());
           for (size_t s = 0; s < shards.bytes.size(); ++s)
-            stream_start[s] = pulled - shards.bytes[s] * std::max(n / server_bw, 1 / worker_bw);
+            stream_start[s] = pulled - shards.bytes[s] * std::max(seconds_per_shard_byte, 1 / worker_bw);
           const double out_of_step = scheme::forward_end_after_pulls(
               w, scheme.ps, stream_start, streams_of_worker, {}, options.seed, kRandomOrders);
           // Two workers stay near in step: each step's random orders put them `apart`, and that
@@ -307,6 +330,9 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
     double cap = largest_shard > 0 ? server_bw / largest_shard : 1e300;
     if (apply_per_step > 0) cap = std::min(cap, 1.0 / apply_per_step);
     if (lane_per_client > 0) cap = std::min(cap, 1.0 / (2 * lane_per_client));
+    // The fabric's busiest link carries fabric_step bytes' worth for N worker steps, pulls and
+    // pushes of different workers at once.
+    if (fabric_step > 0) cap = std::min(cap, n / fabric_step);
     const double steps_per_second = std::min(n / cycle, cap);
     r.step_time = n / steps_per_second;
     r.breakdown.compute = compute;
@@ -328,6 +354,7 @@ Result ps_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   r.utilization.push_back({"worker NIC in", model / worker_bw / r.step_time});
   r.utilization.push_back({"worker NIC out", model / worker_bw / r.step_time});
+  add_fabric_loads(r, c, fabric_step_bytes);
   r.bytes_sent = r.bytes_received = 2 * model * n * options.measure_steps;
   return r;
 }

@@ -27,6 +27,7 @@
 
 #include "predict/summary.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 
 namespace stepcast::predict {
@@ -158,9 +159,8 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   double compute = 0;
   for (const scheme::StageCost& c : costs.stages) compute = std::max(compute, m * c.compute + c.optimizer);
   // The busiest link: bytes of the step over its bandwidth.
-  double link_time = 0;
-  for (size_t l = 0; l < costs.link_bytes.size(); ++l)
-    link_time = std::max(link_time, costs.link_bytes[l] / costs.cluster->links[l].bw);
+  const double link_time =
+      costs.link_bytes.empty() ? 0.0 : scheme::busiest_link_time(*costs.cluster, costs.link_bytes);
   Result r;
   r.step_time = std::max(compute, link_time);
   r.breakdown.compute = compute;

@@ -327,23 +327,43 @@ cluster::Cluster ps_cluster(const cluster::ClusterSpec& spec, const PsConfig& ps
   return cluster::build_cluster(spec, ps.placement == PsPlacement::Dedicated ? ps.count : 0);
 }
 
-std::vector<double> ps_fabric_bytes(const cluster::Cluster& cluster, const workload::Workload& workload,
-                                    const PsConfig& ps) {
+PsFabricBytes ps_fabric_bytes_by_direction(const cluster::Cluster& cluster,
+                                           const workload::Workload& workload, const PsConfig& ps) {
   const bool fabric = std::any_of(cluster.switch_out.begin(), cluster.switch_out.end(),
                                   [](const std::vector<uint32_t>& out) { return !out.empty(); });
   if (!fabric) return {};
   const std::vector<double> bytes = shard_bytes(place_parameters(workload, ps), ps.count);
   const NodeAggregation nodes(ps.local_aggregation, cluster, cluster.spec.workers, 0);
-  std::vector<double> link_bytes(cluster.links.size(), 0.0);
+  PsFabricBytes r;
+  r.pulls.assign(cluster.links.size(), 0.0);
+  r.pushes.assign(cluster.links.size(), 0.0);
   for (int client = 0; client < nodes.clients(); ++client) {
     const cluster::Endpoint at = cluster.worker_endpoint(nodes.leader_of_client(client));
     for (int s = 0; s < ps.count; ++s) {
       const cluster::Endpoint shard = ps_shard_endpoint(cluster, ps, s);
-      for (uint32_t l : cluster.path(shard, at).links) link_bytes[l] += bytes[static_cast<size_t>(s)];
-      for (uint32_t l : cluster.path(at, shard).links) link_bytes[l] += bytes[static_cast<size_t>(s)];
+      for (uint32_t l : cluster.path(shard, at).links) r.pulls[l] += bytes[static_cast<size_t>(s)];
+      for (uint32_t l : cluster.path(at, shard).links) r.pushes[l] += bytes[static_cast<size_t>(s)];
     }
   }
+  return r;
+}
+
+std::vector<double> PsFabricBytes::both() const {
+  std::vector<double> link_bytes = pulls;
+  for (size_t l = 0; l < link_bytes.size(); ++l) link_bytes[l] += pushes[l];
   return link_bytes;
+}
+
+std::vector<double> ps_fabric_bytes(const cluster::Cluster& cluster, const workload::Workload& workload,
+                                    const PsConfig& ps) {
+  return ps_fabric_bytes_by_direction(cluster, workload, ps).both();
+}
+
+double busiest_link_time(const cluster::Cluster& cluster, const std::vector<double>& link_bytes) {
+  double busiest = 0;
+  for (size_t l = 0; l < link_bytes.size(); ++l)
+    busiest = std::max(busiest, link_bytes[l] / cluster.links[l].bw);
+  return busiest;
 }
 
 ShardLoads shard_loads(const workload::Workload& workload, const PsConfig& ps) {

@@ -224,6 +224,92 @@ TEST(Bottleneck, AnalyticParameterServersWaitOnAnOversubscribedUplink) {
   EXPECT_NEAR(busy_of(r, "leaf->spine link") * r.step_time, fine_seconds, 0.03 * fine_seconds);
 }
 
+// The analytic test's parameter-server job: ResNet-50, 16 workers and 4 dedicated shards on a
+// radix-4 leaf-spine built `oversubscription`:1 (2 hosts a leaf; 2 full-speed uplinks at 1:1,
+// one at 2:1, one at half speed at 4:1), ECMP unless `more` says otherwise.
+Result ps_leaf_spine(const char* oversubscription, const char* predictor,
+                     std::vector<std::string> more = {}) {
+  std::vector<std::string> job{"cluster.workers=16",
+                               "training.ps.count=4",
+                               "cluster.topology=fat_tree",
+                               "cluster.fat_tree.radix=4",
+                               std::string("cluster.fat_tree.oversubscription=") + oversubscription,
+                               std::string("predictor=") + predictor};
+  job.insert(job.end(), more.begin(), more.end());
+  return run(kPs, job);
+}
+
+TEST(Bottleneck, CoarseParameterServersWaitOnAnOversubscribedUplink) {
+  // The analytic test's case in coarse: the shards' leaves send every worker's pulls up their one
+  // link to the spine and take its pushes down it, which needs 1.75x as long a phase as the
+  // busiest shard's NIC does, so each phase lasts as long as the link needs for it, and coarse
+  // names the uplink as fine and analytic do. Its step is fine's to 10% (1.9% short when
+  // written: 0.942 s against 0.961 s; 0.561 s, 42% short, before coarse counted the fabric) and
+  // no shorter than analytic's bound, which overlaps the pulls and pushes perfectly.
+  const Result fine = ps_leaf_spine("2", "fine");
+  const Result analytic = ps_leaf_spine("2", "analytic");
+  const Result r = ps_leaf_spine("2", "coarse");
+  EXPECT_EQ(fine.bottleneck_resource, "leaf->spine link") << fine.bottleneck;
+  EXPECT_EQ(r.bottleneck_resource, "leaf->spine link") << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("leaf->spine link"), std::string::npos) << r.bottleneck;
+  EXPECT_EQ(r.bottleneck_kind, BottleneckKind::NetworkBandwidth) << r.bottleneck;
+  EXPECT_GT(busy_of(r, "leaf->spine link"), busy_of(r, "PS NIC out"));
+  EXPECT_NEAR(r.step_time, fine.step_time, 0.10 * fine.step_time);
+  EXPECT_GE(r.step_time, analytic.step_time);
+  // The same pulls and pushes on the same paths as analytic's: the uplink's busy seconds a step
+  // are the same bytes over the same bandwidth.
+  const double analytic_seconds = busy_of(analytic, "leaf->spine link") * analytic.step_time;
+  EXPECT_NEAR(busy_of(r, "leaf->spine link") * r.step_time, analytic_seconds, 1e-9 * analytic_seconds);
+}
+
+TEST(Bottleneck, OnANonBlockingFabricCoarseParameterServersAreAsOnOneSwitch) {
+  // Oversubscription 1 with ideal routing: each leaf's two uplinks carry its flows split evenly,
+  // so no link of the fabric needs as long in a step as the busiest shard's NIC in one phase,
+  // and the fabric's term is not the maximum of any that coarse takes: its step is the one the
+  // same job has on one switch, which has no fabric link, as coarse had it before it counted
+  // the fabric, and it names the PS NIC as fine does.
+  for (const char* mode : {"sync", "async"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<std::string> more{"cluster.routing=ideal", std::string("training.mode=") + mode};
+    const Result r = ps_leaf_spine("1", "coarse", more);
+    const Result one_switch = run(kPs, {"cluster.workers=16", "training.ps.count=4", "predictor=coarse",
+                                        std::string("training.mode=") + mode});
+    const double nic_seconds = busy_of(r, "PS NIC out") * r.step_time;  // N S_max / B: one phase
+    for (const char* link : {"leaf->spine link", "spine->leaf link"}) {
+      ASSERT_GT(busy_of(r, link), 0) << link;
+      EXPECT_LT(busy_of(r, link) * r.step_time, nic_seconds) << link;  // both phases' bytes
+    }
+    EXPECT_NEAR(r.step_time, one_switch.step_time, 1e-12 * one_switch.step_time);
+    EXPECT_EQ(r.bottleneck_kind, BottleneckKind::PsNic) << r.bottleneck;
+    EXPECT_TRUE(r.bottleneck_resource.starts_with("PS NIC")) << r.bottleneck;
+  }
+  const Result fine = ps_leaf_spine("1", "fine", {"cluster.routing=ideal"});
+  EXPECT_TRUE(fine.bottleneck_resource.starts_with("PS NIC")) << fine.bottleneck;
+}
+
+TEST(Bottleneck, CoarseParameterServersNeverSpeedUpWithAMoreOversubscribedFabric) {
+  // 1:1, 2:1, 4:1: the same bytes on fewer or slower uplinks, so no phase gets shorter, nor the
+  // step, in any of coarse's parameter-server forms (the duplex and the in-step timeline of
+  // random order, the step barrier, need order, shards on the workers' nodes, split pieces,
+  // asynchronous workers).
+  const std::vector<std::vector<std::string>> variants{{},
+                                                       {"training.ps.barrier=step"},
+                                                       {"training.ps.order=tic"},
+                                                       {"training.ps.placement=colocated"},
+                                                       {"training.ps.partition=split"},
+                                                       {"training.mode=async"},
+                                                       {"cluster.nic_bandwidth=100Gbps"}};
+  for (const std::vector<std::string>& more : variants) {
+    SCOPED_TRACE(more.empty() ? std::string("example") : more.front());
+    double before = 0;
+    for (const char* oversubscription : {"1", "2", "4"}) {
+      const double step = ps_leaf_spine(oversubscription, "coarse", more).step_time;
+      EXPECT_GE(step, before) << oversubscription << ":1";
+      before = step;
+    }
+  }
+}
+
 TEST(Bottleneck, AllToAllsBusyBothWaysAreNotAParameterServersTurns) {
   // DeepSeek-V3's expert all-to-alls cross the NICs, sending and receiving at once, each way 40%
   // busy: no pulls and pushes take turns here, so the sentence names the NIC's busier direction.

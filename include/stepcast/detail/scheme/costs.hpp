@@ -57,6 +57,23 @@ struct ShardLoads {
 [[nodiscard]] std::vector<double> ps_fabric_bytes(const cluster::Cluster& cluster,
                                                   const workload::Workload& workload, const PsConfig& ps);
 
+/// ps_fabric_bytes by direction: per link, the pulls' bytes (shards to clients) and the pushes'
+/// (clients to shards), whose sum is ps_fabric_bytes. Both empty where it is. A closed form
+/// whose pulls and pushes take turns wants each phase's busiest link apart.
+struct PsFabricBytes {
+  std::vector<double> pulls;
+  std::vector<double> pushes;
+  [[nodiscard]] std::vector<double> both() const;  ///< per link, pulls + pushes
+};
+[[nodiscard]] PsFabricBytes ps_fabric_bytes_by_direction(const cluster::Cluster& cluster,
+                                                         const workload::Workload& workload,
+                                                         const PsConfig& ps);
+
+/// s the busiest link of `cluster` needs for link_bytes[l] bytes on each link l (Cluster::links
+/// order): the largest bytes / bandwidth; 0 for empty link_bytes.
+[[nodiscard]] double busiest_link_time(const cluster::Cluster& cluster,
+                                       const std::vector<double>& link_bytes);
+
 /// How one worker's connections to the shards move bytes: each shard's connection at most
 /// shard_rate bytes/s (its NIC's share), all of them together at most link_rate (the worker's
 /// link), shared fairly among those sending.
