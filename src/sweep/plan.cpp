@@ -142,6 +142,8 @@ void share_batch(std::vector<double>& tokens, std::exception_ptr& error, const R
       mine = fmt::format("!rank {}: unknown error", ranks.rank);
     }
   } else {
+    // A mark first: the values' own first byte can be '!' (a double's low byte is any byte).
+    mine = "=";
     for (std::size_t j = static_cast<std::size_t>(ranks.rank); j < tokens.size();
          j += static_cast<std::size_t>(ranks.size)) {
       mine.append(reinterpret_cast<const char*>(&tokens[j]), sizeof(double));  // bit for bit
@@ -154,7 +156,8 @@ void share_batch(std::vector<double>& tokens, std::exception_ptr& error, const R
       if (!error) error = std::make_exception_ptr(std::runtime_error(bytes.substr(1)));
       continue;
     }
-    std::size_t at = 0;
+    if (bytes.empty() || bytes.front() != '=') throw std::runtime_error("plan: a rank's batch has no mark");
+    std::size_t at = 1;
     for (std::size_t j = static_cast<std::size_t>(r); j < tokens.size();
          j += static_cast<std::size_t>(ranks.size)) {
       if (at + sizeof(double) > bytes.size()) throw std::runtime_error("plan: a rank's batch is short");
