@@ -740,30 +740,17 @@ class ProgramBuilder {
       }
       return at;
     });
-    // FSDP (full, grad_op, hybrid): each unit's gradients reduce-scattered once its backward
-    // produced them, every micro-batch (FSDP2 syncs gradients each backward unless told not to);
-    // hybrid sharding then all-reduces the shard over its replicas, on the same stream.
+    // FSDP (full, grad_op, hybrid): each unit's gradients reduced once its backward produced
+    // them, every micro-batch (FSDP2 syncs gradients each backward unless told not to); under
+    // ZB-H1 a unit with W passes once they did (emit_weights).
     if (reduce_every_micro_batch_) {
+      std::vector<bool> weighted(units_.size(), false);
+      for (const WeightGradient& wg : weights) {
+        const int u = unit_of_layer_[static_cast<size_t>(wg.layer)];
+        if (u != kNone) weighted[static_cast<size_t>(u)] = true;
+      }
       for (int u : units_in(reversed)) {
-        const double unit = units_[static_cast<size_t>(u)].bytes / t_;
-        int reduced = last_of_unit[static_cast<size_t>(u)];
-        if (shard_ > 1) {
-          reduced = add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
-                             {.dimension = ParallelDimension::Data,
-                              .kind = CommKind::ReduceScatter,
-                              .bytes = unit,
-                              .stream = kReduceStream},
-                             after(reduced), kNone);
-          reductions_.push_back(reduced);
-        }
-        if (replicas_ > 1) {
-          reductions_.push_back(add_comm(named("dp_replicate all-reduce unit {} mb{}", u, mb), OpKind::Other,
-                                         {.dimension = ParallelDimension::DataReplicate,
-                                          .kind = CommKind::AllReduce,
-                                          .bytes = unit / shard_,
-                                          .stream = kReduceStream},
-                                         after(reduced), kNone));
-        }
+        if (!weighted[static_cast<size_t>(u)]) reduce_unit(u, mb, last_of_unit[static_cast<size_t>(u)]);
       }
     }
     if (j > 0) {
@@ -778,15 +765,51 @@ class ProgramBuilder {
     if (mb >= stage_) emit_weights(static_cast<size_t>(mb - stage_));
   }
 
-  /// Appends micro-batch `mb`'s deferred W passes to the compute lane.
+  /// FSDP's reduction of unit `u`'s gradients of micro-batch `mb` after op `ready`: a
+  /// reduce-scatter over the data group, then with hybrid sharding an all-reduce of the shard over
+  /// its replicas (on a stream of its own, as FSDP2's all_reduce_stream).
+  void reduce_unit(int u, int mb, int ready) {
+    const double unit = units_[static_cast<size_t>(u)].bytes / t_;
+    int reduced = ready;
+    if (shard_ > 1) {
+      reduced = add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                         {.dimension = ParallelDimension::Data,
+                          .kind = CommKind::ReduceScatter,
+                          .bytes = unit,
+                          .stream = kReduceStream},
+                         after(reduced), kNone);
+      reductions_.push_back(reduced);
+    }
+    if (replicas_ > 1) {
+      reductions_.push_back(add_comm(named("dp_replicate all-reduce unit {} mb{}", u, mb), OpKind::Other,
+                                     {.dimension = ParallelDimension::DataReplicate,
+                                      .kind = CommKind::AllReduce,
+                                      .bytes = unit / shard_,
+                                      .stream = kReduceStream},
+                                     after(reduced), kNone));
+    }
+  }
+
+  /// Appends micro-batch `mb`'s deferred W passes to the compute lane; with FSDP full, grad_op
+  /// or hybrid each unit's reduction follows its last W (its weight gradients are only then
+  /// whole), in the order the W passes finish the units.
   void emit_weights(size_t mb) {
     const ProgramPass pass = pass_;
     const int micro_batch = micro_batch_;
     pass_ = ProgramPass::Weight;
     micro_batch_ = static_cast<int>(mb);
+    std::vector<int> units;  // in the order their last W comes
+    std::vector<int> last_weight(units_.size(), kNone);
     for (const WeightGradient& wg : deferred_[mb]) {
       const int op = add_compute(wg.name, OpKind::Backward, wg.duration, after(wg.after), wg.layer);
       if (static_cast<int>(mb) == m_ - 1) last_of_layer_[static_cast<size_t>(wg.layer)] = op;
+      const int u = units_.empty() ? kNone : unit_of_layer_[static_cast<size_t>(wg.layer)];
+      if (u == kNone) continue;
+      if (last_weight[static_cast<size_t>(u)] == kNone) units.push_back(u);
+      last_weight[static_cast<size_t>(u)] = op;
+    }
+    if (reduce_every_micro_batch_) {
+      for (int u : units) reduce_unit(u, static_cast<int>(mb), last_weight[static_cast<size_t>(u)]);
     }
     pass_ = pass;
     micro_batch_ = micro_batch;

@@ -578,13 +578,6 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
     case Scheme::AllReduce:
       break;
     case Scheme::Fsdp:
-      if (s.pipeline.schedule == PipelineSchedule::ZeroBubble && s.fsdp.sharding != FsdpSharding::Optimizer) {
-        return broken_rule(
-            "training.pipeline.schedule",
-            fmt::format("zero_bubble with fsdp {} is not modelled yet (each unit's reduce-scatter would wait "
-                        "for its deferred weight-gradient passes); use 1f1b, or fsdp sharding optimizer",
-                        name_of(s.fsdp.sharding)));
-      }
       break;
   }
   const int gradient_group = static_cast<int>(c.workers / model) * par.context;

@@ -242,11 +242,6 @@ const std::vector<Case>& cases() {
               "  scheme: fsdp\n  fsdp:\n    sharding: hybrid\n    shard_group: 3\n"),
        {"predict", "@"},
        {"@:", "training.fsdp.shard_group", "must divide the 8 ranks"}},
-      {"hybrid_sharding_with_zero_bubble",
-       layout("    tensor: 2\n    pipeline: 2\n",
-              "  scheme: fsdp\n  fsdp:\n    sharding: hybrid\n  pipeline:\n    schedule: zero_bubble\n"),
-       {"predict", "@"},
-       {"@:", "training.pipeline.schedule", "fsdp hybrid"}},
       // --- expert parallelism (a mixture of experts: Mixtral's 8 experts, top-2)
       {"expert_degree_does_not_split_the_experts",
        layout("    expert: 3\n    pipeline: 1\n", "", "12"),

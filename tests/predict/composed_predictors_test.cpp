@@ -6,17 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 
+#include "moe_fixtures.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
-#include "moe_fixtures.hpp"
 
 namespace stepcast::predict {
 namespace {
@@ -61,9 +62,10 @@ Layout random_layout(uint64_t seed) {
   s.parallel.global_batch = static_cast<int64_t>(m) * d * micro_batch;
   if (pick({0, 1}) == 1) {
     s.scheme = scheme::Scheme::Fsdp;
-    // full, grad_op, optimizer (ZB-H1 with full or grad_op is rejected: validate.cpp)
+    // full, grad_op, optimizer; ZB-H1 on one stage (a schedule plan does not search there) with
+    // optimizer alone: coarse misses full and grad_op there by up to 25% (docs/status.md).
     s.fsdp.sharding = static_cast<scheme::FsdpSharding>(
-        s.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble ? 2 : pick({0, 1, 2}));
+        s.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble && p == 1 ? 2 : pick({0, 1, 2}));
   }
   l.cluster.workers = t * c * p * d;
   l.cluster.workers_per_node = 8;
@@ -118,6 +120,34 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   }
   fmt::print("worst {:.2f}%, {} beyond the bound\n", 100 * worst, beyond);
   EXPECT_EQ(beyond, 0);
+}
+
+TEST(ComposedPredictors, ZeroBubbleWithShardedDataParallelismWithinTenPercentOfFine) {
+  // ZB-H1 with FSDP full, grad_op or hybrid (each unit reduced after its deferred W passes) on
+  // the seeded layouts with p > 1: the bound of FSDP inside a pipeline above; analytic at or below
+  // fine.
+  int checked = 0;
+  double worst = 0;
+  for (uint64_t seed = 1; seed <= 80 && checked < 16; ++seed) {
+    Layout l = random_layout(seed);
+    if (l.scheme.parallel.pipeline == 1 || l.scheme.parallel.virtual_stages > 1) continue;
+    l.scheme.pipeline.schedule = scheme::PipelineSchedule::ZeroBubble;
+    l.scheme.scheme = scheme::Scheme::Fsdp;
+    l.scheme.fsdp.sharding = std::array{scheme::FsdpSharding::Full, scheme::FsdpSharding::GradOp,
+                                        scheme::FsdpSharding::Hybrid}[seed % 3];
+    if (scheme::layout_problem(l.workload, l.cluster, l.scheme).has_value()) continue;
+    ++checked;
+    const Result fine = run(l, Predictor::Fine), coarse = run(l, Predictor::Coarse),
+                 analytic = run(l, Predictor::Analytic);
+    const double error = coarse.step_time / fine.step_time - 1;
+    fmt::print("{} (now zero_bubble, fsdp {}): fine {:.4f} coarse {:.4f} ({:+.2f}%)\n", l.label,
+               name_of(l.scheme.fsdp.sharding), fine.step_time, coarse.step_time, 100 * error);
+    worst = std::max(worst, std::fabs(error));
+    EXPECT_LE(std::fabs(error), 0.10) << l.label;
+    EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << l.label;
+  }
+  fmt::print("worst {:.2f}% over {} layouts\n", 100 * worst, checked);
+  EXPECT_GE(checked, 12);
 }
 
 /// composed_costs of l as built (one micro-batch's programs, p under interleaving) against the

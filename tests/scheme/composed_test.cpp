@@ -249,6 +249,75 @@ TEST_P(ZeroCommunicationPipeline, ZeroBubbleH1FillsTheBubbleWithWeightGradients)
   EXPECT_TRUE(close(one_f_one_b - mean_cycle(r), (p - 1) * 2 * wgrad, 1e-9));
 }
 
+/// ZB-H1 under FSDP full, grad_op and hybrid: each unit's gradients are whole only after its
+/// deferred W passes, so its reduce-scatter (and hybrid's all-reduce after it) waits for the last
+/// of them, once per unit and micro-batch.
+TEST(ZeroBubbleWithFsdp, EachUnitIsReducedOnceAfterItsLastWeightGradient) {
+  const int p = 2, d = 2, m = 4;
+  const Workload w = even_decoder(2 * p, 4e-3, 8e-3, true);
+  for (FsdpSharding sharding : {FsdpSharding::Full, FsdpSharding::GradOp, FsdpSharding::Hybrid}) {
+    SchemeConfig s = pipeline(p, 1, PipelineSchedule::ZeroBubble, static_cast<int64_t>(m) * d);
+    s.scheme = Scheme::Fsdp;
+    s.fsdp.sharding = sharding;
+    s.fsdp.shard_group = sharding == FsdpSharding::Hybrid ? 1 : 0;  // hybrid: replicas only
+    const cluster::ClusterSpec c = fast_links(p * d);
+    validate(w, c, s);
+    const RankLayout layout(s.parallel, c.workers, hybrid_shard_ranks(s, c.workers, c.workers_per_node));
+    for (const StageProgram& program : build_stage_programs(w, c, s, layout)) {
+      SCOPED_TRACE(fmt::format("sharding {}, stage {}", name_of(sharding), program.stage));
+      const std::vector<workload::Op>& ops = program.ops.ops;
+      // A unit is a block here (training.fsdp.unit 1); the embedding and the head are units alone.
+      auto unit_of = [&](int layer) {
+        const int block = program.ops.block_of_layer[static_cast<size_t>(layer)];
+        return block >= 0 ? block : -1 - layer;
+      };
+      auto is_weight = [&](size_t op) {
+        return !program.is_comm(static_cast<int>(op)) && ops[op].name.starts_with("W ");
+      };
+      std::map<std::pair<int, int>, int> reduced;  // (unit, micro-batch) -> reductions
+      for (size_t op = 0; op < ops.size(); ++op) {
+        if (!program.is_comm(static_cast<int>(op))) continue;
+        const CommOp& comm = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+        const ParallelDimension first =
+            sharding == FsdpSharding::Hybrid ? ParallelDimension::DataReplicate : ParallelDimension::Data;
+        if (comm.kind == CommKind::AllGather || comm.dimension != first) continue;
+        ASSERT_EQ(ops[op].deps.size(), 1u);
+        const auto ready = static_cast<size_t>(ops[op].deps.front());
+        const int mb = program.micro_batch_of_op[op], unit = unit_of(ops[ready].layer);
+        EXPECT_EQ(program.micro_batch_of_op[ready], mb);
+        ++reduced[{unit, mb}];
+        // No W of the unit's layers in this micro-batch after the op it waits for (none at all
+        // when it waits for a B: a unit whose layers have no weight gradient to defer).
+        for (size_t later = is_weight(ready) ? ready + 1 : 0; later < ops.size(); ++later) {
+          if (is_weight(later) && program.micro_batch_of_op[later] == mb && unit_of(ops[later].layer) == unit)
+            ADD_FAILURE() << ops[op].name << " waits for " << ops[ready].name << ", not for "
+                          << ops[later].name;
+        }
+      }
+      // Each unit of the stage once per micro-batch: its block(s), and the embedding or head.
+      EXPECT_EQ(reduced.size(), static_cast<size_t>(m * (2 + 1)));
+      for (const auto& [key, count] : reduced) EXPECT_EQ(count, 1);
+    }
+  }
+}
+
+TEST_P(ZeroCommunicationPipeline, ZeroBubbleWithFsdpKeepsItsClosedForm) {
+  // With free communication FSDP's gathers and reduce-scatters take no time, so ZB-H1 with full
+  // sharding over d = 2 keeps m (F + B + W) + (p - 1)(F + B - W): the reduce-scatters after the
+  // deferred W passes hold no compute up.
+  const auto [p, m] = GetParam();
+  const double F = 4e-3, B = 8e-3;
+  const Workload w = even_decoder(p, F, B, true);
+  SchemeConfig s = pipeline(p, 1, PipelineSchedule::ZeroBubble, 2 * m);
+  s.scheme = Scheme::Fsdp;
+  s.fsdp.sharding = FsdpSharding::Full;
+  const cluster::ClusterSpec c = fast_links(2 * p);
+  const double W = B / 2;  // every layer's backward split in half (ZeroBubbleH1FillsTheBubble...)
+  const double expected = m * (F + B) + (p - 1) * (F + B / 2 - W);
+  EXPECT_TRUE(close(mean_cycle(run(w, c, s)), expected, 1e-9))
+      << mean_cycle(run(w, c, s)) << " vs " << expected;
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, ZeroCommunicationPipeline,
                          ::testing::Values(std::tuple{2, 2}, std::tuple{2, 5}, std::tuple{4, 4}, std::tuple{4, 8},
                                            std::tuple{4, 12}, std::tuple{8, 16}, std::tuple{4, 6}, std::tuple{4, 9},
@@ -385,9 +454,7 @@ RandomLayout random_layout(std::mt19937_64& rng) {
   r.scheme.tensor.overlap = static_cast<TensorOverlap>(pick({0, 1}));
   if (pick({0, 1}) == 1) {
     r.scheme.scheme = Scheme::Fsdp;
-    // full, grad_op, optimizer (ZB-H1 with full or grad_op is rejected: validate.cpp)
-    r.scheme.fsdp.sharding = static_cast<FsdpSharding>(
-        r.scheme.pipeline.schedule == PipelineSchedule::ZeroBubble ? 2 : pick({0, 1, 2}));
+    r.scheme.fsdp.sharding = static_cast<FsdpSharding>(pick({0, 1, 2}));  // full, grad_op, optimizer
     r.scheme.fsdp.prefetch = pick({0, 1, 2});
   }
   r.scheme.allreduce.bucket_bytes = pick({1, 25}) * 1e6;
