@@ -340,6 +340,24 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
         gradient_collective_bound(l, bytes, net);
     stage = std::max(stage, data);
   }
+  if (network && l.scheme == Scheme::Fsdp && l.sharding == FsdpSharding::Hybrid) {
+    // Hybrid sharding: the same over a shard group of s ranks (the scenario's, or under the default
+    // order those of a d c group in a node, t apart), then the shard's all-reduce over the d c / s
+    // replicas; each at least its bytes at what one GPU sends.
+    const int n = l.gpus / (l.tensor * l.pipeline);
+    const int shard = net.fsdp.shard_group > 0 ? net.fsdp.shard_group
+                      : net.gradient_groups_strided
+                          ? std::min(n, (net.workers_per_node + l.tensor - 1) / l.tensor)
+                          : 0;
+    if (shard >= 1 && n % shard == 0) {
+      const double bytes = w.parameter_bytes() / (t * p), s_ = shard, r = static_cast<double>(n) / shard;
+      const double gathers = net.fsdp.reshard_after_forward ? 2 : 1;
+      const double data =
+          (gathers * scheme::gathered_share(w, net.fsdp) + 1) * (s_ - 1) / s_ * bytes / net.gpu_send +
+          2 * (r - 1) / r * bytes / s_ / net.gpu_send;
+      stage = std::max(stage, data);
+    }
+  }
   const double d = static_cast<double>(l.gpus) / (t * l.context * p);
   const double m = static_cast<double>(global_batch) / (d * l.micro_batch);
   double length = m;  // the pipeline in mean stages
