@@ -213,14 +213,30 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
       return out;
     }
   }
-  const auto i = static_cast<size_t>(d);
-  for (int r = 0; r < workers_; ++r) {
-    const RankCoordinates c = coordinates(r);
-    if (c.at[i] != 0) continue;  // one member per group: the one at coordinate 0
-    if (stage >= 0 && d != ParallelDimension::Pipeline && c[ParallelDimension::Pipeline] != stage) continue;
-    out.push_back(group(d, r));
-  }
+  // One member per group: the one at coordinate 0, its lowest rank.
+  std::array<int, kRankDimensions> fixed;
+  fixed.fill(-1);
+  fixed[static_cast<size_t>(d)] = 0;
+  if (stage >= 0 && d != ParallelDimension::Pipeline)
+    fixed[static_cast<size_t>(ParallelDimension::Pipeline)] = stage;
+  for (int r : ranks_where(fixed)) out.push_back(group(d, r));
   return out;
+}
+
+std::vector<int> RankLayout::ranks_where(const std::array<int, kRankDimensions>& fixed) const {
+  // Every combination of the free coordinates, without visiting the other ranks.
+  std::vector<int> ranks{0};
+  for (size_t i = 0; i < kRankDimensions; ++i) {
+    std::vector<int> next;
+    const int from = fixed[i] >= 0 ? fixed[i] : 0, to = fixed[i] >= 0 ? fixed[i] + 1 : size_[i];
+    next.reserve(ranks.size() * static_cast<size_t>(to - from));
+    for (int r : ranks) {
+      for (int x = from; x < to; ++x) next.push_back(r + x * stride_[i]);
+    }
+    ranks = std::move(next);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
 }
 
 std::vector<int> RankLayout::gradient_group(int rank) const {
@@ -233,14 +249,13 @@ std::vector<int> RankLayout::gradient_group(int rank) const {
 }
 
 std::vector<std::vector<int>> RankLayout::gradient_groups(int stage) const {
+  std::array<int, kRankDimensions> fixed;
+  fixed.fill(-1);
+  fixed[static_cast<size_t>(ParallelDimension::Pipeline)] = stage;
+  fixed[static_cast<size_t>(ParallelDimension::Data)] = 0;
+  fixed[static_cast<size_t>(ParallelDimension::Context)] = 0;
   std::vector<std::vector<int>> out;
-  for (int r = 0; r < workers_; ++r) {
-    const RankCoordinates c = coordinates(r);
-    if (c[ParallelDimension::Pipeline] != stage || c[ParallelDimension::Data] != 0 ||
-        c[ParallelDimension::Context] != 0)
-      continue;
-    out.push_back(gradient_group(r));
-  }
+  for (int r : ranks_where(fixed)) out.push_back(gradient_group(r));
   return out;
 }
 
@@ -279,10 +294,14 @@ int hybrid_shard_ranks(const SchemeConfig& scheme, int workers, int workers_per_
     return 0;
   if (scheme.fsdp.shard_group > 0) return scheme.fsdp.shard_group;
   if (data_parallel_degree(scheme.parallel, workers) < 1) return 0;
-  const std::vector<int> gradient = RankLayout(scheme.parallel, workers).gradient_group(0);
-  const auto in_node =
-      std::count_if(gradient.begin(), gradient.end(), [&](int r) { return r < workers_per_node; });
-  return std::max(1, static_cast<int>(in_node));
+  // Rank 0's gradient group: the ranks at tensor and pipeline coordinate 0. Those of node 0.
+  const RankLayout layout(scheme.parallel, workers);
+  int in_node = 0;
+  for (int r = 0; r < std::min(workers, workers_per_node); ++r) {
+    const RankCoordinates at = layout.coordinates(r);
+    if (at[ParallelDimension::Tensor] == 0 && at[ParallelDimension::Pipeline] == 0) ++in_node;
+  }
+  return std::max(1, in_node);
 }
 
 std::string RankLayout::describe(const ParallelConfig& parallel, int workers, int data_shard) {

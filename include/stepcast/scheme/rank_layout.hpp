@@ -67,6 +67,8 @@ class RankLayout {
   /// Stage `stage`'s ranks in the order the expert layout folds them (Megatron's parallel
   /// folding): tensor coordinate fastest, then the place in the rank-ordered gradient group.
   [[nodiscard]] std::vector<int> expert_fold(int stage) const;
+  /// The ranks, ascending, whose coordinate along each rank dimension is fixed[d] (any where -1).
+  [[nodiscard]] std::vector<int> ranks_where(const std::array<int, kRankDimensions>& fixed) const;
   /// The replica group of `rank` (DataReplicate).
   [[nodiscard]] std::vector<int> replica_group(int rank) const;
   /// The members of the expert-kind group of dimension `d` holding fold[at].
