@@ -64,9 +64,13 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   // Sharded data parallelism: the unsharded copies of the largest unit (its tensor-parallel shard).
   double buffers = 0;
   if (scheme.scheme == scheme::Scheme::Fsdp) {
+    // A unit's bytes on a rank: its dense tensors over t, its experts (experts / e of them) over ETP.
     double largest = 0;
-    for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, scheme.fsdp.unit_blocks)) largest = std::max(largest, u.bytes);
-    buffers = gathered_buffer_bytes(largest / element / par.tensor, w.precision, scheme, gradient_group,
+    for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, scheme.fsdp.unit_blocks)) {
+      const auto [dense, experts] = scheme::unit_bytes_on_rank(w, u, par);
+      largest = std::max(largest, dense + experts);
+    }
+    buffers = gathered_buffer_bytes(largest / element, w.precision, scheme, gradient_group,
                                     cluster.workers_per_node);
   }
   // The ranks holding the same expert shards: a stage's t c d over e x ETP.

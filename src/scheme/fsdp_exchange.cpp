@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "scheme/worker_runtime.hpp"
+#include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/error.hpp"
 
 namespace stepcast::scheme {
@@ -90,6 +91,23 @@ double gathered_share(const workload::Workload& workload, const FsdpConfig& fsdp
   STEPCAST_ASSERT(workload.precision == workload::Precision::FP8);
   // The Tensor bytes are bf16 (bytes_per_element of fp8); the gathered copy is 1 byte.
   return 1.0 / workload::bytes_per_element(workload.precision);
+}
+
+std::pair<double, double> unit_bytes_on_rank(const workload::Workload& w, const FsdpUnit& unit,
+                                             const ParallelConfig& parallel) {
+  if (parallel.expert <= 1) return {unit.bytes / parallel.tensor, 0.0};
+  const int held = w.facts.transformer->experts / parallel.expert;  // the rank's first experts / e
+  double dense = 0, experts = 0;
+  for (int t : unit.tensors) {
+    const workload::Tensor& tensor = w.tensors[static_cast<size_t>(t)];
+    const int expert = expert_of_tensor(tensor.name);
+    if (expert < 0) {
+      dense += tensor.bytes / parallel.tensor;
+    } else if (expert < held) {
+      experts += tensor.bytes / parallel.expert_tensor_degree();
+    }
+  }
+  return {dense, experts};
 }
 
 std::vector<int> fsdp_backward_order(const std::vector<FsdpUnit>& units) {

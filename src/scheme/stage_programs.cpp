@@ -236,6 +236,7 @@ class ProgramBuilder {
         split_(t_ > 1 || c_ > 1 || e_ > 1),
         shard_(layout.data_group_size()),
         replicas_(layout.size(ParallelDimension::DataReplicate)),
+        expert_shard_(e_ > 1 ? layout.size(ParallelDimension::ExpertData) : 1),
         units_(units) {
     program_.stage = stage;
     program_.ops.name = fmt::format("{} stage {}", w.name, stage);
@@ -255,7 +256,7 @@ class ProgramBuilder {
     last_of_layer_.assign(layers_.size(), kNone);
     // Sharded data parallelism over the data groups (the gradient group, or hybrid sharding's
     // shard groups): which units it gathers and reduces.
-    const bool sharded = layout.data_group_size() > 1;
+    const bool sharded = shard_ > 1 || expert_shard_ > 1;
     if (scheme.scheme == Scheme::Fsdp) {
       switch (scheme.fsdp.sharding) {
         case FsdpSharding::Full:
@@ -272,6 +273,9 @@ class ProgramBuilder {
           break;
       }
     }
+    // Each unit's bytes on this rank: its dense tensors over the tensor group, with expert
+    // parallelism its experts' (the rank's experts / e of them) over the expert-tensor group.
+    for (const FsdpUnit& unit : units_) unit_bytes_.push_back(unit_bytes_on_rank(w, unit, scheme.parallel));
     unit_of_layer_.assign(layers_.size(), kNone);
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       for (int t : units_[static_cast<size_t>(u)].tensors) {
@@ -636,13 +640,30 @@ class ProgramBuilder {
 
   /// Sharded data parallelism (FSDP): the all-gather of unit `u`'s parameters (its tensor-parallel
   /// shard) over the gradient group, on the gather stream, after `deps`.
+  /// Unit `u`'s gather after `deps`: its dense tensors over the data group, then (expert
+  /// parallelism) its experts over the expert-data group, one after the other on the gather
+  /// stream. Returns the last, or kNone when the rank gathers nothing of it.
   int gather(int u, std::vector<int> deps, const char* pass) {
-    return add_comm(named("dp all-gather {} unit {}", pass, u), OpKind::Other,
+    const double share = gathered_share(w_, scheme_.fsdp);
+    const auto [dense, experts] = unit_bytes_[static_cast<size_t>(u)];
+    int op = kNone;
+    if (shard_ > 1 && dense > 0) {
+      op = add_comm(named("dp all-gather {} unit {}", pass, u), OpKind::Other,
                     {.dimension = ParallelDimension::Data,
                      .kind = CommKind::AllGather,
-                     .bytes = units_[static_cast<size_t>(u)].bytes / t_ * gathered_share(w_, scheme_.fsdp),
+                     .bytes = dense * share,
                      .stream = kGatherStream},
                     std::move(deps), kNone);
+    }
+    if (expert_shard_ > 1 && experts > 0) {
+      op = add_comm(named("edp all-gather {} unit {}", pass, u), OpKind::Other,
+                    {.dimension = ParallelDimension::ExpertData,
+                     .kind = CommKind::AllGather,
+                     .bytes = experts * share,
+                     .stream = kGatherStream},
+                    op != kNone ? after(op) : std::move(deps), kNone);
+    }
+    return op;
   }
 
   /// The units of a chunk's layers in `order`, each once.
@@ -663,7 +684,8 @@ class ProgramBuilder {
                     EmitLayer emit) {
     const std::vector<int> units = gathers ? units_in(layers) : std::vector<int>{};
     const int prefetch = scheme_.fsdp.prefetch;
-    std::vector<int> gathered(units.size(), kNone);
+    constexpr int kNotYet = kNone - 1;  // gather() may return kNone: nothing to gather
+    std::vector<int> gathered(units.size(), kNotYet);
     auto position_of = [&](int u) {
       return static_cast<int>(std::find(units.begin(), units.end(), u) - units.begin());
     };
@@ -677,17 +699,20 @@ class ProgramBuilder {
       if (u != kNone && u != current) {
         current = u;
         const int k = position_of(u);
-        if (gathered[static_cast<size_t>(k)] == kNone) {  // no prefetch: after the unit before it
+        if (gathered[static_cast<size_t>(k)] == kNotYet) {  // no prefetch: after the unit before it
           gathered[static_cast<size_t>(k)] = gather(u, after(op), pass);
         }
         // Prefetch: the gather `prefetch` units ahead goes out as this unit starts.
         const int ahead = k + prefetch;
-        if (prefetch >= 1 && ahead < static_cast<int>(units.size()) && gathered[static_cast<size_t>(ahead)] == kNone) {
+        if (prefetch >= 1 && ahead < static_cast<int>(units.size()) &&
+            gathered[static_cast<size_t>(ahead)] == kNotYet) {
           std::vector<int> deps = after(op);
-          deps.push_back(gathered[static_cast<size_t>(k)]);
+          if (gathered[static_cast<size_t>(k)] != kNone) deps.push_back(gathered[static_cast<size_t>(k)]);
           gathered[static_cast<size_t>(ahead)] = gather(units[static_cast<size_t>(ahead)], std::move(deps), pass);
         }
-        extra_deps_.push_back(gathered[static_cast<size_t>(k)]);  // the unit's first op, emitted next
+        // The unit's first op, emitted next, waits for its gather.
+        if (gathered[static_cast<size_t>(k)] != kNone)
+          extra_deps_.push_back(gathered[static_cast<size_t>(k)]);
       }
       op = emit(l, op);
     }
@@ -769,9 +794,9 @@ class ProgramBuilder {
   /// reduce-scatter over the data group, then with hybrid sharding an all-reduce of the shard over
   /// its replicas (on a stream of its own, as FSDP2's all_reduce_stream).
   void reduce_unit(int u, int mb, int ready) {
-    const double unit = units_[static_cast<size_t>(u)].bytes / t_;
+    const auto [unit, experts] = unit_bytes_[static_cast<size_t>(u)];
     int reduced = ready;
-    if (shard_ > 1) {
+    if (shard_ > 1 && unit > 0) {
       reduced = add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
                          {.dimension = ParallelDimension::Data,
                           .kind = CommKind::ReduceScatter,
@@ -780,11 +805,20 @@ class ProgramBuilder {
                          after(reduced), kNone);
       reductions_.push_back(reduced);
     }
-    if (replicas_ > 1) {
+    if (replicas_ > 1 && unit > 0) {
       reductions_.push_back(add_comm(named("dp_replicate all-reduce unit {} mb{}", u, mb), OpKind::Other,
                                      {.dimension = ParallelDimension::DataReplicate,
                                       .kind = CommKind::AllReduce,
                                       .bytes = unit / shard_,
+                                      .stream = kReduceStream},
+                                     after(reduced), kNone));
+    }
+    // The unit's experts over their expert-data group, after its dense tensors on the stream.
+    if (expert_shard_ > 1 && experts > 0) {
+      reductions_.push_back(add_comm(named("edp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                                     {.dimension = ParallelDimension::ExpertData,
+                                      .kind = CommKind::ReduceScatter,
+                                      .bytes = experts,
                                       .stream = kReduceStream},
                                      after(reduced), kNone));
     }
@@ -919,7 +953,7 @@ class ProgramBuilder {
       for (const workload::Bucket& bucket : buckets_of(dense))
         reduce(ParallelDimension::Data, bucket.tensors, bucket.bytes);
     }
-    if (!experts.empty() && expert_group > 1) {
+    if (!experts.empty() && expert_group > 1 && !reduce_every_micro_batch_) {
       const std::vector<workload::Bucket> buckets = buckets_of(experts);
       for (const workload::Bucket& bucket : buckets)
         reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
@@ -977,6 +1011,7 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   const int shard_;      // ranks of a data group: d x c, or hybrid sharding's shard group
   const int replicas_;   // hybrid sharding's replicas of each shard (1 otherwise)
+  const int expert_shard_;  // ranks of an expert-data group (t c d / (e ETP))
   double activation_ = 0;
   double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)
   std::vector<double> busiest_;        // block -> the busiest expert GPU's tokens over the mean
@@ -987,6 +1022,7 @@ class ProgramBuilder {
   static constexpr int kGatherStream = 0, kReduceStream = 1;
   const std::vector<FsdpUnit>& units_;  // the workload's FSDP units, likewise
   std::vector<int> unit_of_layer_;
+  std::vector<std::pair<double, double>> unit_bytes_;  // unit -> (dense, expert) bytes on this rank
   bool gather_forward_ = false, gather_backward_ = false, reduce_every_micro_batch_ = false;
   std::vector<int> reductions_;   // FSDP's reduce-scatters, all micro-batches
   std::vector<int> extra_deps_;   // the next op's dependencies besides those it is given

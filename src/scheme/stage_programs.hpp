@@ -76,9 +76,4 @@ struct PipelinePass {
 [[nodiscard]] std::vector<double> expert_load_variants(const workload::Workload& workload,
                                                        const ParallelConfig& parallel);
 
-/// The expert a parameter tensor belongs to, from the zoo's names ("...experts.<k>..."); -1 for
-/// the rest.
-[[nodiscard]] int expert_of_tensor(const std::string& name);
-
-
 }  // namespace stepcast::scheme

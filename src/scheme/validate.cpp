@@ -604,11 +604,10 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
                          "expert parallelism with tensor parallelism needs sequence parallelism (Megatron-LM "
                          "requires it: each tensor rank routes its own share of the tokens); set it to true");
     }
-    if (s.scheme == Scheme::Fsdp && s.fsdp.sharding != FsdpSharding::Optimizer) {
-      return broken_rule(
-          "training.fsdp.sharding",
-          "expert parallelism with fsdp full or grad_op is not modelled yet; use allreduce, or "
-          "fsdp sharding optimizer (Megatron's distributed optimizer)");
+    if (s.scheme == Scheme::Fsdp && s.fsdp.sharding == FsdpSharding::Hybrid) {
+      return broken_rule("training.fsdp.sharding",
+                         "expert parallelism with hybrid sharding is not modelled yet; use full, grad_op or "
+                         "optimizer (the experts sharded over their expert-data group)");
     }
   }
   const int shard = hybrid_shard_ranks(s, static_cast<int>(c.workers), c.workers_per_node);

@@ -219,6 +219,7 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
                                 order[1] == scheme::ParallelDimension::Context &&
                                 order[2] == scheme::ParallelDimension::Data && spec.placement.empty();
   out.fsdp = scheme.fsdp;
+  out.expert = scheme.parallel.expert;
   return out;
 }
 
@@ -328,12 +329,21 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
     }
     stage += context_exposed_bound(w, l, rank_share, net) / p;
   }
+  // The parameters FSDP gathers over the gradient group: all, or with expert parallelism the dense
+  // ones (the experts go over their expert-data group; leaving them out keeps the bound below).
+  double dense_bytes = w.parameter_bytes();
+  if (net.expert > 1) {
+    dense_bytes = 0;
+    for (const workload::Tensor& tensor : w.tensors) {
+      if (scheme::expert_of_tensor(tensor.name) < 0) dense_bytes += tensor.bytes;
+    }
+  }
   if (network && l.scheme == Scheme::Fsdp &&
       (l.sharding == FsdpSharding::Full || l.sharding == FsdpSharding::GradOp)) {
     // Every micro-batch gathers the stage's parameters (again in the backward when full sharding
     // reshards them) and reduce-scatters their gradients: the mean stage's share of the model's
     // bytes over t, one after another on the links (data_per_micro_batch).
-    const double bytes = w.parameter_bytes() / (t * p);
+    const double bytes = dense_bytes / (t * p);
     const double gathers = l.sharding == FsdpSharding::Full && net.fsdp.reshard_after_forward ? 2 : 1;
     const double data =
         gathers * gradient_collective_bound(l, bytes * scheme::gathered_share(w, net.fsdp), net) +
@@ -350,7 +360,7 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
                           ? std::min(n, (net.workers_per_node + l.tensor - 1) / l.tensor)
                           : 0;
     if (shard >= 1 && n % shard == 0) {
-      const double bytes = w.parameter_bytes() / (t * p), s_ = shard, r = static_cast<double>(n) / shard;
+      const double bytes = dense_bytes / (t * p), s_ = shard, r = static_cast<double>(n) / shard;
       const double gathers = net.fsdp.reshard_after_forward ? 2 : 1;
       const double data =
           (gathers * scheme::gathered_share(w, net.fsdp) + 1) * (s_ - 1) / s_ * bytes / net.gpu_send +

@@ -10,10 +10,11 @@
 #include <cstdlib>
 #include <random>
 
+#include "moe_fixtures.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
-#include "moe_fixtures.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {
@@ -84,7 +85,7 @@ TEST(ExpertParallelPredictors, CoarseNearFineAndAnalyticBelowOnSeededLayouts) {
     s.parallel.global_batch = static_cast<int64_t>(d) * 2 * p;
     if (pick({0, 1}) == 1) {
       s.scheme = scheme::Scheme::Fsdp;
-      s.fsdp.sharding = scheme::FsdpSharding::Optimizer;
+      s.fsdp.sharding = static_cast<scheme::FsdpSharding>(pick({0, 1, 2}));  // full, grad_op, optimizer
     }
     const cluster::ClusterSpec c = nodes(t * p * d, 8);
     const std::string label =
@@ -165,6 +166,41 @@ TEST(ExpertParallelPredictors, EachRankHoldsItsShareOfTheExperts) {
     EXPECT_NEAR(r.memory.per_worker.optimizer, 12 * (dense / 16 + experts / e / (16.0 / e)),
                 1e-9 * r.memory.per_worker.optimizer)
         << "e " << e;
+  }
+}
+
+TEST(ExpertParallelPredictors, FullShardingDividesTheExpertsOverTheirExpertDataGroup) {
+  // FSDP full (resharded after the forward) on 16 GPUs, t = p = 1: weights, gradients and states
+  // of the dense tensors over d = 16, of the rank's experts / e over t c d / e = 16 / e; the
+  // gathered buffers are the largest unit's share on the rank (prefetch 1: two units' weights and
+  // one's gradient), here a block's dense tensors and experts / e of its experts.
+  const workload::Workload w = moe();
+  double dense = 0, experts = 0;
+  for (const workload::Tensor& t : w.tensors) (is_expert(t) ? experts : dense) += t.bytes / 2;
+  const cluster::ClusterSpec c = nodes(16, 8);
+  for (int e : {2, 8}) {
+    scheme::SchemeConfig s;
+    s.parallel.expert = e;
+    s.parallel.global_batch = 16;
+    s.scheme = scheme::Scheme::Fsdp;
+    s.fsdp.sharding = scheme::FsdpSharding::Full;
+    s.fsdp.prefetch = 1;
+    const Result r = run(w, c, s, Predictor::Coarse);
+    const double held = dense / 16 + experts / e / (16.0 / e);
+    EXPECT_NEAR(r.memory.per_worker.parameters, 2 * held, 1e-9 * r.memory.per_worker.parameters) << "e " << e;
+    EXPECT_NEAR(r.memory.per_worker.gradients, 2 * held, 1e-9 * r.memory.per_worker.gradients) << "e " << e;
+    EXPECT_NEAR(r.memory.per_worker.optimizer, 12 * held, 1e-9 * r.memory.per_worker.optimizer) << "e " << e;
+    // The largest unit on a rank: its dense tensors and experts / e of its experts.
+    double unit = 0;
+    for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, s.fsdp.unit_blocks)) {
+      double on_rank = 0;
+      for (int t : u.tensors) {
+        const workload::Tensor& tensor = w.tensors[static_cast<size_t>(t)];
+        on_rank += is_expert(tensor) ? tensor.bytes / e : tensor.bytes;
+      }
+      unit = std::max(unit, on_rank);
+    }
+    EXPECT_NEAR(r.memory.per_worker.buffers, 3 * unit, 1e-9 * unit) << "e " << e;
   }
 }
 

@@ -290,6 +290,37 @@ TEST(ExpertParallelism, ARoutingTableOfEqualCountsIsBalancedAndOneHotBlockCostsL
   EXPECT_NEAR(mean_cycle(fast), mean_cycle(full), 1e-9 * mean_cycle(full));
 }
 
+TEST(ExpertParallelism, FsdpShardsTheExpertsOverTheirExpertDataGroupEveryMicroBatch) {
+  // t = p = 1, d = 4, e = 2 on nodes of one GPU (every byte on a NIC): the dense tensors over the
+  // gradient group of D = 4, the experts (each rank holds experts / e of them) over the
+  // expert-data group of X = t c d / e = 2. The distributed optimizer reduce-scatters and gathers
+  // both once a step, (1 + 1) (n - 1) / n of each; grad_op gathers and reduce-scatters every
+  // micro-batch, full gathers again for the backward: (2 or 3) m (n - 1) / n. The all-to-alls are
+  // the same in the three, so the bytes differ by the closed forms.
+  const int d = 4, e = 2, m = 3, steps = 2;
+  const Workload w = moe(8);
+  double dense = 0, experts = 0;  // bytes a rank holds
+  for (const workload::Tensor& tensor : w.tensors) {
+    (expert_of_tensor(tensor.name) >= 0 ? experts : dense) += tensor.bytes;
+  }
+  experts /= e;
+  const cluster::ClusterSpec c = nodes(d, 1);
+  auto bytes = [&](FsdpSharding sharding) {
+    SchemeConfig s = experts_over(e, 1, 1, static_cast<int64_t>(d) * m);
+    s.scheme = Scheme::Fsdp;
+    s.fsdp.sharding = sharding;
+    validate(w, c, s);
+    const SimulationResult fast = run(w, c, s, true), full = run(w, c, s, false);
+    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
+        << fast.bytes_sent << " vs " << full.bytes_sent;
+    return full.bytes_sent;
+  };
+  const double per_pass = 3.0 / 4 * dense + 1.0 / 2 * experts;  // (n - 1) / n of each
+  const double optimizer = bytes(FsdpSharding::Optimizer);
+  EXPECT_TRUE(close(bytes(FsdpSharding::GradOp) - optimizer, steps * d * (2.0 * m - 2) * per_pass, 1e-9));
+  EXPECT_TRUE(close(bytes(FsdpSharding::Full) - optimizer, steps * d * (3.0 * m - 2) * per_pass, 1e-9));
+}
+
 TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
   int fast_taken = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
@@ -304,7 +335,7 @@ TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
     SchemeConfig s = experts_over(e, t, p, static_cast<int64_t>(d) * 2 * p);
     if (pick({0, 1}) == 1) {
       s.scheme = Scheme::Fsdp;
-      s.fsdp.sharding = FsdpSharding::Optimizer;
+      s.fsdp.sharding = static_cast<FsdpSharding>(pick({0, 1, 2}));  // full, grad_op, optimizer
     }
     const cluster::ClusterSpec c = nodes(t * p * d, per_node);
     SCOPED_TRACE(fmt::format("seed {}: {} on {} GPUs, {} per node, imbalance {}", seed,

@@ -87,6 +87,9 @@ struct BoundContext {
   /// uneven cluster.placement).
   bool gradient_groups_strided = false;
   scheme::FsdpConfig fsdp;  ///< held by the search: resharding, fp8 all-gathers, units
+  /// Held by the search: with e > 1 the experts go over their expert-data group, not the
+  /// gradient group, so the FSDP terms count the dense parameters alone.
+  int expert = 1;
 };
 [[nodiscard]] BoundContext bound_context(const cluster::ClusterSpec& spec,
                                          const scheme::SchemeConfig& scheme);

@@ -100,4 +100,8 @@ struct StageFootprint {
                                            const cluster::ClusterSpec& cluster, const SchemeConfig& scheme,
                                            bool every_micro_batch = false, bool links = true);
 
+/// The expert a parameter tensor belongs to, from the zoo's names ("...experts.<k>..."); -1 for
+/// the rest.
+[[nodiscard]] int expert_of_tensor(const std::string& name);
+
 }  // namespace stepcast::scheme

@@ -6,6 +6,7 @@
 //   FsdpPlans plans = make_fsdp_plans(cluster, scheme.fsdp);
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -29,6 +30,13 @@ struct FsdpUnit {
 /// Error (key "training.scheme") when a tensor has no forward op reading it or no backward op
 /// producing it: FSDP gathers before a forward and reduces after a backward, and there is none.
 [[nodiscard]] std::vector<FsdpUnit> fsdp_units(const workload::Workload& workload, int unit_blocks);
+
+/// The bytes of `unit` one rank of a parallel layout holds: its dense tensors over the tensor
+/// group and, with expert parallelism (e > 1), its experts, the rank's experts / e of each layer's,
+/// over the expert-tensor group. Returns (dense, experts); experts is 0 with e = 1.
+[[nodiscard]] std::pair<double, double> unit_bytes_on_rank(const workload::Workload& workload,
+                                                           const FsdpUnit& unit,
+                                                           const ParallelConfig& parallel);
 
 /// Bytes a parameter all-gather moves per byte of the parameters as the workload holds them
 /// (Tensor::bytes, FsdpUnit::bytes): 1, or with fsdp.fp8_all_gather the fp8 copy's 1 byte over
