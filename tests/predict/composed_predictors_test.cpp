@@ -63,7 +63,8 @@ Layout random_layout(uint64_t seed) {
   if (pick({0, 1}) == 1) {
     s.scheme = scheme::Scheme::Fsdp;
     // full, grad_op, optimizer; ZB-H1 on one stage (a schedule plan does not search there) with
-    // optimizer alone: coarse misses full and grad_op there by up to 25% (docs/status.md).
+    // optimizer alone: coarse misses full and grad_op there by up to 25% (seed 32, one
+    // micro-batch bound by its data collectives: docs/models.md, "ZB-H1 with FSDP").
     s.fsdp.sharding = static_cast<scheme::FsdpSharding>(
         s.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble && p == 1 ? 2 : pick({0, 1, 2}));
   }
