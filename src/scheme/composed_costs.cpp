@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -41,6 +43,8 @@ struct CachedPlans {
   ComposedPlans plans;
   /// (plan, bytes) -> the terms it runs with and its time alone
   std::map<std::pair<const CollectivePlan*, double>, std::pair<CollectiveTerms, double>> cost;
+  /// plan -> the links it crosses, in order
+  std::map<const CollectivePlan*, std::vector<uint32_t>> links;
 };
 
 struct ClusterCache {
@@ -151,7 +155,7 @@ struct PassOp {
   double duration = 0;
   int lane = -1;     ///< a compute op's lane, else -1
   int channel = -1;  ///< a data stream (dimension x 2 + stream), else -1
-  int unmet = 0;     ///< dependencies inside the pass
+  int unmet = 0;     ///< dependencies inside the pass (run_pass counts them down on a copy)
   std::vector<int> dependents;
 };
 
@@ -170,7 +174,8 @@ struct PassRun {
 /// group's reduction stream. So a unit's compute waits for its gather, which goes out when the
 /// prefetch rule lets it: the chain gather -> compute -> gather ... where the gathers are not
 /// hidden. Deterministic and cheap: a pass's ops, each stream's and lane's in order.
-PassRun run_pass(std::vector<PassOp>& ops, double backlog, const std::vector<std::vector<int>>& shares_with) {
+PassRun run_pass(const std::vector<PassOp>& ops, double backlog,
+                 const std::vector<std::vector<int>>& shares_with) {
   constexpr int kData = static_cast<int>(ParallelDimension::Data);  // its channels 2d, 2d + 1
   const int reductions = 2 * kData + 1;
   int channels = static_cast<int>(shares_with.size());
@@ -201,13 +206,15 @@ PassRun run_pass(std::vector<PassOp>& ops, double backlog, const std::vector<std
     streams[static_cast<size_t>(reductions)].remaining = backlog;
   }
   double now = 0, end = 0, drained = 0;
-  std::vector<int> ready;
+  std::vector<int> shares(streams.size(), 1);
+  std::vector<int> ready, unmet(ops.size());
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-    if (ops[static_cast<size_t>(i)].unmet == 0) ready.push_back(i);
+    unmet[static_cast<size_t>(i)] = ops[static_cast<size_t>(i)].unmet;
+    if (unmet[static_cast<size_t>(i)] == 0) ready.push_back(i);
   }
   auto finish = [&](int i) {
     for (int d : ops[static_cast<size_t>(i)].dependents) {
-      if (--ops[static_cast<size_t>(d)].unmet == 0) ready.push_back(d);
+      if (--unmet[static_cast<size_t>(d)] == 0) ready.push_back(d);
     }
   };
   auto share = [&](size_t c) {
@@ -229,7 +236,7 @@ PassRun run_pass(std::vector<PassOp>& ops, double backlog, const std::vector<std
       }
     }
     for (Lane& l : lanes) {
-      if (l.running < 0 && l.next < l.ops->size() && ops[static_cast<size_t>((*l.ops)[l.next])].unmet == 0) {
+      if (l.running < 0 && l.next < l.ops->size() && unmet[static_cast<size_t>((*l.ops)[l.next])] == 0) {
         l.running = (*l.ops)[l.next++];
         l.ends = now + ops[static_cast<size_t>(l.running)].duration;
       }
@@ -249,7 +256,6 @@ PassRun run_pass(std::vector<PassOp>& ops, double backlog, const std::vector<std
     }
     if (!std::isfinite(next)) break;
     // Advance to the first end; the shares hold until then.
-    std::vector<int> shares(streams.size(), 1);
     for (size_t c = 0; c < streams.size(); ++c) shares[c] = share(c);
     for (size_t c = 0; c < streams.size(); ++c) {
       Channel& s = streams[c];
@@ -430,11 +436,12 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     };
     std::map<std::pair<ProgramPass, int>, PassData> data_in;  // (pass, chunk)
     std::map<std::pair<ProgramPass, int>, std::vector<size_t>> ops_in;  // (pass, chunk): its ops in order
+    const bool by_units = scheme.scheme == Scheme::Fsdp && scheme.fsdp.sharding != FsdpSharding::Optimizer;
     double previous_core = 0;
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != 0) continue;
       const ProgramPass pass = program.pass_of_op[op];
-      ops_in[{pass, program.chunk_of_op[op]}].push_back(op);
+      if (by_units) ops_in[{pass, program.chunk_of_op[op]}].push_back(op);
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (c.dimension == ParallelDimension::Tensor) by_layer[{pass, ops[op].layer}].tensor += time_of[op];
@@ -503,17 +510,30 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // Which data streams share links: those whose collectives' plans cross a common link.
     std::vector<std::vector<int>> shares_with;
     if (!data_in.empty()) {
-      std::vector<std::vector<double>> on_links;  // per stream: its collectives' bytes per link
+      std::vector<std::vector<uint32_t>> on_links;  // per stream: the links its collectives cross, in order
+      std::set<std::pair<size_t, const CollectivePlan*>> seen;  // (stream, plan)
       for (const auto& [key, list] : ops_in) {
         for (size_t op : list) {
           if (!program.is_comm(static_cast<int>(op))) continue;
           const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
           if (!reduces_gradients(c.dimension)) continue;
           const auto channel = static_cast<size_t>(2 * static_cast<int>(c.dimension) + c.stream);
-          if (on_links.size() <= channel) on_links.resize(channel + 1);
-          if (on_links[channel].empty()) on_links[channel].assign(cluster.links.size(), 0.0);
           CollectiveTerms terms;
-          add_link_bytes(plan_of(c, terms), c.bytes, on_links[channel]);
+          const CollectivePlan& plan = plan_of(c, terms);
+          if (!seen.emplace(channel, &plan).second) continue;
+          auto [known, fresh] = found->second->links.try_emplace(&plan);
+          if (fresh) {
+            std::vector<double> bytes(cluster.links.size(), 0.0);
+            add_link_bytes(plan, 1.0, bytes);
+            for (size_t l = 0; l < bytes.size(); ++l) {
+              if (bytes[l] > 0) known->second.push_back(static_cast<uint32_t>(l));
+            }
+          }
+          if (on_links.size() <= channel) on_links.resize(channel + 1);
+          std::vector<uint32_t> both;
+          std::set_union(on_links[channel].begin(), on_links[channel].end(), known->second.begin(),
+                         known->second.end(), std::back_inserter(both));
+          on_links[channel] = std::move(both);
         }
       }
       shares_with.resize(
@@ -521,8 +541,14 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       for (size_t a = 0; a < on_links.size(); ++a) {
         for (size_t b = 0; b < on_links.size(); ++b) {
           bool common = a == b;
-          for (size_t l = 0; !common && l < on_links[a].size() && l < on_links[b].size(); ++l) {
-            common = on_links[a][l] > 0 && on_links[b][l] > 0;
+          for (size_t i = 0, j = 0; !common && i < on_links[a].size() && j < on_links[b].size();) {
+            if (on_links[a][i] == on_links[b][j]) {
+              common = true;
+            } else if (on_links[a][i] < on_links[b][j]) {
+              ++i;
+            } else {
+              ++j;
+            }
           }
           if (common) shares_with[a].push_back(static_cast<int>(b));
         }
@@ -532,7 +558,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     auto pass_ops = [&](const std::vector<size_t>& list) {
       std::vector<PassOp> out(list.size());
       for (size_t k = 0; k < list.size(); ++k) local[list[k]] = static_cast<int>(k);
-      std::set<int> layers;
+      std::vector<int> layers;  // those whose exposed collectives are counted: a pass has few
       for (size_t k = 0; k < list.size(); ++k) {
         const size_t op = list[k];
         PassOp& o = out[k];
@@ -545,7 +571,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         } else {
           o.lane = ops[op].lane;
           o.duration = ops[op].duration;
-          if (layers.insert(ops[op].layer).second) {
+          if (std::find(layers.begin(), layers.end(), ops[op].layer) == layers.end()) {
+            layers.push_back(ops[op].layer);
             o.duration += exposed_of_layer[{program.pass_of_op[op], ops[op].layer}];
           }
         }
@@ -563,8 +590,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     std::map<std::pair<ProgramPass, int>, std::vector<PassOp>> pass_programs;
     for (const auto& [key, d] : data_in) {
       pass_programs[key] = pass_ops(ops_in[key]);
-      std::vector<PassOp> copy = pass_programs[key];
-      alone[key] = run_pass(copy, 0, shares_with);
+      alone[key] = run_pass(pass_programs[key], 0, shares_with);
     }
     std::map<std::pair<ProgramPass, int>, double> data_exposed_in;  // (pass, chunk): mean over m
     if (!data_in.empty()) {
@@ -594,8 +620,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         if (received[key]) backlog = 0;
         auto [known, fresh] = exposed_after.try_emplace({key, backlog}, 0.0);
         if (fresh) {
-          std::vector<PassOp> copy = pass_programs[key];
-          const PassRun r = backlog > 0 ? run_pass(copy, backlog, shares_with) : it->second;
+          const PassRun r = backlog > 0 ? run_pass(pass_programs[key], backlog, shares_with) : it->second;
           known->second = std::max(0.0, r.end - pass_time[key]);
         }
         data_exposed_in[key] += known->second;
