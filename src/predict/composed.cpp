@@ -71,8 +71,10 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
       for (size_t b = 0; b < costs.stages.size(); ++b) {
         const scheme::StageCost& s = costs.stages[b];
         after -= s.forward + s.backward - s.weight;
-        pipeline = std::max(pipeline, m * (s.forward + s.backward + s.weight) -
-                                          static_cast<double>(b) * s.weight + before + after);
+        // As above, a micro-batch takes no less than its sharded-data-parallel collectives (ZB-H1
+        // with FSDP reduces each unit after its last W: the W passes no longer wait for them).
+        const double passes = std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch);
+        pipeline = std::max(pipeline, m * passes - static_cast<double>(b) * s.weight + before + after);
         before += s.forward + s.backward;
       }
       break;

@@ -1,8 +1,13 @@
 #include "stepcast/detail/scheme/composed_costs.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "scheme/composed_plans.hpp"
@@ -38,6 +43,8 @@ struct CachedPlans {
   ComposedPlans plans;
   /// (plan, bytes) -> the terms it runs with and its time alone
   std::map<std::pair<const CollectivePlan*, double>, std::pair<CollectiveTerms, double>> cost;
+  /// plan -> the links it crosses, in order
+  std::map<const CollectivePlan*, std::vector<uint32_t>> links;
 };
 
 struct ClusterCache {
@@ -140,6 +147,140 @@ bool reduces_gradients(ParallelDimension d) {
   }
   return false;
 }
+
+/// One op of a pass in run_pass: on the path (a compute op on its lane, with its layer's exposed
+/// collectives), instant (a collective on the path counted with its layer's compute, a message),
+/// or on one of sharded data parallelism's streams.
+struct PassOp {
+  double duration = 0;
+  int lane = -1;     ///< a compute op's lane, else -1
+  int channel = -1;  ///< a data stream (dimension x 2 + stream), else -1
+  int unmet = 0;     ///< dependencies inside the pass (run_pass counts them down on a copy)
+  std::vector<int> dependents;
+};
+
+struct PassRun {
+  double end = 0;    ///< s: the pass's last compute op ends
+  double after = 0;  ///< s: the data-parallel group's reductions run on past that
+};
+
+/// A pass of one micro-batch as the fine engine runs it, on its own: each lane's ops in program
+/// order once their dependencies are done; each data stream's collectives one at a time in the
+/// order they are issued, each at its closed form alone; streams whose collectives cross the
+/// same links (`shares_with`, each stream's such streams, itself too: FSDP's gathers and
+/// reduce-scatters over the data-parallel group; hybrid sharding's all-reduces where the replicas
+/// meet on the same NICs) share them, each at 1/k of its speed while k of them run (max-min
+/// sharing of one bottleneck). `backlog`: s of reduce-scatters a previous pass left on the
+/// group's reduction stream. So a unit's compute waits for its gather, which goes out when the
+/// prefetch rule lets it: the chain gather -> compute -> gather ... where the gathers are not
+/// hidden. Deterministic and cheap: a pass's ops, each stream's and lane's in order.
+PassRun run_pass(const std::vector<PassOp>& ops, double backlog,
+                 const std::vector<std::vector<int>>& shares_with) {
+  constexpr int kData = static_cast<int>(ParallelDimension::Data);  // its channels 2d, 2d + 1
+  const int reductions = 2 * kData + 1;
+  int channels = static_cast<int>(shares_with.size());
+  std::map<int, std::vector<int>> lane_ops;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const PassOp& o = ops[static_cast<size_t>(i)];
+    if (o.lane >= 0) lane_ops[o.lane].push_back(i);
+    channels = std::max(channels, o.channel + 1);
+  }
+  struct Lane {
+    const std::vector<int>* ops = nullptr;
+    size_t next = 0;
+    int running = -1;
+    double ends = 0;
+  };
+  std::vector<Lane> lanes;
+  for (const auto& [lane, list] : lane_ops) lanes.push_back({.ops = &list});
+  struct Channel {
+    std::vector<int> queue;  // issued, not started
+    size_t next = 0;
+    int running = -1;  // op, or kBacklog
+    double remaining = 0;
+  };
+  constexpr int kBacklog = -2;
+  std::vector<Channel> streams(static_cast<size_t>(channels));
+  if (backlog > 0) {
+    streams[static_cast<size_t>(reductions)].running = kBacklog;
+    streams[static_cast<size_t>(reductions)].remaining = backlog;
+  }
+  double now = 0, end = 0, drained = 0;
+  std::vector<int> shares(streams.size(), 1);
+  std::vector<int> ready, unmet(ops.size());
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    unmet[static_cast<size_t>(i)] = ops[static_cast<size_t>(i)].unmet;
+    if (unmet[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  }
+  auto finish = [&](int i) {
+    for (int d : ops[static_cast<size_t>(i)].dependents) {
+      if (--unmet[static_cast<size_t>(d)] == 0) ready.push_back(d);
+    }
+  };
+  auto share = [&](size_t c) {
+    if (c >= shares_with.size()) return 1;
+    int running = 0;
+    for (int other : shares_with[c]) running += streams[static_cast<size_t>(other)].running != -1 ? 1 : 0;
+    return std::max(running, 1);
+  };
+  while (true) {
+    // Issue what is due (instant ops end at once), then start each idle lane and stream.
+    while (!ready.empty()) {
+      const int i = ready.back();
+      ready.pop_back();
+      const PassOp& o = ops[static_cast<size_t>(i)];
+      if (o.channel >= 0) {
+        streams[static_cast<size_t>(o.channel)].queue.push_back(i);
+      } else if (o.lane < 0) {
+        finish(i);
+      }
+    }
+    for (Lane& l : lanes) {
+      if (l.running < 0 && l.next < l.ops->size() && unmet[static_cast<size_t>((*l.ops)[l.next])] == 0) {
+        l.running = (*l.ops)[l.next++];
+        l.ends = now + ops[static_cast<size_t>(l.running)].duration;
+      }
+    }
+    for (Channel& c : streams) {
+      if (c.running == -1 && c.next < c.queue.size()) {
+        c.running = c.queue[c.next++];
+        c.remaining = ops[static_cast<size_t>(c.running)].duration;
+      }
+    }
+    double next = std::numeric_limits<double>::infinity();
+    for (const Lane& l : lanes) {
+      if (l.running >= 0) next = std::min(next, l.ends);
+    }
+    for (size_t c = 0; c < streams.size(); ++c) {
+      if (streams[c].running != -1) next = std::min(next, now + streams[c].remaining * share(c));
+    }
+    if (!std::isfinite(next)) break;
+    // Advance to the first end; the shares hold until then.
+    for (size_t c = 0; c < streams.size(); ++c) shares[c] = share(c);
+    for (size_t c = 0; c < streams.size(); ++c) {
+      Channel& s = streams[c];
+      if (s.running == -1) continue;
+      if (now + s.remaining * shares[c] <= next) {
+        if (s.running >= 0) finish(s.running);
+        if (static_cast<int>(c) == reductions) drained = next;
+        s.running = -1;
+        s.remaining = 0;
+      } else {
+        s.remaining -= (next - now) / shares[c];
+      }
+    }
+    now = next;
+    for (Lane& l : lanes) {
+      if (l.running >= 0 && l.ends <= now) {
+        finish(l.running);
+        end = std::max(end, now);
+        l.running = -1;
+      }
+    }
+  }
+  return {.end = end, .after = std::max(0.0, drained - end)};
+}
+
 }  // namespace
 
 ComposedCosts composed_costs(const workload::Workload& w, const cluster::ClusterSpec& spec,
@@ -287,17 +428,20 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       double compute = 0, tensor = 0, context = 0, expert = 0;
     };
     std::map<std::pair<ProgramPass, int>, LayerPass> by_layer;
-    // Sharded data parallelism's gathers and reduce-scatters inside a pass run on their streams
-    // beside its compute: the first gather is exposed, the rest only what exceeds the compute.
+    // Sharded data parallelism's gathers and reduce-scatters inside a pass (run with the pass
+    // below, run_pass).
     struct PassData {
-      double gathers = 0, first_gather = -1, reductions = 0;
+      double gathers = 0, reductions = 0;
       double replicas = 0;  // of reductions: hybrid sharding's all-reduces over the replicas
     };
     std::map<std::pair<ProgramPass, int>, PassData> data_in;  // (pass, chunk)
+    std::map<std::pair<ProgramPass, int>, std::vector<size_t>> ops_in;  // (pass, chunk): its ops in order
+    const bool by_units = scheme.scheme == Scheme::Fsdp && scheme.fsdp.sharding != FsdpSharding::Optimizer;
     double previous_core = 0;
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != 0) continue;
       const ProgramPass pass = program.pass_of_op[op];
+      if (by_units) ops_in[{pass, program.chunk_of_op[op]}].push_back(op);
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (c.dimension == ParallelDimension::Tensor) by_layer[{pass, ops[op].layer}].tensor += time_of[op];
@@ -311,7 +455,6 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         if (reduces_gradients(c.dimension)) {
           PassData& d = data_in[{pass, program.chunk_of_op[op]}];
           if (c.kind == CommKind::AllGather) {
-            if (d.first_gather < 0) d.first_gather = time_of[op];
             d.gathers += time_of[op];
           } else {
             d.reductions += time_of[op];
@@ -330,10 +473,21 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       previous_core = ops[op].duration;
     }
-    for (const auto& [key, d] : data_in) cost.data_per_micro_batch += d.gathers + d.reductions;
+    // The data-parallel group's gathers and reduce-scatters share its links; hybrid sharding's
+    // all-reduces over the replicas run on others (across the shard groups).
+    {
+      double shared = 0, replicas = 0;
+      for (const auto& [key, d] : data_in) {
+        shared += d.gathers + d.reductions - d.replicas;
+        replicas += d.replicas;
+      }
+      cost.data_per_micro_batch = std::max(shared, replicas);
+    }
     std::map<std::pair<ProgramPass, int>, double> pass_time;  // (pass, chunk)
+    std::map<std::pair<ProgramPass, int>, double> exposed_of_layer;  // (pass, layer): beside its compute
     for (const auto& [key, lp] : by_layer) {
       const double tensor = overlap ? std::max(0.0, lp.tensor - lp.compute - lp.expert) : lp.tensor;
+      exposed_of_layer[key] = tensor + lp.context + lp.expert;
       pass_time[{key.first, layer_chunk[static_cast<size_t>(std::max(key.second, 0))]}] +=
           lp.compute + tensor + lp.context + lp.expert;
       cost.compute += lp.compute;
@@ -341,20 +495,146 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       cost.context_exposed += lp.context;
       cost.expert_exposed += lp.expert;
     }
+    // Sharded data parallelism's collectives in a pass (FSDP's gathers, its reduce-scatters and
+    // hybrid sharding's all-reduces) run on their streams beside its compute: each (pass, chunk)
+    // of micro-batch 0 is run with them (run_pass), so each unit's compute waits for its gather
+    // and the gathers go out as the prefetch rule lets them; where they are not hidden the pass
+    // is the chain gather -> compute -> gather ... (few large units: the embedding's and the
+    // head's gathers are several blocks' worth). A pass's reductions do not hold up its end; those
+    // still running share the links with the gathers of the pass after it on the stage, which
+    // start as the pass ends (a forward after a backward under 1f1b, a backward after a backward
+    // under gpipe): each pass of the stage's schedule starts with what the pass before it left,
+    // unless its gathers wait for a pipeline message instead (they go out when the message
+    // arrives, in a steady pipeline while the stage still runs the pass before). A pass's
+    // exposure is the mean over its m runs.
+    // Which data streams share links: those whose collectives' plans cross a common link.
+    std::vector<std::vector<int>> shares_with;
+    if (!data_in.empty()) {
+      std::vector<std::vector<uint32_t>> on_links;  // per stream: the links its collectives cross, in order
+      std::set<std::pair<size_t, const CollectivePlan*>> seen;  // (stream, plan)
+      for (const auto& [key, list] : ops_in) {
+        for (size_t op : list) {
+          if (!program.is_comm(static_cast<int>(op))) continue;
+          const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+          if (!reduces_gradients(c.dimension)) continue;
+          const auto channel = static_cast<size_t>(2 * static_cast<int>(c.dimension) + c.stream);
+          CollectiveTerms terms;
+          const CollectivePlan& plan = plan_of(c, terms);
+          if (!seen.emplace(channel, &plan).second) continue;
+          auto [known, fresh] = found->second->links.try_emplace(&plan);
+          if (fresh) {
+            std::vector<double> bytes(cluster.links.size(), 0.0);
+            add_link_bytes(plan, 1.0, bytes);
+            for (size_t l = 0; l < bytes.size(); ++l) {
+              if (bytes[l] > 0) known->second.push_back(static_cast<uint32_t>(l));
+            }
+          }
+          if (on_links.size() <= channel) on_links.resize(channel + 1);
+          std::vector<uint32_t> both;
+          std::set_union(on_links[channel].begin(), on_links[channel].end(), known->second.begin(),
+                         known->second.end(), std::back_inserter(both));
+          on_links[channel] = std::move(both);
+        }
+      }
+      shares_with.resize(
+          std::max<size_t>(on_links.size(), 2 * static_cast<int>(ParallelDimension::Data) + 2));
+      for (size_t a = 0; a < on_links.size(); ++a) {
+        for (size_t b = 0; b < on_links.size(); ++b) {
+          bool common = a == b;
+          for (size_t i = 0, j = 0; !common && i < on_links[a].size() && j < on_links[b].size();) {
+            if (on_links[a][i] == on_links[b][j]) {
+              common = true;
+            } else if (on_links[a][i] < on_links[b][j]) {
+              ++i;
+            } else {
+              ++j;
+            }
+          }
+          if (common) shares_with[a].push_back(static_cast<int>(b));
+        }
+      }
+    }
+    std::vector<int> local(ops.size(), -1);
+    auto pass_ops = [&](const std::vector<size_t>& list) {
+      std::vector<PassOp> out(list.size());
+      for (size_t k = 0; k < list.size(); ++k) local[list[k]] = static_cast<int>(k);
+      std::vector<int> layers;  // those whose exposed collectives are counted: a pass has few
+      for (size_t k = 0; k < list.size(); ++k) {
+        const size_t op = list[k];
+        PassOp& o = out[k];
+        if (program.is_comm(static_cast<int>(op))) {
+          const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+          if (reduces_gradients(c.dimension)) {
+            o.channel = 2 * static_cast<int>(c.dimension) + c.stream;
+            o.duration = time_of[op];
+          }
+        } else {
+          o.lane = ops[op].lane;
+          o.duration = ops[op].duration;
+          if (std::find(layers.begin(), layers.end(), ops[op].layer) == layers.end()) {
+            layers.push_back(ops[op].layer);
+            o.duration += exposed_of_layer[{program.pass_of_op[op], ops[op].layer}];
+          }
+        }
+        for (int d : ops[op].deps) {
+          const int from = local[static_cast<size_t>(d)];
+          if (from < 0) continue;  // before the pass: done as it starts
+          ++o.unmet;
+          out[static_cast<size_t>(from)].dependents.push_back(static_cast<int>(k));
+        }
+      }
+      for (size_t op : list) local[op] = -1;
+      return out;
+    };
+    std::map<std::pair<ProgramPass, int>, PassRun> alone;  // (pass, chunk), with no backlog
+    std::map<std::pair<ProgramPass, int>, std::vector<PassOp>> pass_programs;
+    for (const auto& [key, d] : data_in) {
+      pass_programs[key] = pass_ops(ops_in[key]);
+      alone[key] = run_pass(pass_programs[key], 0, shares_with);
+    }
+    std::map<std::pair<ProgramPass, int>, double> data_exposed_in;  // (pass, chunk): mean over m
+    if (!data_in.empty()) {
+      std::map<std::pair<std::pair<ProgramPass, int>, double>, double> exposed_after;  // (pass, backlog)
+      std::map<std::pair<ProgramPass, int>, int> runs;
+      double backlog = 0;
+      std::map<std::pair<ProgramPass, int>, bool> received;  // its gathers wait for a message
+      for (const auto& [key, list] : ops_in) {
+        for (size_t op : list) {
+          if (program.is_comm(static_cast<int>(op)) &&
+              program.comms[static_cast<size_t>(program.comm_of_op[op])].kind == CommKind::Recv)
+            received[key] = true;
+        }
+      }
+      const int group = interleaved_group(scheme.pipeline.microbatch_group, p, m);
+      for (const PipelinePass& pp :
+           schedule_order(scheme.pipeline.schedule, p, scheme.parallel.virtual_stages, m, s, group)) {
+        const ProgramPass kind = pp.kind == PipelinePass::Kind::Forward    ? ProgramPass::Forward
+                                 : pp.kind == PipelinePass::Kind::Backward ? ProgramPass::Backward
+                                                                           : ProgramPass::Weight;
+        const std::pair<ProgramPass, int> key{kind, pp.chunk};
+        const auto it = alone.find(key);
+        if (it == alone.end()) {
+          backlog = 0;
+          continue;
+        }
+        if (received[key]) backlog = 0;
+        auto [known, fresh] = exposed_after.try_emplace({key, backlog}, 0.0);
+        if (fresh) {
+          const PassRun r = backlog > 0 ? run_pass(pass_programs[key], backlog, shares_with) : it->second;
+          known->second = std::max(0.0, r.end - pass_time[key]);
+        }
+        data_exposed_in[key] += known->second;
+        ++runs[key];
+        backlog = it->second.after;
+      }
+      for (auto& [key, exposed] : data_exposed_in) exposed /= runs[key];
+    }
     std::map<ProgramPass, double> pass_total;
-    std::map<std::pair<ProgramPass, int>, double> replicas_exposed_in;  // (pass, chunk)
     for (auto& [key, time] : pass_time) {
-      const auto it = data_in.find(key);
-      if (it != data_in.end()) {
-        const PassData& d = it->second;
-        const double first = std::max(0.0, d.first_gather);
-        const double exposed = first + std::max(0.0, d.gathers - first + d.reductions - time);
-        cost.data_exposed += exposed;
-        // What the replicas' all-reduces add: they follow the reduce-scatters on a stream of
-        // their own (FSDP2's all_reduce_stream), so the pass's end waits for them.
-        replicas_exposed_in[key] =
-            exposed - (first + std::max(0.0, d.gathers - first + d.reductions - d.replicas - time));
-        time += exposed;
+      const auto it = data_exposed_in.find(key);
+      if (it != data_exposed_in.end()) {
+        cost.data_exposed += it->second;
+        time += it->second;
       }
       pass_total[key.first] += time;
     }
@@ -365,24 +645,11 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // When, in the last micro-batch's backward passes (its ops back to back in program order,
     // tensor collectives on the path), each op has ended.
     const int last_mb = program.micro_batches - 1;
-    // A pass whose replicas' all-reduces exceed its compute ends that much later (the exposure
-    // above): the clock takes it at the pass's end, so that an all-reduce ready during the pass
-    // is not counted again in the tail.
     std::vector<double> done_at(ops.size(), 0.0);
     double clock = 0;
-    std::pair<ProgramPass, int> in_pass{ProgramPass::Forward, kNone};
-    auto end_pass = [&] {
-      const auto it = replicas_exposed_in.find(in_pass);
-      if (it != replicas_exposed_in.end()) clock += it->second;
-    };
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward)
         continue;
-      const std::pair<ProgramPass, int> pass{program.pass_of_op[op], program.chunk_of_op[op]};
-      if (pass != in_pass && program.chunk_of_op[op] != kNone) {
-        end_pass();
-        in_pass = pass;
-      }
       if (program.is_comm(static_cast<int>(op))) {
         const CommOp& c = program.comms[static_cast<size_t>(program.comm_of_op[op])];
         if (reduces_gradients(c.dimension)) {
@@ -399,7 +666,6 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       done_at[op] = clock;
     }
-    end_pass();
     for (size_t op = 0; op < ops.size(); ++op) {
       const bool step_op = program.pass_of_op[op] == ProgramPass::Step;
       if (!step_op) {

@@ -1,7 +1,8 @@
 // Hybrid sharding inside parallel layouts in every predictor: coarse within the composed bounds
-// of fine (5%, 10% where FSDP gathers inside a pipeline) and analytic never above fine on seeded
-// layouts of 8-GPU nodes; a shard group of the whole data x context group equal to full sharding
-// in coarse and analytic too; the model states per GPU divided by the shard group, not by d x c.
+// of fine (5%, 10% where FSDP gathers inside a pipeline), for full sharding of the same layouts
+// too, and analytic never above fine on seeded layouts of 8-GPU nodes; a shard group of the whole data x
+// context group equal to full sharding in coarse and analytic too; the model states per GPU divided by the
+// shard group, not by d x c.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -114,17 +115,22 @@ TEST(HybridShardingPredictors, CoarseWithinTheComposedBoundsOfFineAndAnalyticBel
             x->breakdown.pipeline, x->breakdown.data, x->breakdown.wait, x->bubble_fraction);
       }
     }
-    // The bounds of ComposedPredictors.CoarseWithinFivePercentOfFineOnRandomLayouts, or where
-    // coarse misses full sharding of the same layout by more (its first gather of a pass and
-    // its reduce-scatters in the tail: docs/status.md), no more than 3 points beyond that miss:
-    // hybrid sharding adds no error of its own.
+    // The bounds of ComposedPredictors.CoarseWithinFivePercentOfFineOnRandomLayouts, for hybrid
+    // sharding and for full sharding of the same layout. Until coarse ran each pass's gathers as
+    // the chain they are (composed_costs.cpp, run_pass) it missed full sharding of seeds 5, 6,
+    // 13, 14, 15 and 16 by -9% to -19% (seed 13, tp4 pp1 dp4: -19.2%), and the test allowed
+    // hybrid 3 points beyond that miss; measured since (2026-12-07): full sharding -5.4% to
+    // +9.5% (+9.5%: seed 8, pp4; within +-4.4% at p = 1), hybrid -8.9% to +4.2% (-8.7%, -8.9%:
+    // seeds 2 and 15, p > 1, where the replicas' all-reduces share the NICs with the pipeline's
+    // messages, which coarse does not count).
     Layout full = l;
     full.scheme.fsdp.sharding = scheme::FsdpSharding::Full;
     const double full_error =
         run(full, Predictor::Coarse).step_time / run(full, Predictor::Fine).step_time - 1;
     fmt::print("  full sharding of the layout: coarse {:+.2f}% of fine\n", 100 * full_error);
     const double bound = l.scheme.parallel.pipeline > 1 ? 0.10 : 0.05;
-    EXPECT_LE(std::fabs(error), std::max(bound, std::fabs(full_error) + 0.03)) << l.label;
+    EXPECT_LE(std::fabs(error), bound) << l.label;
+    EXPECT_LE(std::fabs(full_error), bound) << l.label << ", full sharding";
     EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << l.label;
   }
   fmt::print("worst {:.2f}% over {} layouts\n", 100 * worst, checked);

@@ -32,9 +32,12 @@ struct StageCost {
   double context_exposed = 0;  ///< s per micro-batch: ring-attention steps not hidden
   /// s per micro-batch: expert all-to-alls (on the path between the router and the experts)
   double expert_exposed = 0;
-  double data_exposed = 0;     ///< s per micro-batch: sharded data parallelism's collectives not hidden
-  /// s per micro-batch: sharded data parallelism's collectives back to back (both streams share the
-  /// links): in a steady pipeline a micro-batch takes no less.
+  /// s per micro-batch: what sharded data parallelism's collectives add to the passes (each
+  /// unit's compute after its gather; composed_costs.cpp's run_pass)
+  double data_exposed = 0;
+  /// s per micro-batch: sharded data parallelism's collectives back to back (FSDP's two streams
+  /// share the data group's links; hybrid sharding's all-reduces over the replicas run on others:
+  /// the longer of the two): in a steady pipeline a micro-batch takes no less.
   double data_per_micro_batch = 0;
   double message = 0;        ///< s: one activation (or gradient) message to the next stage alone
   double last_backward = 0;  ///< s: the last micro-batch's backward passes, which the reduction overlaps
