@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "layout_fixtures.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -20,12 +21,7 @@ namespace stepcast::predict {
 namespace {
 namespace coarse_fsdp_layouts_test {  // this file's own names: test files are compiled several to a unit
 
-struct Layout {
-  workload::Workload workload;
-  cluster::ClusterSpec cluster;
-  scheme::SchemeConfig scheme;
-  std::string label;
-};
+using Layout = testing::SeededLayout;
 
 /// A seeded layout of a Llama-like decoder (hidden 4096, ffn 14336, 32 heads, 8 kv heads, vocab
 /// 128256, sequence 4096) of a few blocks under FSDP full or grad_op, on nodes of 8 GPUs with
@@ -38,20 +34,9 @@ Layout random_layout(uint64_t seed, bool zero_bubble = false) {
   };
   Layout l;
   const int t = pick({1, 2, 4, 8}), p = pick({1, 2}), d = pick({2, 4});
-  zoo::TransformerShape shape{.layers = p * pick({1, 2, 3}),
-                              .hidden = 4096,
-                              .ffn_hidden = 14336,
-                              .heads = 32,
-                              .kv_heads = 8,
-                              .vocab = 128256,
-                              .seq_len = 4096};
-  const zoo::ModelSpec model = zoo::make_transformer("random", "", shape);
+  const int blocks = p * pick({1, 2, 3});
   const auto checkpointing = static_cast<workload::ActivationCheckpointing>(pick({0, 1, 2}));
-  l.workload =
-      zoo::to_workload(model, {.batch_per_worker = 1,
-                               .step_time = zoo::step_flops_per_sample(model, 2.0, checkpointing) / 400e12,
-                               .precision = workload::Precision::BF16,
-                               .checkpointing = checkpointing});
+  l.workload = testing::llama_like(blocks, checkpointing);
   scheme::SchemeConfig& s = l.scheme;
   s.scheme = scheme::Scheme::Fsdp;
   s.fsdp.sharding = pick({0, 0, 1}) == 0 ? scheme::FsdpSharding::Full : scheme::FsdpSharding::GradOp;
@@ -61,29 +46,16 @@ Layout random_layout(uint64_t seed, bool zero_bubble = false) {
   s.pipeline.schedule = static_cast<scheme::PipelineSchedule>(pick({0, 1}));
   if (zero_bubble) s.pipeline.schedule = scheme::PipelineSchedule::ZeroBubble;
   s.parallel.global_batch = static_cast<int64_t>(d) * p * pick({1, 2, 4});
-  l.cluster.workers = t * p * d;
-  l.cluster.workers_per_node = 8;
-  l.cluster.nics_per_node = 8;
-  l.cluster.nic_bw = 50e9;
-  l.cluster.latency = 5e-6;
-  l.cluster.intra_node_bw = 450e9;
-  l.cluster.intra_node_latency = 2e-6;
-  l.cluster.gpu_memory_bw = 3.35e12;
+  l.cluster = testing::nvlink_nodes(t * p * d, 8);
   l.label = fmt::format("seed {}: {} on {} GPUs, {} blocks, fsdp {}, m {}, ckpt {}{}{}", seed,
                         scheme::RankLayout::describe(s.parallel, l.cluster.workers), l.cluster.workers,
-                        shape.layers, s.fsdp.sharding == scheme::FsdpSharding::Full ? "full" : "grad_op",
+                        blocks, s.fsdp.sharding == scheme::FsdpSharding::Full ? "full" : "grad_op",
                         s.parallel.global_batch / d, static_cast<int>(checkpointing),
                         s.parallel.sequence ? ", sp" : "", zero_bubble ? ", zero_bubble" : "");
   return l;
 }
 
-Result run(const Layout& l, Predictor predictor) {
-  Options o;
-  o.predictor = predictor;
-  o.warmup_steps = 1;
-  o.measure_steps = 2;
-  return predict(l.workload, l.cluster, l.scheme, o);
-}
+Result run(const Layout& l, Predictor predictor) { return testing::predict_layout(l, predictor); }
 
 /// Coarse against fine on the 24 seeded layouts that validate: within 5% (10% with p > 1),
 /// analytic at or below fine; the worst error.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "layout_fixtures.hpp"
 #include "moe_fixtures.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -23,12 +24,7 @@ namespace stepcast::predict {
 namespace {
 namespace composed_predictors_test {  // this file's own names: test files are compiled several to a unit
 
-struct Layout {
-  workload::Workload workload;
-  cluster::ClusterSpec cluster;
-  scheme::SchemeConfig scheme;
-  std::string label;
-};
+using Layout = testing::SeededLayout;
 
 /// A random layout of a decoder on nodes of 8 GPUs with NVLink inside and 400 Gbps NICs: the
 /// kind of job the composed engine is for (t within a node, pipelines across nodes).
@@ -39,16 +35,9 @@ Layout random_layout(uint64_t seed) {
   const int t = pick({1, 2, 4, 8}), c = pick({1, 1, 2}), p = pick({1, 2, 4, 8}), d = pick({1, 2, 4});
   const int v = p > 1 ? pick({1, 1, 2}) : 1;
   const int blocks = p * v * pick({1, 2, 3});
-  zoo::TransformerShape shape{.layers = blocks, .hidden = 4096, .ffn_hidden = 14336, .heads = 32, .kv_heads = 8,
-                              .vocab = 128256, .seq_len = 4096};
-  const zoo::ModelSpec model = zoo::make_transformer("random", "", shape);
   const auto checkpointing = static_cast<workload::ActivationCheckpointing>(pick({0, 1, 2}));
-  const double rate = 400e12;
   const int micro_batch = pick({1, 2});
-  l.workload = zoo::to_workload(model, {.batch_per_worker = micro_batch,
-                                        .step_time = micro_batch * zoo::step_flops_per_sample(model, 2.0, checkpointing) / rate,
-                                        .precision = workload::Precision::BF16,
-                                        .checkpointing = checkpointing});
+  l.workload = testing::llama_like(blocks, checkpointing, micro_batch);
   scheme::SchemeConfig& s = l.scheme;
   s.parallel.tensor = t;
   s.parallel.context = c;
@@ -68,27 +57,14 @@ Layout random_layout(uint64_t seed) {
     s.fsdp.sharding = static_cast<scheme::FsdpSharding>(
         s.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble && p == 1 ? 2 : pick({0, 1, 2}));
   }
-  l.cluster.workers = t * c * p * d;
-  l.cluster.workers_per_node = 8;
-  l.cluster.nics_per_node = 8;
-  l.cluster.nic_bw = 50e9;
-  l.cluster.latency = 5e-6;
-  l.cluster.intra_node_bw = 450e9;
-  l.cluster.intra_node_latency = 2e-6;
-  l.cluster.gpu_memory_bw = 3.35e12;
+  l.cluster = testing::nvlink_nodes(t * c * p * d, 8);
   l.label = fmt::format("seed {}: {} on {} GPUs, m {}, sched {}, fsdp {}, ckpt {}, {}{}", seed, scheme::RankLayout::describe(s.parallel, l.cluster.workers),
                         l.cluster.workers, m, static_cast<int>(s.pipeline.schedule), s.scheme == scheme::Scheme::Fsdp ? static_cast<int>(s.fsdp.sharding) : -1, static_cast<int>(checkpointing),
                         s.parallel.sequence ? "sp " : "", s.tensor.overlap == scheme::TensorOverlap::Collective ? "overlap" : "");
   return l;
 }
 
-Result run(const Layout& l, Predictor predictor) {
-  Options o;
-  o.predictor = predictor;
-  o.warmup_steps = 1;
-  o.measure_steps = 2;
-  return predict(l.workload, l.cluster, l.scheme, o);
-}
+Result run(const Layout& l, Predictor predictor) { return testing::predict_layout(l, predictor); }
 
 TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   // Within 5% everywhere but where FSDP gathers units inside a pipeline's passes (full or

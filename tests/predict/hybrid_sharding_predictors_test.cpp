@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "layout_fixtures.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -21,12 +22,7 @@ namespace {
 namespace hybrid_sharding_predictors_test {  // this file's own names: test files are compiled several to a
                                              // unit
 
-struct Layout {
-  workload::Workload workload;
-  cluster::ClusterSpec cluster;
-  scheme::SchemeConfig scheme;
-  std::string label;
-};
+using Layout = testing::SeededLayout;
 
 /// A seeded layout of a decoder under hybrid sharding on nodes of 8 GPUs with NVLink inside and
 /// 400 Gb/s NICs; the shard group one of those dividing the data x context group (0: a node's).
@@ -37,20 +33,9 @@ Layout random_layout(uint64_t seed) {
   };
   Layout l;
   const int t = pick({1, 2, 4, 8}), c = pick({1, 1, 2}), p = pick({1, 2, 4}), d = pick({2, 4, 8});
-  zoo::TransformerShape shape{.layers = p * pick({1, 2, 3}),
-                              .hidden = 4096,
-                              .ffn_hidden = 14336,
-                              .heads = 32,
-                              .kv_heads = 8,
-                              .vocab = 128256,
-                              .seq_len = 4096};
-  const zoo::ModelSpec model = zoo::make_transformer("random", "", shape);
+  const int blocks = p * pick({1, 2, 3});
   const auto checkpointing = static_cast<workload::ActivationCheckpointing>(pick({0, 1, 2}));
-  l.workload =
-      zoo::to_workload(model, {.batch_per_worker = 1,
-                               .step_time = zoo::step_flops_per_sample(model, 2.0, checkpointing) / 400e12,
-                               .precision = workload::Precision::BF16,
-                               .checkpointing = checkpointing});
+  l.workload = testing::llama_like(blocks, checkpointing);
   scheme::SchemeConfig& s = l.scheme;
   s.scheme = scheme::Scheme::Fsdp;
   s.fsdp.sharding = scheme::FsdpSharding::Hybrid;
@@ -65,14 +50,7 @@ Layout random_layout(uint64_t seed) {
   s.parallel.sequence = pick({0, 1}) == 1;
   s.pipeline.schedule = static_cast<scheme::PipelineSchedule>(pick({0, 1}));
   s.parallel.global_batch = static_cast<int64_t>(d) * p * pick({1, 2, 4});
-  l.cluster.workers = t * c * p * d;
-  l.cluster.workers_per_node = 8;
-  l.cluster.nics_per_node = 8;
-  l.cluster.nic_bw = 50e9;
-  l.cluster.latency = 5e-6;
-  l.cluster.intra_node_bw = 450e9;
-  l.cluster.intra_node_latency = 2e-6;
-  l.cluster.gpu_memory_bw = 3.35e12;
+  l.cluster = testing::nvlink_nodes(t * c * p * d, 8);
   l.label = fmt::format("seed {}: {} on {} GPUs, shard group {} ({} ranks), ckpt {}", seed,
                         scheme::RankLayout::describe(s.parallel, l.cluster.workers), l.cluster.workers,
                         s.fsdp.shard_group,
@@ -85,13 +63,7 @@ Layout random_layout(uint64_t seed) {
 /// others, as the default of a node's ranks can be).
 bool divides(const Layout& l) { return !scheme::layout_problem(l.workload, l.cluster, l.scheme).has_value(); }
 
-Result run(const Layout& l, Predictor predictor) {
-  Options o;
-  o.predictor = predictor;
-  o.warmup_steps = 1;
-  o.measure_steps = 2;
-  return predict(l.workload, l.cluster, l.scheme, o);
-}
+Result run(const Layout& l, Predictor predictor) { return testing::predict_layout(l, predictor); }
 
 TEST(HybridShardingPredictors, CoarseWithinTheComposedBoundsOfFineAndAnalyticBelow) {
   int checked = 0;
