@@ -3,6 +3,9 @@
 // rate, and one prediction of it. The nodes are moe_fixtures.hpp's nvlink_nodes.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <cstdlib>
 #include <string>
 
 #include "moe_fixtures.hpp"
@@ -44,6 +47,25 @@ inline predict::Result predict_layout(const SeededLayout& l, predict::Predictor 
   o.warmup_steps = 1;
   o.measure_steps = 2;
   return predict::predict(l.workload, l.cluster, l.scheme, o);
+}
+
+/// Prints `label`, fine's, coarse's and analytic's steps and coarse's error (with SHOW_BREAKDOWN
+/// set, fine's and coarse's breakdowns too); returns coarse's error against fine.
+inline double print_comparison(const std::string& label, const predict::Result& fine,
+                               const predict::Result& coarse, const predict::Result& analytic) {
+  const double error = coarse.step_time / fine.step_time - 1;
+  fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%) analytic {:.4f}\n", label, fine.step_time,
+             coarse.step_time, 100 * error, analytic.step_time);
+  if (std::getenv("SHOW_BREAKDOWN") != nullptr) {
+    for (const predict::Result* x : {&fine, &coarse}) {
+      fmt::print(
+          "  {}: compute {:.4f} tensor {:.4f} context {:.4f} pipeline {:.4f} data {:.4f} wait {:.4f} bubble "
+          "{:.3f}\n",
+          predict::to_string(x->predictor), x->breakdown.compute, x->breakdown.tensor, x->breakdown.context,
+          x->breakdown.pipeline, x->breakdown.data, x->breakdown.wait, x->bubble_fraction);
+    }
+  }
+  return error;
 }
 
 }  // namespace stepcast::testing

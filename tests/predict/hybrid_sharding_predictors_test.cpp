@@ -74,19 +74,8 @@ TEST(HybridShardingPredictors, CoarseWithinTheComposedBoundsOfFineAndAnalyticBel
     ++checked;
     const Result fine = run(l, Predictor::Fine), coarse = run(l, Predictor::Coarse),
                  analytic = run(l, Predictor::Analytic);
-    const double error = coarse.step_time / fine.step_time - 1;
-    fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%) analytic {:.4f}\n", l.label, fine.step_time,
-               coarse.step_time, 100 * error, analytic.step_time);
+    const double error = testing::print_comparison(l.label, fine, coarse, analytic);
     worst = std::max(worst, std::fabs(error));
-    if (std::getenv("SHOW_BREAKDOWN") != nullptr) {
-      for (const Result* x : {&fine, &coarse}) {
-        fmt::print(
-            "  {}: compute {:.4f} tensor {:.4f} context {:.4f} pipeline {:.4f} data {:.4f} wait {:.4f} "
-            "bubble {:.3f}\n",
-            to_string(x->predictor), x->breakdown.compute, x->breakdown.tensor, x->breakdown.context,
-            x->breakdown.pipeline, x->breakdown.data, x->breakdown.wait, x->bubble_fraction);
-      }
-    }
     // The bounds of ComposedPredictors.CoarseWithinFivePercentOfFineOnRandomLayouts, for hybrid
     // sharding and for full sharding of the same layout. Until coarse ran each pass's gathers as
     // the chain they are (composed_costs.cpp, run_pass) it missed full sharding of seeds 5, 6,
