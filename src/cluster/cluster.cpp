@@ -360,6 +360,26 @@ int ClusterSpec::busiest_node_workers() const {
   return *std::max_element(placement.begin(), placement.end());
 }
 
+namespace {
+/// Switch hops from `from` to `to` (from != to) on a fat tree of `shape`, or -1 where the shape
+/// does not say (a destination that is not a leaf: the search over the links does).
+int fat_tree_hops(const Cluster& c, const FatTreeShape& shape, int from, int to) {
+  const int half = shape.half;
+  if (c.spec.fat_tree.levels == 2) {
+    const int leaves = c.num_switches - shape.spines;
+    if (to >= leaves) return -1;
+    return from >= leaves ? 1 : 2;  // spine -> leaf, or leaf -> spine -> leaf
+  }
+  const int pods = (c.num_switches - shape.cores) / (half + shape.aggs_per_pod);
+  const int edges = pods * half;
+  if (to >= edges) return -1;
+  const int pod = to / half;
+  if (from < edges) return from / half == pod ? 2 : 4;  // up to an aggregation switch (and a core)
+  if (from < edges + pods * shape.aggs_per_pod) return (from - edges) / shape.aggs_per_pod == pod ? 1 : 3;
+  return 2;  // core -> aggregation -> edge
+}
+}  // namespace
+
 int Cluster::switch_hops(int from, int to) const {
   if (from == to) return 0;
   // Nodes attach to leaves (edge switches), so a route's destination is one; the shapes below
@@ -368,20 +388,9 @@ int Cluster::switch_hops(int from, int to) const {
     case Topology::Switch:
       break;
     case Topology::FatTree: {
-      const FatTreeShape shape = fat_tree_shape(spec);
-      const int half = shape.half;
-      if (spec.fat_tree.levels == 2) {
-        const int leaves = num_switches - shape.spines;
-        if (to >= leaves) break;
-        return from >= leaves ? 1 : 2;  // spine -> leaf, or leaf -> spine -> leaf
-      }
-      const int pods = (num_switches - shape.cores) / (half + shape.aggs_per_pod);
-      const int edges = pods * half;
-      if (to >= edges) break;
-      const int pod = to / half;
-      if (from < edges) return from / half == pod ? 2 : 4;  // up to an aggregation switch (and a core)
-      if (from < edges + pods * shape.aggs_per_pod) return (from - edges) / shape.aggs_per_pod == pod ? 1 : 3;
-      return 2;  // core -> aggregation -> edge
+      const int hops = fat_tree_hops(*this, fat_tree_shape(spec), from, to);
+      if (hops >= 0) return hops;
+      break;
     }
     case Topology::BiGraph: {
       const int half = spec.bigraph.switches_per_half;
@@ -429,14 +438,23 @@ int Cluster::switch_hops(int from, int to) const {
 std::vector<uint32_t> Cluster::switch_route(int a, int b, uint64_t hash) const {
   std::vector<uint32_t> route;
   if (a == b) return route;
-  int left = switch_hops(a, b);
+  // A fat tree's shape once for the route, not once per candidate hop (a path per pair of a
+  // parameter server's clients and shards asks for many).
+  const bool fat_tree = spec.topology == Topology::FatTree;
+  const FatTreeShape shape = fat_tree ? fat_tree_shape(spec) : FatTreeShape{};
+  auto hops = [&](int from) {
+    if (from == b) return 0;
+    const int h = fat_tree ? fat_tree_hops(*this, shape, from, b) : -1;
+    return h >= 0 ? h : switch_hops(from, b);
+  };
+  int left = hops(a);
   STEPCAST_ASSERT(left >= 0);
   int v = a;
   std::vector<uint32_t> candidates;
   while (v != b) {
     candidates.clear();
     for (uint32_t l : switch_out[v]) {
-      if (switch_hops(links[l].to - num_nodes, b) == left - 1) candidates.push_back(l);
+      if (hops(links[l].to - num_nodes) == left - 1) candidates.push_back(l);
     }
     hash = mix64(hash);
     const uint32_t chosen = candidates[hash % candidates.size()];
