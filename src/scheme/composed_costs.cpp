@@ -309,14 +309,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
   }
   run.programs = build_stage_programs(w, spec, reduced, layout, /*names=*/false);
   const double repeat = static_cast<double>(m) / kept;
-  run.one_per_stage = true;
-  run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
-  for (int s = 0; s < p; ++s) {
-    RankCoordinates at;
-    at.at[static_cast<size_t>(ParallelDimension::Pipeline)] = s;
-    run.rank_of_worker.push_back(layout.rank(at));
-    run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
-  }
+  choose_representatives(run, false);  // worker s stands for stage s
   PlansKey key{.parallel = scheme.parallel,
                .workers = spec.workers,
                .scheme = scheme.scheme,

@@ -104,6 +104,35 @@ GroupPlans plan_groups(const cluster::Cluster& cluster, const SchemeConfig& sche
   return g;
 }
 
+/// A dimension's groups of one stage that the fast path plans together: those whose ranks the
+/// same simulated workers stand for (`workers`, sorted), and which of those workers' own ranks
+/// they hold (`simulated`: the members of their plan).
+struct Partition {
+  std::vector<int> workers;
+  std::vector<std::vector<int>> groups;
+  std::vector<int> simulated;
+};
+std::vector<Partition> partitions(const ComposedRun& run, std::vector<std::vector<int>> groups) {
+  std::map<std::vector<int>, size_t> index;
+  std::vector<Partition> out;
+  std::vector<int> key;
+  for (std::vector<int>& group : groups) {
+    key.clear();
+    for (int rank : group) key.push_back(run.worker_of_rank[static_cast<size_t>(rank)]);
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+    auto [it, added] = index.try_emplace(key, out.size());
+    if (added) out.push_back({.workers = key, .groups = {}, .simulated = {}});
+    Partition& part = out[it->second];
+    for (int rank : group) {
+      const int w = run.worker_of_rank[static_cast<size_t>(rank)];
+      if (run.rank_of_worker[static_cast<size_t>(w)] == rank) part.simulated.push_back(w);
+    }
+    part.groups.push_back(std::move(group));
+  }
+  return out;
+}
+
 constexpr ParallelDimension kGroupDimensions[] = {
     ParallelDimension::Tensor,       ParallelDimension::Context,    ParallelDimension::Data,
     ParallelDimension::Expert,       ParallelDimension::ExpertData, ParallelDimension::ExpertTensor,
@@ -135,6 +164,103 @@ std::vector<CollectivePlan*> ComposedPlans::all() {
   return out;
 }
 
+namespace {
+
+/// Sets `run`'s simulated workers from each rank's class (`class_of`, 0 to classes - 1, never
+/// spanning stages): the lowest rank of a class stands for it, the classes ordered by their
+/// stage, then by that rank (so that one class per stage gives worker s to stage s).
+void represent(ComposedRun& run, const std::vector<int>& class_of, int classes) {
+  const RankLayout& layout = *run.layout;
+  std::vector<int> lowest(static_cast<size_t>(classes), kNone);
+  for (int rank = 0; rank < layout.workers(); ++rank) {
+    int& low = lowest[static_cast<size_t>(class_of[static_cast<size_t>(rank)])];
+    if (low == kNone) low = rank;  // ranks ascending: the first seen is the lowest
+  }
+  std::vector<std::pair<int, int>> order;  // (stage, lowest rank)
+  order.reserve(lowest.size());
+  for (int rank : lowest) order.emplace_back(layout.coordinates(rank)[ParallelDimension::Pipeline], rank);
+  std::sort(order.begin(), order.end());
+  std::vector<int> worker_of_class(static_cast<size_t>(classes));
+  run.one_per_stage = true;
+  run.rank_of_worker.clear();
+  for (const auto& [stage, rank] : order) {
+    worker_of_class[static_cast<size_t>(class_of[static_cast<size_t>(rank)])] =
+        static_cast<int>(run.rank_of_worker.size());
+    run.rank_of_worker.push_back(rank);
+  }
+  run.worker_of_rank.resize(class_of.size());
+  for (size_t rank = 0; rank < class_of.size(); ++rank) {
+    run.worker_of_rank[rank] = worker_of_class[static_cast<size_t>(class_of[rank])];
+  }
+}
+
+}  // namespace
+
+void choose_representatives(ComposedRun& run, bool split_busiest) {
+  const RankLayout& layout = *run.layout;
+  const int p = layout.size(ParallelDimension::Pipeline);
+  std::vector<int> class_of(static_cast<size_t>(layout.workers()));
+  for (const std::vector<int>& line : layout.groups(ParallelDimension::Pipeline)) {
+    for (int s = 0; s < p; ++s) class_of[static_cast<size_t>(line[static_cast<size_t>(s)])] = 2 * s;
+  }
+  if (split_busiest && layout.size(ParallelDimension::Expert) > 1) {
+    for (int s = 0; s < p; ++s) {
+      for (const std::vector<int>& g : layout.groups(ParallelDimension::Expert, s)) {
+        class_of[static_cast<size_t>(g[0])] = 2 * s + 1;
+      }
+    }
+  }
+  // Dense class numbers: stage s's first class is 2 s, its busiest members' 2 s + 1 when split.
+  std::vector<int> dense(static_cast<size_t>(2 * p), kNone);
+  int classes = 0;
+  for (int& c : class_of) {
+    int& d = dense[static_cast<size_t>(c)];
+    if (d == kNone) d = classes++;
+    c = d;
+  }
+  represent(run, class_of, classes);
+}
+
+bool refine_representatives(ComposedRun& run, const cluster::Cluster& cluster,
+                            const std::vector<uint32_t>& link_class, int most) {
+  // A rank's own links: its way out of and into the node (NIC, and PCIe where it crosses one)
+  // and, with node-mates, its intra-node links up and down.
+  const int workers = run.layout->workers();
+  std::map<std::vector<uint32_t>, int> class_of_key;
+  std::vector<int> class_of(static_cast<size_t>(workers));
+  std::vector<uint32_t> key;
+  for (int rank = 0; rank < workers; ++rank) {
+    key.assign(1, static_cast<uint32_t>(run.worker_of_rank[static_cast<size_t>(rank)]));
+    const cluster::Endpoint at = cluster.worker_endpoint(rank);
+    const int node_first = cluster.first_worker[static_cast<size_t>(at.node)];
+    const int node_end = cluster.first_worker[static_cast<size_t>(at.node) + 1];
+    if (node_end - node_first > 1) {
+      const cluster::Endpoint mate =
+          cluster.worker_endpoint(rank == node_first ? node_first + 1 : node_first);
+      key.push_back(link_class[cluster.path(at, mate).links.front()]);
+      key.push_back(link_class[cluster.path(mate, at).links.back()]);
+    }
+    if (cluster.num_nodes > 1) {
+      const cluster::Endpoint away = cluster.worker_endpoint(node_end < workers ? node_end : 0);
+      for (uint32_t l : cluster.path(at, away).links) {
+        key.push_back(link_class[l]);
+        if (l == cluster.nic_up[static_cast<size_t>(cluster.nic_of(at))]) break;
+      }
+      const std::vector<uint32_t> in = cluster.path(away, at).links;
+      for (auto l = in.rbegin(); l != in.rend(); ++l) {
+        key.push_back(link_class[*l]);
+        if (*l == cluster.nic_down[static_cast<size_t>(cluster.nic_of(at))]) break;
+      }
+    }
+    class_of[static_cast<size_t>(rank)] =
+        class_of_key.try_emplace(key, static_cast<int>(class_of_key.size())).first->second;
+  }
+  const auto classes = static_cast<int>(class_of_key.size());
+  if (classes == static_cast<int>(run.rank_of_worker.size()) || classes > most) return false;
+  represent(run, class_of, classes);
+  return true;
+}
+
 ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
                                   const ComposedRun& run, bool representatives,
                                   const std::vector<double>& expert_loads) {
@@ -149,9 +275,15 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
     for (int s = 0; s < p; ++s) {
       const std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
       if (representatives) {
-        // One rank of the stage stands for every group of it.
-        plans.group_of_worker[i][static_cast<size_t>(s)] = static_cast<int>(plans.groups[i].size());
-        plans.groups[i].push_back(plan_groups(cluster, scheme, d, groups, 1, expert_loads));
+        // The simulated workers of a partition stand for every group of it.
+        for (Partition& part : partitions(run, groups)) {
+          if (part.simulated.empty()) continue;  // not exact: symmetric() says so
+          for (int w : part.simulated) {
+            plans.group_of_worker[i][static_cast<size_t>(w)] = static_cast<int>(plans.groups[i].size());
+          }
+          plans.groups[i].push_back(plan_groups(cluster, scheme, d, part.groups,
+                                                static_cast<int>(part.simulated.size()), expert_loads));
+        }
         continue;
       }
       for (const std::vector<int>& group : groups) {
@@ -171,8 +303,11 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
       const int peer = run.worker_of_rank[static_cast<size_t>(peer_rank(layout, rank, next))];
       std::vector<std::pair<int, int>> pairs;
       if (representatives) {
+        // Every message of the ranks `w` stands for.
         for (const std::vector<int>& g : layout.groups(ParallelDimension::Pipeline)) {
-          pairs.emplace_back(g[static_cast<size_t>(stage)], g[static_cast<size_t>(next)]);
+          const int from = g[static_cast<size_t>(stage)];
+          if (run.worker_of_rank[static_cast<size_t>(from)] == w)
+            pairs.emplace_back(from, g[static_cast<size_t>(next)]);
         }
       } else {
         pairs.emplace_back(rank, peer_rank(layout, rank, next));
@@ -223,8 +358,9 @@ std::vector<double> reduce_to_link_classes(const cluster::Cluster& cluster, cons
   return capacities;
 }
 
-bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, const RankLayout& layout,
+bool symmetric(const cluster::Cluster& cluster, const ComposedRun& run,
                const std::vector<uint32_t>& link_class) {
+  const RankLayout& layout = *run.layout;
   // A transfer's signature: the classes of the links it crosses.
   auto signature = [&](const std::vector<std::pair<int, int>>& transfers) {
     std::vector<uint32_t> classes;
@@ -263,27 +399,28 @@ bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, cons
       return d == ParallelDimension::Expert ? all_pairs(g) : signature(ring(g));
     };
     for (int s = 0; s < p; ++s) {
-      const std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
-      if (groups.size() < 2 || groups.front().size() < 2) continue;
-      const std::vector<uint32_t> first = sign(groups.front());
-      for (size_t g = 1; g < groups.size(); ++g) {
-        if (sign(groups[g]) != first) return false;
+      std::vector<std::vector<int>> groups = stage_groups(layout, d, s);
+      if (groups.front().size() < 2) continue;
+      for (const Partition& part : partitions(run, std::move(groups))) {
+        // Each worker standing for the partition's ranks must be one of its plan's members.
+        if (part.simulated.size() != part.workers.size()) return false;
+        const std::vector<uint32_t> first = sign(part.groups.front());
+        for (size_t g = 1; g < part.groups.size(); ++g) {
+          if (sign(part.groups[g]) != first) return false;
+        }
       }
     }
   }
-  (void)scheme;
   for (int s = 0; s < p; ++s) {
     for (int next : neighbours(s, p)) {
-      std::vector<uint32_t> first;
-      bool have = false;
+      // Per sending worker: the worker its messages go to, and the links the first one crosses.
+      std::map<int, std::pair<int, std::vector<uint32_t>>> first;
       for (const std::vector<int>& g : layout.groups(ParallelDimension::Pipeline)) {
-        std::vector<uint32_t> sig = signature({{g[static_cast<size_t>(s)], g[static_cast<size_t>(next)]}});
-        if (!have) {
-          first = std::move(sig);
-          have = true;
-        } else if (sig != first) {
-          return false;
-        }
+        const int from = g[static_cast<size_t>(s)], to = g[static_cast<size_t>(next)];
+        std::pair<int, std::vector<uint32_t>> seen{run.worker_of_rank[static_cast<size_t>(to)],
+                                                   signature({{from, to}})};
+        auto [it, added] = first.try_emplace(run.worker_of_rank[static_cast<size_t>(from)], seen);
+        if (!added && it->second != seen) return false;
       }
     }
   }

@@ -4,10 +4,11 @@
 // ranks holding the same parameters), an expert group (e), an expert-data group (t c d / (e ETP)
 // ranks holding the same expert shards) and an expert-tensor group (ETP ranks sharing each
 // expert's weights); and the point-to-point transfers between pipeline stages.
-// The full engine plans each group alone; the fast path simulates one rank per stage and plans,
-// for that rank, every group of its stage at once (their transfers as one flow group per step,
-// as FSDP's plans over all shard groups are), which is exact when the groups are alike
-// (symmetric(), checked on the links they cross).
+// The full engine plans each group alone; the fast path simulates one rank per class (each
+// stage's ranks, or with routing skew each stage's busiest expert-group members and the rest) and
+// plans, for the classes a group holds, every group of the stage holding the same classes at once
+// (their transfers as one flow group per step, as FSDP's plans over all shard groups are), which
+// is exact when those groups are alike (symmetric(), checked on the links they cross).
 #pragma once
 
 #include <array>
@@ -44,17 +45,33 @@ struct ComposedPlans {
   [[nodiscard]] std::vector<CollectivePlan*> all();
 };
 
-/// The plans of `run`'s simulated workers (all ranks, or one per stage when `representatives`).
+/// Sets `run` up for the fast path: one simulated worker per class of ranks, the stage's rank at
+/// tensor, context and data coordinate 0 first; with `split_busiest` (routing skew) each stage's
+/// busiest members of its expert groups (member 0, whose links carry more of the all-to-alls) a
+/// class apart from the others. Every rank maps to the worker of its class (worker_of_rank);
+/// without the split, worker s stands for stage s.
+void choose_representatives(ComposedRun& run, bool split_busiest);
+
+/// Splits the classes of choose_representatives() (or of an earlier refinement) by the classes of
+/// each rank's own links under the plans made for them (`link_class`, reduce_to_link_classes()):
+/// a node-mate of a busiest member, whose links carry its traffic, apart from ranks in nodes
+/// without one. False, leaving `run` as it was, when that splits no class or gives more than
+/// `most` classes.
+[[nodiscard]] bool refine_representatives(ComposedRun& run, const cluster::Cluster& cluster,
+                                          const std::vector<uint32_t>& link_class, int most);
+
+/// The plans of `run`'s simulated workers (all ranks, or one per class when `representatives`).
 /// `expert_loads` (expert_load_variants) shape the expert groups' all-to-alls, one plan each.
 [[nodiscard]] ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeConfig& scheme,
                                                 const ComposedRun& run, bool representatives,
                                                 const std::vector<double>& expert_loads = {1.0});
 
-/// Whether, on the fast path, every group of a dimension in a stage (and every pair of ranks a
-/// pipeline message joins) crosses the same classes of links as the others, so that one rank per
-/// stage stands for all exactly. `link_class` maps each cluster link to its class (kNone when no
-/// plan uses it).
-[[nodiscard]] bool symmetric(const cluster::Cluster& cluster, const SchemeConfig& scheme, const RankLayout& layout,
+/// Whether, on the fast path, the groups planned together (a dimension's groups of a stage that
+/// hold the same classes of ranks) each hold one rank of each of those classes' workers, each
+/// cross the same classes of links as the others, and every pipeline message of a class goes to
+/// one class and crosses the same links as the class's others, so that one rank per class stands
+/// for all exactly. `link_class` maps each cluster link to its class (kNone when no plan uses it).
+[[nodiscard]] bool symmetric(const cluster::Cluster& cluster, const ComposedRun& run,
                              const std::vector<uint32_t>& link_class);
 
 /// The network reduced to one link per class of interchangeable links under `plans` (links of

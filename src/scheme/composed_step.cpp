@@ -3,16 +3,21 @@
 // path. Why the fast path is exact where it runs:
 // - Without straggler noise the ranks of one pipeline stage run the same program, and every group
 //   of a dimension in a stage starts each collective at the same instant (its members are alike),
-//   so each rank's events happen at the times of its stage's rank at tensor, context and data
-//   coordinate 0, which stands for all of them.
-// - Its collectives run over every group of its stage at once (their transfers as one flow group
-//   per step), on the network reduced to link classes (links of one capacity crossed by the same
-//   flow groups with the same member counts). Where each group of a stage crosses the same
-//   classes as the others (symmetric()), the max-min allocation that gives every group's flow the
-//   same rate is the allocation, so the reduced network's rates are the full network's.
+//   so each rank's events happen at the times of its class's simulated rank, which stands for
+//   all of them. A class is a stage's ranks, or with routing skew (the busiest member of each
+//   expert group receives and sends more, so its links carry more) a stage's busiest members and
+//   the rest (choose_representatives()); where that is not enough, the classes split by the link
+//   classes of each rank's own links (refine_representatives(): a busiest member's node-mates).
+// - Its collectives run over every group of its stage holding the same classes at once (their
+//   transfers as one flow group per step), on the network reduced to link classes (links of one
+//   capacity crossed by the same flow groups with the same member counts). Where each of those
+//   groups crosses the same classes as the others (symmetric()), the max-min allocation that
+//   gives every group's flow the same rate is the allocation, so the reduced network's rates are
+//   the full network's.
 // Elsewhere (stragglers, a trace, groups laid across nodes unevenly) every rank runs; where the
 // groups cross links unevenly and every rank would be too many ops (options.full_engine_ops),
 // the same shortcut runs as an approximation: each stage's groups at the pace of its slowest.
+#include <algorithm>
 #include <numeric>
 
 #include "scheme/collective_timing.hpp"
@@ -22,6 +27,12 @@
 #include "stepcast/detail/scheme/costs.hpp"
 
 namespace stepcast::scheme {
+namespace {
+// How often the fast path splits its classes of ranks before it gives up, and how many classes a
+// stage may have: each class is one more simulated rank.
+constexpr int kRefinements = 2;
+constexpr int kClassesPerStage = 8;
+}  // namespace
 
 SimulationResult simulate_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                    const SchemeConfig& scheme, const SimulationOptions& options) {
@@ -34,24 +45,41 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
   const int p = layout.size(ParallelDimension::Pipeline);
   const std::vector<double> expert_loads = expert_load_variants(w, scheme.parallel);
   if (options.fast_paths && !options.record_trace && !(options.compute_cv > 0)) {
-    run.one_per_stage = true;
-    run.worker_of_rank.assign(static_cast<size_t>(spec.workers), kNone);
-    for (int s = 0; s < p; ++s) {
-      RankCoordinates at;
-      at.at[static_cast<size_t>(ParallelDimension::Pipeline)] = s;
-      run.rank_of_worker.push_back(layout.rank(at));
-      run.worker_of_rank[static_cast<size_t>(layout.rank(at))] = s;
-    }
-    ComposedPlans plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
-    std::vector<uint32_t> source;
-    const std::vector<double> capacities = reduce_to_link_classes(cluster, plans.all(), source);
-    const bool exact = symmetric(cluster, scheme, layout, source);
     // Every rank's ops in a step: what the full engine would simulate.
     double ops = 0;
     for (const StageProgram& program : run.programs) {
       ops += static_cast<double>(program.ops.ops.size()) * spec.workers / p;
     }
-    if (exact || ops > options.full_engine_ops) {
+    // With routing skew the busiest members of the expert groups load their links more than the
+    // others: first try them as a class of their own beside the rest of their stage.
+    const bool skewed = layout.size(ParallelDimension::Expert) > 1 &&
+                        std::any_of(expert_loads.begin(), expert_loads.end(), [](double g) { return g > 1; });
+    for (const bool split : {true, false}) {
+      if (split && !skewed) continue;
+      choose_representatives(run, split);
+      ComposedPlans plans;
+      std::vector<uint32_t> source;
+      std::vector<double> capacities;
+      bool exact = false;
+      // Where the groups are not alike, split the classes by the links each rank's own traffic
+      // loads (a node-mate of a busiest member against a rank in a node without one) and retry.
+      for (int round = 0;; ++round) {
+        plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
+        capacities = reduce_to_link_classes(cluster, plans.all(), source);
+        exact = symmetric(cluster, run, source);
+        if (exact || round == kRefinements ||
+            !refine_representatives(run, cluster, source, kClassesPerStage * p)) {
+          break;
+        }
+      }
+      if (split && !exact) continue;
+      if (!exact && ops <= options.full_engine_ops) break;
+      if (!exact) {
+        // The approximation takes one rank per stage.
+        choose_representatives(run, false);
+        plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
+        capacities = reduce_to_link_classes(cluster, plans.all(), source);
+      }
       const std::unique_ptr<net::NetworkModel> network = make_network(capacities, options.network);
       SimulationResult r = run_steps(w, cluster, scheme, options, *network, nullptr,
                                      [&](const std::vector<double>& reduced_bytes) {

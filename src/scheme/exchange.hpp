@@ -185,8 +185,9 @@ struct ComposedRun {
   const RankLayout* layout = nullptr;
   std::vector<StageProgram> programs;  ///< per pipeline stage
   std::vector<int> rank_of_worker;     ///< simulated worker -> rank
-  std::vector<int> worker_of_rank;     ///< rank -> simulated worker, kNone when not simulated
-  bool one_per_stage = false;          ///< the fast path: simulated worker s is stage s's rank at (0, 0, 0)
+  /// rank -> simulated worker: itself on the full engine, the one standing for it on the fast path
+  std::vector<int> worker_of_rank;
+  bool one_per_stage = false;  ///< the fast path: one simulated worker per class (choose_representatives)
   [[nodiscard]] const StageProgram& program_of(int worker) const {
     return programs[static_cast<size_t>(
         layout->coordinates(rank_of_worker[static_cast<size_t>(worker)])[ParallelDimension::Pipeline])];

@@ -319,11 +319,11 @@ SimulationResult run_steps(const Workload& w, const Cluster& cluster, const Sche
   r.workers = runtime.times();
   if (one_for_all) r.workers.assign(cluster.spec.workers, r.workers.front());
   if (one_per_stage) {
-    // Every rank of a stage runs its representative's timeline.
+    // Every rank runs its class's simulated worker's timeline.
     std::vector<WorkerTimes> all(static_cast<size_t>(cluster.spec.workers));
     for (int rank = 0; rank < cluster.spec.workers; ++rank) {
       all[static_cast<size_t>(rank)] =
-          r.workers[static_cast<size_t>(composed->layout->coordinates(rank)[ParallelDimension::Pipeline])];
+          r.workers[static_cast<size_t>(composed->worker_of_rank[static_cast<size_t>(rank)])];
     }
     r.workers = std::move(all);
   }
