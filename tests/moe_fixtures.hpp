@@ -10,6 +10,7 @@ namespace stepcast::testing {
 
 struct MoeShape {
   int64_t hidden = 1024, ffn_hidden = 2048, heads = 8, kv_heads = 8, vocab = 1000, seq_len = 512;
+  int64_t dense_layers_first = 0;  ///< DeepSeek's dense first blocks
 };
 
 /// `experts` experts, top-2, `blocks` blocks, at 400 TFLOP/s, with workload.moe.imbalance.
@@ -19,6 +20,7 @@ inline workload::Workload small_moe(const MoeShape& m, int experts, int blocks, 
                               .kv_heads = m.kv_heads, .vocab = m.vocab, .seq_len = m.seq_len};
   shape.experts = experts;
   shape.top_k = 2;
+  shape.dense_layers_first = m.dense_layers_first;
   const zoo::ModelSpec model = zoo::make_transformer("moe", "test mixture of experts", shape);
   workload::Workload w = zoo::to_workload(
       model, {.batch_per_worker = micro_batch,

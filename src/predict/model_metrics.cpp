@@ -15,14 +15,6 @@ namespace stepcast::predict {
 
 namespace {
 
-/// The busiest expert GPU's load averaged over the decoder's blocks (1 for dense ones): expert
-/// activations grow linearly with it, so the mean over a stage's blocks gives their sum (the
-/// stages' blocks are taken as alike).
-double mean_expert_load(const workload::Workload& w, const scheme::ParallelConfig& parallel) {
-  const std::vector<double> loads = scheme::busiest_expert_gpu_by_block(w, parallel);
-  return std::accumulate(loads.begin(), loads.end(), 0.0) / static_cast<double>(loads.size());
-}
-
 /// A parallel layout's memory per GPU: each stage's model states (its layers over the tensor
 /// group; the distributed optimizer's states over the gradient group) and the activations its
 /// schedule keeps in flight (each forward's chunk until its backward: 1F1B's stage s holds
@@ -43,22 +35,26 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   const double element = workload::bytes_per_element(w.precision);
   const zoo::ElementBytes activation_element = zoo::activation_element_bytes(w.precision);
   const zoo::ActivationSplit split{
-      .tensor = par.tensor,
-      .sequence_parallel = par.sequence && par.tensor > 1,
-      .context = par.context,
-      .expert_load = mean_expert_load(w, par)};
-  const double block = zoo::block_activation_bytes(shape, w.batch_per_worker, w.facts.checkpointing,
-                                                   activation_element, w.facts.flash_attention, split);
+      .tensor = par.tensor, .sequence_parallel = par.sequence && par.tensor > 1, .context = par.context};
+  // One block of each kind on a rank. A MoE block's expert activations grow linearly with its
+  // busiest expert GPU's load (zoo::ActivationSplit::expert_load), so a chunk's MoE blocks hold
+  // their count x moe + (the sum of their loads - their count) x per_load.
+  const bool has_dense = shape.layers > shape.moe_blocks(), has_moe = shape.moe_blocks() > 0;
+  auto kind_bytes = [&](workload::ActivationCheckpointing checkpointing, bool moe_block, double load) {
+    zoo::ActivationSplit at = split;
+    at.expert_load = load;
+    return zoo::block_activation_bytes_of_kind(shape, w.batch_per_worker, checkpointing, activation_element,
+                                               w.facts.flash_attention, at, moe_block);
+  };
+  const workload::ActivationCheckpointing checkpointing = w.facts.checkpointing;
+  const double dense = has_dense ? kind_bytes(checkpointing, false, 1) : 0.0;
+  const double moe = has_moe ? kind_bytes(checkpointing, true, 1) : 0.0;
+  const double per_load = has_moe ? kind_bytes(checkpointing, true, 2) - moe : 0.0;
   const double head =
       zoo::head_activation_bytes(shape, w.batch_per_worker, activation_element, split, w.facts.loss);
   const zoo::LossMemory loss =
       zoo::loss_memory(shape, w.batch_per_worker, activation_element, w.facts.loss, split);
-  // Full recomputation: the block being recomputed holds all of its activations for a moment.
-  const double recomputing =
-      w.facts.checkpointing == workload::ActivationCheckpointing::Full
-          ? zoo::block_activation_bytes(shape, w.batch_per_worker, workload::ActivationCheckpointing::None,
-                                        activation_element, w.facts.flash_attention, split)
-          : 0.0;
+  const bool full_recomputation = checkpointing == workload::ActivationCheckpointing::Full;
   const int gradient_group = scheme::data_parallel_degree(par, cluster.workers) * par.context;
   const int shard_degree = hybrid_shard > 0 ? hybrid_shard : gradient_group;
   // Sharded data parallelism: the unsharded copies of the largest unit (its tensor-parallel shard).
@@ -88,12 +84,30 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
       m.optimizer += experts.optimizer;
     }
     const auto chunks = static_cast<int>(stage.chunk_blocks.size());
+    auto chunk_bytes = [&](size_t chunk) {
+      const int moe_blocks = stage.chunk_moe_blocks[chunk];
+      return (stage.chunk_blocks[chunk] - moe_blocks) * dense + moe_blocks * moe +
+             (stage.chunk_expert_load[chunk] - moe_blocks) * per_load;
+    };
+    // Full recomputation: the block being recomputed holds all of its activations for a moment,
+    // the largest kind the stage holds.
+    double recomputing = 0;
+    if (full_recomputation) {
+      bool dense_blocks = false, moe_blocks = false;
+      for (size_t chunk = 0; chunk < stage.chunk_blocks.size(); ++chunk) {
+        dense_blocks = dense_blocks || stage.chunk_blocks[chunk] > stage.chunk_moe_blocks[chunk];
+        moe_blocks = moe_blocks || stage.chunk_moe_blocks[chunk] > 0;
+      }
+      constexpr auto kNone = workload::ActivationCheckpointing::None;
+      if (dense_blocks) recomputing = kind_bytes(kNone, false, 1);
+      if (moe_blocks) recomputing = std::max(recomputing, kind_bytes(kNone, true, stage.most_expert_load));
+    }
     // held: what the micro-batches in flight keep; moments: held plus what the loss holds for a
     // moment after a forward of the head's chunk (held already has it) or before its backward.
     double held = 0, peak = 0, moments = 0;
     for (const auto& [chunk, sign] : stage.activations) {
       const bool with_head = stage.head && chunk == chunks - 1;
-      const double bytes = stage.chunk_blocks[static_cast<size_t>(chunk)] * block + (with_head ? head : 0.0);
+      const double bytes = chunk_bytes(static_cast<size_t>(chunk)) + (with_head ? head : 0.0);
       if (with_head && sign < 0) moments = std::max(moments, held + loss.backward_peak - loss.saved);
       held += sign * bytes;
       if (with_head && sign > 0) moments = std::max(moments, held + loss.forward_peak - loss.saved);

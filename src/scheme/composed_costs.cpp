@@ -100,23 +100,38 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   auto block_of = [&](int l) {
     return static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
   };
+  const workload::TransformerShape* shape = w.facts.transformer ? &*w.facts.transformer : nullptr;
+  const std::vector<double> loads = shape != nullptr && shape->experts > 1
+                                        ? busiest_expert_gpu_by_block(w, scheme.parallel)
+                                        : std::vector<double>{};
   std::vector<StageFootprint> out(static_cast<size_t>(p));
   for (int s = 0; s < p; ++s) {
     StageFootprint& f = out[static_cast<size_t>(s)];
     for (int k = 0; k < v; ++k) {
-      int blocks = 0, previous = -1;
+      int blocks = 0, moe_blocks = 0, previous = -1;
+      double load = 0;
       for (int l : chunks[static_cast<size_t>(k * p + s)]) {
         if (static_cast<size_t>(l) < layer_parameters.size()) {
           f.parameters += layer_parameters[static_cast<size_t>(l)];
           f.expert_parameters += layer_experts[static_cast<size_t>(l)];
         }
         const int block = block_of(l);
-        if (block >= 0 && block != previous) ++blocks;
+        if (block >= 0 && block != previous) {
+          ++blocks;
+          if (shape != nullptr && shape->is_moe_block(block)) {
+            ++moe_blocks;
+            const double g = loads[static_cast<size_t>(block)];
+            load += g;
+            f.most_expert_load = std::max(f.most_expert_load, g);
+          }
+        }
         previous = block;
         if (l == 0 && block < 0) f.embedding = true;
         if (l == last_layer && block < 0) f.head = true;
       }
       f.chunk_blocks.push_back(blocks);
+      f.chunk_moe_blocks.push_back(moe_blocks);
+      f.chunk_expert_load.push_back(load);
     }
     const int expert_split = e > 1 ? scheme.parallel.expert_tensor_degree() : scheme.parallel.tensor;
     f.parameters =

@@ -278,17 +278,26 @@ ElementBytes activation_element_bytes(workload::Precision precision) {
   return {element};
 }
 
+double block_activation_bytes_of_kind(const TransformerShape& shape, int64_t sequences,
+                                      ActivationCheckpointing checkpointing,
+                                      const ElementBytes& element_bytes, bool flash_attention,
+                                      const ActivationSplit& split, bool moe_block) {
+  validate(shape, sequences, element_bytes);
+  STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
+  STEPCAST_ASSERT(moe_block ? shape.moe_blocks() > 0 : shape.layers > shape.moe_blocks());
+  Terms t = terms(shape, sequences, element_bytes, moe_block);
+  t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
+  t.expert_load = split.expert_load;
+  return block_bytes(t, checkpointing, flash_attention, split);
+}
+
 double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                               ActivationCheckpointing checkpointing, const ElementBytes& element_bytes,
                               bool flash_attention, const ActivationSplit& split) {
-  validate(shape, sequences, element_bytes);
-  STEPCAST_ASSERT(split.tensor >= 1 && split.context >= 1);
   double most = 0;
   for (const BlockKind& kind : block_kinds(shape)) {
-    Terms t = terms(shape, sequences, element_bytes, kind.moe);
-    t.tokens /= split.context;  // a context group splits the sequence; each rank keeps its own tokens
-    t.expert_load = split.expert_load;
-    most = std::max(most, block_bytes(t, checkpointing, flash_attention, split));
+    most = std::max(most, block_activation_bytes_of_kind(shape, sequences, checkpointing, element_bytes,
+                                                         flash_attention, split, kind.moe));
   }
   return most;
 }

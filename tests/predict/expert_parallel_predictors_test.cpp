@@ -11,10 +11,12 @@
 #include <random>
 
 #include "moe_fixtures.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
+#include "stepcast/zoo/activation_memory.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::predict {
@@ -166,6 +168,44 @@ TEST(ExpertParallelPredictors, EachRankHoldsItsShareOfTheExperts) {
     EXPECT_NEAR(r.memory.per_worker.optimizer, 12 * (dense / 16 + experts / e / (16.0 / e)),
                 1e-9 * r.memory.per_worker.optimizer)
         << "e " << e;
+  }
+}
+
+TEST(ExpertParallelPredictors, DenseFirstBlocksHoldADenseBlocksActivations) {
+  // DeepSeek's dense first blocks: a stage holding them keeps a dense block's activations for
+  // each, not a MoE block's. Making two of four blocks dense takes two MoE blocks' activations
+  // less two dense ones' off what one micro-batch in flight keeps (one stage, so the head's and
+  // the loss's terms are the same in both), balanced and skewed; the per-kind bytes from the zoo.
+  const cluster::ClusterSpec c = nodes(8, 8);
+  scheme::SchemeConfig s;
+  s.parallel.expert = 2;
+  s.parallel.global_batch = 8;
+  for (double imbalance : {1.0, 1.6}) {
+    auto activations = [&](int64_t dense_first) {
+      const testing::MoeShape shape{.hidden = 2048,
+                                    .ffn_hidden = 4096,
+                                    .heads = 16,
+                                    .kv_heads = 8,
+                                    .vocab = 32000,
+                                    .seq_len = 2048,
+                                    .dense_layers_first = dense_first};
+      workload::Workload w = testing::small_moe(shape, 8, 4, imbalance);
+      scheme::validate(w, c, s);
+      return std::pair{run(w, c, s, Predictor::Coarse).memory.per_worker.activations, w};
+    };
+    const auto [all_moe, moe_workload] = activations(0);
+    const auto [two_dense, dense_workload] = activations(2);
+    const workload::TransformerShape& shape = *dense_workload.facts.transformer;
+    zoo::ActivationSplit split;
+    split.expert_load = scheme::busiest_expert_gpu_by_block(moe_workload, s.parallel).front();
+    const zoo::ElementBytes element = zoo::activation_element_bytes(dense_workload.precision);
+    auto kind = [&](bool moe_block) {
+      return zoo::block_activation_bytes_of_kind(shape, 1, dense_workload.facts.checkpointing, element,
+                                                 dense_workload.facts.flash_attention, split, moe_block);
+    };
+    SCOPED_TRACE(fmt::format("imbalance {}", imbalance));
+    EXPECT_GT(kind(true), kind(false));
+    EXPECT_NEAR(all_moe - two_dense, 2 * (kind(true) - kind(false)), 1e-9 * all_moe);
   }
 }
 

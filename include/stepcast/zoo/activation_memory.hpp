@@ -122,9 +122,10 @@ struct ElementBytes {
 
 /// The part of activation_bytes that one decoder block stores: with none or selective the
 /// block's saved tensors as above; with full only its input, e T h (the recomputed block and
-/// the tensors outside the blocks are in activation_bytes only). For a shape with dense blocks
-/// first and MoE blocks after (dense_layers_first), the larger of the two kinds, so that a
-/// stage's blocks x this bounds what they hold. Throws as activation_bytes.
+/// the tensors outside the blocks are in activation_bytes only). For a shape with dense and MoE
+/// blocks (dense_layers_first, moe_layers), the larger of the two kinds: a bound on any one block
+/// (a layout's memory counts each kind, block_activation_bytes_of_kind). Throws as
+/// activation_bytes.
 [[nodiscard]] double block_activation_bytes(const TransformerShape& shape, int64_t sequences,
                                             workload::ActivationCheckpointing checkpointing,
                                             const ElementBytes& element_bytes, bool flash_attention = true);
@@ -153,6 +154,14 @@ struct ActivationSplit {
                                             workload::ActivationCheckpointing checkpointing,
                                             const ElementBytes& element_bytes, bool flash_attention,
                                             const ActivationSplit& split);
+
+/// One rank's share under `split` of what one block of one kind stores: a mixture of experts'
+/// block when `moe_block` (the shape must have MoE blocks), a dense block otherwise (the shape
+/// must have dense blocks). Throws as block_activation_bytes.
+[[nodiscard]] double block_activation_bytes_of_kind(const TransformerShape& shape, int64_t sequences,
+                                                    workload::ActivationCheckpointing checkpointing,
+                                                    const ElementBytes& element_bytes, bool flash_attention,
+                                                    const ActivationSplit& split, bool moe_block);
 
 /// Chunks of tokens the `chunked` loss takes (TorchTitan's ChunkedLossWrapper, num_chunks = 8).
 inline constexpr int kLossChunks = 8;

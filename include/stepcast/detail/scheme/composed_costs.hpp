@@ -70,6 +70,12 @@ struct StageFootprint {
   /// layer), whose optimizer states shard over the expert-data group; 0 with e = 1
   double expert_parameters = 0;
   std::vector<int> chunk_blocks;  ///< transformer blocks of each of its v model chunks
+  /// of chunk_blocks, the mixture-of-experts blocks (DeepSeek's dense first blocks and a
+  /// `moe_layers` pattern leave some dense), and the sum over them of the busiest expert GPU's
+  /// tokens over the mean (busiest_expert_gpu_by_block), by which their expert activations grow
+  std::vector<int> chunk_moe_blocks;
+  std::vector<double> chunk_expert_load;
+  double most_expert_load = 1;    ///< the largest of its MoE blocks' loads (1 without any)
   bool embedding = false;         ///< holds the embedding (stage 0's first chunk)
   bool head = false;              ///< holds the head and the loss (the last stage's last chunk)
   /// Its schedule's passes in order as (chunk, +1 forward or -1 backward): a forward keeps its
