@@ -69,16 +69,20 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     buffers = gathered_buffer_bytes(largest / element, w.precision, scheme, gradient_group,
                                     cluster.workers_per_node);
   }
-  // The ranks holding the same expert shards: a stage's t c d over e x ETP.
-  const int expert_data = gradient_group * par.tensor / (par.expert * par.expert_tensor_degree());
+  // The ranks holding the same expert shards: a stage's t c d over e x ETP; with hybrid sharding
+  // those of one shard group (t s over e x ETP), the experts replicated over the shard groups.
+  const int expert_data = shard_degree * par.tensor / (par.expert * par.expert_tensor_degree());
   double worst = -1, most_parameters = 0;
   for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
     // Expert parallelism: the experts' states shard over their expert-data group.
     Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme,
                                   gradient_group, cluster.workers_per_node);
     if (stage.expert_parameters > 0) {
-      const Memory experts = model_state_memory(stage.expert_parameters, w.precision, scheme, expert_data,
-                                                cluster.workers_per_node);
+      // (Hybrid sharding's degree is its shard group: for the experts, their part of it.)
+      scheme::SchemeConfig experts_scheme = scheme;
+      if (hybrid_shard > 0) experts_scheme.fsdp.shard_group = expert_data;
+      const Memory experts = model_state_memory(stage.expert_parameters, w.precision, experts_scheme,
+                                                expert_data, cluster.workers_per_node);
       m.parameters += experts.parameters;
       m.gradients += experts.gradients;
       m.optimizer += experts.optimizer;

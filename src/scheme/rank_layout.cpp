@@ -57,8 +57,13 @@ RankLayout::RankLayout(const ParallelConfig& parallel, int workers, int data_sha
                   stage_ranks % (static_cast<long long>(parallel.expert) * etp) == 0);
   size_[static_cast<size_t>(ParallelDimension::Expert)] = parallel.expert;
   size_[static_cast<size_t>(ParallelDimension::ExpertTensor)] = etp;
-  size_[static_cast<size_t>(ParallelDimension::ExpertData)] =
-      static_cast<int>(stage_ranks / (static_cast<long long>(parallel.expert) * etp));
+  // Hybrid sharding holds the experts as TorchTitan's HSDP does: sharded over the ranks of one
+  // shard group that hold the same experts, replicated over the shard groups; so an expert group
+  // must sit inside one shard group's t x shard ranks of the fold.
+  const long long expert_block = static_cast<long long>(parallel.expert) * etp;
+  const long long shard_fold = static_cast<long long>(parallel.tensor) * shard_;
+  STEPCAST_ASSERT(shard_ == gradient || shard_fold % expert_block == 0);
+  size_[static_cast<size_t>(ParallelDimension::ExpertData)] = static_cast<int>(shard_fold / expert_block);
   std::array<bool, kRankDimensions> seen{};
   int stride = 1;
   for (ParallelDimension dim : parallel.order) {
@@ -102,7 +107,6 @@ std::vector<int> RankLayout::expert_fold(int stage) const {
 
 std::vector<int> RankLayout::expert_members(ParallelDimension d, const std::vector<int>& fold, int at) const {
   const int etp = size(ParallelDimension::ExpertTensor), e = size(ParallelDimension::Expert);
-  const auto n = static_cast<int>(fold.size());
   std::vector<int> g;
   auto take = [&](int from, int count, int step) {
     for (int q = 0; q < count; ++q) g.push_back(fold[static_cast<size_t>(from + q * step)]);
@@ -114,9 +118,13 @@ std::vector<int> RankLayout::expert_members(ParallelDimension d, const std::vect
     case ParallelDimension::Expert:
       take(at / (etp * e) * (etp * e) + at % etp, e, etp);
       break;
-    case ParallelDimension::ExpertData:
-      take(at % (etp * e), n / (etp * e), etp * e);
+    case ParallelDimension::ExpertData: {
+      // The places of the same experts in the rank's shard group's part of the fold (all of it
+      // without hybrid sharding).
+      const int part = size(ParallelDimension::ExpertData) * etp * e;
+      take(at / part * part + at % (etp * e), part / (etp * e), etp * e);
       break;
+    }
     case ParallelDimension::Tensor:
     case ParallelDimension::Context:
     case ParallelDimension::Data:
@@ -193,7 +201,9 @@ std::vector<std::vector<int>> RankLayout::groups(ParallelDimension d, int stage)
             }
             break;
           case ParallelDimension::ExpertData:
-            for (int at = 0; at < block; ++at) firsts.push_back(at);
+            for (int part = 0; part < n; part += size(d) * block) {
+              for (int at = 0; at < block; ++at) firsts.push_back(part + at);
+            }
             break;
           case ParallelDimension::Tensor:
           case ParallelDimension::Context:
@@ -295,7 +305,11 @@ int hybrid_shard_ranks(const SchemeConfig& scheme, int workers, int workers_per_
   if (scheme.fsdp.shard_group > 0) return scheme.fsdp.shard_group;
   if (data_parallel_degree(scheme.parallel, workers) < 1) return 0;
   // Rank 0's gradient group: the ranks at tensor and pipeline coordinate 0. Those of node 0.
-  const RankLayout layout(scheme.parallel, workers);
+  // (Only the coordinates matter: the experts' fold, which may not fit yet, is left out.)
+  ParallelConfig coordinates = scheme.parallel;
+  coordinates.expert = 1;
+  coordinates.expert_tensor = 0;
+  const RankLayout layout(coordinates, workers);
   int in_node = 0;
   for (int r = 0; r < std::min(workers, workers_per_node); ++r) {
     const RankCoordinates at = layout.coordinates(r);

@@ -813,14 +813,28 @@ class ProgramBuilder {
                                       .stream = kReduceStream},
                                      after(reduced), kNone));
     }
-    // The unit's experts over their expert-data group, after its dense tensors on the stream.
-    if (expert_shard_ > 1 && experts > 0) {
-      reductions_.push_back(add_comm(named("edp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
-                                     {.dimension = ParallelDimension::ExpertData,
-                                      .kind = CommKind::ReduceScatter,
-                                      .bytes = experts,
-                                      .stream = kReduceStream},
-                                     after(reduced), kNone));
+    // The unit's experts over their expert-data group (with hybrid sharding the part of it in the
+    // rank's shard group), after its dense tensors on the stream; with hybrid sharding their
+    // shard then all-reduced over the replicas, as the dense one.
+    if (experts > 0) {
+      if (expert_shard_ > 1) {
+        reduced = add_comm(named("edp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
+                           {.dimension = ParallelDimension::ExpertData,
+                            .kind = CommKind::ReduceScatter,
+                            .bytes = experts,
+                            .stream = kReduceStream},
+                           after(reduced), kNone);
+        reductions_.push_back(reduced);
+      }
+      if (replicas_ > 1) {
+        reductions_.push_back(add_comm(named("dp_replicate all-reduce experts of unit {} mb{}", u, mb),
+                                       OpKind::Other,
+                                       {.dimension = ParallelDimension::DataReplicate,
+                                        .kind = CommKind::AllReduce,
+                                        .bytes = experts / expert_shard_,
+                                        .stream = kReduceStream},
+                                       after(reduced), kNone));
+      }
     }
   }
 
@@ -1011,7 +1025,7 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   const int shard_;      // ranks of a data group: d x c, or hybrid sharding's shard group
   const int replicas_;   // hybrid sharding's replicas of each shard (1 otherwise)
-  const int expert_shard_;  // ranks of an expert-data group (t c d / (e ETP))
+  const int expert_shard_;  // ranks of an expert-data group (t c d / (e ETP); hybrid: t s / (e ETP))
   double activation_ = 0;
   double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)
   std::vector<double> busiest_;        // block -> the busiest expert GPU's tokens over the mean

@@ -604,11 +604,6 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
                          "expert parallelism with tensor parallelism needs sequence parallelism (Megatron-LM "
                          "requires it: each tensor rank routes its own share of the tokens); set it to true");
     }
-    if (s.scheme == Scheme::Fsdp && s.fsdp.sharding == FsdpSharding::Hybrid) {
-      return broken_rule("training.fsdp.sharding",
-                         "expert parallelism with hybrid sharding is not modelled yet; use full, grad_op or "
-                         "optimizer (the experts sharded over their expert-data group)");
-    }
   }
   const int shard = hybrid_shard_ranks(s, static_cast<int>(c.workers), c.workers_per_node);
   if (shard > 0 && (shard > gradient_group || gradient_group % shard != 0)) {
@@ -618,6 +613,16 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
                     "context group (d = {}, c = {}), the ranks that hold the same parameters",
                     shard, s.fsdp.shard_group == 0 ? " (those of a gradient group in one node)" : "",
                     gradient_group, gradient_group / par.context, par.context));
+  }
+  if (shard > 0 && par.expert > 1 && (static_cast<long long>(par.tensor) * shard) % (par.expert * etp) != 0) {
+    // The experts shard within a shard group and replicate over the groups (TorchTitan's HSDP
+    // with expert parallelism), so an expert group must sit inside one.
+    return broken_rule(
+        "training.fsdp.shard_group",
+        fmt::format("with expert parallelism hybrid sharding keeps each expert group inside one shard group: "
+                    "{} expert-parallel x {} expert-tensor ranks must divide the shard group's {} ranks x "
+                    "t = {}",
+                    par.expert, etp, shard, par.tensor));
   }
   if ((gradient_group < c.workers || shard > 0) && (s.allreduce.algorithm != AllReduceAlgorithm::Ring ||
                                                     s.allreduce.protocol != CollectiveProtocol::Links)) {

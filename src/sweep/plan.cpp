@@ -392,9 +392,9 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
 namespace {
 /// Whether hybrid sharding is a layout of its own at t, c, p on `gpus`: its shard group
 /// (training.fsdp.shard_group, or the ranks of a data x context group in one node) is smaller than
-/// the group and divides it; one as large is full sharding.
+/// the group and divides it; one as large is full sharding. With expert parallelism each expert
+/// group must sit inside a shard group (e x ETP divides t s), as validation requires.
 bool hybrid_differs(const scheme::SchemeConfig& base, int workers_per_node, int gpus, int t, int c, int p) {
-  if (base.parallel.expert > 1) return false;  // experts are sharded by the distributed optimizer only
   scheme::SchemeConfig hybrid = base;
   hybrid.scheme = Scheme::Fsdp;
   hybrid.fsdp.sharding = FsdpSharding::Hybrid;
@@ -404,7 +404,8 @@ bool hybrid_differs(const scheme::SchemeConfig& base, int workers_per_node, int 
   hybrid.parallel.global_batch = std::max<int64_t>(1, hybrid.parallel.global_batch);
   const int group = gpus / (t * c * p) * c;
   const int shard = scheme::hybrid_shard_ranks(hybrid, gpus, workers_per_node);
-  return shard >= 1 && shard < group && group % shard == 0;
+  const int experts = hybrid.parallel.expert * hybrid.parallel.expert_tensor_degree();
+  return shard >= 1 && shard < group && group % shard == 0 && (t * shard) % experts == 0;
 }
 }  // namespace
 

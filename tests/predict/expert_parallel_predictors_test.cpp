@@ -113,6 +113,59 @@ TEST(ExpertParallelPredictors, CoarseNearFineAndAnalyticBelowOnSeededLayouts) {
   fmt::print("worst coarse vs fine: {:.2f}%\n", 100 * worst);
 }
 
+TEST(ExpertParallelPredictors, HybridShardingCoarseNearFineAndAnalyticBelowOnSeededLayouts) {
+  // Hybrid sharding with experts: the experts shard within a shard group and all-reduce over the
+  // replicas as the dense shards do. Coarse within 5% of fine with p = 1, as hybrid sharding's
+  // layouts (tests/predict/hybrid_sharding_predictors_test.cpp); analytic at or below fine.
+  // Regression pin, not a target: with p > 1 on nodes of 4 GPUs (seed 2, tp2 pp2 ep4 dp8) coarse
+  // is 13.1% fast (FSDP full on the same layout 10.5%, the distributed optimizer 1.1%): the
+  // all-to-alls, FSDP's per-micro-batch collectives and the pipeline's messages share the NICs,
+  // and coarse does not slow one by the others (docs/status.md, issue 27). Measured 2026-12-07;
+  // the 15% bound notices a change that makes it worse.
+  double worst = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    const int t = pick({1, 2}), p = pick({1, 2}), d = pick({4, 8}), e = pick({2, 4});
+    const int shard = pick(d == 4 ? std::vector<int>{e, 4} : std::vector<int>{e, 4, 8});
+    const double imbalance = pick({0, 1}) == 1 ? 1.0 : 1.5;
+    const workload::Workload w = moe(imbalance, 4);
+    scheme::SchemeConfig s;
+    s.parallel.tensor = t;
+    s.parallel.pipeline = p;
+    s.parallel.expert = e;
+    s.parallel.global_batch = static_cast<int64_t>(d) * 2 * p;
+    s.scheme = scheme::Scheme::Fsdp;
+    s.fsdp.sharding = scheme::FsdpSharding::Hybrid;
+    s.fsdp.shard_group = shard;
+    const cluster::ClusterSpec c = nodes(t * p * d, pick({4, 8}));
+    const std::string label =
+        fmt::format("seed {}: {} on {} GPUs, imbalance {}", seed,
+                    scheme::RankLayout::describe(s.parallel, c.workers, shard), c.workers, imbalance);
+    scheme::validate(w, c, s);
+    const Result fine = run(w, c, s, Predictor::Fine), coarse = run(w, c, s, Predictor::Coarse),
+                 analytic = run(w, c, s, Predictor::Analytic);
+    const double error = coarse.step_time / fine.step_time - 1;
+    worst = std::max(worst, std::fabs(error));
+    EXPECT_LE(std::fabs(error), p > 1 ? 0.15 : 0.05)
+        << label << ": fine " << fine.step_time << " coarse " << coarse.step_time;
+    EXPECT_LE(analytic.step_time, fine.step_time * (1 + 1e-9)) << label;
+    EXPECT_EQ(fine.layout, coarse.layout);
+    fmt::print("{}: fine {:.4f} s, coarse {:+.2f}%\n", label, fine.step_time, 100 * error);
+    if (std::getenv("SHOW_BREAKDOWN") != nullptr) {
+      for (const Result* x : {&fine, &coarse}) {
+        fmt::print(
+            "  {}: compute {:.4f} tensor {:.4f} pipeline {:.4f} expert {:.4f} data {:.4f} wait {:.4f}\n",
+            to_string(x->predictor), x->breakdown.compute, x->breakdown.tensor, x->breakdown.pipeline,
+            x->breakdown.expert, x->breakdown.data, x->breakdown.wait);
+      }
+    }
+  }
+  fmt::print("worst coarse vs fine: {:.2f}%\n", 100 * worst);
+}
+
 TEST(ExpertParallelPredictors, StepGrowsWithTheImbalanceInEveryPredictor) {
   scheme::SchemeConfig s;
   s.parallel.expert = 8;
@@ -206,6 +259,29 @@ TEST(ExpertParallelPredictors, DenseFirstBlocksHoldADenseBlocksActivations) {
     SCOPED_TRACE(fmt::format("imbalance {}", imbalance));
     EXPECT_GT(kind(true), kind(false));
     EXPECT_NEAR(all_moe - two_dense, 2 * (kind(true) - kind(false)), 1e-9 * all_moe);
+  }
+}
+
+TEST(ExpertParallelPredictors, HybridShardingDividesTheExpertsOverTheirPartOfAShardGroup) {
+  // Hybrid sharding on 16 GPUs in shard groups of 8 (t = p = 1): the dense weights, gradients and
+  // states over 8, the rank's experts / e over the 8 / e ranks of its shard group holding them.
+  const workload::Workload w = moe();
+  double dense = 0, experts = 0;
+  for (const workload::Tensor& t : w.tensors) (is_expert(t) ? experts : dense) += t.bytes / 2;
+  const cluster::ClusterSpec c = nodes(16, 8);
+  for (int e : {2, 8}) {
+    scheme::SchemeConfig s;
+    s.parallel.expert = e;
+    s.parallel.global_batch = 16;
+    s.scheme = scheme::Scheme::Fsdp;
+    s.fsdp.sharding = scheme::FsdpSharding::Hybrid;
+    scheme::validate(w, c, s);  // shard group: a node's 8 ranks
+    const Result r = run(w, c, s, Predictor::Coarse);
+    EXPECT_EQ(r.layout, fmt::format("tp1 cp1 pp1 ep{} dp16 (hsdp 2x8)", e));
+    const double held = dense / 8 + experts / e / (8.0 / e);
+    EXPECT_NEAR(r.memory.per_worker.parameters, 2 * held, 1e-9 * r.memory.per_worker.parameters) << "e " << e;
+    EXPECT_NEAR(r.memory.per_worker.gradients, 2 * held, 1e-9 * r.memory.per_worker.gradients) << "e " << e;
+    EXPECT_NEAR(r.memory.per_worker.optimizer, 12 * held, 1e-9 * r.memory.per_worker.optimizer) << "e " << e;
   }
 }
 

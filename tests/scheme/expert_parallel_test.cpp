@@ -321,6 +321,127 @@ TEST(ExpertParallelism, FsdpShardsTheExpertsOverTheirExpertDataGroupEveryMicroBa
   EXPECT_TRUE(close(bytes(FsdpSharding::Full) - optimizer, steps * d * (3.0 * m - 2) * per_pass, 1e-9));
 }
 
+TEST(RankLayout, HybridShardingKeepsTheExpertsOfAShardGroupTogether) {
+  // d 8, e 2, shard groups of 4 (t = c = p = 1): shard groups {0..3} {4..7}; expert groups of
+  // consecutive ranks {0,1} {2,3} {4,5} {6,7}; the experts shard over the ranks of one shard
+  // group holding the same ones, {0,2} {1,3} {4,6} {5,7}, and replicate over the shard groups as
+  // the dense shards do: {0,4} {1,5} {2,6} {3,7}.
+  ParallelConfig par;
+  par.expert = 2;
+  const RankLayout layout(par, 8, 4);
+  EXPECT_EQ(layout.size(ParallelDimension::ExpertData), 2);
+  EXPECT_EQ(layout.groups(ParallelDimension::Expert),
+            (std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(layout.groups(ParallelDimension::ExpertData),
+            (std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(layout.groups(ParallelDimension::DataReplicate),
+            (std::vector<std::vector<int>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(layout.group(ParallelDimension::ExpertData, 7), (std::vector<int>{5, 7}));
+  // Without hybrid sharding the experts shard over all of the stage's ranks holding them.
+  EXPECT_EQ(RankLayout(par, 8).groups(ParallelDimension::ExpertData),
+            (std::vector<std::vector<int>>{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  // t 2 (ETP = t by default): the fold interleaves the tensor ranks; shard groups of 2 data ranks
+  // hold 4 ranks of the fold, one expert group of e 2 x ETP 2.
+  par.tensor = 2;
+  const RankLayout tensor(par, 16, 2);
+  EXPECT_EQ(tensor.size(ParallelDimension::ExpertData), 1);
+  for (const std::vector<int>& g : tensor.groups(ParallelDimension::ExpertData)) EXPECT_EQ(g.size(), 1u);
+}
+
+TEST(ExpertParallelism, HybridShardingSendsTheRingClosedFormsOfBothGroups) {
+  // t = p = 1, d = 8, e = 2, shard groups of s = 4 on nodes of one GPU, m micro-batches. Per
+  // micro-batch a rank gathers (twice, full resharding) and reduce-scatters its dense bytes D over
+  // its shard group, (s - 1) / s each, and all-reduces its shard D / s over the r = d / s
+  // replicas, 2 (r - 1) / r; the experts it holds E (experts / e) over the X = s / e ranks of its
+  // shard group that hold them, and their shard E / X over the same replicas. The distributed
+  // optimizer's step moves 2 (d - 1) / d D and 2 (X' - 1) / X' E, X' = d / e; the all-to-alls
+  // are the same in both, so the difference is the closed forms'.
+  const int d = 8, e = 2, shard = 4, m = 2, steps = 2;
+  const Workload w = moe(8);
+  double dense = 0, experts = 0;
+  for (const workload::Tensor& tensor : w.tensors) {
+    (expert_of_tensor(tensor.name) >= 0 ? experts : dense) += tensor.bytes;
+  }
+  experts /= e;
+  const cluster::ClusterSpec c = nodes(d, 1);
+  auto bytes = [&](FsdpSharding sharding) {
+    SchemeConfig s = experts_over(e, 1, 1, static_cast<int64_t>(d) * m);
+    s.scheme = Scheme::Fsdp;
+    s.fsdp.sharding = sharding;
+    s.fsdp.shard_group = sharding == FsdpSharding::Hybrid ? shard : 0;
+    validate(w, c, s);
+    const SimulationResult fast = run(w, c, s, true), full = run(w, c, s, false);
+    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
+        << fast.bytes_sent << " vs " << full.bytes_sent;
+    return full.bytes_sent;
+  };
+  const double r = static_cast<double>(d) / shard, x = static_cast<double>(shard) / e;
+  const double x_all = static_cast<double>(d) / e;
+  const double micro_batch = 3 * (shard - 1.0) / shard * dense + 2 * (r - 1) / r * dense / shard +
+                             3 * (x - 1) / x * experts + 2 * (r - 1) / r * experts / x;
+  const double optimizer_step = 2 * (d - 1.0) / d * dense + 2 * (x_all - 1) / x_all * experts;
+  EXPECT_TRUE(close(bytes(FsdpSharding::Hybrid) - bytes(FsdpSharding::Optimizer),
+                    steps * d * (m * micro_batch - optimizer_step), 1e-9));
+}
+
+TEST(ExpertParallelism, HybridShardingOverTheWholeDataGroupIsFullSharding) {
+  // A shard group of all d c ranks has no replicas: the experts over the whole expert-data group,
+  // as full sharding, in both engines.
+  const Workload w = moe(8, 4, 1.5);
+  const cluster::ClusterSpec c = nodes(8, 4);
+  SchemeConfig full = experts_over(2, 1, 2, 16);
+  full.scheme = Scheme::Fsdp;
+  full.fsdp.sharding = FsdpSharding::Full;
+  SchemeConfig hybrid = full;
+  hybrid.fsdp.sharding = FsdpSharding::Hybrid;
+  hybrid.fsdp.shard_group = 4;  // d = 4
+  validate(w, c, hybrid);
+  for (bool fast : {true, false}) {
+    const SimulationResult a = run(w, c, hybrid, fast), b = run(w, c, full, fast);
+    ASSERT_EQ(a.workers.size(), b.workers.size());
+    for (size_t i = 0; i < a.workers.size(); ++i) EXPECT_EQ(a.workers[i].cycle, b.workers[i].cycle);
+    EXPECT_EQ(a.bytes_sent, b.bytes_sent);
+  }
+}
+
+TEST(ExpertParallelism, HybridShardingFastPathEqualsTheFullEngineOnSeededLayouts) {
+  int fast_taken = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    const int t = pick({1, 2}), p = pick({1, 2}), d = pick({4, 8}), e = pick({2, 4});
+    const int per_node = pick({2, 4, 8});
+    // Shard groups of data ranks holding whole expert groups (e x ETP divides t s, ETP = t).
+    const int shard = pick(d == 4 ? std::vector<int>{e, 4} : std::vector<int>{e, 4, 8});
+    const double imbalance = pick({0, 1}) == 1 ? 1.0 : 1.5;
+    const Workload w = moe(8, 4, imbalance);
+    SchemeConfig s = experts_over(e, t, p, static_cast<int64_t>(d) * 2 * p);
+    s.scheme = Scheme::Fsdp;
+    s.fsdp.sharding = FsdpSharding::Hybrid;
+    s.fsdp.shard_group = shard;
+    const cluster::ClusterSpec c = nodes(t * p * d, per_node);
+    SCOPED_TRACE(fmt::format("seed {}: {} on {} GPUs, {} per node, imbalance {}", seed,
+                             RankLayout::describe(s.parallel, c.workers, shard), c.workers, per_node,
+                             imbalance));
+    validate(w, c, s);
+    const SimulationResult fast = run(w, c, s, true);
+    const SimulationResult full = run(w, c, s, false);
+    ASSERT_NE(fast.engine, SimulationEngine::Approximate);
+    if (fast.engine != SimulationEngine::Fast) continue;
+    ++fast_taken;
+    ASSERT_EQ(fast.workers.size(), full.workers.size());
+    for (size_t i = 0; i < full.workers.size(); ++i) {
+      ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
+          << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
+    }
+    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
+        << fast.bytes_sent << " vs " << full.bytes_sent;
+  }
+  EXPECT_GE(fast_taken, 8);
+}
+
 TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
   int fast_taken = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
