@@ -999,6 +999,8 @@ workload::Workload build_workload(const Scenario& scenario) {
     out.facts.timed_per_rank = true;
     out.facts.attention_forward = times.attention_forward;
     out.facts.attention_backward = times.attention_backward;
+    out.facts.experts_time_forward = times.experts_forward;
+    out.facts.experts_time_backward = times.experts_backward;
     out.notes = times.notes;
   }
   if (w.measured_with == MeasuredWith::Ps && w.compute_source == ComputeSource::Measured) {

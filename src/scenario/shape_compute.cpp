@@ -69,6 +69,7 @@ namespace {
 /// s of a pass's kernels in each part of an attention layer (before, core, after).
 struct PartTimes {
   double before = 0, core = 0, after = 0;
+  double experts = 0;  ///< of the total, a MoE layer's routed experts' kernels
   [[nodiscard]] double total() const { return before + core + after; }
   [[nodiscard]] workload::AttentionShares shares() const {
     return {before / total(), core / total(), after / total()};
@@ -80,6 +81,7 @@ PartTimes pass_time(const std::vector<zoo::Kernel>& kernels, const KernelRates& 
   PartTimes out;
   for (const zoo::Kernel& kernel : kernels) {
     const double seconds = kernel_time(kernel, rates, notes);
+    if (kernel.routed_expert) out.experts += seconds;
     switch (kernel.part) {
       case zoo::AttentionPart::Before:
         out.before += seconds;
@@ -106,15 +108,17 @@ ShapeTimes time_from_shapes(const zoo::ModelSpec& model, const Scenario& scenari
                                    .context = parallel.context,
                                    .sequence_parallel = parallel.sequence && parallel.tensor > 1,
                                    .element_bytes = rates.element_bytes,
-                                   .flash_attention = scenario.workload.flash_attention});
+                                   .flash_attention = scenario.workload.flash_attention,
+                                   .expert = parallel.expert,
+                                   .expert_tensor = parallel.expert_tensor_degree()});
   ShapeTimes out;
-  bool first_attention = true;
+  bool first_attention = true, first_moe = true;
   for (size_t l = 0; l < layers.size(); ++l) {
     const PartTimes forward = pass_time(layers[l].forward, rates, out.notes);
     const PartTimes backward = pass_time(layers[l].backward, rates, out.notes);
     const std::string& name = model.layers[l].name;
     const bool in_block = name != "embeddings" && name != "head";
-    double recompute = 0;
+    double recompute = 0, recomputed_experts = 0;
     switch (scenario.workload.checkpointing) {
       case workload::ActivationCheckpointing::None:
         break;
@@ -123,11 +127,20 @@ ShapeTimes time_from_shapes(const zoo::ModelSpec& model, const Scenario& scenari
         recompute = forward.core;
         break;
       case workload::ActivationCheckpointing::Full:
-        if (in_block) recompute = forward.total();
+        if (in_block) {
+          recompute = forward.total();
+          recomputed_experts = forward.experts;
+        }
         break;
     }
     out.forward.push_back(forward.total());
     out.backward.push_back(backward.total() + recompute);
+    if (forward.experts > 0 && first_moe) {
+      // Every MoE block has the same shape: the first one's routed experts' share is every one's.
+      first_moe = false;
+      out.experts_forward = forward.experts / forward.total();
+      out.experts_backward = (backward.experts + recomputed_experts) / (backward.total() + recompute);
+    }
     if (name.ends_with(".attention") && first_attention) {
       // Every block has the same shape: the first one's shares are every block's.
       first_attention = false;

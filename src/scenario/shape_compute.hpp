@@ -19,6 +19,9 @@ struct ShapeTimes {
   std::vector<double> forward;   ///< s per layer
   std::vector<double> backward;  ///< s per layer, its recomputation included
   workload::AttentionShares attention_forward{}, attention_backward{};
+  /// Of a MoE layer's forward and backward (its recomputation included), the routed experts'
+  /// kernels at balanced routing (0 without MoE layers).
+  double experts_forward = 0, experts_backward = 0;
   std::vector<std::string> notes;  ///< GEMM shapes clamped to the table, one line each
 };
 

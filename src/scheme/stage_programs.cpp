@@ -385,17 +385,26 @@ class ProgramBuilder {
   /// A mixture of experts' MLP layer with its experts split over an expert group.
   [[nodiscard]] bool experts_split(const LayerInfo& info) const { return e_ > 1 && is_moe(info); }
   [[nodiscard]] bool is_moe(const LayerInfo& info) const { return info.moe && expert_share_ > 0; }
+  /// Of a MoE layer's balanced time in pass `pass` (forward or backward), its routed experts':
+  /// their kernels' share where the layer was timed from shapes, else their share of its FLOPs.
+  [[nodiscard]] double expert_share(OpKind pass) const {
+    const double timed =
+        pass == OpKind::Forward ? w_.facts.experts_time_forward : w_.facts.experts_time_backward;
+    return timed > 0 ? timed : expert_share_;
+  }
   /// A MoE layer's time over its balanced time: every rank of an expert group runs its experts as
   /// long as the busiest one, which the combine waits for (1 when balanced or e = 1).
-  [[nodiscard]] double moe_scale(const LayerInfo& info) const {
-    return is_moe(info) ? 1 - expert_share_ + expert_share_ * busiest_of(info) : 1.0;
+  [[nodiscard]] double moe_scale(const LayerInfo& info, OpKind pass) const {
+    const double share = expert_share(pass);
+    return is_moe(info) ? 1 - share + share * busiest_of(info) : 1.0;
   }
   [[nodiscard]] double busiest_of(const LayerInfo& info) const {
     return busiest_[static_cast<size_t>(info.block)];
   }
   /// The router's share of a MoE layer's (scaled) time.
-  [[nodiscard]] double router_part(const LayerInfo& info) const {
-    return (1 - expert_share_) / (1 - expert_share_ + expert_share_ * busiest_of(info));
+  [[nodiscard]] double router_part(const LayerInfo& info, OpKind pass) const {
+    const double share = expert_share(pass);
+    return (1 - share) / (1 - share + share * busiest_of(info));
   }
   /// An expert group's all-to-all of the micro-batch's token rows: b (s / (c t)) h x top_k elements
   /// each rank sends (its sequence-parallel share of the tokens, once per expert they visit; the
@@ -515,7 +524,7 @@ class ProgramBuilder {
   int layer_forward_ops(int l, int mb, int previous, const char* prefix) {
     const LayerInfo& info = layers_[static_cast<size_t>(l)];
     const Op& source = w_.ops[static_cast<size_t>(info.forward)];
-    const double duration = source.duration / rank_share() * moe_scale(info);
+    const double duration = source.duration / rank_share() * moe_scale(info, OpKind::Forward);
     const std::string name = named("{}F mb{} {}", prefix, mb, source.name);
     const CommKind reduction = sequence_ ? CommKind::ReduceScatter : CommKind::AllReduce;
     const std::optional<CommKind> gather =
@@ -538,8 +547,8 @@ class ProgramBuilder {
               reduction, name, OpKind::Forward, previous, l);
         }
         if (experts_split(info)) {
-          return routed_experts(name, OpKind::Forward, duration * router_part(info),
-                                duration * (1 - router_part(info)), previous, info, l);
+          return routed_experts(name, OpKind::Forward, duration * router_part(info, OpKind::Forward),
+                                duration * (1 - router_part(info, OpKind::Forward)), previous, info, l);
         }
         return around_collectives(gather, whole, reduction, name, OpKind::Forward, previous, l);
       case Role::Head:
@@ -582,9 +591,10 @@ class ProgramBuilder {
     // backward proper is left here; selective recomputation stays in the attention's backward.
     const bool full =
         w_.facts.checkpointing == workload::ActivationCheckpointing::Full && info.block >= 0 && split_;
-    const double total =
-        (source.duration - (full ? recompute_duration(l) : 0)) / rank_share() * moe_scale(info);
-    const double recompute = full ? 0.0 : recompute_duration(l) / rank_share() * moe_scale(info);
+    const double total = (source.duration - (full ? recompute_duration(l) : 0)) / rank_share() *
+                         moe_scale(info, OpKind::Backward);
+    const double recompute =
+        full ? 0.0 : recompute_duration(l) / rank_share() * moe_scale(info, OpKind::Backward);
     const double proper = total - recompute;
     // The backward proper splits as the forward does: output projection, core, Q/K/V projection
     // for an attention layer. ZB-H1 splits each linear's backward into the input gradient (B) and
@@ -626,8 +636,8 @@ class ProgramBuilder {
               [&](int b) { return ring_attention(name, OpKind::Backward, first, core, last, 2 * kv_message(), b, l); },
               reduction, name, OpKind::Backward, previous, l);
         } else if (experts_split(info)) {
-          op = routed_experts(name, OpKind::Backward, duration * router_part(info),
-                              duration * (1 - router_part(info)), previous, info, l);
+          op = routed_experts(name, OpKind::Backward, duration * router_part(info, OpKind::Backward),
+                              duration * (1 - router_part(info, OpKind::Backward)), previous, info, l);
         } else {
           op = around_collectives(before, whole, reduction, name, OpKind::Backward, previous, l);
         }

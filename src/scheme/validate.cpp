@@ -732,11 +732,6 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
           fmt::format("{} expert-parallel ranks must split the {} experts of each MoE layer evenly",
                       par.expert, shape.experts));
     }
-    if (w.facts.timed_per_rank) {
-      return broken_rule("workload.compute",
-                         "expert parallelism with compute from shapes is not modelled yet (the expert GEMMs "
-                         "would need the tokens each rank receives); use workload.compute: flops");
-    }
   }
   if (w.facts.moe_imbalance > 1 && shape.experts > 1) {
     const double most = static_cast<double>(shape.experts) / static_cast<double>(shape.top_k);

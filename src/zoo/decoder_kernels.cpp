@@ -20,7 +20,10 @@ class KernelList {
     layer_.forward.push_back(make_gemm(name, m, n, k, part, count));
     backward_.push_back(make_gemm(name + " dgrad", m, k, n, part, count));
     backward_.push_back(make_gemm(name + " wgrad", k, n, m, part, count));
+    mark(3);
   }
+  /// The kernels added from now on are (or are not) a MoE layer's routed experts'.
+  void routed_experts(bool on) { routed_ = on; }
   /// A memory-bound kernel moving `forward_bytes`, and its backward moving `backward_bytes`.
   void memory(const std::string& name, double forward_bytes, double backward_bytes,
               AttentionPart part = AttentionPart::Before) {
@@ -32,6 +35,7 @@ class KernelList {
                            .bytes = backward_bytes,
                            .part = part});
     }
+    mark(backward_bytes > 0 ? 2 : 1);
   }
   void attention(double forward_flops) {
     layer_.forward.push_back({.name = "attention core",
@@ -61,7 +65,14 @@ class KernelList {
             .count = count,
             .part = part};
   }
+  /// Marks the last `added` kernels (the forward one and its backward ones) as routed experts'.
+  void mark(int added) {
+    if (!routed_) return;
+    layer_.forward.back().routed_expert = true;
+    for (int k = 1; k < added; ++k) backward_[backward_.size() - static_cast<size_t>(k)].routed_expert = true;
+  }
   LayerKernels& layer_;
+  bool routed_ = false;
   // Built forward, each backward group in its forward kernel's order (dgrad, wgrad), then reversed:
   // so kept reversed within a GEMM too, which is the order autograd runs them in (weight gradient
   // first is as good as any: they are independent).
@@ -90,7 +101,12 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
   const int64_t kv_width = s.key_width();  // = value_width() without MLA
   const int64_t out_width = s.attention_out_width();
   const int64_t ffn = divide_up(s.ffn_hidden, t);
-  const int64_t expert_ffn = divide_up(s.expert_width(), t);
+  const int64_t expert_ffn = divide_up(s.expert_width(), t);  // a shared expert's, split as a dense MLP
+  // Routed experts: E / e on the rank, each on f / ETP of its width.
+  STEPCAST_ASSERT(split.expert >= 1 && s.experts % split.expert == 0);
+  const int64_t etp = split.expert_tensor > 0 ? split.expert_tensor : t;
+  const int64_t local_experts = s.experts / split.expert;
+  const int64_t routed_ffn = divide_up(s.expert_width(), etp);
   const auto tok = static_cast<double>(tokens);
   // A norm reads and writes its rows; its backward reads the input and the gradient and writes one.
   auto norm = [&](KernelList& list, const std::string& name) {
@@ -186,15 +202,20 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
     } else if (name.ends_with(".moe")) {
       norm(list, "moe norm");
       list.gemm("router", tokens, s.experts, s.hidden, AttentionPart::Before);
-      const double routed = tok * static_cast<double>(s.top_k);
-      // Each token's row copied to its top_k experts and back (permute, unpermute).
+      // The rows the rank's experts receive: its expert-parallel group's tokens (e ETP ranks of
+      // b s / (c t) tokens each under sequence parallelism) x top_k, over the E / e experts
+      // it holds (balanced). Each row copied to its experts and back (permute, unpermute).
+      list.routed_experts(true);
+      const int64_t expert_tokens = divide_up(tokens * s.top_k * split.expert * etp, t * s.experts);
+      const double routed =
+          tok * static_cast<double>(s.top_k * etp) / static_cast<double>(t);  // rows received
       list.memory("token permute", 2 * routed * h * e, 2 * routed * h * e);
-      const int64_t expert_tokens = divide_up(tokens * s.top_k, s.experts);
-      list.gemm(s.swiglu ? "expert gate up" : "expert up", expert_tokens, (s.swiglu ? 2 : 1) * expert_ffn,
-                s.hidden, AttentionPart::Before, s.experts);
-      activation(list, routed, expert_ffn);
-      list.gemm("expert down", expert_tokens, s.hidden, expert_ffn, AttentionPart::Before, s.experts);
+      list.gemm(s.swiglu ? "expert gate up" : "expert up", expert_tokens, (s.swiglu ? 2 : 1) * routed_ffn,
+                s.hidden, AttentionPart::Before, local_experts);
+      activation(list, routed, routed_ffn);
+      list.gemm("expert down", expert_tokens, s.hidden, routed_ffn, AttentionPart::Before, local_experts);
       list.memory("token unpermute", 2 * routed * h * e, 2 * routed * h * e);
+      list.routed_experts(false);
       if (s.shared_experts > 0) {
         // The shared experts run on every token, split over the tensor group like a dense MLP.
         list.gemm(s.swiglu ? "shared expert gate up" : "shared expert up", tokens,

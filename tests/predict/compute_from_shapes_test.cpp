@@ -12,10 +12,12 @@
 
 #include "scenario/shape_compute.hpp"
 #include "stepcast/cluster/gemm_table.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
+#include "stepcast/scheme/validate.hpp"
 #include "stepcast/zoo/decoder_kernels.hpp"
 
 namespace stepcast::predict {
@@ -151,6 +153,82 @@ TEST(ComputeFromShapes, EachOpIsItsLayersKernelsOnOneRank) {
   const workload::AttentionShares& shares = w.facts.attention_forward;
   EXPECT_NEAR(shares.before + shares.core + shares.after, 1.0, 1e-12);
   EXPECT_GT(shares.core, 0);
+}
+
+/// A mixture of experts timed from shapes on `workers` GPUs of one node with expert parallelism
+/// `expert` and routing imbalance `imbalance`: 8 experts of 1024 (top-2), every GEMM dimension a
+/// power of two at e in {1, 2, 4}.
+scenario::Scenario moe_decoder(int expert, int workers, double imbalance) {
+  scenario::Scenario s = scenario::parse_scenario(
+      "workload:\n"
+      "  transformer: {layers: 2, hidden: 1024, ffn_hidden: 1024, heads: 16, kv_heads: 8, vocab: 32768,\n"
+      "                experts: 8, top_k: 2}\n"
+      "  seq_len: 1024\n"
+      "  precision: bf16\n"
+      "  compute: shapes\n"
+      "  micro_batch: 1\n"
+      "  global_batch: 8\n"
+      "cluster:\n"
+      "  workers_per_node: 8\n"
+      "  gpu: {peak_flops: 989TFLOPS, memory_bandwidth: 3.35TB/s}\n",
+      "moe-shapes.yaml");
+  s.cluster.workers = workers;
+  s.scheme.parallel.expert = expert;
+  s.workload.moe_imbalance = imbalance;
+  return s;
+}
+
+TEST(ComputeFromShapes, ExpertParallelismTimesEachRanksExpertsAndTheBusiestOnes) {
+  // A flat GEMM rate and no launch cost: under expert parallelism a rank runs the same routed
+  // FLOPs and rows on fewer, larger GEMMs, so each layer takes e = 1's time exactly (balanced). With
+  // routing skew every rank of an expert group runs its experts as long as the busiest GPU's,
+  // g times their balanced time (the busiest GPU's share), the rest of the layer unchanged: the
+  // step's compute grows by (g - 1) x the routed experts' time of each MoE layer's forward and
+  // backward, their share of the layer's time measured from its kernels.
+  const cluster::GemmTable flat = rate_table([](double, double, double) { return 0.6 * kPeak; });
+  auto prepared = [&](int expert, double imbalance) {
+    scenario::Scenario s = moe_decoder(expert, 4, imbalance);
+    s.cluster.gemm = flat;
+    return s;
+  };
+  auto compute = [&](const scenario::Scenario& s) {
+    const workload::Workload w = scenario::build_workload(s);
+    scheme::validate(w, s.cluster, s.scheme);
+    Options options = s.options;
+    options.predictor = Predictor::Fine;
+    return predict(w, s.cluster, s.scheme, options).breakdown.compute;
+  };
+  // Each layer's forward and backward on a rank (the optimizer step, which holds fewer experts'
+  // parameters under e > 1, is apart from them).
+  const workload::Workload one = scenario::build_workload(prepared(1, 1.0));
+  for (int e : {2, 4}) {
+    const workload::Workload split = scenario::build_workload(prepared(e, 1.0));
+    ASSERT_EQ(split.ops.size(), one.ops.size());
+    for (size_t op = 0; op < one.ops.size(); ++op) {
+      EXPECT_NEAR(split.ops[op].duration, one.ops[op].duration, 1e-12 * one.ops[op].duration)
+          << "e " << e << ", " << one.ops[op].name;
+    }
+  }
+
+  const scenario::Scenario skewed = prepared(4, 1.6);
+  const workload::Workload w = scenario::build_workload(skewed);
+  const double forward = w.facts.experts_time_forward, backward = w.facts.experts_time_backward;
+  EXPECT_GT(forward, 0);
+  EXPECT_LT(forward, 1);
+  EXPECT_GT(backward, 0);
+  EXPECT_LT(backward, 1);
+  const double g = scheme::busiest_expert_gpu_by_block(w, skewed.scheme.parallel).front();
+  EXPECT_GT(g, 1);
+  double experts = 0;  // the routed experts' balanced time in one micro-batch, every MoE layer
+  const size_t layers = w.ops.size() / 2;
+  for (size_t l = 0; l < layers; ++l) {
+    if (!w.ops[l].name.ends_with(".moe")) continue;
+    experts += forward * w.ops[l].duration + backward * w.ops[2 * layers - 1 - l].duration;
+  }
+  ASSERT_GT(experts, 0);
+  const int micro_batches = 8 / 4;
+  EXPECT_NEAR(compute(skewed) - compute(prepared(4, 1.0)), (g - 1) * experts * micro_batches,
+              1e-9 * compute(skewed));
 }
 
 TEST(ComputeFromShapes, SmallerMicroBatchesRunLessEfficientlyWhenTheTableSaysSo) {

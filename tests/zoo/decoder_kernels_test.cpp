@@ -168,6 +168,51 @@ TEST(DecoderKernels, SharedExpertsAndDenseBlocksAddUpToTheZooFlops) {
   EXPECT_EQ(shared.count, 1);
 }
 
+TEST(DecoderKernels, ExpertParallelismMovesTheSameExpertFlopsOntoFewerLargerGemms) {
+  // Qwen3-30B-A3B (128 experts of 768, top-8), b = 1, s = 4096. Under expert parallelism e a rank
+  // runs 128 / e experts, each on e x 256 rows (its group's tokens x top_k over the experts,
+  // balanced), so the routed experts' GEMM FLOPs on a rank are those of e = 1; with t = 2 and ETP
+  // = t each rank holds half of each expert's width and the expert-tensor group's rows, again the
+  // same FLOPs as t = 2, e = 1. Only the routed experts' kernels are marked as such.
+  const ModelSpec& model = get_model("qwen3-30b-a3b");
+  auto routed_flops = [](const std::vector<Kernel>& kernels) {
+    double total = 0;
+    for (const Kernel& k : kernels) {
+      if (k.routed_expert && k.kind == KernelKind::Gemm) total += k.flops * static_cast<double>(k.count);
+    }
+    return total;
+  };
+  for (int64_t t : {1, 2}) {
+    const std::vector<LayerKernels> one =
+        decoder_kernels(model, {.micro_batch = 1, .tensor = t, .sequence_parallel = t > 1});
+    for (int64_t e : {2, 8, 32}) {
+      SCOPED_TRACE("t " + std::to_string(t) + ", e " + std::to_string(e));
+      const std::vector<LayerKernels> split =
+          decoder_kernels(model, {.micro_batch = 1, .tensor = t, .sequence_parallel = t > 1, .expert = e});
+      const Kernel up = find_kernel(split[2].forward, "expert gate up");
+      EXPECT_EQ(up.count, 128 / e);
+      EXPECT_EQ(up.m, 256 * e);
+      EXPECT_EQ(up.n, 2 * 768 / t);
+      EXPECT_TRUE(up.routed_expert);
+      EXPECT_FALSE(find_kernel(split[2].forward, "router").routed_expert);
+      EXPECT_EQ(routed_flops(split[2].forward), routed_flops(one[2].forward));
+      EXPECT_EQ(routed_flops(split[2].backward), routed_flops(one[2].backward));
+      EXPECT_GT(routed_flops(split[2].forward), 0);
+    }
+  }
+  // ETP 1 under t = 2: every rank holds whole experts and computes its own rows only (b s / t x
+  // top_k over the experts it holds), the same FLOPs again.
+  const std::vector<LayerKernels> etp1 = decoder_kernels(
+      model, {.micro_batch = 1, .tensor = 2, .sequence_parallel = true, .expert = 8, .expert_tensor = 1});
+  const Kernel up = find_kernel(etp1[2].forward, "expert gate up");
+  EXPECT_EQ(up.m, 256 * 8 / 2);
+  EXPECT_EQ(up.n, 2 * 768);
+  EXPECT_EQ(
+      routed_flops(etp1[2].forward),
+      routed_flops(
+          decoder_kernels(model, {.micro_batch = 1, .tensor = 2, .sequence_parallel = true})[2].forward));
+}
+
 TEST(DecoderKernels, SequenceParallelismShrinksNormBytesByT) {
   const ModelSpec& model = get_model("llama2-7b");
   const auto plain = decoder_kernels(model, {.micro_batch = 1, .tensor = 4});

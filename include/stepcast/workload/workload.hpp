@@ -172,6 +172,11 @@ struct ModelFacts {
   /// all 0: the stage programs split by the layer's FLOPs.
   AttentionShares attention_forward{};
   AttentionShares attention_backward{};
+  /// Shares of a MoE layer's forward and backward time in its routed experts' kernels at
+  /// balanced routing, when timed from shapes (they grow with the busiest expert GPU's tokens);
+  /// 0: the stage programs take the experts' share of the layer's FLOPs.
+  double experts_time_forward = 0;
+  double experts_time_backward = 0;
   /// Mixtures of experts (workload.moe.imbalance): tokens of the busiest expert over the mean,
   /// >= 1; 1 = balanced routing.
   double moe_imbalance = 1;

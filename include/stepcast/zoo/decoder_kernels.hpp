@@ -11,8 +11,10 @@
 //   column-parallel (n = 2 f / t), down row-parallel (k = f / t), the LM head vocabulary-parallel
 //   (n = V / t, the vocabulary padded up to a multiple of t); a MoE's router whole, each routed
 //   expert's GEMMs on b s / c x top_k / E tokens (balanced routing) and each shared expert's on
-//   all b s / c, f then being the experts' width. Each forward GEMM's backward is two: the input
-//   gradient (m, k, n) and the weight gradient (k, n, m).
+//   all b s / c, f then being the experts' width. Under expert parallelism (e, ETP) a rank runs
+//   E / e experts, each on the rows its expert-parallel group routes to it, b s / c x top_k x e
+//   ETP / (t E) (balanced), with f / ETP of each expert's width. Each forward GEMM's backward is two: the
+//   input gradient (m, k, n) and the weight gradient (k, n, m).
 // - The attention core (scores, softmax, context) as FLOPs in the zoo's accounting: 4 b (s / c)
 //   s q / t forward and twice that backward.
 // - Memory-bound kernels with the bytes they read and write (`element_bytes` per element):
@@ -47,6 +49,9 @@ struct Kernel {
   double bytes = 0;             ///< MemoryBound: bytes read and written
   int64_t count = 1;            ///< identical kernels launched one after another (a MoE's experts)
   AttentionPart part = AttentionPart::Before;
+  /// One of a MoE layer's routed-expert kernels (the GEMMs, their activation, the token
+  /// permutation), whose time grows with the tokens the busiest expert GPU receives.
+  bool routed_expert = false;
   bool operator==(const Kernel&) const = default;
 };
 
@@ -64,6 +69,10 @@ struct KernelSplit {
   bool sequence_parallel = false;  ///< norms and residuals on s / t tokens (t > 1)
   double element_bytes = 2;        ///< of activations
   bool flash_attention = true;     ///< false: the softmax reads and writes the s x s scores
+  /// Expert parallelism: e ranks split each MoE layer's experts (experts / e on a rank), each
+  /// expert's weights over ETP ranks (expert_tensor; 0: t, Megatron's default).
+  int64_t expert = 1;
+  int64_t expert_tensor = 0;
 };
 
 /// One entry per layer of `model` (a decoder: model.transformer set; throws Error with key
