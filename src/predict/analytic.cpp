@@ -43,7 +43,8 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
     const scheme::AllReducePlanner planner(*c, scheme.allreduce.algorithm, scheme.allreduce.protocol);
     double latency = std::numeric_limits<double>::infinity();
     std::vector<double> wire(planner.plans().size(), 0.0);  // per plan, the step's buffers on the wire
-    for (const workload::Bucket& b : workload::make_buckets(w, scheme.allreduce.bucket_bytes)) {
+    for (const workload::Bucket& b :
+         workload::make_buckets(w, scheme.allreduce.bucket_bytes, scheme::reduced_share(w, scheme))) {
       const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
       const scheme::CollectivePlan& plan = planner.plan(choice);
       const scheme::CollectiveCost cost = scheme::collective_cost(*c, plan, choice.terms);
@@ -146,10 +147,11 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
     wire += count * bytes;
   };
   const double gather_share = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
+  const double reduce_share = scheme::reduced_share(w, scheme);        // fp32 reductions: 2
   for (const scheme::FsdpUnit& u : units) {
     add(plans.gather, u.bytes * gather_share, gathers, shard_group, gathered);
-    add(plans.reduce, u.bytes, 1, shard_group, reduced);
-    add(plans.replicate, u.bytes / plans.shard_degree, 1, across, replicated);
+    add(plans.reduce, u.bytes * reduce_share, 1, shard_group, reduced);
+    add(plans.replicate, u.bytes * reduce_share / plans.shard_degree, 1, across, replicated);
   }
   double network = std::max(shard_group, across);
   if (std::isfinite(latency)) network += latency;

@@ -24,7 +24,8 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   Result r;
   // The optimizer step follows the exchange, in series with it (scheme/costs.hpp).
   const double compute = w.step_time_alone() + scheme::optimizer_step_time(w, spec, scheme);
-  const auto buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
+  const auto buckets =
+      workload::make_buckets(w, scheme.allreduce.bucket_bytes, scheme::reduced_share(w, scheme));
   const cluster::Cluster c = cluster::build_cluster(spec);
   // Each step of the algorithm at its narrowest link: t(S) = latency + S x seconds_per_byte
   // (for the ring on a switch, exactly 2(N-1)(a + S/(N B))), in the regime of the bucket's size.
@@ -456,12 +457,13 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   };
   std::vector<Timed> gather(n_units), gather_again(n_units), reduce(n_units), after(n_units);
   const double gathered = scheme::gathered_share(w, scheme.fsdp);  // fp8 all-gathers: 1/2
+  const double reduced = scheme::reduced_share(w, scheme);         // fp32 reductions: 2
   for (size_t u = 0; u < n_units; ++u) {
     const double bytes = units[u].bytes;
     if (gather_forward) gather[u] = timed(plans.gather, bytes * gathered);
     if (gather_after) after[u] = timed(plans.gather, bytes * gathered);
-    reduce[u] = timed(plans.reduce, bytes);
-    reduce[u] += timed(plans.replicate, bytes / plans.shard_degree);
+    reduce[u] = timed(plans.reduce, bytes * reduced);
+    reduce[u] += timed(plans.replicate, bytes * reduced / plans.shard_degree);
   }
   for (size_t j = 0; j < n_units; ++j) {
     if (gather_backward) gather_again[j] = timed(plans.gather, units[order[j]].bytes * gathered);

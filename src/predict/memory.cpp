@@ -1,6 +1,8 @@
 // Model-state memory per worker (ZeRO paper's accounting) and FSDP's gathered buffers.
 #include "stepcast/predict/memory.hpp"
 
+#include <algorithm>
+
 #include "stepcast/error.hpp"
 
 namespace stepcast::predict {
@@ -80,7 +82,9 @@ Memory model_state_memory(double parameters, Precision precision, const scheme::
                           int workers, int workers_per_node) {
   STEPCAST_ASSERT(parameters >= 0);
   STEPCAST_ASSERT(workers >= 1 && workers_per_node >= 1);
-  const StateBytes bytes = state_bytes(precision, scheme.optimizer);
+  StateBytes bytes = state_bytes(precision, scheme.optimizer);
+  // Gradients accumulated in fp32 (Megatron-LM's main_grad buffer, FSDP's fp32 reduce dtype).
+  if (scheme.grad_reduce_fp32) bytes.gradients = std::max(bytes.gradients, 4.0);
   // Bytes as doubles and real division: FSDP pads each flat parameter to a multiple of the shard
   // degree (under D elements per unit), negligible against billions of parameters.
   Memory m{.parameters = bytes.weights * parameters,
@@ -124,6 +128,8 @@ double gathered_buffer_bytes(double largest_unit_parameters, Precision precision
   // stays in the unit's precision).
   STEPCAST_ASSERT(!fsdp.fp8_all_gather || precision == Precision::FP8);
   const double gathered = fsdp.fp8_all_gather ? largest_unit_parameters : unit;
+  // A unit's gradient before its reduce-scatter: in fp32 when reduced in fp32.
+  const double gradient = scheme.grad_reduce_fp32 ? std::max(unit, 4 * largest_unit_parameters) : unit;
   switch (scheme.scheme) {
     case Scheme::AllReduce:
     case Scheme::ParameterServer:
@@ -137,12 +143,12 @@ double gathered_buffer_bytes(double largest_unit_parameters, Precision precision
     case FsdpSharding::Optimizer:
       return 0;  // ZeRO-1 keeps the parameters and gradients whole
     case FsdpSharding::GradOp:
-      return unit;  // one unit's gradient before its reduce-scatter
+      return gradient;  // one unit's gradient before its reduce-scatter
     case FsdpSharding::Full:
     case FsdpSharding::Hybrid:
-      if (!fsdp.reshard_after_forward) return unit;  // parameters counted whole, as grad_op
+      if (!fsdp.reshard_after_forward) return gradient;  // parameters counted whole, as grad_op
       // The unit computing and `prefetch` units gathered ahead, plus one unit's gradient.
-      return (fsdp.prefetch + 1.0) * gathered + unit;
+      return (fsdp.prefetch + 1.0) * gathered + gradient;
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/units.hpp"
@@ -213,7 +214,8 @@ void account_collectives(Result& r, const workload::Workload& w, const cluster::
   if (scheme.scheme != scheme::Scheme::AllReduce || !chosen || spec.workers <= 1) return;
   const cluster::Cluster c = cluster::build_cluster(spec);
   const scheme::AllReducePlanner planner(c, allreduce.algorithm, allreduce.protocol);
-  for (const workload::Bucket& b : workload::make_buckets(w, allreduce.bucket_bytes)) {
+  for (const workload::Bucket& b :
+       workload::make_buckets(w, allreduce.bucket_bytes, scheme::reduced_share(w, scheme))) {
     const scheme::AllReducePlanner::Choice choice = planner.choose(b.bytes);
     r.collectives.push_back(
         {b.bytes, scheme::to_string(choice.algorithm), scheme::to_string(choice.protocol)});

@@ -1296,6 +1296,13 @@ std::vector<KeyDef> make_table() {
       "--fp8-param-gather); gradients stay bf16",
       [](auto& s) -> auto& { return s.scheme.fsdp.fp8_all_gather; }));
   t.push_back(choice_key(
+      "training.grad_reduce_in_fp32", "false", booleans(),
+      "all-reduce, fsdp: gradients accumulated and reduced in fp32 (4 bytes each) under a 16-bit or fp8 "
+      "model, as Megatron-LM does under bf16 (--accumulate-allreduce-grads-in-fp32) and TorchTitan's FSDP "
+      "(mixed_precision_reduce: float32): the gradient collectives move, and the gradient buffers hold, "
+      "twice the bf16 bytes",
+      [](auto& s) -> auto& { return s.scheme.grad_reduce_fp32; }));
+  t.push_back(choice_key(
       "training.optimizer", "adam", enum_choices<scheme::Optimizer>(),
       "optimizer whose state the memory check counts (fp16/bf16: with fp32 master weights)",
       [](auto& s) -> auto& { return s.scheme.optimizer; }));

@@ -3,13 +3,15 @@
 #include <fmt/format.h>
 
 #include "scheme/worker_runtime.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 
 namespace stepcast::scheme {
 
 AllReduceExchange::AllReduceExchange(const StepContext& context, WorkerRuntime& runtime, int owner)
     : ctx_(context),
       runtime_(runtime),
-      buckets_(workload::make_buckets(context.workload, context.scheme.allreduce.bucket_bytes)),
+      buckets_(workload::make_buckets(context.workload, context.scheme.allreduce.bucket_bytes,
+                                      reduced_share(context.workload, context.scheme))),
       planner_(context.cluster, context.scheme.allreduce.algorithm, context.scheme.allreduce.protocol),
       runner_(context.engine, owner) {
   for (const workload::Bucket& b : buckets_) choice_of_bucket_.push_back(planner_.choose(b.bytes));

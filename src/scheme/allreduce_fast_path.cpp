@@ -19,6 +19,7 @@
 #include "scheme/step_paths.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/detail/sim/event_queue.hpp"
 #include "stepcast/error.hpp"
 
@@ -82,7 +83,8 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
 
   const int n = spec.workers;
   const cluster::Cluster cluster = cluster::build_cluster(spec);
-  const std::vector<workload::Bucket> buckets = workload::make_buckets(w, scheme.allreduce.bucket_bytes);
+  const std::vector<workload::Bucket> buckets =
+      workload::make_buckets(w, scheme.allreduce.bucket_bytes, reduced_share(w, scheme));
   const bool exchanges = n > 1 && !buckets.empty();
   const size_t num_buckets = exchanges ? buckets.size() : 0;
   // Bucket b is filled when the last of its gradients' producers ends.

@@ -93,6 +93,11 @@ double gathered_share(const workload::Workload& workload, const FsdpConfig& fsdp
   return 1.0 / workload::bytes_per_element(workload.precision);
 }
 
+double reduced_share(const workload::Workload& workload, const SchemeConfig& scheme) {
+  if (!scheme.grad_reduce_fp32) return 1;
+  return std::max(1.0, 4.0 / workload::bytes_per_element(workload.precision));
+}
+
 std::pair<double, double> unit_bytes_on_rank(const workload::Workload& w, const FsdpUnit& unit,
                                              const ParallelConfig& parallel) {
   if (parallel.expert <= 1) return {unit.bytes / parallel.tensor, 0.0};
@@ -148,7 +153,8 @@ FsdpExchange::FsdpExchange(const StepContext& context, WorkerRuntime& runtime, i
                                                : make_fsdp_plans(context.cluster, context.scheme.fsdp)),
       plans_(context.fsdp_plans != nullptr ? *context.fsdp_plans : own_plans_),
       runner_(context.engine, owner),
-      gathered_share_(gathered_share(context.workload, context.scheme.fsdp)) {
+      gathered_share_(gathered_share(context.workload, context.scheme.fsdp)),
+      reduced_share_(reduced_share(context.workload, context.scheme)) {
   const FsdpConfig& fsdp = ctx_.scheme.fsdp;
   const bool sharded = !plans_.gather.stages.empty();
   switch (fsdp.sharding) {
@@ -347,9 +353,9 @@ double FsdpExchange::buffer_bytes(const Collective& c) const {
     case Kind::GatherAfterStep:
       return unit * gathered_share_;
     case Kind::ReduceScatter:
-      return unit;
+      return unit * reduced_share_;
     case Kind::AllReduce:
-      return unit / plans_.shard_degree;
+      return unit / plans_.shard_degree * reduced_share_;
   }
   return unit;
 }

@@ -98,6 +98,7 @@ class FsdpExchange final : public Exchange {
   Stream streams_[2];
   PlanRunner runner_;  // tag = stream
   double gathered_share_ = 1;  // of a unit's bytes its all-gathers move (gathered_share)
+  double reduced_share_ = 1;   // of a unit's bytes its reductions move (reduced_share)
 
   struct WorkerState {
     std::vector<int> forward_left, backward_left, gradients_left;  // per unit

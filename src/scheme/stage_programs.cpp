@@ -236,6 +236,7 @@ class ProgramBuilder {
         split_(t_ > 1 || c_ > 1 || e_ > 1),
         shard_(layout.data_group_size()),
         replicas_(layout.size(ParallelDimension::DataReplicate)),
+        reduced_(reduced_share(w, scheme)),
         expert_shard_(e_ > 1 ? layout.size(ParallelDimension::ExpertData) : 1),
         units_(units) {
     program_.stage = stage;
@@ -810,7 +811,7 @@ class ProgramBuilder {
       reduced = add_comm(named("dp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
                          {.dimension = ParallelDimension::Data,
                           .kind = CommKind::ReduceScatter,
-                          .bytes = unit,
+                          .bytes = unit * reduced_,
                           .stream = kReduceStream},
                          after(reduced), kNone);
       reductions_.push_back(reduced);
@@ -819,7 +820,7 @@ class ProgramBuilder {
       reductions_.push_back(add_comm(named("dp_replicate all-reduce unit {} mb{}", u, mb), OpKind::Other,
                                      {.dimension = ParallelDimension::DataReplicate,
                                       .kind = CommKind::AllReduce,
-                                      .bytes = unit / shard_,
+                                      .bytes = unit / shard_ * reduced_,
                                       .stream = kReduceStream},
                                      after(reduced), kNone));
     }
@@ -831,7 +832,7 @@ class ProgramBuilder {
         reduced = add_comm(named("edp reduce-scatter unit {} mb{}", u, mb), OpKind::Other,
                            {.dimension = ParallelDimension::ExpertData,
                             .kind = CommKind::ReduceScatter,
-                            .bytes = experts,
+                            .bytes = experts * reduced_,
                             .stream = kReduceStream},
                            after(reduced), kNone);
         reductions_.push_back(reduced);
@@ -841,7 +842,7 @@ class ProgramBuilder {
                                        OpKind::Other,
                                        {.dimension = ParallelDimension::DataReplicate,
                                         .kind = CommKind::AllReduce,
-                                        .bytes = experts / expert_shard_,
+                                        .bytes = experts / expert_shard_ * reduced_,
                                         .stream = kReduceStream},
                                        after(reduced), kNone));
       }
@@ -946,11 +947,12 @@ class ProgramBuilder {
     // make_buckets over a subset of the stage's tensors (all of them: make_buckets itself).
     auto buckets_of = [&](const std::vector<int>& subset) {
       if (subset.size() == program_.ops.tensors.size()) {
-        return workload::make_buckets(program_.ops, scheme_.allreduce.bucket_bytes);
+        return workload::make_buckets(program_.ops, scheme_.allreduce.bucket_bytes, reduced_);
       }
       workload::Workload view;
       for (int t : subset) view.tensors.push_back(program_.ops.tensors[static_cast<size_t>(t)]);
-      std::vector<workload::Bucket> buckets = workload::make_buckets(view, scheme_.allreduce.bucket_bytes);
+      std::vector<workload::Bucket> buckets =
+          workload::make_buckets(view, scheme_.allreduce.bucket_bytes, reduced_);
       for (workload::Bucket& b : buckets) {
         for (int& t : b.tensors) t = subset[static_cast<size_t>(t)];
       }
@@ -968,7 +970,7 @@ class ProgramBuilder {
       }
       for (int u : fsdp_backward_order(units)) {
         const FsdpUnit& unit = units[static_cast<size_t>(u)];
-        if (!unit.tensors.empty()) reduce(ParallelDimension::Data, unit.tensors, unit.bytes);
+        if (!unit.tensors.empty()) reduce(ParallelDimension::Data, unit.tensors, unit.bytes * reduced_);
       }
       for (const FsdpUnit& unit : units) {
         if (!unit.tensors.empty()) gathers.emplace_back(ParallelDimension::Data, unit.bytes * gathered);
@@ -983,7 +985,7 @@ class ProgramBuilder {
         reduce(ParallelDimension::ExpertData, bucket.tensors, bucket.bytes);
       if (distributed) {
         for (auto b = buckets.rbegin(); b != buckets.rend(); ++b)
-          gathers.emplace_back(ParallelDimension::ExpertData, b->bytes * gathered);
+          gathers.emplace_back(ParallelDimension::ExpertData, b->bytes / reduced_ * gathered);
       }
     }
     // The optimizer updates the rank's share: all of the stage's parameters, or 1 / (d c) of them
@@ -1035,6 +1037,7 @@ class ProgramBuilder {
   const bool split_;     // layers split over a tensor or context group
   const int shard_;      // ranks of a data group: d x c, or hybrid sharding's shard group
   const int replicas_;   // hybrid sharding's replicas of each shard (1 otherwise)
+  const double reduced_;    // of a tensor's bytes its gradient's reductions move (reduced_share)
   const int expert_shard_;  // ranks of an expert-data group (t c d / (e ETP); hybrid: t s / (e ETP))
   double activation_ = 0;
   double expert_share_ = 0;          // of a MoE layer's FLOPs in its experts (0: dense)

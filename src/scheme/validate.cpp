@@ -660,6 +660,11 @@ void validate(const workload::Workload& workload, const ClusterSpec& cluster, co
          fmt::format("gathers the weights' fp8 copies, which only workload.precision: fp8 keeps (got {})",
                      name_of(workload.precision)));
   }
+  if (scheme.grad_reduce_fp32 && scheme.scheme == Scheme::ParameterServer) {
+    fail("training.grad_reduce_in_fp32",
+         "applies to the collective schemes (allreduce, fsdp); a parameter server's pushes are sized by the "
+         "gradients' tensors");
+  }
   if (scheme.parallel.composed()) check_layout(workload, cluster, scheme);
   if (scheme.scheme == Scheme::ParameterServer && scheme.ps.slice_bytes > 0) {
     // Every slice is a message each client pulls and pushes every step, with its own state.

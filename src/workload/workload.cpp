@@ -127,7 +127,7 @@ double step_variation(const Workload& workload) {
   return mean > 0 ? std::sqrt(variance) / mean : 0;
 }
 
-std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) {
+std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes, double gradient_share) {
   // Gradients become available in the order their producers run; program order is the op index.
   std::vector<int> order(workload.tensors.size());
   std::iota(order.begin(), order.end(), 0);
@@ -141,7 +141,7 @@ std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes) 
   Bucket current;
   for (int t : order) {
     current.tensors.push_back(t);
-    current.bytes += workload.tensors[t].bytes;
+    current.bytes += workload.tensors[t].bytes * gradient_share;
     if (current.bytes >= bucket_bytes) {
       buckets.push_back(std::move(current));
       current = Bucket{};

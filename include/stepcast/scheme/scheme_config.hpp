@@ -427,6 +427,10 @@ struct SchemeConfig {
   AllReduceConfig allreduce;
   FsdpConfig fsdp;
   Optimizer optimizer = Optimizer::Adam;
+  /// training.grad_reduce_in_fp32: gradients accumulated and reduced in fp32 (4 bytes) rather than
+  /// at the model's 16-bit precision, as Megatron-LM does under bf16 and TorchTitan's FSDP
+  /// (mixed_precision_reduce: float32); scheme::reduced_share gives the factor.
+  bool grad_reduce_fp32 = false;
   ParallelConfig parallel;
   PipelineConfig pipeline;
   TensorConfig tensor;

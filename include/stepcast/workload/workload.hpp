@@ -254,8 +254,10 @@ struct Bucket {
 /// Groups gradients in the order they are produced (the order of their producer ops, i.e. reverse
 /// layer order for a backward pass; those no op produces last) into buckets of at least
 /// `bucket_bytes` (the last may be smaller). `bucket_bytes` <= 0 puts every gradient in its own
-/// bucket.
-[[nodiscard]] std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes);
+/// bucket. Each gradient's bytes are its tensor's times `gradient_share` (2: gradients reduced in
+/// fp32 from a 16-bit model, scheme::reduced_share), which the buckets fill by.
+[[nodiscard]] std::vector<Bucket> make_buckets(const Workload& workload, double bucket_bytes,
+                                               double gradient_share = 1);
 
 /// Checks the IR's invariants (indices in range, deps acyclic and pointing backwards, durations
 /// and samples finite and >= 0, every op with the same number of samples); returns a

@@ -44,6 +44,10 @@ struct FsdpUnit {
 /// all-gathers by it (reduce-scatters and all-reduces move gradients, at 1). Asserts
 /// fp8_all_gather only with precision fp8 (scheme::validate checks it).
 [[nodiscard]] double gathered_share(const workload::Workload& workload, const FsdpConfig& fsdp);
+/// The bytes a gradient reduction moves (and a gradient buffer holds) per byte of the parameters'
+/// tensors: 4 / their element bytes with training.grad_reduce_in_fp32 (2 under bf16 or fp16, whose
+/// Tensor bytes fp8 keeps too), 1 otherwise.
+[[nodiscard]] double reduced_share(const workload::Workload& workload, const SchemeConfig& scheme);
 
 /// Units in the order their backward runs (by their first backward op): unit_at_rank[j].
 [[nodiscard]] std::vector<int> fsdp_backward_order(const std::vector<FsdpUnit>& units);
