@@ -84,17 +84,22 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   // Per layer: the parameters one rank holds (under expert parallelism experts / e of each MoE
   // layer's experts, split over ETP ranks instead of t) and how many of them are experts'.
   const int e = scheme.parallel.expert;
-  std::vector<double> layer_parameters, layer_experts;
+  // And how many are held whole on every tensor rank (whole_on_tensor_ranks).
+  std::vector<double> layer_parameters, layer_experts, layer_whole;
+  const bool mla = w.facts.transformer && w.facts.transformer->mla();
   for (const workload::Tensor& t : w.tensors) {
     const int layer = w.ops[static_cast<size_t>(t.consumers.front())].layer;
     if (layer_parameters.size() <= static_cast<size_t>(layer)) {
       layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
       layer_experts.resize(static_cast<size_t>(layer) + 1, 0);
+      layer_whole.resize(static_cast<size_t>(layer) + 1, 0);
     }
     const int expert = e > 1 ? expert_of_tensor(t.name) : -1;
     if (expert >= 0 && expert >= w.facts.transformer->experts / e) continue;
     layer_parameters[static_cast<size_t>(layer)] += t.bytes / element;
     if (expert >= 0) layer_experts[static_cast<size_t>(layer)] += t.bytes / element;
+    if (mla && expert < 0 && whole_on_tensor_ranks(t.name))
+      layer_whole[static_cast<size_t>(layer)] += t.bytes / element;
   }
   const int last_layer = static_cast<int>(layer_parameters.size()) - 1;
   auto block_of = [&](int l) {
@@ -107,6 +112,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   std::vector<StageFootprint> out(static_cast<size_t>(p));
   for (int s = 0; s < p; ++s) {
     StageFootprint& f = out[static_cast<size_t>(s)];
+    double whole = 0;  // elements held whole on every tensor rank
     for (int k = 0; k < v; ++k) {
       int blocks = 0, moe_blocks = 0, previous = -1;
       double load = 0;
@@ -114,6 +120,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
         if (static_cast<size_t>(l) < layer_parameters.size()) {
           f.parameters += layer_parameters[static_cast<size_t>(l)];
           f.expert_parameters += layer_experts[static_cast<size_t>(l)];
+          whole += layer_whole[static_cast<size_t>(l)];
         }
         const int block = block_of(l);
         if (block >= 0 && block != previous) {
@@ -134,8 +141,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
       f.chunk_expert_load.push_back(load);
     }
     const int expert_split = e > 1 ? scheme.parallel.expert_tensor_degree() : scheme.parallel.tensor;
-    f.parameters =
-        (f.parameters - f.expert_parameters) / scheme.parallel.tensor + f.expert_parameters / expert_split;
+    f.parameters = (f.parameters - f.expert_parameters - whole) / scheme.parallel.tensor + whole +
+                   f.expert_parameters / expert_split;
     f.expert_parameters /= expert_split;
     for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s, group)) {
       f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);

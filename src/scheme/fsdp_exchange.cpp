@@ -100,16 +100,19 @@ double reduced_share(const workload::Workload& workload, const SchemeConfig& sch
 
 std::pair<double, double> unit_bytes_on_rank(const workload::Workload& w, const FsdpUnit& unit,
                                              const ParallelConfig& parallel) {
-  if (parallel.expert <= 1) return {unit.bytes / parallel.tensor, 0.0};
-  const int held = w.facts.transformer->experts / parallel.expert;  // the rank's first experts / e
+  const bool mla = w.facts.transformer && w.facts.transformer->mla() && parallel.tensor > 1;
+  if (parallel.expert <= 1 && !mla) return {unit.bytes / parallel.tensor, 0.0};
+  // The rank's first experts / e (all of them without expert parallelism, over t as the rest).
+  const int held = w.facts.transformer->experts / parallel.expert;
+  const int expert_split = parallel.expert > 1 ? parallel.expert_tensor_degree() : parallel.tensor;
   double dense = 0, experts = 0;
   for (int t : unit.tensors) {
     const workload::Tensor& tensor = w.tensors[static_cast<size_t>(t)];
-    const int expert = expert_of_tensor(tensor.name);
+    const int expert = parallel.expert > 1 ? expert_of_tensor(tensor.name) : -1;
     if (expert < 0) {
-      dense += tensor.bytes / parallel.tensor;
+      dense += whole_on_tensor_ranks(tensor.name) ? tensor.bytes : tensor.bytes / parallel.tensor;
     } else if (expert < held) {
-      experts += tensor.bytes / parallel.expert_tensor_degree();
+      experts += tensor.bytes / expert_split;
     }
   }
   return {dense, experts};

@@ -897,8 +897,11 @@ class ProgramBuilder {
         // Expert parallelism: the rank holds experts / e of each MoE layer's experts.
         if (expert >= 0 && e_ > 1 && expert >= w_.facts.transformer->experts / e_) continue;
         expert_tensor_.push_back(expert >= 0 && e_ > 1);
-        // An expert's weights split over its expert-tensor group, the rest over the tensor group.
-        tensor.bytes /= expert_tensor_.back() ? etp_ : t_;
+        // An expert's weights split over its expert-tensor group, the rest over the tensor group
+        // but for those every tensor rank holds whole (whole_on_tensor_ranks).
+        const bool whole = !expert_tensor_.back() && whole_on_tensor_ranks(tensor.name);
+        whole_tensor_.push_back(whole);
+        tensor.bytes /= expert_tensor_.back() ? etp_ : (whole ? 1 : t_);
         tensor.producer = last_of_layer_[l];
         tensor.consumers = {first_of_layer_[l]};
         program_.parameters += tensor.bytes / element_bytes(w_);
@@ -936,6 +939,30 @@ class ProgramBuilder {
                                      .stream = kReduceStream},
                                     deps, kNone));
     };
+    // Tensors held whole on every tensor rank and computed on its own tokens under sequence
+    // parallelism: their gradients all-reduced over the tensor group once a step (Megatron-LM's
+    // finalize_model_grads), beside the data-parallel reduction.
+    if (t_ > 1 && sequence_) {
+      std::vector<int> whole;
+      double bytes = 0;
+      for (int t = 0; t < static_cast<int>(program_.ops.tensors.size()); ++t) {
+        if (!whole_tensor_[static_cast<size_t>(t)]) continue;
+        whole.push_back(t);
+        bytes += program_.ops.tensors[static_cast<size_t>(t)].bytes * reduced_;
+      }
+      if (!whole.empty()) {
+        std::vector<int> deps;
+        for (int t : whole) deps.push_back(program_.ops.tensors[static_cast<size_t>(t)].producer);
+        std::sort(deps.begin(), deps.end());
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+        reductions.push_back(add_comm(named("tp all-reduce of whole tensors' gradients"), OpKind::Other,
+                                      {.dimension = ParallelDimension::Tensor,
+                                       .kind = CommKind::AllReduce,
+                                       .bytes = bytes,
+                                       .stream = kReduceStream},
+                                      deps, kNone));
+      }
+    }
     std::vector<int> dense, experts;
     double dense_parameters = 0, expert_parameters = 0;
     for (int t = 0; t < static_cast<int>(program_.ops.tensors.size()); ++t) {
@@ -1044,6 +1071,7 @@ class ProgramBuilder {
   std::vector<double> busiest_;        // block -> the busiest expert GPU's tokens over the mean
   std::vector<double> load_variants_;  // their distinct values: the all-to-alls' plans
   std::vector<bool> expert_tensor_;  // program tensor -> an expert's, reduced over the expert-data group
+  std::vector<bool> whole_tensor_;   // program tensor -> held whole on every tensor rank
   std::vector<std::vector<WeightGradient>> deferred_;  // zero_bubble: micro-batch -> its W passes
   // Sharded data parallelism (FSDP full and grad_op): its units and what it does with them.
   static constexpr int kGatherStream = 0, kReduceStream = 1;
@@ -1104,6 +1132,14 @@ int expert_of_tensor(const std::string& name) {
   for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && k < (1 << 24); ++i)
     k = 10 * k + (name[i] - '0');
   return k;
+}
+
+bool whole_on_tensor_ranks(const std::string& name) {
+  for (std::string_view part :
+       {".q_a_proj.", ".kv_a_proj_with_mqa.", ".q_a_layernorm.", ".kv_a_layernorm."}) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
 }
 
 const char* to_string(CommKind kind) {

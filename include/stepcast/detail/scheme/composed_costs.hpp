@@ -113,4 +113,11 @@ struct StageFootprint {
 /// the rest.
 [[nodiscard]] int expert_of_tensor(const std::string& name);
 
+/// Whether a parameter tensor is held whole on every rank of a tensor group, which Megatron-LM
+/// does with multi-head latent attention's down projections to the query and key-value latents
+/// and their norms (TELinear "duplicated": their outputs feed every head), from the zoo's names
+/// (q_a_proj, kv_a_proj_with_mqa, q_a_layernorm, kv_a_layernorm). Under sequence parallelism each
+/// rank computes them on its own tokens, so their gradients are all-reduced over the tensor group.
+[[nodiscard]] bool whole_on_tensor_ranks(const std::string& name);
+
 }  // namespace stepcast::scheme
