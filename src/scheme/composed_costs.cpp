@@ -127,7 +127,10 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
           ++blocks;
           if (shape != nullptr && shape->is_moe_block(block)) {
             ++moe_blocks;
-            const double g = loads[static_cast<size_t>(block)];
+            // A capacity factor pads every expert's buffers to its capacity (c x the mean
+            // tokens); dropless, they hold the routing's worst case.
+            const double c = w.facts.moe_capacity_factor;
+            const double g = c > 0 ? c : loads[static_cast<size_t>(block)];
             load += g;
             f.most_expert_load = std::max(f.most_expert_load, g);
           }

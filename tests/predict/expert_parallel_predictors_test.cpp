@@ -262,6 +262,42 @@ TEST(ExpertParallelPredictors, DenseFirstBlocksHoldADenseBlocksActivations) {
   }
 }
 
+TEST(ExpertParallelPredictors, ACapacityFactorPadsTheExpertBuffersDroplessKeepsTheWorstCase) {
+  // A capacity factor c pads every expert's buffers to c x the mean tokens (whatever the routing:
+  // tokens beyond it dropped, short ones padded); dropless, they hold the routing's busiest GPU.
+  // One stage, one micro-batch in flight, 4 MoE blocks: the activations differ from balanced
+  // dropless by 4 x (load - 1) x a MoE block's bytes per unit of load, the zoo's per-kind bytes.
+  const cluster::ClusterSpec c = nodes(8, 8);
+  scheme::SchemeConfig s;
+  s.parallel.expert = 2;
+  s.parallel.global_batch = 8;
+  auto activations = [&](double imbalance, double capacity) {
+    workload::Workload w = moe(imbalance);
+    w.facts.moe_capacity_factor = capacity;
+    scheme::validate(w, c, s);
+    return run(w, c, s, Predictor::Coarse).memory.per_worker.activations;
+  };
+  const workload::Workload w = moe();
+  const zoo::ElementBytes element = zoo::activation_element_bytes(w.precision);
+  auto moe_block = [&](double load) {
+    zoo::ActivationSplit split;
+    split.expert_load = load;
+    return zoo::block_activation_bytes_of_kind(*w.facts.transformer, 1, w.facts.checkpointing, element,
+                                               w.facts.flash_attention, split, true);
+  };
+  const double per_load = moe_block(2) - moe_block(1);
+  ASSERT_GT(per_load, 0);
+  const double balanced = activations(1.0, 0);
+  EXPECT_NEAR(activations(1.0, 1.5) - balanced, 4 * 0.5 * per_load, 1e-9 * balanced);
+  // Skewed: capped at c = 1.25 below the dropless busiest GPU's load, which sets dropless memory.
+  const double skewed = activations(3.0, 0), capped = activations(3.0, 1.25);
+  workload::Workload hot = moe(3.0);
+  const double g = scheme::busiest_expert_gpu_by_block(hot, s.parallel).front();
+  ASSERT_GT(g, 1.25);
+  EXPECT_NEAR(skewed - balanced, 4 * (g - 1) * per_load, 1e-9 * balanced);
+  EXPECT_NEAR(capped - balanced, 4 * 0.25 * per_load, 1e-9 * balanced);
+}
+
 TEST(ExpertParallelPredictors, HybridShardingDividesTheExpertsOverTheirPartOfAShardGroup) {
   // Hybrid sharding on 16 GPUs in shard groups of 8 (t = p = 1): the dense weights, gradients and
   // states over 8, the rank's experts / e over the 8 / e ranks of its shard group holding them.

@@ -72,7 +72,8 @@ struct StageFootprint {
   std::vector<int> chunk_blocks;  ///< transformer blocks of each of its v model chunks
   /// of chunk_blocks, the mixture-of-experts blocks (DeepSeek's dense first blocks and a
   /// `moe_layers` pattern leave some dense), and the sum over them of the busiest expert GPU's
-  /// tokens over the mean (busiest_expert_gpu_by_block), by which their expert activations grow
+  /// tokens over the mean (busiest_expert_gpu_by_block), by which their expert activations grow;
+  /// with a capacity factor c, c (every expert's buffers padded to its capacity)
   std::vector<int> chunk_moe_blocks;
   std::vector<double> chunk_expert_load;
   double most_expert_load = 1;    ///< the largest of its MoE blocks' loads (1 without any)
