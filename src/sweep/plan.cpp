@@ -432,6 +432,7 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
   std::vector<Layout> out;
   Layout l;
   l.gpus = gpus;
+  l.expert = base.parallel.expert;
   for (int b : micro_batches) {
     l.micro_batch = b;
     for (ActivationCheckpointing ckpt : checkpointings) {
@@ -555,6 +556,7 @@ std::string layout_label(const Layout& l) {
   par.context = l.context;
   par.pipeline = l.pipeline;
   par.virtual_stages = l.virtual_stages;
+  par.expert = l.expert;
   std::string out = scheme::RankLayout::describe(par, l.gpus);
   out += l.scheme == Scheme::Fsdp ? fmt::format(", fsdp {}", name_c_str(l.sharding))
                                   : fmt::format(", {}", name_c_str(l.scheme));

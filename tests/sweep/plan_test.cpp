@@ -412,6 +412,18 @@ TEST(Plan, SameAnswerForAnyNumberOfThreads) {
   }
 }
 
+TEST(Plan, TheLayoutLabelNamesTheHeldExpertDegree) {
+  // Expert parallelism is held from the scenario, not searched; the label still says it, as
+  // predict's layout column does.
+  Layout l;
+  l.gpus = 64;
+  l.scheme = scheme::Scheme::Fsdp;
+  l.sharding = scheme::FsdpSharding::GradOp;
+  EXPECT_EQ(layout_label(l), "tp1 cp1 pp1 dp64, fsdp grad_op, mb 1, ckpt none");
+  l.expert = 8;
+  EXPECT_EQ(layout_label(l), "tp1 cp1 pp1 ep8 dp64, fsdp grad_op, mb 1, ckpt none");
+}
+
 }  // namespace plan_test
 }  // namespace
 }  // namespace stepcast::sweep

@@ -42,6 +42,7 @@ struct Layout {
   scheme::FsdpSharding sharding = scheme::FsdpSharding::Full;  ///< meaningful with scheme fsdp
   bool sequence = true;                                        ///< meaningful with t > 1
   scheme::TensorOverlap overlap = scheme::TensorOverlap::None;
+  int expert = 1;  ///< the scenario's expert-parallel degree (held, not searched), for the label
   auto operator<=>(const Layout&) const = default;
 };
 
