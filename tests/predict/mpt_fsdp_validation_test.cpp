@@ -23,13 +23,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "shared_data.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
@@ -37,41 +36,10 @@ namespace stepcast::predict {
 namespace {
 namespace mpt_fsdp_validation_test {  // this file's own names: test files are compiled several to a unit
 
-using Row = std::map<std::string, std::string>;
-
-/// The rows of a shared-data CSV ('#' lines are comments, the first other line the header; a
-/// double-quoted cell may hold commas).
-std::vector<Row> read_csv(const std::string& path) {
-  std::vector<Row> rows;
-  std::ifstream in(path);
-  std::vector<std::string> header;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells(1);
-    bool quoted = false;
-    for (const char c : line) {
-      if (c == '"') {
-        quoted = !quoted;
-      } else if (c == ',' && !quoted) {
-        cells.emplace_back();
-      } else if (c != '\r') {
-        cells.back() += c;
-      }
-    }
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    Row row;
-    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
+using Row = testing::CsvRow;
+using testing::read_csv;
 
 const std::string kFile = "llmfoundry_mpt_fsdp_training_throughput_8to512gpus.csv";
-
-std::string shared(const std::string& file) { return std::string(STEPCAST_SHARED_DATA) + "/tables/" + file; }
 
 /// MPT shapes: d_model, n_heads, n_layers of mosaicml/llm-foundry scripts/train/yamls/pretrain/
 /// mpt-<size>.yaml (read for 760m, 3b, 30b and 70b; 125m, 350m, 1b, 7b, 13b as the same yaml set
@@ -273,7 +241,7 @@ void print_summary(const std::string& section, const SectionErrors& e) {
 }
 
 TEST(MptFsdpValidation, RatePerSeriesFittedOnItsSmallestGpuCount) {
-  const std::string path = shared(kFile);
+  const std::string path = testing::shared_table(kFile);
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<Row> rows = read_csv(path);
@@ -339,7 +307,7 @@ TEST(MptFsdpValidation, RatePerSeriesFittedOnItsSmallestGpuCount) {
 }
 
 TEST(MptFsdpValidation, OneRatePerSectionAcrossModels) {
-  const std::string path = shared(kFile);
+  const std::string path = testing::shared_table(kFile);
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<std::vector<Row>> series = clean_series(read_csv(path));

@@ -27,13 +27,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "shared_data.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 
@@ -41,30 +40,8 @@ namespace stepcast {
 namespace {
 namespace parallel_validation_test {  // this file's own names: test files are compiled several to a unit
 
-using Row = std::map<std::string, std::string>;
-
-/// The rows of a shared-data CSV ('#' lines are comments, the first other line the header).
-std::vector<Row> read_csv(const std::string& path) {
-  std::vector<Row> rows;
-  std::ifstream in(path);
-  std::vector<std::string> header;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-    if (header.empty()) {
-      header = cells;
-      continue;
-    }
-    Row row;
-    for (size_t i = 0; i < header.size() && i < cells.size(); ++i) row[header[i]] = cells[i];
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-std::string shared(const std::string& file) { return std::string(STEPCAST_SHARED_DATA) + "/tables/" + file; }
+using Row = testing::CsvRow;
+using testing::read_csv;
 
 /// The predicted step (fine) of a scenario at `tflops` achieved per GPU.
 double step_at(const std::string& yaml_without_rate, double tflops) {
@@ -150,7 +127,7 @@ Errors predict_rows(const std::vector<Row>& rows, size_t fit, const std::functio
 }
 
 TEST(ParallelValidation, MegatronTable5OneRateFromTheSingleNodeRow) {
-  const std::string path = shared("megatron_korthikanti_table5_iteration_times.csv");
+  const std::string path = testing::shared_table("megatron_korthikanti_table5_iteration_times.csv");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<Row> rows = read_csv(path);
   ASSERT_EQ(rows.size(), 8u);
@@ -166,7 +143,7 @@ TEST(ParallelValidation, MegatronTable5OneRateFromTheSingleNodeRow) {
 }
 
 TEST(ParallelValidation, MegatronTable5RatePerModelPredictsSequenceParallelism) {
-  const std::string path = shared("megatron_korthikanti_table5_iteration_times.csv");
+  const std::string path = testing::shared_table("megatron_korthikanti_table5_iteration_times.csv");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<Row> rows = read_csv(path);
   double worst = 0;
@@ -189,7 +166,7 @@ TEST(ParallelValidation, MegatronTable5FromShapesOnTheRoofline) {
   // roofline (312 TFLOP/s fp16, 2.039 TB/s HBM2e), nothing fitted to any row. A roofline is a lower
   // bound on each kernel, so every row should come out fast; how fast says what a GEMM table
   // measured on one GPU has to supply.
-  const std::string path = shared("megatron_korthikanti_table5_iteration_times.csv");
+  const std::string path = testing::shared_table("megatron_korthikanti_table5_iteration_times.csv");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   const std::vector<Row> rows = read_csv(path);
   fmt::print("\nMegatron-LM table 5, compute from shapes on the roofline (nothing fitted)\n"
@@ -247,7 +224,7 @@ std::string simumax_yaml(const Row& r) {
 }
 
 TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
-  const std::string path = shared("simumax_b200_single_node_tp_pp_ep_cp.csv");
+  const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   std::vector<Row> dense;
   for (const Row& r : read_csv(path)) {
@@ -349,7 +326,7 @@ predict::Memory predicted_memory(const std::string& yaml_without_rate) {
 }
 
 TEST(ParallelValidation, SimuMaxB200MoeRowsFromTheDenseRate) {
-  const std::string path = shared("simumax_b200_single_node_tp_pp_ep_cp.csv");
+  const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   std::vector<Row> dense, moe;
@@ -449,7 +426,7 @@ TEST(ParallelValidation, SimuMaxB200MoeRowsFromTheDenseRate) {
 TEST(ParallelValidation, SimuMaxB200MoeRowsFromOneMoeRow) {
   // A second, separate variant: a user who measured one MoE configuration on one node fits the
   // rate there (the file's first MoE row) and predicts the other MoE rows with it.
-  const std::string path = shared("simumax_b200_single_node_tp_pp_ep_cp.csv");
+  const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
   std::vector<Row> moe;

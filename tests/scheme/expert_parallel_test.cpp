@@ -54,6 +54,20 @@ double mean_cycle(const SimulationResult& r) {
   return sum / static_cast<double>(r.workers.size());
 }
 
+/// The fast path's result equal to the full engine's, rank by rank (the cycle and the exposed time
+/// of each dimension) and in the bytes sent.
+void expect_fast_path_equals_full_engine(const SimulationResult& fast, const SimulationResult& full) {
+  ASSERT_EQ(fast.workers.size(), full.workers.size());
+  for (size_t i = 0; i < full.workers.size(); ++i) {
+    ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
+        << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
+    for (size_t k = 0; k < full.workers[i].exposed.size(); ++k) {
+      EXPECT_NEAR(fast.workers[i].exposed[k], full.workers[i].exposed[k], 1e-9 * full.workers[i].cycle);
+    }
+  }
+  EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9)) << fast.bytes_sent << " vs " << full.bytes_sent;
+}
+
 SchemeConfig experts_over(int e, int t = 1, int p = 1, int64_t global_batch = 0) {
   SchemeConfig s;
   s.parallel.expert = e;
@@ -431,13 +445,7 @@ TEST(ExpertParallelism, HybridShardingFastPathEqualsTheFullEngineOnSeededLayouts
     ASSERT_NE(fast.engine, SimulationEngine::Approximate);
     if (fast.engine != SimulationEngine::Fast) continue;
     ++fast_taken;
-    ASSERT_EQ(fast.workers.size(), full.workers.size());
-    for (size_t i = 0; i < full.workers.size(); ++i) {
-      ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
-          << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
-    }
-    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
-        << fast.bytes_sent << " vs " << full.bytes_sent;
+    expect_fast_path_equals_full_engine(fast, full);
   }
   EXPECT_GE(fast_taken, 8);
 }
@@ -466,16 +474,7 @@ TEST(ExpertParallelism, FastPathEqualsTheFullEngineOnSeededLayouts) {
     const SimulationResult full = run(w, c, s, false);
     if (fast.engine == SimulationEngine::Fast) ++fast_taken;
     if (fast.engine == SimulationEngine::Approximate) continue;
-    ASSERT_EQ(fast.workers.size(), full.workers.size());
-    for (size_t i = 0; i < full.workers.size(); ++i) {
-      ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
-          << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
-      for (size_t k = 0; k < full.workers[i].exposed.size(); ++k) {
-        EXPECT_NEAR(fast.workers[i].exposed[k], full.workers[i].exposed[k], 1e-9 * full.workers[i].cycle);
-      }
-    }
-    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
-        << fast.bytes_sent << " vs " << full.bytes_sent;
+    expect_fast_path_equals_full_engine(fast, full);
   }
   EXPECT_GE(fast_taken, 6);
 }
@@ -516,16 +515,7 @@ TEST(ExpertParallelism, SkewedRoutingAcrossNodesRunsOneRankPerClassEqualToTheFul
       continue;
     }
     ++exact;
-    ASSERT_EQ(fast.workers.size(), full.workers.size());
-    for (size_t i = 0; i < full.workers.size(); ++i) {
-      ASSERT_TRUE(close(fast.workers[i].cycle, full.workers[i].cycle, 1e-9))
-          << "rank " << i << ": " << fast.workers[i].cycle << " vs " << full.workers[i].cycle;
-      for (size_t k = 0; k < full.workers[i].exposed.size(); ++k) {
-        EXPECT_NEAR(fast.workers[i].exposed[k], full.workers[i].exposed[k], 1e-9 * full.workers[i].cycle);
-      }
-    }
-    EXPECT_TRUE(close(fast.bytes_sent, full.bytes_sent, 1e-9))
-        << fast.bytes_sent << " vs " << full.bytes_sent;
+    expect_fast_path_equals_full_engine(fast, full);
   }
   fmt::print("{} of {} skewed layouts across nodes on the exact fast path\n", exact, layouts);
   EXPECT_GE(exact, 12);
