@@ -198,8 +198,10 @@ TEST(ParallelValidation, MegatronTable5FromShapesOnTheRoofline) {
 /// A SimuMax dense row on one node of 8 B200 (Megatron's distributed optimizer, sequence
 /// parallelism with t > 1, no recomputation, no communication overlap, its fused cross entropy:
 /// the rows' "cef").
-std::string simumax_yaml(const Row& r) {
-  const bool is405 = r.at("model") == "llama3-405b";
+/// What every SimuMax row shares: the node of 8 B200 (NVLink 5, the data sheet's bf16 peak and HBM
+/// bandwidth), Megatron's distributed optimizer with its fp32 gradients (the launch scripts'
+/// --accumulate-allreduce-grads-in-fp32), the row's layout with `expert` appended, and its batch.
+std::string simumax_node(const Row& r, const std::string& expert = "") {
   const int m = std::stoi(r.at("num_microbatches")), dp = std::stoi(r.at("dp")), mbs = std::stoi(r.at("mbs"));
   return fmt::format(
       "name: {case}\n"
@@ -209,18 +211,24 @@ std::string simumax_yaml(const Row& r) {
       "  gpu_memory: 180GB\n  gpu: {{peak_flops: 2250TFLOPS, memory_bandwidth: 8TB/s}}\n"
       "training:\n"
       "  scheme: fsdp\n  fsdp: {{sharding: optimizer}}\n  grad_reduce_in_fp32: true\n"
-      "  parallel: {{tensor: {tp}, pipeline: {pp}, context: {cp}}}\n"
+      "  parallel: {{tensor: {tp}, pipeline: {pp}, context: {cp}{expert}}}\n"
       "steps: {{warmup: 1, measure: 1}}\n"
       "workload:\n"
-      "  transformer: {{layers: {layers}, hidden: {hidden}, ffn_hidden: {ffn}, heads: {heads}, kv_heads: 8, "
-      "vocab: 128256}}\n"
       "  seq_len: {seq}\n  precision: bf16\n  loss: fp32_in_place\n"
       "  micro_batch: {mbs}\n  global_batch: {gb}\n",
       fmt::arg("case", r.at("case")), fmt::arg("tp", r.at("tp")), fmt::arg("pp", r.at("pp")),
-      fmt::arg("cp", r.at("cp")), fmt::arg("layers", r.at("layers")),
-      fmt::arg("hidden", is405 ? 16384 : 8192), fmt::arg("ffn", is405 ? 53248 : 28672),
-      fmt::arg("heads", is405 ? 128 : 64), fmt::arg("seq", r.at("seq_len")), fmt::arg("mbs", mbs),
-      fmt::arg("gb", m * dp * mbs));
+      fmt::arg("cp", r.at("cp")), fmt::arg("expert", expert), fmt::arg("seq", r.at("seq_len")),
+      fmt::arg("mbs", mbs), fmt::arg("gb", m * dp * mbs));
+}
+
+std::string simumax_yaml(const Row& r) {
+  const bool is405 = r.at("model") == "llama3-405b";
+  return simumax_node(r) +
+         fmt::format(
+             "  transformer: {{layers: {layers}, hidden: {hidden}, ffn_hidden: {ffn}, heads: {heads}, "
+             "kv_heads: 8, vocab: 128256}}\n",
+             fmt::arg("layers", r.at("layers")), fmt::arg("hidden", is405 ? 16384 : 8192),
+             fmt::arg("ffn", is405 ? 53248 : 28672), fmt::arg("heads", is405 ? 128 : 64));
 }
 
 TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
@@ -289,31 +297,19 @@ TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
 /// out. Expert parallelism over the stage's data ranks (tensor 1: expert_tensor is 1 by default).
 std::string simumax_moe_yaml(const Row& r) {
   const bool v3 = r.at("model") == "deepseekv3";
-  const int m = std::stoi(r.at("num_microbatches")), dp = std::stoi(r.at("dp")), mbs = std::stoi(r.at("mbs"));
-  return fmt::format(
-      "name: {case}\n"
-      "cluster:\n"
-      "  workers: 8\n  workers_per_node: 8\n  nics_per_node: 8\n  nic_bandwidth: 400Gbps\n"
-      "  intra_node: {{bandwidth: 900GB/s, latency: 2us}}\n"
-      "  gpu_memory: 180GB\n  gpu: {{peak_flops: 2250TFLOPS, memory_bandwidth: 8TB/s}}\n"
-      "training:\n"
-      "  scheme: fsdp\n  fsdp: {{sharding: optimizer}}\n  grad_reduce_in_fp32: true\n"
-      "  parallel: {{tensor: {tp}, pipeline: {pp}, context: {cp}, expert: {ep}}}\n"
-      "steps: {{warmup: 1, measure: 1}}\n"
-      "workload:\n"
-      "  transformer: {{layers: {layers}, hidden: {hidden}, ffn_hidden: {ffn}, heads: 128, kv_heads: 128, "
-      "vocab: {vocab}, experts: {experts}, top_k: {top_k}, expert_ffn_hidden: {expert_ffn}, shared_experts: "
-      "{shared}, dense_layers_first: 1, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, "
-      "qk_rope_head_dim: 64, v_head_dim: 128}}\n"
-      "  seq_len: {seq}\n  precision: bf16\n  loss: fp32_in_place\n"
-      "  moe: {{capacity_factor: 1}}\n"
-      "  micro_batch: {mbs}\n  global_batch: {gb}\n",
-      fmt::arg("case", r.at("case")), fmt::arg("tp", r.at("tp")), fmt::arg("pp", r.at("pp")),
-      fmt::arg("cp", r.at("cp")), fmt::arg("ep", r.at("ep")), fmt::arg("layers", r.at("layers")),
-      fmt::arg("hidden", v3 ? 7168 : 5120), fmt::arg("ffn", v3 ? 18432 : 12288),
-      fmt::arg("vocab", v3 ? 129280 : 102400), fmt::arg("experts", v3 ? 256 : 160),
-      fmt::arg("top_k", v3 ? 8 : 6), fmt::arg("expert_ffn", v3 ? 2048 : 1536), fmt::arg("shared", v3 ? 1 : 2),
-      fmt::arg("seq", r.at("seq_len")), fmt::arg("mbs", mbs), fmt::arg("gb", m * dp * mbs));
+  return simumax_node(r, ", expert: " + r.at("ep")) +
+         fmt::format(
+             "  transformer: {{layers: {layers}, hidden: {hidden}, ffn_hidden: {ffn}, heads: 128, kv_heads: "
+             "128, "
+             "vocab: {vocab}, experts: {experts}, top_k: {top_k}, expert_ffn_hidden: {expert_ffn}, "
+             "shared_experts: "
+             "{shared}, dense_layers_first: 1, q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, "
+             "qk_rope_head_dim: 64, v_head_dim: 128}}\n"
+             "  moe: {{capacity_factor: 1}}\n",
+             fmt::arg("layers", r.at("layers")), fmt::arg("hidden", v3 ? 7168 : 5120),
+             fmt::arg("ffn", v3 ? 18432 : 12288), fmt::arg("vocab", v3 ? 129280 : 102400),
+             fmt::arg("experts", v3 ? 256 : 160), fmt::arg("top_k", v3 ? 8 : 6),
+             fmt::arg("expert_ffn", v3 ? 2048 : 1536), fmt::arg("shared", v3 ? 1 : 2));
 }
 
 /// Memory per GPU (the largest stage's) the memory check predicts for a scenario.
