@@ -246,8 +246,11 @@ TEST(ExpertParallelPredictors, DenseFirstBlocksHoldADenseBlocksActivations) {
       scheme::validate(w, c, s);
       return std::pair{run(w, c, s, Predictor::Coarse).memory.per_worker.activations, w};
     };
-    const auto [all_moe, moe_workload] = activations(0);
-    const auto [two_dense, dense_workload] = activations(2);
+    // (Not structured bindings: the lambda below captures them, which clang before 16 refuses.)
+    const std::pair<double, workload::Workload> all = activations(0), dense = activations(2);
+    const double all_moe = all.first, two_dense = dense.first;
+    const workload::Workload& moe_workload = all.second;
+    const workload::Workload& dense_workload = dense.second;
     const workload::TransformerShape& shape = *dense_workload.facts.transformer;
     zoo::ActivationSplit split;
     split.expert_load = scheme::busiest_expert_gpu_by_block(moe_workload, s.parallel).front();
