@@ -100,7 +100,7 @@ TEST(NcclFit, WrittenKeysKeepTheNicsGpuGenerationAndCpu) {
   // A fit with 4 NICs a node, Ampere's tables and an AMD host: the file carries what the fit ran
   // with, so a scenario that includes it and sets only the workload reproduces the fit (before,
   // the file left out nics_per_node, gpu.generation and cpu.vendor, and such a scenario ran 1 NIC
-  // of B per node on Hopper's tables: 20% slow at 8-32 MiB on ABCI's 2-node A100 sweep).
+  // of B per node on Hopper's tables: 18-26% slow at 8-32 MiB on ABCI's 2-node A100 sweep).
   const NcclFit truth{.workers = 16,
                       .workers_per_node = 8,
                       .nic_bw = 25e9,
