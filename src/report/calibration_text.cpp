@@ -233,8 +233,9 @@ std::string calibration_header(const Calibration& c, const CalibrationSource& so
   return strip_trailing_spaces(out);
 }
 
-/// The keys of an NCCL fit: the node NIC, the intra-node links, every latency constant scaled, and
-/// algorithm auto (so that a scenario including the file runs NCCL's choice).
+/// The keys of an NCCL fit: the node NICs (bandwidth and count), the GPU generation and host CPU
+/// that pick NCCL's tables, the intra-node links, every latency constant scaled, and algorithm auto (so that
+/// a scenario including the file runs NCCL's choice).
 std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
   const cluster::ClusterSpec spec = c.nccl.spec(c.nccl.workers);
   std::string out =
@@ -244,6 +245,12 @@ std::string nccl_yaml(const Calibration& c, const CalibrationSource& source) {
   out += fmt::format("  workers: {}\n", spec.workers);
   out += fmt::format("  workers_per_node: {}\n", spec.workers_per_node);
   out += fmt::format("  nic_bandwidth: {}  # B\n", bandwidth_value(spec.nic_bw));
+  // What the fit ran with besides B: the NICs B is each of, and what picks NCCL's tables and
+  // channel rule. Without them a scenario including the file gets the defaults (1 NIC, hopper,
+  // intel) and no longer reproduces the fit.
+  out += fmt::format("  nics_per_node: {}\n", spec.nics_per_node);
+  out += fmt::format("  gpu:\n    generation: {}\n", cluster::to_string(spec.gpu_generation));
+  out += fmt::format("  cpu:\n    vendor: {}\n", cluster::to_string(spec.cpu_vendor));
   out += "  intra_node:\n";
   out += fmt::format(
       "    bandwidth: {}  # {:g} x B so the network stays the bottleneck; raise to the real link figure\n",

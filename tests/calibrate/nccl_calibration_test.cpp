@@ -96,6 +96,40 @@ TEST(NcclFit, WrittenKeysReproduceTheFitInTheSimulator) {
   }
 }
 
+TEST(NcclFit, WrittenKeysKeepTheNicsGpuGenerationAndCpu) {
+  // A fit with 4 NICs a node, Ampere's tables and an AMD host: the file carries what the fit ran
+  // with, so a scenario that includes it and sets only the workload reproduces the fit (before,
+  // the file left out nics_per_node, gpu.generation and cpu.vendor, and such a scenario ran 1 NIC
+  // of B per node on Hopper's tables: 18-26% slow at 8-32 MiB on ABCI's 2-node A100 sweep).
+  const NcclFit truth{.workers = 16,
+                      .workers_per_node = 8,
+                      .nic_bw = 25e9,
+                      .latency_scale = 1.5,
+                      .gpu_generation = cluster::GpuGeneration::Ampere,
+                      .cpu_vendor = cluster::CpuVendor::Amd,
+                      .nics_per_node = 4};
+  const Calibration c = calibrate_ring(sweep_of(truth), 16,
+                                       {.method = FitMethod::Nccl,
+                                        .workers_per_node = 8,
+                                        .gpu_generation = cluster::GpuGeneration::Ampere,
+                                        .cpu_vendor = cluster::CpuVendor::Amd,
+                                        .nics_per_node = 4,
+                                        .nic_bw = 25e9});
+  const std::string yaml = report::calibration_yaml(c, {.file = "sweep.txt", .workers_per_node = 8}) +
+                           "workload:\n  model: resnet50\n  step_time: 100ms\n";
+  const scenario::Scenario s = scenario::parse_scenario(yaml, "calib.yaml");
+  EXPECT_EQ(s.cluster.nics_per_node, 4);
+  EXPECT_EQ(s.cluster.gpu_generation, cluster::GpuGeneration::Ampere);
+  EXPECT_EQ(s.cluster.cpu_vendor, cluster::CpuVendor::Amd);
+  for (double bytes : {8.0, 65536.0, 1048576.0, 33554432.0, 4e9}) {
+    const double t = scheme::simulate_collective(s.cluster, bytes, scheme::CollectiveOp::AllReduce,
+                                                 s.scheme.allreduce.algorithm, scheme::NetworkKind::MaxMin,
+                                                 true, s.scheme.allreduce.protocol)
+                         .time;
+    EXPECT_NEAR(t, c.nccl.time(bytes), 1e-5 * t) << bytes;  // the file keeps 6 significant digits
+  }
+}
+
 TEST(NcclFitAcceptance, NcclTestsTwoNodesH100) {
   const std::string file = "nccl_tests_gcp_a3mega_h100_2node_allreduce.txt";
   if (!std::filesystem::exists(kTables / file)) {
