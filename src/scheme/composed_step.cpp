@@ -30,7 +30,7 @@ namespace stepcast::scheme {
 namespace {
 // How often the fast path splits its classes of ranks before it gives up, and how many classes a
 // stage may have: each class is one more simulated rank.
-constexpr int kRefinements = 2;
+constexpr int kRefinements = 1;
 constexpr int kClassesPerStage = 8;
 }  // namespace
 
@@ -60,6 +60,10 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
       ComposedPlans plans;
       std::vector<uint32_t> source;
       std::vector<double> capacities;
+      // One rank per stage's plans, which the approximation takes if no split makes groups alike.
+      ComposedPlans per_stage_plans;
+      std::vector<uint32_t> per_stage_source;
+      std::vector<double> per_stage_capacities;
       bool exact = false;
       // Where the groups are not alike, split the classes by the links each rank's own traffic
       // loads (a node-mate of a busiest member against a rank in a node without one) and retry.
@@ -67,18 +71,25 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
         plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
         capacities = reduce_to_link_classes(cluster, plans.all(), source);
         exact = symmetric(cluster, run, source);
-        if (exact || round == kRefinements ||
-            !refine_representatives(run, cluster, source, kClassesPerStage * p)) {
-          break;
+        if (exact || round == kRefinements) break;
+        if (!split && round == 0) {
+          // Kept before the classes split (refine_representatives reads `source` first).
+          per_stage_source = source;
+          per_stage_capacities = capacities;
+          per_stage_plans = std::move(plans);
+          if (!refine_representatives(run, cluster, per_stage_source, kClassesPerStage * p)) break;
+          continue;
         }
+        if (!refine_representatives(run, cluster, source, kClassesPerStage * p)) break;
       }
       if (split && !exact) continue;
       if (!exact && ops <= options.full_engine_ops) break;
-      if (!exact) {
-        // The approximation takes one rank per stage.
+      if (!exact && !per_stage_source.empty()) {
+        // The approximation takes one rank per stage: the first round's plans.
         choose_representatives(run, false);
-        plans = make_composed_plans(cluster, scheme, run, true, expert_loads);
-        capacities = reduce_to_link_classes(cluster, plans.all(), source);
+        plans = std::move(per_stage_plans);
+        source = std::move(per_stage_source);
+        capacities = std::move(per_stage_capacities);
       }
       const std::unique_ptr<net::NetworkModel> network = make_network(capacities, options.network);
       SimulationResult r = run_steps(w, cluster, scheme, options, *network, nullptr,
