@@ -25,6 +25,7 @@ using namespace stepcast;
 /// One layout ready to predict.
 struct Prepared {
   const workload::Workload* workload = nullptr;
+  const predict::WorkloadMemory* memory = nullptr;
   cluster::ClusterSpec cluster;
   scheme::SchemeConfig scheme;
 };
@@ -35,6 +36,8 @@ struct Space {
   std::map<std::pair<int, workload::ActivationCheckpointing>,
            std::pair<scenario::Scenario, workload::Workload>>
       at_batch;
+  /// What the memory check reads of each workload, as plan() keeps it.
+  std::map<std::pair<int, workload::ActivationCheckpointing>, predict::WorkloadMemory> memory_at_batch;
   std::vector<sweep::Layout> candidates, valid, fitting;
   predict::Options coarse;
 
@@ -42,7 +45,7 @@ struct Space {
   /// layout's settings.
   [[nodiscard]] Prepared prepare(const sweep::Layout& l) const {
     const auto& [at, w] = at_batch.at({l.micro_batch, l.checkpointing});
-    Prepared p{&w, at.cluster, at.scheme};
+    Prepared p{&w, &memory_at_batch.at({l.micro_batch, l.checkpointing}), at.cluster, at.scheme};
     sweep::apply_layout(p.cluster, p.scheme, l);
     return p;
   }
@@ -62,6 +65,8 @@ const Space& space(const char* file, int gpus) {
     if (fresh) {
       it->second.first = scenario::with_micro_batch(base, l.micro_batch, l.checkpointing);
       it->second.second = scenario::build_workload(it->second.first);
+      s.memory_at_batch.emplace(it->first,
+                                predict::WorkloadMemory(it->second.second, base.scheme.fsdp.unit_blocks));
     }
   }
   for (const sweep::Layout& l : s.candidates) {
@@ -71,7 +76,7 @@ const Space& space(const char* file, int gpus) {
   for (const sweep::Layout& l : s.valid) {
     const Prepared p = s.prepare(l);
     predict::Result r;
-    predict::account_model(r, *p.workload, p.cluster, p.scheme);
+    predict::account_model(r, *p.workload, p.cluster, p.scheme, p.memory);
     if (r.memory.fits()) s.fitting.push_back(l);
   }
   return s;
@@ -103,7 +108,7 @@ void BM_PlanMemoryCheck(benchmark::State& state, const char* file, int gpus) {
   for (auto _ : state) {
     const Prepared p = s.prepare(s.valid[i++ % s.valid.size()]);
     predict::Result r;
-    predict::account_model(r, *p.workload, p.cluster, p.scheme);
+    predict::account_model(r, *p.workload, p.cluster, p.scheme, p.memory);
     benchmark::DoNotOptimize(r.memory.per_worker.total());
   }
   state.SetItemsProcessed(state.iterations());
@@ -136,8 +141,7 @@ void BM_PlanCoarseInPlanOrder(benchmark::State& state, const char* file, int gpu
     const sweep::BoundContext bounds = sweep::bound_context(first.cluster, first.scheme);
     for (std::size_t i = 0; i < s.fitting.size(); ++i) {
       const Prepared p = s.prepare(s.fitting[i]);
-      bound.emplace_back(
-          sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme.parallel.global_batch, bounds), i);
+      bound.emplace_back(sweep::tokens_bound(*p.workload, s.fitting[i], p.scheme, bounds), i);
     }
     std::sort(bound.begin(), bound.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;

@@ -1,7 +1,9 @@
 // Memory per GPU and token rates for every predictor's Result: what follows from the step time
 // and the model, not from how the step was predicted.
 #include <algorithm>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
@@ -24,7 +26,7 @@ namespace {
 /// its backward (zoo::loss_memory); the stage that holds most.
 /// Returns the optimizer step of the stage with the most parameters, s.
 double account_layout_memory(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
-                             const scheme::SchemeConfig& layout_scheme) {
+                             const scheme::SchemeConfig& layout_scheme, const WorkloadMemory& units) {
   // Hybrid sharding's shard group in ranks of the data x context group, as the memory functions
   // read training.fsdp.shard_group (their default, a node's workers, counts every rank).
   scheme::SchemeConfig scheme = layout_scheme;
@@ -61,13 +63,8 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   double buffers = 0;
   if (scheme.scheme == scheme::Scheme::Fsdp) {
     // A unit's bytes on a rank: its dense tensors over t, its experts (experts / e of them) over ETP.
-    double largest = 0;
-    for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, scheme.fsdp.unit_blocks)) {
-      const auto [dense, experts] = scheme::unit_bytes_on_rank(w, u, par);
-      largest = std::max(largest, dense + experts);
-    }
-    buffers = gathered_buffer_bytes(largest / element, w.precision, scheme, gradient_group,
-                                    cluster.workers_per_node);
+    buffers = gathered_buffer_bytes(units.largest_unit_on_rank(par) / element, w.precision, scheme,
+                                    gradient_group, cluster.workers_per_node);
   }
   // The ranks holding the same expert shards: a stage's t c d over e x ETP; with hybrid sharding
   // those of one shard group (t s over e x ETP), the experts replicated over the shard groups.
@@ -138,14 +135,36 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
 
 }  // namespace
 
+struct WorkloadMemory::Units {
+  std::once_flag found;
+  std::vector<scheme::FsdpUnit> units;
+};
+
+WorkloadMemory::WorkloadMemory(const workload::Workload& workload, int unit_blocks)
+    : workload_(&workload), unit_blocks_(unit_blocks), units_(std::make_shared<Units>()) {}
+
+double WorkloadMemory::largest_unit_on_rank(const scheme::ParallelConfig& parallel) const {
+  std::call_once(units_->found, [&] { units_->units = scheme::fsdp_units(*workload_, unit_blocks_); });
+  double largest = 0;
+  for (const scheme::FsdpUnit& u : units_->units) {
+    const auto [dense, experts] = scheme::unit_bytes_on_rank(*workload_, u, parallel);
+    largest = std::max(largest, dense + experts);
+  }
+  return largest;
+}
+
 void account_model(Result& r, const workload::Workload& w, const cluster::ClusterSpec& cluster,
-                   const scheme::SchemeConfig& scheme) {
+                   const scheme::SchemeConfig& scheme, const WorkloadMemory* memory) {
+  std::optional<WorkloadMemory> own;
+  if (memory == nullptr || memory->unit_blocks() != scheme.fsdp.unit_blocks) {
+    memory = &own.emplace(w, scheme.fsdp.unit_blocks);
+  }
   if (scheme.parallel.composed() && w.facts.transformer) {
     r.memory = {};
     r.memory.gpu_memory = cluster.gpu_memory;
     r.memory.outside_allocator = cluster.gpu_memory_reserved;
     r.memory.allocator_overhead = cluster.gpu_allocator_overhead;
-    r.optimizer_step_time = account_layout_memory(r, w, cluster, scheme);
+    r.optimizer_step_time = account_layout_memory(r, w, cluster, scheme, *memory);
     account_tokens(r, w, cluster);
     return;
   }
@@ -166,8 +185,8 @@ void account_model(Result& r, const workload::Workload& w, const cluster::Cluste
       r.memory.activations_modelled = true;
     }
     if (scheme.scheme == scheme::Scheme::Fsdp) {
-      double largest = 0;
-      for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, scheme.fsdp.unit_blocks)) largest = std::max(largest, u.bytes);
+      // A unit's bytes on a rank of no parallel layout: all of it.
+      const double largest = memory->largest_unit_on_rank(scheme::ParallelConfig{});
       r.memory.per_worker.buffers =
           gathered_buffer_bytes(largest / element, w.precision, scheme, cluster.workers, cluster.workers_per_node);
     }

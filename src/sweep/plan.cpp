@@ -19,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "scheme/stage_programs.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/enum_names.hpp"
@@ -212,7 +213,11 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
   BoundContext out;
   out.gpu_send = bus + nic;
   out.node_receive = nic * spec.nics_per_node;
+  out.nic = nic;
   out.workers_per_node = spec.workers_per_node;
+  for (int n = 0; n < spec.num_worker_nodes(); ++n) {
+    out.most_workers_on_a_node = std::max(out.most_workers_on_a_node, spec.workers_on_node(n));
+  }
   const auto& order = scheme.parallel.order;
   // An uneven placement (cluster.placement) puts other ranks together on a node.
   out.gradient_groups_strided = order[0] == scheme::ParallelDimension::Tensor &&
@@ -257,41 +262,49 @@ double gradient_collective_bound(const Layout& l, double bytes, const BoundConte
 }
 
 /// s at least for one step of the context group's ring (each rank sends `bytes` to the next):
-/// a ring over k >= 2 nodes leaves each node at least once per group.
+/// a ring over k >= 2 nodes leaves each node at least once per group, and some rank's message
+/// leaves its node through its one NIC (cluster::Cluster::path), which the step waits for.
 double ring_step_bound(const Layout& l, double bytes, const BoundContext& net) {
   double time = bytes / net.gpu_send;
   const Spread at = spread_of(l, l.context, l.tensor, net);
   if (at.nodes >= 2) time = std::max(time, at.groups_per_node * bytes / net.node_receive);
+  if (at.nodes >= 2 || l.context > net.most_workers_on_a_node) time = std::max(time, bytes / net.nic);
   return time;
 }
 
-/// s per micro-batch, summed over the model's attention layers, that coarse's ring attention
+/// Each pipeline stage's layers, over all its model chunks (scheme::chunk_layers: chunk k p + s
+/// is stage s's).
+std::vector<std::vector<int>> stage_layers_of(const workload::Workload& w,
+                                              const scheme::SchemeConfig& scheme) {
+  const std::vector<std::vector<int>> chunks = scheme::chunk_layers(w, scheme);
+  const auto p = static_cast<size_t>(std::max(1, scheme.parallel.pipeline));
+  std::vector<std::vector<int>> stages(p);
+  for (size_t chunk = 0; chunk < chunks.size(); ++chunk) {
+    stages[chunk % p].insert(stages[chunk % p].end(), chunks[chunk].begin(), chunks[chunk].end());
+  }
+  return stages;
+}
+
+/// s per micro-batch by layer (at each block's first, its attention) that coarse's ring attention
 /// leaves exposed at least: each of the c - 1 ring steps of a pass beyond the core's chunk it
-/// overlaps (at most the layer's pass over c).
-double context_exposed_bound(const workload::Workload& w, const Layout& l, double rank_share,
-                             const BoundContext& net) {
-  if (l.context <= 1) return 0;
+/// overlaps (at most the layer's pass over c). `passes`: each layer's forward and backward, s.
+std::vector<double> context_exposed_by_layer(const workload::Workload& w, const Layout& l,
+                                             const std::vector<std::pair<double, double>>& passes,
+                                             double rank_share, const BoundContext& net) {
+  std::vector<double> exposed(passes.size(), 0.0);
+  if (l.context <= 1) return exposed;
   const double c = l.context;
   scheme::ParallelConfig parallel;
   parallel.tensor = l.tensor;
   parallel.context = l.context;
   const double kv = scheme::ring_kv_message(w, parallel);
   const double forward_step = ring_step_bound(l, kv, net), backward_step = ring_step_bound(l, 2 * kv, net);
-  // Each layer's forward and backward time; a block's first layer is its attention.
-  std::vector<std::pair<double, double>> passes;
-  for (const workload::Op& op : w.ops) {
-    if (op.layer < 0) continue;
-    if (passes.size() <= static_cast<size_t>(op.layer)) passes.resize(static_cast<size_t>(op.layer) + 1);
-    (op.kind == workload::OpKind::Forward ? passes[static_cast<size_t>(op.layer)].first
-                                          : passes[static_cast<size_t>(op.layer)].second) += op.duration;
-  }
-  double exposed = 0;
   int previous_block = -1;
   for (size_t layer = 0; layer < passes.size() && layer < w.block_of_layer.size(); ++layer) {
     const int block = w.block_of_layer[layer];
     if (block >= 0 && block != previous_block) {
-      exposed += (c - 1) * (std::max(0.0, forward_step - passes[layer].first / rank_share / c) +
-                            std::max(0.0, backward_step - passes[layer].second / rank_share / c));
+      exposed[layer] = (c - 1) * (std::max(0.0, forward_step - passes[layer].first / rank_share / c) +
+                                  std::max(0.0, backward_step - passes[layer].second / rank_share / c));
     }
     previous_block = block;
   }
@@ -300,35 +313,67 @@ double context_exposed_bound(const workload::Workload& w, const Layout& l, doubl
 
 }  // namespace
 
-double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global_batch,
+double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::SchemeConfig& layout_scheme,
                     const BoundContext& net) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const bool zero_bubble = l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1;
   if (zero_bubble && w.facts.timed_per_rank) return kNone;
-  double compute = 0;  // s: one micro-batch of the whole model on one GPU (or on one rank)
-  for (const workload::Op& op : w.ops) compute += op.duration;
   const double p = l.pipeline, t = l.tensor;
   const double rank_share = w.facts.timed_per_rank ? 1.0 : t * l.context;
-  // s per micro-batch of the mean stage: its compute and its blocks' tensor collectives.
-  double stage = compute / (rank_share * p);
+  // s per micro-batch on one rank, by layer: its forward and backward, then all that is on a
+  // stage's path (its compute, its blocks' tensor collectives, its exposed ring steps); ops of
+  // no layer count in the sum alone (no stage is known to run them).
+  std::vector<std::pair<double, double>> passes;
+  double unplaced = 0;
+  for (const workload::Op& op : w.ops) {
+    if (op.layer < 0) {
+      unplaced += op.duration / rank_share;
+      continue;
+    }
+    if (passes.size() <= static_cast<size_t>(op.layer)) passes.resize(static_cast<size_t>(op.layer) + 1);
+    (op.kind == workload::OpKind::Forward ? passes[static_cast<size_t>(op.layer)].first
+                                          : passes[static_cast<size_t>(op.layer)].second) += op.duration;
+  }
+  std::vector<double> on_path(passes.size());
+  for (size_t layer = 0; layer < passes.size(); ++layer) {
+    on_path[layer] = (passes[layer].first + passes[layer].second) / rank_share;
+  }
   double message = 0;  // s: one message between stages
   const bool network = net.gpu_send > 0 && std::isfinite(net.gpu_send);
   if (w.facts.transformer && network) {
-    const workload::TransformerShape& shape = *w.facts.transformer;
     scheme::ParallelConfig parallel;
     parallel.context = l.context;
     const double activation = scheme::block_activation_message(w, parallel);
     const bool sequence = l.sequence && l.tensor > 1;
     message = (sequence ? activation / t : activation) / net.gpu_send;
+    // Per block: two layers, each a collective in the forward and one in the backward (a third
+    // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
+    double tensor = 0;
     if (l.tensor > 1 && l.overlap == TensorOverlap::None) {
-      // Per block: two layers, each a collective in the forward and one in the backward (a third
-      // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
-      const double layers = shape.experts > 1 ? 1 : 2;
-      const double passes = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
-      stage += shape.layers / p * layers * passes * 2 * (t - 1) / t * activation / net.gpu_send;
+      const double layers = w.facts.transformer->experts > 1 ? 1 : 2;
+      const double passes_run = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
+      tensor = layers * passes_run * 2 * (t - 1) / t * activation / net.gpu_send;
     }
-    stage += context_exposed_bound(w, l, rank_share, net) / p;
+    const std::vector<double> context = context_exposed_by_layer(w, l, passes, rank_share, net);
+    int previous_block = -1;
+    for (size_t layer = 0; layer < on_path.size() && layer < w.block_of_layer.size(); ++layer) {
+      const int block = w.block_of_layer[layer];
+      if (block >= 0 && block != previous_block) on_path[layer] += tensor;
+      on_path[layer] += context[layer];
+      previous_block = block;
+    }
   }
+  // Each stage's micro-batch (S_s, all its chunks): their sum and the busiest's.
+  double sum = unplaced, busiest = 0;
+  for (double s : on_path) sum += s;
+  for (const std::vector<int>& stage_layers : stage_layers_of(w, layout_scheme)) {
+    double stage = 0;
+    for (int layer : stage_layers) {
+      if (static_cast<size_t>(layer) < on_path.size()) stage += on_path[static_cast<size_t>(layer)];
+    }
+    busiest = std::max(busiest, stage);
+  }
+  busiest = std::max(busiest, sum / p);
   // The parameters FSDP gathers over the gradient group: all, or with expert parallelism the dense
   // ones (the experts go over their expert-data group; leaving them out keeps the bound below).
   double dense_bytes = w.parameter_bytes();
@@ -338,6 +383,9 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
       if (scheme::expert_of_tensor(tensor.name) < 0) dense_bytes += tensor.bytes;
     }
   }
+  // Sharded data parallelism's collectives of a micro-batch, the mean stage's (a floor under
+  // each stage's micro-batch: the busiest's is at least the mean's, the sum at least p of them).
+  double data = 0;
   if (network && l.scheme == Scheme::Fsdp &&
       (l.sharding == FsdpSharding::Full || l.sharding == FsdpSharding::GradOp)) {
     // Every micro-batch gathers the stage's parameters (again in the backward when full sharding
@@ -345,10 +393,8 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
     // bytes over t, one after another on the links (data_per_micro_batch).
     const double bytes = dense_bytes / (t * p);
     const double gathers = l.sharding == FsdpSharding::Full && net.fsdp.reshard_after_forward ? 2 : 1;
-    const double data =
-        gathers * gradient_collective_bound(l, bytes * scheme::gathered_share(w, net.fsdp), net) +
-        gradient_collective_bound(l, bytes, net);
-    stage = std::max(stage, data);
+    data = gathers * gradient_collective_bound(l, bytes * scheme::gathered_share(w, net.fsdp), net) +
+           gradient_collective_bound(l, bytes, net);
   }
   if (network && l.scheme == Scheme::Fsdp && l.sharding == FsdpSharding::Hybrid) {
     // Hybrid sharding: the same over a shard group of s ranks (the scenario's, or under the default
@@ -362,29 +408,41 @@ double tokens_bound(const workload::Workload& w, const Layout& l, int64_t global
     if (shard >= 1 && n % shard == 0) {
       const double bytes = dense_bytes / (t * p), s_ = shard, r = static_cast<double>(n) / shard;
       const double gathers = net.fsdp.reshard_after_forward ? 2 : 1;
-      const double data =
-          (gathers * scheme::gathered_share(w, net.fsdp) + 1) * (s_ - 1) / s_ * bytes / net.gpu_send +
-          2 * (r - 1) / r * bytes / s_ / net.gpu_send;
-      stage = std::max(stage, data);
+      const double replicas = 2 * (r - 1) / r * bytes / s_;
+      data = ((gathers * scheme::gathered_share(w, net.fsdp) + 1) * (s_ - 1) / s_ * bytes + replicas) /
+             net.gpu_send;
+      // The default shard group holds the group's ranks of a node: each replica then sits on a node
+      // of its own, and a rank sends all of its all-reduce through its NIC (while the shard
+      // group's collectives may run on the intra-node links beside it).
+      if (net.fsdp.shard_group <= 0 && net.gradient_groups_strided && r >= 2) {
+        data = std::max(data, replicas / net.nic);
+      }
     }
   }
+  const double mean = std::max(sum / p, data);
+  busiest = std::max(busiest, data);
+  sum = std::max(sum, p * data);
+  const int64_t global_batch = layout_scheme.parallel.global_batch;
   const double d = static_cast<double>(l.gpus) / (t * l.context * p);
   const double m = static_cast<double>(global_batch) / (d * l.micro_batch);
-  double length = m;  // the pipeline in mean stages
+  double pipeline = m * busiest;  // s: one stage
   if (l.pipeline > 1) {
     switch (l.schedule) {
       case PipelineSchedule::GPipe:
       case PipelineSchedule::OneFOneB:
-        length = m + p - 1;
+        pipeline = sum + (m - 1) * busiest;
         break;
       case PipelineSchedule::Interleaved:
-        length = m + (p - 1) / l.virtual_stages;
+        pipeline = m * busiest + (sum - busiest) / l.virtual_stages;
         break;
       case PipelineSchedule::ZeroBubble:
+        // Coarse's ZB-H1 can end its busiest stage sooner than m of its micro-batches (the W
+        // passes it defers fill other stages' bubbles): the mean stage's m.
+        pipeline = m * mean;
         break;
     }
   }
-  const double step = length * stage + 2 * (p - 1) * message;
+  const double step = pipeline + 2 * (p - 1) * message;
   if (!(step > 0)) return kNone;
   return static_cast<double>(global_batch) * static_cast<double>(w.facts.tokens_per_sample) / step / l.gpus;
 }
@@ -608,6 +666,8 @@ report::Plan plan(const PlanRequest& request) {
   // One scenario and workload per micro-batch and checkpointing: they set the compute time.
   std::map<std::pair<int, ActivationCheckpointing>, std::pair<scenario::Scenario, workload::Workload>>
       at_batch;
+  // And what its memory check reads of each (its FSDP units), found once for all its layouts.
+  std::map<std::pair<int, ActivationCheckpointing>, predict::WorkloadMemory> memory_at_batch;
   auto prepared = [&](const Layout& l) -> const std::pair<scenario::Scenario, workload::Workload>& {
     auto it = at_batch.find({l.micro_batch, l.checkpointing});
     if (it == at_batch.end()) {
@@ -615,8 +675,13 @@ report::Plan plan(const PlanRequest& request) {
       workload::Workload w = scenario::build_workload(at);
       it = at_batch.emplace(std::pair{l.micro_batch, l.checkpointing}, std::pair{std::move(at), std::move(w)})
                .first;
+      memory_at_batch.emplace(it->first,
+                              predict::WorkloadMemory(it->second.second, base.scheme.fsdp.unit_blocks));
     }
     return it->second;
+  };
+  auto memory_of = [&](const Layout& l) -> const predict::WorkloadMemory& {
+    return memory_at_batch.at({l.micro_batch, l.checkpointing});
   };
   predict::Options coarse = base.options;
   coarse.predictor = predict::Predictor::Coarse;
@@ -678,7 +743,7 @@ report::Plan plan(const PlanRequest& request) {
         return;
       }
       predict::Result memory;
-      predict::account_model(memory, w, spec, sc);
+      predict::account_model(memory, w, spec, sc, &memory_of(l));
       if (!memory.memory.fits()) {
         ++t.no_fit;
         // By what the GPU must reserve (the allocator's pool and what lives outside it), as fits() is.
@@ -686,9 +751,8 @@ report::Plan plan(const PlanRequest& request) {
         if (!t.closest || miss < *t.closest) t.closest = miss;
         return;
       }
-      t.fitting.emplace_back(request.prune ? tokens_bound(w, l, base.scheme.parallel.global_batch, bounds)
-                                           : std::numeric_limits<double>::infinity(),
-                             i);
+      t.fitting.emplace_back(
+          request.prune ? tokens_bound(w, l, sc, bounds) : std::numeric_limits<double>::infinity(), i);
     });
     if (tally.error) std::rethrow_exception(tally.error);
 
@@ -759,7 +823,7 @@ report::Plan plan(const PlanRequest& request) {
       const Layout& l = candidates[tally.closest->second];
       const scenario::Scenario at = scenario_of(l);
       predict::Result memory;
-      predict::account_model(memory, prepared(l).second, at.cluster, at.scheme);
+      predict::account_model(memory, prepared(l).second, at.cluster, at.scheme, &memory_of(l));
       count.closest_miss = report::PlanMiss{layout_config(l), layout_label(l), memory.memory};
     }
     // Coarse's order: most tokens/s per GPU first, the candidate order breaking ties.

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "scheme/stage_programs.hpp"
+#include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
@@ -387,13 +389,119 @@ TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
       predict::Options coarse = at.options;
       coarse.predictor = predict::Predictor::Coarse;
       const double tokens = predict::predict(w, at.cluster, at.scheme, coarse).tokens.tokens_per_s_per_worker;
-      EXPECT_LE(tokens,
-                tokens_bound(w, l, s.scheme.parallel.global_batch, bound_context(at.cluster, at.scheme)) *
-                    (1 + 1e-9))
+      EXPECT_LE(tokens, tokens_bound(w, l, at.scheme, bound_context(at.cluster, at.scheme)) * (1 + 1e-9))
           << layout_label(l);
     }
   }
   EXPECT_TRUE(some_pruned) << "the seeds should let pruning skip some layouts";
+}
+
+TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
+  // Without a network (a default BoundContext) the bound is compute alone: with S_s stage s's
+  // compute per micro-batch (its layers', over all its chunks), gpipe and 1f1b take
+  // sum + (m - 1) max, interleaved m max + (sum - max) / v, zero_bubble m sum / p, one stage m S.
+  // Six blocks on four stages are uneven (two stages hold one block more), so max > sum / p.
+  std::string text = tiny_decoder();
+  text.replace(text.find("layers: 4"), 9, "layers: 6");
+  const scenario::Scenario s = parse(text);
+  struct Case {
+    int pipeline, virtual_stages;
+    PipelineSchedule schedule;
+  };
+  for (const Case& c : {Case{4, 1, PipelineSchedule::GPipe}, Case{4, 1, PipelineSchedule::OneFOneB},
+                        Case{2, 3, PipelineSchedule::Interleaved}, Case{4, 1, PipelineSchedule::ZeroBubble},
+                        Case{1, 1, PipelineSchedule::OneFOneB}}) {
+    Layout l;
+    l.gpus = 8;
+    l.pipeline = c.pipeline;
+    l.virtual_stages = c.virtual_stages;
+    l.schedule = c.schedule;
+    const scenario::Scenario at = apply_layout(s, l);
+    const workload::Workload w = scenario::build_workload(at);
+    ASSERT_FALSE(scheme::layout_problem(w, at.cluster, at.scheme).has_value()) << layout_label(l);
+    std::vector<double> by_layer;
+    for (const workload::Op& op : w.ops) {
+      ASSERT_GE(op.layer, 0);
+      if (by_layer.size() <= static_cast<size_t>(op.layer))
+        by_layer.resize(static_cast<size_t>(op.layer) + 1);
+      by_layer[static_cast<size_t>(op.layer)] += op.duration;
+    }
+    std::vector<double> stages(static_cast<size_t>(c.pipeline), 0.0);
+    const std::vector<std::vector<int>> chunks = scheme::chunk_layers(w, at.scheme);
+    ASSERT_EQ(chunks.size(), static_cast<size_t>(c.pipeline * c.virtual_stages));
+    for (size_t chunk = 0; chunk < chunks.size(); ++chunk) {
+      for (int layer : chunks[chunk]) stages[chunk % stages.size()] += by_layer[static_cast<size_t>(layer)];
+    }
+    double sum = 0, most = 0;
+    for (double stage : stages) {
+      sum += stage;
+      most = std::max(most, stage);
+    }
+    const double p = c.pipeline, v = c.virtual_stages;
+    const double m = 16.0 / (8.0 / p);  // global batch 16 over d = 8 / p replicas, micro-batch 1
+    double step = m * most;
+    if (c.pipeline > 1) {
+      switch (c.schedule) {
+        case PipelineSchedule::GPipe:
+        case PipelineSchedule::OneFOneB:
+          step = sum + (m - 1) * most;
+          EXPECT_GT(most, sum / p * (1 + 1e-6)) << "the stages should be uneven";
+          break;
+        case PipelineSchedule::Interleaved:
+          step = m * most + (sum - most) / v;
+          break;
+        case PipelineSchedule::ZeroBubble:
+          step = m * sum / p;
+          break;
+      }
+    }
+    const double expected = 16.0 * 64 / step / 8;  // tokens/s per GPU
+    EXPECT_NEAR(tokens_bound(w, l, at.scheme), expected, expected * 1e-12) << layout_label(l);
+  }
+}
+
+TEST(Plan, TheMemoryCheckWithAWorkloadsUnitsFoundOnceIsTheMemoryCheck) {
+  // plan() finds each workload's FSDP units once (predict::WorkloadMemory) for all its layouts:
+  // its largest unit on a rank is the largest of scheme::fsdp_units' by unit_bytes_on_rank, on
+  // every valid layout of a dense decoder and of a mixture of experts with expert parallelism, with
+  // units of 1 and 2 blocks; and one found for other unit_blocks than the scheme's is not read.
+  for (int seed : {1, 8}) {
+    std::string text = seeded(seed);
+    if (seed >= 8) {
+      const std::string dense = "vocab: 32000}";
+      text.replace(text.find(dense), dense.size(), "vocab: 32000, experts: 4, top_k: 2}");
+      const std::string parallel = "  scheme: allreduce\n";
+      text.replace(text.find(parallel), parallel.size(), parallel + "  parallel: {expert: 2}\n");
+    }
+    // A small vocabulary, so that the largest unit is the blocks' and not the embedding.
+    text.replace(text.find("vocab: 32000"), 12, "vocab: 1000");
+    for (int unit_blocks : {1, 2}) {
+      scenario::Scenario s = scenario::parse_scenario(text, "tiny.yaml");
+      s.scheme.fsdp.unit_blocks = unit_blocks;
+      int checked = 0, other_units_differ = 0;
+      for (const Layout& l : candidate_layouts(s, 16)) {
+        const scenario::Scenario at = apply_layout(s, l);
+        const workload::Workload w = scenario::build_workload(at);
+        if (scheme::layout_problem(w, at.cluster, at.scheme)) continue;
+        double largest = 0;
+        for (const scheme::FsdpUnit& u : scheme::fsdp_units(w, unit_blocks)) {
+          const auto [dense, experts] = scheme::unit_bytes_on_rank(w, u, at.scheme.parallel);
+          largest = std::max(largest, dense + experts);
+        }
+        const predict::WorkloadMemory found_once(w, unit_blocks), other(w, 3 - unit_blocks);
+        EXPECT_EQ(found_once.largest_unit_on_rank(at.scheme.parallel), largest) << layout_label(l);
+        if (l.scheme != Scheme::Fsdp) continue;
+        predict::Result alone, with_other;
+        predict::account_model(alone, w, at.cluster, at.scheme);
+        predict::account_model(with_other, w, at.cluster, at.scheme, &other);
+        EXPECT_EQ(alone.memory.per_worker.buffers, with_other.memory.per_worker.buffers) << layout_label(l);
+        other_units_differ += other.largest_unit_on_rank(at.scheme.parallel) != largest;
+        ++checked;
+      }
+      EXPECT_GT(checked, 50);
+      EXPECT_GT(other_units_differ, 0) << "units of 1 and 2 blocks should differ";
+    }
+  }
 }
 
 TEST(Plan, SameAnswerForAnyNumberOfThreads) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "stepcast/cluster/cluster.hpp"
@@ -53,10 +54,30 @@ void account_job(Result& result, const workload::Workload& workload, const schem
 /// Fills result.cost from options.cost and result.step_time, .tokens and .job (call it after
 /// account_job and account_model); leaves it empty when options.cost.gpu_hour is 0.
 void account_cost(Result& result, const Options& options);
+/// What the memory check reads of a workload that no parallel layout changes: the bytes of its
+/// FSDP units at `unit_blocks` (scheme::fsdp_units), found on first use (thread-safe; a workload
+/// FSDP cannot wrap throws then, as fsdp_units does). A search checking many layouts of one
+/// workload builds one (stepcast plan); account_model builds its own when given none. Refers to
+/// `workload`, which must outlive it.
+class WorkloadMemory {
+ public:
+  WorkloadMemory(const workload::Workload& workload, int unit_blocks);
+  [[nodiscard]] int unit_blocks() const { return unit_blocks_; }
+  /// Bytes one rank of `parallel` holds of the largest unit (scheme::unit_bytes_on_rank).
+  [[nodiscard]] double largest_unit_on_rank(const scheme::ParallelConfig& parallel) const;
+
+ private:
+  struct Units;
+  const workload::Workload* workload_;
+  int unit_blocks_;
+  std::shared_ptr<Units> units_;
+};
+
 /// Fills result.memory and result.tokens from the workload's ModelFacts, the cluster's GPU
-/// (memory, peak FLOP/s) and the scheme's sharding; every predictor's Result gets them.
+/// (memory, peak FLOP/s) and the scheme's sharding; every predictor's Result gets them. `memory`
+/// (optional) is `workload`'s, read where its unit_blocks are the scheme's.
 void account_model(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster,
-                   const scheme::SchemeConfig& scheme);
+                   const scheme::SchemeConfig& scheme, const WorkloadMemory* memory = nullptr);
 /// Fills result.tokens (tokens/s, model FLOP/s, MFU) from result.throughput and the workload's
 /// ModelFacts; account_model calls it.
 void account_tokens(Result& result, const workload::Workload& workload, const cluster::ClusterSpec& cluster);

@@ -82,7 +82,10 @@ struct BoundContext {
   /// nodes leaves by (cluster::Cluster::path); +inf leaves communication out.
   double gpu_send = std::numeric_limits<double>::infinity();
   double node_receive = std::numeric_limits<double>::infinity();  ///< bytes/s: a node's NICs at most
+  /// bytes/s: the fastest NIC, which every message between two nodes crosses (its sender's)
+  double nic = std::numeric_limits<double>::infinity();
   int workers_per_node = 1;
+  int most_workers_on_a_node = 1;  ///< a group of more ranks spans two nodes or more
   /// The rank order puts tensor, then context, then data first (Megatron's default): a gradient
   /// group is c d ranks t apart; and every node holds workers_per_node consecutive ranks (no
   /// uneven cluster.placement).
@@ -96,24 +99,25 @@ struct BoundContext {
                                          const scheme::SchemeConfig& scheme);
 
 /// An upper bound on coarse's tokens/s per GPU for a valid layout whose micro-batch and
-/// checkpointing `workload` is. Coarse's pipeline is at least the schedule's length in mean
-/// stages S (each stage's micro-batch: its compute, divided by t c unless timed per rank, plus
-/// what its tensor collectives take; or its sharded data parallelism's collectives, if longer):
-/// gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s >= (m + p - 1) mean; interleaved m max + (sum -
-/// max) / v >= (m + (p - 1) / v) mean (as m v >= 1); zero_bubble's max over b is at least its mean
-/// over b, m mean + sum_s ((p - 1)(F_s + B_s) - 2 s W_s) / p >= m mean, as every stage's F + B is
-/// at least twice its W (each linear's weight gradient is half its backward and its forward
-/// takes as long; +inf when the workload is timed per rank, where that need not hold); plus
-/// 2 (p - 1) pipeline messages. Collectives: the bandwidth-optimal all-reduce of B bytes over n
-/// ranks sends 2 (n - 1) / n B from each (Patarasuk and Yuan 2009), an all-gather or a
-/// reduce-scatter (n - 1) / n B, each at most at context.gpu_send; a gradient group spread over
-/// k nodes with r ranks in each brings (k - 1) / k B into each node for each of the node's groups,
-/// at most at node_receive. Without training.tensor.overlap each block's tensor collectives are
-/// on the path: 8 (t - 1) / t B a block (the attention's half alone where experts split the MLP),
-/// 12 with full recomputation. FSDP full and grad_op gather (and reduce-scatter) every stage's
+/// checkpointing `workload` is, `layout_scheme` the scheme with the layout applied. Coarse's
+/// pipeline is at least the schedule's length in stages S_s (each stage's micro-batch over all its
+/// chunks: its compute, divided by t c unless timed per rank, plus what its blocks' tensor
+/// collectives and exposed ring steps take; or its sharded data parallelism's collectives, if
+/// longer): gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s; interleaved m max + (sum - max) / v;
+/// zero_bubble m mean_s S_s (coarse's ZB-H1 can finish its busiest stage in less than m S_max;
+/// +inf when the workload is timed per rank); plus 2 (p - 1) pipeline messages. The stages are
+/// scheme::chunk_layers', so uneven ones (96 blocks on 64 stages) count their busiest. Collectives: the
+/// bandwidth-optimal all-reduce of B bytes over n ranks sends 2 (n - 1) / n B from each (Patarasuk and Yuan
+/// 2009), an all-gather or a reduce-scatter (n - 1) / n B, each at most at context.gpu_send; a gradient group
+/// spread over k nodes with r ranks in each brings (k - 1) / k B into each node for each of the node's
+/// groups, at most at node_receive; a context ring across nodes waits each step for a message
+/// through one NIC. Without training.tensor.overlap each block's tensor collectives are on the
+/// path: 8 (t - 1) / t B a block (the attention's half alone where experts split the MLP), 12
+/// with full recomputation. FSDP full and grad_op gather (and reduce-scatter) every stage's
 /// parameters each micro-batch. plan() prunes by it (tests: never above coarse).
 [[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout,
-                                  int64_t global_batch, const BoundContext& context = {});
+                                  const scheme::SchemeConfig& layout_scheme,
+                                  const BoundContext& context = {});
 
 struct PlanRequest {
   std::string scenario;                ///< scenario file (with scenario_text, only its name in messages)
