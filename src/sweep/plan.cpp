@@ -363,15 +363,26 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
       previous_block = block;
     }
   }
-  // Each stage's micro-batch (S_s, all its chunks): their sum and the busiest's.
-  double sum = unplaced, busiest = 0;
+  // Each stage's micro-batch (S_s, all its chunks): their sum and the busiest's; and the ZB-H1
+  // term of each stage b (below), from its forward compute F_s and its backward's B_s + W_s.
+  struct StageTimes {
+    double on_path, backward, forwards_before;
+  };
+  std::vector<StageTimes> stage_times;
+  double sum = unplaced, busiest = 0, forwards_before = 0;
   for (double s : on_path) sum += s;
-  for (const std::vector<int>& stage_layers : stage_layers_of(w, layout_scheme)) {
-    double stage = 0;
-    for (int layer : stage_layers) {
-      if (static_cast<size_t>(layer) < on_path.size()) stage += on_path[static_cast<size_t>(layer)];
+  const std::vector<std::vector<int>> stages = stage_layers_of(w, layout_scheme);
+  for (size_t b = 0; b < stages.size(); ++b) {
+    double stage = 0, forward = 0, backward = 0;
+    for (int layer : stages[b]) {
+      if (static_cast<size_t>(layer) >= on_path.size()) continue;
+      stage += on_path[static_cast<size_t>(layer)];
+      forward += passes[static_cast<size_t>(layer)].first / rank_share;
+      backward += passes[static_cast<size_t>(layer)].second / rank_share;
     }
     busiest = std::max(busiest, stage);
+    stage_times.push_back({stage, backward, forwards_before});
+    forwards_before += forward;
   }
   busiest = std::max(busiest, sum / p);
   // The parameters FSDP gathers over the gradient group: all, or with expert parallelism the dense
@@ -436,9 +447,17 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
         pipeline = m * busiest + (sum - busiest) / l.virtual_stages;
         break;
       case PipelineSchedule::ZeroBubble:
-        // Coarse's ZB-H1 can end its busiest stage sooner than m of its micro-batches (the W
-        // passes it defers fill other stages' bubbles): the mean stage's m.
+        // Coarse's ZB-H1 (predict/composed.cpp) takes, over the stages b, the longest of
+        // m S_b - b W_b + sum_{s < b} (F_s + B_s) + sum_{s > b} (F_s + B_s - W_s): stage b's
+        // passes less the W it defers into the drain, after the forwards before it. W_b is at
+        // most b's backward compute, the sums at least the forwards before b (the later stages'
+        // F + B - W >= 0: only the first holds the embedding, whose backward is all W); and it is
+        // at least m mean (see the header).
         pipeline = m * mean;
+        for (const StageTimes& stage : stage_times) {
+          const double b = static_cast<double>(&stage - stage_times.data());
+          pipeline = std::max(pipeline, m * stage.on_path - b * stage.backward + stage.forwards_before);
+        }
         break;
     }
   }

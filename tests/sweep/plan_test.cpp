@@ -398,8 +398,9 @@ TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
 
 TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
   // Without a network (a default BoundContext) the bound is compute alone: with S_s stage s's
-  // compute per micro-batch (its layers', over all its chunks), gpipe and 1f1b take
-  // sum + (m - 1) max, interleaved m max + (sum - max) / v, zero_bubble m sum / p, one stage m S.
+  // compute per micro-batch (its layers', over all its chunks), F_s and B_s its forward's and
+  // backward's, gpipe and 1f1b take sum + (m - 1) max, interleaved m max + (sum - max) / v,
+  // zero_bubble the longest of m sum / p and m S_b - b B_b + sum_{s < b} F_s, one stage m S.
   // Six blocks on four stages are uneven (two stages hold one block more), so max > sum / p.
   std::string text = tiny_decoder();
   text.replace(text.find("layers: 4"), 9, "layers: 6");
@@ -419,18 +420,26 @@ TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
     const scenario::Scenario at = apply_layout(s, l);
     const workload::Workload w = scenario::build_workload(at);
     ASSERT_FALSE(scheme::layout_problem(w, at.cluster, at.scheme).has_value()) << layout_label(l);
-    std::vector<double> by_layer;
+    std::vector<double> forward_of, backward_of;  // by layer
     for (const workload::Op& op : w.ops) {
       ASSERT_GE(op.layer, 0);
-      if (by_layer.size() <= static_cast<size_t>(op.layer))
-        by_layer.resize(static_cast<size_t>(op.layer) + 1);
-      by_layer[static_cast<size_t>(op.layer)] += op.duration;
+      const auto layer = static_cast<size_t>(op.layer);
+      if (forward_of.size() <= layer) {
+        forward_of.resize(layer + 1);
+        backward_of.resize(layer + 1);
+      }
+      (op.kind == workload::OpKind::Forward ? forward_of : backward_of)[layer] += op.duration;
     }
-    std::vector<double> stages(static_cast<size_t>(c.pipeline), 0.0);
+    std::vector<double> stages(static_cast<size_t>(c.pipeline), 0.0), forwards = stages, backwards = stages;
     const std::vector<std::vector<int>> chunks = scheme::chunk_layers(w, at.scheme);
     ASSERT_EQ(chunks.size(), static_cast<size_t>(c.pipeline * c.virtual_stages));
     for (size_t chunk = 0; chunk < chunks.size(); ++chunk) {
-      for (int layer : chunks[chunk]) stages[chunk % stages.size()] += by_layer[static_cast<size_t>(layer)];
+      const size_t stage = chunk % stages.size();
+      for (int layer : chunks[chunk]) {
+        forwards[stage] += forward_of[static_cast<size_t>(layer)];
+        backwards[stage] += backward_of[static_cast<size_t>(layer)];
+        stages[stage] += forward_of[static_cast<size_t>(layer)] + backward_of[static_cast<size_t>(layer)];
+      }
     }
     double sum = 0, most = 0;
     for (double stage : stages) {
@@ -450,9 +459,16 @@ TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
         case PipelineSchedule::Interleaved:
           step = m * most + (sum - most) / v;
           break;
-        case PipelineSchedule::ZeroBubble:
+        case PipelineSchedule::ZeroBubble: {
           step = m * sum / p;
+          double before = 0;
+          for (size_t stage = 0; stage < stages.size(); ++stage) {
+            step = std::max(step, m * stages[stage] - static_cast<double>(stage) * backwards[stage] + before);
+            before += forwards[stage];
+          }
+          EXPECT_GT(step, m * sum / p * (1 + 1e-6)) << "the busiest stage should count";
           break;
+        }
       }
     }
     const double expected = 16.0 * 64 / step / 8;  // tokens/s per GPU
