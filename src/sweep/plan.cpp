@@ -719,6 +719,7 @@ report::Plan plan(const PlanRequest& request) {
     if (warned.insert(text).second) request.warn(text);
   };
 
+  std::map<std::pair<int, ActivationCheckpointing>, bool> checked_alone;
   for (int gpus : counts) {
     // The cluster at this count, by the rules that do not depend on the layout.
     BoundContext bounds;  // what the bounds know of the cluster at this count
@@ -734,9 +735,20 @@ report::Plan plan(const PlanRequest& request) {
         throw Error({"", 0, "--gpus"}, fmt::format("at {} GPUs, {}: {}", gpus, e.where().key, e.message()));
       }
       bounds = bound_context(spec, base.scheme);
+      for (const Layout& l : candidate_layouts(base, gpus)) (void)prepared(l);  // before the threads share it
+      // What predict::validate checks of each workload and of the options, once: a layout of a
+      // workload that passes needs its rules (layout_problem) and scheme::validate(cluster,
+      // scheme) alone; one that fails has every layout checked in full, naming the same keys.
+      for (const auto& [key, entry] : at_batch) {
+        try {
+          predict::validate(entry.second, spec, plain, coarse);
+          checked_alone[key] = true;
+        } catch (const Error&) {
+          checked_alone[key] = false;
+        }
+      }
     }
     const std::vector<Layout> candidates = candidate_layouts(base, gpus);
-    for (const Layout& l : candidates) (void)prepared(l);  // built before the threads share the map
 
     auto scenario_of = [&](const Layout& l) {
       scenario::Scenario at = prepared(l).first;
@@ -756,7 +768,11 @@ report::Plan plan(const PlanRequest& request) {
         return;
       }
       try {
-        predict::validate(w, spec, sc, coarse);
+        if (checked_alone.at({l.micro_batch, l.checkpointing})) {
+          scheme::validate(spec, sc);
+        } else {
+          predict::validate(w, spec, sc, coarse);
+        }
       } catch (const Error& e) {
         ++t.invalid[e.where().key];
         return;
