@@ -66,6 +66,31 @@ ClusterCache& cluster_cache(const cluster::ClusterSpec& spec) {
   return cache;
 }
 
+/// A stage's passes as StageFootprint::activations lists them. A search checks many layouts of
+/// the same schedule, p, v and micro-batches (they differ in t, c, sharding, recomputation): the
+/// thread keeps the lists it made.
+const std::vector<std::pair<int, int>>& activation_passes(PipelineSchedule schedule, int p, int v, int m,
+                                                          int stage, int group) {
+  using Key = std::tuple<PipelineSchedule, int, int, int, int, int>;
+  thread_local std::map<Key, std::vector<std::pair<int, int>>> made;
+  thread_local std::size_t kept = 0;          // passes in `made`
+  constexpr std::size_t kMostKept = 1 << 21;  // 16 MB a thread
+  const Key key{schedule, p, v, m, stage, group};
+  if (auto it = made.find(key); it != made.end()) return it->second;
+  const std::vector<PipelinePass> order = schedule_order(schedule, p, v, m, stage, group);
+  if (kept + order.size() > kMostKept) {
+    made.clear();
+    kept = 0;
+  }
+  std::vector<std::pair<int, int>>& passes = made[key];
+  passes.reserve(order.size());
+  for (const PipelinePass& pass : order) {
+    passes.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
+  }
+  kept += passes.size();
+  return passes;
+}
+
 }  // namespace
 
 std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme,
@@ -147,9 +172,7 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
     f.parameters = (f.parameters - f.expert_parameters - whole) / scheme.parallel.tensor + whole +
                    f.expert_parameters / expert_split;
     f.expert_parameters /= expert_split;
-    for (const PipelinePass& pass : schedule_order(scheme.pipeline.schedule, p, v, m, s, group)) {
-      f.activations.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
-    }
+    f.activations = activation_passes(scheme.pipeline.schedule, p, v, m, s, group);
   }
   return out;
 }
