@@ -214,6 +214,7 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
   out.gpu_send = bus + nic;
   out.node_receive = nic * spec.nics_per_node;
   out.nic = nic;
+  out.intra_node = bus;
   out.workers_per_node = spec.workers_per_node;
   for (int n = 0; n < spec.num_worker_nodes(); ++n) {
     out.most_workers_on_a_node = std::max(out.most_workers_on_a_node, spec.workers_on_node(n));
@@ -223,6 +224,7 @@ BoundContext bound_context(const cluster::ClusterSpec& spec, const scheme::Schem
   out.gradient_groups_strided = order[0] == scheme::ParallelDimension::Tensor &&
                                 order[1] == scheme::ParallelDimension::Context &&
                                 order[2] == scheme::ParallelDimension::Data && spec.placement.empty();
+  out.tensor_groups_in_nodes = order[0] == scheme::ParallelDimension::Tensor && spec.placement.empty();
   out.fsdp = scheme.fsdp;
   out.expert = scheme.parallel.expert;
   return out;
@@ -348,11 +350,14 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
     message = (sequence ? activation / t : activation) / net.gpu_send;
     // Per block: two layers, each a collective in the forward and one in the backward (a third
     // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
+    // A tensor group inside a node sends on its intra-node links alone.
     double tensor = 0;
     if (l.tensor > 1 && l.overlap == TensorOverlap::None) {
+      const bool in_node = net.tensor_groups_in_nodes && net.workers_per_node % l.tensor == 0;
+      const double send = in_node ? std::min(net.gpu_send, net.intra_node) : net.gpu_send;
       const double layers = w.facts.transformer->experts > 1 ? 1 : 2;
       const double passes_run = l.checkpointing == ActivationCheckpointing::Full ? 3 : 2;
-      tensor = layers * passes_run * 2 * (t - 1) / t * activation / net.gpu_send;
+      tensor = layers * passes_run * 2 * (t - 1) / t * activation / send;
     }
     const std::vector<double> context = context_exposed_by_layer(w, l, passes, rank_share, net);
     int previous_block = -1;
@@ -461,7 +466,28 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
         break;
     }
   }
-  const double step = pipeline + 2 * (p - 1) * message;
+  // The distributed optimizer (ZeRO-1) gathers each stage's updated parameters after the step
+  // (on its gradient group, at the gathered precision): coarse ends the step no sooner than the
+  // pipeline, then the first stage's gathers (predict/composed.cpp), which nothing hides.
+  double after_step = 0;
+  if (network && l.scheme == Scheme::Fsdp && l.sharding == FsdpSharding::Optimizer && !stages.empty()) {
+    std::vector<char> on_first(on_path.size(), 0);
+    for (int layer : stages.front()) {
+      if (static_cast<size_t>(layer) < on_first.size()) on_first[static_cast<size_t>(layer)] = 1;
+    }
+    double bytes = 0;  // the first stage's dense parameters (the experts gather over their own group)
+    for (const workload::Tensor& tensor : w.tensors) {
+      if (tensor.consumers.empty() || (net.expert > 1 && scheme::expert_of_tensor(tensor.name) >= 0))
+        continue;
+      const int layer = w.ops[static_cast<size_t>(tensor.consumers.front())].layer;
+      if (layer >= 0 && static_cast<size_t>(layer) < on_first.size() &&
+          on_first[static_cast<size_t>(layer)]) {
+        bytes += tensor.bytes;
+      }
+    }
+    after_step = gradient_collective_bound(l, bytes / t * scheme::gathered_share(w, net.fsdp), net);
+  }
+  const double step = pipeline + 2 * (p - 1) * message + after_step;
   if (!(step > 0)) return kNone;
   return static_cast<double>(global_batch) * static_cast<double>(w.facts.tokens_per_sample) / step / l.gpus;
 }

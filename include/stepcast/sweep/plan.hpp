@@ -84,6 +84,11 @@ struct BoundContext {
   double node_receive = std::numeric_limits<double>::infinity();  ///< bytes/s: a node's NICs at most
   /// bytes/s: the fastest NIC, which every message between two nodes crosses (its sender's)
   double nic = std::numeric_limits<double>::infinity();
+  /// bytes/s: the fastest intra-node link, which alone carries a message inside a node
+  double intra_node = std::numeric_limits<double>::infinity();
+  /// The rank order puts tensor first and every node holds workers_per_node consecutive ranks: a
+  /// tensor group of t dividing workers_per_node sits in one node.
+  bool tensor_groups_in_nodes = false;
   int workers_per_node = 1;
   int most_workers_on_a_node = 1;  ///< a group of more ranks spans two nodes or more
   /// The rank order puts tensor, then context, then data first (Megatron's default): a gradient
