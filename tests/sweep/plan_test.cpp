@@ -347,10 +347,15 @@ TEST(Plan, TopIsCoarsesBestOrderedByFinesValuesAlone) {
 
 TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
   bool some_pruned = false;
-  for (int seed = 0; seed < 10; ++seed) {
+  for (int seed = 0; seed < 12; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::string text = seeded(seed);
-    if (seed >= 8) {
+    if (seed >= 10) {
+      // Six blocks: uneven stages at p = 4 (two hold one block more), whose busiest the bound counts.
+      const std::size_t at = text.find("layers: ");
+      text.replace(at, text.find(',', at) - at, "layers: 6");
+    }
+    if (seed == 8 || seed == 9) {
       // A mixture of experts with expert parallelism held at 2: FSDP gathers its experts over
       // their expert-data group, not the gradient group (the bound counts the dense ones).
       const std::string dense = "vocab: 32000}";
@@ -358,7 +363,7 @@ TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
       const std::string parallel = "  scheme: allreduce\n";
       text.replace(text.find(parallel), parallel.size(), parallel + "  parallel: {expert: 2}\n");
     }
-    if (seed >= 6) {
+    if ((seed >= 6 && seed < 10) || seed == 11) {
       // Slow NICs: the gradient groups' and the context ring's steps across nodes dominate.
       const std::string nic = "nic_bandwidth: 200Gbps";
       text.replace(text.find(nic), nic.size(), "nic_bandwidth: 2Gbps");
