@@ -371,23 +371,22 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
   // Each stage's micro-batch (S_s, all its chunks): their sum and the busiest's; and the ZB-H1
   // term of each stage b (below), from its forward compute F_s and its backward's B_s + W_s.
   struct StageTimes {
-    double on_path, backward, forwards_before;
+    double on_path, forward, backward;
   };
   std::vector<StageTimes> stage_times;
-  double sum = unplaced, busiest = 0, forwards_before = 0;
+  double sum = unplaced, busiest = 0;
   for (double s : on_path) sum += s;
   const std::vector<std::vector<int>> stages = stage_layers_of(w, layout_scheme);
-  for (size_t b = 0; b < stages.size(); ++b) {
-    double stage = 0, forward = 0, backward = 0;
-    for (int layer : stages[b]) {
+  for (const std::vector<int>& layers : stages) {
+    StageTimes stage{0, 0, 0};
+    for (int layer : layers) {
       if (static_cast<size_t>(layer) >= on_path.size()) continue;
-      stage += on_path[static_cast<size_t>(layer)];
-      forward += passes[static_cast<size_t>(layer)].first / rank_share;
-      backward += passes[static_cast<size_t>(layer)].second / rank_share;
+      stage.on_path += on_path[static_cast<size_t>(layer)];
+      stage.forward += passes[static_cast<size_t>(layer)].first / rank_share;
+      stage.backward += passes[static_cast<size_t>(layer)].second / rank_share;
     }
-    busiest = std::max(busiest, stage);
-    stage_times.push_back({stage, backward, forwards_before});
-    forwards_before += forward;
+    busiest = std::max(busiest, stage.on_path);
+    stage_times.push_back(stage);
   }
   busiest = std::max(busiest, sum / p);
   // The parameters FSDP gathers over the gradient group: all, or with expert parallelism the dense
@@ -451,19 +450,29 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
       case PipelineSchedule::Interleaved:
         pipeline = m * busiest + (sum - busiest) / l.virtual_stages;
         break;
-      case PipelineSchedule::ZeroBubble:
-        // Coarse's ZB-H1 (predict/composed.cpp) takes, over the stages b, the longest of
-        // m S_b - b W_b + sum_{s < b} (F_s + B_s) + sum_{s > b} (F_s + B_s - W_s): stage b's
-        // passes less the W it defers into the drain, after the forwards before it. W_b is at
-        // most b's backward compute, the sums at least the forwards before b (the later stages'
-        // F + B - W >= 0: only the first holds the embedding, whose backward is all W); and it is
-        // at least m mean (see the header).
+      case PipelineSchedule::ZeroBubble: {
+        // At least m mean (see the header). Coarse's ZB-H1 (predict/composed.cpp) takes, over the
+        // stages b, the longest of m S_b - b W_b + sum_{s < b} (F_s + B_s) + sum_{s > b} (F_s +
+        // B_s - W_s): stage b's passes less the W it defers into the drain, after the passes
+        // before it and before those after it. The stage programs split each linear's backward
+        // into B and W half each and give the attention core and recomputation to B, so on a
+        // dense model W_s <= K_s / 2 <= B_s for its backward compute K_s, but the first stage's,
+        // whose embedding's backward is all W (B_0 >= 0 there); a mixture of experts scales its
+        // experts' passes by their load, past these, and keeps the mean.
         pipeline = m * mean;
-        for (const StageTimes& stage : stage_times) {
-          const double b = static_cast<double>(&stage - stage_times.data());
-          pipeline = std::max(pipeline, m * stage.on_path - b * stage.backward + stage.forwards_before);
+        if (w.facts.transformer && w.facts.transformer->experts > 1) break;
+        double after = 0;  // sum over s > b of F_s
+        for (const StageTimes& stage : stage_times) after += stage.forward;
+        double before = 0;  // sum over s < b of F_s + K_s / 2 (F_0 alone)
+        for (size_t b = 0; b < stage_times.size(); ++b) {
+          const StageTimes& stage = stage_times[b];
+          after -= stage.forward;
+          pipeline = std::max(
+              pipeline, m * stage.on_path - static_cast<double>(b) * stage.backward / 2 + before + after);
+          before += stage.forward + (b > 0 ? stage.backward / 2 : 0.0);
         }
         break;
+      }
     }
   }
   // The distributed optimizer (ZeRO-1) gathers each stage's updated parameters after the step

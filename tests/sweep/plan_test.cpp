@@ -405,7 +405,7 @@ TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
   // Without a network (a default BoundContext) the bound is compute alone: with S_s stage s's
   // compute per micro-batch (its layers', over all its chunks), F_s and B_s its forward's and
   // backward's, gpipe and 1f1b take sum + (m - 1) max, interleaved m max + (sum - max) / v,
-  // zero_bubble the longest of m sum / p and m S_b - b B_b + sum_{s < b} F_s, one stage m S.
+  // zero_bubble the longest of m sum / p and the per-stage terms below, one stage m S.
   // Six blocks on four stages are uneven (two stages hold one block more), so max > sum / p.
   std::string text = tiny_decoder();
   text.replace(text.find("layers: 4"), 9, "layers: 6");
@@ -465,11 +465,14 @@ TEST(Plan, TheBoundIsEachSchedulesLengthInItsStagesCountingTheBusiest) {
           step = m * most + (sum - most) / v;
           break;
         case PipelineSchedule::ZeroBubble: {
+          // The longest over stages b of m S_b - b B_b / 2 + sum_{s < b} (F_s + B_s / 2, F_0 alone)
+          // + sum_{s > b} F_s.
           step = m * sum / p;
-          double before = 0;
-          for (size_t stage = 0; stage < stages.size(); ++stage) {
-            step = std::max(step, m * stages[stage] - static_cast<double>(stage) * backwards[stage] + before);
-            before += forwards[stage];
+          for (size_t b = 0; b < stages.size(); ++b) {
+            double before = 0, after = 0;
+            for (size_t s = 0; s < b; ++s) before += forwards[s] + (s > 0 ? backwards[s] / 2 : 0.0);
+            for (size_t s = b + 1; s < stages.size(); ++s) after += forwards[s];
+            step = std::max(step, m * stages[b] - static_cast<double>(b) * backwards[b] / 2 + before + after);
           }
           EXPECT_GT(step, m * sum / p * (1 + 1e-6)) << "the busiest stage should count";
           break;
