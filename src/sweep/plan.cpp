@@ -758,6 +758,7 @@ report::Plan plan(const PlanRequest& request) {
   for (int gpus : counts) {
     // The cluster at this count, by the rules that do not depend on the layout.
     BoundContext bounds;  // what the bounds know of the cluster at this count
+    std::vector<Layout> candidates;
     {
       cluster::ClusterSpec spec = base.cluster;
       spec.workers = gpus;
@@ -770,7 +771,8 @@ report::Plan plan(const PlanRequest& request) {
         throw Error({"", 0, "--gpus"}, fmt::format("at {} GPUs, {}: {}", gpus, e.where().key, e.message()));
       }
       bounds = bound_context(spec, base.scheme);
-      for (const Layout& l : candidate_layouts(base, gpus)) (void)prepared(l);  // before the threads share it
+      candidates = candidate_layouts(base, gpus);
+      for (const Layout& l : candidates) (void)prepared(l);  // before the threads share the map
       // What predict::validate checks of each workload and of the options, once: a layout of a
       // workload that passes needs its rules (layout_problem) and scheme::validate(cluster,
       // scheme) alone; one that fails has every layout checked in full, naming the same keys.
@@ -783,7 +785,6 @@ report::Plan plan(const PlanRequest& request) {
         }
       }
     }
-    const std::vector<Layout> candidates = candidate_layouts(base, gpus);
 
     auto scenario_of = [&](const Layout& l) {
       scenario::Scenario at = prepared(l).first;
