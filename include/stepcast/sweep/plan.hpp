@@ -109,8 +109,12 @@ struct BoundContext {
 /// chunks: its compute, divided by t c unless timed per rank, plus what its blocks' tensor
 /// collectives and exposed ring steps take; or its sharded data parallelism's collectives, if
 /// longer): gpipe and 1f1b sum_s S_s + (m - 1) max_s S_s; interleaved m max + (sum - max) / v;
-/// zero_bubble m mean_s S_s (coarse's ZB-H1 can finish its busiest stage in less than m S_max;
-/// +inf when the workload is timed per rank); plus 2 (p - 1) pipeline messages. The stages are
+/// zero_bubble at least m mean_s S_s and, on a dense model, the longest over stages b of m S_b -
+/// b K_b / 2 + sum_{s < b} (F_s + K_s / 2; F_0 alone) + sum_{s > b} F_s with F_s and K_s a stage's
+/// forward and backward compute (coarse's own ZB-H1 length, each linear's W half its backward;
+/// coarse can end its busiest stage in less than m S_max; +inf when the workload is timed per
+/// rank); plus 2 (p - 1) pipeline messages and, with the distributed optimizer, the first stage's
+/// gathers of its updated parameters after the step. The stages are
 /// scheme::chunk_layers', so uneven ones (96 blocks on 64 stages) count their busiest. Collectives: the
 /// bandwidth-optimal all-reduce of B bytes over n ranks sends 2 (n - 1) / n B from each (Patarasuk and Yuan
 /// 2009), an all-gather or a reduce-scatter (n - 1) / n B, each at most at context.gpu_send; a gradient group
