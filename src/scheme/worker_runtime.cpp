@@ -23,16 +23,47 @@ WorkerRuntime::WorkerRuntime(const StepContext& context)
     p.ops = &w;
     p.stage = stage;
     p.num_ops = static_cast<int>(w.ops.size());
-    p.dependents.resize(static_cast<size_t>(p.num_ops));
+    const auto n = static_cast<size_t>(p.num_ops);
+    p.duration.resize(n);
+    p.lane.resize(n);
     p.lane_ops.resize(w.lanes.size());
-    p.produced.resize(static_cast<size_t>(p.num_ops));
+    std::vector<int> dependents_of(n, 0);
+    std::vector<int> produced_by(n, 0);
     for (int op = 0; op < p.num_ops; ++op) {
-      for (int d : w.ops[op].deps) p.dependents[d].push_back(op);
-      if (stage == nullptr || !stage->is_comm(op)) p.lane_ops[w.ops[op].lane].push_back(op);
+      const workload::Op& o = w.ops[static_cast<size_t>(op)];
+      p.duration[static_cast<size_t>(op)] = o.duration;
+      p.lane[static_cast<size_t>(op)] = o.lane;
+      for (int d : o.deps) {
+        ++dependents_of[static_cast<size_t>(d)];
+        if (stage != nullptr && stage->is_comm(d)) p.comm_deps.values.push_back(d);
+      }
+      p.comm_deps.close_list();
+      if (stage == nullptr || !stage->is_comm(op)) p.lane_ops[o.lane].push_back(op);
+    }
+    for (const workload::Tensor& t : w.tensors) {
+      if (t.producer >= 0) ++produced_by[static_cast<size_t>(t.producer)];
+    }
+    // Filled in the order a vector per op would have been: by op, then by tensor.
+    auto lay_out = [n](OpLists& lists, const std::vector<int>& counts) {
+      lists.offsets.resize(n + 1);
+      for (size_t op = 0; op < n; ++op) lists.offsets[op + 1] = lists.offsets[op] + counts[op];
+      lists.values.resize(static_cast<size_t>(lists.offsets[n]));
+    };
+    lay_out(p.dependents, dependents_of);
+    lay_out(p.produced, produced_by);
+    std::fill(dependents_of.begin(), dependents_of.end(), 0);
+    std::fill(produced_by.begin(), produced_by.end(), 0);
+    for (int op = 0; op < p.num_ops; ++op) {
+      for (int d : w.ops[static_cast<size_t>(op)].deps) {
+        const auto i = static_cast<size_t>(d);
+        p.dependents.values[static_cast<size_t>(p.dependents.offsets[i] + dependents_of[i]++)] = op;
+      }
     }
     for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) {
-      if (w.tensors[t].producer >= 0) {
-        p.produced[w.tensors[t].producer].push_back(t);
+      const int producer = w.tensors[static_cast<size_t>(t)].producer;
+      if (producer >= 0) {
+        const auto i = static_cast<size_t>(producer);
+        p.produced.values[static_cast<size_t>(p.produced.offsets[i] + produced_by[i]++)] = t;
       } else {
         p.unproduced.push_back(t);
       }
@@ -77,6 +108,18 @@ int WorkerRuntime::items_per_step() const {
   return items;
 }
 
+void WorkerRuntime::count_unmet_at_start(size_t program) {
+  Program& p = programs_[program];
+  p.unmet_at_start.resize(static_cast<size_t>(p.num_ops));
+  for (int op = 0; op < p.num_ops; ++op) {
+    int inputs = 0;
+    for (const Exchange* e : exchanges_) inputs += e->inputs_needed(op);
+    const auto i = static_cast<size_t>(op);
+    p.unmet_at_start[i] = static_cast<int>(p.ops->ops[i].deps.size()) + inputs;
+    if (p.unmet_at_start[i] == 0 && is_comm(p, op)) p.comms_due_at_start.push_back(op);
+  }
+}
+
 void WorkerRuntime::start_step(int w) {
   Worker& worker = workers_[w];
   const Program& p = programs_[program_of(w)];
@@ -92,12 +135,9 @@ void WorkerRuntime::start_step(int w) {
   worker.ops_done = 0;
   worker.optimizer = optimizer_time_ > 0 ? Worker::Optimizer::Pending : Worker::Optimizer::Done;
   std::fill(worker.lane_next.begin(), worker.lane_next.end(), 0);
-  for (int op = 0; op < p.num_ops; ++op) {
-    int inputs = 0;
-    for (const Exchange* e : exchanges_) inputs += e->inputs_needed(op);
-    worker.unmet[op] = static_cast<int>(p.ops->ops[op].deps.size()) + inputs;
-    if (worker.unmet[op] == 0 && is_comm(p, op)) worker.due_comms.push_back(op);
-  }
+  if (p.unmet_at_start.empty() && p.num_ops > 0) count_unmet_at_start(program_of(w));
+  std::copy(p.unmet_at_start.begin(), p.unmet_at_start.end(), worker.unmet.begin());
+  worker.due_comms.insert(worker.due_comms.end(), p.comms_due_at_start.begin(), p.comms_due_at_start.end());
   worker.outstanding = items_per_step();
   for (Exchange* e : exchanges_) e->step_started(w);
   try_start_ops(w);
@@ -126,8 +166,8 @@ void WorkerRuntime::split_idle(int w, int op) {
   auto latest_comm_dep = [&](int o) {
     int found = kNone;
     double latest = -1;
-    for (int d : p.ops->ops[o].deps) {
-      if (stage.is_comm(d) && worker.ended_at[static_cast<size_t>(d)] >= latest) {
+    for (int d : p.comm_deps[o]) {
+      if (worker.ended_at[static_cast<size_t>(d)] >= latest) {
         latest = worker.ended_at[static_cast<size_t>(d)];
         found = d;
       }
@@ -166,7 +206,7 @@ void WorkerRuntime::start_op(int w, int op, int lane) {
   }
   worker.lane_busy[lane] = 1;
   worker.busy_lanes++;
-  const double duration = p.ops->ops[op].duration * worker.compute_scale;
+  const double duration = p.duration[static_cast<size_t>(op)] * worker.compute_scale;
   if (ctx_.trace != nullptr) {
     worker.op_span[op] = kNone;
     if (ctx_.layout.keeps(w, worker.step)) {
@@ -250,7 +290,7 @@ void WorkerRuntime::ended(int w, int op, int source) {
 void WorkerRuntime::op_done(int w, int op) {
   Worker& worker = workers_[w];
   const Program& p = programs_[program_of(w)];
-  const int lane = p.ops->ops[op].lane;
+  const int lane = p.lane[static_cast<size_t>(op)];
   worker.lane_busy[lane] = 0;
   worker.busy_lanes--;
   if (worker.busy_lanes == 0) worker.idle_since = ctx_.engine.now();

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "scheme/exchange.hpp"
@@ -102,6 +103,9 @@ class WorkerRuntime {
   /// Composed runs: splits worker w's idle interval ending now along what `op` (starting now, or
   /// ending the step) waited for (the file comment).
   void split_idle(int w, int op);
+  /// Fills a program's unmet_at_start and comms_due_at_start (the exchanges' inputs per op do
+  /// not change from step to step).
+  void count_unmet_at_start(size_t program);
   void unmet_input(int w, int op, int source);
   /// One dependency or input of op `op` of worker w is done.
   void satisfy(int w, int op);
@@ -110,14 +114,36 @@ class WorkerRuntime {
   [[nodiscard]] int items_per_step() const;
 
   /// An op graph as the runtime walks it: the workload or one stage's program.
+  /// Lists of ints for every op, in one array (an op's list at offsets[op]..offsets[op + 1]):
+  /// a stage program of a deep pipeline has millions of ops, and a vector per op scatters them
+  /// over the heap, so the walk from one op to the next missed the cache on every list.
+  struct OpLists {
+    std::vector<int> offsets{0};
+    std::vector<int> values;
+    [[nodiscard]] std::span<const int> operator[](int op) const {
+      const auto i = static_cast<size_t>(op);
+      return {values.data() + offsets[i], values.data() + offsets[i + 1]};
+    }
+    /// Appends the next op's list.
+    void close_list() { offsets.push_back(static_cast<int>(values.size())); }
+  };
   struct Program {
     const workload::Workload* ops = nullptr;
     const StageProgram* stage = nullptr;   // composed runs: its communication ops
     int num_ops = 0;
-    std::vector<std::vector<int>> dependents;  // op -> ops that list it in deps
-    std::vector<std::vector<int>> lane_ops;    // lane -> compute ops in program order
-    std::vector<std::vector<int>> produced;    // op -> tensors whose gradient it produces
-    std::vector<int> unproduced;               // tensors no op produces: ready when compute ends
+    // What the event loop reads of each op, kept apart from workload::Op (names, samples) so
+    // that it stays in cache.
+    std::vector<double> duration;  // op -> s on its lane
+    std::vector<int> lane;         // op -> its lane
+    OpLists dependents;            // op -> ops that list it in deps
+    OpLists comm_deps;             // op -> its deps that are communication ops, in deps order
+    std::vector<std::vector<int>> lane_ops;  // lane -> compute ops in program order
+    OpLists produced;                        // op -> tensors whose gradient it produces
+    std::vector<int> unproduced;             // tensors no op produces: ready when compute ends
+    // op -> deps and exchange inputs at a step's start, and the communication ops due then;
+    // counted at the first step, once the exchanges are attached.
+    std::vector<int> unmet_at_start;
+    std::vector<int> comms_due_at_start;
   };
   [[nodiscard]] size_t program_of(int w) const {
     return program_of_.empty() ? 0 : static_cast<size_t>(program_of_[static_cast<size_t>(w)]);
