@@ -8,6 +8,7 @@
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -70,7 +71,9 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
   // those of one shard group (t s over e x ETP), the experts replicated over the shard groups.
   const int expert_data = shard_degree * par.tensor / (par.expert * par.expert_tensor_degree());
   double worst = -1, most_parameters = 0;
-  for (const scheme::StageFootprint& stage : scheme::stage_footprints(w, scheme, cluster.workers)) {
+  std::vector<double> bytes_of_chunk;  // of a stage's chunks, the head's with it
+  for (const scheme::StageFootprint& stage :
+       scheme::stage_footprints(w, scheme, cluster.workers, false, &units.layers())) {
     // Expert parallelism: the experts' states shard over their expert-data group.
     Memory m = model_state_memory(stage.parameters - stage.expert_parameters, w.precision, scheme,
                                   gradient_group, cluster.workers_per_node);
@@ -106,13 +109,26 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
     // held: what the micro-batches in flight keep; moments: held plus what the loss holds for a
     // moment after a forward of the head's chunk (held already has it) or before its backward.
     double held = 0, peak = 0, moments = 0;
-    for (const auto& [chunk, sign] : stage.activations) {
+    bytes_of_chunk.resize(static_cast<size_t>(chunks));
+    for (int chunk = 0; chunk < chunks; ++chunk) {
       const bool with_head = stage.head && chunk == chunks - 1;
-      const double bytes = chunk_bytes(static_cast<size_t>(chunk)) + (with_head ? head : 0.0);
-      if (with_head && sign < 0) moments = std::max(moments, held + loss.backward_peak - loss.saved);
-      held += sign * bytes;
-      if (with_head && sign > 0) moments = std::max(moments, held + loss.forward_peak - loss.saved);
-      peak = std::max(peak, held);
+      bytes_of_chunk[static_cast<size_t>(chunk)] =
+          chunk_bytes(static_cast<size_t>(chunk)) + (with_head ? head : 0.0);
+    }
+    if (stage.head) {
+      for (const auto& [chunk, sign] : *stage.activations) {
+        const bool with_head = chunk == chunks - 1;
+        if (with_head && sign < 0) moments = std::max(moments, held + loss.backward_peak - loss.saved);
+        held += sign * bytes_of_chunk[static_cast<size_t>(chunk)];
+        if (with_head && sign > 0) moments = std::max(moments, held + loss.forward_peak - loss.saved);
+        peak = std::max(peak, held);
+      }
+    } else {
+      // Most stages: a running sum (this walk is most of a plan's memory check).
+      for (const auto& [chunk, sign] : *stage.activations) {
+        held += sign * bytes_of_chunk[static_cast<size_t>(chunk)];
+        peak = std::max(peak, held);
+      }
     }
     m.activations = std::max(peak + recomputing, moments);
     m.buffers = buffers;
@@ -141,7 +157,15 @@ struct WorkloadMemory::Units {
 };
 
 WorkloadMemory::WorkloadMemory(const workload::Workload& workload, int unit_blocks)
-    : workload_(&workload), unit_blocks_(unit_blocks), units_(std::make_shared<Units>()) {}
+    : workload_(&workload),
+      unit_blocks_(unit_blocks),
+      units_(std::make_shared<Units>()),
+      layers_(workload.facts.transformer ? std::make_shared<const scheme::ModelLayers>(workload) : nullptr) {}
+
+const scheme::ModelLayers& WorkloadMemory::layers() const {
+  STEPCAST_ASSERT(layers_ != nullptr);
+  return *layers_;
+}
 
 double WorkloadMemory::largest_unit_on_rank(const scheme::ParallelConfig& parallel) const {
   std::call_once(units_->found, [&] { units_->units = scheme::fsdp_units(*workload_, unit_blocks_); });

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -69,10 +70,11 @@ ClusterCache& cluster_cache(const cluster::ClusterSpec& spec) {
 /// A stage's passes as StageFootprint::activations lists them. A search checks many layouts of
 /// the same schedule, p, v and micro-batches (they differ in t, c, sharding, recomputation): the
 /// thread keeps the lists it made.
-const std::vector<std::pair<int, int>>& activation_passes(PipelineSchedule schedule, int p, int v, int m,
-                                                          int stage, int group) {
+std::shared_ptr<const std::vector<std::pair<int, int>>> activation_passes(PipelineSchedule schedule, int p, int v,
+                                                                          int m, int stage, int group) {
   using Key = std::tuple<PipelineSchedule, int, int, int, int, int>;
-  thread_local std::map<Key, std::vector<std::pair<int, int>>> made;
+  using Passes = std::vector<std::pair<int, int>>;
+  thread_local std::map<Key, std::shared_ptr<const Passes>> made;
   thread_local std::size_t kept = 0;          // passes in `made`
   constexpr std::size_t kMostKept = 1 << 21;  // 16 MB a thread
   const Key key{schedule, p, v, m, stage, group};
@@ -82,20 +84,56 @@ const std::vector<std::pair<int, int>>& activation_passes(PipelineSchedule sched
     made.clear();
     kept = 0;
   }
-  std::vector<std::pair<int, int>>& passes = made[key];
-  passes.reserve(order.size());
+  auto passes = std::make_shared<Passes>();
+  passes->reserve(order.size());
   for (const PipelinePass& pass : order) {
-    passes.emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
+    passes->emplace_back(pass.chunk, pass.kind == PipelinePass::Kind::Forward ? 1 : -1);
   }
-  kept += passes.size();
+  kept += passes->size();
+  made.emplace(key, passes);
   return passes;
 }
 
 }  // namespace
 
+ModelLayers::ModelLayers(const workload::Workload& w)
+    : units(w),
+      experts(w.facts.transformer ? w.facts.transformer->experts : 0),
+      mla(w.facts.transformer && w.facts.transformer->mla()) {
+  const double element = workload::bytes_per_element(w.precision);
+  tensors.reserve(w.tensors.size());
+  for (const workload::Tensor& t : w.tensors) {
+    tensors.push_back({.layer = w.ops[static_cast<size_t>(t.consumers.front())].layer,
+                       .expert = expert_of_tensor(t.name),
+                       .whole = whole_on_tensor_ranks(t.name),
+                       .elements = t.bytes / element});
+  }
+  without_expert_parallelism = layer_parameters(1);
+}
+
+ModelLayers::LayerParameters ModelLayers::layer_parameters(int e) const {
+  LayerParameters out;
+  for (const TensorFacts& t : tensors) {
+    const auto layer = static_cast<size_t>(t.layer);
+    if (out.parameters.size() <= layer) {
+      out.parameters.resize(layer + 1, 0);
+      out.experts.resize(layer + 1, 0);
+      out.whole.resize(layer + 1, 0);
+    }
+    const int expert = e > 1 ? t.expert : -1;
+    if (expert >= 0 && expert >= experts / e) continue;
+    out.parameters[layer] += t.elements;
+    if (expert >= 0) out.experts[layer] += t.elements;
+    if (mla && expert < 0 && t.whole) out.whole[layer] += t.elements;
+  }
+  return out;
+}
+
 std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const SchemeConfig& scheme,
-                                             int workers, bool every_micro_batch) {
-  const std::vector<std::vector<int>> chunks = chunk_layers(w, scheme);
+                                             int workers, bool every_micro_batch, const ModelLayers* model) {
+  std::optional<ModelLayers> own;
+  if (model == nullptr) model = &own.emplace(w);
+  const ChunkLayers chunks = split_chunks(model->units, scheme);
   const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages;
   // What a stage holds peaks within its first 2p micro-batches under 1f1b, interleaved and ZB-H1
   // (at most p v chunks in flight, then one freed per one started); gpipe holds all m.
@@ -105,27 +143,15 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   // backward: its first 2g micro-batches, in the same groups as all m.
   const int group = interleaved_group(scheme.pipeline.microbatch_group, p, all);
   const int m = every_micro_batch || gpipe ? all : std::min(all, 2 * std::max(p, group));
-  const double element = workload::bytes_per_element(w.precision);
   // Per layer: the parameters one rank holds (under expert parallelism experts / e of each MoE
   // layer's experts, split over ETP ranks instead of t) and how many of them are experts'.
   const int e = scheme.parallel.expert;
   // And how many are held whole on every tensor rank (whole_on_tensor_ranks).
-  std::vector<double> layer_parameters, layer_experts, layer_whole;
-  const bool mla = w.facts.transformer && w.facts.transformer->mla();
-  for (const workload::Tensor& t : w.tensors) {
-    const int layer = w.ops[static_cast<size_t>(t.consumers.front())].layer;
-    if (layer_parameters.size() <= static_cast<size_t>(layer)) {
-      layer_parameters.resize(static_cast<size_t>(layer) + 1, 0);
-      layer_experts.resize(static_cast<size_t>(layer) + 1, 0);
-      layer_whole.resize(static_cast<size_t>(layer) + 1, 0);
-    }
-    const int expert = e > 1 ? expert_of_tensor(t.name) : -1;
-    if (expert >= 0 && expert >= w.facts.transformer->experts / e) continue;
-    layer_parameters[static_cast<size_t>(layer)] += t.bytes / element;
-    if (expert >= 0) layer_experts[static_cast<size_t>(layer)] += t.bytes / element;
-    if (mla && expert < 0 && whole_on_tensor_ranks(t.name))
-      layer_whole[static_cast<size_t>(layer)] += t.bytes / element;
-  }
+  const ModelLayers::LayerParameters with_experts = e > 1 ? model->layer_parameters(e) : ModelLayers::LayerParameters{};
+  const ModelLayers::LayerParameters& held = e > 1 ? with_experts : model->without_expert_parallelism;
+  const std::vector<double>& layer_parameters = held.parameters;
+  const std::vector<double>& layer_experts = held.experts;
+  const std::vector<double>& layer_whole = held.whole;
   const int last_layer = static_cast<int>(layer_parameters.size()) - 1;
   auto block_of = [&](int l) {
     return static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;

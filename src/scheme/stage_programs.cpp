@@ -63,19 +63,6 @@ std::vector<LayerInfo> layers_of(const Workload& w) {
   return layers;
 }
 
-/// The model's units for the pipeline split: a block's layers, or a layer alone.
-std::vector<std::vector<int>> units_of(const Workload& w, int num_layers) {
-  std::vector<std::vector<int>> units;
-  int previous = -2;
-  for (int l = 0; l < num_layers; ++l) {
-    const int block = static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
-    if (block < 0 || block != previous) units.emplace_back();
-    units.back().push_back(l);
-    previous = block < 0 ? -2 : block;
-  }
-  return units;
-}
-
 double element_bytes(const Workload& w) { return workload::bytes_per_element(w.precision); }
 
 }  // namespace
@@ -157,21 +144,27 @@ double ring_kv_message(const Workload& w, const ParallelConfig& parallel) {
          static_cast<double>(s.head_dim()) * element_bytes(w);
 }
 
-std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig& scheme) {
+ModelUnits::ModelUnits(const Workload& w) : decoder(w.facts.transformer.has_value()) {
   int num_layers = 0;
   for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
-  std::vector<std::vector<int>> units = units_of(w, num_layers);
-  const bool decoder = w.facts.transformer.has_value();
-  const bool separate = decoder && !scheme.pipeline.account_for_embedding && units.size() >= 2;
-  std::vector<int> first, last;
-  if (separate) {
-    first = units.front();
-    last = units.back();
-    units.erase(units.begin());
-    units.pop_back();
+  int previous = -2;
+  for (int l = 0; l < num_layers; ++l) {
+    const int block = static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
+    if (l > 0 && (block < 0 || block != previous)) offsets.push_back(static_cast<int>(layers.size()));
+    layers.push_back(l);
+    previous = block < 0 ? -2 : block;
   }
+  if (!layers.empty()) offsets.push_back(static_cast<int>(layers.size()));
+}
+
+ChunkLayers split_chunks(const ModelUnits& units, const SchemeConfig& scheme) {
+  const bool separate = units.decoder && !scheme.pipeline.account_for_embedding && units.count() >= 2;
+  // Units first .. end - 1 are split; with `separate` unit 0 (the embedding) joins the first
+  // chunk and the last unit (the head) the last.
+  const int first = separate ? 1 : 0;
+  const int end = separate ? units.count() - 1 : units.count();
   const int chunks = scheme.parallel.pipeline * scheme.parallel.virtual_stages;
-  const int n = static_cast<int>(units.size());
+  const int n = end - first;
   std::vector<int> counts(static_cast<size_t>(chunks));
   if (!scheme.pipeline.layers_per_stage.empty()) {
     counts = scheme.pipeline.layers_per_stage;
@@ -191,21 +184,35 @@ std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig
     }
     for (int j = 0; j < chunks; ++j) counts[static_cast<size_t>(j)] = n / chunks + (j < n % chunks ? 1 : 0);
   }
-  std::vector<std::vector<int>> out(static_cast<size_t>(chunks));
-  int unit = 0;
+  ChunkLayers out;
+  out.layers.reserve(units.layers.size());
+  out.offsets.reserve(static_cast<size_t>(chunks) + 1);
+  auto add_units = [&](int from, int to) {
+    out.layers.insert(out.layers.end(), units.layers.begin() + units.offsets[static_cast<size_t>(from)],
+                      units.layers.begin() + units.offsets[static_cast<size_t>(to)]);
+  };
+  int unit = first;
   for (int j = 0; j < chunks; ++j) {
-    std::vector<int>& chunk = out[static_cast<size_t>(j)];
-    if (j == 0) chunk.insert(chunk.end(), first.begin(), first.end());
-    for (int k = 0; k < counts[static_cast<size_t>(j)]; ++k, ++unit) {
-      chunk.insert(chunk.end(), units[static_cast<size_t>(unit)].begin(), units[static_cast<size_t>(unit)].end());
-    }
-    if (j == chunks - 1) chunk.insert(chunk.end(), last.begin(), last.end());
-    if (chunk.empty()) {
+    const size_t before = out.layers.size();
+    if (j == 0 && separate) add_units(0, 1);
+    add_units(unit, unit + counts[static_cast<size_t>(j)]);
+    unit += counts[static_cast<size_t>(j)];
+    if (j == chunks - 1 && separate) add_units(end, end + 1);
+    if (out.layers.size() == before) {
       throw Error({"", 0, "training.pipeline.layers_per_stage"},
                   fmt::format("model chunk {} (stage {}, chunk {}) holds no layer", j, j % scheme.parallel.pipeline,
                               j / scheme.parallel.pipeline));
     }
+    out.offsets.push_back(static_cast<int>(out.layers.size()));
   }
+  return out;
+}
+
+std::vector<std::vector<int>> chunk_layers(const Workload& w, const SchemeConfig& scheme) {
+  const ChunkLayers split = split_chunks(ModelUnits(w), scheme);
+  std::vector<std::vector<int>> out;
+  out.reserve(split.size());
+  for (size_t j = 0; j < split.size(); ++j) out.emplace_back(split[j].begin(), split[j].end());
   return out;
 }
 

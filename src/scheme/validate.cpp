@@ -816,7 +816,7 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
   }
   // Blocks enough for the chunks (and a layers_per_stage that adds up): the split throws.
   try {
-    (void)chunk_layers(w, s);
+    (void)split_chunks(ModelUnits(w), s);
   } catch (const Error& e) {
     return e;
   }

@@ -211,7 +211,7 @@ TEST(ComposedPredictors, ActivationsHeldPeakWithinTwoPMicroBatches) {
   auto peak = [](const scheme::StageFootprint& f) {
     const auto chunks = static_cast<int>(f.chunk_blocks.size());
     double held = 0, most = 0;
-    for (const auto& [chunk, sign] : f.activations) {
+    for (const auto& [chunk, sign] : *f.activations) {
       // The head counts as a large block, so that a peak with it differs from one without.
       held += sign *
               (f.chunk_blocks[static_cast<size_t>(chunk)] + (f.head && chunk == chunks - 1 ? 1000.5 : 0.0));

@@ -20,6 +20,10 @@
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
+namespace stepcast::scheme {
+struct ModelLayers;
+}  // namespace stepcast::scheme
+
 namespace stepcast::predict {
 
 /// Receives the warnings a prediction raises while it runs (today: a fine prediction projected to
@@ -65,12 +69,15 @@ class WorkloadMemory {
   [[nodiscard]] int unit_blocks() const { return unit_blocks_; }
   /// Bytes one rank of `parallel` holds of the largest unit (scheme::unit_bytes_on_rank).
   [[nodiscard]] double largest_unit_on_rank(const scheme::ParallelConfig& parallel) const;
+  /// The decoder's layers as the memory check of a layout reads them (a decoder's only).
+  [[nodiscard]] const scheme::ModelLayers& layers() const;
 
  private:
   struct Units;
   const workload::Workload* workload_;
   int unit_blocks_;
   std::shared_ptr<Units> units_;
+  std::shared_ptr<const scheme::ModelLayers> layers_;
 };
 
 /// Fills result.memory and result.tokens from the workload's ModelFacts, the cluster's GPU

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +83,58 @@ struct StageFootprint {
   /// Its schedule's passes in order as (chunk, +1 forward or -1 backward): a forward keeps its
   /// chunk's activations until the backward of the same micro-batch frees them. Under 1f1b,
   /// interleaved and zero_bubble those of the first min(m, 2p) micro-batches (the peak is in them).
-  std::vector<std::pair<int, int>> activations;
+  /// Shared with the thread's cache of them: a plan checks many layouts of one schedule.
+  std::shared_ptr<const std::vector<std::pair<int, int>>> activations;
+};
+
+/// A workload's units for the pipeline split, in model order: a transformer block's layers, or a
+/// layer alone (the embedding, the head). One list: unit u's layers at layers[offsets[u] ..
+/// offsets[u + 1]).
+struct ModelUnits {
+  explicit ModelUnits(const workload::Workload& workload);
+  bool decoder = false;  ///< workload.facts.transformer is set
+  std::vector<int> layers;
+  std::vector<int> offsets{0};
+  [[nodiscard]] int count() const { return static_cast<int>(offsets.size()) - 1; }
+};
+
+/// chunk_layers (stage_programs.hpp) as one list: model chunk j's layers at layers[offsets[j] ..
+/// offsets[j + 1]). Throws as chunk_layers does.
+struct ChunkLayers {
+  std::vector<int> layers;
+  std::vector<int> offsets{0};
+  [[nodiscard]] size_t size() const { return offsets.size() - 1; }
+  [[nodiscard]] std::span<const int> operator[](size_t chunk) const {
+    return {layers.data() + offsets[chunk], layers.data() + offsets[chunk + 1]};
+  }
+};
+[[nodiscard]] ChunkLayers split_chunks(const ModelUnits& units, const SchemeConfig& scheme);
+
+/// What stage_footprints reads of a workload whatever the layout, found once: its units for the
+/// pipeline split (ModelUnits) and each parameter tensor's layer, expert and elements. A plan
+/// checks the memory of thousands of layouts of each workload.
+struct ModelLayers {
+  explicit ModelLayers(const workload::Workload& workload);
+  struct TensorFacts {
+    int layer = 0;        ///< of its first consumer
+    int expert = -1;      ///< expert_of_tensor of its name
+    bool whole = false;   ///< whole_on_tensor_ranks of its name
+    double elements = 0;  ///< bytes over the workload's element size
+  };
+  /// Per layer (up to the last holding parameters), the elements of its parameters, of its
+  /// experts, and of those held whole on every tensor rank (multi-head latent attention's down
+  /// projections), before the tensor split.
+  struct LayerParameters {
+    std::vector<double> parameters, experts, whole;
+  };
+  /// On a rank of e expert-parallel ranks (experts / e of each MoE layer's experts; with e = 1
+  /// every expert counts as a dense parameter, as e = 1 holds them all).
+  [[nodiscard]] LayerParameters layer_parameters(int e) const;
+  ModelUnits units;
+  std::vector<TensorFacts> tensors;
+  int experts = 0;   ///< per MoE layer
+  bool mla = false;  ///< multi-head latent attention
+  LayerParameters without_expert_parallelism;  ///< layer_parameters(1)
 };
 
 /// Bytes one rank holds of each activation a block's tensor-parallel collectives move for one
@@ -96,9 +148,11 @@ struct StageFootprint {
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Under
 /// 1f1b, interleaved and zero_bubble the passes of min(m, 2p) micro-batches (what a stage holds
 /// peaks within them); every_micro_batch lists all m (for the test that the peaks agree).
+/// `layers`: the workload's (optional; found here when null).
 [[nodiscard]] std::vector<StageFootprint> stage_footprints(const workload::Workload& workload,
                                                            const SchemeConfig& scheme, int workers,
-                                                           bool every_micro_batch = false);
+                                                           bool every_micro_batch = false,
+                                                           const ModelLayers* layers = nullptr);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Builds the
 /// stage programs of one micro-batch (min(m, p) under interleaving, whose order needs groups of
