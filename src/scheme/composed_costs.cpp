@@ -368,15 +368,17 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
   const int p = layout.size(ParallelDimension::Pipeline);
   // The costs read micro-batch 0's passes and the last micro-batch's backward; every
   // micro-batch's ops are alike (their order differs, which the costs do not read). So programs of
-  // one micro-batch (p under interleaving, whose order needs whole groups of p) give the same, at
-  // a cost that does not grow with m; the transfers of every micro-batch are then counted m / m'
-  // times (tests/predict/composed_predictors_test.cpp: equal to the programs of all m).
+  // one micro-batch give the same, at a cost that does not grow with m (an interleaved one in
+  // GPipe's order over its v chunks: the interleaved order needs whole groups of p, and the ops
+  // of a pass do not depend on the order); the transfers of every micro-batch are then counted
+  // m / m' times (tests/predict/composed_predictors_test.cpp: equal to the programs of all m).
   const int m = micro_batches(scheme.parallel, spec.workers, w.batch_per_worker);
   // An interleaved schedule in groups other than p (m not a multiple of p) keeps every micro-batch.
   const bool interleaved = scheme.pipeline.schedule == PipelineSchedule::Interleaved;
   const bool groups_of_p = !interleaved || interleaved_group(scheme.pipeline.microbatch_group, p, m) == p;
-  const int kept = every_micro_batch || !groups_of_p ? m : std::min(m, interleaved ? p : 1);
+  const int kept = every_micro_batch || !groups_of_p ? m : 1;
   SchemeConfig reduced = scheme;
+  if (kept < m && interleaved) reduced.pipeline.schedule = PipelineSchedule::GPipe;
   if (kept < m) {
     reduced.parallel.global_batch =
         static_cast<int64_t>(data_parallel_degree(scheme.parallel, spec.workers)) * w.batch_per_worker * kept;

@@ -128,7 +128,7 @@ TEST(ComposedPredictors, ZeroBubbleWithShardedDataParallelismWithinTenPercentOfF
   EXPECT_GE(checked, 12);
 }
 
-/// composed_costs of l as built (one micro-batch's programs, p under interleaving) against the
+/// composed_costs of l as built (one micro-batch's programs, in GPipe's order under interleaving) against the
 /// programs of all m micro-batches: the same stage costs and link bytes.
 void expect_costs_of_all_micro_batches(const Layout& l) {
   auto near = [](double a, double b) {
@@ -167,7 +167,7 @@ void expect_costs_of_all_micro_batches(const Layout& l) {
 }
 
 TEST(ComposedPredictors, CoarseCostsOfOneMicroBatchAreThoseOfAll) {
-  // composed_costs builds one micro-batch's programs (p under interleaving): the first
+  // composed_costs builds one micro-batch's programs (GPipe's order under interleaving): the first
   // micro-batch's passes and the last one's backward are the same as among all m, and the links
   // carry m / m' times the kept micro-batches' bytes. Four times each random layout's
   // micro-batches, so that it keeps fewer than it has.

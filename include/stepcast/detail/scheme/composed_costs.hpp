@@ -155,9 +155,8 @@ struct ModelLayers {
                                                            const ModelLayers* layers = nullptr);
 
 /// Assumes validate(workload, cluster, scheme) passed and scheme.parallel.composed(). Builds the
-/// stage programs of one micro-batch (min(m, p) under interleaving, whose order needs groups of
-/// p), whose costs are those of all m (every micro-batch's ops are alike), so its time does not
-/// grow with m;
+/// stage programs of one micro-batch (under interleaving in GPipe's order), whose costs are
+/// those of all m (every micro-batch's ops are alike), so its time does not grow with m;
 /// every_micro_batch builds all m (for the test that the two agree).
 /// `links` false leaves link_bytes and bytes_sent out (a search ranking layouts by their step).
 [[nodiscard]] ComposedCosts composed_costs(const workload::Workload& workload,
