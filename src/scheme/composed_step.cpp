@@ -41,7 +41,8 @@ SimulationResult simulate_composed(const workload::Workload& w, const cluster::C
                           hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node));
   ComposedRun run;
   run.layout = &layout;
-  run.programs = build_stage_programs(w, spec, scheme, layout);
+  // Op names are for the trace alone: most of a deep pipeline's build, and a heap string per op.
+  run.programs = build_stage_programs(w, spec, scheme, layout, /*names=*/options.record_trace);
   const int p = layout.size(ParallelDimension::Pipeline);
   const std::vector<double> expert_loads = expert_load_variants(w, scheme.parallel);
   if (options.fast_paths && !options.record_trace && !(options.compute_cv > 0)) {
