@@ -294,7 +294,14 @@ class ProgramBuilder {
     first_of_layer_.assign(layers_.size(), kNone);
   }
 
-  StageProgram build() {
+  /// The stage before's program has about as many ops: room for them up front (a program is
+  /// rebuilt for every layout a search predicts, and growing its arrays op by op was a fifth of it).
+  StageProgram build(size_t expected_ops = 0) {
+    program_.ops.ops.reserve(expected_ops);
+    program_.comm_of_op.reserve(expected_ops);
+    program_.pass_of_op.reserve(expected_ops);
+    program_.micro_batch_of_op.reserve(expected_ops);
+    program_.chunk_of_op.reserve(expected_ops);
     const std::vector<PipelinePass> order = schedule_order(
         scheme_.pipeline.schedule, p_, v_, m_, stage_, interleaved_group(scheme_.pipeline.microbatch_group, p_, m_));
     const bool zero_bubble = scheme_.pipeline.schedule == PipelineSchedule::ZeroBubble;
@@ -1116,8 +1123,12 @@ std::vector<StageProgram> build_stage_programs(const Workload& w, const cluster:
   }
   const std::vector<FsdpUnit> units = by_unit ? fsdp_units(w, scheme.fsdp.unit_blocks) : std::vector<FsdpUnit>{};
   std::vector<StageProgram> programs;
+  programs.reserve(static_cast<size_t>(scheme.parallel.pipeline));
   for (int s = 0; s < scheme.parallel.pipeline; ++s) {
-    programs.push_back(ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units, names).build());
+    const size_t expected =
+        programs.empty() ? 0 : programs.back().ops.ops.size() + programs.back().ops.ops.size() / 8;
+    programs.push_back(
+        ProgramBuilder(w, spec, scheme, layout, s, chunks, layers, units, names).build(expected));
   }
   return programs;
 }
