@@ -6,8 +6,8 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -70,8 +70,9 @@ ClusterCache& cluster_cache(const cluster::ClusterSpec& spec) {
 /// A stage's passes as StageFootprint::activations lists them. A search checks many layouts of
 /// the same schedule, p, v and micro-batches (they differ in t, c, sharding, recomputation): the
 /// thread keeps the lists it made.
-std::shared_ptr<const std::vector<std::pair<int, int>>> activation_passes(PipelineSchedule schedule, int p, int v,
-                                                                          int m, int stage, int group) {
+std::shared_ptr<const std::vector<std::pair<int, int>>> activation_passes(PipelineSchedule schedule, int p,
+                                                                          int v, int m, int stage,
+                                                                          int group) {
   using Key = std::tuple<PipelineSchedule, int, int, int, int, int>;
   using Passes = std::vector<std::pair<int, int>>;
   thread_local std::map<Key, std::shared_ptr<const Passes>> made;
@@ -147,7 +148,8 @@ std::vector<StageFootprint> stage_footprints(const workload::Workload& w, const 
   // layer's experts, split over ETP ranks instead of t) and how many of them are experts'.
   const int e = scheme.parallel.expert;
   // And how many are held whole on every tensor rank (whole_on_tensor_ranks).
-  const ModelLayers::LayerParameters with_experts = e > 1 ? model->layer_parameters(e) : ModelLayers::LayerParameters{};
+  const ModelLayers::LayerParameters with_experts =
+      e > 1 ? model->layer_parameters(e) : ModelLayers::LayerParameters{};
   const ModelLayers::LayerParameters& held = e > 1 ? with_experts : model->without_expert_parallelism;
   const std::vector<double>& layer_parameters = held.parameters;
   const std::vector<double>& layer_experts = held.experts;

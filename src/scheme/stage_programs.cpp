@@ -149,7 +149,8 @@ ModelUnits::ModelUnits(const Workload& w) : decoder(w.facts.transformer.has_valu
   for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
   int previous = -2;
   for (int l = 0; l < num_layers; ++l) {
-    const int block = static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
+    const int block =
+        static_cast<size_t>(l) < w.block_of_layer.size() ? w.block_of_layer[static_cast<size_t>(l)] : -1;
     if (l > 0 && (block < 0 || block != previous)) offsets.push_back(static_cast<int>(layers.size()));
     layers.push_back(l);
     previous = block < 0 ? -2 : block;

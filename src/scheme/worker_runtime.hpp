@@ -133,10 +133,10 @@ class WorkerRuntime {
     int num_ops = 0;
     // What the event loop reads of each op, kept apart from workload::Op (names, samples) so
     // that it stays in cache.
-    std::vector<double> duration;  // op -> s on its lane
-    std::vector<int> lane;         // op -> its lane
-    OpLists dependents;            // op -> ops that list it in deps
-    OpLists comm_deps;             // op -> its deps that are communication ops, in deps order
+    std::vector<double> duration;            // op -> s on its lane
+    std::vector<int> lane;                   // op -> its lane
+    OpLists dependents;                      // op -> ops that list it in deps
+    OpLists comm_deps;                       // op -> its deps that are communication ops, in deps order
     std::vector<std::vector<int>> lane_ops;  // lane -> compute ops in program order
     OpLists produced;                        // op -> tensors whose gradient it produces
     std::vector<int> unproduced;             // tensors no op produces: ready when compute ends

@@ -132,8 +132,8 @@ struct ModelLayers {
   [[nodiscard]] LayerParameters layer_parameters(int e) const;
   ModelUnits units;
   std::vector<TensorFacts> tensors;
-  int experts = 0;   ///< per MoE layer
-  bool mla = false;  ///< multi-head latent attention
+  int experts = 0;                             ///< per MoE layer
+  bool mla = false;                            ///< multi-head latent attention
   LayerParameters without_expert_parallelism;  ///< layer_parameters(1)
 };
 
