@@ -8,7 +8,6 @@
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
-#include "stepcast/error.hpp"
 #include "stepcast/predict/memory.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
@@ -152,19 +151,17 @@ double account_layout_memory(Result& r, const workload::Workload& w, const clust
 }  // namespace
 
 struct WorkloadMemory::Units {
-  std::once_flag found;
+  std::once_flag found, layers_found;
   std::vector<scheme::FsdpUnit> units;
+  std::optional<scheme::ModelLayers> layers;
 };
 
 WorkloadMemory::WorkloadMemory(const workload::Workload& workload, int unit_blocks)
-    : workload_(&workload),
-      unit_blocks_(unit_blocks),
-      units_(std::make_shared<Units>()),
-      layers_(workload.facts.transformer ? std::make_shared<const scheme::ModelLayers>(workload) : nullptr) {}
+    : workload_(&workload), unit_blocks_(unit_blocks), units_(std::make_shared<Units>()) {}
 
 const scheme::ModelLayers& WorkloadMemory::layers() const {
-  STEPCAST_ASSERT(layers_ != nullptr);
-  return *layers_;
+  std::call_once(units_->layers_found, [&] { units_->layers.emplace(*workload_); });
+  return *units_->layers;
 }
 
 double WorkloadMemory::largest_unit_on_rank(const scheme::ParallelConfig& parallel) const {

@@ -278,7 +278,7 @@ double ring_step_bound(const Layout& l, double bytes, const BoundContext& net) {
 /// is stage s's).
 std::vector<std::vector<int>> stage_layers_of(const workload::Workload& w,
                                               const scheme::SchemeConfig& scheme) {
-  const std::vector<std::vector<int>> chunks = scheme::chunk_layers(w, scheme);
+  const scheme::ChunkLayers chunks = scheme::split_chunks(scheme::ModelUnits(w), scheme);
   const auto p = static_cast<size_t>(std::max(1, scheme.parallel.pipeline));
   std::vector<std::vector<int>> stages(p);
   for (size_t chunk = 0; chunk < chunks.size(); ++chunk) {

@@ -69,7 +69,7 @@ class WorkloadMemory {
   [[nodiscard]] int unit_blocks() const { return unit_blocks_; }
   /// Bytes one rank of `parallel` holds of the largest unit (scheme::unit_bytes_on_rank).
   [[nodiscard]] double largest_unit_on_rank(const scheme::ParallelConfig& parallel) const;
-  /// The decoder's layers as the memory check of a layout reads them (a decoder's only).
+  /// The decoder's layers as the memory check of a layout reads them (found at the first call).
   [[nodiscard]] const scheme::ModelLayers& layers() const;
 
  private:
@@ -77,7 +77,6 @@ class WorkloadMemory {
   const workload::Workload* workload_;
   int unit_blocks_;
   std::shared_ptr<Units> units_;
-  std::shared_ptr<const scheme::ModelLayers> layers_;
 };
 
 /// Fills result.memory and result.tokens from the workload's ModelFacts, the cluster's GPU
