@@ -3,12 +3,15 @@
 // ranked by tokens/s per GPU, time or cost to train (sweep/plan.hpp). Registered by main.cpp through
 // add_plan_command; errors are stepcast::Error, which main turns into exit code 2.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +26,43 @@
 namespace stepcast::cli {
 
 namespace {
+
+/// One line of stderr that each call replaces (a terminal's), and the warnings printed above it.
+/// Called from the search's threads: one at a time.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool terminal) : terminal_(terminal), started_(std::chrono::steady_clock::now()) {}
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() { clear(); }  // also when the search throws: the error gets a line of its own
+  [[nodiscard]] bool on() const { return terminal_; }
+  void show(const std::string& text) {
+    const std::lock_guard<std::mutex> hold(lock_);
+    if (std::chrono::steady_clock::now() - started_ < std::chrono::seconds(1)) return;
+    drawn_ = true;
+    fmt::print(stderr, "\r{:<{}.{}}", text, kWidth, kWidth);
+  }
+  void warn(const std::string& warning) {
+    const std::lock_guard<std::mutex> hold(lock_);
+    erase();
+    fmt::print(stderr, "stepcast: warning: {}\n", warning);
+  }
+  void clear() {
+    const std::lock_guard<std::mutex> hold(lock_);
+    erase();
+  }
+
+ private:
+  static constexpr int kWidth = 78;
+  void erase() {
+    if (drawn_) fmt::print(stderr, "\r{:<{}}\r", "", kWidth);
+    drawn_ = false;
+  }
+  bool terminal_;
+  std::chrono::steady_clock::time_point started_;
+  std::mutex lock_;
+  bool drawn_ = false;
+};
 
 struct PlanArgs {
   std::string scenario;
@@ -67,8 +107,13 @@ std::pair<CLI::App*, std::function<int()>> add_plan_command(CLI::App& app) {
             request.top = static_cast<std::size_t>(args->top);
             request.jobs = args->jobs;
             request.rank_by = report::parse_plan_rank(args->rank_by, "--rank-by");
-            request.warn = [](const std::string& w) { fmt::print(stderr, "stepcast: warning: {}\n", w); };
+            // A progress line on a terminal once the search has lasted a second (a search of
+            // 16,384 GPUs runs for minutes), cleared before a warning and when the search ends.
+            ProgressLine line(::isatty(STDERR_FILENO) != 0 && sweep::process_ranks().rank == 0);
+            request.warn = [&line](const std::string& w) { line.warn(w); };
+            if (line.on()) request.progress = [&line](const std::string& text) { line.show(text); };
             const report::Plan plan = sweep::plan(request);
+            line.clear();
             if (sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the answer
             if (!args->csv.empty()) {
               std::ofstream out = open_output(args->csv, "--csv");

@@ -698,6 +698,13 @@ report::Plan plan(const PlanRequest& request) {
   const std::vector<int> counts =
       request.gpus.empty() ? std::vector<int>{base.cluster.workers} : request.gpus;
   (void)decoder_blocks(base);
+  // One line at a time, made under the lock (fine's rows finish on several threads).
+  std::mutex progress_lock;
+  auto progress = [&](auto&& line) {
+    if (!request.progress) return;
+    const std::lock_guard<std::mutex> hold(progress_lock);
+    request.progress(line());
+  };
   const bool job = base.options.job.tokens > 0 || base.options.job.samples > 0;
   if (request.rank_by == report::PlanRank::Time && !job) {
     throw Error({"", 0, "--rank-by"},
@@ -792,6 +799,7 @@ report::Plan plan(const PlanRequest& request) {
       return at;
     };
     const int threads = threads_for(request.jobs, candidates.size());
+    progress([&] { return fmt::format("{} GPUs: checking {} layouts", gpus, candidates.size()); });
     Tally tally = parallel_tally(candidates.size(), threads, [&](std::size_t i, Tally& t) {
       const Layout& l = candidates[i];
       const auto& [at_batch_scenario, w] = prepared(l);
@@ -840,6 +848,10 @@ report::Plan plan(const PlanRequest& request) {
     constexpr std::size_t kBatch = 256;
     while (done < tally.fitting.size()) {
       if (best.size() == request.top && tally.fitting[done].first * (1 + 1e-9) < best.front()) break;
+      progress([&] {
+        return fmt::format("{} GPUs: {} layouts fit; coarse on {} so far, highest bound first", gpus,
+                           tally.fitting.size(), done);
+      });
       const std::size_t size = std::min(kBatch, tally.fitting.size() - done);
       std::vector<std::size_t> mine;  // this rank's part of the batch
       for (std::size_t j = 0; j < size; ++j) {
@@ -913,6 +925,10 @@ report::Plan plan(const PlanRequest& request) {
       row.label = layout_label(l);
       row.coarse_rank = j;
     }
+    std::size_t mine = 0;  // this rank's rows
+    for (std::size_t j = 0; j < k; ++j) mine += owns(j) ? 1 : 0;
+    std::size_t finished = 0;  // under progress_lock
+    progress([&] { return fmt::format("{} GPUs: fine on the top {}, 0 of {} done", gpus, k, mine); });
     auto work = [&] {
       for (std::size_t j; (j = next.fetch_add(1)) < k;) {
         if (!owns(j)) continue;
@@ -926,6 +942,9 @@ report::Plan plan(const PlanRequest& request) {
         } catch (...) {
           errors[j] = std::current_exception();
         }
+        progress([&] {
+          return fmt::format("{} GPUs: fine on the top {}, {} of {} done", gpus, k, ++finished, mine);
+        });
       }
     };
     const int fine_threads = threads_for(request.jobs, k);

@@ -544,6 +544,35 @@ TEST(Plan, SameAnswerForAnyNumberOfThreads) {
   }
 }
 
+TEST(Plan, ProgressSaysEachPhaseOfEachCountAndChangesNoAnswer) {
+  const std::string text = seeded(2);
+  PlanRequest quiet = request_for(text, {8, 16}, 3);
+  std::ostringstream without;
+  report::write_plan_json(without, plan(quiet));
+  PlanRequest told = quiet;
+  std::vector<std::string> lines;
+  told.progress = [&lines](const std::string& line) { lines.push_back(line); };
+  std::ostringstream with;
+  report::write_plan_json(with, plan(told));
+  EXPECT_EQ(with.str(), without.str());
+  // Per count, in order: the checks, coarse's batches, then fine's rows one by one up to k.
+  for (int gpus : {8, 16}) {
+    const std::string count = std::to_string(gpus) + " GPUs: ";
+    std::vector<std::string> own;
+    for (const std::string& line : lines) {
+      if (line.starts_with(count)) own.push_back(line.substr(count.size()));
+    }
+    ASSERT_GE(own.size(), 6u) << gpus;
+    EXPECT_TRUE(own.front().starts_with("checking ")) << own.front();
+    EXPECT_TRUE(own[1].find("coarse on 0 so far") != std::string::npos) << own[1];
+    for (size_t done = 0; done <= 3; ++done) {
+      EXPECT_EQ(own[own.size() - 4 + done], fmt::format("fine on the top 3, {} of 3 done", done)) << gpus;
+    }
+  }
+  EXPECT_TRUE(lines.front().starts_with("8 GPUs: ")) << lines.front();
+  EXPECT_TRUE(lines.back().starts_with("16 GPUs: ")) << lines.back();
+}
+
 TEST(Plan, TheLayoutLabelNamesTheHeldExpertDegree) {
   // Expert parallelism is held from the scenario, not searched; the label still says it, as
   // predict's layout column does.

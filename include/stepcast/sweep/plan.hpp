@@ -145,6 +145,9 @@ struct PlanRequest {
   /// a job of a given batch rise as tokens/s per GPU falls (same steps, same start-up).
   report::PlanRank rank_by = report::PlanRank::TokensPerGpu;
   predict::WarningSink warn;  ///< each distinct warning of fine's, once, one at a time
+  /// Where the search is, for a progress line (unset: not reported): one line at a time, each
+  /// replacing the last, e.g. "16384 GPUs: fine on the top 20, 3 done"; never the answer.
+  std::function<void(const std::string&)> progress;
 };
 
 /// Searches each GPU count (see the header comment). A count where no layout is valid and fits
