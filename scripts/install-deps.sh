@@ -16,6 +16,9 @@ if [ "${STEPCAST_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang clang-14 libclang-r
 # The HTML report's browser test (tests/report/html_report_test.cpp) runs headless Chromium;
 # without it that test is skipped.
 if [ "${STEPCAST_WITH_BROWSER:-0}" = 1 ]; then packages+=(chromium); fi
+# tools/gemm_sweep.py's dry run on the CPU (the ctest gemm_sweep_cpu) needs PyTorch; without it
+# that test is skipped. The GPU run itself wants a CUDA build of PyTorch on the GPU's machine.
+if [ "${STEPCAST_WITH_TORCH:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -24,17 +24,21 @@ What it measures:
   (cluster.gpu.attention_flops, cluster.gpu.memory_bandwidth).
 - The CSV's first lines say the GPU, driver, PyTorch, CUDA and cuBLAS versions.
 
-NOT RUN IN THIS REPOSITORY: it was written on a machine without a GPU; the shape generator
-(`zoo_gemm_shapes`, `grid_axes`) runs without PyTorch (`python3 tools/gemm_sweep.py --list`),
-the measuring part has never run. Its output format is the one stepcast's table reader takes
-(src/cluster/gemm_table.cpp, tests/cluster/gemm_table_test.cpp). `stepcast calibrate gemm` (to
-fit and report the held-back error) is not written yet.
+NOT RUN ON A GPU IN THIS REPOSITORY: it was written on a machine without one. The shape
+generator (`zoo_gemm_shapes`, `grid_axes`) runs without PyTorch (`--list`), and `--device cpu`
+runs the whole measurement on the host CPU with Debian's python3-torch (times of the CPU, not of a
+GPU: a dry run of the script, which the ctest `gemm_sweep_cpu` does on a small grid and feeds to
+`stepcast calibrate gemm`). Its output is the format stepcast's table reader takes
+(src/cluster/gemm_table.cpp). `--held-back midpoints` measures the grid cells' centres instead of
+the zoo's shapes: where log-space interpolation is furthest from its grid points.
 """
 
 import argparse
 import math
+import platform
 import subprocess
 import sys
+import time
 
 # The zoo's decoders (src/zoo/model_zoo.cpp): layers do not matter here, only the widths.
 # name: (hidden, ffn_hidden, heads, kv_heads, vocab, seq_len, swiglu, experts, top_k)
@@ -91,15 +95,16 @@ def zoo_gemm_shapes():
 
 
 def grid_axes(shapes, max_dim=None):
-    """Powers of two bracketing the shapes in each dimension (capped at max_dim if given)."""
+    """Powers of two bracketing the shapes in each dimension (capped at max_dim if given, with at
+    least two values an axis)."""
     axes = []
     for d in range(3):
         lo = min(s[d] for s in shapes)
         hi = max(s[d] for s in shapes)
         if max_dim:
             hi = min(hi, max_dim)
-        first = 2 ** int(math.floor(math.log2(lo)))
         last = 2 ** int(math.ceil(math.log2(hi)))
+        first = min(2 ** int(math.floor(math.log2(lo))), last // 2)
         axis = []
         value = first
         while value <= last:
@@ -109,7 +114,18 @@ def grid_axes(shapes, max_dim=None):
     return axes
 
 
-def version_lines(torch):
+def grid_midpoints(axes, count):
+    """`count` cell centres of the grid (the geometric mean of neighbouring values in each
+    dimension), evenly spread over the cells."""
+    centres = [[int(round(math.sqrt(a * b))) for a, b in zip(axis, axis[1:])] for axis in axes]
+    cells = [(m, n, k) for m in centres[0] for n in centres[1] for k in centres[2]]
+    return cells[:: max(1, len(cells) // count)][:count] if count > 0 else []
+
+
+def version_lines(torch, device):
+    if device == "cpu":
+        return [f"cpu: {platform.processor() or platform.machine()} (a dry run: the host CPU, not a GPU)",
+                f"torch: {torch.__version__}"]
     lines = [f"gpu: {torch.cuda.get_device_name(0)}"]
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -123,9 +139,28 @@ def version_lines(torch):
     return lines
 
 
-def time_gemm(torch, m, n, k, dtype, warmup, repeats):
+def timed(torch, device, run, repeats):
+    """Seconds of each of `repeats` calls of run(): CUDA events on the GPU, the wall clock on the
+    CPU (where a call returns when its work is done)."""
+    times = []
+    for _ in range(repeats):
+        if device == "cpu":
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+            continue
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    return times
+
+
+def time_gemm(torch, device, m, n, k, dtype, warmup, repeats):
     """Median seconds of one GEMM (m x k) @ (k x n) in `dtype` ('bf16', 'fp16', 'fp32', 'fp8')."""
-    device = "cuda"
     if dtype == "fp8":
         a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
         b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
@@ -142,51 +177,36 @@ def time_gemm(torch, m, n, k, dtype, warmup, repeats):
             return a @ b
     for _ in range(warmup):
         run()
-    times = []
-    for _ in range(repeats):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
+    times = timed(torch, device, run, repeats)
     return sorted(times)[len(times) // 2]
 
 
-def attention_rate(torch, warmup, repeats):
-    """FLOP/s of causal flash attention forward + backward, counted as stepcast counts it."""
+def attention_rate(torch, device, warmup, repeats, seq):
+    """FLOP/s of causal flash attention forward + backward, counted as stepcast counts it; None
+    where this PyTorch has no scaled_dot_product_attention (before 2.0)."""
     import torch.nn.functional as F
-    b, heads, s, d = 1, 32, 8192, 128
-    q, k, v = (torch.randn(b, heads, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return None
+    b, heads, s, d = 1, 32, seq, 128
+    q, k, v = (torch.randn(b, heads, s, d, device=device, dtype=torch.bfloat16, requires_grad=True)
                for _ in range(3))
+
+    def run():
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
     for _ in range(warmup):
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
-    end.record()
-    end.synchronize()
-    seconds = start.elapsed_time(end) * 1e-3 / repeats
+        run()
+    seconds = sum(timed(torch, device, run, repeats)) / repeats
     flops = 3 * 4 * b * s * s * heads * d  # forward 4 b s^2 h, backward twice that
     return flops / seconds
 
 
-def memory_bandwidth(torch, repeats):
-    """bytes/s of a 4 GiB device-to-device copy (read and write counted)."""
-    src = torch.empty(1 << 31, dtype=torch.int16, device="cuda")
+def memory_bandwidth(torch, device, repeats, size):
+    """bytes/s of a device-to-device copy of `size` bytes (read and write counted)."""
+    src = torch.empty(size // 2, dtype=torch.int16, device=device)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        dst.copy_(src)
-    end.record()
-    end.synchronize()
-    return 2 * src.numel() * 2 * repeats / (start.elapsed_time(end) * 1e-3)
+    seconds = sum(timed(torch, device, lambda: dst.copy_(src), repeats))
+    return 2 * src.numel() * 2 * repeats / seconds
 
 
 def main():
@@ -197,32 +217,46 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-dim", type=int, default=131072, help="largest grid value in any dimension")
-    parser.add_argument("--checks", type=int, default=200, help="held-back zoo shapes measured (evenly spread)")
+    parser.add_argument("--checks", type=int, default=200, help="held-back shapes measured (evenly spread)")
+    parser.add_argument("--held-back", choices=("zoo", "midpoints"), default="zoo",
+                        help="held-back shapes: the zoo's own (default) or the grid cells' centres")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cpu: a dry run on the host CPU (its times are not a GPU's), to test the script")
     parser.add_argument("--list", action="store_true", help="print the grid and the shapes, measure nothing")
     args = parser.parse_args()
 
     shapes = zoo_gemm_shapes()
     axes = grid_axes(shapes, args.max_dim)
     grid = [(m, n, k) for m in axes[0] for n in axes[1] for k in axes[2]]
-    checks = shapes[:: max(1, len(shapes) // args.checks)] if args.checks > 0 else []
+    if args.held_back == "midpoints":
+        checks = grid_midpoints(axes, args.checks)
+    else:
+        checks = shapes[:: max(1, len(shapes) // args.checks)] if args.checks > 0 else []
     if args.list:
         print(f"grid: m {axes[0]}\n      n {axes[1]}\n      k {axes[2]}\n{len(grid)} grid GEMMs, "
               f"{len(shapes)} zoo shapes, {len(checks)} held back")
         return 0
 
     import torch  # only to measure: --list runs without it
-    if not torch.cuda.is_available():
-        print("gemm_sweep: no CUDA GPU", file=sys.stderr)
+    device = args.device
+    if device == "cuda" and not torch.cuda.is_available():
+        print("gemm_sweep: no CUDA GPU (--device cpu runs a dry run on the host)", file=sys.stderr)
         return 1
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     if "fp8" in dtypes and not hasattr(torch, "float8_e4m3fn"):
         print("gemm_sweep: this PyTorch has no fp8; leaving fp8 out", file=sys.stderr)
         dtypes.remove("fp8")
-    header = ["# " + line for line in version_lines(torch)]
-    attention = attention_rate(torch, args.warmup, args.repeats)
-    bandwidth = memory_bandwidth(torch, args.repeats)
-    header.append(f"# attention_flops: {attention / 1e12:.1f}TFLOPS (causal SDPA, b 1, 32 heads of 128, s 8192)")
-    header.append(f"# memory_bandwidth: {bandwidth / 1e9:.0f}GB/s (4 GiB device copy)")
+    header = ["# " + line for line in version_lines(torch, device)]
+    # A GPU's: s 8192 and a 4 GiB copy; the CPU's dry run: small enough for seconds.
+    seq, copy = (8192, 1 << 32) if device == "cuda" else (256, 1 << 26)
+    attention = attention_rate(torch, device, args.warmup, args.repeats, seq)
+    bandwidth = memory_bandwidth(torch, device, args.repeats, copy)
+    if attention is None:
+        # Not as `attention_flops:`, which stepcast's reader takes as the rate.
+        header.append(f"# attention: not measured (PyTorch {torch.__version__} has no scaled_dot_product_attention)")
+    else:
+        header.append(f"# attention_flops: {attention / 1e12:.3g}TFLOPS (causal SDPA, b 1, 32 heads of 128, s {seq})")
+    header.append(f"# memory_bandwidth: {bandwidth / 1e9:.3g}GB/s ({copy >> 20} MiB device copy)")
     check_out = args.check_out or args.out.rsplit(".", 1)[0] + "-check.csv"
     for path, rows in ((args.out, grid), (check_out, checks)):
         with open(path, "w") as out:
@@ -230,19 +264,21 @@ def main():
             for dtype in dtypes:
                 for m, n, k in rows:
                     try:
-                        seconds = time_gemm(torch, m, n, k, dtype, args.warmup, args.repeats)
+                        seconds = time_gemm(torch, device, m, n, k, dtype, args.warmup, args.repeats)
                     except (RuntimeError, torch.cuda.OutOfMemoryError) as error:
                         # A dtype that cannot run this shape (fp8 wants multiples of 16) is left
                         # out: the table's grid check then names what is missing.
                         print(f"gemm_sweep: {dtype} {m}x{n}x{k}: {error}", file=sys.stderr)
-                        torch.cuda.empty_cache()
+                        if device == "cuda":
+                            torch.cuda.empty_cache()
                         continue
                     out.write(f"{m},{n},{k},{dtype},{seconds * 1e6:.3f}\n")
     print(f"wrote {args.out} ({len(grid)} GEMMs per dtype) and {check_out} ({len(checks)} held back)")
     print("scenario keys:")
     print(f"  cluster.gpu.gemm: {args.out}")
-    print(f"  cluster.gpu.attention_flops: {attention / 1e12:.1f}TFLOPS")
-    print(f"  cluster.gpu.memory_bandwidth: {bandwidth / 1e9:.0f}GB/s")
+    if attention is not None:
+        print(f"  cluster.gpu.attention_flops: {attention / 1e12:.3g}TFLOPS")
+    print(f"  cluster.gpu.memory_bandwidth: {bandwidth / 1e9:.3g}GB/s")
     return 0
 
 
