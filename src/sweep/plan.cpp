@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -927,10 +928,26 @@ report::Plan plan(const PlanRequest& request) {
     }
     std::size_t mine = 0;  // this rank's rows
     for (std::size_t j = 0; j < k; ++j) mine += owns(j) ? 1 : 0;
+    // Longest first, so that the threads end together (the rows' fine runs differ tenfold at
+    // 16,384 GPUs): a step's ops as validate() counts them, m micro-batches through every layer.
+    std::vector<std::size_t> order(k);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    {
+      std::vector<double> ops(k);
+      for (std::size_t j = 0; j < k; ++j) {
+        const Layout& l = candidates[tally.fitting[j].second];
+        const scenario::Scenario at = scenario_of(l);
+        const workload::Workload& w = prepared(l).second;
+        ops[j] = static_cast<double>(scheme::micro_batches(at.scheme.parallel, at.cluster.workers, w.batch_per_worker)) *
+                 static_cast<double>(w.ops.size()) * (l.context + 4.0);
+      }
+      std::stable_sort(order.begin(), order.end(), [&ops](std::size_t a, std::size_t b) { return ops[a] > ops[b]; });
+    }
     std::size_t finished = 0;  // under progress_lock
     progress([&] { return fmt::format("{} GPUs: fine on the top {}, 0 of {} done", gpus, k, mine); });
     auto work = [&] {
-      for (std::size_t j; (j = next.fetch_add(1)) < k;) {
+      for (std::size_t i; (i = next.fetch_add(1)) < k;) {
+        const std::size_t j = order[i];
         if (!owns(j)) continue;
         try {
           const Layout& l = candidates[tally.fitting[j].second];
