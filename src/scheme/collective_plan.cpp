@@ -49,13 +49,16 @@ Pattern make_pattern(const Cluster& c, const std::vector<Transfer>& transfers, R
     for (uint32_t l : p.links) uses.push_back({l, 1});
     members[t.size_factor]++;
   }
-  std::map<uint32_t, uint32_t> per_link;
-  for (auto& [factor, uses] : by_size) {
-    FlowGroup g{merge(std::move(uses)), factor, members[factor]};
-    for (const net::LinkUse& u : g.path) per_link[u.link] += u.count;
-    pattern.groups.push_back(std::move(g));
+  for (auto& [factor, uses] : by_size) pattern.groups.push_back({merge(std::move(uses)), factor, members[factor]});
+  // Each group's path holds a link once: one group's counts are the links' (a ring's, the usual
+  // case, with every rank's transfers at 2^20), several groups' add up link by link.
+  std::vector<net::LinkUse> summed;
+  if (pattern.groups.size() > 1) {
+    for (const FlowGroup& g : pattern.groups) summed.insert(summed.end(), g.path.begin(), g.path.end());
+    summed = merge(std::move(summed));
   }
-  for (auto [link, count] : per_link) pattern.max_link_members = std::max(pattern.max_link_members, count);
+  const std::vector<net::LinkUse>& per_link = pattern.groups.size() == 1 ? pattern.groups.front().path : summed;
+  for (const net::LinkUse& u : per_link) pattern.max_link_members = std::max(pattern.max_link_members, u.count);
   return pattern;
 }
 
