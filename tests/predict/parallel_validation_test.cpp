@@ -231,13 +231,19 @@ std::string simumax_yaml(const Row& r) {
              fmt::arg("ffn", is405 ? 53248 : 28672), fmt::arg("heads", is405 ? 128 : 64));
 }
 
-TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
-  const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
+/// The file's 31 dense rows (Llama 3 70B and 405B cut to a few layers; no experts).
+std::vector<Row> simumax_dense_rows(const std::string& path) {
   std::vector<Row> dense;
   for (const Row& r : read_csv(path)) {
     if (r.at("ep") == "1" && r.at("model").rfind("llama3", 0) == 0) dense.push_back(r);
   }
+  return dense;
+}
+
+TEST(ParallelValidation, SimuMaxB200DenseRowsOneRate) {
+  const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
+  const std::vector<Row> dense = simumax_dense_rows(path);
   ASSERT_EQ(dense.size(), 31u);
   const Errors e = predict_rows(dense, 0, simumax_yaml, "real_iter_ms", 1e-3, "SimuMax B200 dense rows, one rate",
                                 [](const Row& r) { return r.at("case"); });
@@ -511,10 +517,7 @@ TEST(ParallelValidation, SimuMaxB200DenseRowsFromShapesWithOneFittedGemmPeak) {
   const std::string path = testing::shared_table("simumax_b200_single_node_tp_pp_ep_cp.csv");
   if (!std::filesystem::exists(path))
     GTEST_SKIP() << "shared data not found at " << path << ": validation skipped";
-  std::vector<Row> dense;
-  for (const Row& r : read_csv(path)) {
-    if (r.at("ep") == "1" && r.at("model").rfind("llama3", 0) == 0) dense.push_back(r);
-  }
+  const std::vector<Row> dense = simumax_dense_rows(path);
   ASSERT_EQ(dense.size(), 31u);
   const Errors e = predict_rows_from_shapes(dense, simumax_yaml, {"cluster.gpu.attention_flops=2250TFLOPS"},
                                             "real_iter_ms", 1e-3, 2250,
