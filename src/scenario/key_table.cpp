@@ -484,6 +484,13 @@ std::vector<KeyDef> make_table() {
              &zoo::TransformerShape::tied_embeddings);
   shape_flag("qk_norm", "false", "an RMSNorm of head_dim on each query and key head (Qwen3's q_norm, k_norm)",
              &zoo::TransformerShape::qk_norm);
+  shape_flag(
+      "dropout", "false",
+      "dropout after the embeddings, on the attention probabilities and on both residual branches of "
+      "each block (GPT-2; Megatron-LM's GPT, whose --attention-dropout and --hidden-dropout default to "
+      "0.1): its 1-byte masks are activations, and with workload.compute: shapes its kernels are "
+      "memory-bound work",
+      &zoo::TransformerShape::dropout);
   t.push_back(
       {{"workload.seq_len", "integer >= 1", "the zoo model's (llama3: 8192, llama2: 4096, gpt2: 1024)",
         "tokens per sequence; a decoder's sample (batch_per_worker counts sequences)"},

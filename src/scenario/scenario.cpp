@@ -532,6 +532,16 @@ void check_shapes_inputs(const Scenario& s, const Entries& entries, const std::s
                 fmt::format("the table {} has no {} rows, the GEMMs of workload.precision", c.gemm.file,
                             cluster::to_string(dtype)));
   }
+  // Without flash attention the core is two batched GEMMs of activations, which fp8 leaves in bf16
+  // (without a table they are on the roofline of cluster.gpu.peak_flops, required above).
+  if (s.workload.precision == workload::Precision::FP8 && !s.workload.flash_attention && !c.gemm.empty() &&
+      !c.gemm.has(cluster::GemmDtype::BF16)) {
+    throw Error(
+        location_of(entries, "cluster.gpu.gemm", file_name),
+        fmt::format("the table {} has no bf16 rows: without flash attention (workload.flash_attention: "
+                    "false) the attention core's batched GEMMs run in bf16 under fp8",
+                    c.gemm.file));
+  }
 }
 
 void resolve_workload(Draft& draft, const Entries& entries, const std::string& file_name, Needs needs) {

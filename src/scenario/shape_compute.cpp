@@ -28,6 +28,8 @@ KernelRates kernel_rates(const Scenario& scenario) {
           .element_bytes = workload::bytes_per_element(scenario.workload.precision),
           .gemm_element_bytes = fp8 ? 1.0 : workload::bytes_per_element(scenario.workload.precision),
           .peak_flops = fp8 ? c.gpu_peak_flops_fp8 : c.gpu_peak_flops,
+          .activation_dtype = fp8 ? cluster::GemmDtype::BF16 : gemm_dtype(scenario.workload.precision),
+          .activation_peak_flops = c.gpu_peak_flops,
           .attention_flops = c.gpu_attention_flops > 0 ? c.gpu_attention_flops : c.gpu_peak_flops,
           .memory_bw = c.gpu_memory_bw,
           .kernel_overhead = c.gpu_kernel_overhead};
@@ -36,24 +38,29 @@ KernelRates kernel_rates(const Scenario& scenario) {
 double kernel_time(const zoo::Kernel& kernel, const KernelRates& rates, std::vector<std::string>& notes) {
   double one = 0;
   switch (kernel.kind) {
-    case zoo::KernelKind::Gemm:
+    case zoo::KernelKind::Gemm: {
+      const cluster::GemmDtype dtype = kernel.activations_only ? rates.activation_dtype : rates.dtype;
       if (rates.gemm == nullptr || rates.gemm->empty()) {
-        one = cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.gemm_element_bytes, rates.peak_flops,
-                                          rates.memory_bw);
+        one = kernel.activations_only
+                  ? cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.element_bytes,
+                                                rates.activation_peak_flops, rates.memory_bw)
+                  : cluster::gemm_roofline_time(kernel.m, kernel.n, kernel.k, rates.gemm_element_bytes,
+                                                rates.peak_flops, rates.memory_bw);
       } else {
         const cluster::GemmLookup lookup =
-            cluster::gemm_time(*rates.gemm, kernel.m, kernel.n, kernel.k, rates.dtype);
+            cluster::gemm_time(*rates.gemm, kernel.m, kernel.n, kernel.k, dtype);
         one = lookup.seconds;
         if (lookup.clamped) {
           std::string note = fmt::format(
               "GEMM m={} n={} k={} {} ({}) is outside the table {} (cluster.gpu.gemm): timed at the rate of "
-              "its "
-              "nearest edge, not extrapolated",
-              kernel.m, kernel.n, kernel.k, cluster::to_string(rates.dtype), kernel.name, rates.gemm->file);
+              "its nearest edge, not extrapolated",
+              kernel.m, kernel.n, kernel.k, cluster::to_string(dtype), kernel.name, rates.gemm->file);
           if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(std::move(note));
         }
       }
+      one *= static_cast<double>(kernel.batch);
       break;
+    }
     case zoo::KernelKind::Attention:
       one = kernel.flops / rates.attention_flops;
       break;

@@ -32,6 +32,10 @@ struct KernelRates {
   double element_bytes = 2;       ///< bytes of an element the memory-bound kernels move
   double gemm_element_bytes = 2;  ///< bytes of a GEMM's input element (1 in fp8)
   double peak_flops = 0;          ///< FLOP/s of the GEMMs' roofline (the fp8 peak in fp8)
+  /// The GEMMs of two activations (the unfused attention core): their dtype and roofline peak,
+  /// the training precision's even in fp8 (zoo::Kernel::activations_only).
+  cluster::GemmDtype activation_dtype = cluster::GemmDtype::BF16;
+  double activation_peak_flops = 0;
   double attention_flops = 0;  ///< FLOP/s
   double memory_bw = 0;        ///< bytes/s
   double kernel_overhead = 0;  ///< s
@@ -41,7 +45,8 @@ struct KernelRates {
 /// The GEMM dtype of a workload precision.
 [[nodiscard]] cluster::GemmDtype gemm_dtype(workload::Precision precision);
 
-/// s of `kernel` (all `count` of them) at `rates`; a GEMM clamped to the table adds a line to `notes`.
+/// s of `kernel` (all `count` launches, each of its `batch` GEMMs) at `rates`, with one
+/// cluster.gpu.kernel_overhead a launch; a GEMM clamped to the table adds a line to `notes`.
 [[nodiscard]] double kernel_time(const zoo::Kernel& kernel, const KernelRates& rates,
                                  std::vector<std::string>& notes);
 

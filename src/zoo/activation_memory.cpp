@@ -62,7 +62,7 @@ struct Terms {
   double shared = 0;  // shared experts of a MoE block
   double e = 0;       // bytes of an activation element
   double gemm_in = 0;    // bytes of a saved GEMM input element (ElementBytes::gemm_input; e but in fp8)
-  bool dropout = false;  // the GPT-2 layout has dropout after attention, MLP and embeddings
+  bool dropout = false;  // dropout after the embeddings, on the scores and on both residual branches
   bool swiglu = false;
   bool qk_norm = false;
   bool moe = false;
@@ -92,7 +92,7 @@ Terms terms(const TransformerShape& s, int64_t sequences, const ElementBytes& el
                .shared = static_cast<double>(moe_block ? s.shared_experts : 0),
                .e = element_bytes.activation,
                .gemm_in = element_bytes.gemm_input,
-               .dropout = s.layout == TransformerLayout::Gpt2,
+               .dropout = s.dropout,
                .swiglu = s.swiglu,
                .qk_norm = s.qk_norm,
                .moe = moe_block,

@@ -22,6 +22,19 @@ class KernelList {
     backward_.push_back(make_gemm(name + " wgrad", k, n, m, part, count));
     mark(3);
   }
+  /// A batched GEMM of two activations over `batch` heads (the unfused attention core), and its
+  /// two backward products: the gradient of the first operand (m, k, n) and of the second (k, n, m).
+  void batched_gemm(const std::string& name, int64_t m, int64_t n, int64_t k, int64_t batch) {
+    auto batched = [batch](Kernel kernel) {
+      kernel.batch = batch;
+      kernel.flops *= static_cast<double>(batch);
+      kernel.activations_only = true;
+      return kernel;
+    };
+    layer_.forward.push_back(batched(make_gemm(name, m, n, k, AttentionPart::Core, 1)));
+    backward_.push_back(batched(make_gemm(name + " grad a", m, k, n, AttentionPart::Core, 1)));
+    backward_.push_back(batched(make_gemm(name + " grad b", k, n, m, AttentionPart::Core, 1)));
+  }
   /// The kernels added from now on are (or are not) a MoE layer's routed experts'.
   void routed_experts(bool on) { routed_ = on; }
   /// A memory-bound kernel moving `forward_bytes`, and its backward moving `backward_bytes`.
@@ -113,8 +126,17 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
     list.memory(name, 2 * norm_tokens * h * e, 3 * norm_tokens * h * e);
   };
   // A residual addition reads two rows and writes one; its backward adds the gradient likewise.
+  // With dropout the branch's dropout is fused into it (Megatron's bias-dropout-add), which writes
+  // a 1-byte mask forward and reads it backward.
+  const double mask = s.dropout ? 1.0 : 0.0;
   auto residual = [&](KernelList& list, AttentionPart part) {
-    list.memory("residual add", 3 * norm_tokens * h * e, 3 * norm_tokens * h * e, part);
+    list.memory(s.dropout ? "dropout add" : "residual add", (3 * e + mask) * norm_tokens * h,
+                (3 * e + mask) * norm_tokens * h, part);
+  };
+  // Dropout on `elements`: reads them, writes them and a 1-byte mask; its backward reads the
+  // gradient and the mask and writes the gradient.
+  auto dropout = [&](KernelList& list, const std::string& kernel, double elements, AttentionPart part) {
+    list.memory(kernel, (2 * e + 1) * elements, (2 * e + 1) * elements, part);
   };
   // The MLP's activation on `rows` tokens: SwiGLU reads gate and up and writes their product
   // (backward: reads gate, up and the gradient, writes two gradients); GELU reads one and writes one.
@@ -136,6 +158,8 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
       // shard); the backward accumulates the gradient rows into the table.
       list.memory("embedding lookup", 2 * tok * h * e, 2 * tok * h * e);
       if (s.positions == PositionEncoding::Learned) list.memory("position add", 3 * tok * h * e, 0);
+      // Under sequence parallelism Megatron scatters the embeddings over the tensor group first.
+      if (s.dropout) dropout(list, "embedding dropout", norm_tokens * h, AttentionPart::Before);
     } else if (name == "head") {
       norm(list, "final norm");
       const int64_t vocab = divide_up(s.vocab, t);
@@ -182,13 +206,20 @@ std::vector<LayerKernels> decoder_kernels(const ModelSpec& model, const KernelSp
         core_flops = 4.0 * tok * static_cast<double>(s.seq_len) * static_cast<double>(q_width) /
                      static_cast<double>(t);  // the zoo's 4 s^2 q / (t c), q = heads x head_dim
       }
-      list.attention(core_flops);
-      if (!split.flash_attention) {
-        // The scores of the rank's heads for its queries against every key, written and read back.
+      if (split.flash_attention) {
+        list.attention(core_flops);
+      } else {
+        // Megatron-LM's unfused core on the rank's heads: scores Q K^T, the softmax (and dropout)
+        // of the scores written and read back, then P V. Its FLOPs are core_flops.
+        const int64_t heads = split.micro_batch * divide_up(s.heads, t);
+        const int64_t queries = s.seq_len / split.context;
+        const int64_t value_dim = s.attention_out_width() / s.heads;
+        list.batched_gemm("scores", queries, s.seq_len, s.qk_head_dim(), heads);
         const double scores =
-            static_cast<double>(split.micro_batch) * static_cast<double>(divide_up(s.heads, t)) *
-            static_cast<double>(s.seq_len / split.context) * static_cast<double>(s.seq_len) * e;
-        list.memory("softmax", 2 * scores, 3 * scores, AttentionPart::Core);
+            static_cast<double>(heads) * static_cast<double>(queries) * static_cast<double>(s.seq_len);
+        list.memory("softmax", 2 * e * scores, 3 * e * scores, AttentionPart::Core);
+        if (s.dropout) dropout(list, "attention dropout", scores, AttentionPart::Core);
+        list.batched_gemm("context", queries, value_dim, s.seq_len, heads);
       }
       list.gemm("attention out", tokens, s.hidden, divide_up(out_width, t), AttentionPart::After);
       residual(list, AttentionPart::After);

@@ -47,7 +47,8 @@ TransformerShape gpt2_shape(int64_t layers, int64_t hidden, int64_t heads) {
           .linear_biases = true,
           .positions = PositionEncoding::Learned,
           .max_positions = 1024,
-          .layout = TransformerLayout::Gpt2};
+          .layout = TransformerLayout::Gpt2,
+          .dropout = true};
 }
 
 // The Llama family's choices are TransformerShape's defaults (RMSNorm, rotary, SwiGLU, no

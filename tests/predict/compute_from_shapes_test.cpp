@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -335,6 +337,48 @@ TEST(ComputeFromShapes, Fp8RunsTheGemmsAtTheFp8PeakAndNothingElse) {
   }
   EXPECT_GT(gemms, 3);
   EXPECT_NE(scenario::compute_source_text(fp8).find("in fp8"), std::string::npos);
+}
+
+TEST(ComputeFromShapes, TheUnfusedAttentionCoreIsBatchedGemmsOnTheTrainingPrecisionsRoofline) {
+  // Without flash attention the core's two products are batched GEMMs: each of the batch on the
+  // roofline of the training precision (bf16 inputs even in fp8: both operands are activations,
+  // which Transformer Engine's recipe leaves alone), one kernel overhead per launch.
+  constexpr double kBf16Peak = 989e12, kBandwidth = 3.35e12, kOverhead = 5e-6;
+  const std::vector<std::string> unfused{"workload.flash_attention=false", "cluster.gpu.kernel_overhead=5us"};
+  std::vector<std::string> in_fp8 = unfused;
+  in_fp8.insert(in_fp8.end(), {"workload.precision=fp8", "cluster.gpu.peak_flops_fp8=1979TFLOPS"});
+  for (const auto& overrides : {unfused, in_fp8}) {
+    const scenario::Scenario s = scenario::parse_scenario(kDecoder, "shapes.yaml", overrides);
+    const scenario::detail::KernelRates rates = scenario::detail::kernel_rates(s);
+    const auto layers =
+        zoo::decoder_kernels(scenario::model_of(s), {.micro_batch = 4, .flash_attention = false});
+    std::vector<std::string> notes;
+    int batched = 0;
+    for (const zoo::Kernel& k : layers[1].forward) {
+      if (k.batch == 1) continue;
+      ++batched;
+      EXPECT_TRUE(k.activations_only);
+      const auto m = static_cast<double>(k.m), n = static_cast<double>(k.n), kk = static_cast<double>(k.k);
+      const double one = std::max(2 * m * n * kk / kBf16Peak, 2 * (m * kk + kk * n + m * n) / kBandwidth);
+      EXPECT_DOUBLE_EQ(scenario::detail::kernel_time(k, rates, notes),
+                       static_cast<double>(k.batch) * one + kOverhead)
+          << k.name;
+    }
+    EXPECT_EQ(batched, 2);  // scores and context
+  }
+  // fp8 without flash attention and a table without bf16 rows: an error naming the table's key.
+  const std::filesystem::path table = std::filesystem::temp_directory_path() / "stepcast-fp8-only-gemm.csv";
+  std::ofstream(table) << "m,n,k,dtype,time_us\n1024,1024,1024,fp8,1\n";
+  try {
+    (void)scenario::parse_scenario(
+        kDecoder, "fp8.yaml",
+        {"workload.precision=fp8", "workload.flash_attention=false", "cluster.gpu.gemm=" + table.string()});
+    FAIL() << "fp8 without flash attention and a table without bf16 rows";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "cluster.gpu.gemm") << e.what();
+    EXPECT_NE(e.message().find("no bf16 rows"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(table);
 }
 
 TEST(ComputeFromShapes, Fp8KeepsAnFp8CopyOfEachWeightAndSendsBf16) {

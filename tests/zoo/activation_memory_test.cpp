@@ -39,7 +39,8 @@ TransformerShape gpt3_175b(int64_t layers = 96) {
                           .linear_biases = true,
                           .positions = PositionEncoding::Learned,
                           .max_positions = 2048,
-                          .layout = TransformerLayout::Gpt2};
+                          .layout = TransformerLayout::Gpt2,
+                          .dropout = true};
 }
 
 const TransformerShape& llama2_7b() { return *get_model("llama2-7b").transformer; }

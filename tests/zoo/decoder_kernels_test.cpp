@@ -223,6 +223,84 @@ TEST(DecoderKernels, SequenceParallelismShrinksNormBytesByT) {
   EXPECT_EQ(sequence[1].forward.front().bytes * 4, plain[1].forward.front().bytes);
 }
 
+TEST(DecoderKernels, WithoutFlashAttentionTheCoreIsTwoBatchedGemmsOfTheSameFlops) {
+  // Megatron-LM's unfused core on a rank: Q K^T (s / c, s, head_dim) and P V (s / c, head_dim, s),
+  // batched over b x heads / t, the FLOPs the flash core counts (4 b (s / c) s q / t forward,
+  // twice backward), both operands activations.
+  for (const char* name : {"llama2-7b", "gpt2", "qwen3-30b-a3b"}) {  // heads divisible by t
+    SCOPED_TRACE(name);
+    const ModelSpec& model = get_model(name);
+    const TransformerShape& shape = *model.transformer;
+    const int64_t b = 2, t = 4, c = 2;
+    const KernelSplit flash{.micro_batch = b, .tensor = t, .context = c};
+    KernelSplit unfused = flash;
+    unfused.flash_attention = false;
+    const auto with = decoder_kernels(model, flash), without = decoder_kernels(model, unfused);
+    const std::vector<Kernel>& forward = without[1].forward;
+    EXPECT_EQ(flops_of(forward, KernelKind::Attention), 0);
+    const Kernel scores = find_kernel(forward, "scores"), context = find_kernel(forward, "context");
+    for (const Kernel& k : {scores, context}) {
+      EXPECT_EQ(k.kind, KernelKind::Gemm);
+      EXPECT_EQ(k.part, AttentionPart::Core);
+      EXPECT_EQ(k.batch, b * shape.heads / t);
+      EXPECT_TRUE(k.activations_only);
+      EXPECT_EQ(k.flops, 2.0 * static_cast<double>(k.m * k.n * k.k * k.batch));
+    }
+    const int64_t queries = shape.seq_len / c;
+    EXPECT_EQ(scores.m, queries);
+    EXPECT_EQ(scores.n, shape.seq_len);
+    EXPECT_EQ(scores.k, shape.head_dim());
+    EXPECT_EQ(context.m, queries);
+    EXPECT_EQ(context.n, shape.head_dim());
+    EXPECT_EQ(context.k, shape.seq_len);
+    auto core_gemms = [](const std::vector<Kernel>& kernels) {
+      double total = 0;
+      for (const Kernel& k : kernels) {
+        if (k.kind == KernelKind::Gemm && k.part == AttentionPart::Core) total += k.flops;
+      }
+      return total;
+    };
+    const double flash_core = flops_of(with[1].forward, KernelKind::Attention);
+    EXPECT_EQ(flash_core, 4.0 * static_cast<double>(b * queries * shape.seq_len * shape.q_width() / t));
+    EXPECT_NEAR(core_gemms(forward), flash_core, 1e-12 * flash_core);
+    EXPECT_NEAR(core_gemms(without[1].backward), 2 * flash_core, 1e-12 * flash_core);
+    // The projections are the flash layer's: only the core changed.
+    EXPECT_EQ(flops_of(with[1].forward, KernelKind::Gemm) + flash_core, flops_of(forward, KernelKind::Gemm));
+  }
+}
+
+TEST(DecoderKernels, DropoutKernelsMoveTheirRowsAndOneByteMasks) {
+  // A GPT block by hand, b = 1, t = 2 with sequence parallelism, e = 2 bytes: the embedding's
+  // dropout and each residual's on s / t tokens, the attention dropout on the rank's scores.
+  ModelSpec model = get_model("gpt2");
+  TransformerShape shape = *model.transformer;
+  ASSERT_TRUE(shape.dropout);
+  const double s = static_cast<double>(shape.seq_len), h = static_cast<double>(shape.hidden);
+  const double heads = static_cast<double>(shape.heads) / 2;
+  const KernelSplit split{.micro_batch = 1, .tensor = 2, .sequence_parallel = true, .flash_attention = false};
+  const auto kernels = decoder_kernels(model, split);
+  const double rows = s / 2 * h;  // the rank's tokens under sequence parallelism
+  const Kernel embedding = find_kernel(kernels[0].forward, "embedding dropout");
+  EXPECT_EQ(embedding.bytes, (2 * 2 + 1) * rows);  // read, write, mask
+  EXPECT_EQ(find_kernel(kernels[0].backward, "embedding dropout backward").bytes, (2 * 2 + 1) * rows);
+  EXPECT_EQ(find_kernel(kernels[1].forward, "dropout add").bytes, (3 * 2 + 1) * rows);
+  EXPECT_EQ(find_kernel(kernels[2].forward, "dropout add").bytes, (3 * 2 + 1) * rows);
+  const double scores = heads * s * s;
+  EXPECT_EQ(find_kernel(kernels[1].forward, "attention dropout").bytes, (2 * 2 + 1) * scores);
+  EXPECT_EQ(find_kernel(kernels[1].forward, "attention dropout").part, AttentionPart::Core);
+  // Without dropout: plain residual additions and no dropout kernel; flash attention drops inside
+  // its own kernel.
+  shape.dropout = false;
+  model.transformer = shape;
+  for (const LayerKernels& layer : decoder_kernels(model, split)) {
+    for (const Kernel& k : layer.forward) EXPECT_EQ(k.name.find("dropout"), std::string::npos) << k.name;
+  }
+  KernelSplit flash = split;
+  flash.flash_attention = true;
+  for (const Kernel& k : decoder_kernels(get_model("gpt2"), flash)[1].forward)
+    EXPECT_NE(k.name, "attention dropout");
+}
+
 }  // namespace decoder_kernels_test
 }  // namespace
 }  // namespace stepcast::zoo

@@ -163,7 +163,8 @@ TEST(TransformerZoo, ModelBuiltByShapeEqualsTheNamedOne) {
                               .linear_biases = true,
                               .positions = PositionEncoding::Learned,
                               .max_positions = 1024,
-                              .layout = TransformerLayout::Gpt2};
+                              .layout = TransformerLayout::Gpt2,
+                              .dropout = true};
   const ModelSpec gpt2_built = make_transformer("any name", "any description", gpt2);
   EXPECT_EQ(gpt2_built.layers, get_model("gpt2").layers);
   EXPECT_EQ(gpt2_built.transformer, get_model("gpt2").transformer);

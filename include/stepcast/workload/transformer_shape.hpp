@@ -64,6 +64,11 @@ struct TransformerShape {
   PositionEncoding positions = PositionEncoding::Rotary;
   int64_t max_positions = 0;  ///< rows of the learned position table (Learned only); >= seq_len
   TransformerLayout layout = TransformerLayout::Llama;
+  /// Dropout after the embeddings, on the attention probabilities and on each block's two
+  /// residual branches (GPT-2; Megatron-LM's GPT with its default --attention-dropout and
+  /// --hidden-dropout of 0.1); Llama-style decoders train without. Its masks are activations
+  /// (zoo/activation_memory.hpp) and its kernels memory-bound work (zoo/decoder_kernels.hpp).
+  bool dropout = false;
   /// Width of a query, key and value head; 0: hidden / heads. Set where the attention is wider
   /// or narrower than the model (Qwen3-30B-A3B: hidden 2048, 32 heads of 128, so q_proj maps
   /// 2048 to 4096 and o_proj 4096 back to 2048).

@@ -15,14 +15,22 @@
 //   E / e experts, each on the rows its expert-parallel group routes to it, b s / c x top_k x e
 //   ETP / (t E) (balanced), with f / ETP of each expert's width. Each forward GEMM's backward is two: the
 //   input gradient (m, k, n) and the weight gradient (k, n, m).
-// - The attention core (scores, softmax, context) as FLOPs in the zoo's accounting: 4 b (s / c)
-//   s q / t forward and twice that backward.
+// - The attention core (scores, softmax, context): with flash attention one kernel of FLOPs in the
+//   zoo's accounting, 4 b (s / c) s q / t forward and twice that backward; without it what
+//   Megatron-LM's unfused core runs, two batched GEMMs over the rank's b x heads / t heads, the
+//   scores Q K^T (s / c, s, head_dim) and the context P V (s / c, head_dim, s), each with its two
+//   backward products (the same FLOPs, 4 b (s / c) s q / t forward). Both operands of these are
+//   activations, so an fp8 recipe leaves them in the training precision (`activations_only`).
 // - Memory-bound kernels with the bytes they read and write (`element_bytes` per element):
 //   norms, residual additions, the per-head q and k norms (Qwen3), rotary embeddings, the MLP's
 //   activation, a MoE's token permutation, the embedding lookup, the cross-entropy of the
 //   logits, and without flash attention the softmax of the s x s scores. Norms and residual
 //   additions run on b s / (c t) tokens under sequence parallelism and on b s / c without.
-// Biases are fused into their GEMMs; dropout is left out (the zoo's decoders have none).
+// - With dropout (TransformerShape::dropout: GPT-2, Megatron-LM's GPT): the embeddings' dropout,
+//   each residual addition fused with its branch's dropout (Megatron's bias-dropout-add: a
+//   1-byte mask written forward and read backward), and without flash attention the attention
+//   dropout on the scores (read, write, mask; flash attention drops inside its kernel).
+// Biases are fused into their GEMMs.
 //
 //   auto kernels = decoder_kernels(get_model("llama3-8b"), {.micro_batch = 1, .tensor = 8});
 #pragma once
@@ -48,6 +56,12 @@ struct Kernel {
   double flops = 0;             ///< Gemm: 2 m n k; Attention: the core's FLOPs
   double bytes = 0;             ///< MemoryBound: bytes read and written
   int64_t count = 1;            ///< identical kernels launched one after another (a MoE's experts)
+  /// Gemm only: independent GEMMs of one batched launch (the unfused attention core's heads), each
+  /// m x n x k; `flops` counts them all.
+  int64_t batch = 1;
+  /// Gemm only: both operands are activations (the unfused attention core), which fp8 recipes
+  /// (Transformer Engine's) leave in the training precision.
+  bool activations_only = false;
   AttentionPart part = AttentionPart::Before;
   /// One of a MoE layer's routed-expert kernels (the GEMMs, their activation, the token
   /// permutation), whose time grows with the tokens the busiest expert GPU receives.
