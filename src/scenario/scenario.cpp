@@ -551,8 +551,11 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
   const bool shaped = !draft.transformer_keys.empty();
   if (shaped) {
     if (draft.model_given) {
-      throw Error(location_of(entries, "workload.model", file_name),
-                  "give workload.model or workload.transformer, not both");
+      throw Error(
+          location_of(entries, "workload.model", file_name),
+          fmt::format("give workload.model or workload.transformer, not both (workload.transformer.{} is "
+                      "set; a zoo model's shape is fixed: describe the decoder by shape instead)",
+                      draft.transformer_keys.front()));
     }
     for (const char* field : {"layers", "hidden", "ffn_hidden", "heads", "vocab"}) {
       if (std::find(draft.transformer_keys.begin(), draft.transformer_keys.end(), field) ==
@@ -717,6 +720,15 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
     } else if (def.apply_default) {
       def.apply(RawValue{def.info.default_value, {file_name, 0, def.info.key}}, draft);
     }
+  }
+  // The shape's switches (swiglu, dropout, ...) have defaults, so only the entries say they were given.
+  constexpr std::string_view kShapePrefix = "workload.transformer.";
+  for (const auto& [key, value] : entries) {
+    if (!key.starts_with(kShapePrefix)) continue;
+    const std::string_view field = std::string_view(key).substr(kShapePrefix.size());
+    if (std::find(draft.transformer_keys.begin(), draft.transformer_keys.end(), field) ==
+        draft.transformer_keys.end())
+      draft.transformer_keys.emplace_back(field);
   }
 
   Scenario& s = draft.scenario;

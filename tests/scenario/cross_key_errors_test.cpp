@@ -158,6 +158,30 @@ TEST_F(CrossKeyErrors, OverrideNamesTheSet) {
   EXPECT_NO_THROW((void)load_scenario(in_file, {"cluster.workers_per_node=2"}));
 }
 
+TEST_F(CrossKeyErrors, AShapeSwitchOnAZooModelIsRefusedNotIgnored) {
+  // The shape's switches have defaults, so a given one must still count as describing the decoder:
+  // on a zoo model it would otherwise be dropped without a word.
+  const std::string path = file("zoo.yaml",
+                                "workload:\n  model: llama3-8b\n  achieved_flops: 400TFLOPS\n"
+                                "cluster:\n  workers: 8\n  gpu: {peak_flops: 989TFLOPS}\n");
+  EXPECT_NO_THROW((void)load_scenario(path));
+  for (const char* set : {"workload.transformer.dropout=true", "workload.transformer.swiglu=false",
+                          "workload.transformer.qk_norm=true", "workload.transformer.tied_embeddings=true"}) {
+    SCOPED_TRACE(set);
+    const Error e = expect_error([&] { (void)load_scenario(path, {set}); });
+    EXPECT_EQ(e.where().key, "workload.model") << e.what();
+    EXPECT_EQ(e.where().line, 2) << e.what();
+    const std::string field = std::string(set).substr(0, std::string(set).find('='));
+    EXPECT_TRUE(contains(e.message(), field)) << e.what();
+  }
+  // A switch without the shape's sizes asks for them.
+  const std::string bare = file("bare.yaml",
+                                "workload:\n  transformer: {dropout: true}\n  achieved_flops: 400TFLOPS\n"
+                                "cluster:\n  workers: 8\n");
+  const Error e = expect_error([&] { (void)load_scenario(bare); });
+  EXPECT_EQ(e.where().key, "workload.transformer.layers") << e.what();
+}
+
 // hdrm on a 4 x 4 BiGraph needs exactly 32 workers. The file's 16 are never predicted when a sweep
 // gives the counts, so only the swept counts are checked.
 TEST_F(CrossKeyErrors, SweepChecksEachSweptCountNotTheFiles) {
