@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "predict/summary.hpp"
@@ -128,10 +129,15 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.breakdown.context = context;
   r.breakdown.expert = expert;
   r.breakdown.pipeline = messages;
-  r.breakdown.data = data_in_passes / n + std::max(0.0, step - straggle - pipeline - optimizer / n);
+  // A difference of two sums of the same parts leaves rounding residue (1e-16 s on a 1 s step) where
+  // nothing is exposed; below this share of the step it is nothing, not a tiny time to print.
+  auto residue_to_zero = [step](double part) { return std::fabs(part) <= 1e-12 * step ? 0.0 : part; };
+  r.breakdown.data =
+      residue_to_zero(data_in_passes / n + std::max(0.0, step - straggle - pipeline - optimizer / n));
   r.breakdown.communication_exposed =
       r.breakdown.tensor + r.breakdown.context + r.breakdown.pipeline + r.breakdown.data + r.breakdown.expert;
-  r.breakdown.wait = std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed);
+  r.breakdown.wait =
+      residue_to_zero(std::max(0.0, step - r.breakdown.compute - r.breakdown.communication_exposed));
   if (r.breakdown.wait == 0) {
     // The parts overlap more than their sum allows: scale the exposed parts to fit the step.
     const double room = std::max(0.0, step - r.breakdown.compute);

@@ -166,6 +166,29 @@ void expect_costs_of_all_micro_batches(const Layout& l) {
   EXPECT_TRUE(near(kept.bytes_sent, all.bytes_sent)) << l.label;
 }
 
+TEST(ComposedPredictors, CoarseLeavesNoRoundingResidueWhereNothingWaits) {
+  // Tensor parallelism alone on one node: one stage, no data group, so nothing waits and nothing
+  // is exposed but the tensor collectives. Coarse's wait and data parts are differences of sums of
+  // the same parts; they must come out 0, not 1e-16 s printed as "8.33e-08 ns".
+  for (const int t : {2, 4, 8}) {
+    for (const auto checkpointing :
+         {workload::ActivationCheckpointing::None, workload::ActivationCheckpointing::Full}) {
+      Layout l;
+      l.workload = testing::llama_like(4, checkpointing, 2);
+      l.scheme.parallel.tensor = t;
+      l.scheme.parallel.global_batch = 8;
+      l.cluster = testing::nvlink_nodes(t, 8);
+      const Result r = run(l, Predictor::Coarse);
+      SCOPED_TRACE(r.layout);
+      EXPECT_EQ(r.breakdown.wait, 0);
+      EXPECT_EQ(r.breakdown.data, 0);
+      EXPECT_EQ(r.bubble_fraction, 0);
+      EXPECT_GT(r.breakdown.tensor, 0);
+      EXPECT_NEAR(r.breakdown.compute + r.breakdown.communication_exposed, r.step_time, 1e-12 * r.step_time);
+    }
+  }
+}
+
 TEST(ComposedPredictors, CoarseCostsOfOneMicroBatchAreThoseOfAll) {
   // composed_costs builds one micro-batch's programs (GPipe's order under interleaving): the first
   // micro-batch's passes and the last one's backward are the same as among all m, and the links
