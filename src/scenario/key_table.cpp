@@ -1435,6 +1435,13 @@ std::vector<KeyDef> make_table() {
       "(Megatron's --account-for-embedding/loss-in-pipeline-split)",
       [](auto& s) -> auto& { return s.scheme.pipeline.account_for_embedding; }));
   t.push_back(choice_key(
+      "training.pipeline.scatter_gather", "false", booleans(),
+      "without sequence parallelism (t > 1): each tensor rank sends 1/t of a pipeline message on its own "
+      "NIC and the receiving stage all-gathers it over its tensor group (Megatron-LM's "
+      "--scatter-gather-tensors-in-pipeline, its default before Megatron-Core); false: every tensor rank "
+      "sends the whole activation",
+      [](auto& s) -> auto& { return s.scheme.pipeline.scatter_gather; }));
+  t.push_back(choice_key(
       "training.tensor.overlap", "none", enum_choices<scheme::TensorOverlap>(),
       "none: a block's tensor-parallel collectives between its GEMMs; collective: each overlaps the GEMM "
       "beside it (TorchTitan's async TP, Megatron's userbuffers)",

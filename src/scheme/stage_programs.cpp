@@ -241,6 +241,7 @@ class ProgramBuilder {
         e_(scheme.parallel.expert),
         etp_(scheme.parallel.expert_tensor_degree()),
         sequence_(scheme.parallel.sequence && t_ > 1),
+        scatter_gather_(scheme.pipeline.scatter_gather && !sequence_ && t_ > 1),
         split_(t_ > 1 || c_ > 1 || e_ > 1),
         shard_(layout.data_group_size()),
         replicas_(layout.size(ParallelDimension::DataReplicate)),
@@ -367,6 +368,13 @@ class ProgramBuilder {
                   static_cast<int>(program_.comms.size()) - 1);
   }
   static std::vector<int> after(int op) { return op == kNone ? std::vector<int>{} : std::vector<int>{op}; }
+
+  /// Scatter-gather of pipeline messages: the received 1/t pieces all-gathered over the tensor
+  /// group before the pass uses them (on the intra-node links where the group sits in a node).
+  int gather_scattered_message(int received, OpKind pass) {
+    if (!scatter_gather_) return received;
+    return tensor_collective(CommKind::AllGather, "pp message", pass, received, kNone);
+  }
 
   /// A tensor-parallel collective of the block activations after (or before) `previous`.
   int tensor_collective(CommKind kind, const std::string& what, OpKind pass, int previous, int layer) {
@@ -747,9 +755,11 @@ class ProgramBuilder {
 
   void forward_pass(int j, int mb) {
     int op = kNone;
-    if (j > 0)
+    if (j > 0) {
       op = add_comm(named("pp recv F mb{} chunk {}", mb, j), OpKind::Forward,
                     pipeline_message(CommKind::Recv, j - 1, mb, j - 1, true), {}, kNone);
+      op = gather_scattered_message(op, OpKind::Forward);
+    }
     // The first units' gathers go out when the pass can begin: its input arrived, or the stage's
     // previous pass ended.
     const int gate = op != kNone ? op : last_compute();
@@ -766,6 +776,7 @@ class ProgramBuilder {
     if (j + 1 < static_cast<int>(chunks_.size())) {
       op = add_comm(named("pp recv B mb{} chunk {}", mb, j), OpKind::Backward,
                     pipeline_message(CommKind::Recv, j + 1, mb, j + 1, false), {}, kNone);
+      op = gather_scattered_message(op, OpKind::Backward);
     }
     std::vector<WeightGradient> weights;
     const std::vector<int>& chunk = chunks_[static_cast<size_t>(j)];
@@ -889,9 +900,10 @@ class ProgramBuilder {
     micro_batch_ = micro_batch;
   }
 
-  /// A pipeline message between model chunks `from` (the sender) and its neighbour `peer`.
+  /// A pipeline message between model chunks `from` (the sender) and its neighbour `peer`: each
+  /// tensor rank's 1/t under sequence parallelism or training.pipeline.scatter_gather.
   [[nodiscard]] CommOp pipeline_message(CommKind kind, int peer, int mb, int from, bool forward) const {
-    const double bytes = sequence_ ? activation_ / t_ : activation_;
+    const double bytes = sequence_ || scatter_gather_ ? activation_ / t_ : activation_;
     const int64_t tag = (static_cast<int64_t>(mb) * static_cast<int64_t>(chunks_.size()) + from) * 2 + (forward ? 0 : 1);
     return {.dimension = ParallelDimension::Pipeline, .kind = kind, .bytes = bytes, .peer_chunk = peer, .tag = tag};
   }
@@ -1076,6 +1088,7 @@ class ProgramBuilder {
   const int e_;          // expert-parallel degree
   const int etp_;        // expert-tensor degree (each expert's weights split over etp_ ranks)
   const bool sequence_;  // sequence parallelism in effect
+  const bool scatter_gather_;  // training.pipeline.scatter_gather in effect (t > 1, no sequence parallelism)
   const bool split_;     // layers split over a tensor or context group
   const int shard_;      // ranks of a data group: d x c, or hybrid sharding's shard group
   const int replicas_;   // hybrid sharding's replicas of each shard (1 otherwise)

@@ -347,8 +347,8 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
     scheme::ParallelConfig parallel;
     parallel.context = l.context;
     const double activation = scheme::block_activation_message(w, parallel);
-    const bool sequence = l.sequence && l.tensor > 1;
-    message = (sequence ? activation / t : activation) / net.gpu_send;
+    const bool scattered = l.tensor > 1 && (l.sequence || layout_scheme.pipeline.scatter_gather);
+    message = (scattered ? activation / t : activation) / net.gpu_send;
     // Per block: two layers, each a collective in the forward and one in the backward (a third
     // re-run by full recomputation), each sending 2 (t - 1) / t of the activation.
     // A tensor group inside a node sends on its intra-node links alone.

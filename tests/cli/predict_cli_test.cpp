@@ -92,6 +92,36 @@ TEST_F(PredictCli, IncastKeysThatCannotActAreWarned) {
   }
 }
 
+// Scatter-gather of pipeline messages needs a pipeline, a tensor group and no sequence parallelism.
+TEST_F(PredictCli, ScatterGatherWhereItCannotActIsWarned) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-405b-3d.yaml";
+  struct Case {
+    std::vector<std::string> sets;
+    const char* warning;  // nullptr: none
+  };
+  for (const Case& c : std::vector<Case>{
+           {{}, "with sequence parallelism"},
+           {{"training.parallel.sequence=false"}, nullptr},
+           {{"training.parallel.sequence=false", "training.parallel.tensor=1", "cluster.workers=2048"},
+            "no tensor group"}}) {
+    std::vector<std::string> args{"predict",  example, "--predictor",
+                                  "analytic", "--set", "training.pipeline.scatter_gather=true"};
+    for (const std::string& set : c.sets) {
+      args.push_back("--set");
+      args.push_back(set);
+    }
+    RunResult r = run(args);
+    ASSERT_EQ(r.code, 0) << r.describe();
+    const bool warned = r.err.find("training.pipeline.scatter_gather has no effect") != std::string::npos;
+    if (c.warning == nullptr) {
+      EXPECT_FALSE(warned) << r.err;
+    } else {
+      EXPECT_TRUE(warned) << r.err;
+      EXPECT_NE(r.err.find(c.warning), std::string::npos) << r.err;
+    }
+  }
+}
+
 // A sweep can be what makes the cluster hold the workers (a 4-router torus, 32 workers, swept to
 // 8x4 and 4x8): the prediction runs; the heading leaves the fabric out rather than build the file's.
 TEST_F(PredictCli, SweepThatMakesTheFabricFitRunsWithoutATopologyLine) {

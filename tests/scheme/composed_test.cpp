@@ -371,6 +371,56 @@ TEST(StagePrograms, TensorBytesPerBlockAreTwoAllReducesOrTheirReduceScatterAndAl
   EXPECT_DOUBLE_EQ(sent(CollectiveOp::ReduceScatter) + sent(CollectiveOp::AllGather), 2 * 3.0 / 4);
 }
 
+TEST(StagePrograms, ScatterGatherSendsOneTthOfEachPipelineMessageAndGathersIt) {
+  // Megatron-LM's scatter-gather of pipeline messages (training.pipeline.scatter_gather): without
+  // sequence parallelism each tensor rank sends 1/t of the activation b s h and the receiving
+  // stage all-gathers it over its tensor group, once per message received; with sequence
+  // parallelism the key changes nothing (each rank sends its 1/t already).
+  const zoo::ModelSpec model = zoo::get_model("llama2-7b");
+  const Workload w = zoo::to_workload(
+      model, {.batch_per_worker = 1, .step_time = 1, .precision = workload::Precision::BF16});
+  const workload::TransformerShape& shape = *model.transformer;
+  const double S = static_cast<double>(shape.seq_len) * static_cast<double>(shape.hidden) * 2;  // b s h, bf16
+  const int t = 4, p = 2, m = 4;
+  for (bool sequence : {false, true}) {
+    for (bool scatter : {false, true}) {
+      SCOPED_TRACE(fmt::format("sequence {}, scatter_gather {}", sequence, scatter));
+      SchemeConfig s = pipeline(p, 1, PipelineSchedule::OneFOneB, m);
+      s.parallel.tensor = t;
+      s.parallel.sequence = sequence;
+      s.pipeline.scatter_gather = scatter;
+      const cluster::ClusterSpec c = fast_links(t * p, t);
+      validate(w, c, s);
+      const bool scattered = sequence || scatter;
+      for (const StageProgram& program : build_stage_programs(w, c, s, RankLayout(s.parallel, c.workers))) {
+        int messages = 0, gathers = 0;
+        for (size_t op = 0; op < program.ops.ops.size(); ++op) {
+          if (!program.is_comm(static_cast<int>(op))) continue;
+          const CommOp& comm = program.comms[static_cast<size_t>(program.comm_of_op[op])];
+          if (comm.dimension == ParallelDimension::Pipeline) {
+            ++messages;
+            EXPECT_DOUBLE_EQ(comm.bytes, scattered ? S / t : S);
+          } else if (comm.dimension == ParallelDimension::Tensor && program.ops.ops[op].layer < 0) {
+            // A tensor collective of no layer: the gather of a received message.
+            ++gathers;
+            EXPECT_EQ(comm.kind, CommKind::AllGather);
+            EXPECT_DOUBLE_EQ(comm.bytes, S);  // the whole activation, gathered from t pieces
+            // It waits for the received piece.
+            ASSERT_EQ(program.ops.ops[op].deps.size(), 1u);
+            const auto received = static_cast<size_t>(program.ops.ops[op].deps.front());
+            ASSERT_TRUE(program.is_comm(static_cast<int>(received)));
+            EXPECT_EQ(program.comms[static_cast<size_t>(program.comm_of_op[received])].kind, CommKind::Recv);
+          }
+        }
+        // Each stage sends and receives one message per micro-batch and direction it has a
+        // neighbour for: the first and last of two stages, m each way.
+        EXPECT_EQ(messages, 2 * m);
+        EXPECT_EQ(gathers, scatter && !sequence ? m : 0);
+      }
+    }
+  }
+}
+
 /// Plain data parallelism on the composed engine (a global batch of one micro-batch a replica
 /// forces it) against the step as it was before layouts existed.
 void expect_same_as_today(const Workload& w, const cluster::ClusterSpec& c, SchemeConfig today) {
@@ -470,6 +520,7 @@ RandomLayout random_layout(std::mt19937_64& rng) {
   if (pick({0, 1}) == 1 && workers >= 4) {
     r.cluster.topology = cluster::Topology::FatTree;
   }
+  r.scheme.pipeline.scatter_gather = pick({0, 1}) == 1;  // drawn last: the picks above stay as they were
   return r;
 }
 
@@ -523,12 +574,13 @@ TEST(ComposedEngine, ApproximateFastPathStaysNearTheFullEngineWhereGroupsCrossLi
   }
   fmt::print("{} approximated, worst {:.3f}%\n", approximated, 100 * worst);
   EXPECT_GE(approximated, 5);
-  // Regression pin: the approximation's worst error on these seeded layouts is 2.4% (13 of the 60
-  // approximated since the fast path splits its classes by each rank's own links, 15 before, the
-  // same worst), measured 2026-12-07 as docs/models.md quotes (quoted as 3.3% at f750b82, before
-  // later changes to the layouts and engine); the bound sits above it so that a worse approximation is
-  // noticed. No accuracy is promised for the approximation: not a target.
-  EXPECT_LT(worst, 0.05);
+  // Regression pin: the approximation's worst error on these seeded layouts is 8.7% (seed 9, tp2 pp4
+  // dp3 on nodes of 8 with training.pipeline.scatter_gather: a message's two pieces cross
+  // different links, one a NIC, and its gather waits for the later; 2.4% on the same seeds
+  // without scatter-gather, 13 of the 60 approximated), measured 2026-12-07 as docs/models.md
+  // quotes; the bound sits above it so that a worse approximation is noticed. No accuracy is
+  // promised for the approximation: not a target.
+  EXPECT_LT(worst, 0.095);
 }
 
 TEST(ComposedEngine, SameSeedSameStepWithStragglers) {

@@ -399,6 +399,11 @@ struct PipelineConfig {
   /// microbatch_group_size_per_vp_stage, in [p, m], the last group 0 or at least p); 0: the
   /// smallest such group (p when m is a multiple of p).
   int microbatch_group = 0;
+  /// Without sequence parallelism (t > 1), each tensor rank sends 1/t of a pipeline message over
+  /// its own NIC and the receiving stage all-gathers it over its tensor group (Megatron-LM's
+  /// --scatter-gather-tensors-in-pipeline, on by default before Megatron-Core; Narayanan et al.
+  /// 2021, section 4.1). With sequence parallelism each rank sends its 1/t already.
+  bool scatter_gather = false;
   bool operator==(const PipelineConfig&) const = default;
 };
 
