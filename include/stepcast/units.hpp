@@ -23,11 +23,14 @@ namespace stepcast {
 [[nodiscard]] double parse_duration(std::string_view text, const SourceLocation& where);
 /// "25MB", "1GiB", "4096" -> bytes, >= 0. Throws Error naming `where`.
 [[nodiscard]] double parse_bytes(std::string_view text, const SourceLocation& where);
-/// As parse_bytes and parse_bandwidth, for what a user writes (scenario keys, options): a bare
-/// number other than 0 is an error ("80" could be bytes, MB or GB), naming `where` and the units
-/// taken. Data files (traces, tables) whose columns say their unit use the plain forms.
+/// As parse_bytes, parse_bandwidth, parse_duration and parse_flops, for what a user writes
+/// (scenario keys, options): a bare number other than 0 is an error ("80" could be bytes, MB or
+/// GB; "5" seconds or microseconds), naming `where` and the units taken. Data files (traces,
+/// tables) whose columns say their unit use the plain forms.
 [[nodiscard]] double parse_bytes_with_unit(std::string_view text, const SourceLocation& where);
 [[nodiscard]] double parse_bandwidth_with_unit(std::string_view text, const SourceLocation& where);
+[[nodiscard]] double parse_duration_with_unit(std::string_view text, const SourceLocation& where);
+[[nodiscard]] double parse_flops_with_unit(std::string_view text, const SourceLocation& where);
 
 /// "180TFLOPS", "989TFLOP/s", "1.8e14" -> FLOP/s, in [1e6, 1e18]. Throws Error naming `where`.
 [[nodiscard]] double parse_flops(std::string_view text, const SourceLocation& where);

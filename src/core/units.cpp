@@ -131,6 +131,16 @@ double parse_bandwidth_with_unit(std::string_view text, const SourceLocation& wh
   return parse_bandwidth(text, where);
 }
 
+double parse_duration_with_unit(std::string_view text, const SourceLocation& where) {
+  require_unit(text, where, "a duration such as '5us' or '292ms'");
+  return parse_duration(text, where);
+}
+
+double parse_flops_with_unit(std::string_view text, const SourceLocation& where) {
+  require_unit(text, where, "a FLOP rate such as '312TFLOPS'");
+  return parse_flops(text, where);
+}
+
 double parse_flops(std::string_view text, const SourceLocation& where) {
   static constexpr std::array<Suffix, 15> kSuffixes{{
       {"", 1},

@@ -234,12 +234,13 @@ KeyDef cap_key(std::string key, std::string def, std::string description, F fiel
 
 template <class F>
 KeyDef duration_key(std::string key, std::string def, std::string description, F field) {
-  return {{std::move(key), "duration", std::move(def), std::move(description)},
-          true,
-          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_duration(v.text, v.where); },
-          [field](const Scenario& s) {
-            return Rendered{echo_duration(field(s)), false};
-          }};
+  return {
+      {std::move(key), "duration", std::move(def), std::move(description)},
+      true,
+      [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_duration_with_unit(v.text, v.where); },
+      [field](const Scenario& s) {
+        return Rendered{echo_duration(field(s)), false};
+      }};
 }
 
 // The file a key names, relative to the scenario file that names it; an error naming the key
@@ -265,7 +266,7 @@ KeyDef optional_rate_key(std::string key, std::string def, std::string descripti
                 (std::isdigit(static_cast<unsigned char>(v.text.back())) != 0 || v.text.back() == '.')) {
               fail(v, "a rate with its unit, such as '450TFLOPS'");
             }
-            const double rate = parse_flops(v.text, v.where);
+            const double rate = parse_flops_with_unit(v.text, v.where);
             if (!(rate > 0)) fail(v, "a rate > 0 FLOP/s");
             field(d.scenario) = rate;
           },
@@ -303,7 +304,7 @@ std::vector<cluster::CollectiveRegime> parse_regimes(const RawValue& value) {
     const SourceLocation where{value.where.file, value.where.line, value.where.key + " " + label};
     cluster::CollectiveRegime r;
     r.from_bytes = parse_bytes_with_unit(words[0], where);
-    r.step_latency = parse_duration(words[1], where);
+    r.step_latency = parse_duration_with_unit(words[1], where);
     r.bw = parse_bandwidth_with_unit(words[2], where);
     if (!regimes.empty() && r.from_bytes <= regimes.back().from_bytes) {
       throw Error(where, fmt::format("sizes must be strictly ascending: {} follows {}",
@@ -569,7 +570,9 @@ std::vector<KeyDef> make_table() {
         "compute from FLOPs: the rate one GPU sustains on this model, e.g. 180TFLOPS (instead of a "
         "measured step time)"},
        false,
-       [](const RawValue& v, Draft& d) { d.scenario.workload.achieved_flops = parse_flops(v.text, v.where); },
+       [](const RawValue& v, Draft& d) {
+         d.scenario.workload.achieved_flops = parse_flops_with_unit(v.text, v.where);
+       },
        [](const Scenario& s) {
          return Rendered{s.workload.achieved_flops > 0 ? echo_flops(s.workload.achieved_flops) : "unset",
                          false};
@@ -635,7 +638,7 @@ std::vector<KeyDef> make_table() {
         "compute: CPU workers, host-staged transfers (e.g. 1ns, a core serialising at 1 GB/s)"},
        true,
        [](const RawValue& v, Draft& d) {
-         const double seconds = parse_duration(v.text, v.where);
+         const double seconds = parse_duration_with_unit(v.text, v.where);
          if (seconds > limits::kMaxCommCpuPerByte) {
            throw Error(
                v.where,
@@ -701,7 +704,7 @@ std::vector<KeyDef> make_table() {
                 "measured time of one training step of one worker alone"},
                false,
                [](const RawValue& v, Draft& d) {
-                 double seconds = parse_duration(v.text, v.where);
+                 double seconds = parse_duration_with_unit(v.text, v.where);
                  if (seconds <= 0) fail(v, "a duration > 0");
                  d.step_time = seconds;
                },
@@ -970,7 +973,9 @@ std::vector<KeyDef> make_table() {
         "latency of a parameter-server pull or push message (RPC stack and wire), in place of the "
         "path's latency"},
        false,
-       [](const RawValue& v, Draft& d) { d.scenario.cluster.rpc_latency = parse_duration(v.text, v.where); },
+       [](const RawValue& v, Draft& d) {
+         d.scenario.cluster.rpc_latency = parse_duration_with_unit(v.text, v.where);
+       },
        [](const Scenario& s) {
          return Rendered{s.cluster.rpc_latency ? echo_duration(*s.cluster.rpc_latency) : "link latency",
                          false};
@@ -1042,7 +1047,9 @@ std::vector<KeyDef> make_table() {
       {{"cluster.gpu.peak_flops", "FLOP/s", "(unset: no MFU)",
         "peak dense FLOP/s of one GPU at the training precision (spec sheet: H100 SXM bf16 989TFLOPS)"},
        false,
-       [](const RawValue& v, Draft& d) { d.scenario.cluster.gpu_peak_flops = parse_flops(v.text, v.where); },
+       [](const RawValue& v, Draft& d) {
+         d.scenario.cluster.gpu_peak_flops = parse_flops_with_unit(v.text, v.where);
+       },
        [](const Scenario& s) {
          return Rendered{s.cluster.gpu_peak_flops > 0 ? echo_flops(s.cluster.gpu_peak_flops) : "unset",
                          false};

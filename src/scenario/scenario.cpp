@@ -367,7 +367,7 @@ cluster::CustomTopologySpec load_custom_topology(const RawValue& value, double d
         } else if (key == "bandwidth") {
           link.bw = parse_bandwidth_with_unit(v, {file, line, "links.bandwidth"});
         } else if (key == "latency") {
-          link.latency = parse_duration(v, {file, line, "links.latency"});
+          link.latency = parse_duration_with_unit(v, {file, line, "links.latency"});
         } else {
           throw Error({file, line, "links." + key}, "unknown key (expected a, b, bandwidth, latency)");
         }
@@ -1096,8 +1096,27 @@ workload::Workload build_workload(const Scenario& scenario) {
                                                        .precision = w.precision,
                                                        .backward_to_forward = w.backward_to_forward,
                                                        .checkpointing = w.checkpointing});
-    rest.facts.baseline_step_time = out.facts.baseline_step_time;
+    // The measured step is one worker training alone, its optimizer step included.
+    rest.facts.baseline_step_time =
+        out.facts.baseline_step_time > 0 ? out.facts.baseline_step_time : w.step_time;
     out = std::move(rest);
+  }
+  if (!(out.facts.baseline_step_time > 0)) {
+    // Speed-up is against one GPU training the whole model alone: its compute (from shapes, the
+    // kernels at t = c = e = 1, not one rank's of the layout) and its whole optimizer step.
+    double alone = out.step_time_alone();
+    if (from_shapes && scenario.scheme.parallel != scheme::ParallelConfig{}) {
+      Scenario whole = scenario;
+      whole.scheme.parallel = scheme::ParallelConfig{};
+      const detail::ShapeTimes times = detail::time_from_shapes(model, whole);
+      alone = std::accumulate(times.forward.begin(), times.forward.end(), 0.0) +
+              std::accumulate(times.backward.begin(), times.backward.end(), 0.0);
+    }
+    scheme::SchemeConfig by_itself = scenario.scheme;
+    by_itself.scheme = scheme::Scheme::AllReduce;
+    cluster::ClusterSpec one = scenario.cluster;
+    one.workers = 1;
+    out.facts.baseline_step_time = alone + scheme::optimizer_step_time(out, one, by_itself);
   }
   out.comm_cpu_per_byte = w.comm_cpu_per_byte;
   if (model.transformer) {

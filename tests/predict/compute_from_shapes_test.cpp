@@ -87,6 +87,47 @@ TEST(ComputeFromShapes, FlopsGivesExactlyTodaysResults) {
   }
 }
 
+TEST(ComputeFromShapes, SpeedUpIsAgainstTheWholeModelOnOneGpuWithItsOptimizerStep) {
+  // Speed-up compares with one GPU training the whole model alone: with shapes its kernels at
+  // t = c = 1 (not one rank's of the layout) and its whole optimizer step at the HBM bandwidth.
+  const std::string base = std::string(kDecoder) + "training:\n  parallel: {tensor: 1}\n";
+  const scenario::Scenario one = scenario::parse_scenario(base, "shapes.yaml");
+  const workload::Workload whole = scenario::build_workload(one);
+  scheme::SchemeConfig alone;
+  cluster::ClusterSpec single = one.cluster;
+  single.workers = 1;
+  const double optimizer = scheme::optimizer_step_time(whole, single, alone);
+  EXPECT_GT(optimizer, 0);
+  EXPECT_NEAR(whole.facts.baseline_step_time, whole.step_time_alone() + optimizer, 1e-15);
+  for (const int t : {2, 4}) {
+    SCOPED_TRACE(t);
+    const scenario::Scenario split = scenario::parse_scenario(
+        base, "shapes.yaml",
+        {fmt::format("training.parallel.tensor={}", t), fmt::format("cluster.workers={}", t)});
+    const workload::Workload w = scenario::build_workload(split);
+    EXPECT_TRUE(w.facts.timed_per_rank);
+    EXPECT_LT(w.step_time_alone(), whole.step_time_alone());  // one rank's share of the kernels
+    EXPECT_DOUBLE_EQ(w.facts.baseline_step_time, whole.facts.baseline_step_time);
+  }
+  // One worker alone: speed-up 1 and efficiency 100% for every compute source, the optimizer step
+  // included (it used to be left out of the baseline: 0.94x with no communication at all).
+  for (const std::vector<std::string>& source :
+       {std::vector<std::string>{}, {"workload.compute=flops", "workload.achieved_flops=400TFLOPS"}}) {
+    const scenario::Scenario s = scenario::parse_scenario(kDecoder, "shapes.yaml", source);
+    const Result r = predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+    EXPECT_NEAR(r.speedup, 1, 1e-12);
+    EXPECT_NEAR(r.efficiency, 1, 1e-12);
+  }
+  const scenario::Scenario measured = scenario::parse_scenario(
+      "workload:\n  model: llama3-8b\n  step_time: 2s\n  batch_per_worker: 1\n"
+      "cluster:\n  workers: 1\n  gpu: {memory_bandwidth: 3.35TB/s}\n",
+      "measured.yaml");
+  const Result r =
+      predict(scenario::build_workload(measured), measured.cluster, measured.scheme, measured.options);
+  EXPECT_NEAR(r.step_time, 2, 1e-9);
+  EXPECT_NEAR(r.speedup, 1, 1e-9);
+}
+
 TEST(ComputeFromShapes, TensorDegreeSplitsFlopsWhileTimeFollowsTheTable) {
   // A table whose rate grows with n: 2 m n k / time = peak x n / (n + 2048). At tensor degree t a
   // block's GEMM FLOPs are 1/t of t = 1's exactly, and each GEMM's time is the table's at its split

@@ -248,7 +248,7 @@ TEST(Scenario, UnitsAndBareNumbers) {
                                   "  link_latency: 5us\n"
                                   "  intra_node:\n"
                                   "    bandwidth: 3e9B/s\n"
-                                  "    latency: 0.001\n"  // bare: seconds
+                                  "    latency: 1ms\n"
                                   "training:\n"
                                   "  allreduce:\n"
                                   "    bucket_size: 25MB\n",
@@ -261,10 +261,12 @@ TEST(Scenario, UnitsAndBareNumbers) {
   // "10Gbps" is bits: 10e9 / 8 bytes/s.
   Scenario g = parse_scenario(kMinimal, "t.yaml", {"cluster.nic_bandwidth=10Gbps"});
   EXPECT_DOUBLE_EQ(g.cluster.nic_bw, 1.25e9);
-  // A bare size or bandwidth could be in any unit: an error naming the key and its line. A bare
-  // 0 is 0 in any unit; a bare duration is seconds.
-  for (const std::string key : {"cluster.nic_bandwidth", "cluster.intra_node.bandwidth", "cluster.gpu_memory",
-                                "training.allreduce.bucket_size"}) {
+  // A bare size, bandwidth, duration or FLOP rate could be in any unit ("5" as a latency: seconds
+  // or microseconds?): an error naming the key and its line. A bare 0 is 0 in any unit.
+  for (const std::string key :
+       {"cluster.nic_bandwidth", "cluster.intra_node.bandwidth", "cluster.gpu_memory",
+        "training.allreduce.bucket_size", "cluster.link_latency", "cluster.intra_node.latency",
+        "cluster.gpu.peak_flops", "workload.step_time"}) {
     Error e = expect_error([&] { (void)parse_scenario(kMinimal, "t.yaml", {key + "=3e9"}); });
     EXPECT_EQ(e.where().key, key);
     EXPECT_NE(e.message().find("with its unit, got '3e9'"), std::string::npos) << e.what();
