@@ -25,11 +25,17 @@ constexpr double kCoarseAsyncNote = 0.10;
 std::size_t slot(predict::Predictor predictor) { return static_cast<std::size_t>(predictor); }
 
 /// x / reference - 1, or nothing when either is missing or the reference is not a positive rate.
+/// Predictors that agree to the last few bits (a closed form both compute) differ by rounding:
+/// below this relative difference they are equal, not "7.11e-13%" apart.
+constexpr double kSameRate = 1e-9;
+
+double beyond_rounding(double relative) { return std::fabs(relative) < kSameRate ? 0.0 : relative; }
+
 std::optional<double> relative_to(const Sweep& sweep, int index, int reference) {
   if (index < 0 || reference < 0) return std::nullopt;
   const double base = sweep.predictions[static_cast<std::size_t>(reference)].throughput;
   if (!(base > 0) || !std::isfinite(base)) return std::nullopt;
-  return sweep.predictions[static_cast<std::size_t>(index)].throughput / base - 1;
+  return beyond_rounding(sweep.predictions[static_cast<std::size_t>(index)].throughput / base - 1);
 }
 
 }  // namespace
@@ -58,7 +64,9 @@ std::vector<PredictorComparison> compare_predictors(const Sweep& sweep) {
     }
     if (ran < 2) continue;
     // A zero or non-finite rate next to another is as far apart as it gets.
-    c.spread = high == low ? 0.0 : low > 0 && std::isfinite(high) ? high / low - 1 : std::numeric_limits<double>::infinity();
+    c.spread = high == low                      ? 0.0
+               : low > 0 && std::isfinite(high) ? beyond_rounding(high / low - 1)
+                                                : std::numeric_limits<double>::infinity();
     const int fine = c.prediction[slot(predict::Predictor::Fine)];
     c.coarse_vs_fine = relative_to(sweep, c.prediction[slot(predict::Predictor::Coarse)], fine);
     c.analytic_vs_fine = relative_to(sweep, c.prediction[slot(predict::Predictor::Analytic)], fine);

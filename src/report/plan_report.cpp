@@ -71,11 +71,13 @@ std::string share(double part, double step) {
   return step > 0 ? format_percent(part / step) : std::string("-");
 }
 
+/// What the GPU must reserve, as the fit check counts it, and what that leaves of its memory (the
+/// allocated bytes alone would overstate the headroom by the allocator's pool and the context).
 std::string memory_cell(const predict::MemoryCheck& m) {
   if (!m.known) return "-";
-  const double total = m.per_worker.total();
-  if (!(m.gpu_memory > 0)) return format_bytes(total);
-  return fmt::format("{} ({} free)", format_bytes(total), format_bytes(m.gpu_memory - total));
+  const double reserved = m.reserved();
+  if (!(m.gpu_memory > 0)) return format_bytes(reserved);
+  return fmt::format("{} ({} free)", format_bytes(reserved), format_bytes(m.gpu_memory - reserved));
 }
 
 std::string exposed_cell(const predict::Result& r) {
@@ -139,7 +141,7 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
         right.push_back(true);
       }
     }
-    for (const char* name : {"memory per GPU", "bubble", "exposed tp / cp / pp / dp", "bottleneck"}) {
+    for (const char* name : {"reserved per GPU", "bubble", "exposed tp / cp / pp / dp", "bottleneck"}) {
       header.emplace_back(name);
     }
     right.insert(right.end(), {true, true, true, false});

@@ -26,6 +26,7 @@
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/report/html.hpp"
+#include "stepcast/report/plan.hpp"
 #include "stepcast/zoo/model_zoo.hpp"
 
 namespace stepcast::report {
@@ -505,6 +506,22 @@ Plan plan_of(std::vector<int> counts, std::size_t k) {
   }
   plan.best_count = 0;
   return plan;
+}
+
+TEST(PlanText, MemoryIsWhatTheGpuReservesAndWhatThatLeaves) {
+  // The fit check counts reserved bytes (the allocator's pool and the context beyond the tensors);
+  // the headroom the table prints must too: 60 GB allocated with 10% of the pool unused and 1.1 GB
+  // outside it is 67.8 GB reserved, 12.2 GB free of 80 GB (not 20 GB).
+  Plan plan = plan_of({256}, 1);
+  predict::MemoryCheck& m = plan.counts[0].top[0].fine.memory;
+  m.allocator_overhead = 0.1;
+  m.outside_allocator = 1.1e9;
+  ASSERT_NEAR(m.reserved(), 60e9 / 0.9 + 1.1e9, 1);
+  std::ostringstream out;
+  write_plan_text(out, plan);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("reserved per GPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("67.8 GB (12.2 GB free)"), std::string::npos) << text;
 }
 
 TEST(HtmlReport, PlanPageLeadsWithTheBestLayoutAndTheCounts) {

@@ -96,6 +96,25 @@ TEST(ComparePredictors, AZeroRateIsAsFarApartAsItGets) {
   EXPECT_TRUE(c[0].disagrees());
 }
 
+TEST(ComparePredictors, RatesEqualButForRoundingAreEqual) {
+  // One worker without communication: every predictor computes the same closed form, and their
+  // rates differ in the last bits. That is 0%, not "7.11e-13%"; a real 1e-6 difference stays.
+  Sweep sweep{
+      .scenario = "s",
+      .inputs = {},
+      .predictions = {result(Predictor::Fine, 1, 100), result(Predictor::Coarse, 1, 100 * (1 + 7e-15)),
+                      result(Predictor::Analytic, 1, 100 * (1 - 4e-13))}};
+  std::vector<PredictorComparison> c = compare_predictors(sweep);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].spread, 0);
+  EXPECT_EQ(*c[0].coarse_vs_fine, 0);
+  EXPECT_EQ(*c[0].analytic_vs_fine, 0);
+  sweep.predictions[1].throughput = 100 * (1 + 1e-6);
+  c = compare_predictors(sweep);
+  EXPECT_NEAR(*c[0].coarse_vs_fine, 1e-6, 1e-12);
+  EXPECT_GT(c[0].spread, 0);
+}
+
 TEST(DisagreementWarning, NamesTheConfigurationAndEveryPredictor) {
   const Sweep sweep = three_configurations();
   const std::vector<PredictorComparison> c = compare_predictors(sweep);
