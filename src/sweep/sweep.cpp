@@ -191,6 +191,17 @@ void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, cons
         "workload.comm_cpu_per_byte has no effect: training.scheme is not ps (only a parameter server's pulls and "
         "pushes pay it)");
   }
+  // A swept scheme, layout, model or compute method can make them act at some points: no notes then.
+  const bool swept_what_decides = std::any_of(request.axes.begin(), request.axes.end(), [](const Axis& axis) {
+    for (const char* key : {"training.scheme", "training.parallel.", "workload.model", "workload.transformer",
+                            "workload.compute", "include"}) {
+      if (axis.key.starts_with(key)) return true;
+    }
+    return false;
+  });
+  if (warn && !swept_what_decides) {
+    for (const std::string& note : scenario::ineffective_keys(scenario)) warn(note);
+  }
   if (warn && scheme.pipeline.scatter_gather &&
       (scheme.parallel.tensor <= 1 || scheme.parallel.pipeline <= 1 || scheme.parallel.sequence)) {
     warn(fmt::format("training.pipeline.scatter_gather has no effect: {}",

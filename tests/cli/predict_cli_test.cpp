@@ -92,6 +92,54 @@ TEST_F(PredictCli, IncastKeysThatCannotActAreWarned) {
   }
 }
 
+// A setting that cannot act on the job is accepted, predicts as without it, and says so (it used
+// to change nothing without a word); every shipped example predicts without such a warning.
+TEST_F(PredictCli, SettingsThatCannotActAreWarned) {
+  const std::string examples = std::string(STEPCAST_SOURCE_DIR) + "/examples/";
+  struct Case {
+    const char* example;
+    const char* set;
+    const char* warning;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"vgg16-allreduce.yaml", "training.ps.count=4",
+            "training.ps.* has no effect: training.scheme is allreduce"},
+           {"vgg16-allreduce.yaml", "training.fsdp.sharding=grad_op", "training.fsdp.* has no effect"},
+           {"vgg16-allreduce.yaml", "cluster.rpc_latency=1ms", "cluster.rpc_latency has no effect"},
+           {"vgg16-allreduce.yaml", "training.pipeline.schedule=gpipe", "training.pipeline.* has no effect"},
+           {"vgg16-allreduce.yaml", "training.tensor.overlap=collective",
+            "training.tensor.overlap has no effect"},
+           {"vgg16-allreduce.yaml", "workload.flash_attention=false", "is not a transformer decoder"},
+           {"vgg16-allreduce.yaml", "workload.loss=chunked", "is not a transformer decoder"},
+           {"llama3-70b-plan.yaml", "workload.moe.imbalance=2", "workload.moe.* has no effect"},
+           {"llama3-8b-fsdp.yaml", "cluster.gpu.kernel_overhead=1ms", "workload.compute is flops"},
+           {"llama3-8b-fsdp.yaml", "training.fsdp.shard_group=8",
+            "training.fsdp.shard_group has no effect"}}) {
+    SCOPED_TRACE(std::string(c.example) + " " + c.set);
+    const RunResult with =
+        run({"predict", examples + c.example, "--predictor", "analytic", "--json", "--set", c.set});
+    ASSERT_EQ(with.code, 0) << with.describe();
+    EXPECT_NE(with.err.find(c.warning), std::string::npos) << with.err;
+    const RunResult without = run({"predict", examples + c.example, "--predictor", "analytic", "--json"});
+    ASSERT_EQ(without.code, 0) << without.describe();
+    EXPECT_EQ(without.err.find("has no effect"), std::string::npos) << without.err;
+  }
+  // A sweep of what decides (here the scheme) can make the setting act at some of its points.
+  const RunResult swept =
+      run({"predict", examples + "vgg16-allreduce.yaml", "--predictor", "analytic", "--set",
+           "training.fsdp.sharding=grad_op", "--sweep", "training.scheme=allreduce,fsdp"});
+  ASSERT_EQ(swept.code, 0) << swept.describe();
+  EXPECT_EQ(swept.err.find("has no effect"), std::string::npos) << swept.err;
+  for (const auto& entry : std::filesystem::directory_iterator(examples)) {
+    if (entry.path().extension() != ".yaml" || entry.path().filename().string().ends_with("-plan.yaml"))
+      continue;
+    SCOPED_TRACE(entry.path().string());
+    const RunResult r = run({"predict", entry.path().string(), "--predictor", "analytic", "--json"});
+    ASSERT_EQ(r.code, 0) << r.describe();
+    EXPECT_EQ(r.err.find("has no effect"), std::string::npos) << r.err;
+  }
+}
+
 // Scatter-gather of pipeline messages needs a pipeline, a tensor group and no sequence parallelism.
 TEST_F(PredictCli, ScatterGatherWhereItCannotActIsWarned) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-405b-3d.yaml";

@@ -213,6 +213,11 @@ void check_consistency(const Scenario& scenario, const std::string& key = "clust
 /// worker (workload.step_time)", "180 TFLOP/s per GPU (workload.achieved_flops): 1.9 s per step").
 [[nodiscard]] std::string compute_source_text(const Scenario& scenario);
 
+/// Settings that cannot act on this scenario's job (a parameter server's keys under all-reduce,
+/// a pipeline's keys without a pipeline, a decoder's keys on a CNN, ...), one sentence each
+/// naming the keys and why; `predict` and `advise` warn with them.
+[[nodiscard]] std::vector<std::string> ineffective_keys(const Scenario& scenario);
+
 /// Every input after defaults and overrides, in key order, with units.
 [[nodiscard]] std::vector<ResolvedKey> resolved_keys(const Scenario& scenario);
 
