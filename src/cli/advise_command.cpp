@@ -61,8 +61,16 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             sweep::AdviseRequest request;
             request.sweep.scenario = args->scenario;
             request.sweep.overrides = args->sets;
-            for (const std::string& text : args->varies)
-              request.sweep.axes.push_back(sweep::parse_axis(text));
+            for (const std::string& text : args->varies) {
+              try {
+                request.sweep.axes.push_back(sweep::parse_axis(text));
+              } catch (const Error& e) {
+                // parse_axis speaks for --sweep; here the flag is --vary.
+                throw Error(
+                    {e.where().file, e.where().line, e.where().key == "--sweep" ? "--vary" : e.where().key},
+                    e.message());
+              }
+            }
             if (args->workers > 0) request.sweep.workers = {args->workers};
             request.sweep.jobs = args->jobs;
             request.sweep.distribute = true;  // under mpirun, the ranks share the grid

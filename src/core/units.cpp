@@ -232,6 +232,8 @@ std::string format_number(double value) {
   if (r.magnitude == 0) return "0";
   // Far below what a table shows: the exponent is the honest way to say how small.
   if (r.exponent < -6) return fmt::format("{:.2e}", value);
+  // Far above: 6.91e+22, not 69099999999999996854272 (a double's digits past the 17th are noise).
+  if (r.exponent > 15) return fmt::format("{:.2e}", value);
   const int decimals = std::max(0, 2 - r.exponent);
   return fmt::format("{:.{}f}", std::copysign(r.magnitude, value), decimals);
 }

@@ -118,7 +118,7 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
                      format_bytes(m.memory.gpu_memory));
     }
     if (c.top.empty()) {
-      fmt::format_to(it, "no layout is valid and fits at {} GPUs\n", c.gpus);
+      fmt::format_to(it, "no layout is valid and fits at {}\n", format_count(c.gpus, "GPU", "GPUs"));
       continue;
     }
     const predict::Result& first = c.top.front().fine;

@@ -648,9 +648,11 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
       w.step_time = w.batch_per_worker / *draft.throughput;
       // A tiny rate is a step time too long for anything (1e-320 samples/s overflows it).
       if (!(w.step_time <= limits::kMaxDuration)) {
-        throw Error(location_of(entries, std::string(detail::kThroughputKey), file_name),
-                    fmt::format("{} samples/s at a batch of {} is a step of {} s, more than 1e6 s",
-                                *draft.throughput, w.batch_per_worker, w.step_time));
+        throw Error(
+            location_of(entries, std::string(detail::kThroughputKey), file_name),
+            fmt::format("{} samples/s at a batch of {} is a step of {}, more than the 1e6 s (11.6 days) "
+                        "a step may take",
+                        *draft.throughput, w.batch_per_worker, format_duration(w.step_time)));
       }
     }
     if (w.measured_with != MeasuredWith::Ps && s.cluster.gpu_memory_bw > 0 && needs == Needs::Workload) {
@@ -680,8 +682,10 @@ void resolve_workload(Draft& draft, const Entries& entries, const std::string& f
       w.step_time = flops / rate;
       if (!(w.step_time > 0 && w.step_time <= limits::kMaxDuration)) {
         throw Error(location_of(entries, key, file_name),
-                    fmt::format("{:.3g} FLOPs per step at {} is a step of {} s, outside (0, 1e6] s", flops,
-                                format_flops(rate), w.step_time));
+                    fmt::format("{} FLOPs per step ({} a worker) at {} is a step of {}, more than the 1e6 s "
+                                "(11.6 days) a step may take: a smaller batch or a higher rate",
+                                format_number(flops), format_count(w.batch_per_worker, "sample", "samples"),
+                                format_flops(rate), format_duration(w.step_time)));
       }
     }
   } else if (needs == Needs::Workload) {

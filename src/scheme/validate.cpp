@@ -499,8 +499,8 @@ void check_rules(const ClusterSpec& c, const SchemeConfig& sc) {
       if (c.topology != Topology::BiGraph || c.workers_per_node != 1 || c.workers != full) {
         fail(kKey, fmt::format("hdrm maps ranks onto a full BiGraph: it needs cluster.topology = "
                                "bigraph, workers_per_node = 1 and workers = 2 x switches_per_half "
-                               "x hosts_per_switch = {} (got {} workers)",
-                               full, c.workers));
+                               "x hosts_per_switch = {} (got {})",
+                               full, format_count(c.workers, "worker", "workers")));
       }
     }
   }
@@ -561,13 +561,18 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
   if (!par.composed()) return std::nullopt;
   const long long model = static_cast<long long>(par.tensor) * par.context * par.pipeline;
   if (c.workers % model != 0) {
-    const char* key = par.pipeline > 1  ? "training.parallel.pipeline"
-                      : par.context > 1 ? "training.parallel.context"
-                                        : "training.parallel.tensor";
+    // The degree that alone does not divide the workers, if one does not (tensor 3 of 512 workers
+    // is the tensor degree's fault, not the pipeline's); else the product's last factor.
+    const char* key = c.workers % par.tensor != 0    ? "training.parallel.tensor"
+                      : c.workers % par.context != 0 ? "training.parallel.context"
+                      : par.pipeline > 1             ? "training.parallel.pipeline"
+                      : par.context > 1              ? "training.parallel.context"
+                                                     : "training.parallel.tensor";
     return broken_rule(
         key, fmt::format("tensor {} x context {} x pipeline {} = {} GPUs per data-parallel replica does not "
-                         "divide the {} workers",
-                         par.tensor, par.context, par.pipeline, model, c.workers));
+                         "divide {}",
+                         par.tensor, par.context, par.pipeline, model,
+                         format_count(c.workers, "worker", "workers")));
   }
   switch (s.scheme) {
     case Scheme::ParameterServer:

@@ -183,7 +183,15 @@ const std::vector<Case>& cases() {
       {"layout_degrees_do_not_divide_workers",
        layout("    tensor: 4\n    pipeline: 3\n"),
        {"predict", "@"},
-       {"@:", "training.parallel.pipeline", "does not divide the 16 workers"}},
+       {"@:", "training.parallel.pipeline", "does not divide 16 workers"}},
+      {"layout_tensor_degree_does_not_divide_workers",  // the degree at fault, not the pipeline's
+       layout("    tensor: 3\n    pipeline: 2\n"),
+       {"predict", "@"},
+       {"@:", "training.parallel.tensor", "does not divide 16 workers"}},
+      {"advise_vary_repeats_a_value",  // advise's flag is --vary, not --sweep
+       layout("    tensor: 2\n"),
+       {"advise", "@", "--vary", "cluster.workers=16,16"},
+       {"--vary", "16 is given twice"}},
       {"layout_fewer_blocks_than_stages",
        layout("    pipeline: 64\n    tensor: 1\n", "", "64"),
        {"predict", "@", "--set", "workload.global_batch=64"},

@@ -153,6 +153,9 @@ TEST(NumberFormat, ThreeSignificantDigitsNeverAnExponent) {
   EXPECT_EQ(format_number(-2.5), "-2.50");
   EXPECT_EQ(format_number(2.12e7), "21200000");
   EXPECT_EQ(format_number(0.00123), "0.00123");
+  // Beyond 1e15 a double's digits past the 17th are noise: the exponent, as below 1e-6.
+  EXPECT_EQ(format_number(6.91e22), "6.91e+22");
+  EXPECT_EQ(format_number(1.23e15), "1230000000000000");
 }
 
 TEST(NumberFormat, RoundingUpCarriesIntoTheNextDigit) {
