@@ -252,6 +252,21 @@ scenario::Scenario load_scenario(const Request& request, const std::vector<std::
   return scenario::parse_scenario(request.scenario_text, request.scenario, overrides, needs, worker_sweep);
 }
 
+scenario::Scenario base_scenario(const Request& request, scenario::Needs needs,
+                                 const std::vector<int>& worker_sweep) {
+  try {
+    return load_scenario(request, request.overrides, needs, worker_sweep);
+  } catch (const Error&) {
+    const std::vector<report::Config> configs = !request.configs.empty() ? request.configs
+                                                : request.axes.empty()   ? std::vector<report::Config>{}
+                                                                         : grid(request.axes);
+    if (configs.empty() || configs.front().empty()) throw;
+    std::vector<std::string> first = request.overrides;
+    for (const report::Input& setting : configs.front()) first.push_back(setting.key + "=" + setting.value);
+    return load_scenario(request, first, needs, worker_sweep);
+  }
+}
+
 report::Sweep run(const Request& given) {
   const Request request = with_scenario_text(given);
   const bool explicit_configs = !request.configs.empty();
@@ -259,7 +274,7 @@ report::Sweep run(const Request& given) {
   const bool configured = explicit_configs || !request.axes.empty();
   const scenario::Needs needs = scenario::Needs::Workload;
   const scenario::Scenario base =
-      load_scenario(request, request.overrides, needs, configured ? std::vector<int>{} : request.workers);
+      base_scenario(request, needs, configured ? std::vector<int>{} : request.workers);
   const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
 
   // One task per configuration: it loads its scenario once and predicts every worker count, so

@@ -140,6 +140,24 @@ TEST_F(PredictCli, SettingsThatCannotActAreWarned) {
   }
 }
 
+// The scenario before the sweep need not be valid alone: interleaving set with --set and its
+// chunks swept is valid at every point (it was refused: "got v = 1").
+TEST_F(PredictCli, ASetValidOnlyWithTheSweptValuesIsTakenAtEachPoint) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-70b-plan.yaml";
+  const RunResult r =
+      run({"predict", example, "--predictor", "analytic", "--set", "training.pipeline.schedule=interleaved",
+           "--sweep", "training.parallel.virtual_stages=2,4"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("vp2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vp4"), std::string::npos) << r.out;
+  // A point the rule refuses is still an error naming the key (v = 1 is not interleaved).
+  const RunResult bad =
+      run({"predict", example, "--predictor", "analytic", "--set", "training.pipeline.schedule=interleaved",
+           "--sweep", "training.parallel.virtual_stages=1,2"});
+  EXPECT_EQ(bad.code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("training.pipeline.schedule"), std::string::npos) << bad.err;
+}
+
 // Scatter-gather of pipeline messages needs a pipeline, a tensor group and no sequence parallelism.
 TEST_F(PredictCli, ScatterGatherWhereItCannotActIsWarned) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-405b-3d.yaml";

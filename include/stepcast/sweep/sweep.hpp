@@ -101,6 +101,14 @@ struct Request {
                                                scenario::Needs needs = scenario::Needs::Workload,
                                                const std::vector<int>& worker_sweep = {});
 
+/// The scenario before the sweep's changes (request.overrides applied), which need not be valid
+/// alone: `--set training.pipeline.schedule=interleaved --sweep
+/// training.parallel.virtual_stages=2,4` is valid at every point and not before. Then the first
+/// configuration of the grid (or of request.configs) stands for it, and its error, if it has one,
+/// is thrown. `worker_sweep` as load_scenario's.
+[[nodiscard]] scenario::Scenario base_scenario(const Request& request, scenario::Needs needs,
+                                               const std::vector<int>& worker_sweep);
+
 /// Predicts every (configuration, worker count), configurations in grid order (or the order of
 /// request.configs) and worker counts
 /// in the given order within each, and at each count every request.predictors in its order. The result's inputs are the base scenario's (overrides, no
