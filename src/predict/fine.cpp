@@ -174,6 +174,7 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
   r.compute_cv = options.compute_cv;
   attribute_after_prediction(r, workload);
   attribute_experts(r, workload, scheme);
+  attribute_dimensions(r, cluster, scheme);
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/detail/scheme/step_simulation.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/units.hpp"
 
 namespace stepcast::predict {
@@ -204,6 +206,46 @@ void attribute_experts(Result& r, const workload::Workload& w, const scheme::Sch
     r.bottleneck += fmt::format(
         "; the busiest expert GPU receives {:.2f}x the mean tokens and its expert group waits for it", busiest);
   }
+}
+
+void attribute_dimensions(Result& r, const cluster::ClusterSpec& cluster,
+                          const scheme::SchemeConfig& scheme) {
+  using scheme::ParallelDimension;
+  if (!scheme.parallel.composed() || r.bottleneck_kind != BottleneckKind::Compute) return;
+  const std::string lost = "% of step lost to communication (";
+  const std::size_t at = r.bottleneck.find(lost);
+  if (at == std::string::npos) return;
+  const std::size_t open = at + lost.size() - 1, close = r.bottleneck.find(')', open);
+  if (close == std::string::npos) return;
+  struct Part {
+    ParallelDimension dimension;
+    double seconds;
+    const char* what;
+  };
+  const Breakdown& b = r.breakdown;
+  const std::array<Part, 5> parts{{{ParallelDimension::Tensor, b.tensor, "tensor-parallel collectives"},
+                                   {ParallelDimension::Context, b.context, "ring attention's K/V exchange"},
+                                   {ParallelDimension::Pipeline, b.pipeline, "pipeline messages"},
+                                   {ParallelDimension::Data, b.data, "data-parallel collectives"},
+                                   {ParallelDimension::Expert, b.expert, "expert all-to-alls"}}};
+  const Part& top = *std::max_element(parts.begin(), parts.end(),
+                                      [](const Part& x, const Part& y) { return x.seconds < y.seconds; });
+  if (!(top.seconds >= 0.5 * b.communication_exposed) || !(top.seconds > 0)) return;
+  const scheme::RankLayout layout(
+      scheme.parallel, cluster.workers,
+      scheme::hybrid_shard_ranks(scheme, cluster.workers, cluster.workers_per_node));
+  const std::vector<int> group =
+      top.dimension == ParallelDimension::Data ? layout.data_group(0) : layout.group(top.dimension, 0);
+  const bool in_node = std::all_of(group.begin(), group.end(), [&](int rank) {
+    return rank / cluster.workers_per_node == group.front() / cluster.workers_per_node;
+  });
+  const std::string link = in_node                                                      ? "intra-node link"
+                           : busy_of(r, "worker NIC in") > busy_of(r, "worker NIC out") ? "worker NIC in"
+                                                                                        : "worker NIC out";
+  r.bottleneck.replace(open, close - open + 1,
+                       fmt::format("(mostly {}: {:.0f}% of step, on the {} {:.0f}% busy)", top.what,
+                                   100 * top.seconds / std::max(r.step_time, 1e-300), link,
+                                   100 * std::min(busy_of(r, link), 1.0)));
 }
 
 void account_collectives(Result& r, const workload::Workload& w, const cluster::ClusterSpec& spec,

@@ -32,6 +32,13 @@ void attribute_after_prediction(Result& result, const workload::Workload& worklo
 /// all-to-alls' share of the step when noticeable, and the busiest expert GPU's tokens over the
 /// mean when routing is skewed (its expert group waits for it).
 void attribute_experts(Result& result, const workload::Workload& workload, const scheme::SchemeConfig& scheme);
+/// A parallel layout whose exposed communication is mostly one dimension's: the compute-bound
+/// sentence's "lost to communication (worker NIC out 77% busy)" names the busiest link, which may
+/// carry a dimension whose traffic hides (FSDP's) while another's is exposed on other links (the
+/// tensor group's, inside a node). It then names that dimension, its share of the step and the
+/// links its groups run on (a node's intra-node links, or the NICs when a group spans nodes).
+void attribute_dimensions(Result& result, const cluster::ClusterSpec& cluster,
+                          const scheme::SchemeConfig& scheme);
 /// Result::collectives: each all-reduce bucket's algorithm and protocol, as the exchange, the fast
 /// path and the closed forms choose them (AllReducePlanner), when there is a choice to report.
 void account_collectives(Result& result, const workload::Workload& workload,

@@ -158,6 +158,27 @@ TEST_F(PredictCli, ASetValidOnlyWithTheSweptValuesIsTakenAtEachPoint) {
   EXPECT_NE(bad.err.find("training.pipeline.schedule"), std::string::npos) << bad.err;
 }
 
+// A layout that loses time to one dimension's collectives names them and their links, not the
+// busiest link of the step: at tp8 Llama 3 70B's NICs are 77% busy with FSDP's traffic, which
+// hides, while the tensor-parallel all-reduces on NVLink are 15% of the step (the sentence used to
+// say "lost to communication (worker NIC out 77% busy)").
+TEST_F(PredictCli, TheExposedDimensionAndItsLinksAreNamed) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-70b-fsdp-tp.yaml";
+  const RunResult tp8 = run({"predict", example, "--json"});
+  ASSERT_EQ(tp8.code, 0) << tp8.describe();
+  EXPECT_NE(tp8.out.find("lost to communication (mostly tensor-parallel collectives: 15% of step, on the "
+                         "intra-node link"),
+            std::string::npos)
+      << tp8.out;
+  // GPT-3 175B at 10,752 GPUs (dp336, a batch of 4 micro-batches a replica) waits for its
+  // gradient reduction across nodes.
+  const RunResult slow = run({"predict", std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml",
+                              "--json", "--workers", "10752"});
+  ASSERT_EQ(slow.code, 0) << slow.describe();
+  EXPECT_NE(slow.out.find("mostly data-parallel collectives"), std::string::npos) << slow.out;
+  EXPECT_NE(slow.out.find("on the worker NIC"), std::string::npos) << slow.out;
+}
+
 // Scatter-gather of pipeline messages needs a pipeline, a tensor group and no sequence parallelism.
 TEST_F(PredictCli, ScatterGatherWhereItCannotActIsWarned) {
   const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/llama3-405b-3d.yaml";
