@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <string>
 #include <tuple>
 
 #include "stepcast/detail/calibrate/ring_calibration.hpp"
@@ -16,6 +17,17 @@
 namespace stepcast::calibrate {
 
 namespace {
+
+/// The sizes a fit may use, in words after a space: " from 2 GB up", " up to 16 MB", " from 1 MB
+/// to 16 MB", or "" when any size may (not "in [2000000000, inf] B").
+std::string size_range(const FitOptions& o) {
+  const bool capped = std::isfinite(o.max_bytes);
+  if (o.min_bytes > 0 && capped)
+    return fmt::format(" from {} to {}", format_bytes(o.min_bytes), format_bytes(o.max_bytes));
+  if (o.min_bytes > 0) return fmt::format(" from {} up", format_bytes(o.min_bytes));
+  if (capped) return fmt::format(" up to {}", format_bytes(o.max_bytes));
+  return "";
+}
 
 // t = x0 * steps + x1 * volume with x0 = a, x1 = 1/B: both coefficients are known per size.
 struct Row {
@@ -482,8 +494,8 @@ Calibration calibrate_regimes(const std::vector<Measurement>& points,
   if (!std::isfinite(best)) {
     throw Error({"", 0, "--fit"},
                 fmt::format("a regime fit needs at least {} sizes whose time grows with the size (each of "
-                            "the leave-one-out fits needs {} per regime); got {} sizes in [{}, {}] B",
-                            kMinRegimeSizes + 1, kMinRegimeSizes, n, options.min_bytes, options.max_bytes));
+                            "the leave-one-out fits needs {} per regime); got {} sizes{}",
+                            kMinRegimeSizes + 1, kMinRegimeSizes, n, size_range(options)));
   }
   size_t chosen = 0;
   while (!(c.regime_scores[chosen] <= best * kRegimeScoreSlack)) ++chosen;
@@ -558,10 +570,9 @@ Calibration calibrate_ring(const std::vector<Measurement>& points, int workers, 
   std::sort(eligible.begin(), eligible.end(),
             [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; });
   if (eligible.size() < 2 || eligible.front().bytes == eligible.back().bytes) {
-    throw Error(
-        {"", 0, "--min-size"},
-        fmt::format("expected at least two distinct sizes in [{}, {}] B to fit latency and bandwidth, got {}",
-                    options.min_bytes, options.max_bytes, eligible.size()));
+    throw Error({"", 0, "--min-size"},
+                fmt::format("expected at least two distinct sizes{} to fit latency and bandwidth, got {}",
+                            size_range(options), eligible.size()));
   }
   if (options.method == FitMethod::Regimes) return calibrate_regimes(points, eligible, workers, options);
   if (options.method == FitMethod::Nccl)
@@ -634,8 +645,8 @@ Calibration calibrate_nccl_sweeps(const std::vector<NodeCountSweep>& sweeps, con
   for (const NcclGroup& g : groups) eligible += g.eligible.size();
   if (eligible < 2) {
     throw Error({"", 0, "--min-size"},
-                fmt::format("expected at least two sizes in [{}, {}] B to fit latency and bandwidth, got {}",
-                            options.min_bytes, options.max_bytes, eligible));
+                fmt::format("expected at least two sizes{} to fit latency and bandwidth, got {}",
+                            size_range(options), eligible));
   }
   FitOptions o = options;
   o.method = FitMethod::Nccl;

@@ -166,14 +166,21 @@ NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
           parse_bytes_with_unit(request.max_size, {"", 0, option_name_of(request, "max_size")});
     }
     calibrate::Calibration result;
-    if (several) {
-      std::vector<calibrate::NodeCountSweep> sweeps{{log.points, workers}};
-      for (size_t i = 0; i < request.more_logs.size(); ++i)
-        sweeps.push_back(
-            {read(request.more_logs[i], request.more_workers[i]).points, request.more_workers[i]});
-      result = calibrate::calibrate_nccl_sweeps(sweeps, options);
-    } else {
-      result = calibrate::calibrate_ring(log.points, workers, options);
+    // A fit that cannot be made says which log's sizes it had.
+    try {
+      if (several) {
+        std::vector<calibrate::NodeCountSweep> sweeps{{log.points, workers}};
+        for (size_t i = 0; i < request.more_logs.size(); ++i)
+          sweeps.push_back(
+              {read(request.more_logs[i], request.more_workers[i]).points, request.more_workers[i]});
+        result = calibrate::calibrate_nccl_sweeps(sweeps, options);
+      } else {
+        result = calibrate::calibrate_ring(log.points, workers, options);
+      }
+    } catch (const Error& e) {
+      throw Error(e.where(),
+                  fmt::format("{} ({}{})", e.message(), log.file,
+                              several ? fmt::format(" and {} more", request.more_logs.size()) : ""));
     }
     const calibrate::CalibrationSource source{log.file, log.format, placement, request.workers_per_node};
 

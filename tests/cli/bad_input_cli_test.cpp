@@ -252,6 +252,25 @@ TEST_F(BadInputCli, AFlatCalibrationSweepHasNoBandwidth) {
   expect_bad_input(run({"calibrate", "nccl-tests", f, "--workers", "8"}), {"no positive bandwidth fits"});
 }
 
+TEST_F(BadInputCli, ACalibrationWithTooFewSizesNamesTheLogAndTheRangeInUnits) {
+  // Three sizes of a sweep, none of them from 2 GB up: the error names the log and says the range
+  // as sizes (it said "in [2000000000, inf] B" and named no file).
+  std::string log =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+      "     time   algbw   busbw #wrong\n";
+  for (long size = 1 << 20; size <= (1L << 22); size *= 2) {
+    log += fmt::format(
+        "{:>12} {:>12}     float     sum      -1    {:.1f}    0.00    0.00      0    {:.1f}"
+        "    0.00    0.00      0\n",
+        size, size / 4, 10 + size / 1e4, 10 + size / 1e4);
+  }
+  const std::string f = file("three.txt", log);
+  expect_bad_input(run({"calibrate", "nccl-tests", f, "--workers", "8", "--min-size", "2GB"}),
+                   {"--min-size", "from 2.00 GB up", f});
+  expect_bad_input(run({"calibrate", "nccl-tests", f, "--workers", "8", "--fit", "regimes"}),
+                   {"--fit", "got 3 sizes (" + f + ")"});
+}
+
 TEST_F(BadInputCli, Collective) {
   expect_bad_input(run({"collective", "--size", "-5MB"}), {"--size"});
   expect_bad_input(run({"collective", "--size", "0"}), {"--size"});
