@@ -239,6 +239,12 @@ void apply_override(const std::string& text, Entries& entries) {
   SourceLocation where{kOverrideFile, 0, key};
   const KeyDef* def = detail::find_key(key);
   if (def == nullptr) throw Error(where, detail::unknown_key_message(key));
+  // key=null (or ~) takes the key out, as if the file did not give it: its default, or unset
+  // (--set workload.compute_efficiency=null --set workload.compute=shapes on a file with a rate).
+  if (const std::string_view v = trim(std::string_view(value_text)); v == "null" || v == "~") {
+    entries.erase(key);
+    return;
+  }
   // Parsed as YAML so that quoting works as in a file ("name='a: b'").
   YAML::Node node;
   try {
@@ -1107,7 +1113,10 @@ workload::Workload build_workload(const Scenario& scenario) {
   }
   if (!(out.facts.baseline_step_time > 0)) {
     // Speed-up is against one GPU training the whole model alone: its compute (from shapes, the
-    // kernels at t = c = e = 1, not one rank's of the layout) and its whole optimizer step.
+    // kernels at t = c = e = 1, not one rank's of the layout) and its whole optimizer step, which
+    // it takes once per batch_per_worker samples. With micro-batches (a global batch) one GPU
+    // alone would accumulate them over a step as the job does, its optimizer step spread over
+    // them: the baseline is then a micro-batch's compute alone.
     double alone = out.step_time_alone();
     if (from_shapes && scenario.scheme.parallel != scheme::ParallelConfig{}) {
       Scenario whole = scenario;
@@ -1120,7 +1129,9 @@ workload::Workload build_workload(const Scenario& scenario) {
     by_itself.scheme = scheme::Scheme::AllReduce;
     cluster::ClusterSpec one = scenario.cluster;
     one.workers = 1;
-    out.facts.baseline_step_time = alone + scheme::optimizer_step_time(out, one, by_itself);
+    const bool micro_batched = scenario.scheme.parallel.global_batch > 0;
+    out.facts.baseline_step_time =
+        alone + (micro_batched ? 0.0 : scheme::optimizer_step_time(out, one, by_itself));
   }
   out.comm_cpu_per_byte = w.comm_cpu_per_byte;
   if (model.transformer) {

@@ -109,6 +109,11 @@ TEST(ComputeFromShapes, SpeedUpIsAgainstTheWholeModelOnOneGpuWithItsOptimizerSte
     EXPECT_LT(w.step_time_alone(), whole.step_time_alone());  // one rank's share of the kernels
     EXPECT_DOUBLE_EQ(w.facts.baseline_step_time, whole.facts.baseline_step_time);
   }
+  // With micro-batches (a global batch) one GPU alone accumulates them as the job does, its
+  // optimizer step spread over them: the baseline is one micro-batch's compute.
+  const scenario::Scenario micro = scenario::parse_scenario(
+      base, "shapes.yaml", {"training.parallel.tensor=2", "cluster.workers=4", "workload.global_batch=8"});
+  EXPECT_DOUBLE_EQ(scenario::build_workload(micro).facts.baseline_step_time, whole.step_time_alone());
   // One worker alone: speed-up 1 and efficiency 100% for every compute source, the optimizer step
   // included (it used to be left out of the baseline: 0.94x with no communication at all).
   for (const std::vector<std::string>& source :

@@ -280,6 +280,24 @@ TEST(Scenario, ThroughputBecomesStepTime) {
   EXPECT_DOUBLE_EQ(s.workload.step_time, 0.25);
 }
 
+TEST(Scenario, OverrideOfNullTakesTheKeyOut) {
+  // key=null (or ~) is as if the file did not give the key: a default comes back, and a rate can
+  // give way to another compute source (it could not be unset: "got nothing").
+  const std::string text = std::string(kMinimal) + "cluster:\n  workers: 4\n";
+  EXPECT_EQ(parse_scenario(text, "t.yaml", {"cluster.workers=null"}).cluster.workers, 1);
+  EXPECT_EQ(parse_scenario(text, "t.yaml", {"cluster.workers=~"}).cluster.workers, 1);
+  const std::string rated =
+      "workload:\n  model: llama3-8b\n  achieved_flops: 400TFLOPS\ncluster:\n"
+      "  gpu: {peak_flops: 989TFLOPS, memory_bandwidth: 3.35TB/s}\n";
+  const Scenario shapes =
+      parse_scenario(rated, "t.yaml", {"workload.achieved_flops=null", "workload.compute=shapes"});
+  EXPECT_EQ(shapes.workload.compute, ComputeMethod::Shapes);
+  EXPECT_EQ(shapes.workload.achieved_flops, 0);
+  // Unknown keys stay errors, null or not.
+  const Error e = expect_error([&] { (void)parse_scenario(text, "t.yaml", {"cluster.wrokers=null"}); });
+  EXPECT_EQ(e.where().key, "cluster.wrokers");
+}
+
 TEST(Scenario, OverrideReplacesValue) {
   Scenario s = parse_scenario(std::string(kMinimal) + "cluster:\n  workers: 4\n", "t.yaml",
                               {"cluster.workers=16", "training.scheme=ps", "name='a: b'"});
