@@ -121,24 +121,29 @@ double parse_bytes(std::string_view text, const SourceLocation& where) {
   return parse_with(text, where, "a size such as '25MB' or '1GiB'", kSuffixes, limits::kMaxBytes, "1 PB");
 }
 
+namespace {
+/// `parse(text, where)` once `text` is known to carry a unit (`what` says which, for the error).
+double parse_requiring_unit(std::string_view text, const SourceLocation& where, std::string_view what,
+                            double (*parse)(std::string_view, const SourceLocation&)) {
+  require_unit(text, where, what);
+  return parse(text, where);
+}
+}  // namespace
+
 double parse_bytes_with_unit(std::string_view text, const SourceLocation& where) {
-  require_unit(text, where, "a size such as '80GB' or '1GiB'");
-  return parse_bytes(text, where);
+  return parse_requiring_unit(text, where, "a size such as '80GB' or '1GiB'", parse_bytes);
 }
 
 double parse_bandwidth_with_unit(std::string_view text, const SourceLocation& where) {
-  require_unit(text, where, "a bandwidth such as '25Gbps' or '3GB/s'");
-  return parse_bandwidth(text, where);
+  return parse_requiring_unit(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", parse_bandwidth);
 }
 
 double parse_duration_with_unit(std::string_view text, const SourceLocation& where) {
-  require_unit(text, where, "a duration such as '5us' or '292ms'");
-  return parse_duration(text, where);
+  return parse_requiring_unit(text, where, "a duration such as '5us' or '292ms'", parse_duration);
 }
 
 double parse_flops_with_unit(std::string_view text, const SourceLocation& where) {
-  require_unit(text, where, "a FLOP rate such as '312TFLOPS'");
-  return parse_flops(text, where);
+  return parse_requiring_unit(text, where, "a FLOP rate such as '312TFLOPS'", parse_flops);
 }
 
 double parse_flops(std::string_view text, const SourceLocation& where) {
