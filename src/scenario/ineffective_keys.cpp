@@ -12,14 +12,14 @@ namespace stepcast::scenario {
 
 namespace {
 
-/// Whether the scenario's model is a transformer decoder; nullopt for a profile, whose ops say
-/// what they are.
-std::optional<bool> decoder(const Scenario& s) {
+/// The shape of the scenario's decoder: workload.transformer's, or the zoo model's; nullptr for
+/// another model. Unknown for a profile or a layer table, whose ops say what they are.
+std::optional<const zoo::TransformerShape*> decoder(const Scenario& s) {
   if (!s.workload.profile.empty() || !s.workload.layer_times.empty()) return std::nullopt;
-  if (s.workload.transformer.layers > 0) return true;
+  if (s.workload.transformer.layers > 0) return &s.workload.transformer;
   const zoo::ModelSpec* model = zoo::find_model(s.workload.model);
   if (model == nullptr) return std::nullopt;
-  return model->transformer.has_value();
+  return model->transformer ? &*model->transformer : nullptr;
 }
 
 }  // namespace
@@ -57,9 +57,9 @@ std::vector<std::string> ineffective_keys(const Scenario& s) {
     notes.emplace_back(
         "training.tensor.overlap has no effect: there is no tensor group (training.parallel.tensor is 1)");
   }
-  const std::optional<bool> is_decoder = decoder(s);
+  const std::optional<const zoo::TransformerShape*> shape = decoder(s);
   const WorkloadSpec defaults{};
-  if (is_decoder == false) {
+  if (shape && *shape == nullptr) {
     const bool decoder_keys = w.flash_attention != defaults.flash_attention || w.loss != defaults.loss ||
                               w.moe_imbalance != defaults.moe_imbalance ||
                               w.moe_capacity_factor != defaults.moe_capacity_factor ||
@@ -70,9 +70,8 @@ std::vector<std::string> ineffective_keys(const Scenario& s) {
                       "workload.model {} is not a transformer decoder",
                       w.model));
     }
-  } else if (is_decoder == true) {
-    const zoo::ModelSpec model = model_of(s);
-    const bool dense = model.transformer->experts <= 1;
+  } else if (shape) {
+    const bool dense = (*shape)->experts <= 1;
     if (dense &&
         (w.moe_imbalance != defaults.moe_imbalance || w.moe_capacity_factor != defaults.moe_capacity_factor ||
          w.moe_placement != defaults.moe_placement)) {
