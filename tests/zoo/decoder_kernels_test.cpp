@@ -297,8 +297,8 @@ TEST(DecoderKernels, DropoutKernelsMoveTheirRowsAndOneByteMasks) {
   }
   KernelSplit flash = split;
   flash.flash_attention = true;
-  for (const Kernel& k : decoder_kernels(get_model("gpt2"), flash)[1].forward)
-    EXPECT_NE(k.name, "attention dropout");
+  const std::vector<LayerKernels> with_flash = decoder_kernels(get_model("gpt2"), flash);
+  for (const Kernel& k : with_flash[1].forward) EXPECT_NE(k.name, "attention dropout");
 }
 
 }  // namespace decoder_kernels_test
