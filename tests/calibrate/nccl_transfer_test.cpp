@@ -318,6 +318,64 @@ TEST(NcclTransfer, OneNodeCountLeavesTheNetworkHopsScaleUnidentified) {
   EXPECT_LT(two.node_counts[1].max_error, 1e-3);
 }
 
+/// The rows of one node count and GPUs per node for one collective (out of place), in seconds.
+std::vector<Measurement> one_node_rows(const SharedCluster& c, const std::string& collective, int gpus) {
+  std::ifstream in(kTables / c.file);
+  std::vector<Measurement> out;
+  std::vector<std::string> header;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (header.empty()) {
+      header = split(line);
+      continue;
+    }
+    const std::vector<std::string> f = split(line);
+    auto at = [&](const std::string& name) {
+      return f.at(static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin()));
+    };
+    if (at("collective") == collective && at("placement") == "out_of_place" && at("nodes") == "1" &&
+        at("gpus_per_node") == std::to_string(gpus))
+      out.push_back({std::stod(at("size_bytes")), std::stod(at("time_us")) * 1e-6, 0});
+  }
+  return out;
+}
+
+TEST(BroadcastFromTheAllReduceFit, OneNodeOfEightA100) {
+  // Fitted: the ring all-reduce on ABCI A100's one-node, 8-GPU sweep (--fit regimes, its large-size
+  // regime on the intra-node links); predicted: the broadcast of the same node, measured in the
+  // same run, at the sizes of that regime (4-32 MiB). NCCL pipelines a broadcast along the ring in
+  // small chunks, so it runs at about the all-reduce's bus bandwidth: 155 GB/s measured at 32 MiB
+  // against the all-reduce's 158. stepcast's broadcast as 64 fixed chunks took 1.1-2 S/B.
+  if (!std::filesystem::exists(kTables / kAbciA.file)) GTEST_SKIP() << "shared data not found";
+  const std::vector<Measurement> reduce = one_node_rows(kAbciA, "all_reduce", 8);
+  const std::vector<Measurement> broadcast = one_node_rows(kAbciA, "broadcast", 8);
+  ASSERT_EQ(reduce.size(), 24u);
+  ASSERT_EQ(broadcast.size(), 24u);
+  const Calibration fit = calibrate_ring(reduce, 8, {.method = FitMethod::Regimes});
+  const Regime& large = fit.regimes.regimes.back();
+  cluster::ClusterSpec node;
+  node.workers = 8;
+  node.workers_per_node = 8;
+  node.intra_node_bw = large.bw;
+  node.intra_node_latency = large.step_latency;
+  double worst = 0;
+  for (const Measurement& m : broadcast) {
+    if (m.bytes < large.from_bytes) continue;
+    const double predicted = scheme::simulate_collective(node, m.bytes, scheme::CollectiveOp::Broadcast,
+                                                         scheme::AllReduceAlgorithm::Ring)
+                                 .time;
+    const double error = predicted / m.time - 1;
+    std::cout << "broadcast " << m.bytes << " B: measured " << m.time * 1e6 << " us, predicted "
+              << predicted * 1e6 << " us (" << 100 * error << "%)\n";
+    worst = std::max(worst, std::fabs(error));
+  }
+  // Regression pin: -5.5% to +18.2% at 4-32 MiB (measured 2026-12-07; the small sizes slow by
+  // the chain's 7 steps at the all-reduce's fitted step latency, 8.3 us, which holds protocol
+  // effects a broadcast does not pay in full); the 64-chunk model took its 70 steps of it,
+  // 3.4-9x the measured times. The bound sits just above; not a target.
+  EXPECT_LT(worst, 0.20);
+}
+
 }  // namespace nccl_transfer_test
 }  // namespace
 }  // namespace stepcast::calibrate
