@@ -112,7 +112,18 @@ CollectiveLog parse_nccl_tests_log(std::string_view text, const std::string& fil
     // table (NCCL INFO lines start with a host name, banners with words) are skipped.
     if (line.empty() || line.front() == '#') return;
     const std::vector<std::string_view> f = split_whitespace(line);
-    if (!is_unsigned_integer(f.front())) return;
+    if (!is_unsigned_integer(f.front())) {
+      // A row of the table with a size that is not a count of bytes ('1e3', 'abc') is a damaged
+      // row, not a line to skip: it would silently drop a size from the fit.
+      const bool table_shaped =
+          (f.size() == 8 || f.size() == 9 || f.size() == 12 || f.size() == 13) &&
+          (f[3] == "sum" || f[3] == "prod" || f[3] == "max" || f[3] == "min" || f[3] == "avg");
+      if (table_shaped) {
+        throw Error({file_name, number, "size"},
+                    fmt::format("expected a size in bytes (a whole number), got '{}'", f.front()));
+      }
+      return;
+    }
     // size count type redop [root] then 4 out-of-place and 4 in-place columns. `root` was added
     // in nccl-tests 2.10; older logs have 12 fields, newer 13. Either half may be the only one
     // (e.g. a log cut after the out-of-place columns), which the chosen placement must match.

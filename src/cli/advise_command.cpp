@@ -79,7 +79,17 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             };
             request.target_efficiency = args->target_efficiency;
             request.target_throughput = args->target_throughput;
-            const report::Advice advice = sweep::advise(request);
+            // The grid is a sweep inside; its errors speak of --sweep, and here the flag is --vary.
+            const report::Advice advice = [&] {
+              try {
+                return sweep::advise(request);
+              } catch (const Error& e) {
+                SourceLocation where = e.where();
+                if (where.file == "--sweep") where.file = "--vary";
+                if (where.key == "--sweep") where.key = "--vary";
+                throw Error(where, e.message());
+              }
+            }();
             if (sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the answer
             if (!args->report.empty()) {
               std::ofstream out = open_output(args->report, "--report");

@@ -46,7 +46,9 @@ std::string strip_trailing_spaces(const std::string& text) {
 }
 
 // Percent with the sign of a rounding-level error dropped, so an exact fit prints +0.0%.
-double percent(double fraction) { return std::abs(fraction) < 5e-7 ? 0.0 : fraction * 100; }
+/// A fraction in percent as the tables print it (one decimal): what rounds to zero is +0.0%, not
+/// "-0.0%".
+double percent(double fraction) { return std::abs(fraction * 100) < 0.05 ? 0.0 : fraction * 100; }
 
 std::string regime_error_table(const Calibration& c, const std::string& prefix) {
   std::string out = fmt::format("{}{:>12} {:>14} {:>15} {:>8} {:>7} {:>9}  {}\n", prefix, "size (B)",

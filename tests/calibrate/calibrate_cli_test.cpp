@@ -40,6 +40,15 @@ TEST_F(CliTest, CalibrateWritesClusterKeysAndPrintsEverySize) {
   }
   EXPECT_NE(r.out.find("a = 5 us per ring step, B = 10 GB/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not used in the fit: median |error| 0.0%"), std::string::npos) << r.out;
+  // A size measured a hair slower than the fit (187.30 us against 187.2864: -0.007%) prints as
+  // +0.0%, never "-0.0%".
+  std::string slower = kLog;
+  slower.replace(slower.find("187.2864"), 8, "187.3000");
+  const auto hair =
+      run({"calibrate", "nccl-tests", file("hair.log", slower), "--workers", "4", "--workers-per-node", "2"});
+  ASSERT_EQ(hair.code, 0) << hair.describe();
+  EXPECT_EQ(hair.out.find("-0.0%"), std::string::npos) << hair.out;
+  EXPECT_NE(hair.out.find("+0.0%"), std::string::npos) << hair.out;
 
   const std::string yaml = read_text(out);
   for (const char* key :

@@ -89,6 +89,19 @@ TEST(NcclTestsLog, NonNumericTimeNamesTheColumn) {
   EXPECT_EQ(e.where(), (SourceLocation{"bad.log", 3, "time"}));
 }
 
+TEST(NcclTestsLog, ARowWhoseSizeIsNotACountOfBytesIsAnErrorNotSkipped) {
+  // It would drop a size from the fit without a word (it did); lines that are not rows of the
+  // table (NCCL INFO lines, banners) are still skipped.
+  for (const char* size : {"1e3", "abc", "8.5"}) {
+    SCOPED_TRACE(size);
+    const std::string text = std::string("host:1:1 [0] NCCL INFO Using network IB\n") + "  " + size +
+                             "  2  float  sum  -1  135.8  0.00  0.00  0  123.5  0.00  0.00  0\n";
+    const Error e = expect_error([&] { static_cast<void>(parse_nccl_tests_log(text, "bad.log")); });
+    EXPECT_EQ(e.where(), (SourceLocation{"bad.log", 2, "size"}));
+    EXPECT_NE(e.message().find(size), std::string::npos) << e.what();
+  }
+}
+
 TEST(NcclTestsLog, ZeroTimeIsRejected) {
   const Error e = expect_error([] {
     static_cast<void>(parse_nccl_tests_log("  8  2  float  sum  -1  0  0  0  0  1  0  0  0\n", "z.log"));
