@@ -456,7 +456,8 @@ CollectiveResult simulate_collective(const cluster::ClusterSpec& spec, double by
   }
   CollectiveResult r;
   r.algorithm = algorithm;
-  r.protocol = protocol;
+  // Only an all-reduce runs under NCCL's protocol model; the others are rings on the links.
+  r.protocol = op == CollectiveOp::AllReduce ? protocol : CollectiveProtocol::Links;
   if (spec.workers <= 1) return r;
   const Cluster c = cluster::build_cluster(spec);
   // An all-reduce runs as training.allreduce would run it (auto: chosen for this size); the other

@@ -114,6 +114,13 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
   if (op != CollectiveOp::AllReduce && base.scheme.allreduce.algorithm != scheme::AllReduceAlgorithm::Ring) {
     throw bad(request, "algorithm", fmt::format("{} is only modelled with the ring", request.op));
   }
+  if (op != CollectiveOp::AllReduce && request.protocol && *request.protocol != "links" &&
+      *request.protocol != "auto") {
+    throw bad(request, "protocol",
+              fmt::format("NCCL's protocol model ({}) times the all-reduce; {} runs as a ring on the links "
+                          "(leave --protocol out, or give links)",
+                          *request.protocol, request.op));
+  }
   if (counts.empty()) counts = {base.cluster.workers};
 
   auto rows = std::make_shared<CollectiveRows>();

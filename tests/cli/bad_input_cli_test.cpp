@@ -277,6 +277,12 @@ TEST_F(BadInputCli, Collective) {
   expect_bad_input(run({"collective", "--size", "5XB"}), {"--size"});
   expect_bad_input(run({"collective", "--algorithm", "butterfly"}), {"--algorithm", "butterfly"});
   expect_bad_input(run({"collective", "--op", "alltoall"}), {"--op", "alltoall"});
+  // NCCL's protocols time the all-reduce only: on another op --protocol would be printed as run
+  // and change nothing (it was).
+  expect_bad_input(run({"collective", "--op", "allgather", "--protocol", "ll"}), {"--protocol", "allgather"});
+  const RunResult ring = run({"collective", "--op", "allgather", "--algorithm", "ring", "--json"});
+  ASSERT_EQ(ring.code, 0) << ring.describe();
+  EXPECT_NE(ring.out.find("\"protocol\": \"links\""), std::string::npos) << ring.out;
   expect_bad_input(run({"collective", "--workers", "0"}), {"--workers"});
   expect_bad_input(run({"collective", "--workers", "x"}), {"--workers"});
   expect_bad_input(run({"collective", "--workers-per-node", "0"}), {"--workers-per-node"});
