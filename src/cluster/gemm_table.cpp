@@ -241,7 +241,12 @@ GemmLookup gemm_time(const GemmTable& table, int64_t m, int64_t n, int64_t k, Ge
     log_rate += weight * std::log(gemm_flops(gm, gn, gk) / grid.seconds.at({gm, gn, gk}));
   }
   const bool clamped = at[0].clamped || at[1].clamped || at[2].clamped;
-  return {gemm_flops(m, n, k) / std::exp(log_rate), clamped};
+  // Beyond the grid a shape runs at its edge's rate; below it, no faster than its edge: a GEMM
+  // smaller than the smallest measured is bound by launch and latency, not by its FLOPs, so it
+  // takes the edge's time along the dimensions it falls short in.
+  const int64_t floor_m = std::max(m, grid.m.front()), floor_n = std::max(n, grid.n.front()),
+                floor_k = std::max(k, grid.k.front());
+  return {gemm_flops(floor_m, floor_n, floor_k) / std::exp(log_rate), clamped};
 }
 
 double gemm_roofline_time(int64_t m, int64_t n, int64_t k, double element_bytes, double peak_flops,

@@ -96,7 +96,16 @@ TEST(GemmTable, ShapeOutsideTheTableIsClampedAtTheEdgeRate) {
   const GemmLookup beyond = gemm_time(table, 8192, 4096, 4096, GemmDtype::BF16);
   EXPECT_TRUE(beyond.clamped);
   EXPECT_NEAR(beyond.seconds, flops(8192, 4096, 4096) / (0.5 * kPeak), 1e-12 * beyond.seconds);
-  EXPECT_TRUE(gemm_time(table, 1024, 100, 1024, GemmDtype::BF16).clamped);  // below the smallest n
+  // Below the smallest n: clamped, and no faster than the edge (1024^3 here): a smaller GEMM is
+  // launch-bound, so holding the rate would predict 1/10 of the smallest measured time.
+  const GemmLookup below = gemm_time(table, 1024, 100, 1024, GemmDtype::BF16);
+  EXPECT_TRUE(below.clamped);
+  const double edge = gemm_time(table, 1024, 1024, 1024, GemmDtype::BF16).seconds;
+  EXPECT_NEAR(below.seconds, edge, 1e-12 * edge);
+  // Below in one dimension and beyond in another: the edge's time along the first, its rate along
+  // the second.
+  const GemmLookup both = gemm_time(table, 100, 8192, 1024, GemmDtype::BF16);
+  EXPECT_NEAR(both.seconds, flops(1024, 8192, 1024) / (0.5 * kPeak), 1e-12 * both.seconds);
 }
 
 void expect_table_error(const std::string& text, int line, const std::string& fragment) {
