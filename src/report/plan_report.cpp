@@ -154,8 +154,8 @@ void write_plan_text(std::ostream& out, const Plan& plan) {
                       f.tokens.mfu >= 0 ? format_percent(f.tokens.mfu) : std::string("-")};
       if (job) row.push_back(detail::format_span(f.job.time));
       if (costs) {
-        row.push_back(format_number(f.cost.per_million_tokens));
-        if (job) row.push_back(format_number(f.cost.job));
+        row.push_back(detail::format_amount(f.cost.per_million_tokens));
+        if (job) row.push_back(detail::format_amount(f.cost.job));
       }
       for (std::string cell :
            {memory_cell(f.memory), format_percent(f.bubble_fraction), exposed_cell(f), f.bottleneck}) {

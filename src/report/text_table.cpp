@@ -47,8 +47,17 @@ std::string format_span(double seconds) {
   return fmt::format("{} min {} s", minutes, secs);
 }
 
+std::string format_amount(double amount) {
+  if (!(std::fabs(amount) >= 1000) || !std::isfinite(amount) || std::fabs(amount) >= 1e15)
+    return format_number(amount);
+  std::string digits = fmt::format("{:.0f}", std::fabs(amount));
+  for (auto at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3)
+    digits.insert(static_cast<size_t>(at), ",");
+  return (amount < 0 ? "-" : "") + digits;
+}
+
 std::string format_money(double amount, const std::string& currency) {
-  return currency.empty() ? format_number(amount) : format_number(amount) + " " + currency;
+  return currency.empty() ? format_amount(amount) : format_amount(amount) + " " + currency;
 }
 
 }  // namespace stepcast::report::detail

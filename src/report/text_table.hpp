@@ -22,8 +22,12 @@ void append_aligned(fmt::memory_buffer& buf, const Row& header, const std::vecto
 
 /// A long time as people say it: "2 h 59 min", "1 min 59 s", "35.2 s", "120 ms".
 [[nodiscard]] std::string format_span(double seconds);
-/// An amount of money in the scenario's currency: "2.56 USD", "2.56" when the currency is unnamed
-/// (format_number's 3 significant digits).
+/// An amount of money: below 1,000 format_number's 3 significant digits ("2.56"), from 1,000 on
+/// whole units with thousands separated ("11,405,494", not "11400000", which reads as exact and
+/// makes two totals 0.2% apart look alike).
+[[nodiscard]] std::string format_amount(double amount);
+/// An amount of money in the scenario's currency: "2.56 USD", "11,405,494 USD", without the
+/// currency when it is unnamed.
 [[nodiscard]] std::string format_money(double amount, const std::string& currency);
 
 }  // namespace stepcast::report::detail
