@@ -50,10 +50,13 @@ std::string format_span(double seconds) {
 std::string format_amount(double amount) {
   if (!(std::fabs(amount) >= 1000) || !std::isfinite(amount) || std::fabs(amount) >= 1e15)
     return format_number(amount);
-  std::string digits = fmt::format("{:.0f}", std::fabs(amount));
-  for (auto at = static_cast<std::ptrdiff_t>(digits.size()) - 3; at > 0; at -= 3)
-    digits.insert(static_cast<size_t>(at), ",");
-  return (amount < 0 ? "-" : "") + digits;
+  const std::string digits = fmt::format("{:.0f}", std::fabs(amount));
+  std::string out = amount < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string format_money(double amount, const std::string& currency) {
