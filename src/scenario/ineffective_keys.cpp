@@ -47,11 +47,21 @@ std::vector<std::string> ineffective_keys(const Scenario& s) {
                     "hybrid sharding's groups)",
                     name_of(sc.fsdp.sharding)));
   }
-  if (sc.parallel.pipeline <= 1 && sc.pipeline != scheme::PipelineConfig{} &&
-      !(sc.pipeline.scatter_gather && scheme::PipelineConfig{.scatter_gather = true} == sc.pipeline)) {
-    // (scatter_gather alone is warned about where the predictions are made, with its reason.)
+  // scatter_gather has reasons of its own (below); the rest of training.pipeline needs a pipeline.
+  scheme::PipelineConfig schedule_keys = sc.pipeline;
+  schedule_keys.scatter_gather = false;
+  if (sc.parallel.pipeline <= 1 && schedule_keys != scheme::PipelineConfig{}) {
     notes.emplace_back(
         "training.pipeline.* has no effect: there is no pipeline (training.parallel.pipeline is 1)");
+  }
+  if (sc.pipeline.scatter_gather &&
+      (sc.parallel.tensor <= 1 || sc.parallel.pipeline <= 1 || sc.parallel.sequence)) {
+    notes.push_back(
+        fmt::format("training.pipeline.scatter_gather has no effect: {}",
+                    sc.parallel.pipeline <= 1 ? "no pipeline (training.parallel.pipeline is 1)"
+                    : sc.parallel.tensor <= 1
+                        ? "no tensor group to scatter over (training.parallel.tensor is 1)"
+                        : "with sequence parallelism each tensor rank sends its 1/t of a message already"));
   }
   if (sc.parallel.tensor <= 1 && sc.tensor != scheme::TensorConfig{}) {
     notes.emplace_back(

@@ -202,14 +202,6 @@ void describe_run(report::Sweep& sweep, const scenario::Scenario& scenario, cons
   if (warn && !swept_what_decides) {
     for (const std::string& note : scenario::ineffective_keys(scenario)) warn(note);
   }
-  if (warn && scheme.pipeline.scatter_gather &&
-      (scheme.parallel.tensor <= 1 || scheme.parallel.pipeline <= 1 || scheme.parallel.sequence)) {
-    warn(fmt::format("training.pipeline.scatter_gather has no effect: {}",
-                     scheme.parallel.pipeline <= 1 ? "no pipeline (training.parallel.pipeline is 1)"
-                     : scheme.parallel.tensor <= 1
-                         ? "no tensor group to scatter over (training.parallel.tensor is 1)"
-                         : "with sequence parallelism each tensor rank sends its 1/t of a message already"));
-  }
   // Incast (docs/models.md, "Incast"): a rule of the fine predictor's parameter-server RPCs over TCP
   // into a finite buffer; say where the keys given cannot act.
   const cluster::IncastSpec& incast = scenario.cluster.incast;
