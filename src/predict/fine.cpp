@@ -24,6 +24,8 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   sim_options.trace_selection = options.trace_selection;
   sim_options.compute_cv = options.compute_cv;
   sim_options.fast_paths = options.fast_paths;
+  // The samples' results merge every link by name (merged_links): each keeps all of them.
+  if (workload.num_samples() == 0) sim_options.links_kept = options.links_kept;
   LongRunWarning long_run(warn, cluster.workers);
   if (warn) sim_options.progress = [&](double fraction) { long_run.progress(fraction); };
   scheme::SimulationResult sim = scheme::simulate_steps(workload, cluster, scheme, sim_options);
@@ -81,6 +83,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   }
   r.max_link_flows = sim.max_link_flows;
   r.links = std::move(sim.links);
+  r.links_left_out = sim.links_left_out;
   r.staleness = staleness_of(sim.staleness_counts);
   r.trace = std::move(sim.trace);
   finish_result(r, workload);
@@ -103,7 +106,7 @@ Result predict_fine(const workload::Workload& workload, const cluster::ClusterSp
                                         });
   // Every link is kept through the samples' merge; only the result keeps the busiest.
   if (options.links_kept > 0 && r.links.size() > options.links_kept) {
-    r.links_left_out = r.links.size() - options.links_kept;
+    r.links_left_out += r.links.size() - options.links_kept;
     r.links.resize(options.links_kept);
   }
   return r;

@@ -101,7 +101,7 @@ void write_object(detail::JsonWriter& json, const CollectiveReport& r, const Con
   } else {
     json.null();
   }
-  detail::write_links_json(json, r.result.links, shown_links(r), 0);
+  detail::write_links_json(json, r.result.links, shown_links(r), r.result.links_left_out);
   json.end_object();
 }
 
@@ -216,7 +216,8 @@ void write_table(std::ostream& out, const CollectiveReport& r) {
     fmt::format_to(it, "    {:<28} {:>6} busy, {}\n", link.name, format_percent(link.busy),
                    format_bytes(link.bytes));
   }
-  if (const std::size_t others = r.result.links.size() - shown_links(r); others > 0) {
+  if (const std::size_t others = r.result.links.size() - shown_links(r) + r.result.links_left_out;
+      others > 0) {
     fmt::format_to(it, "    ... and {} (--all-links lists them)\n",
                    format_count(static_cast<double>(others), "more link", "more links"));
   }

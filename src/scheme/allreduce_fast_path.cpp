@@ -166,7 +166,7 @@ std::optional<SimulationResult> simulate_allreduce_fast(const workload::Workload
     r.events += timing.events();
     r.max_link_flows = std::max(r.max_link_flows, timing.max_link_flows());
   }
-  add_window_loads(r, cluster, scheme, link_bytes);
+  add_window_loads(r, cluster, scheme, link_bytes, options.links_kept);
   std::stable_sort(r.loads.begin(), r.loads.end(),
                    [](const ResourceLoad& a, const ResourceLoad& b) { return a.busy > b.busy; });
   return r;

@@ -54,4 +54,14 @@ class CollectiveTiming {
 [[nodiscard]] std::unique_ptr<net::NetworkModel> make_network(std::vector<double> capacities,
                                                               NetworkKind kind);
 
+/// The network reduced to one link per class of interchangeable links under `plans` (links of
+/// equal capacity crossed by the same flow groups with the same member counts), the plans'
+/// paths rewritten onto it. Returns the classes' capacities; `source` gets each cluster link's
+/// class (kNoClass when no plan crosses it). Exact: two such links constrain every allocation
+/// alike (fsdp_fast_path.cpp says why).
+inline constexpr uint32_t kNoClass = ~uint32_t{0};
+[[nodiscard]] std::vector<double> reduce_to_link_classes(const cluster::Cluster& cluster,
+                                                         const std::vector<CollectivePlan*>& plans,
+                                                         std::vector<uint32_t>& source);
+
 }  // namespace stepcast::scheme

@@ -1,6 +1,7 @@
 #include "scheme/composed_plans.hpp"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "stepcast/error.hpp"
@@ -316,46 +317,6 @@ ComposedPlans make_composed_plans(const cluster::Cluster& cluster, const SchemeC
     }
   }
   return plans;
-}
-
-std::vector<double> reduce_to_link_classes(const cluster::Cluster& cluster, const std::vector<CollectivePlan*>& plans,
-                                           std::vector<uint32_t>& source) {
-  // (plan, pattern, group, members on the link): two links of one capacity crossed by the same
-  // groups with the same member counts constrain every allocation alike (fsdp_fast_path.cpp).
-  using Use = std::tuple<int, int, int, uint32_t>;
-  std::vector<std::vector<Use>> uses(cluster.links.size());
-  for (int k = 0; k < static_cast<int>(plans.size()); ++k) {
-    const CollectivePlan& plan = *plans[static_cast<size_t>(k)];
-    for (int p = 0; p < static_cast<int>(plan.patterns.size()); ++p) {
-      const Pattern& pattern = plan.patterns[static_cast<size_t>(p)];
-      for (int g = 0; g < static_cast<int>(pattern.groups.size()); ++g) {
-        for (const net::LinkUse& u : pattern.groups[static_cast<size_t>(g)].path) {
-          uses[u.link].emplace_back(k, p, g, u.count);
-        }
-      }
-    }
-  }
-  std::map<std::pair<double, std::vector<Use>>, uint32_t> class_of;
-  source.assign(cluster.links.size(), kNoClass);
-  std::vector<double> capacities;
-  for (size_t l = 0; l < cluster.links.size(); ++l) {
-    if (uses[l].empty()) continue;
-    auto [it, added] = class_of.try_emplace({cluster.links[l].bw, std::move(uses[l])},
-                                            static_cast<uint32_t>(capacities.size()));
-    if (added) capacities.push_back(cluster.links[l].bw);
-    source[l] = it->second;
-  }
-  for (CollectivePlan* plan : plans) {
-    for (Pattern& pattern : plan->patterns) {
-      for (FlowGroup& group : pattern.groups) {
-        std::map<uint32_t, uint32_t> reduced;  // class -> members (equal for every link of a class)
-        for (const net::LinkUse& u : group.path) reduced[source[u.link]] = u.count;
-        group.path.clear();
-        for (auto [link, count] : reduced) group.path.push_back({link, count});
-      }
-    }
-  }
-  return capacities;
 }
 
 bool symmetric(const cluster::Cluster& cluster, const ComposedRun& run,

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "scheme/collective_timing.hpp"
 #include "scheme/exchange.hpp"
 #include "stepcast/detail/scheme/collective_plan.hpp"
 
@@ -73,14 +74,5 @@ void choose_representatives(ComposedRun& run, bool split_busiest);
 /// for all exactly. `link_class` maps each cluster link to its class (kNone when no plan uses it).
 [[nodiscard]] bool symmetric(const cluster::Cluster& cluster, const ComposedRun& run,
                              const std::vector<uint32_t>& link_class);
-
-/// The network reduced to one link per class of interchangeable links under `plans` (links of
-/// equal capacity crossed by the same flow groups with the same member counts), the plans'
-/// paths rewritten onto it. Returns the classes' capacities; `source` gets each cluster link's
-/// class (kNoClass when no plan crosses it).
-inline constexpr uint32_t kNoClass = ~uint32_t{0};
-[[nodiscard]] std::vector<double> reduce_to_link_classes(const cluster::Cluster& cluster,
-                                                         const std::vector<CollectivePlan*>& plans,
-                                                         std::vector<uint32_t>& source);
 
 }  // namespace stepcast::scheme

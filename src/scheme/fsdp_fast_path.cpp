@@ -19,9 +19,7 @@
 // collectives' stages on a network of a few links (a ring's links fall into a handful of classes:
 // GPU links out and in, NICs out and in, switch ports).
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include "scheme/collective_timing.hpp"
@@ -29,14 +27,6 @@
 #include "scheme/step_paths.hpp"
 
 namespace stepcast::scheme {
-namespace {
-
-constexpr uint32_t kUnmapped = ~uint32_t{0};
-
-/// (plan, pattern, group, members on the link)
-using Use = std::tuple<int, int, int, uint32_t>;
-
-}  // namespace
 
 std::optional<SimulationResult> simulate_fsdp_fast(const workload::Workload& w, const cluster::ClusterSpec& spec,
                                                    const SchemeConfig& scheme, const SimulationOptions& options) {
@@ -44,44 +34,15 @@ std::optional<SimulationResult> simulate_fsdp_fast(const workload::Workload& w, 
   if (options.compute_cv > 0) require_simulable_workers(spec.workers, scheme, options);
   const cluster::Cluster cluster = cluster::build_cluster(spec);
   FsdpPlans plans = make_fsdp_plans(cluster, scheme.fsdp);
-  CollectivePlan* all[] = {&plans.gather, &plans.reduce, &plans.replicate};
-
-  std::vector<std::vector<Use>> uses(cluster.links.size());
-  for (int k = 0; k < 3; ++k) {
-    const CollectivePlan& plan = *all[k];
-    for (int p = 0; p < static_cast<int>(plan.patterns.size()); ++p) {
-      const Pattern& pattern = plan.patterns[static_cast<size_t>(p)];
-      for (int g = 0; g < static_cast<int>(pattern.groups.size()); ++g) {
-        for (const net::LinkUse& u : pattern.groups[static_cast<size_t>(g)].path) uses[u.link].emplace_back(k, p, g, u.count);
-      }
-    }
-  }
-  std::map<std::pair<double, std::vector<Use>>, uint32_t> class_of;
-  std::vector<uint32_t> source(cluster.links.size(), kUnmapped);
-  std::vector<double> capacities;
-  for (size_t l = 0; l < cluster.links.size(); ++l) {
-    if (uses[l].empty()) continue;
-    auto [it, added] = class_of.try_emplace({cluster.links[l].bw, std::move(uses[l])},
-                                            static_cast<uint32_t>(capacities.size()));
-    if (added) capacities.push_back(cluster.links[l].bw);
-    source[l] = it->second;
-  }
-  for (CollectivePlan* plan : all) {
-    for (Pattern& pattern : plan->patterns) {
-      for (FlowGroup& group : pattern.groups) {
-        std::map<uint32_t, uint32_t> reduced;  // class -> members (equal for every link of a class)
-        for (const net::LinkUse& u : group.path) reduced[source[u.link]] = u.count;
-        group.path.clear();
-        for (auto [link, count] : reduced) group.path.push_back({link, count});
-      }
-    }
-  }
+  std::vector<uint32_t> source;
+  const std::vector<double> capacities =
+      reduce_to_link_classes(cluster, {&plans.gather, &plans.reduce, &plans.replicate}, source);
   const std::unique_ptr<net::NetworkModel> network = make_network(capacities, options.network);
   return run_steps(w, cluster, scheme, options, *network, nullptr,
                    [&](const std::vector<double>& reduced_bytes) {
                      std::vector<double> bytes(source.size(), 0.0);
                      for (size_t l = 0; l < source.size(); ++l) {
-                       if (source[l] != kUnmapped) bytes[l] = reduced_bytes[source[l]];
+                       if (source[l] != kNoClass) bytes[l] = reduced_bytes[source[l]];
                      }
                      return bytes;
                    },

@@ -93,9 +93,10 @@ struct AloneSchedule {
 };
 [[nodiscard]] AloneSchedule schedule_alone(const workload::Workload& workload);
 
-/// Fills r.loads (worker compute, NICs, servers' NICs, intra-node links), r.links, r.bytes_sent
-/// and r.bytes_received from r.workers, r.window and the bytes each link carried in the window.
+/// Fills r.loads (worker compute, NICs, servers' NICs, intra-node links), r.links (the
+/// `links_kept` busiest, 0: all) and r.links_left_out, r.bytes_sent and r.bytes_received from
+/// r.workers, r.window and the bytes each link carried in the window.
 void add_window_loads(SimulationResult& r, const cluster::Cluster& cluster, const SchemeConfig& scheme,
-                      const std::vector<double>& window_link_bytes);
+                      const std::vector<double>& window_link_bytes, size_t links_kept);
 
 }  // namespace stepcast::scheme

@@ -135,14 +135,15 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
       cluster::ClusterSpec spec = at.cluster;
       spec.workers = n;
       for (double bytes : sizes) {
-        rows->reports.push_back({.op = op,
-                            .algorithm = at.scheme.allreduce.algorithm,
-                            .cluster = spec,
-                            .bytes = bytes,
-                            .result = scheme::simulate_collective(
-                                spec, bytes, op, at.scheme.allreduce.algorithm, scheme::NetworkKind::MaxMin,
-                                true, at.scheme.allreduce.protocol),
-                            .links_shown = request.links_kept});
+        rows->reports.push_back(
+            {.op = op,
+             .algorithm = at.scheme.allreduce.algorithm,
+             .cluster = spec,
+             .bytes = bytes,
+             .result = scheme::simulate_collective(spec, bytes, op, at.scheme.allreduce.algorithm,
+                                                   scheme::NetworkKind::MaxMin, true,
+                                                   at.scheme.allreduce.protocol, request.links_kept),
+             .links_shown = request.links_kept});
         if (!request.axes.empty()) rows->configs.push_back(config);
       }
     }

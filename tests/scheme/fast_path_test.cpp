@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "layered_workload.hpp"
 #include "stepcast/cluster/cluster.hpp"
@@ -400,6 +401,46 @@ TEST(FastPath, CollectiveAloneEqualsStageByStageSimulation) {
     EXPECT_TRUE(close(fast_bytes, full_bytes)) << what;
     if (::testing::Test::HasFailure()) return;
   }
+}
+
+// A result keeps only the busiest links (predict and collective keep 10 unless --all-links): they
+// must be the first of the whole ordered list, ties by name included, with the others counted.
+TEST(FastPath, KeepingTheBusiestLinksGivesTheFirstOfTheWholeListAndCountsTheRest) {
+  int trimmed = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Case c = random_case(seed);
+    const double bytes = 1e3 * static_cast<double>(seed * seed);
+    const CollectiveResult all =
+        simulate_collective(c.cluster, bytes, CollectiveOp::AllReduce, c.scheme.allreduce.algorithm,
+                            c.options.network, true, c.scheme.allreduce.protocol, 0);
+    SimulationOptions every_link = c.options;
+    every_link.links_kept = 0;
+    const SimulationResult step_all = simulate_steps(c.workload, c.cluster, c.scheme, every_link);
+    EXPECT_EQ(all.links_left_out, 0u) << c.description;
+    EXPECT_EQ(step_all.links_left_out, 0u) << c.description;
+    for (const size_t kept : {size_t{1}, size_t{3}, size_t{10}}) {
+      const CollectiveResult some =
+          simulate_collective(c.cluster, bytes, CollectiveOp::AllReduce, c.scheme.allreduce.algorithm,
+                              c.options.network, true, c.scheme.allreduce.protocol, kept);
+      SimulationOptions few = c.options;
+      few.links_kept = kept;
+      const SimulationResult step_some = simulate_steps(c.workload, c.cluster, c.scheme, few);
+      for (const auto& [whole, part, left_out] :
+           {std::tuple{&all.links, &some.links, some.links_left_out},
+            std::tuple{&step_all.links, &step_some.links, step_some.links_left_out}}) {
+        const size_t expected = std::min(kept, whole->size());
+        ASSERT_EQ(part->size(), expected) << c.description << ", kept " << kept;
+        EXPECT_EQ(left_out, whole->size() - expected) << c.description << ", kept " << kept;
+        for (size_t i = 0; i < expected; ++i)
+          EXPECT_EQ((*part)[i], (*whole)[i]) << c.description << ", link " << i;
+        trimmed += whole->size() > kept ? 1 : 0;
+      }
+      EXPECT_EQ(some.time, all.time) << c.description;
+      EXPECT_EQ(step_some.window, step_all.window) << c.description;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(trimmed, 100) << "most cases have more links than are kept";
 }
 
 TEST(FastPath, ATraceOrFastPathsOffRunsTheFullEngine) {

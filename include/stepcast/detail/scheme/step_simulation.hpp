@@ -79,6 +79,9 @@ struct SimulationOptions {
   /// the full engine up to this many ops a step over all ranks, and approximately above
   /// (SimulationEngine::Approximate). Tests set 0 to force the approximation.
   double full_engine_ops = 4e6;
+  /// The busiest links the result keeps (SimulationResult::links; 0: every link that carried
+  /// bytes). Only those are named: a million GPUs have millions of links.
+  std::size_t links_kept = 0;
 };
 
 /// The factor of worker `worker` in step `step` (SimulationOptions::compute_cv): lognormal with
@@ -114,7 +117,8 @@ struct SimulationResult {
   double bytes_received = 0;        ///< bytes arriving at devices (downlinks) during the window
   uint64_t events = 0;              ///< events dispatched plus flow completions
   uint32_t max_link_flows = 0;
-  std::vector<LinkLoad> links;  ///< every link that carried bytes in the window, busiest first
+  std::vector<LinkLoad> links;     ///< links that carried bytes in the window, busiest first (links_kept)
+  std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
   SimulationEngine engine = SimulationEngine::Full;
   /// Asynchronous parameter server: pushes of the workers' measured steps by staleness (index =
   /// updates the shard applied to the piece between its pull and the push's arrival); empty
@@ -138,7 +142,8 @@ struct CollectiveResult {
   uint32_t max_link_flows = 0;  ///< most transfers that shared one link direction in one step
   uint64_t events = 0;
   int stages = 0;
-  std::vector<LinkLoad> links;  ///< links that carried bytes, busiest first
+  std::vector<LinkLoad> links;     ///< links that carried bytes, busiest first (links_kept of them)
+  std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
   SimulationEngine engine = SimulationEngine::Full;
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;  ///< the one run (auto: the one chosen)
   CollectiveProtocol protocol = CollectiveProtocol::Links;  ///< the one run (auto: the one chosen)
@@ -171,11 +176,13 @@ struct RingBottleneck {
 /// fast_path: each distinct stage pattern is solved once and its time scaled by the stage's
 /// bytes (exact for a collective alone); false: stage after stage on the engine. `algorithm` and
 /// `protocol` apply to an all-reduce (auto: chosen for `bytes`); the other collectives are rings.
+/// The result keeps the `links_kept` busiest links (0: every one).
 [[nodiscard]] CollectiveResult simulate_collective(const cluster::ClusterSpec& cluster, double bytes,
                                                    CollectiveOp op, AllReduceAlgorithm algorithm,
                                                    NetworkKind network = NetworkKind::MaxMin,
                                                    bool fast_path = true,
-                                                   CollectiveProtocol protocol = CollectiveProtocol::Links);
+                                                   CollectiveProtocol protocol = CollectiveProtocol::Links,
+                                                   std::size_t links_kept = 0);
 
 /// One all-reduce of `bytes` across all workers of `cluster`, nothing else on the network.
 [[nodiscard]] CollectiveResult simulate_allreduce(const cluster::ClusterSpec& cluster, double bytes,
