@@ -551,8 +551,8 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
   request.sweep.jobs = jobs_of(jobs);
   std::vector<std::string> warnings;
   request.sweep.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
-  request.target_efficiency = target_efficiency.value_or(0);
-  request.target_throughput = target_throughput.value_or(0);
+  request.target_efficiency = target_efficiency;
+  request.target_throughput = target_throughput;
   PyAdvice a;
   answer_into(
       a,
