@@ -551,8 +551,8 @@ PyAdvice advise(const py::object& scenario, const py::object& vary, std::optiona
   request.sweep.jobs = jobs_of(jobs);
   std::vector<std::string> warnings;
   request.sweep.warn = [&warnings](const std::string& w) { warnings.push_back(w); };
-  request.target_efficiency = target_efficiency.value_or(0);
-  request.target_throughput = target_throughput.value_or(0);
+  request.target_efficiency = target_efficiency;
+  request.target_throughput = target_throughput;
   PyAdvice a;
   answer_into(
       a,
@@ -705,6 +705,8 @@ PyCalibration calibrate_nccl_tests(const py::object& log, const py::object& work
       },
       [](std::ostream& out, const auto& result) { stepcast::sweep::write_json(out, result); },
       [](std::ostream& out, const auto& result) { stepcast::sweep::write_table(out, result); });
+  // Keywords the fit does not use, as the command warns of its options (given: not the default).
+  raise_warnings(stepcast::sweep::unused_options(request));
   if (suggestion) {
     // The command's note on stderr, as a warning in Python's words.
     raise_warnings({fmt::format(

@@ -149,9 +149,10 @@ def test_a_decoder_has_tokens_and_memory():
     assert r.tokens_per_s > 0 and 0 < r.mfu < 1
     assert r.memory_per_worker_bytes["total"] > 0
     m = r.memory_per_worker_bytes
-    # The defaults: a pool of which 10% holds no tensor, and 1.1 GB outside it, once per GPU.
+    # The defaults: a pool of which 10% holds no tensor, and 1.1 GB outside it, once per GPU (in
+    # whole bytes: the JSON rounds them).
     assert m["allocated"] == m["total"]
-    assert m["reserved"] == pytest.approx(m["allocated"] / 0.9 + 1.1e9, rel=1e-12)
+    assert m["reserved"] == pytest.approx(m["allocated"] / 0.9 + 1.1e9, abs=0.5)
     assert p.compute_source != ""
 
 

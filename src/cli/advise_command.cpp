@@ -57,7 +57,7 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--report", args->report,
                   "Also write the answer and the grid as a self-contained HTML report to FILE");
-  return {cmd, [args] {
+  return {cmd, [args, cmd] {
             sweep::AdviseRequest request;
             request.sweep.scenario = args->scenario;
             request.sweep.overrides = args->sets;
@@ -77,8 +77,9 @@ std::pair<CLI::App*, std::function<int()>> add_advise_command(CLI::App& app) {
             request.sweep.warn = [](const std::string& w) {
               fmt::print(stderr, "stepcast: warning: {}\n", w);
             };
-            request.target_efficiency = args->target_efficiency;
-            request.target_throughput = args->target_throughput;
+            // Given, even as 0: the advisor rejects a value out of range rather than ignore it.
+            if (cmd->count("--target-efficiency") > 0) request.target_efficiency = args->target_efficiency;
+            if (cmd->count("--target-throughput") > 0) request.target_throughput = args->target_throughput;
             // The grid is a sweep inside; its errors speak of --sweep, and here the flag is --vary.
             const report::Advice advice = [&] {
               try {

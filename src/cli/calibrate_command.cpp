@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepcast/detail/calibrate/collective_log.hpp"
@@ -145,6 +146,14 @@ int CalibrateCommand::run() const {
   request.output = output_;
   request.option_name = calibrate_option;
   const sweep::NcclTestsCalibration result = sweep::calibrate_nccl_tests(request);
+  // An option the fit does not use is not an error (the fit is still right), but the user meant it
+  // to change something.
+  const auto given = [this](std::string_view option) {
+    return nccl_tests_->count(calibrate_option(option)) > 0;
+  };
+  for (const std::string& warning : sweep::unused_options(request, given)) {
+    fmt::print(stderr, "stepcast: warning: {}\n", warning);
+  }
   if (json_) {
     sweep::write_json(std::cout, result);
   } else {

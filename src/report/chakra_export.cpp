@@ -222,7 +222,7 @@ ChakraFile write_allreduce_worker(const std::string& prefix, int rank, const wor
       n.add_data_deps(op_node);
       if (previous_collective) n.add_data_deps(*previous_collective);
       previous_collective = n.id();
-      bytes += bucket.bytes;
+      bytes += bucket.bytes * how.allreduce_sent_per_byte;
     }
   };
   write_ops(writer, w, no_extra, after_op, emit_collectives);

@@ -153,9 +153,9 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   }
   json.end_object();
   json.key("bytes_sent");
-  json.number(r.bytes_sent);
+  json.bytes(r.bytes_sent);
   json.key("bytes_received");
-  json.number(r.bytes_received);
+  json.bytes(r.bytes_received);
   json.key("events");
   json.integer(r.events);
   json.key("engine");
@@ -237,7 +237,7 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
       if (key == "activations" && !r.memory.activations_modelled) {
         json.raw("null");
       } else {
-        json.number(value);
+        json.bytes(value);
       }
     }
     json.end_object();
@@ -246,7 +246,7 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   }
   json.key("gpu_memory_bytes");
   if (r.memory.gpu_memory > 0) {
-    json.number(r.memory.gpu_memory);
+    json.bytes(r.memory.gpu_memory);
   } else {
     json.raw("null");
   }
@@ -275,7 +275,7 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   for (const predict::BucketCollective& b : r.collectives) {
     json.begin_object();
     json.key("bytes");
-    json.number(b.bytes);
+    json.bytes(b.bytes);
     json.key("algorithm");
     json.string(b.algorithm);
     json.key("protocol");
@@ -445,7 +445,7 @@ void write_links_json(JsonWriter& json, const std::vector<sim::LinkLoad>& links,
     json.key("busy");
     json.number(links[i].busy);
     json.key("bytes");
-    json.number(links[i].bytes);
+    json.bytes(links[i].bytes);
     json.end_object();
   }
   json.end_array();

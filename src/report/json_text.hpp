@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -59,6 +60,16 @@ class JsonWriter {
   void number(double value) {
     separate();
     append_json_number(buf_, value);
+  }
+  /// A count of bytes: the nearest whole number, in digits (never an exponent), so that readers
+  /// get an integer; null when not finite. The value given stays a double: only the text rounds.
+  void bytes(double value) {
+    separate();
+    if (!std::isfinite(value)) {
+      buf_.append(std::string_view("null"));
+      return;
+    }
+    fmt::format_to(std::back_inserter(buf_), "{:.0f}", std::round(value) + 0.0);  // + 0.0: no "-0"
   }
   template <typename Integer>
   void integer(Integer value) {

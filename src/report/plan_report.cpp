@@ -276,11 +276,11 @@ void write_plan_json(std::ostream& out, const Plan& plan) {
       json.key("config");
       detail::write_config_json(json, c.closest_miss->config);
       json.key("memory_per_gpu_bytes");
-      json.number(c.closest_miss->memory.allocated());
+      json.bytes(c.closest_miss->memory.allocated());
       json.key("memory_reserved_bytes");
-      json.number(c.closest_miss->memory.reserved());
+      json.bytes(c.closest_miss->memory.reserved());
       json.key("gpu_memory_bytes");
-      json.number(c.closest_miss->memory.gpu_memory);
+      json.bytes(c.closest_miss->memory.gpu_memory);
       json.end_object();
     } else {
       json.null();

@@ -47,19 +47,19 @@ std::pair<std::string, std::optional<double>> split_cost(const std::string& valu
 report::Advice advise(const AdviseRequest& given) {
   AdviseRequest request = given;
   request.sweep = with_scenario_text(std::move(request.sweep));  // read once: it is loaded several times
-  // 0 is "not a target"; any other value must be one the flag takes (a negative or NaN target
-  // used to read as "no target" and the message named the wrong flag).
-  const double efficiency = request.target_efficiency, throughput = request.target_throughput;
-  if (efficiency != 0 && !(efficiency > 0 && efficiency <= 1)) {
+  // A target given is one the flag takes, 0 included: a 0 (or a negative or NaN) that read as "no
+  // target" was ignored beside the other target, or named the wrong flag without it.
+  const std::optional<double> efficiency = request.target_efficiency, throughput = request.target_throughput;
+  if (efficiency && !(*efficiency > 0 && *efficiency <= 1)) {
     throw Error({"", 0, "--target-efficiency"},
-                fmt::format("expected a fraction in (0, 1], got {}", efficiency));
+                fmt::format("expected a fraction in (0, 1], got {}", *efficiency));
   }
-  if (throughput != 0 && !(throughput > 0 && std::isfinite(throughput))) {
+  if (throughput && !(*throughput > 0 && std::isfinite(*throughput))) {
     throw Error({"", 0, "--target-throughput"},
-                fmt::format("expected a finite throughput > 0 in samples/s, got {}", throughput));
+                fmt::format("expected a finite throughput > 0 in samples/s, got {}", *throughput));
   }
-  const bool by_efficiency = efficiency > 0, by_throughput = throughput > 0;
-  if (by_efficiency == by_throughput) {
+  const bool by_efficiency = efficiency.has_value();
+  if (by_efficiency == throughput.has_value()) {
     throw Error({"", 0, "--target-efficiency"},
                 "give one target: --target-efficiency (0..1) or --target-throughput (samples/s)");
   }
@@ -135,8 +135,8 @@ report::Advice advise(const AdviseRequest& given) {
       predict::account_cost(p.result, priced);
     }
     // A configuration that does not fit in GPU memory cannot run: it meets no target.
-    p.meets = p.result.memory.fits() && (by_efficiency ? p.result.efficiency >= request.target_efficiency
-                                                       : p.result.throughput >= request.target_throughput);
+    p.meets = p.result.memory.fits() &&
+              (by_efficiency ? p.result.efficiency >= *efficiency : p.result.throughput >= *throughput);
     a.grid.push_back(std::move(p));
   }
   for (size_t i = 0; i < a.grid.size(); ++i) {
@@ -200,10 +200,10 @@ report::Advice advise(const AdviseRequest& given) {
   }
 
   a.scenario = s.scenario;
-  a.target_efficiency = request.target_efficiency;
-  a.target_throughput = request.target_throughput;
-  a.target = by_efficiency ? fmt::format("efficiency >= {:.1f}%", 100 * request.target_efficiency)
-                           : fmt::format("throughput >= {:.1f} samples/s", request.target_throughput);
+  a.target_efficiency = efficiency.value_or(0);
+  a.target_throughput = throughput.value_or(0);
+  a.target = by_efficiency ? fmt::format("efficiency >= {:.1f}%", 100 * *efficiency)
+                           : fmt::format("throughput >= {:.1f} samples/s", *throughput);
   return a;
 }
 

@@ -6,9 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
 #include "stepcast/detail/calibrate/collective_log.hpp"
@@ -78,7 +81,54 @@ E choice_of(const NcclTestsRequest& request, const std::string& text, std::strin
               fmt::format("expected one of {}, got '{}'", names, text));
 }
 
+/// The fit the request runs: --fit, else nccl where only it applies (several sweeps, or the NICs'
+/// bandwidth given), else endpoints.
+std::string fit_name(const NcclTestsRequest& request) {
+  return request.fit.value_or(!request.more_logs.empty() || !request.nic_bandwidth.empty() ? "nccl"
+                                                                                           : "endpoints");
+}
+
 }  // namespace
+
+std::vector<std::string> unused_options(const NcclTestsRequest& request,
+                                        const std::function<bool(std::string_view option)>& given) {
+  using calibrate::FitMethod;
+  const std::optional<FitMethod> method = parse_name<FitMethod>(fit_name(request));
+  if (!method) return {};
+  const NcclTestsRequest defaults;
+  const auto is_given = [&](std::string_view option, bool differs) {
+    return given ? given(option) : differs;
+  };
+  // Each option with the one fit that uses it.
+  struct Use {
+    std::string_view option;
+    bool given;
+    FitMethod fit;
+  };
+  const Use uses[] = {
+      {"max_regimes", is_given("max_regimes", request.max_regimes != defaults.max_regimes),
+       FitMethod::Regimes},
+      {"gpu_generation", is_given("gpu_generation", request.gpu_generation != defaults.gpu_generation),
+       FitMethod::Nccl},
+      {"cpu_vendor", is_given("cpu_vendor", request.cpu_vendor != defaults.cpu_vendor), FitMethod::Nccl},
+      {"nics_per_node", is_given("nics_per_node", request.nics_per_node != defaults.nics_per_node),
+       FitMethod::Nccl},
+  };
+  std::vector<std::string> warnings;
+  // In the front end's own syntax: --fit regimes, or fit='regimes'.
+  const std::string fit_option = option_name_of(request, "fit");
+  const auto fit_as_given = [&](FitMethod fit) {
+    return fit_option.starts_with("--") ? fmt::format("{} {}", fit_option, calibrate::to_string(fit))
+                                        : fmt::format("{}='{}'", fit_option, calibrate::to_string(fit));
+  };
+  for (const Use& use : uses) {
+    if (!use.given || use.fit == *method) continue;
+    warnings.push_back(fmt::format("{} has no effect: only {} uses it, and the fit is {}",
+                                   option_name_of(request, use.option), fit_as_given(use.fit),
+                                   calibrate::to_string(*method)));
+  }
+  return warnings;
+}
 
 NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
   return naming_options(request, [&] {
@@ -108,9 +158,7 @@ NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request) {
       throw bad("workers", fmt::format("expected one rank count per sweep: {} sweeps, {} counts",
                                        request.more_logs.size() + 1, request.more_workers.size() + 1));
     }
-    options.method = choice_of<FitMethod>(
-        request, request.fit.value_or(several || !request.nic_bandwidth.empty() ? "nccl" : "endpoints"),
-        "fit");
+    options.method = choice_of<FitMethod>(request, fit_name(request), "fit");
     if (several && options.method != FitMethod::Nccl) {
       throw bad("fit", fmt::format("several sweeps are fitted together only by nccl, got {}",
                                    calibrate::to_string(options.method)));

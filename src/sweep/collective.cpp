@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -47,8 +49,9 @@ std::vector<double> sizes_of(const CollectiveRequest& request) {
   for (size_t pos = 0; pos <= text.size();) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
-    const double bytes = parse_bytes_with_unit(text.substr(pos, comma - pos), where);
-    if (!(bytes > 0)) throw Error(where, "expected sizes > 0");
+    const std::string_view item = text.substr(pos, comma - pos);
+    const double bytes = parse_bytes_with_unit(item, where);
+    if (!(bytes > 0)) throw Error(where, fmt::format("expected sizes > 0, got '{}' in '{}'", item, text));
     sizes.push_back(bytes);
     pos = comma + 1;
   }
@@ -84,7 +87,7 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
     flags.push_back({std::move(key), option});
   };
   std::vector<int> counts;
-  // A list of worker counts is a row per count, not a key's value.
+  // A list of worker counts is a row per count, not a key's value (load_counting checks each).
   if (request.workers && request.workers->find(',') != std::string::npos) {
     counts = parse_worker_list(*request.workers, option_name_of(request, "workers"));
   } else {
@@ -110,7 +113,45 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
       throw;
     }
   };
-  const scenario::Scenario base = load(overrides);
+  // With a --workers list, the scenario at `with` checked at every count, as the rows run it (it
+  // used to be checked at the scenario's own count, 8 by default, and each count set on the
+  // cluster unchecked); returned at the first. An error at one count that another count (or the
+  // scenario's own) does not have is the count's: it names --workers and the count, before any
+  // row is timed.
+  auto load_counting = [&](const std::vector<std::string>& with) {
+    if (counts.empty()) return load(with);
+    std::optional<scenario::Scenario> first;
+    for (const int n : counts) {
+      std::vector<std::string> at = with;
+      at.push_back(fmt::format("cluster.workers={}", n));
+      std::optional<Error> failed;
+      try {
+        scenario::Scenario s = load(at);
+        if (!first) first = std::move(s);
+        continue;
+      } catch (const Error& e) {
+        failed = e;
+      }
+      // The count's fault when another count loads, or the scenario at its own count; else the
+      // scenario's (a bad option or key), as it is.
+      bool count_at_fault = first.has_value();
+      if (!count_at_fault) {
+        try {
+          (void)load(with);
+          count_at_fault = true;
+        } catch (const Error&) {
+          count_at_fault = false;
+        }
+      }
+      if (!count_at_fault) throw *failed;
+      const SourceLocation& where = failed->where();
+      throw bad(request, "workers",
+                fmt::format("at {} workers (of '{}'): {}{}", n, *request.workers,
+                            where.key.empty() ? "" : where.key + ": ", failed->message()));
+    }
+    return *first;
+  };
+  const scenario::Scenario base = load_counting(overrides);
   if (op != CollectiveOp::AllReduce && base.scheme.allreduce.algorithm != scheme::AllReduceAlgorithm::Ring) {
     throw bad(request, "algorithm", fmt::format("{} is only modelled with the ring", request.op));
   }
@@ -121,7 +162,6 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
                           "(leave --protocol out, or give links)",
                           *request.protocol, request.op));
   }
-  if (counts.empty()) counts = {base.cluster.workers};
 
   auto rows = std::make_shared<CollectiveRows>();
   for (const report::Config& config : grid(request.axes)) {
@@ -129,9 +169,22 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
     if (!config.empty()) {
       std::vector<std::string> more = overrides;
       for (const auto& setting : config) more.push_back(setting.key + "=" + setting.value);
-      at = load(more);
+      try {
+        at = load_counting(more);
+      } catch (const Error& e) {
+        // A swept value arrives as an override; say it came from --sweep, and at which point (as
+        // predict's sweep does).
+        SourceLocation where = e.where();
+        const bool swept = std::any_of(config.begin(), config.end(),
+                                       [&](const report::Input& in) { return in.key == where.key; });
+        if (swept && where.file == "--set") where.file = "--sweep";
+        throw Error(where, fmt::format("{} (at {})", e.message(), report::config_label(config)));
+      }
     }
-    for (int n : counts) {
+    // Without a list, the point's own count: a swept cluster.workers is the row's (it used to
+    // be the base's at every point).
+    const std::vector<int> row_counts = counts.empty() ? std::vector<int>{at.cluster.workers} : counts;
+    for (const int n : row_counts) {
       cluster::ClusterSpec spec = at.cluster;
       spec.workers = n;
       for (double bytes : sizes) {

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "stepcast/detail/output_file.hpp"
+#include "stepcast/detail/scheme/costs.hpp"
 #include "stepcast/detail/scheme/placement.hpp"
+#include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
 #include "stepcast/scenario/scenario.hpp"
@@ -67,11 +69,19 @@ Export export_chakra(const ExportRequest& request) {
           fmt::format("parameter server, {} shards (ranks {}..{}), {} pieces of {} tensors", how.ps_count,
                       how.workers, how.workers + how.ps_count - 1, how.pieces.size(), w.tensors.size());
       break;
-    case scheme::Scheme::AllReduce:
+    case scheme::Scheme::AllReduce: {
       how.buckets = workload::make_buckets(w, s.scheme.allreduce.bucket_bytes);
-      out.summary = fmt::format("all-reduce, {} buckets of {} gradients ({} per step)", how.buckets.size(),
-                                w.tensors.size(), format_bytes(w.parameter_bytes()));
+      // What a rank sends of each all-reduced byte, as the predictors' collective plan moves it
+      // (linear in the size: the closed form at one byte); the mean over ranks where they differ
+      // (hierarchical with a last node short of GPUs).
+      const scheme::AllReduceAlgorithm algorithm = s.scheme.allreduce.algorithm;
+      how.allreduce_sent_per_byte =
+          scheme::allreduce_bytes_per_worker(algorithm, how.workers, s.cluster.workers_per_node, 1.0);
+      out.summary = fmt::format("all-reduce ({}), {} buckets of {} gradients ({} all-reduced per step)",
+                                name_of(algorithm), how.buckets.size(), w.tensors.size(),
+                                format_bytes(w.parameter_bytes()));
       break;
+    }
     case scheme::Scheme::Fsdp:
       throw Error({s.file, 0, "training.scheme"},
                   "export --chakra writes parameter-server and all-reduce jobs; fsdp is not supported yet");

@@ -82,8 +82,10 @@ std::vector<int> parse_worker_list(std::string_view text, std::string_view optio
     const std::string_view item = text.substr(pos, comma - pos);
     const auto value = integer(item);
     if (!value || *value < 1 || *value > kMaxWorkers) {
-      throw Error(where, fmt::format("expected a comma-separated list of integers in [1, {}], got '{}'",
-                                     kMaxWorkers, text));
+      // The entry at fault, not only the list: in '8,16,bogus,32' the eye finds it less easily.
+      const std::string entry = item.empty() ? std::string("an empty entry") : fmt::format("'{}'", item);
+      throw Error(where, fmt::format("expected a comma-separated list of integers in [1, {}], got {} in '{}'",
+                                     kMaxWorkers, entry, text));
     }
     if (std::find(out.begin(), out.end(), *value) != out.end()) {
       throw Error(where, fmt::format("{} is given twice in '{}'; each count once", *value, text));

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_support.hpp"
 
@@ -50,6 +53,47 @@ TEST_F(PlanCli, TableRanksTheLayoutsAndSaysWhatWasRejected) {
   EXPECT_NE(r.out.find("rank  layout"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tokens/s per GPU"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank these 3 layouts"), std::string::npos) << r.out;
+}
+
+// A byte quantity: a key ending in _bytes or starting with bytes_, "bytes", or any member of an
+// object whose key ends in _bytes (memory_per_worker_bytes.reserved).
+bool is_byte_key(std::string_view key) {
+  return key == "bytes" || key.starts_with("bytes_") || key.ends_with("_bytes");
+}
+
+/// Every number of `v` under a byte key (`bytes`: `v` is under one), with its path.
+void byte_numbers(const Json& v, const std::string& path, bool bytes,
+                  std::vector<std::pair<std::string, const Json*>>& out) {
+  if (v.is_number() && bytes) out.emplace_back(path, &v);
+  for (std::size_t i = 0; i < v.array.size(); ++i)
+    byte_numbers(v.array[i], path + "[" + std::to_string(i) + "]", false, out);
+  for (const auto& [key, member] : v.object)
+    byte_numbers(member, path + "." + key, bytes || is_byte_key(key), out);
+}
+
+// Bytes are whole numbers in the JSON, written as integers. The reserved memory is allocated / (1 -
+// overhead) plus the reserve: at an overhead of 0.3, 621,292,032 allocated bytes reserve
+// 987,560,045.71, which used to print with its fraction.
+TEST_F(PlanCli, JsonBytesAreWholeNumbers) {
+  const RunResult r = run({"plan", scenario(), "--gpus", "16", "--top", "2", "--json", "--set",
+                           "cluster.gpu.allocator_overhead=0.3"},
+                          120);
+  ASSERT_EQ(r.code, 0) << r.describe();
+  const Json doc = parse_json_or_fail(r.out);
+  std::vector<std::pair<std::string, const Json*>> numbers;
+  byte_numbers(doc, "", false, numbers);
+  std::vector<std::string> seen;
+  for (const auto& [path, value] : numbers) {
+    EXPECT_TRUE(!value->number_text.empty() &&
+                value->number_text.find_first_not_of("0123456789") == std::string::npos)
+        << path << " = " << value->number_text;
+    seen.push_back(path.substr(path.rfind('.') + 1));
+  }
+  // The plan's own fields and the predictions' (memory, bytes sent, links).
+  for (const char* key : {"memory_reserved_bytes", "memory_per_gpu_bytes", "gpu_memory_bytes", "reserved",
+                          "allocated", "bytes_sent", "bytes_received", "bytes"}) {
+    EXPECT_NE(std::find(seen.begin(), seen.end(), key), seen.end()) << key << " not in the JSON\n" << r.out;
+  }
 }
 
 TEST_F(PlanCli, JsonGivesTheCountsByReasonAndTheRankedRows) {

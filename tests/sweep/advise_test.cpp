@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "stepcast/error.hpp"
 #include "stepcast/predict/predict.hpp"
@@ -18,7 +20,7 @@ namespace advise_test {  // this file's own names: test files are compiled sever
 
 const std::string kExample = std::string(STEPCAST_SOURCE_DIR) + "/examples/resnet50-ps.yaml";
 
-AdviseRequest ps_request(double target_efficiency) {
+AdviseRequest ps_request(std::optional<double> target_efficiency) {
   AdviseRequest r;
   r.sweep.scenario = kExample;
   r.sweep.overrides = {"steps.measure=2", "steps.warmup=1", "predictor=coarse"};
@@ -207,7 +209,7 @@ TEST(Advise, PerValueCostsAddToEachPointsPrice) {
 }
 
 TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
-  AdviseRequest none = ps_request(0);
+  AdviseRequest none = ps_request(std::nullopt);
   EXPECT_THROW((void)advise(none), Error);
   AdviseRequest both = ps_request(0.5);
   both.target_throughput = 100;
@@ -225,6 +227,28 @@ TEST(Advise, BadRequestsAreErrorsNamingTheOption) {
   AdviseRequest counts = ps_request(0.5);
   counts.sweep.workers = {8, 16};
   EXPECT_THROW((void)advise(counts), Error);
+}
+
+// A target of 0 is given and out of range, not "no target": alone it is an error naming its own
+// option, and beside the other target it is not ignored.
+TEST(Advise, AZeroTargetIsAnErrorNamingItsOption) {
+  AdviseRequest zero_throughput = ps_request(std::nullopt);
+  zero_throughput.target_throughput = 0.0;
+  AdviseRequest zero_beside = ps_request(0.5);
+  zero_beside.target_throughput = 0.0;
+  AdviseRequest zero_efficiency = ps_request(0.0);
+  zero_efficiency.target_throughput = 100;
+  for (const auto& [request, option] :
+       {std::pair{zero_throughput, "--target-throughput"}, std::pair{zero_beside, "--target-throughput"},
+        std::pair{zero_efficiency, "--target-efficiency"}}) {
+    try {
+      (void)advise(request);
+      ADD_FAILURE() << option << " 0 accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.where().key, option) << e.what();
+      EXPECT_NE(e.message().find("got 0"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace advise_test

@@ -13,8 +13,11 @@
 #include <string_view>
 
 #include "stepcast/error.hpp"
+#include "stepcast/report/chakra_export.hpp"
+#include "stepcast/scenario/scenario.hpp"
 #include "stepcast/sweep/calibrate.hpp"
 #include "stepcast/sweep/export.hpp"
+#include "stepcast/units.hpp"
 
 namespace stepcast::sweep {
 namespace {
@@ -206,6 +209,32 @@ TEST(FrontEnd, ExportReturnsOneFilePerRankAsWritten) {
   r.chakra.clear();
   EXPECT_EQ(error_of([&] { (void)export_chakra(r); }).second,
             "expected an output prefix, e.g. --chakra out/job");
+}
+
+// An all-reduce rank sends its share of each bucket, not the bucket: over a ring of N ranks,
+// 2 (N-1)/N of the gradients each step (reduce-scatter then all-gather), the same on every rank;
+// the summary gives the payload.
+TEST(FrontEnd, ExportAllReduceRanksSendTheRingsShare) {
+  const fs::path dir = temp_dir("export-ring");
+  const std::string scenario = kSource + "/examples/vgg16-allreduce.yaml";
+  const double gradients =
+      scenario::build_workload(scenario::load_scenario(scenario, {"training.allreduce.algorithm=ring"}))
+          .parameter_bytes();
+  for (const int n : {2, 4, 7}) {
+    ExportRequest r;
+    r.chakra = (dir / fmt::format("job{}", n)).string();
+    r.scenario.scenario = scenario;
+    r.scenario.overrides = {"training.allreduce.algorithm=ring"};
+    r.workers = n;
+    const Export e = export_chakra(r);
+    ASSERT_EQ(e.files.size(), static_cast<std::size_t>(n));
+    for (const report::ChakraFile& f : e.files) {
+      EXPECT_NEAR(f.bytes_sent, 2.0 * (n - 1) / n * gradients, 1e-9 * gradients)
+          << n << " ranks, rank " << f.rank;
+    }
+    EXPECT_NE(e.summary.find(format_bytes(gradients) + " all-reduced per step"), std::string::npos)
+        << e.summary;
+  }
 }
 
 }  // namespace front_end_test

@@ -36,6 +36,10 @@ struct ChakraExport {
   /// Length of the involved_dim list of collectives: the number of network dimensions of the
   /// ASTRA-sim network the traces will run on (1 for a single switch).
   int network_dims = 1;
+  /// All-reduce: the bytes a rank sends per byte all-reduced, as the scenario's algorithm runs it
+  /// (2 (N-1)/N for a ring; the caller computes it, this writer does not know the algorithms).
+  /// Only ChakraFile::bytes_sent uses it: the files hold the buckets' payload.
+  double allreduce_sent_per_byte = 0;
 };
 
 /// One written file.
@@ -44,7 +48,9 @@ struct ChakraFile {
   int rank = 0;
   std::string role;       ///< "worker" or "ps"
   int nodes = 0;          ///< Node messages written
-  double bytes_sent = 0;  ///< bytes this rank sends or all-reduces per step
+  /// Bytes this rank sends per step: a PS rank's pushes or pulls, an all-reduce rank's buckets x
+  /// ChakraExport::allreduce_sent_per_byte (not the payload of the collectives).
+  double bytes_sent = 0;
 };
 
 /// Writes "<prefix>.<rank>.et" for every worker rank (and server rank for a PS). Throws Error

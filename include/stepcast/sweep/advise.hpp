@@ -22,8 +22,10 @@ namespace stepcast::sweep {
 
 struct AdviseRequest {
   Request sweep;                 ///< axes = the varied keys; one worker count (or none)
-  double target_efficiency = 0;  ///< 0..1; 0: not a target
-  double target_throughput = 0;  ///< samples/s; 0: not a target
+  /// One of the two, the other left out: a given 0 is an error like any value out of range (it
+  /// used to read as "not given").
+  std::optional<double> target_efficiency;  ///< in (0, 1]
+  std::optional<double> target_throughput;  ///< samples/s, > 0
 };
 
 /// Runs the grid at the request's worker count and answers. A value "V:COST" of an axis (COST a

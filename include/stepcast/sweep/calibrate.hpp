@@ -11,6 +11,7 @@
 //   sweep::write_table(std::cout, sweep::calibrate_gemm_table(g));
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -72,6 +73,15 @@ struct NcclTestsCalibration {
 /// so a bad path fails before anything is printed). Throws Error naming the option, the file or
 /// the line on bad input.
 [[nodiscard]] NcclTestsCalibration calibrate_nccl_tests(const NcclTestsRequest& request);
+
+/// One warning for each option given that the request's fit does not use, naming it and the fit
+/// (the fit runs as if it were not given): `max_regimes` outside --fit regimes; `gpu_generation`,
+/// `cpu_vendor` and `nics_per_node` outside --fit nccl (`nic_bandwidth` there is an error of
+/// calibrate_nccl_tests, and picks nccl when no fit is given). `given(option)` says whether an
+/// option, by its name here, was given; without it, an option is given when it differs from its
+/// default. Nothing when the fit is no fit's name (calibrate_nccl_tests' error says so).
+[[nodiscard]] std::vector<std::string> unused_options(
+    const NcclTestsRequest& request, const std::function<bool(std::string_view option)>& given = {});
 
 /// What `stepcast calibrate nccl-tests --json` prints: one JSON object on one line.
 void write_json(std::ostream& out, const NcclTestsCalibration& calibration);
