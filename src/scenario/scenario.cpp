@@ -1115,8 +1115,9 @@ workload::Workload build_workload(const Scenario& scenario) {
     // Speed-up is against one GPU training the whole model alone: its compute (from shapes, the
     // kernels at t = c = e = 1, not one rank's of the layout) and its whole optimizer step, which
     // it takes once per batch_per_worker samples. With micro-batches (a global batch) one GPU
-    // alone would accumulate them over a step as the job does, its optimizer step spread over
-    // them: the baseline is then a micro-batch's compute alone.
+    // alone would accumulate the global batch over a step as the job does, its optimizer step
+    // spread over its global_batch / micro_batch micro-batches: a micro-batch's compute and that
+    // share of the optimizer step (the whole step at one micro-batch, where the job is the same).
     double alone = out.step_time_alone();
     if (from_shapes && scenario.scheme.parallel != scheme::ParallelConfig{}) {
       Scenario whole = scenario;
@@ -1129,9 +1130,11 @@ workload::Workload build_workload(const Scenario& scenario) {
     by_itself.scheme = scheme::Scheme::AllReduce;
     cluster::ClusterSpec one = scenario.cluster;
     one.workers = 1;
-    const bool micro_batched = scenario.scheme.parallel.global_batch > 0;
-    out.facts.baseline_step_time =
-        alone + (micro_batched ? 0.0 : scheme::optimizer_step_time(out, one, by_itself));
+    const double micro_batches_alone =
+        scenario.scheme.parallel.global_batch > 0
+            ? std::max(1.0, static_cast<double>(scenario.scheme.parallel.global_batch) / w.batch_per_worker)
+            : 1.0;
+    out.facts.baseline_step_time = alone + scheme::optimizer_step_time(out, one, by_itself) / micro_batches_alone;
   }
   out.comm_cpu_per_byte = w.comm_cpu_per_byte;
   if (model.transformer) {
