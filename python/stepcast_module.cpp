@@ -482,9 +482,10 @@ PyPrediction predict(const py::object& scenario, const py::object& workers, cons
     py::gil_scoped_release release;
     renaming_options({{"--sweep", "sweep"}, {"--workers", "workers"}}, [&] {
       // Checks the scenario once up front (errors name its line), then runs the grid.
+      // At the workers counts, and a set valid only with the sweep's values applied is accepted,
+      // as `stepcast predict` checks it (sweep::base_scenario).
       const stepcast::scenario::Scenario base =
-          stepcast::sweep::load_scenario(request, overrides, stepcast::scenario::Needs::Workload,
-                                         request.axes.empty() ? swept : std::vector<int>{});
+          stepcast::sweep::base_scenario(request, stepcast::scenario::Needs::Workload, swept);
       result = stepcast::sweep::run(request);
       stepcast::sweep::describe_run(result, base, request,
                                     swept.empty() ? std::vector<int>{base.cluster.workers} : swept, request.warn);

@@ -105,6 +105,19 @@ def test_a_dict_scenario_predicts_like_the_file():
     assert p.results[0].to_dict() == from_file.results[1].to_dict()
 
 
+def test_a_set_is_checked_at_the_workers_given_and_may_need_the_swept_values():
+    # As `stepcast predict`: a global batch of 1,344 is valid at 1,344 GPUs (42 replicas), though
+    # not at the file's 10,752; and interleaving set with its chunks swept is valid at every point.
+    gpt3 = ROOT / "examples" / "gpt3-175b-3d.yaml"
+    p = stepcast.predict(gpt3, workers=[1344], set={"workload.global_batch": 1344}, predictor="analytic",
+                         sweep={"training.parallel.virtual_stages": [4, 12]})
+    assert [r.to_dict()["layout"] for r in p] == ["tp4 cp1 pp8 vp4 dp42", "tp4 cp1 pp8 vp12 dp42"]
+    plan = ROOT / "examples" / "llama3-70b-plan.yaml"
+    q = stepcast.predict(plan, set={"training.pipeline.schedule": "interleaved"}, predictor="analytic",
+                         sweep={"training.parallel.virtual_stages": [2, 4]})
+    assert len(q) == 2
+
+
 def test_sweep_puts_each_configuration_in_its_results_and_rows():
     p = stepcast.predict(EXAMPLE, workers=[2, 4], set=QUICK, predictor="coarse",
                          sweep={"training.ps.count": "1..4", "cluster.nic_bandwidth": ["10Gbps", "25Gbps"]})

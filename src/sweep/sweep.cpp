@@ -267,8 +267,9 @@ report::Sweep run(const Request& given) {
   const std::vector<report::Config> configs = explicit_configs ? request.configs : grid(request.axes);
   const bool configured = explicit_configs || !request.axes.empty();
   const scenario::Needs needs = scenario::Needs::Workload;
-  const scenario::Scenario base =
-      base_scenario(request, needs, configured ? std::vector<int>{} : request.workers);
+  // Checked at the --workers counts, as every configuration is below (at the file's own count a
+  // --set global batch can be refused that every row accepts).
+  const scenario::Scenario base = base_scenario(request, needs, request.workers);
   const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
 
   // One task per configuration: it loads its scenario once and predicts every worker count, so

@@ -158,6 +158,18 @@ TEST_F(PredictCli, ASetValidOnlyWithTheSweptValuesIsTakenAtEachPoint) {
   EXPECT_NE(bad.err.find("training.pipeline.schedule"), std::string::npos) << bad.err;
 }
 
+// A --set is checked at the --workers counts, as the rows are, also with a --sweep: a global
+// batch of 1,344 is 32 micro-batches over GPT-3's 42 replicas at 1,344 GPUs, though it would be 4
+// over the 336 of the file's 10,752 (it was refused there: "give at least 2688 sequences").
+TEST_F(PredictCli, ASetIsCheckedAtTheWorkersGivenWithASweep) {
+  const std::string example = std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml";
+  const RunResult r = run({"predict", example, "--predictor", "analytic", "--workers", "1344", "--set",
+                           "workload.global_batch=1344", "--sweep", "training.parallel.virtual_stages=4,12"});
+  ASSERT_EQ(r.code, 0) << r.describe();
+  EXPECT_NE(r.out.find("vp4 dp42"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vp12 dp42"), std::string::npos) << r.out;
+}
+
 // A layout that loses time to one dimension's collectives names them and their links, not the
 // busiest link of the step: at tp8 Llama 3 70B's NICs are 77% busy with FSDP's traffic, which
 // hides, while the tensor-parallel all-reduces on NVLink are 15% of the step (the sentence used to
