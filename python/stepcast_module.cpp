@@ -485,7 +485,8 @@ PyPrediction predict(const py::object& scenario, const py::object& workers, cons
       // At the workers counts, and a set valid only with the sweep's values applied is accepted,
       // as `stepcast predict` checks it (sweep::base_scenario).
       const stepcast::scenario::Scenario base =
-          stepcast::sweep::base_scenario(request, stepcast::scenario::Needs::Workload, swept);
+          stepcast::sweep::base_scenario(request, stepcast::scenario::Needs::Workload,
+                                         request.axes.empty() ? swept : std::vector<int>{});
       result = stepcast::sweep::run(request);
       stepcast::sweep::describe_run(result, base, request,
                                     swept.empty() ? std::vector<int>{base.cluster.workers} : swept, request.warn);

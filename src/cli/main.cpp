@@ -121,9 +121,8 @@ int run_predict(const PredictArgs& args) {
     };
   }
   // Checks the file once up front (errors name its line), then runs the grid.
-  // At the --workers counts, as every row is (at the file's own count a --set valid at them can fail).
-  const stepcast::scenario::Scenario scenario =
-      stepcast::sweep::base_scenario(request, stepcast::scenario::Needs::Workload, swept);
+  const stepcast::scenario::Scenario scenario = stepcast::sweep::base_scenario(
+      request, stepcast::scenario::Needs::Workload, request.axes.empty() ? swept : std::vector<int>{});
   if (!args.trace_out.empty() &&
       (all_predictors || scenario.options.predictor != stepcast::predict::Predictor::Fine)) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor alone");

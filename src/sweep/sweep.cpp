@@ -251,6 +251,14 @@ scenario::Scenario base_scenario(const Request& request, scenario::Needs needs,
   try {
     return load_scenario(request, request.overrides, needs, worker_sweep);
   } catch (const Error&) {
+    // At the file's own worker count a --set can be refused that every row, at the --workers
+    // counts, accepts (a global batch too small for the file's replicas): check it there.
+    if (worker_sweep.empty() && !request.workers.empty()) {
+      try {
+        return load_scenario(request, request.overrides, needs, request.workers);
+      } catch (const Error&) {
+      }
+    }
     const std::vector<report::Config> configs = !request.configs.empty() ? request.configs
                                                 : request.axes.empty()   ? std::vector<report::Config>{}
                                                                          : grid(request.axes);
@@ -267,9 +275,8 @@ report::Sweep run(const Request& given) {
   const std::vector<report::Config> configs = explicit_configs ? request.configs : grid(request.axes);
   const bool configured = explicit_configs || !request.axes.empty();
   const scenario::Needs needs = scenario::Needs::Workload;
-  // Checked at the --workers counts, as every configuration is below (at the file's own count a
-  // --set global batch can be refused that every row accepts).
-  const scenario::Scenario base = base_scenario(request, needs, request.workers);
+  const scenario::Scenario base =
+      base_scenario(request, needs, configured ? std::vector<int>{} : request.workers);
   const std::vector<int> counts = request.workers.empty() ? std::vector<int>{base.cluster.workers} : request.workers;
 
   // One task per configuration: it loads its scenario once and predicts every worker count, so

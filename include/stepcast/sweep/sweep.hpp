@@ -103,9 +103,10 @@ struct Request {
 
 /// The scenario before the sweep's changes (request.overrides applied), which need not be valid
 /// alone: `--set training.pipeline.schedule=interleaved --sweep
-/// training.parallel.virtual_stages=2,4` is valid at every point and not before. Then the first
-/// configuration of the grid (or of request.configs) stands for it, and its error, if it has one,
-/// is thrown. `worker_sweep` as load_scenario's.
+/// training.parallel.virtual_stages=2,4` is valid at every point and not before. Then the scenario
+/// at request.workers (when `worker_sweep` is empty: a --set valid at the --workers counts and not
+/// at the file's), then the first configuration of the grid (or of request.configs) stands for
+/// it, and its error, if it has one, is thrown. `worker_sweep` as load_scenario's.
 [[nodiscard]] scenario::Scenario base_scenario(const Request& request, scenario::Needs needs,
                                                const std::vector<int>& worker_sweep);
 
