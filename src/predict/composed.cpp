@@ -111,7 +111,10 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
     tensor += m * c.tensor_exposed;
     context += m * c.context_exposed;
     expert += m * c.expert_exposed;
-    data_in_passes += m * c.data_exposed;
+    // A micro-batch held up by its sharded-data-parallel collectives (above) waits on them: that
+    // time is theirs, not a bubble.
+    data_in_passes +=
+        m * (c.data_exposed + std::max(0.0, c.data_per_micro_batch - (c.forward + c.backward + c.weight)));
     optimizer += c.optimizer;
   }
   const double n = static_cast<double>(costs.stages.size());
@@ -147,7 +150,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
       *part *= std::min(1.0, scale);
     }
   }
-  r.bubble_fraction = step > 0 ? std::max(0.0, r.breakdown.wait - straggle) / step : 0;
+  // Without a pipeline nothing waits on a schedule: what is left is not a bubble.
+  r.bubble_fraction = step > 0 && p > 1 ? std::max(0.0, r.breakdown.wait - straggle) / step : 0;
   r.layout = scheme::RankLayout::describe(
       scheme.parallel, spec.workers, scheme::hybrid_shard_ranks(scheme, spec.workers, spec.workers_per_node));
   r.workers = spec.workers;

@@ -211,41 +211,83 @@ void attribute_experts(Result& r, const workload::Workload& w, const scheme::Sch
 void attribute_dimensions(Result& r, const cluster::ClusterSpec& cluster,
                           const scheme::SchemeConfig& scheme) {
   using scheme::ParallelDimension;
-  if (!scheme.parallel.composed() || r.bottleneck_kind != BottleneckKind::Compute) return;
-  const std::string lost = "% of step lost to communication (";
+  if (!scheme.parallel.composed()) return;
+  const double step = std::max(r.step_time, 1e-300);
+  const double bubble = r.bubble_fraction, exposed = r.breakdown.communication_exposed / step;
+  // The dimension holding most of the exposed communication, with the links it runs on, when it
+  // holds at least half of it: "(mostly tensor-parallel collectives: 15% of step, on the
+  // intra-node link 14% busy)".
+  auto mostly = [&]() -> std::optional<std::string> {
+    struct Part {
+      ParallelDimension dimension;
+      double seconds;
+      const char* what;
+    };
+    const Breakdown& b = r.breakdown;
+    const std::array<Part, 5> parts{{{ParallelDimension::Tensor, b.tensor, "tensor-parallel collectives"},
+                                     {ParallelDimension::Context, b.context, "ring attention's K/V exchange"},
+                                     {ParallelDimension::Pipeline, b.pipeline, "pipeline messages"},
+                                     {ParallelDimension::Data, b.data, "data-parallel collectives"},
+                                     {ParallelDimension::Expert, b.expert, "expert all-to-alls"}}};
+    const Part& top = *std::max_element(parts.begin(), parts.end(),
+                                        [](const Part& x, const Part& y) { return x.seconds < y.seconds; });
+    if (!(top.seconds >= 0.5 * b.communication_exposed) || !(top.seconds > 0)) return std::nullopt;
+    const scheme::RankLayout layout(
+        scheme.parallel, cluster.workers,
+        scheme::hybrid_shard_ranks(scheme, cluster.workers, cluster.workers_per_node));
+    const std::vector<int> group =
+        top.dimension == ParallelDimension::Data ? layout.data_group(0) : layout.group(top.dimension, 0);
+    const bool in_node = std::all_of(group.begin(), group.end(), [&](int rank) {
+      return rank / cluster.workers_per_node == group.front() / cluster.workers_per_node;
+    });
+    const std::string link = in_node                                                      ? "intra-node link"
+                             : busy_of(r, "worker NIC in") > busy_of(r, "worker NIC out") ? "worker NIC in"
+                                                                                          : "worker NIC out";
+    return fmt::format("(mostly {}: {:.0f}% of step, on the {} {:.0f}% busy)", top.what,
+                       100 * top.seconds / step, link, 100 * std::min(busy_of(r, link), 1.0));
+  };
+  // A layout whose stages wait on the schedule: the bubble, not "other workers or servers".
+  const std::string waiting = "waiting for other workers or servers (";
+  if (const std::size_t at = r.bottleneck.find(waiting);
+      at != std::string::npos && scheme.parallel.pipeline > 1 && bubble >= exposed) {
+    const std::size_t close = r.bottleneck.find(')', at);
+    if (close == std::string::npos) return;
+    r.bottleneck.replace(at, close - at + 1,
+                         fmt::format("pipeline bubble ({:.0f}% of step, {} stages; exposed communication "
+                                     "{:.0f}%)",
+                                     100 * bubble, scheme.parallel.pipeline, 100 * exposed));
+    if (r.bottleneck_kind != BottleneckKind::Memory) r.bottleneck_kind = BottleneckKind::PipelineBubble;
+    r.bottleneck_resource = "";
+    return;
+  }
+  if (r.bottleneck_kind != BottleneckKind::Compute) return;
+  // Compute-bound, losing time: "30% of step lost to waiting (worker NIC out 9% busy)" said part
+  // by part, the bubble and the communication, each with its share.
+  const std::string lost = "% of step lost to ";
   const std::size_t at = r.bottleneck.find(lost);
   if (at == std::string::npos) return;
-  const std::size_t open = at + lost.size() - 1, close = r.bottleneck.find(')', open);
-  if (close == std::string::npos) return;
-  struct Part {
-    ParallelDimension dimension;
-    double seconds;
-    const char* what;
-  };
-  const Breakdown& b = r.breakdown;
-  const std::array<Part, 5> parts{{{ParallelDimension::Tensor, b.tensor, "tensor-parallel collectives"},
-                                   {ParallelDimension::Context, b.context, "ring attention's K/V exchange"},
-                                   {ParallelDimension::Pipeline, b.pipeline, "pipeline messages"},
-                                   {ParallelDimension::Data, b.data, "data-parallel collectives"},
-                                   {ParallelDimension::Expert, b.expert, "expert all-to-alls"}}};
-  const Part& top = *std::max_element(parts.begin(), parts.end(),
-                                      [](const Part& x, const Part& y) { return x.seconds < y.seconds; });
-  if (!(top.seconds >= 0.5 * b.communication_exposed) || !(top.seconds > 0)) return;
-  const scheme::RankLayout layout(
-      scheme.parallel, cluster.workers,
-      scheme::hybrid_shard_ranks(scheme, cluster.workers, cluster.workers_per_node));
-  const std::vector<int> group =
-      top.dimension == ParallelDimension::Data ? layout.data_group(0) : layout.group(top.dimension, 0);
-  const bool in_node = std::all_of(group.begin(), group.end(), [&](int rank) {
-    return rank / cluster.workers_per_node == group.front() / cluster.workers_per_node;
-  });
-  const std::string link = in_node                                                      ? "intra-node link"
-                           : busy_of(r, "worker NIC in") > busy_of(r, "worker NIC out") ? "worker NIC in"
-                                                                                        : "worker NIC out";
-  r.bottleneck.replace(open, close - open + 1,
-                       fmt::format("(mostly {}: {:.0f}% of step, on the {} {:.0f}% busy)", top.what,
-                                   100 * top.seconds / std::max(r.step_time, 1e-300), link,
-                                   100 * std::min(busy_of(r, link), 1.0)));
+  const std::size_t open = r.bottleneck.find('(', at), close = r.bottleneck.find(')', at);
+  if (open == std::string::npos || close == std::string::npos) return;
+  const std::optional<std::string> dimension = mostly();
+  if (bubble < 0.005) {
+    // All of it is communication: name the dimension holding it, if one does.
+    if (dimension && r.bottleneck.compare(at + lost.size(), 13, "communication") == 0)
+      r.bottleneck.replace(open, close - open + 1, *dimension);
+    return;
+  }
+  const std::size_t number = r.bottleneck.rfind("; ", at);
+  if (number == std::string::npos) return;
+  const double waiting_else = r.breakdown.wait / step - bubble;  // stragglers: not the schedule
+  std::string parts = fmt::format("pipeline bubble {:.0f}%", 100 * bubble);
+  if (exposed >= 0.005) {
+    parts += fmt::format(", communication {:.0f}%", 100 * exposed);
+    if (dimension) parts += " " + *dimension;
+  }
+  if (waiting_else >= 0.005)
+    parts += fmt::format(", waiting for the slowest worker {:.0f}%", 100 * waiting_else);
+  r.bottleneck.replace(
+      number, close - number + 1,
+      fmt::format("; {:.0f}% of step lost: {}", 100 * (exposed + r.breakdown.wait / step), parts));
 }
 
 void account_collectives(Result& r, const workload::Workload& w, const cluster::ClusterSpec& spec,

@@ -219,6 +219,7 @@ enum class BottleneckKind : uint8_t {
   Stragglers,        ///< waiting for the slowest worker of a step
   Memory,            ///< the job does not fit in GPU memory (the step time is still predicted)
   Incast,            ///< TCP senders waiting out RTO_min at an overflowing switch port (cluster.transport)
+  PipelineBubble,    ///< stages idle in the pipeline schedule's fill and drain (a parallel layout)
 };
 constexpr std::string_view name_of(BottleneckKind v) {
   switch (v) {
@@ -242,6 +243,8 @@ constexpr std::string_view name_of(BottleneckKind v) {
       return "memory";
     case BottleneckKind::Incast:
       return "tcp_incast";
+    case BottleneckKind::PipelineBubble:
+      return "pipeline_bubble";
   }
   return {};
 }
