@@ -46,6 +46,9 @@ void GroupExchange::maybe_start(int stream) {
   const GroupPlans& plans = plans_.groups[static_cast<size_t>(dimension_)][static_cast<size_t>(s.group)];
   if (it == s.issued.end() || static_cast<int>(it->second.members.size()) < plans.members) return;
   s.running = true;
+  if (ctx_.trace != nullptr) {
+    for (const auto& [member, member_op] : it->second.members) runtime_.comm_started(member, member_op);
+  }
   const CommOp& comm = it->second.comm;
   CollectiveTerms terms{.regime = ctx_.cluster.spec.regime_for(comm.bytes)};
   const CollectivePlan* plan = nullptr;

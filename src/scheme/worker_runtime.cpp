@@ -96,6 +96,7 @@ WorkerRuntime::WorkerRuntime(const StepContext& context)
     }
     if (ctx_.trace != nullptr) {
       worker.op_span.assign(static_cast<size_t>(p.num_ops), kNone);
+      worker.started_at.assign(static_cast<size_t>(p.num_ops), -1.0);
       worker.waited_for.assign(static_cast<size_t>(p.num_ops), kNone);
       worker.waited_at.assign(static_cast<size_t>(p.num_ops), 0.0);
     }
@@ -332,7 +333,10 @@ void WorkerRuntime::comm_done(int w, int op, int source) {
         break;
     }
     if (thread != kNone && layout.keeps(w, worker.step)) {
-      const double start = worker.released_at[static_cast<size_t>(op)];
+      // From when its transfers began: a collective released behind its stream's earlier ones
+      // would overlap them on the track (Perfetto draws only nested or disjoint slices).
+      const double start =
+          std::max(worker.released_at[static_cast<size_t>(op)], worker.started_at[static_cast<size_t>(op)]);
       worker.op_span[op] = ctx_.span({.process = w,
                                       .thread = thread,
                                       .name = stage.ops.ops[static_cast<size_t>(op)].name,
@@ -350,6 +354,11 @@ void WorkerRuntime::comm_released(int w, int op, double since) {
   Worker& worker = workers_[w];
   worker.released_at[static_cast<size_t>(op)] = std::max(since, worker.issued_at[static_cast<size_t>(op)]);
   worker.release = std::max(worker.release, ctx_.engine.now());
+}
+
+void WorkerRuntime::comm_started(int w, int op) {
+  Worker& worker = workers_[w];
+  if (!worker.started_at.empty()) worker.started_at[static_cast<size_t>(op)] = ctx_.engine.now();
 }
 
 void WorkerRuntime::unmet_input(int w, int op, int source) {

@@ -64,6 +64,9 @@ class WorkerRuntime {
   /// member issued it, or the message it receives started from the other stage at `since` (<=
   /// now; the issue time when that was earlier). Also releases w from waiting, as release().
   void comm_released(int w, int op, double since);
+  /// Worker w's communication op `op` starts moving bytes now: released, it may still have queued
+  /// behind its stream's earlier collectives. Only a trace reads it (its span starts here).
+  void comm_started(int w, int op);
   /// Worker w's first lane owes `seconds` of host CPU to communication (see the file comment).
   void add_host_work(int w, double seconds);
   /// Worker w waited for others (a barrier) until now.
@@ -183,6 +186,7 @@ class WorkerRuntime {
     std::vector<double> step_ends;
     // Trace only: op -> its span this step; the span of the input it got last and when.
     std::vector<int> op_span, waited_for;
+    std::vector<double> started_at;  // communication op -> when its transfers began (comm_started)
     std::vector<double> waited_at;
     int finishing_span = kNone;
     double measured_compute = 0, measured_communication = 0, measured_wait = 0;
