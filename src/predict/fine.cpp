@@ -137,6 +137,29 @@ Result predict(const workload::Workload& workload, const cluster::ClusterSpec& c
                     (scheme.parallel.tensor + cluster.workers_per_node - 1) / cluster.workers_per_node,
                     cluster.workers_per_node));
   }
+  if (warn && scheme.parallel.composed() && scheme.parallel.tensor > 1 &&
+      scheme.parallel.tensor < cluster.workers_per_node &&
+      cluster.workers_per_node % scheme.parallel.tensor != 0) {
+    // Megatron's order puts tensor groups in consecutive ranks: some then straddle two nodes.
+    warn(fmt::format(
+        "training.parallel.tensor: tensor groups of {} GPUs do not divide nodes of {}: some span two "
+        "nodes, and their collectives cross the NICs",
+        scheme.parallel.tensor, cluster.workers_per_node));
+  }
+  if (warn && scheme.parallel.composed() && scheme.parallel.pipeline > 1 && workload.facts.transformer &&
+      scheme.pipeline.layers_per_stage.empty()) {
+    const int64_t chunks = static_cast<int64_t>(scheme.parallel.pipeline) * scheme.parallel.virtual_stages;
+    const int64_t blocks =
+        workload.facts.transformer->layers + (scheme.pipeline.account_for_embedding ? 2 : 0);
+    if (blocks % chunks != 0) {
+      // Spread as evenly as possible: chunks differ by one block, so stages do too.
+      warn(fmt::format(
+          "training.pipeline: {} blocks do not divide into {} chunks (p = {} x v = {}): chunks of {} and "
+          "{} blocks, and the stages holding the larger run the schedule's pace",
+          blocks, chunks, scheme.parallel.pipeline, scheme.parallel.virtual_stages, blocks / chunks,
+          blocks / chunks + 1));
+    }
+  }
   if (warn && scheme.parallel.composed() && scheme.pipeline.schedule == scheme::PipelineSchedule::Interleaved &&
       scheme.pipeline.microbatch_group == 0) {
     const int p = scheme.parallel.pipeline;

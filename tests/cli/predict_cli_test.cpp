@@ -204,6 +204,31 @@ TEST_F(PredictCli, APipelineBubbleIsNamedAsSuch) {
   }
 }
 
+// Layouts that run unevenly for a reason the table does not show are warned about: tensor groups
+// that straddle nodes (4 on nodes of 6), blocks that do not divide into the p x v chunks (GPT-3's
+// 96 blocks over 8 x 5; its bubble then grows with v, which looks wrong unless said).
+TEST_F(PredictCli, UnevenLayoutsAreWarnedAbout) {
+  const std::string dir = std::string(STEPCAST_SOURCE_DIR) + "/examples/";
+  const RunResult straddle =
+      run({"predict", dir + "llama3-70b-fsdp-tp.yaml", "--predictor", "analytic", "--workers", "96", "--set",
+           "training.parallel.tensor=4", "--set", "cluster.workers_per_node=6", "--set",
+           "cluster.nics_per_node=6", "--set", "workload.global_batch=96"});
+  ASSERT_EQ(straddle.code, 0) << straddle.describe();
+  EXPECT_NE(straddle.err.find("tensor groups of 4 GPUs do not divide nodes of 6"), std::string::npos)
+      << straddle.err;
+  const RunResult uneven = run({"predict", dir + "gpt3-175b-3d.yaml", "--predictor", "analytic", "--set",
+                                "training.parallel.virtual_stages=5"});
+  ASSERT_EQ(uneven.code, 0) << uneven.describe();
+  EXPECT_NE(
+      uneven.err.find("96 blocks do not divide into 40 chunks (p = 8 x v = 5): chunks of 2 and 3 blocks"),
+      std::string::npos)
+      << uneven.err;
+  // The example as shipped (v = 12: 96 blocks in 96 chunks, tensor 4 on nodes of 8) says neither.
+  const RunResult even = run({"predict", dir + "gpt3-175b-3d.yaml", "--predictor", "analytic"});
+  ASSERT_EQ(even.code, 0) << even.describe();
+  EXPECT_EQ(even.err.find("do not divide"), std::string::npos) << even.err;
+}
+
 // A --set is checked at the --workers counts, as the rows are, also with a --sweep: a global
 // batch of 1,344 is 32 micro-batches over GPT-3's 42 replicas at 1,344 GPUs, though it would be 4
 // over the 336 of the file's 10,752 (it was refused there: "give at least 2688 sequences").
