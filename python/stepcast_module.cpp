@@ -246,9 +246,18 @@ auto renaming_options(const std::vector<std::pair<std::string, std::string>>& na
   try {
     return fn();
   } catch (const Error& e) {
+    // The command's option names in the text too ("(at --workers 8)" reads "(at workers 8)").
+    std::string message = e.message();
     for (const auto& [option, argument] : names) {
-      if (e.where().key == option) throw Error({"", 0, argument}, e.message());
+      for (std::size_t at = message.find(option); at != std::string::npos;
+           at = message.find(option, at + argument.size())) {
+        message.replace(at, option.size(), argument);
+      }
     }
+    for (const auto& [option, argument] : names) {
+      if (e.where().key == option) throw Error({"", 0, argument}, message);
+    }
+    if (message != e.message()) throw Error(e.where(), message);
     throw;
   }
 }

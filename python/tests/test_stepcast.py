@@ -639,6 +639,10 @@ def test_errors_name_their_key():
     expect_error("sweep", stepcast.predict, EXAMPLE, sweep={"training.ps.count": "4..2"})
     e = expect_error("training.ps.count", stepcast.predict, EXAMPLE, set=QUICK, sweep={"training.ps.count": [2, 0]})
     assert "(at training.ps.count=0)" in str(e)
+    # A rule broken at one of the counts given names the argument, not the command's --workers.
+    e = expect_error("training.parallel.tensor", stepcast.predict, ROOT / "examples" / "llama3-70b-fsdp-tp.yaml",
+                     workers=[12], predictor="analytic")
+    assert "(at workers 12)" in str(e) and "--workers" not in str(e)
     expect_error("op", stepcast.collective, op="alltoall")
     expect_error("size", stepcast.collective, size="5XB")
     expect_error("size", stepcast.collective, size=0)
