@@ -63,8 +63,9 @@ inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 [[nodiscard]] std::string format_number(double value);
 /// A fraction as a percentage: 0.5 -> "50.0%", 0.987 -> "98.7%", 1 -> "100%".
 [[nodiscard]] std::string format_percent(double fraction);
-/// A relative change with its sign: 0.251 -> "+25.1%", -0.04 -> "-4.00%"; "+0%" below 0.05%
-/// either side, so that a rounding error does not print as "-0.00001%".
+/// A relative change with its sign, 3 significant digits however small: 0.251 -> "+25.1%",
+/// -0.04 -> "-4.00%", -0.000452 -> "-0.0452%"; "0%" for zero and below 1e-10 either side (a
+/// double's rounding of two equal times, which would print as "-1.00e-14%").
 [[nodiscard]] std::string format_signed_percent(double fraction);
 /// A count and its noun, singular for exactly one: "1 flow", "16 flows", "0 flows".
 [[nodiscard]] std::string format_count(double count, std::string_view one, std::string_view many);

@@ -246,7 +246,10 @@ std::string format_number(double value) {
 std::string format_percent(double fraction) { return format_number(100 * fraction) + "%"; }
 
 std::string format_signed_percent(double fraction) {
-  if (std::fabs(fraction) < 5e-4) return "+0%";
+  // Two equal step times computed along different paths differ by a double's rounding, about
+  // 1e-16 of each; a million times that is still no difference worth a sign.
+  constexpr double kRoundingNoise = 1e-10;
+  if (std::fabs(fraction) < kRoundingNoise) return "0%";
   return fmt::format("{}{}", fraction > 0 ? "+" : "", format_percent(fraction));
 }
 

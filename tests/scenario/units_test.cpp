@@ -179,6 +179,17 @@ TEST(NumberFormat, OnePrecisionAcrossMagnitudes) {
   EXPECT_EQ(format_percent(0.054321), "5.43%");
 }
 
+TEST(NumberFormat, SignedPercentKeepsSignAndThreeDigitsOfSmallChanges) {
+  EXPECT_EQ(format_signed_percent(0.251), "+25.1%");
+  EXPECT_EQ(format_signed_percent(-0.04), "-4.00%");
+  // coarse vs fine of examples/llama3-70b-fsdp-tp.yaml: was "+0%", sign and size lost.
+  EXPECT_EQ(format_signed_percent(-0.000452), "-0.0452%");
+  EXPECT_EQ(format_signed_percent(0.0000123), "+0.00123%");
+  EXPECT_EQ(format_signed_percent(0.0), "0%");
+  EXPECT_EQ(format_signed_percent(-0.0), "0%");
+  EXPECT_EQ(format_signed_percent(3e-16), "0%");  // a double's rounding of two equal times
+}
+
 TEST(NumberFormat, UnitsForBytesRatesAndFlops) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(25e6), "25.0 MB");
