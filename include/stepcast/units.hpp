@@ -82,8 +82,14 @@ inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 // a flag): the same units with up to 15 significant digits and no trailing zeros, so that what
 // the user wrote reads back exactly ("10 Gbps", "291.7 ms", "25 MB").
 
-/// Bytes/s in bits, as a bandwidth is written in a scenario: "100 Gbps", "9.6 Gbps".
+/// Bytes/s in bits, for a title that repeats a flag usually given in bits (`collective
+/// --nic-bandwidth 100Gbps`): "100 Gbps", "9.6 Gbps".
 [[nodiscard]] std::string format_bandwidth(double bytes_per_second);
+/// Bytes/s, as the resolved scenario echoes a bandwidth whatever unit it was given in: "450 GB/s",
+/// "1.25 GB/s" (10Gbps), "3.125 GB/s" (25Gbps); reads back as the same double.
+[[nodiscard]] std::string echo_byte_rate(double bytes_per_second);
+/// Bytes/s of a derived value (NCCL's tables), 4 significant digits: "9.474 GB/s", "20.4 GB/s".
+[[nodiscard]] std::string rounded_byte_rate(double bytes_per_second);
 /// Seconds: "2 us", "291.7 ms".
 [[nodiscard]] std::string echo_duration(double seconds);
 /// Bytes: "512 B", "25 MB", "1.048576 MB".
