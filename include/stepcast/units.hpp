@@ -63,8 +63,9 @@ inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 [[nodiscard]] std::string format_number(double value);
 /// A fraction as a percentage: 0.5 -> "50.0%", 0.987 -> "98.7%", 1 -> "100%".
 [[nodiscard]] std::string format_percent(double fraction);
-/// A relative change with its sign: 0.251 -> "+25.1%", -0.04 -> "-4.00%"; "+0%" below 0.05%
-/// either side, so that a rounding error does not print as "-0.00001%".
+/// A relative change with its sign, 3 significant digits however small: 0.251 -> "+25.1%",
+/// -0.04 -> "-4.00%", -0.000452 -> "-0.0452%"; "0%" for zero and below 1e-10 either side (a
+/// double's rounding of two equal times, which would print as "-1.00e-14%").
 [[nodiscard]] std::string format_signed_percent(double fraction);
 /// A count and its noun, singular for exactly one: "1 flow", "16 flows", "0 flows".
 [[nodiscard]] std::string format_count(double count, std::string_view one, std::string_view many);
@@ -81,8 +82,14 @@ inline constexpr double kMaxFlops = 1e18;           ///< FLOP/s of one GPU
 // a flag): the same units with up to 15 significant digits and no trailing zeros, so that what
 // the user wrote reads back exactly ("10 Gbps", "291.7 ms", "25 MB").
 
-/// Bytes/s in bits, as a bandwidth is written in a scenario: "100 Gbps", "9.6 Gbps".
+/// Bytes/s in bits, for a title that repeats a flag usually given in bits (`collective
+/// --nic-bandwidth 100Gbps`): "100 Gbps", "9.6 Gbps".
 [[nodiscard]] std::string format_bandwidth(double bytes_per_second);
+/// Bytes/s, as the resolved scenario echoes a bandwidth whatever unit it was given in: "450 GB/s",
+/// "1.25 GB/s" (10Gbps), "3.125 GB/s" (25Gbps); reads back as the same double.
+[[nodiscard]] std::string echo_byte_rate(double bytes_per_second);
+/// Bytes/s of a derived value (NCCL's tables), 4 significant digits: "9.474 GB/s", "20.4 GB/s".
+[[nodiscard]] std::string rounded_byte_rate(double bytes_per_second);
 /// Seconds: "2 us", "291.7 ms".
 [[nodiscard]] std::string echo_duration(double seconds);
 /// Bytes: "512 B", "25 MB", "1.048576 MB".

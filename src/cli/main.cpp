@@ -128,12 +128,8 @@ int run_predict(const PredictArgs& args) {
     throw Error({"", 0, "--trace-out"}, "an execution trace needs the fine predictor alone");
   }
   const std::vector<int> counts = args.workers_given ? swept : std::vector<int>{scenario.cluster.workers};
-  std::string trace_note;
   request.trace_selection = stepcast::cli::trace_selection(args.trace_workers, args.trace_steps,
-                                                           counts.back(), request.record_trace, trace_note);
-  if (!trace_note.empty() && stepcast::sweep::process_ranks().rank == 0) {
-    fmt::print(stderr, "stepcast: note: {}\n", trace_note);
-  }
+                                                           counts.back(), request.record_trace);
   stepcast::report::Sweep sweep = stepcast::sweep::run(request);
   if (stepcast::sweep::process_ranks().rank != 0) return 0;  // rank 0 writes the output
   if (drew) fmt::print(stderr, "\r{:<{}}\r", "", 70);
@@ -143,7 +139,15 @@ int run_predict(const PredictArgs& args) {
   // The name follows what --set changed, so two runs of one file do not read alike.
   for (const std::string& set : args.sets) sweep.scenario += (&set == &args.sets.front() ? " (" : ", ") + set;
   if (!args.sets.empty()) sweep.scenario += ")";
+  // The workers the trace holds: the simulation chose them (a pipeline's spread over its stages).
+  std::vector<int> traced;
   if (!args.trace_out.empty()) {
+    traced = stepcast::cli::traced_workers(sweep.predictions.back().trace, counts.back());
+    if (args.trace_workers.empty() && static_cast<int>(traced.size()) < counts.back()) {
+      fmt::print(stderr,
+                 "stepcast: note: the trace keeps workers {} of {} (--trace-workers all keeps every one)\n",
+                 stepcast::cli::describe_workers(traced), counts.back());
+    }
     std::ofstream out = open_output(args.trace_out, "--trace-out");
     stepcast::report::write_chrome_trace(out, sweep.predictions.back().trace);
     for (auto& p : sweep.predictions) p.trace = {};
@@ -169,8 +173,10 @@ int run_predict(const PredictArgs& args) {
   } else {
     stepcast::report::write_table(std::cout, sweep);
     if (!args.trace_out.empty()) {
-      fmt::print("trace of {} workers written to {} (open it in https://ui.perfetto.dev)\n", counts.back(),
-                 args.trace_out);
+      const std::string held = static_cast<int>(traced.size()) == counts.back()
+                                   ? fmt::format("{} workers", counts.back())
+                                   : fmt::format("{} of {} workers", traced.size(), counts.back());
+      fmt::print("trace of {} written to {} (open it in https://ui.perfetto.dev)\n", held, args.trace_out);
     }
   }
   return 0;
@@ -361,8 +367,10 @@ int main(int argc, char** argv) {
   predict->add_option("--csv", predict_args.csv, "Also write the predictions as CSV to FILE");
   predict->add_option("--trace-out", predict_args.trace_out,
                       "Write the simulated execution trace (Chrome/Perfetto JSON) of the last worker count");
-  predict->add_option("--trace-workers", predict_args.trace_workers,
-                      "Workers the trace keeps: indices and ranges (0-3,8) or all; default: the first 8");
+  predict->add_option(
+      "--trace-workers", predict_args.trace_workers,
+      "Workers the trace keeps: indices and ranges (0-3,8) or all; default: the first 8 (a pipeline's: "
+      "8 spread over its stages)");
   predict
       ->add_option("--trace-steps", predict_args.trace_steps,
                    "Measured steps the trace keeps (warm-up dropped); default: every step")

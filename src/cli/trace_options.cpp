@@ -27,9 +27,7 @@ int parse_index(std::string_view part, const std::string& text) {
 
 }  // namespace
 
-sim::TraceSelection trace_selection(const std::string& workers_text, int steps, int workers, bool tracing,
-                                    std::string& note) {
-  note.clear();
+sim::TraceSelection trace_selection(const std::string& workers_text, int steps, int workers, bool tracing) {
   if (!tracing) {
     if (!workers_text.empty()) throw Error({"", 0, "--trace-workers"}, "applies to a trace: give --trace-out too");
     if (steps != 0) throw Error({"", 0, "--trace-steps"}, "applies to a trace: give --trace-out too");
@@ -39,10 +37,6 @@ sim::TraceSelection trace_selection(const std::string& workers_text, int steps, 
   kept.steps = steps;
   if (workers_text.empty()) {
     kept.first_workers = kDefaultTraceWorkers;
-    if (workers > kDefaultTraceWorkers) {
-      note = fmt::format("the trace keeps workers 0-{} of {} (--trace-workers all keeps every one)",
-                         kDefaultTraceWorkers - 1, workers);
-    }
     return kept;
   }
   if (workers_text == "all") return kept;
@@ -64,6 +58,27 @@ sim::TraceSelection trace_selection(const std::string& workers_text, int steps, 
   std::sort(kept.workers.begin(), kept.workers.end());
   kept.workers.erase(std::unique(kept.workers.begin(), kept.workers.end()), kept.workers.end());
   return kept;
+}
+
+std::vector<int> traced_workers(const sim::Trace& trace, int workers) {
+  std::vector<int> kept;
+  const int named = std::min(workers, static_cast<int>(trace.processes.size()));
+  for (int w = 0; w < named; ++w) {
+    if (!trace.processes[static_cast<size_t>(w)].empty()) kept.push_back(w);
+  }
+  return kept;
+}
+
+std::string describe_workers(const std::vector<int>& kept) {
+  std::string text;
+  for (size_t i = 0; i < kept.size();) {
+    size_t last = i;
+    while (last + 1 < kept.size() && kept[last + 1] == kept[last] + 1) ++last;
+    if (!text.empty()) text += ", ";
+    text += last == i ? fmt::format("{}", kept[i]) : fmt::format("{}-{}", kept[i], kept[last]);
+    i = last + 1;
+  }
+  return text;
 }
 
 }  // namespace stepcast::cli

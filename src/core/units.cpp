@@ -72,15 +72,35 @@ void require_unit(std::string_view text, const SourceLocation& where, std::strin
 }  // namespace
 
 double parse_bandwidth(std::string_view text, const SourceLocation& where) {
-  static constexpr std::array<Suffix, 22> kSuffixes{{
-      {"", 1},         {"B/s", 1},      {"Bps", 1},      {"bps", 0.125},       {"b/s", 0.125},
-      {"kbps", 125},   {"Kbps", 125},   {"Mbps", 125e3}, {"Gbps", 125e6},      {"Tbps", 125e9},
-      {"Gb/s", 125e6}, {"Mb/s", 125e3}, {"kB/s", 1e3},   {"KB/s", 1e3},        {"MB/s", 1e6},
-      {"GB/s", 1e9},   {"TB/s", 1e12},  {"KiB/s", kKi},  {"MiB/s", kKi * kKi}, {"GiB/s", kKi * kKi * kKi},
-      {"GBps", 1e9},   {"MBps", 1e6},
+  // Up to P: the limit (1 PB/s = 8 Pbps) is said in units that parse.
+  static constexpr std::array<Suffix, 24> kSuffixes{{
+      {"", 1},
+      {"B/s", 1},
+      {"Bps", 1},
+      {"bps", 0.125},
+      {"b/s", 0.125},
+      {"kbps", 125},
+      {"Kbps", 125},
+      {"Mbps", 125e3},
+      {"Gbps", 125e6},
+      {"Tbps", 125e9},
+      {"Pbps", 125e12},
+      {"Gb/s", 125e6},
+      {"Mb/s", 125e3},
+      {"kB/s", 1e3},
+      {"KB/s", 1e3},
+      {"MB/s", 1e6},
+      {"GB/s", 1e9},
+      {"TB/s", 1e12},
+      {"PB/s", 1e15},
+      {"KiB/s", kKi},
+      {"MiB/s", kKi * kKi},
+      {"GiB/s", kKi * kKi * kKi},
+      {"GBps", 1e9},
+      {"MBps", 1e6},
   }};
   double value = parse_with(text, where, "a bandwidth such as '25Gbps' or '3GB/s'", kSuffixes,
-                            limits::kMaxBandwidth, "8 Pbps");
+                            limits::kMaxBandwidth, "1 PB/s = 8 Pbps");
   if (value <= 0) throw Error(where, fmt::format("bandwidth must be > 0, got '{}'", text));
   if (value < limits::kMinBandwidth) {
     throw Error(where, fmt::format("'{}' is less than stepcast takes (1 kB/s = 8 kbps)", text));
@@ -105,7 +125,8 @@ double parse_duration(std::string_view text, const SourceLocation& where) {
 }
 
 double parse_bytes(std::string_view text, const SourceLocation& where) {
-  static constexpr std::array<Suffix, 11> kSuffixes{{
+  // Up to PB: the limit (1 PB) is said in a unit that parses.
+  static constexpr std::array<Suffix, 12> kSuffixes{{
       {"", 1},
       {"B", 1},
       {"kB", 1e3},
@@ -113,6 +134,7 @@ double parse_bytes(std::string_view text, const SourceLocation& where) {
       {"MB", 1e6},
       {"GB", 1e9},
       {"TB", 1e12},
+      {"PB", 1e15},
       {"KiB", kKi},
       {"MiB", kKi * kKi},
       {"GiB", kKi * kKi * kKi},
@@ -197,8 +219,9 @@ struct Unit {
 };
 
 /// How a quantity is written: for a table (3 significant digits) or to echo an input (15, the
-/// digits a double holds, trailing zeros dropped: what the user wrote reads back).
-enum class Digits : uint8_t { Table, Echo };
+/// digits a double holds, trailing zeros dropped: what the user wrote reads back), Rounded (4
+/// significant digits, trailing zeros dropped: a derived value, whose 15 digits are noise).
+enum class Digits : uint8_t { Table, Echo, Rounded };
 
 /// value / scale of the largest unit (in increasing scale) that leaves at least 1 after
 /// rounding, or the smallest unit; then its name.
@@ -215,6 +238,8 @@ std::string with_unit(double value, const std::array<Unit, N>& units, Digits dig
       return format_number(scaled) + " " + std::string(chosen->name);
     case Digits::Echo:
       return fmt::format("{:.15g} {}", scaled, chosen->name);
+    case Digits::Rounded:
+      return fmt::format("{:.4g} {}", scaled, chosen->name);
   }
   return {};
 }
@@ -246,7 +271,10 @@ std::string format_number(double value) {
 std::string format_percent(double fraction) { return format_number(100 * fraction) + "%"; }
 
 std::string format_signed_percent(double fraction) {
-  if (std::fabs(fraction) < 5e-4) return "+0%";
+  // Two equal step times computed along different paths differ by a double's rounding, about
+  // 1e-16 of each; a million times that is still no difference worth a sign.
+  constexpr double kRoundingNoise = 1e-10;
+  if (std::fabs(fraction) < kRoundingNoise) return "0%";
   return fmt::format("{}{}", fraction > 0 ? "+" : "", format_percent(fraction));
 }
 
@@ -274,6 +302,14 @@ std::string format_byte_rate(double bytes_per_second) { return with_unit(bytes_p
 
 std::string format_bandwidth(double bytes_per_second) {
   return with_unit(bytes_per_second * 8, kBitRateUnits, Digits::Echo);
+}
+
+std::string echo_byte_rate(double bytes_per_second) {
+  return with_unit(bytes_per_second, kByteRateUnits, Digits::Echo);
+}
+
+std::string rounded_byte_rate(double bytes_per_second) {
+  return with_unit(bytes_per_second, kByteRateUnits, Digits::Rounded);
 }
 
 std::string echo_duration(double seconds) {

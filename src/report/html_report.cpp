@@ -952,6 +952,47 @@ void write_tokens(Page& page, const Sweep& sweep, bool with_config) {
   page.raw("</section>\n");
 }
 
+/// A parallel layout's rows, as the terminal's table and its "exposed by dimension" line give
+/// them; none for plain data parallelism (no layout), whose exposed time has no dimensions.
+void write_layouts(Page& page, const Sweep& sweep, const TimeUnit& unit, bool with_config) {
+  bool expert = false;
+  for (const Result& r : sweep.predictions) {
+    expert = expert ||
+             (!r.layout.empty() && (r.layout.find(" ep") != std::string::npos || r.breakdown.expert > 0));
+  }
+  std::vector<std::vector<Cell>> rows;
+  for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
+    const Result& r = sweep.predictions[i];
+    if (r.layout.empty()) continue;
+    std::vector<Cell> row = identity_cells(sweep, i, with_config);
+    row.push_back({escaped(r.layout), false});
+    row.push_back({fixed(100 * r.bubble_fraction, 1)});
+    const predict::Breakdown& b = r.breakdown;
+    for (double part : {b.tensor, b.context, b.pipeline, b.data})
+      row.push_back({fixed(part * unit.per_second, 3)});
+    if (expert) row.push_back({fixed(b.expert * unit.per_second, 3)});
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) return;
+  const std::string tensor = fmt::format("exposed tensor ({})", unit.name);
+  const std::string context = fmt::format("exposed context ({})", unit.name);
+  const std::string pipeline = fmt::format("exposed pipeline ({})", unit.name);
+  const std::string data = fmt::format("exposed data ({})", unit.name);
+  const std::string experts = fmt::format("exposed expert ({})", unit.name);
+  std::vector<std::string_view> header = identity_header(with_config);
+  header.insert(header.end(), {"layout", "bubble (%)", tensor, context, pipeline, data});
+  if (expert) header.emplace_back(experts);
+  page.raw("<section id=\"layouts\"><h2>Parallel layouts</h2>\n");
+  page.raw(
+      "<p class=\"note\">Layout: tp cp pp [vp] dp (and ep), the degrees of tensor, context, pipeline and "
+      "data "
+      "parallelism. Bubble: the share of the step the critical stage waits for another stage with nothing "
+      "of its own in flight. Exposed: the exposed communication split by the dimension whose transfers the "
+      "ranks waited for.</p>\n");
+  write_table(page, header, rows);
+  page.raw("</section>\n");
+}
+
 void write_inputs(Page& page, const Sweep& sweep) {
   page.raw("<section id=\"inputs\"><h2>Inputs (resolved scenario)</h2>\n");
   if (!sweep.topology.empty()) page.raw("<p>Topology: ").text(sweep.topology).raw("</p>\n");
@@ -1067,6 +1108,7 @@ void write_sweep_page(std::ostream& out, const Sweep& sweep, std::string_view ti
         "outlined "
         "in red: the prediction does not fit in GPU memory.</p>\n</section>\n");
     write_predictions(page, sweep, unit, with_config);
+    write_layouts(page, sweep, unit, with_config);
     write_heat_map(page, sweep, groups);
     write_spread(page, sweep, unit, with_config);
     write_memory(page, sweep, with_config);

@@ -204,9 +204,11 @@ template <class F>
 KeyDef bandwidth_key(std::string key, std::string def, std::string description, F field) {
   return {{std::move(key), "bandwidth", std::move(def), std::move(description)},
           true,
-          [field](const RawValue& v, Draft& d) { field(d.scenario) = parse_bandwidth_with_unit(v.text, v.where); },
+          [field](const RawValue& v, Draft& d) {
+            field(d.scenario) = parse_bandwidth_with_unit(v.text, v.where);
+          },
           [field](const Scenario& s) {
-            return Rendered{format_bandwidth(field(s)), false};
+            return Rendered{echo_byte_rate(field(s)), false};
           }};
 }
 
@@ -227,8 +229,9 @@ KeyDef cap_key(std::string key, std::string def, std::string description, F fiel
           [field, table](const Scenario& s) {
             const std::optional<double>& set = field(s);
             const double bw = set ? *set : table(s);
-            const std::string value = bw > 0 ? format_bandwidth(bw) : std::string("none");
-            return Rendered{set ? value : fmt::format("{} (NCCL's table)", value), false};
+            if (!(bw > 0)) return Rendered{"none", false};
+            return Rendered{
+                set ? echo_byte_rate(bw) : fmt::format("{} (NCCL's table)", rounded_byte_rate(bw)), false};
           }};
 }
 
@@ -807,7 +810,7 @@ std::vector<KeyDef> make_table() {
                },
                [](const Scenario& s) {
                  const double bw = s.cluster.fat_tree.uplink_bw;
-                 return Rendered{bw > 0 ? format_bandwidth(bw) : std::string("NIC bandwidth"), false};
+                 return Rendered{bw > 0 ? echo_byte_rate(bw) : std::string("NIC bandwidth"), false};
                }});
   t.push_back(choice_key(
       "cluster.routing", "ecmp", enum_choices<cluster::Routing>(),
@@ -883,7 +886,7 @@ std::vector<KeyDef> make_table() {
                  for (const cluster::CollectiveRegime& r : s.cluster.collective_regimes) {
                    out += fmt::format("{}from {}: {}/step, {}", out.empty() ? "" : "; ",
                                       echo_bytes(r.from_bytes), echo_duration(r.step_latency),
-                                      format_bandwidth(r.bw));
+                                      echo_byte_rate(r.bw));
                  }
                  return Rendered{out.empty() ? "none" : out, false};
                },
@@ -966,7 +969,7 @@ std::vector<KeyDef> make_table() {
        [](const RawValue& v, Draft& d) { d.scenario.cluster.ps_nic_bw = parse_bandwidth_with_unit(v.text, v.where); },
        [](const Scenario& s) {
          double bw = s.cluster.ps_nic_bw > 0 ? s.cluster.ps_nic_bw : s.cluster.nic_bw;
-         return Rendered{format_bandwidth(bw), false};
+         return Rendered{echo_byte_rate(bw), false};
        }});
   t.push_back(
       {{"cluster.rpc_latency", "duration", "unset (the link latency)",
@@ -1230,7 +1233,7 @@ std::vector<KeyDef> make_table() {
        [](const RawValue& v, Draft& d) { d.scenario.scheme.ps.apply_bw = parse_bandwidth_with_unit(v.text, v.where); },
        [](const Scenario& s) {
          double bw = s.scheme.ps.apply_bw;
-         return Rendered{bw > 0 ? format_bandwidth(bw) : "free", false};
+         return Rendered{bw > 0 ? echo_byte_rate(bw) : "free", false};
        }});
   {
     KeyDef algorithm = choice_key(
@@ -1533,7 +1536,7 @@ std::vector<KeyDef> make_table() {
                },
                [](const Scenario& s) {
                  const double bw = s.options.job.storage_bw;
-                 return Rendered{bw > 0 ? format_bandwidth(bw) : "unset", false};
+                 return Rendered{bw > 0 ? echo_byte_rate(bw) : "unset", false};
                }});
   t.push_back(choice_key(
       "job.startup.io", "parallel", enum_choices<predict::StartupIo>(),

@@ -1165,6 +1165,13 @@ workload::Workload build_workload(const Scenario& scenario) {
 
 std::string compute_source_text(const Scenario& scenario) {
   const WorkloadSpec& w = scenario.workload;
+  // From FLOPs the time is batch_per_worker samples of the whole model on one GPU: a step of
+  // plain data parallelism, but one micro-batch of a parallel layout, whose step runs several.
+  const std::string flops_time =
+      scenario.scheme.parallel.composed()
+          ? fmt::format("{} for one micro-batch ({}) on one GPU holding the whole model",
+                        format_duration(w.step_time), format_count(w.batch_per_worker, "sample", "samples"))
+          : fmt::format("{} per step of one worker", format_duration(w.step_time));
   switch (w.compute_source) {
     case ComputeSource::Measured:
       return fmt::format(
@@ -1177,9 +1184,8 @@ std::string compute_source_text(const Scenario& scenario) {
     case ComputeSource::Profile:
       return fmt::format("profiled, the ops of {} (workload.profile)", w.profile);
     case ComputeSource::AchievedFlops:
-      return fmt::format(
-          "the model's FLOPs at {} per GPU (workload.achieved_flops): {} per step of one worker",
-          format_flops(w.achieved_flops), format_duration(w.step_time));
+      return fmt::format("the model's FLOPs at {} per GPU (workload.achieved_flops): {}",
+                         format_flops(w.achieved_flops), flops_time);
     case ComputeSource::LayerTimes:
       return fmt::format(
           "measured per layer on one GPU ({}, workload.layer_times; blocks not measured repeat "
@@ -1188,9 +1194,8 @@ std::string compute_source_text(const Scenario& scenario) {
     case ComputeSource::PeakEfficiency:
       return fmt::format(
           "the model's FLOPs at {:.3g}% of {} peak (workload.compute_efficiency, "
-          "cluster.gpu.peak_flops): {} per step of one worker",
-          100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops),
-          format_duration(w.step_time));
+          "cluster.gpu.peak_flops): {}",
+          100 * w.compute_efficiency, format_flops(scenario.cluster.gpu_peak_flops), flops_time);
     case ComputeSource::Shapes: {
       const cluster::ClusterSpec& c = scenario.cluster;
       const std::string gemms =

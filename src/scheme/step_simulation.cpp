@@ -31,6 +31,7 @@
 #include "stepcast/detail/scheme/collective_plan.hpp"
 #include "stepcast/error.hpp"
 #include "stepcast/limits.hpp"
+#include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 
 namespace stepcast::scheme {
@@ -54,15 +55,42 @@ std::unique_ptr<Exchange> make_exchange(const StepContext& context, WorkerRuntim
   return nullptr;
 }
 
+/// The workers a default trace of a pipeline keeps: `budget` of them (at least one a stage),
+/// taken a rank from each stage in turn, each stage's lowest ranks first. The first `budget`
+/// ranks would all be stage 0 under Megatron's tp-cp-dp-pp order, and show a quarter of the model.
+std::vector<int> default_trace_workers(const ParallelConfig& parallel, int workers, int budget) {
+  const RankLayout ranks(parallel, workers);
+  std::vector<std::vector<int>> by_stage(static_cast<size_t>(ranks.size(ParallelDimension::Pipeline)));
+  for (int r = 0; r < workers; ++r) {
+    by_stage[static_cast<size_t>(ranks.coordinates(r)[ParallelDimension::Pipeline])].push_back(r);
+  }
+  const size_t want = std::max(static_cast<size_t>(budget), by_stage.size());
+  std::vector<int> kept;
+  for (size_t i = 0; kept.size() < want; ++i) {
+    for (const std::vector<int>& stage : by_stage) {
+      if (i < stage.size() && kept.size() < want) kept.push_back(stage[i]);
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
 sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, const SimulationOptions& options,
                              int workers, TraceLayout& layout) {
   const sim::TraceSelection& kept = options.trace_selection;
+  const bool pipelined = scheme.parallel.composed() && scheme.parallel.pipeline > 1;
   layout.kept_workers.assign(workers, kept.workers.empty() ? 1 : 0);
   for (int v : kept.workers) {
     if (v >= 0 && v < workers) layout.kept_workers[v] = 1;
   }
-  if (kept.workers.empty() && kept.first_workers > 0) {
-    for (int v = kept.first_workers; v < workers; ++v) layout.kept_workers[v] = 0;
+  if (kept.workers.empty() && kept.first_workers > 0 && workers > kept.first_workers) {
+    if (pipelined) {
+      layout.kept_workers.assign(workers, 0);
+      for (int v : default_trace_workers(scheme.parallel, workers, kept.first_workers))
+        layout.kept_workers[v] = 1;
+    } else {
+      for (int v = kept.first_workers; v < workers; ++v) layout.kept_workers[v] = 0;
+    }
   }
   layout.first_step = kept.steps > 0 ? options.warmup_steps : 0;
   layout.last_step = kept.steps > 0 ? options.warmup_steps + kept.steps - 1
@@ -70,8 +98,20 @@ sim::Trace make_trace_layout(const Workload& w, const SchemeConfig& scheme, cons
 
   sim::Trace trace;
   // Workers not kept keep their index, unnamed (not written).
-  for (int i = 0; i < workers; ++i)
-    trace.add_process(layout.kept_workers[i] ? fmt::format("worker {}", i) : "");
+  // A pipeline's tracks say their stage: under tp-cp-dp-pp order neighbouring ranks share one,
+  // so the rank alone does not tell which layers a track runs.
+  std::optional<RankLayout> ranks;
+  if (pipelined) ranks.emplace(scheme.parallel, workers);
+  for (int i = 0; i < workers; ++i) {
+    if (layout.kept_workers[i] == 0) {
+      trace.add_process("");
+    } else if (ranks) {
+      trace.add_process(
+          fmt::format("worker {} (stage {})", i, ranks->coordinates(i)[ParallelDimension::Pipeline]));
+    } else {
+      trace.add_process(fmt::format("worker {}", i));
+    }
+  }
   layout.first_ps_process = workers;
   if (scheme.scheme == Scheme::ParameterServer) {
     for (int s = 0; s < scheme.ps.count; ++s) trace.add_process(fmt::format("ps {}", s));

@@ -579,7 +579,8 @@ std::optional<Error> cluster_layout_problem(const ClusterSpec& c, const SchemeCo
       return broken_rule(
           "training.scheme",
           "tensor, context and pipeline parallelism and micro-batches run with allreduce (data-parallel "
-          "all-reduce) or fsdp (sharding: optimizer), not a parameter server");
+          "all-reduce) or fsdp (any training.fsdp.sharding: full, grad_op, optimizer or hybrid), not a "
+          "parameter server");
     case Scheme::AllReduce:
       break;
     case Scheme::Fsdp:

@@ -425,8 +425,9 @@ TEST_F(PredictCli, FasterNicGivesHigherThroughput) {
   ASSERT_EQ(fast.code, 0) << fast.describe();
   const Json s = parse_json_or_fail(slow.out);
   const Json f = parse_json_or_fail(fast.out);
-  EXPECT_EQ(s.at_path("scenario.cluster.nic_bandwidth")->string, "10 Gbps");
-  EXPECT_EQ(f.at_path("scenario.cluster.nic_bandwidth")->string, "100 Gbps");
+  // Echoed in bytes/s whatever the unit given: 10 Gbps = 1.25 GB/s.
+  EXPECT_EQ(s.at_path("scenario.cluster.nic_bandwidth")->string, "1.25 GB/s");
+  EXPECT_EQ(f.at_path("scenario.cluster.nic_bandwidth")->string, "12.5 GB/s");
   EXPECT_GT(throughput_at(f, 0), throughput_at(s, 0) * 1.05)
       << "10Gbps: " << throughput_at(s, 0) << ", 100Gbps: " << throughput_at(f, 0);
 }

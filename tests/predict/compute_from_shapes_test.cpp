@@ -349,6 +349,29 @@ TEST(ComputeFromShapes, RooflineSaysItIsNotAMeasurement) {
   EXPECT_DOUBLE_EQ(s.workload.step_time, scenario::build_workload(s).step_time_alone());
 }
 
+// From FLOPs the compute time is batch_per_worker samples of the whole model on one GPU: the
+// step of plain data parallelism, but only one micro-batch of a parallel layout (whose step runs
+// global_batch / (d x micro-batch) of them), and the compute line must say which.
+TEST(ComputeFromShapes, FlopsComputeLineSaysStepOrMicroBatch) {
+  std::string flops = kDecoder;
+  flops.replace(flops.find("compute: shapes"), std::string("compute: shapes").size(),
+                "compute: flops\n  compute_efficiency: 0.5");
+  const scenario::Scenario plain = scenario::parse_scenario(flops, "flops.yaml");
+  std::string text = scenario::compute_source_text(plain);
+  EXPECT_NE(text.find("per step of one worker"), std::string::npos) << text;
+  EXPECT_EQ(text.find("micro-batch"), std::string::npos) << text;
+
+  flops.replace(flops.find("batch_per_worker: 1"), std::string("batch_per_worker: 1").size(),
+                "micro_batch: 2");
+  const scenario::Scenario layout = scenario::parse_scenario(
+      flops, "flops.yaml", {"cluster.workers=8", "training.parallel.tensor=2", "workload.global_batch=16"});
+  text = scenario::compute_source_text(layout);
+  EXPECT_NE(text.find("for one micro-batch (2 samples) on one GPU holding the whole model"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("per step"), std::string::npos) << text;
+}
+
 TEST(ComputeFromShapes, Fp8RunsTheGemmsAtTheFp8PeakAndNothingElse) {
   // Transformer Engine's recipe on the roofline: each compute-bound GEMM at 2 m n k / fp8 peak,
   // its inputs 1 byte an element; attention and the memory-bound kernels as in bf16.

@@ -302,6 +302,38 @@ TEST(HtmlReport, SpreadMemoryAndTokensOnlyWhenPresent) {
   EXPECT_NE(html.find("<th>MFU (%)</th>"), std::string::npos);  // in the predictions table too
 }
 
+TEST(HtmlReport, ParallelLayoutsGiveLayoutBubbleAndExposedByDimension) {
+  Sweep sweep = swept();
+  EXPECT_EQ(html_of(sweep).find("id=\"layouts\""), std::string::npos);  // plain data parallelism: nothing new
+
+  Result& r = sweep.predictions[1];  // 2 workers, fine: step 32 / (100 x 0.7) = 457 ms
+  r.layout = "tp2 cp1 pp4 dp32";
+  r.bubble_fraction = 0.25;
+  r.breakdown.tensor = 0.012;
+  r.breakdown.context = 0;
+  r.breakdown.pipeline = 0.003;
+  r.breakdown.data = 0.0405;
+  std::string html = html_of(sweep);
+  auto layouts = between(html, "<section id=\"layouts\">", "</section>");
+  ASSERT_TRUE(layouts.has_value());
+  for (std::string_view cell :
+       {"<th>layout</th>", "<th>bubble (%)</th>", "<th>exposed tensor (ms)</th>",
+        "<th>exposed context (ms)</th>", "<th>exposed pipeline (ms)</th>", "<th>exposed data (ms)</th>",
+        "<td>tp2 cp1 pp4 dp32</td>", "<td class=\"n\">25.0</td>", "<td class=\"n\">12.000</td>",
+        "<td class=\"n\">0.000</td>", "<td class=\"n\">3.000</td>", "<td class=\"n\">40.500</td>"})
+    EXPECT_NE(layouts->find(cell), std::string::npos) << cell;
+  EXPECT_EQ(count(*layouts, "<tr>"), 2u);                 // header and the one prediction with a layout
+  EXPECT_EQ(layouts->find("expert"), std::string::npos);  // no expert parallelism, no column
+
+  r.layout = "tp2 cp1 pp4 dp32 ep8";
+  r.breakdown.expert = 0.007;
+  html = html_of(sweep);
+  layouts = between(html, "<section id=\"layouts\">", "</section>");
+  ASSERT_TRUE(layouts.has_value());
+  EXPECT_NE(layouts->find("<th>exposed expert (ms)</th>"), std::string::npos);
+  EXPECT_NE(layouts->find("<td class=\"n\">7.000</td>"), std::string::npos);
+}
+
 TEST(HtmlReport, NonFiniteNumbersAndAnEmptySweepDoNotBreakIt) {
   Sweep sweep = swept();
   sweep.predictions[0].step_time = kNaN;

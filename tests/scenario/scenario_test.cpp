@@ -588,12 +588,11 @@ TEST(Scenario, ResolvedKeysCoverEveryKnownKeySorted) {
     EXPECT_NE(it, keys.end()) << key;
     return it == keys.end() ? ResolvedKey{} : *it;
   };
-  // Values with units echo what was given, digits the input had and no more ("10 Gbps", "292 ms",
-  // "25 MB"), so that they read back as the same number.
-  EXPECT_EQ(find("cluster.nic_bandwidth"), (ResolvedKey{"cluster.nic_bandwidth", "10 Gbps", false}));
-  EXPECT_TRUE(contains(find("cluster.nic_bandwidth").value, "Gbps"));
+  // Values with units echo the digits the input had and no more ("292 ms", "25 MB"), so that they
+  // read back as the same number; bandwidths in bytes/s whatever they were given in (10Gbps).
+  EXPECT_EQ(find("cluster.nic_bandwidth"), (ResolvedKey{"cluster.nic_bandwidth", "1.25 GB/s", false}));
   // Same as the NIC when unset.
-  EXPECT_EQ(find("cluster.ps_nic_bandwidth").value, "10 Gbps");
+  EXPECT_EQ(find("cluster.ps_nic_bandwidth").value, "1.25 GB/s");
   EXPECT_EQ(find("cluster.workers"), (ResolvedKey{"cluster.workers", "8", true}));
   EXPECT_EQ(find("workload.step_time").value, "292 ms");
   // 32 samples / 0.292 s.
@@ -603,6 +602,32 @@ TEST(Scenario, ResolvedKeysCoverEveryKnownKeySorted) {
   EXPECT_EQ(find("training.ps.apply_bandwidth").value, "free");
   EXPECT_EQ(find("training.scheme").value, "allreduce");
   EXPECT_EQ(find("seed"), (ResolvedKey{"seed", "1", true}));
+}
+
+// A bandwidth given in bytes echoes as given, not in bits (450GB/s was "3.6 Tbps"), and one from
+// NCCL's tables at no more than 4 significant digits (one was "75.7894736842105 Gbps").
+TEST(Scenario, BandwidthsEchoInBytesPerSecond) {
+  Scenario s = parse_scenario(kMinimal, "t.yaml",
+                              {"cluster.intra_node.bandwidth=450GB/s", "cluster.nic_bandwidth=400Gbps"});
+  const std::vector<ResolvedKey> keys = resolved_keys(s);
+  auto value = [&](const std::string& key) {
+    auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return k.key == key; });
+    return it == keys.end() ? std::string("(missing)") : it->value;
+  };
+  EXPECT_EQ(value("cluster.intra_node.bandwidth"), "450 GB/s");
+  EXPECT_EQ(value("cluster.nic_bandwidth"), "50 GB/s");
+  int from_tables = 0;
+  for (const ResolvedKey& k : keys) {
+    EXPECT_FALSE(contains(k.value, "bps")) << k.key << ": " << k.value;
+    if (contains(k.value, "(NCCL's table)")) {
+      ++from_tables;
+      // At most 4 significant digits before the unit.
+      const std::string number = k.value.substr(0, k.value.find(' '));
+      EXPECT_LE(std::count_if(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }), 4)
+          << k.key << ": " << k.value;
+    }
+  }
+  EXPECT_GT(from_tables, 0);
 }
 
 TEST(Scenario, KnownKeysAreDocumentedAndParseable) {

@@ -179,6 +179,44 @@ TEST(NumberFormat, OnePrecisionAcrossMagnitudes) {
   EXPECT_EQ(format_percent(0.054321), "5.43%");
 }
 
+TEST(NumberFormat, SignedPercentKeepsSignAndThreeDigitsOfSmallChanges) {
+  EXPECT_EQ(format_signed_percent(0.251), "+25.1%");
+  EXPECT_EQ(format_signed_percent(-0.04), "-4.00%");
+  // coarse vs fine of examples/llama3-70b-fsdp-tp.yaml: was "+0%", sign and size lost.
+  EXPECT_EQ(format_signed_percent(-0.000452), "-0.0452%");
+  EXPECT_EQ(format_signed_percent(0.0000123), "+0.00123%");
+  EXPECT_EQ(format_signed_percent(0.0), "0%");
+  EXPECT_EQ(format_signed_percent(-0.0), "0%");
+  EXPECT_EQ(format_signed_percent(3e-16), "0%");  // a double's rounding of two equal times
+}
+
+// The limits the errors state (1 PB/s = 8 Pbps, 1 PB) are in units that parse.
+TEST(Units, PetaPrefixesParseUpToTheLimit) {
+  EXPECT_DOUBLE_EQ(parse_bandwidth("8Pbps", kWhere), 1e15);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("4Pbps", kWhere), 5e14);
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1PB/s", kWhere), 1e15);
+  EXPECT_DOUBLE_EQ(parse_bytes("1PB", kWhere), 1e15);
+  try {
+    (void)parse_bandwidth("9Pbps", kWhere);
+    ADD_FAILURE() << "9 Pbps is over the limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 PB/s = 8 Pbps"), std::string::npos) << e.what();
+  }
+}
+
+// An input's bandwidth echoes in bytes/s and reads back as the same double; a derived one at 4
+// significant digits.
+TEST(NumberFormat, ByteRateEchoes) {
+  EXPECT_EQ(echo_byte_rate(450e9), "450 GB/s");
+  EXPECT_EQ(echo_byte_rate(1.25e9), "1.25 GB/s");    // 10 Gbps
+  EXPECT_EQ(echo_byte_rate(3.125e9), "3.125 GB/s");  // 25 Gbps
+  EXPECT_EQ(echo_byte_rate(1e15), "1 PB/s");
+  for (double bw : {1.25e9, 3.125e9, 12.345e9 / 8, 1e3, 450e9})
+    EXPECT_DOUBLE_EQ(parse_bandwidth(echo_byte_rate(bw), kWhere), bw) << echo_byte_rate(bw);
+  EXPECT_EQ(rounded_byte_rate(75.7894736842105e9 / 8), "9.474 GB/s");
+  EXPECT_EQ(rounded_byte_rate(36e9), "36 GB/s");
+}
+
 TEST(NumberFormat, UnitsForBytesRatesAndFlops) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(25e6), "25.0 MB");

@@ -80,7 +80,9 @@ struct TraceCounter {
 /// clusters stay small. Spans of other workers or steps are not recorded at all.
 struct TraceSelection {
   std::vector<int> workers;  ///< worker indices kept, increasing; empty: every worker
-  int first_workers = 0;     ///< with `workers` empty: only workers 0..first_workers-1; 0: no limit
+  /// With `workers` empty: only workers 0..first_workers-1, or for a pipeline (p > 1) this many
+  /// spread over its stages (at least one a stage); 0: no limit.
+  int first_workers = 0;
   int steps = 0;             ///< the first `steps` measured steps only (no warm-up); 0: all steps
   bool operator==(const TraceSelection&) const = default;
 };
