@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cli/cli_support.hpp"
 #include "stepcast/scenario/scenario.hpp"
@@ -12,6 +13,7 @@ namespace calibrate_cli_test {  // this file's own names: test files are compile
 
 using stepcast_cli_test::CliTest;
 using stepcast_cli_test::read_text;
+using stepcast_cli_test::RunResult;
 
 // A 4-rank sweep from the closed form with a = 5 us per step and B = 10 GB/s:
 // t = 6 * 5 us + 1.5 * S / 1e10 s -> 30.0012 us at 8 B, 30 + 1.5 * 1048576 / 1e4 us at 1 MiB, ...
@@ -135,6 +137,59 @@ TEST_F(CliTest, CalibrateBadInputExitsTwoNamingTheFile) {
   EXPECT_EQ(r.code, 2) << r.describe();
   r = run({"calibrate", "nccl-tests", log});  // --workers is required
   EXPECT_EQ(r.code, 2) << r.describe();
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Options the chosen fit does not use: `calibrate nccl-tests` still fits (exit 0, the same keys as
+// without them) but warns on stderr, naming each option and the fit that would use it; an option
+// the fit does use draws no warning.
+TEST_F(CliTest, CalibrateWarnsOfOptionsItsFitDoesNotUse) {
+  const std::vector<std::string> base = {
+      "calibrate", "nccl-tests", file("ar.log", kLog), "--workers", "4", "--workers-per-node", "2"};
+  const RunResult plain = run(base);
+  ASSERT_EQ(plain.code, 0) << plain.describe();
+  EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.describe();
+
+  // --max-regimes without --fit regimes (the default fit is endpoints): even at its default value,
+  // since it was given.
+  for (const char* regimes : {"2", "4"}) {
+    const RunResult r = run(with(base, {"--max-regimes", regimes}));
+    ASSERT_EQ(r.code, 0) << r.describe();
+    EXPECT_EQ(r.out, plain.out) << "the fit changed";
+    EXPECT_NE(r.err.find("stepcast: warning: --max-regimes has no effect: only --fit regimes uses it, and "
+                         "the fit is endpoints"),
+              std::string::npos)
+        << r.describe();
+  }
+  // NCCL's table choices with another fit: one warning each.
+  const RunResult nccl_keys = run(with(base, {"--fit", "least-squares", "--gpu-generation", "ampere",
+                                              "--cpu-vendor", "amd", "--nics-per-node", "2"}));
+  ASSERT_EQ(nccl_keys.code, 0) << nccl_keys.describe();
+  for (const char* option : {"--gpu-generation", "--cpu-vendor", "--nics-per-node"}) {
+    EXPECT_NE(nccl_keys.err.find(std::string("stepcast: warning: ") + option +
+                                 " has no effect: only --fit nccl uses it, and the fit is least-squares"),
+              std::string::npos)
+        << option << "\n"
+        << nccl_keys.describe();
+  }
+  // Each option with its own fit: no warning.
+  const RunResult regimes = run(with(base, {"--fit", "regimes", "--max-regimes", "2"}));
+  ASSERT_EQ(regimes.code, 0) << regimes.describe();
+  EXPECT_EQ(regimes.err.find("warning"), std::string::npos) << regimes.describe();
+  const RunResult nccl =
+      run(with(base, {"--fit", "nccl", "--gpu-generation", "ampere", "--max-regimes", "3"}));
+  ASSERT_EQ(nccl.code, 0) << nccl.describe();
+  EXPECT_EQ(nccl.err.find("--gpu-generation"), std::string::npos) << nccl.describe();
+  EXPECT_NE(nccl.err.find("--max-regimes has no effect"), std::string::npos) << nccl.describe();
+  // --nic-bandwidth is used by nccl alone, and picks it without --fit; with another fit it is an
+  // error, not a warning.
+  const RunResult nic = run(with(base, {"--nic-bandwidth", "100Gbps", "--fit", "endpoints"}));
+  EXPECT_EQ(nic.code, 2) << nic.describe();
+  EXPECT_NE(nic.err.find("--nic-bandwidth"), std::string::npos) << nic.describe();
 }
 
 }  // namespace calibrate_cli_test
