@@ -64,7 +64,7 @@ Result allreduce_bound(const workload::Workload& w, const cluster::ClusterSpec& 
   r.utilization.push_back({"worker compute (mean)", worker.compute / r.step_time});
   // Not the all-reduce as one resource: its links, each class's busiest (an oversubscribed
   // uplink busier than the NICs is what the step waits on).
-  if (c) add_link_loads(r, *c, scheme, link_bytes);
+  if (c) add_link_loads(r, *c, scheme, link_bytes, 1);
   return r;
 }
 
@@ -163,7 +163,7 @@ Result fsdp_bound(const workload::Workload& w, const cluster::ClusterSpec& spec,
   scheme::add_link_bytes(plans.gather, gathered, link_bytes);
   scheme::add_link_bytes(plans.reduce, reduced, link_bytes);
   scheme::add_link_bytes(plans.replicate, replicated, link_bytes);
-  add_link_loads(r, c, scheme, link_bytes);
+  add_link_loads(r, c, scheme, link_bytes, 1);
   return r;
 }
 
@@ -200,6 +200,7 @@ Result predict_analytic(const workload::Workload& workload, const cluster::Clust
   r.throughput = cluster.workers * workload.batch_per_worker / r.step_time;
   // allreduce_bound and ps_bound give the bytes of one step; the Result counts the measured ones.
   r.bytes_sent = r.bytes_received = r.bytes_sent * options.measure_steps;
+  for (sim::LinkClassLoad& c : r.link_classes) c.bytes *= options.measure_steps;
   finish_result(r, workload);
   if (r.saturation_workers > 0) {
     r.bottleneck += fmt::format("; parameter servers saturate at N* = {:.1f} workers", r.saturation_workers);

@@ -62,7 +62,7 @@ Result allreduce_step(const workload::Workload& w, const cluster::ClusterSpec& s
   // which an oversubscribed fabric makes busier than the NICs.
   std::vector<double> link_bytes(c.links.size(), 0.0);
   for (size_t p = 0; p < wire.size(); ++p) scheme::add_link_bytes(planner.plans()[p], wire[p], link_bytes);
-  add_link_loads(r, c, scheme, link_bytes);
+  add_link_loads(r, c, scheme, link_bytes, options.measure_steps);
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }
@@ -501,7 +501,7 @@ Result fsdp_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
   r.utilization.push_back({"worker compute (mean)", compute / r.step_time});
   std::vector<double> link_bytes(c.links.size(), 0.0);
   for (const auto& [plan, bytes] : wire) scheme::add_link_bytes(*plan, bytes, link_bytes);
-  add_link_loads(r, c, scheme, link_bytes);
+  add_link_loads(r, c, scheme, link_bytes, options.measure_steps);
   r.bytes_sent = r.bytes_received = sent * options.measure_steps;
   return r;
 }

@@ -159,7 +159,8 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
   r.throughput = samples_per_step(w, spec, scheme) / step;
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   r.utilization.push_back({"worker compute (mean)", std::min(1.0, compute / step)});
-  if (!costs.link_bytes.empty()) add_link_loads(r, *costs.cluster, scheme, costs.link_bytes);
+  if (!costs.link_bytes.empty())
+    add_link_loads(r, *costs.cluster, scheme, costs.link_bytes, options.measure_steps);
   finish_result(r, w);
   return r;
 }
@@ -185,7 +186,7 @@ Result analytic_composed(const workload::Workload& w, const cluster::ClusterSpec
   r.utilization.push_back({"worker compute (busiest stage)", compute / r.step_time});
   // Each class's busiest link, not one link by name: the uplinks of an oversubscribed fabric, or
   // the NICs, whichever the busiest link is.
-  add_link_loads(r, *costs.cluster, scheme, costs.link_bytes);
+  add_link_loads(r, *costs.cluster, scheme, costs.link_bytes, options.measure_steps);
   r.bytes_sent = r.bytes_received = costs.bytes_sent * options.measure_steps;
   finish_result(r, w);
   return r;

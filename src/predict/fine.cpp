@@ -84,6 +84,7 @@ Result simulate(const workload::Workload& workload, const cluster::ClusterSpec& 
   r.max_link_flows = sim.max_link_flows;
   r.links = std::move(sim.links);
   r.links_left_out = sim.links_left_out;
+  r.link_classes = std::move(sim.link_classes);
   r.staleness = staleness_of(sim.staleness_counts);
   r.trace = std::move(sim.trace);
   finish_result(r, workload);

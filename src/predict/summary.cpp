@@ -180,9 +180,10 @@ void finish_result(Result& r, double alone_step_time, int batch_per_worker) {
 }
 
 void add_link_loads(Result& r, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
-                    const std::vector<double>& link_bytes) {
+                    const std::vector<double>& link_bytes, int steps) {
   for (scheme::ResourceLoad& load : scheme::link_loads(cluster, scheme, link_bytes, r.step_time))
     r.utilization.push_back({std::move(load.resource), load.busy});
+  r.link_classes = scheme::link_class_loads(cluster, scheme, link_bytes, r.step_time, steps);
 }
 
 void add_fabric_loads(Result& r, const cluster::Cluster& cluster, const std::vector<double>& link_bytes) {
@@ -439,6 +440,36 @@ std::vector<sim::LinkLoad> merged_links(const std::vector<Result>& results) {
   return out;
 }
 
+// The link classes over the run of all samples, as merged_links: busy fractions weighted by step
+// time, bytes the mean per sample step, the count the most links a step's class had.
+std::vector<sim::LinkClassLoad> merged_link_classes(const std::vector<Result>& results) {
+  std::vector<sim::LinkClassLoad> out;
+  double total = 0;
+  for (const Result& r : results) {
+    total += r.step_time;
+    for (const sim::LinkClassLoad& c : r.link_classes) {
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const sim::LinkClassLoad& o) { return o.name == c.name; });
+      if (it == out.end()) {
+        out.push_back({.name = c.name});
+        it = std::prev(out.end());
+      }
+      it->links = std::max(it->links, c.links);
+      it->busiest += c.busiest * r.step_time;
+      it->mean_busy += c.mean_busy * r.step_time;
+      it->bytes += c.bytes / static_cast<double>(results.size());
+    }
+  }
+  for (sim::LinkClassLoad& c : out) {
+    c.busiest = total > 0 ? c.busiest / total : 0;
+    c.mean_busy = total > 0 ? c.mean_busy / total : 0;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const sim::LinkClassLoad& a, const sim::LinkClassLoad& b) {
+    return a.busiest > b.busiest;
+  });
+  return out;
+}
+
 }  // namespace
 
 Result predict_over_samples(const workload::Workload& workload, bool record_trace,
@@ -504,6 +535,7 @@ Result predict_over_samples(const workload::Workload& workload, bool record_trac
   r.throughput = seconds_per_sample > 0 ? n / seconds_per_sample : 0;
   r.utilization = weighted_busy(results);
   r.links = merged_links(results);
+  r.link_classes = merged_link_classes(results);
   r.trace = std::move(results[rep].trace);
   finish_result(r, alone / n, workload.batch_per_worker);
   return r;

@@ -47,9 +47,10 @@ void account_collectives(Result& result, const workload::Workload& workload,
 /// The closed forms' link loads (coarse, analytic): link l of `cluster` carries link_bytes[l] in
 /// a step of r.step_time, appended to r.utilization under the fine predictor's names
 /// (scheme::link_loads: the busiest NIC each way, intra-node link, each switch-to-switch class),
-/// so that the bottleneck names an oversubscribed uplink rather than the half-idle NICs.
+/// so that the bottleneck names an oversubscribed uplink rather than the half-idle NICs; and
+/// every link by class in r.link_classes, its bytes over `steps` measured steps.
 void add_link_loads(Result& result, const cluster::Cluster& cluster, const scheme::SchemeConfig& scheme,
-                    const std::vector<double>& link_bytes);
+                    const std::vector<double>& link_bytes, int steps);
 /// Of add_link_loads, only the switch-to-switch classes (scheme::fabric_loads), for closed forms
 /// that have the NICs' loads of their own; nothing for empty link_bytes.
 void add_fabric_loads(Result& result, const cluster::Cluster& cluster, const std::vector<double>& link_bytes);

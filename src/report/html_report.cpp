@@ -214,55 +214,8 @@ std::vector<Ideal> ideals_of(const Sweep& sweep, const std::vector<Group>& group
   return ideals;
 }
 
-/// The class of a link direction, by the cluster's name for it (cluster::LinkTable::name): a
-/// NIC ("node3.nic.up", "node0.nic2.down", "server0.nic.up"), a PCIe link, a GPU's or the host's
-/// bus inside a node ("node0.gpu2.bus.up"), or a switch-to-switch link "from->to": up from a
-/// leaf (or edge) switch, or from a spine (aggregation, core) switch. Links are listed by class,
-/// not one row per link, which at a thousand GPUs would be thousands of rows.
-std::string link_class(std::string_view name) {
-  if (const std::size_t arrow = name.find("->"); arrow != std::string_view::npos) {
-    const std::string_view from = name.substr(0, arrow);
-    if (from.starts_with("leaf") || from.starts_with("edge")) return "leaf uplink";
-    if (from.starts_with("spine") || from.starts_with("agg") || from.starts_with("core")) return "spine";
-    return "switch to switch";
-  }
-  if (name.find(".nic") != std::string_view::npos) return "NIC";
-  if (name.find(".pcie") != std::string_view::npos) return "PCIe";
-  if (name.find(".bus.") != std::string_view::npos) return "intra-node (NVLink, bus)";
-  return "other link";
-}
-
-/// The links of one class in one prediction: how many, the busiest and the mean busy fraction.
-struct LinkClass {
-  std::string name;
-  std::size_t links = 0;
-  double max_busy = 0;
-  double mean_busy = 0;
-  double bytes = 0;
-};
-
-/// The links `r` reports, by class, in order of first appearance (its busiest link's class first).
-std::vector<LinkClass> link_classes(const Result& r) {
-  std::vector<LinkClass> classes;
-  for (const sim::LinkLoad& l : r.links) {
-    const std::string name = link_class(l.name);
-    auto it =
-        std::find_if(classes.begin(), classes.end(), [&](const LinkClass& c) { return c.name == name; });
-    if (it == classes.end()) {
-      classes.push_back({name});
-      it = std::prev(classes.end());
-    }
-    ++it->links;
-    it->max_busy = std::max(it->max_busy, l.busy);
-    it->mean_busy += l.busy;
-    it->bytes += l.bytes;
-  }
-  for (LinkClass& c : classes) c.mean_busy /= static_cast<double>(c.links);
-  return classes;
-}
-
-/// One row of the heat map: a resource (Result::utilization) or a class of links (Result::links
-/// by link_class), with its busy fraction per prediction (NaN where that prediction does not
+/// One row of the heat map: a resource (Result::utilization) or a class of links
+/// (Result::link_classes), with its busy fraction per prediction (NaN where that prediction does not
 /// report it); for a class, the busiest link's, with the mean and the count of its links.
 struct HeatRow {
   std::string name;
@@ -289,9 +242,15 @@ std::vector<HeatRow> heat_rows(const std::vector<Result>& predictions) {
     return *it;
   };
   for (std::size_t i = 0; i < n; ++i) {
-    for (const auto& u : predictions[i].utilization) add(i, u.resource, u.busy, false);
-    for (const LinkClass& c : link_classes(predictions[i])) {
-      HeatRow& row = add(i, c.name, c.max_busy, true);
+    const std::vector<sim::LinkClassLoad>& classes = predictions[i].link_classes;
+    for (const auto& u : predictions[i].utilization) {
+      // A switch-to-switch class is a resource too (its busiest link): its row of links says more.
+      const bool a_class = std::any_of(classes.begin(), classes.end(),
+                                       [&](const sim::LinkClassLoad& c) { return c.name == u.resource; });
+      if (!a_class) add(i, u.resource, u.busy, false);
+    }
+    for (const sim::LinkClassLoad& c : classes) {
+      HeatRow& row = add(i, c.name, c.busiest, true);
       row.mean[i] = c.mean_busy;
       row.links[i] = c.links;
     }
@@ -817,11 +776,10 @@ void write_heat_map(Page& page, const Sweep& sweep, const std::vector<Group>& gr
       "<p class=\"note\">Busy fraction of each resource and link over the measured steps (%, 100 % = busy "
       "the "
       "whole time), one column per prediction; &ndash;: not reported by that prediction. Links are listed by "
-      "class (NIC, intra-node, PCIe, leaf uplink, spine): the busiest link of the class, then the mean and "
+      "class (the NICs, intra-node links, PCIe, each class of switch-to-switch link): the busiest link of "
       "the "
-      "number of its links among the busiest the prediction kept. The {} busiest of {} rows, by their peak "
-      "over "
-      "the sweep.</p>\n",
+      "class, then the mean and the number of its links that carried bytes. The {} busiest of {} rows, by "
+      "their peak over the sweep.</p>\n",
       shown, rows.size());
   page.raw("<div class=\"scroll\"><table class=\"heat\">\n<thead><tr><th>kind</th><th>resource or link</th>");
   std::vector<std::string> curve_of(sweep.predictions.size());
@@ -1525,27 +1483,25 @@ void write_plan_count(Page& page, const PlanCount& c) {
   page.raw("</section>\n");
 }
 
-/// The best layout's links by class: how many of the busiest links it kept, the busiest and the
-/// mean busy fraction, bytes.
+/// The best layout's links by class: how many carried bytes, the busiest and the mean busy
+/// fraction, bytes.
 void write_plan_links(Page& page, const Plan& plan) {
   if (!plan.best_count) return;
   const PlanCount& c = plan.counts[*plan.best_count];
   const predict::Result& f = c.top.front().fine;
-  const std::vector<LinkClass> classes = link_classes(f);
   page.raw("<section id=\"links\"><h2>Links of the best layout, by class</h2>\n");
-  if (classes.empty()) {
+  if (f.link_classes.empty()) {
     page.raw("<p class=\"note\">The prediction reports no link use.</p>\n</section>\n");
     return;
   }
-  page.format(
-      "<p class=\"note\">The {} busiest link directions the prediction kept ({} more carried bytes), grouped "
-      "by class rather than one row per link.</p>\n",
-      f.links.size(), f.links_left_out);
+  page.raw(
+      "<p class=\"note\">Every link direction that carried bytes, grouped by class rather than one row per "
+      "link.</p>\n");
   std::vector<std::vector<Cell>> rows;
-  for (const LinkClass& k : classes)
+  for (const sim::LinkClassLoad& k : f.link_classes)
     rows.push_back({{escaped(k.name), false},
                     {fmt::format("{}", k.links)},
-                    {fixed(100 * k.max_busy, 1)},
+                    {fixed(100 * k.busiest, 1)},
                     {fixed(100 * k.mean_busy, 1)},
                     {escaped(format_bytes(k.bytes))}});
   write_table(page, {"class", "links", "busiest (%)", "mean busy (%)", "bytes (measured steps)"}, rows);

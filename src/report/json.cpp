@@ -286,6 +286,23 @@ void write_prediction(JsonWriter& json, const predict::Result& r, const Config* 
   json.key("max_link_flows");
   json.integer(r.max_link_flows);
   detail::write_links_json(json, r.links, r.links.size(), r.links_left_out);
+  json.key("link_classes");
+  json.begin_array();
+  for (const sim::LinkClassLoad& c : r.link_classes) {
+    json.begin_object();
+    json.key("name");
+    json.string(c.name);
+    json.key("links");
+    json.integer(c.links);
+    json.key("busiest");
+    json.number(c.busiest);
+    json.key("mean_busy");
+    json.number(c.mean_busy);
+    json.key("bytes");
+    json.bytes(c.bytes);
+    json.end_object();
+  }
+  json.end_array();
   json.key("step_time_samples");
   const predict::StepSpread& spread = r.step_samples;
   if (spread.samples == 0) {

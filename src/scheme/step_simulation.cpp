@@ -291,6 +291,60 @@ std::vector<ResourceLoad> fabric_loads(const Cluster& cluster, const std::vector
   return loads;
 }
 
+std::vector<sim::LinkClassLoad> link_class_loads(const Cluster& cluster, const SchemeConfig& scheme,
+                                                 const std::vector<double>& bytes, double window,
+                                                 double steps) {
+  const bool colocated =
+      scheme.scheme == Scheme::ParameterServer && scheme.ps.placement == PsPlacement::Colocated;
+  // The node roles first, in fixed slots (a million GPUs have millions of such links); the
+  // fabric's classes after them, by name.
+  enum Slot : size_t { kWorkerNic, kServerNic, kPcie, kBus };
+  std::vector<sim::LinkClassLoad> classes{{.name = colocated ? "node NIC" : "worker NIC"},
+                                          {.name = "PS NIC"},
+                                          {.name = "PCIe link"},
+                                          {.name = "intra-node link"}};
+  auto add = [&](size_t slot, uint32_t l) {
+    if (!(bytes[l] > 0)) return;
+    sim::LinkClassLoad& c = classes[slot];
+    const double busy = window > 0 ? bytes[l] / (cluster.links[l].bw * window) : 0.0;
+    ++c.links;
+    c.busiest = std::max(c.busiest, busy);
+    c.mean_busy += busy;  // a sum until the end
+    c.bytes += bytes[l] * steps;
+  };
+  const int worker_nodes = cluster.spec.num_worker_nodes();
+  for (size_t nic = 0; nic < cluster.nic_up.size(); ++nic) {
+    const size_t slot = cluster.links[cluster.nic_up[nic]].from < worker_nodes ? kWorkerNic : kServerNic;
+    add(slot, cluster.nic_up[nic]);
+    add(slot, cluster.nic_down[nic]);
+  }
+  for (size_t i = 0; i < cluster.pcie_up.size(); ++i) {
+    add(kPcie, cluster.pcie_up[i]);
+    add(kPcie, cluster.pcie_down[i]);
+  }
+  for (size_t i = 0; i < cluster.bus_up.size(); ++i) {
+    add(kBus, cluster.bus_up[i]);
+    add(kBus, cluster.bus_down[i]);
+  }
+  std::map<std::string, size_t> fabric;
+  for (const std::vector<uint32_t>& out : cluster.switch_out) {
+    for (uint32_t l : out) {
+      if (!(bytes[l] > 0)) continue;
+      std::string name = cluster.links.name(l);
+      std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });  // as fabric_loads
+      auto [it, added] = fabric.try_emplace(name + " link", classes.size());
+      if (added) classes.push_back({.name = it->first});
+      add(it->second, l);
+    }
+  }
+  std::erase_if(classes, [](const sim::LinkClassLoad& c) { return c.links == 0; });
+  for (sim::LinkClassLoad& c : classes) c.mean_busy /= static_cast<double>(c.links);
+  std::stable_sort(
+      classes.begin(), classes.end(),
+      [](const sim::LinkClassLoad& a, const sim::LinkClassLoad& b) { return a.busiest > b.busiest; });
+  return classes;
+}
+
 void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeConfig& scheme,
                       const std::vector<double>& bytes, size_t links_kept) {
   double compute_busy = 0;
@@ -308,6 +362,7 @@ void add_window_loads(SimulationResult& r, const Cluster& cluster, const SchemeC
     r.bytes_received += bytes[cluster.bus_down[i]];
   }
   r.links = busiest_links(cluster.links, bytes, r.window, links_kept, r.links_left_out);
+  r.link_classes = link_class_loads(cluster, scheme, bytes, r.window);
 }
 
 SimulationResult run_steps(const Workload& w, const Cluster& cluster, const SchemeConfig& scheme,

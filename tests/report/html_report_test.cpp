@@ -65,7 +65,10 @@ Result result(int workers, Predictor predictor, double efficiency, double rate =
   r.breakdown = {.compute = batch / rate, .communication_exposed = r.step_time - batch / rate, .wait = 0};
   r.bottleneck = workers == 1 ? "compute" : "ring all-reduce on worker NIC out 80% busy";
   r.utilization = {{"worker compute", efficiency}, {"worker NIC out", 0.8 * (workers > 1)}};
-  if (workers > 1) r.links = {{"node0.nic.up", 0.8}, {"node1.nic.down", 0.75}};
+  if (workers > 1) {
+    r.links = {{"node0.nic.up", 0.8}, {"node1.nic.down", 0.75}};
+    r.link_classes = {{.name = "worker NIC", .links = 4, .busiest = 0.8, .mean_busy = 0.6, .bytes = 4e9}};
+  }
   return r;
 }
 
@@ -229,11 +232,10 @@ TEST(HtmlReport, HeatMapRowsAreTheBusiestResourcesAndLinksFirst) {
   const std::string html = html_of(swept());
   const auto heat = between(html, "<section id=\"heatmap\">", "</section>");
   ASSERT_TRUE(heat.has_value());
-  // Peaks: worker compute 1.0, NIC out 0.8, the NIC links 0.8 (node0.nic.up; node1.nic.down
-  // 0.75 is in the same row, by class), hostile 0.5.
+  // Peaks: worker compute 1.0, NIC out 0.8, the NICs' class 0.8 (no row per link), hostile 0.5.
   const std::size_t compute = heat->find("<td>resource</td><td>worker compute</td>");
   const std::size_t nic = heat->find("<td>resource</td><td>worker NIC out</td>");
-  const std::size_t links = heat->find("<td>links</td><td>NIC</td>");
+  const std::size_t links = heat->find("<td>links</td><td>worker NIC</td>");
   ASSERT_NE(links, std::string::npos);
   EXPECT_LT(compute, nic);
   EXPECT_LT(nic, links);
@@ -402,23 +404,30 @@ TEST(HtmlReport, LinksAreListedByClassNotOneRowPerLink) {
   Sweep sweep;
   sweep.scenario = "fabric";
   Result r = result(16, Predictor::Fine, 0.8);
-  r.utilization.clear();
-  r.links = {{"node0.nic.up", 0.9, 1e9},      {"node1.nic.up", 0.5, 1e9},    {"node2.nic3.down", 0.4, 1e9},
-             {"leaf0->spine1", 0.7, 1e9},     {"leaf1->spine0", 0.3, 1e9},   {"spine1->leaf2", 0.6, 1e9},
-             {"node0.gpu1.bus.up", 0.2, 1e9}, {"node0.pcie0.down", 0.1, 1e9}};
+  // The ten links a prediction keeps are all NICs; its classes count every link.
+  r.utilization = {{"worker NIC out", 0.9}, {"leaf->spine link", 0.7}};
+  r.links = {{"node0.nic.up", 0.9, 1e9}, {"node1.nic.up", 0.5, 1e9}};
+  r.link_classes = {{"worker NIC", 32, 0.9, 0.6, 3e10},
+                    {"leaf->spine link", 8, 0.7, 0.5, 8e9},
+                    {"spine->leaf link", 8, 0.6, 0.45, 7e9},
+                    {"intra-node link", 128, 0.2, 0.1, 1e10},
+                    {"PCIe link", 16, 0.1, 0.05, 1e9}};
   sweep.predictions = {r};
   const std::string html = html_of(sweep);
   const std::string heat = between(html, "<section id=\"heatmap\">", "</section>").value_or("");
-  for (std::string_view name : {"node0.nic.up", "leaf0-&gt;spine1", "spine1-&gt;leaf2", "node0.gpu1.bus.up"})
+  for (std::string_view name : {"node0.nic.up", "node1.nic.up"})
     EXPECT_EQ(heat.find(name), std::string::npos) << name << " has a row of its own";
-  // One row per class: its busiest link, then the mean and the count.
-  EXPECT_NE(heat.find("<td>NIC</td><td class=\"heat\""), std::string::npos) << heat;
-  EXPECT_NE(heat.find("90 %<br><small>mean 60 %, 3</small>"), std::string::npos) << heat;
-  EXPECT_NE(heat.find("<td>leaf uplink</td>"), std::string::npos);
-  EXPECT_NE(heat.find("70 %<br><small>mean 50 %, 2</small>"), std::string::npos) << heat;
-  EXPECT_NE(heat.find("<td>spine</td>"), std::string::npos);
-  EXPECT_NE(heat.find("<td>intra-node (NVLink, bus)</td>"), std::string::npos);
-  EXPECT_NE(heat.find("<td>PCIe</td>"), std::string::npos);
+  // One row per class: its busiest link, then the mean and the count of every link that carried bytes.
+  EXPECT_NE(heat.find("<td>worker NIC</td><td class=\"heat\""), std::string::npos) << heat;
+  EXPECT_NE(heat.find("90 %<br><small>mean 60 %, 32</small>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("<td>links</td><td>leaf-&gt;spine link</td>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("70 %<br><small>mean 50 %, 8</small>"), std::string::npos) << heat;
+  // The uplinks' class is a resource too: one row, the class's.
+  EXPECT_EQ(heat.find("<td>resource</td><td>leaf-&gt;spine link</td>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("<td>resource</td><td>worker NIC out</td>"), std::string::npos) << heat;
+  EXPECT_NE(heat.find("<td>spine-&gt;leaf link</td>"), std::string::npos);
+  EXPECT_NE(heat.find("<td>intra-node link</td>"), std::string::npos);
+  EXPECT_NE(heat.find("<td>PCIe link</td>"), std::string::npos);
   EXPECT_EQ(count(heat, "<td>links</td>"), 5u);
 }
 
@@ -528,6 +537,7 @@ Plan plan_of(std::vector<int> counts, std::size_t k) {
       row.fine.breakdown.tensor = 0.01 * row.fine.step_time;
       row.fine.breakdown.data = 0.02 * row.fine.step_time;
       row.fine.links = {{"node0.nic.up", 0.8, 1e9}, {"leaf0->spine1", 0.6, 2e9}, {"spine1->leaf3", 0.5, 2e9}};
+      row.fine.link_classes = {{"worker NIC", 64, 0.8, 0.7, 5e10}, {"leaf->spine link", 16, 0.6, 0.4, 3e10}};
       set_memory(row.fine, 60e9 + 1e9 * double(i), 80e9);
       row.coarse = row.fine;
       row.coarse.predictor = Predictor::Coarse;
@@ -597,7 +607,9 @@ TEST(HtmlReport, PlanPageLeadsWithTheBestLayoutAndTheCounts) {
     EXPECT_NE(html.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
   // Links by class, not one row per link.
   const std::string links = between(html, "<section id=\"links\">", "</section>").value_or("");
-  EXPECT_NE(links.find("<td>leaf uplink</td>"), std::string::npos) << links;
+  EXPECT_NE(links.find("<td>leaf-&gt;spine link</td><td class=\"n\">16</td><td class=\"n\">60.0</td>"),
+            std::string::npos)
+      << links;
   EXPECT_EQ(links.find("node0.nic.up"), std::string::npos);
   EXPECT_EQ(html.find("<plan>"), std::string::npos) << "the scenario name is escaped";
 }

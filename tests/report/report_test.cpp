@@ -276,7 +276,9 @@ TEST(WriteJson, SweepIsValidJsonWithEveryRequiredKey) {
           "\"memory_per_worker_bytes\":null,\"gpu_memory_bytes\":null,\"fits\":null,"
           "\"tokens_per_s\":null,\"tokens_per_s_per_worker\":null,\"model_flops_per_s_per_worker\":null,"
           "\"mfu\":null,\"mfu_6nd\":null,\"collectives\":[],"
-          "\"max_link_flows\":0,\"links\":[],\"links_left_out\":0,\"step_time_samples\":null,\"staleness\":"
+          "\"max_link_flows\":0,\"links\":[],\"links_left_out\":0,\"link_classes\":[],\"step_time_samples\":"
+          "null,"
+          "\"staleness\":"
           "null,\"async_phases_s\":null}"),
       std::string::npos);
   EXPECT_NE(compact.find("\"utilization\":{\"worker compute\":0.8,"

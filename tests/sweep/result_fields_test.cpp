@@ -65,6 +65,7 @@ const LeftOut kLeftOut[] = {
     {"max_link_flows", Writer::Csv, "the simulator's bookkeeping, not a prediction"},
     {"links", Writer::Csv, "per-link loads are a list, no fixed columns"},
     {"links_left_out", Writer::Csv, "goes with the links"},
+    {"link_classes", Writer::Csv, "a list of classes, no fixed columns"},
     {"step_samples.step_times", Writer::Csv, "a list; the row has the spread's summary"},
     {"saturation_workers", Writer::Csv, "analytic detail, in the JSON"},
     {"compute_cv", Writer::Csv, "an input echoed back, in the JSON"},
@@ -159,7 +160,7 @@ void collect(const std::string& path, const std::function<T&(Result&)>& at, std:
     using Element = typename T::value_type;
     out.push_back({path + "[+]", [at](Result& r) {
                      T& items = at(r);
-                     items.push_back(items.front());
+                     items.push_back(items.at(0));  // throws (a failure, not a crash) on an empty baseline
                    }});
     collect<Element>(path + "[0]",
                      std::function<Element&(Result&)>([at](Result& r) -> Element& { return at(r).at(0); }), out);
@@ -204,6 +205,7 @@ Result baseline() {
   r.max_link_flows = 7;
   r.links = {{"server0.nic.up", 0.5, 3.75e8}};
   r.links_left_out = 17;
+  r.link_classes = {{"worker NIC", 32, 0.5, 0.25, 6e9}};
   r.step_samples = {.samples = 2,
                     .mean = 0.25,
                     .p50 = 0.25,

@@ -323,6 +323,10 @@ struct Result {
   /// the measured steps, as bytes_sent.
   std::vector<sim::LinkLoad> links;
   std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
+  /// Every link that carried bytes, by class (worker NIC, intra-node link, leaf->spine link, ...),
+  /// busiest class first, bytes over the measured steps; fine, and coarse and analytic where
+  /// they put the step's bytes on the links (all-reduce, FSDP, composed layouts).
+  std::vector<sim::LinkClassLoad> link_classes;
   StepSpread step_samples;         ///< per-step spread; samples == 0 without per-step samples
   /// Analytic, parameter server: the worker count N* beyond which the busiest shard saturates
   /// (worker step time / server time per worker step); 0 when it does not apply.

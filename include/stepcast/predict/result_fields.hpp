@@ -103,6 +103,14 @@ struct FieldList<Utilization> {
 };
 
 template <>
+struct FieldList<sim::LinkClassLoad> {
+  static constexpr auto fields = std::tuple{
+      field("name", &sim::LinkClassLoad::name), field("links", &sim::LinkClassLoad::links),
+      field("busiest", &sim::LinkClassLoad::busiest), field("mean_busy", &sim::LinkClassLoad::mean_busy),
+      field("bytes", &sim::LinkClassLoad::bytes)};
+};
+
+template <>
 struct FieldList<sim::LinkLoad> {
   static constexpr auto fields = std::tuple{field("name", &sim::LinkLoad::name), field("busy", &sim::LinkLoad::busy),
                                             field("bytes", &sim::LinkLoad::bytes)};
@@ -200,6 +208,7 @@ struct FieldList<Result> {
                                             field("max_link_flows", &Result::max_link_flows),
                                             field("links", &Result::links),
                                             field("links_left_out", &Result::links_left_out),
+                                            field("link_classes", &Result::link_classes),
                                             field("step_samples", &Result::step_samples),
                                             field("saturation_workers", &Result::saturation_workers),
                                             field("compute_cv", &Result::compute_cv),
@@ -221,6 +230,8 @@ struct FieldList<Result> {
 static_assert(every_member_listed<Breakdown>, "predict::Breakdown: a member is missing from FieldList<Breakdown>");
 static_assert(every_member_listed<Utilization>, "predict::Utilization: a member is missing from its FieldList");
 static_assert(every_member_listed<sim::LinkLoad>, "sim::LinkLoad: a member is missing from its FieldList");
+static_assert(every_member_listed<sim::LinkClassLoad>,
+              "sim::LinkClassLoad: a member is missing from its FieldList");
 static_assert(every_member_listed<StepSpread>, "predict::StepSpread: a member is missing from its FieldList");
 static_assert(every_member_listed<Staleness>, "predict::Staleness: a member is missing from its FieldList");
 static_assert(every_member_listed<AsyncPhases>, "predict::AsyncPhases: a member is missing from its FieldList");

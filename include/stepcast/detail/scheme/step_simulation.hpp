@@ -119,6 +119,7 @@ struct SimulationResult {
   uint32_t max_link_flows = 0;
   std::vector<LinkLoad> links;     ///< links that carried bytes in the window, busiest first (links_kept)
   std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
+  std::vector<sim::LinkClassLoad> link_classes;  ///< every link that carried bytes, by class
   SimulationEngine engine = SimulationEngine::Full;
   /// Asynchronous parameter server: pushes of the workers' measured steps by staleness (index =
   /// updates the shard applied to the piece between its pull and the push's arrival); empty
@@ -144,6 +145,7 @@ struct CollectiveResult {
   int stages = 0;
   std::vector<LinkLoad> links;     ///< links that carried bytes, busiest first (links_kept of them)
   std::size_t links_left_out = 0;  ///< links that carried bytes but are not in `links`
+  std::vector<sim::LinkClassLoad> link_classes;  ///< every link that carried bytes, by class
   SimulationEngine engine = SimulationEngine::Full;
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;  ///< the one run (auto: the one chosen)
   CollectiveProtocol protocol = CollectiveProtocol::Links;  ///< the one run (auto: the one chosen)
@@ -162,6 +164,16 @@ struct CollectiveResult {
 /// Of link_loads, only the switch-to-switch classes.
 [[nodiscard]] std::vector<ResourceLoad> fabric_loads(const cluster::Cluster& cluster,
                                                      const std::vector<double>& bytes, double window);
+
+/// Every link that carried bytes (bytes[l] > 0), by class, busiest class first: the workers' NICs
+/// ("worker NIC", "node NIC" with co-located servers, both directions), the servers' ("PS NIC"),
+/// "PCIe link", "intra-node link" (a device's bus: NVLink or the host's) and each
+/// switch-to-switch class under link_loads' names; each with how many links, the busiest, their
+/// mean busy fraction and their bytes times `steps` (bytes[] being one window's).
+[[nodiscard]] std::vector<sim::LinkClassLoad> link_class_loads(const cluster::Cluster& cluster,
+                                                               const SchemeConfig& scheme,
+                                                               const std::vector<double>& bytes,
+                                                               double window, double steps = 1);
 
 /// The ring over workers in rank order as the coarse model sees it: per-member bandwidth of its
 /// most shared link (bytes/s) and the slowest hop's latency (s).
