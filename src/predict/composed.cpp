@@ -3,17 +3,17 @@
 //
 // Coarse: with S_s = F_s + B_s (+ W_s) the time of one micro-batch's passes on stage s (exposed
 // tensor and context collectives included) and delta one pipeline message alone, the
-// pipeline's part of the step is the schedule's length in micro-batches (Narayanan et al. 2019,
-// 2021; Qi et al. 2023), written for stages that need not be equal:
-//   gpipe, 1f1b:   sum_s S_s + (m - 1) max_s S_s + 2 (p - 1) delta
-//   interleaved:   m max_s S_s + (sum_s S_s - max_s S_s) / v + 2 (p - 1) delta
-//   zero_bubble:   max_b [m S_b - b W_b + sum_{s<b} (F_s + B_s) + sum_{s>b} (F_s + B_s - W_s)]
-//                  + 2 (p - 1) delta (stage b defers b of its Ws into the tail of the pipeline)
-// (equal stages: (m + p - 1) S, (m + (p - 1)/v) S, m S + (p - 1)(F + B - W)). Stage s ends its
-// last backward earlier than stage 0 by the backward passes between them; then its gradient
-// reduction (each collective once its gradients are in and the one before it ended, what runs
-// past the backward), its optimizer step and the distributed optimizer's gathers. The step is the
-// latest stage's end.
+// pipeline's part of the step is the longest path through the schedule's passes (pipeline_ends),
+// which with free messages is the schedule's length in micro-batches (Narayanan et al. 2019,
+// 2021; Qi et al. 2023) for stages that need not be equal:
+//   gpipe, 1f1b:   sum_s S_s + (m - 1) max_s S_s
+//   interleaved:   m max_s S_s + (sum_s S_s - max_s S_s) / v
+// (equal stages: (m + p - 1) S, (m + (p - 1)/v) S, ZB-H1 m S + (p - 1)(F + B - W)); with messages,
+// GPipe adds 2 (p - 1) delta, and 1F1B and interleaving more, as their steady state waits on them
+// too. Each stage's last pass ends where the path says; then its gradient reduction (each
+// collective once its gradients are in and the one before it ended, what runs past the
+// backward), its optimizer step and the distributed optimizer's gathers. The step is the latest
+// stage's end.
 //
 // Analytic: the busiest resource: a stage's compute over the step, or the link that carries the
 // most bytes for its bandwidth (every collective and message of the step on the links); the
@@ -24,16 +24,123 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "predict/summary.hpp"
+#include "scheme/stage_programs.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/detail/scheme/costs.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 
 namespace stepcast::predict {
 
 namespace {
+
+/// When each stage's last pass of the step ends, its passes run in the schedule's order
+/// (scheme::schedule_order, and ZB-H1's W passes where the stage programs place them), each
+/// after the one before it on its stage and after the message it receives: F of model chunk k
+/// after F of chunk k - 1, B of chunk k after B of chunk k + 1, each the sender's message alone after the
+/// other stage's pass ended (none between chunks of one stage). Passes of chunk c last forward / v (and
+/// backward / v) of their stage. The longest path of that graph: the closed forms' lengths where
+/// messages are free (equal stages: (m + p - 1) S for GPipe and 1F1B), and where they are not, the
+/// steady state's wait as well as the fill's: under 1F1B stages s and s + 1 exchange one
+/// micro-batch's activation and gradient within p - s micro-batches of each stage's own work, so
+/// every micro-batch waits for messages, not only the first p - 1.
+struct PipelineEnds {
+  std::vector<double> stage;  ///< s: when each stage's last pass ends
+  /// s: [stage][chunk]: when the last micro-batch's backward (under ZB-H1 its W) on the chunk ends
+  std::vector<std::vector<double>> last_micro_batch;
+};
+
+PipelineEnds pipeline_ends(const std::vector<scheme::StageCost>& stages, const std::vector<double>& passes,
+                           const scheme::SchemeConfig& scheme, int m, bool messages) {
+  using Pass = scheme::PipelinePass::Kind;
+  const int p = static_cast<int>(stages.size()), v = scheme.parallel.virtual_stages;
+  const int chunks = p * v;
+  const bool zero_bubble = scheme.pipeline.schedule == scheme::PipelineSchedule::ZeroBubble;
+  const int group = scheme::interleaved_group(scheme.pipeline.microbatch_group, p, m);
+  struct StageRun {
+    std::vector<scheme::PipelinePass> order;
+    size_t next = 0;
+    double free = 0;     // s: when its last pass ended
+    double sending = 0;  // s: when its last message has arrived
+  };
+  std::vector<StageRun> runs(static_cast<size_t>(p));
+  for (int s = 0; s < p; ++s) {
+    const std::vector<scheme::PipelinePass> order =
+        scheme::schedule_order(scheme.pipeline.schedule, p, v, m, s, group);
+    std::vector<scheme::PipelinePass>& placed = runs[static_cast<size_t>(s)].order;
+    placed.reserve(order.size() * (zero_bubble ? 3 : 2) / 2);
+    for (const scheme::PipelinePass& pass : order) {
+      placed.push_back(pass);
+      // ZB-H1: micro-batch k's W after the B of micro-batch k + s; the last s at the end.
+      if (zero_bubble && pass.kind == Pass::Backward && pass.micro_batch >= s)
+        placed.push_back({Pass::Weight, 0, pass.micro_batch - s});
+    }
+    if (zero_bubble) {
+      for (int mb = std::max(0, m - s); mb < m; ++mb) placed.push_back({Pass::Weight, 0, mb});
+    }
+  }
+  // [mb * chunks + k]: when the activation F of micro-batch mb on model chunk k sends (the
+  // gradient B sends) has reached the stage of chunk k + 1 (k - 1); < 0: not yet.
+  std::vector<double> forward_in(static_cast<size_t>(m) * chunks, -1), backward_in(forward_in);
+  auto slot = [chunks](int mb, int k) { return static_cast<size_t>(mb) * chunks + static_cast<size_t>(k); };
+  // A stage's messages leave one after another (its NIC, or the link to its neighbour), each
+  // once its pass has ended.
+  auto send = [&](StageRun& r, double message) {
+    if (!messages) return r.free;
+    r.sending = std::max(r.sending, r.free) + message;
+    return r.sending;
+  };
+  // A pass starts once its stage is free and its message is in (-1: not yet sent).
+  auto arrived = [](double in, double ready) { return in < 0 ? -1.0 : std::max(ready, in); };
+  PipelineEnds ends;
+  ends.last_micro_batch.assign(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(v), 0.0));
+  size_t left = 0;
+  for (const StageRun& r : runs) left += r.order.size();
+  while (left > 0) {
+    bool moved = false;
+    for (int s = 0; s < p; ++s) {
+      StageRun& r = runs[static_cast<size_t>(s)];
+      const scheme::StageCost& c = stages[static_cast<size_t>(s)];
+      const double scale =
+          passes[static_cast<size_t>(s)] / std::max(c.forward + c.backward + c.weight, 1e-300);
+      while (r.next < r.order.size()) {
+        const scheme::PipelinePass& pass = r.order[r.next];
+        const int k = pass.chunk * p + s;
+        const size_t at = slot(pass.micro_batch, k);
+        double ready = r.free, duration = 0;
+        switch (pass.kind) {
+          case Pass::Forward:
+            if (k > 0) ready = arrived(forward_in[slot(pass.micro_batch, k - 1)], ready);
+            duration = c.forward / v * scale;
+            break;
+          case Pass::Backward:
+            if (k < chunks - 1) ready = arrived(backward_in[slot(pass.micro_batch, k + 1)], ready);
+            duration = c.backward / v * scale;
+            break;
+          case Pass::Weight:
+            duration = c.weight * scale;
+            break;
+        }
+        if (ready < 0) break;  // its message has not been sent yet
+        r.free = ready + duration;
+        if (pass.kind == Pass::Forward && k < chunks - 1) forward_in[at] = send(r, c.message_next);
+        if (pass.kind == Pass::Backward && k > 0) backward_in[at] = send(r, c.message_previous);
+        if (pass.kind != Pass::Forward && pass.micro_batch == m - 1)
+          ends.last_micro_batch[static_cast<size_t>(s)][static_cast<size_t>(pass.chunk)] = r.free;
+        ++r.next;
+        --left;
+        moved = true;
+      }
+    }
+    STEPCAST_ASSERT(moved);  // every schedule's order runs to its end
+  }
+  for (const StageRun& r : runs) ends.stage.push_back(r.free);
+  return ends;
+}
 
 double samples_per_step(const workload::Workload& w, const cluster::ClusterSpec& spec,
                         const scheme::SchemeConfig& scheme) {
@@ -45,63 +152,46 @@ double samples_per_step(const workload::Workload& w, const cluster::ClusterSpec&
 Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& spec,
                        const scheme::SchemeConfig& scheme, const Options& options) {
   const scheme::ComposedCosts costs = scheme::composed_costs(w, spec, scheme, false, options.link_loads);
-  const int p = scheme.parallel.pipeline, v = scheme.parallel.virtual_stages, m = costs.micro_batches;
-  double sum = 0, slowest = 0, message = 0;
+  const int p = scheme.parallel.pipeline, m = costs.micro_batches;
+  double message = 0;
+  std::vector<double> passes;
+  passes.reserve(costs.stages.size());
   for (const scheme::StageCost& s : costs.stages) {
     // A micro-batch takes its passes, or the sharded-data-parallel collectives it needs when
     // they take longer (they run beside the other micro-batches' passes).
-    const double passes = std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch);
-    sum += passes;
-    slowest = std::max(slowest, passes);
+    passes.push_back(std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch));
     message = std::max(message, s.message);
   }
-  const double messages = 2.0 * (p - 1) * message;
-  double pipeline = 0;
-  switch (scheme.pipeline.schedule) {
-    case scheme::PipelineSchedule::GPipe:
-    case scheme::PipelineSchedule::OneFOneB:
-      pipeline = sum + (m - 1) * slowest;
-      break;
-    case scheme::PipelineSchedule::Interleaved:
-      pipeline = m * slowest + (sum - slowest) / v;
-      break;
-    case scheme::PipelineSchedule::ZeroBubble: {
-      double before = 0;  // sum over s < b of F_s + B_s
-      double after = 0;   // sum over s > b of F_s + B_s - W_s
-      for (const scheme::StageCost& s : costs.stages) after += s.forward + s.backward - s.weight;
-      for (size_t b = 0; b < costs.stages.size(); ++b) {
-        const scheme::StageCost& s = costs.stages[b];
-        after -= s.forward + s.backward - s.weight;
-        // As above, a micro-batch takes no less than its sharded-data-parallel collectives (ZB-H1
-        // with FSDP reduces each unit after its last W: the W passes no longer wait for them).
-        const double passes = std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch);
-        pipeline = std::max(pipeline, m * passes - static_cast<double>(b) * s.weight + before + after);
-        before += s.forward + s.backward;
-      }
-      break;
-    }
+  const PipelineEnds ends = pipeline_ends(costs.stages, passes, scheme, m, true);
+  const double pipeline = *std::max_element(ends.stage.begin(), ends.stage.end());
+  // What the messages add: the same schedule with free messages is the bubble's alone.
+  double messages = 0;
+  if (message > 0 && p > 1) {
+    const std::vector<double> free = pipeline_ends(costs.stages, passes, scheme, m, false).stage;
+    messages = std::max(0.0, pipeline - *std::max_element(free.begin(), free.end()));
   }
-  pipeline += messages;
-  // Each stage's end: its last backward, then what of its reduction the backward did not hide.
-  double step = pipeline, behind = 0, data = 0;
+  // Each stage's end: its last pass, then what of its reduction the backward did not hide.
+  double step = pipeline, data = 0;
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     const scheme::StageCost& c = costs.stages[s];
-    // The reductions one after another on their stream, each once its gradients are in (on the
-    // clock of the last backward's end, 0). The experts' run on a stream of their own over the
-    // same NICs: the two streams share the links, taken here as one stream in the order their
-    // gradients come in.
+    // The reductions one after another on their stream, each once its gradients are in: its
+    // chunk's last backward (from the path above) less how long before it they were. The
+    // experts' run on a stream of their own over the same NICs: the two streams share the links,
+    // taken here as one stream in the order their gradients come in.
+    std::vector<double> ready(c.reductions.size());
+    for (size_t k = 0; k < ready.size(); ++k)
+      ready[k] = ends.last_micro_batch[s][static_cast<size_t>(c.ready_chunk[k])] - c.ready_before_end[k];
     std::vector<size_t> order(c.reductions.size());
     std::iota(order.begin(), order.end(), size_t{0});
     if (std::find(c.reduction_streams.begin(), c.reduction_streams.end(), 1) != c.reduction_streams.end()) {
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return c.ready_before_end[a] > c.ready_before_end[b]; });
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ready[a] < ready[b]; });
     }
-    double end = -c.last_backward;
-    for (size_t k : order) end = std::max(end, -c.ready_before_end[k]) + c.reductions[k];
-    const double tail = std::max(0.0, end) + std::accumulate(c.gathers.begin(), c.gathers.end(), 0.0);
-    step = std::max(step, pipeline - behind + tail + c.optimizer);
+    double end = -std::numeric_limits<double>::infinity();
+    for (size_t k : order) end = std::max(end, ready[k]) + c.reductions[k];
+    const double tail =
+        std::max(0.0, end - ends.stage[s]) + std::accumulate(c.gathers.begin(), c.gathers.end(), 0.0);
+    step = std::max(step, ends.stage[s] + tail + c.optimizer);
     data = std::max(data, tail);
-    behind += c.last_backward + message;
   }
   // Every rank's step waits for the slowest at the gradient reduction and the pipeline's
   // messages: the expected slowest of the workers' factors, on the compute.

@@ -522,6 +522,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
           by_layer[{pass, ops[op].layer}].expert += time_of[op];
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
           cost.message = std::max(cost.message, time_of[op]);
+          double& way = pass == ProgramPass::Forward ? cost.message_next : cost.message_previous;
+          way = std::max(way, time_of[op]);
         }
         if (reduces_gradients(c.dimension)) {
           PassData& d = data_in[{pass, program.chunk_of_op[op]}];
@@ -717,6 +719,8 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     // tensor collectives on the path), each op has ended.
     const int last_mb = program.micro_batches - 1;
     std::vector<double> done_at(ops.size(), 0.0);
+    // The clock when each chunk's backward (and W) passes of the last micro-batch have ended.
+    std::vector<double> chunk_done(static_cast<size_t>(scheme.parallel.virtual_stages), 0.0);
     double clock = 0;
     for (size_t op = 0; op < ops.size(); ++op) {
       if (program.micro_batch_of_op[op] != last_mb || program.pass_of_op[op] == ProgramPass::Forward)
@@ -736,6 +740,7 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         clock += ops[op].duration;
       }
       done_at[op] = clock;
+      if (program.chunk_of_op[op] != kNone) chunk_done[static_cast<size_t>(program.chunk_of_op[op])] = clock;
     }
     for (size_t op = 0; op < ops.size(); ++op) {
       const bool step_op = program.pass_of_op[op] == ProgramPass::Step;
@@ -758,9 +763,19 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
       }
       cost.reductions.push_back(time_of[op]);
       cost.reduction_streams.push_back(c.dimension == ParallelDimension::ExpertData ? 1 : 0);
+      // Counted from the end of the chunk whose pass produced its last gradient: in an interleaved
+      // schedule a chunk's last backward comes well before the next chunk's (Megatron-core starts
+      // each chunk's gradient reduction then).
       double ready = 0;
-      for (int d : ops[op].deps) ready = std::max(ready, done_at[static_cast<size_t>(d)]);
-      cost.ready_before_end.push_back(clock - ready);
+      int chunk = 0;  // the last chunk of the program order: its end is the clock's
+      for (int d : ops[op].deps) {
+        if (done_at[static_cast<size_t>(d)] <= ready) continue;
+        ready = done_at[static_cast<size_t>(d)];
+        if (program.chunk_of_op[static_cast<size_t>(d)] != kNone)
+          chunk = program.chunk_of_op[static_cast<size_t>(d)];
+      }
+      cost.ready_chunk.push_back(chunk);
+      cost.ready_before_end.push_back(std::max(0.0, chunk_done[static_cast<size_t>(chunk)] - ready));
     }
     costs.stages.push_back(std::move(cost));
   }

@@ -15,6 +15,7 @@
 #include "moe_fixtures.hpp"
 #include "stepcast/detail/scheme/composed_costs.hpp"
 #include "stepcast/predict/predict.hpp"
+#include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/zoo/activation_memory.hpp"
@@ -100,6 +101,117 @@ TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   EXPECT_EQ(beyond, 0);
 }
 
+TEST(ComposedPredictors, CoarseCountsTheMessagesOfThePipelinesSteadyState) {
+  // Pipelines whose only traffic across nodes is their messages (one replica, tensor x context
+  // groups inside a node), over NICs slow enough for a message to be a sizeable share of a pass:
+  // under 1F1B and interleaving stages s and s + 1 exchange each micro-batch's activation and
+  // gradient within a few micro-batches of their own work, so the steady state waits on messages
+  // as well as the fill and drain (GPipe only there). Coarse's pipeline is the longest path
+  // through the schedule's passes, each message alone; it counted 2 (p - 1) messages before
+  // (tp8 pp8 dp8 of GPT-3 at 50 Gbps: coarse 8.29 s against fine's 9.12 s; now 9.06 s).
+  double worst = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::vector<int> v) {
+      return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+    };
+    Layout l;
+    const int t = pick({1, 2, 4, 8}), c = t == 8 ? 1 : pick({1, 2}), p = pick({2, 4, 8});
+    const int v = pick({1, 1, 2});
+    l.workload =
+        testing::llama_like(p * v * pick({1, 2}), workload::ActivationCheckpointing::Selective, pick({1, 2}));
+    scheme::SchemeConfig& s = l.scheme;
+    s.parallel.tensor = t;
+    s.parallel.context = c;
+    s.parallel.pipeline = p;
+    s.parallel.virtual_stages = v;
+    s.parallel.sequence = pick({0, 1}) == 1;
+    s.pipeline.schedule = v > 1 ? scheme::PipelineSchedule::Interleaved
+                                : static_cast<scheme::PipelineSchedule>(pick({0, 1, 3}));
+    const int m = p * pick({2, 4});
+    s.parallel.global_batch = static_cast<int64_t>(m) * l.workload.batch_per_worker;
+    l.cluster = testing::nvlink_nodes(t * c * p, 8);
+    l.cluster.nic_bw = pick({1, 2}) * 12.5e9;  // 100 or 200 Gbps
+    l.label = fmt::format("seed {}: {}, m {}, schedule {}, {}, {} Gbps", seed,
+                          scheme::RankLayout::describe(s.parallel, l.cluster.workers), m,
+                          scheme::name_of(s.pipeline.schedule), s.parallel.sequence ? "sp" : "no sp",
+                          l.cluster.nic_bw * 8 / 1e9);
+    const Result fine = run(l, Predictor::Fine), coarse = run(l, Predictor::Coarse);
+    const double error = coarse.step_time / fine.step_time - 1;
+    fmt::print("{}: fine {:.4f} coarse {:.4f} ({:+.2f}%), messages exposed {:.4f} / {:.4f}\n", l.label,
+               fine.step_time, coarse.step_time, 100 * error, fine.breakdown.pipeline,
+               coarse.breakdown.pipeline);
+    // Eight tensor ranks without sequence parallelism each send the whole activation (33.5 MB a
+    // micro-batch, 1.3-2.7 ms on these NICs, as long as a pass of these narrow blocks): there fine
+    // is 10-23% slower than coarse under every schedule, GPipe's included, whose longest path is
+    // its closed form. Regression pin (measured 2026-12-07: -10.1%, -11.4%, -23.4% on seeds 6, 2,
+    // 7): what fine waits on there is not found yet (docs/models.md, "Coarse").
+    const bool whole_messages = t == 8 && !s.parallel.sequence;
+    if (whole_messages) {
+      EXPECT_LT(std::fabs(error), 0.25) << l.label;
+    } else {
+      EXPECT_LT(std::fabs(error), 0.05) << l.label;
+      worst = std::max(worst, std::fabs(error));
+    }
+  }
+  fmt::print("worst {:.2f}% where messages are not pass-sized\n", 100 * worst);
+}
+
+TEST(ComposedPredictors, OneFOneBWaitsOnMessagesInItsSteadyStateAsFineDoes) {
+  // GPT-3's shapes cut to 16 blocks, tp8 pp8 on 64 GPUs, 100 Gbps NICs, 32 micro-batches: a
+  // message (50 MB, 4 ms) is a sizeable share of a pass. GPipe's stages feed forward only, so its
+  // messages add their fill and drain, 2 (p - 1) of them; under 1F1B stages s and s + 1 trade
+  // each micro-batch's activation and gradient within p - s micro-batches of their own work, and
+  // the messages hold up the steady state too (before, coarse counted 2 (p - 1) messages for
+  // every schedule and was 9% fast under 1F1B on the full model at 50 Gbps).
+  auto predict_with = [](const char* schedule, const char* predictor) {
+    const scenario::Scenario s = scenario::load_scenario(
+        std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml",
+        {"cluster.workers=64", "training.parallel.tensor=8", "training.parallel.pipeline=8",
+         "training.parallel.virtual_stages=1", "training.parallel.sequence=false",
+         "training.scheme=allreduce", "workload.global_batch=32", "workload.transformer.layers=16",
+         "cluster.nic_bandwidth=100Gbps", std::string("training.pipeline.schedule=") + schedule,
+         std::string("predictor=") + predictor});
+    return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+  };
+  const Result gpipe = predict_with("gpipe", "coarse"), fine_gpipe = predict_with("gpipe", "fine");
+  const Result coarse = predict_with("1f1b", "coarse"), fine = predict_with("1f1b", "fine");
+  fmt::print(
+      "gpipe: fine {:.4f} coarse {:.4f}; 1f1b: fine {:.4f} coarse {:.4f}; messages exposed {:.4f} {:.4f} / "
+      "{:.4f} {:.4f}\n",
+      fine_gpipe.step_time, gpipe.step_time, fine.step_time, coarse.step_time, fine_gpipe.breakdown.pipeline,
+      gpipe.breakdown.pipeline, fine.breakdown.pipeline, coarse.breakdown.pipeline);
+  EXPECT_NEAR(coarse.step_time / fine.step_time, 1.0, 0.02);
+  EXPECT_NEAR(gpipe.step_time / fine_gpipe.step_time, 1.0, 0.02);
+  // Both engines: 1F1B exposes more than twice GPipe's fill-and-drain messages.
+  EXPECT_GT(coarse.breakdown.pipeline, 2 * gpipe.breakdown.pipeline);
+  EXPECT_GT(fine.breakdown.pipeline, 2 * fine_gpipe.breakdown.pipeline);
+}
+
+TEST(ComposedPredictors, InterleavedReductionsStartAsEachChunksLastBackwardEnds) {
+  // tp2 pp4 vp4 dp32 with the distributed optimizer over 100 Gbps NICs: in the interleaved
+  // schedule a stage's chunks end their last backward far apart (the cooldown runs the last group
+  // through every chunk in turn), and each chunk's reduce-scatter starts then, as Megatron-core
+  // starts each chunk's gradient sync. Coarse took every reduction within the last chunk's pass
+  // (the last micro-batch's passes back to back), 3% slow on GPT-3 175B tp2 cp2 pp16 vp6 dp64
+  // at 4,096 GPUs (3.50 s against fine's 3.40 s; now 3.42 s).
+  auto predict_with = [](const char* predictor) {
+    const scenario::Scenario s = scenario::load_scenario(
+        std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml",
+        {"cluster.workers=256", "training.parallel.tensor=2", "training.parallel.pipeline=4",
+         "training.parallel.virtual_stages=4", "workload.transformer.layers=32", "workload.global_batch=256",
+         "workload.activation_checkpointing=none", "cluster.nic_bandwidth=100Gbps",
+         std::string("predictor=") + predictor});
+    return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+  };
+  const Result coarse = predict_with("coarse"), fine = predict_with("fine");
+  fmt::print("fine {:.4f} (data {:.4f}), coarse {:.4f} (data {:.4f})\n", fine.step_time, fine.breakdown.data,
+             coarse.step_time, coarse.breakdown.data);
+  EXPECT_GT(fine.breakdown.data, 0.1 * fine.step_time);  // the tail matters here
+  EXPECT_NEAR(coarse.breakdown.data / fine.breakdown.data, 1.0, 0.05);
+  EXPECT_NEAR(coarse.step_time / fine.step_time, 1.0, 0.05);
+}
+
 TEST(ComposedPredictors, ZeroBubbleWithShardedDataParallelismWithinTenPercentOfFine) {
   // ZB-H1 with FSDP full, grad_op or hybrid (each unit reduced after its deferred W passes) on
   // the seeded layouts with p > 1: the bound of FSDP inside a pipeline above; analytic at or below
@@ -157,6 +269,7 @@ void expect_costs_of_all_micro_batches(const Layout& l) {
     EXPECT_EQ(a.reductions, b.reductions) << l.label;
     EXPECT_EQ(a.reduction_streams, b.reduction_streams) << l.label;
     EXPECT_EQ(a.ready_before_end, b.ready_before_end) << l.label;
+    EXPECT_EQ(a.ready_chunk, b.ready_chunk) << l.label;
     EXPECT_EQ(a.gathers, b.gathers) << l.label;
   }
   ASSERT_EQ(kept.link_bytes.size(), all.link_bytes.size());

@@ -41,14 +41,18 @@ struct StageCost {
   /// the longer of the two): in a steady pipeline a micro-batch takes no less.
   double data_per_micro_batch = 0;
   double message = 0;        ///< s: one activation (or gradient) message to the next stage alone
+  double message_next = 0;   ///< s: a forward pass's activation to the next stage alone
+  double message_previous = 0;  ///< s: a backward pass's gradient to the previous stage alone
   double last_backward = 0;  ///< s: the last micro-batch's backward passes, which the reduction overlaps
   std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
   /// Each reduction's stream: 0 over the data-parallel group, 1 over the expert-data group (its
   /// own exchange, which runs beside the other).
   std::vector<int> reduction_streams;
-  /// s: how long before the end of the last micro-batch's backward passes each reduction's
-  /// gradients are all produced (0 for those the last op produces).
+  /// s: how long before the end of its chunk's (ready_chunk) backward and W passes of the last
+  /// micro-batch each reduction's gradients are all produced (0 for those the chunk's last op
+  /// produces).
   std::vector<double> ready_before_end;
+  std::vector<int> ready_chunk;  ///< the stage's chunk (0 .. v - 1) each reduction waits for
   std::vector<double> gathers;  ///< s: the distributed optimizer's gathers after the step
   double optimizer = 0;         ///< s
 };
