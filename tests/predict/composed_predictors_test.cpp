@@ -145,8 +145,10 @@ TEST(ComposedPredictors, CoarseCountsTheMessagesOfThePipelinesSteadyState) {
     // micro-batch, 1.3-2.7 ms on these NICs, longer than a pass of these narrow blocks): there fine
     // is 10-23% slower than coarse under 1F1B, ZB-H1 and interleaving (GPipe agrees; at twice the
     // NIC bandwidth, a message shorter than a pass, they agree again). Regression pin (measured
-    // 2026-12-07: -10.1%, -11.4%, -23.4% on seeds 6, 2, 7): what fine waits on there is not found
-    // yet (docs/models.md, "Coarse").
+    // 2026-12-07: -10.1%, -11.4%, -23.4% on seeds 6, 2, 7): fine's trace shows a stage's forward
+    // and backward messages overlapping on its NIC and sharing it fairly (both late, 3.5-5.4 ms
+    // for 2.7 ms alone), and at the receiver's, where coarse sends them one after another from
+    // the sender only (docs/models.md, "Coarse").
     const bool whole_messages = t == 8 && !s.parallel.sequence;
     if (whole_messages) {
       EXPECT_LT(std::fabs(error), 0.25) << l.label;
