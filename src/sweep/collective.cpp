@@ -86,6 +86,14 @@ CollectiveRun run_collective(const CollectiveRequest& given) {
     overrides.push_back(key + "=" + *value);
     flags.push_back({std::move(key), option});
   };
+  for (const Axis& axis : request.axes) {
+    if (axis.key == "cluster.workers" && request.workers) {
+      throw Error({"", 0, "--sweep"},
+                  fmt::format("cluster.workers is swept and {} gives the worker count too: "
+                              "every row would run at {}; give the counts one way",
+                              option_name_of(request, "workers"), *request.workers));
+    }
+  }
   std::vector<int> counts;
   // A list of worker counts is a row per count, not a key's value (load_counting checks each).
   if (request.workers && request.workers->find(',') != std::string::npos) {

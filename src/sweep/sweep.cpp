@@ -271,6 +271,16 @@ scenario::Scenario base_scenario(const Request& request, scenario::Needs needs,
 
 report::Sweep run(const Request& given) {
   const Request request = with_scenario_text(given);
+  // Each row runs at a --workers count: a swept cluster.workers would be replaced in every row,
+  // its column naming counts the rows did not run.
+  for (const Axis& axis : request.axes) {
+    if (axis.key == "cluster.workers" && !request.workers.empty()) {
+      throw Error(
+          {"", 0, "--sweep"},
+          "cluster.workers is swept and --workers gives the worker counts too: every row would run at "
+          "the --workers counts; give the counts one way");
+    }
+  }
   const bool explicit_configs = !request.configs.empty();
   const std::vector<report::Config> configs = explicit_configs ? request.configs : grid(request.axes);
   const bool configured = explicit_configs || !request.axes.empty();

@@ -809,6 +809,17 @@ const std::vector<Case>& cases() {
        head("  workers: 2\n"),
        {"predict", "@", "--sweep", "nosuch=1,2"},
        {"--sweep", "nosuch"}},
+      // --workers gives every row's count: a swept cluster.workers would be replaced in each row
+      // (its column naming counts no row ran).
+      {"sweep_workers_and_workers_option",
+       head("  workers: 2\n"),
+       {"predict", "@", "--workers", "2,4", "--sweep", "cluster.workers=8,16"},
+       {"--sweep", "cluster.workers is swept", "--workers", "one way"}},
+      {"collective_sweep_workers_and_workers_option",
+       head("  workers: 2\n"),
+       {"collective", "--op", "allreduce", "--size", "1MB", "--workers", "8,16", "--sweep",
+        "cluster.workers=32,64"},
+       {"--sweep", "cluster.workers is swept", "--workers", "8,16"}},
       // --- past the full engine's limit: paths that simulate every worker say why they need it
       {"full_engine_past_limit",
        head("  workers: 2\n"),
