@@ -67,6 +67,14 @@ Layout random_layout(uint64_t seed) {
 
 Result run(const Layout& l, Predictor predictor) { return testing::predict_layout(l, predictor); }
 
+/// examples/gpt3-175b-3d.yaml with `overrides`, predicted by `predictor`.
+Result gpt3_layout(std::vector<std::string> overrides, const char* predictor) {
+  overrides.push_back(std::string("predictor=") + predictor);
+  const scenario::Scenario s =
+      scenario::load_scenario(std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml", overrides);
+  return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+}
+
 TEST(ComposedPredictors, CoarseWithinFivePercentOfFineOnRandomLayouts) {
   // Within 5% everywhere but where FSDP gathers units inside a pipeline's passes (full or
   // grad_op with p > 1): there each pass's first gather holds up the pipeline's fill and drain,
@@ -168,14 +176,12 @@ TEST(ComposedPredictors, OneFOneBWaitsOnMessagesInItsSteadyStateAsFineDoes) {
   // the messages hold up the steady state too (before, coarse counted 2 (p - 1) messages for
   // every schedule and was 9% fast under 1F1B on the full model at 50 Gbps).
   auto predict_with = [](const char* schedule, const char* predictor) {
-    const scenario::Scenario s = scenario::load_scenario(
-        std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml",
+    return gpt3_layout(
         {"cluster.workers=64", "training.parallel.tensor=8", "training.parallel.pipeline=8",
          "training.parallel.virtual_stages=1", "training.parallel.sequence=false",
          "training.scheme=allreduce", "workload.global_batch=32", "workload.transformer.layers=16",
-         "cluster.nic_bandwidth=100Gbps", std::string("training.pipeline.schedule=") + schedule,
-         std::string("predictor=") + predictor});
-    return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+         "cluster.nic_bandwidth=100Gbps", std::string("training.pipeline.schedule=") + schedule},
+        predictor);
   };
   const Result gpipe = predict_with("gpipe", "coarse"), fine_gpipe = predict_with("gpipe", "fine");
   const Result coarse = predict_with("1f1b", "coarse"), fine = predict_with("1f1b", "fine");
@@ -199,13 +205,11 @@ TEST(ComposedPredictors, InterleavedReductionsStartAsEachChunksLastBackwardEnds)
   // (the last micro-batch's passes back to back), 3% slow on GPT-3 175B tp2 cp2 pp16 vp6 dp64
   // at 4,096 GPUs (3.50 s against fine's 3.40 s; now 3.42 s).
   auto predict_with = [](const char* predictor) {
-    const scenario::Scenario s = scenario::load_scenario(
-        std::string(STEPCAST_SOURCE_DIR) + "/examples/gpt3-175b-3d.yaml",
+    return gpt3_layout(
         {"cluster.workers=256", "training.parallel.tensor=2", "training.parallel.pipeline=4",
          "training.parallel.virtual_stages=4", "workload.transformer.layers=32", "workload.global_batch=256",
-         "workload.activation_checkpointing=none", "cluster.nic_bandwidth=100Gbps",
-         std::string("predictor=") + predictor});
-    return predict(scenario::build_workload(s), s.cluster, s.scheme, s.options);
+         "workload.activation_checkpointing=none", "cluster.nic_bandwidth=100Gbps"},
+        predictor);
   };
   const Result coarse = predict_with("coarse"), fine = predict_with("fine");
   fmt::print("fine {:.4f} (data {:.4f}), coarse {:.4f} (data {:.4f})\n", fine.step_time, fine.breakdown.data,
