@@ -1,6 +1,7 @@
 // write_csv: one row per prediction for spreadsheets and pandas; SI units named in the header.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iterator>
 #include <string_view>
 
@@ -45,9 +46,12 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
   for (std::size_t i = 0; i < sweep.predictions.size(); ++i) {
     const predict::Result& r = sweep.predictions[i];
     // "{}" gives round-trip doubles; NaN/Inf print as nan/inf, which pandas and R read back.
-    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},", r.workers, predict::to_string(r.predictor),
-                   r.step_time, r.throughput, r.speedup, r.efficiency, r.breakdown.compute,
-                   r.breakdown.communication_exposed, r.breakdown.wait, r.bytes_sent, r.bytes_received);
+    // Byte counts as whole numbers in digits, as the JSON writes them (JsonWriter::bytes).
+    auto whole = [](double bytes) { return std::round(bytes) + 0.0; };
+    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{:.0f},{:.0f},", r.workers,
+                   predict::to_string(r.predictor), r.step_time, r.throughput, r.speedup, r.efficiency,
+                   r.breakdown.compute, r.breakdown.communication_exposed, r.breakdown.wait,
+                   whole(r.bytes_sent), whole(r.bytes_received));
     append_csv_quoted(buf, r.bottleneck);
     // Per-step spread last, so the columns above keep their places; empty cells without samples.
     const predict::StepSpread& spread = r.step_samples;
@@ -75,9 +79,16 @@ void write_csv(std::ostream& out, const Sweep& sweep) {
     optional(tokens, r.tokens.tokens_per_s_per_worker);
     optional(r.tokens.mfu >= 0, r.tokens.mfu);
     optional(r.tokens.mfu_6nd >= 0, r.tokens.mfu_6nd);
-    optional(r.memory.known, r.memory.allocated());
-    optional(r.memory.known, r.memory.reserved());
-    optional(r.memory.gpu_memory > 0, r.memory.gpu_memory);
+    auto optional_bytes = [&](bool known, double bytes) {
+      if (known) {
+        fmt::format_to(it, ",{:.0f}", whole(bytes));
+      } else {
+        buf.push_back(',');
+      }
+    };
+    optional_bytes(r.memory.known, r.memory.allocated());
+    optional_bytes(r.memory.known, r.memory.reserved());
+    optional_bytes(r.memory.gpu_memory > 0, r.memory.gpu_memory);
     if (r.memory.known && r.memory.gpu_memory > 0) {
       buf.append(std::string_view(r.memory.fits() ? ",true" : ",false"));
     } else {

@@ -479,6 +479,23 @@ TEST(WriteCsv, JobFillsItsTwoColumns) {
       << json;
 }
 
+TEST(WriteCsv, ByteCountsAreWholeNumbersAsInTheJson) {
+  // Reserved memory is allocated / (1 - overhead) + outside: 6e10 / 0.9 = 66,666,666,666.67 bytes.
+  Sweep sweep = make_sweep();
+  sweep.predictions.resize(1);
+  predict::MemoryCheck& m = sweep.predictions[0].memory;
+  m.known = true;
+  m.per_worker.parameters = 6e10;
+  m.allocator_overhead = 0.1;
+  m.gpu_memory = 8e10;
+  sweep.predictions[0].bytes_sent = 1234.6;
+  const std::string csv = render(write_csv, sweep);
+  EXPECT_NE(csv.find(",60000000000,66666666667,80000000000,true,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1235,2500000000,"), std::string::npos) << csv;
+  const std::string json = without_whitespace(render(write_json, sweep));
+  EXPECT_NE(json.find("\"reserved\":66666666667"), std::string::npos) << json;
+}
+
 TEST(WriteCsv, BottleneckWithCommaAndQuoteIsQuoted) {
   Sweep sweep = make_sweep();
   sweep.predictions.resize(1);
