@@ -271,6 +271,17 @@ std::vector<ResourceLoad> link_loads(const Cluster& cluster, const SchemeConfig&
   return loads;
 }
 
+namespace {
+
+/// A switch-to-switch link's class: its name without the switches' numbers ("leaf->spine link").
+std::string fabric_class(const Cluster& cluster, uint32_t l) {
+  std::string name = cluster.links.name(l);
+  std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });
+  return name + " link";
+}
+
+}  // namespace
+
 std::vector<ResourceLoad> fabric_loads(const Cluster& cluster, const std::vector<double>& bytes,
                                        double window) {
   // Switch-to-switch links by class (leaf->spine, spine->leaf, edge->agg, router->router, a custom
@@ -280,9 +291,7 @@ std::vector<ResourceLoad> fabric_loads(const Cluster& cluster, const std::vector
   for (const std::vector<uint32_t>& out : cluster.switch_out) {
     for (uint32_t l : out) {
       if (!(bytes[l] > 0)) continue;
-      std::string name = cluster.links.name(l);
-      std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });
-      double& busiest = fabric[name + " link"];
+      double& busiest = fabric[fabric_class(cluster, l)];
       busiest = std::max(busiest, window > 0 ? bytes[l] / (cluster.links[l].bw * window) : 0.0);
     }
   }
@@ -330,9 +339,7 @@ std::vector<sim::LinkClassLoad> link_class_loads(const Cluster& cluster, const S
   for (const std::vector<uint32_t>& out : cluster.switch_out) {
     for (uint32_t l : out) {
       if (!(bytes[l] > 0)) continue;
-      std::string name = cluster.links.name(l);
-      std::erase_if(name, [](char ch) { return ch >= '0' && ch <= '9'; });  // as fabric_loads
-      auto [it, added] = fabric.try_emplace(name + " link", classes.size());
+      auto [it, added] = fabric.try_emplace(fabric_class(cluster, l), classes.size());
       if (added) classes.push_back({.name = it->first});
       add(it->second, l);
     }
