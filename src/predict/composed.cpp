@@ -160,7 +160,7 @@ Result coarse_composed(const workload::Workload& w, const cluster::ClusterSpec& 
     // A micro-batch takes its passes, or the sharded-data-parallel collectives it needs when
     // they take longer (they run beside the other micro-batches' passes).
     passes.push_back(std::max(s.forward + s.backward + s.weight, s.data_per_micro_batch));
-    message = std::max(message, s.message);
+    message = std::max({message, s.message_next, s.message_previous});
   }
   const PipelineEnds ends = pipeline_ends(costs.stages, passes, scheme, m, true);
   const double pipeline = *std::max_element(ends.stage.begin(), ends.stage.end());

@@ -521,7 +521,6 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
         if (c.dimension == ParallelDimension::Expert || c.dimension == ParallelDimension::ExpertTensor)
           by_layer[{pass, ops[op].layer}].expert += time_of[op];
         if (c.dimension == ParallelDimension::Pipeline && c.kind == CommKind::Send) {
-          cost.message = std::max(cost.message, time_of[op]);
           double& way = pass == ProgramPass::Forward ? cost.message_next : cost.message_previous;
           way = std::max(way, time_of[op]);
         }
@@ -714,7 +713,6 @@ ComposedCosts composed_costs(const workload::Workload& w, const cluster::Cluster
     cost.forward = pass_total[ProgramPass::Forward];
     cost.backward = pass_total[ProgramPass::Backward];
     cost.weight = pass_total[ProgramPass::Weight];
-    cost.last_backward = (cost.backward + cost.weight) / scheme.parallel.virtual_stages;
     // When, in the last micro-batch's backward passes (its ops back to back in program order,
     // tensor collectives on the path), each op has ended.
     const int last_mb = program.micro_batches - 1;

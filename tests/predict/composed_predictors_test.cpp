@@ -268,8 +268,8 @@ void expect_costs_of_all_micro_batches(const Layout& l) {
                         {a.expert_exposed, b.expert_exposed},
                         {a.data_exposed, b.data_exposed},
                         {a.data_per_micro_batch, b.data_per_micro_batch},
-                        {a.message, b.message},
-                        {a.last_backward, b.last_backward},
+                        {a.message_next, b.message_next},
+                        {a.message_previous, b.message_previous},
                         {a.optimizer, b.optimizer}}) {
       EXPECT_TRUE(near(x, y)) << l.label << " stage " << s << ": " << x << " vs " << y;
     }

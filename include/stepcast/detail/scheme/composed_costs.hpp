@@ -40,10 +40,8 @@ struct StageCost {
   /// share the data group's links; hybrid sharding's all-reduces over the replicas run on others:
   /// the longer of the two): in a steady pipeline a micro-batch takes no less.
   double data_per_micro_batch = 0;
-  double message = 0;        ///< s: one activation (or gradient) message to the next stage alone
   double message_next = 0;   ///< s: a forward pass's activation to the next stage alone
-  double message_previous = 0;  ///< s: a backward pass's gradient to the previous stage alone
-  double last_backward = 0;  ///< s: the last micro-batch's backward passes, which the reduction overlaps
+  double message_previous = 0;     ///< s: a backward pass's gradient to the previous stage alone
   std::vector<double> reductions;  ///< s: each gradient reduction alone, in issue order
   /// Each reduction's stream: 0 over the data-parallel group, 1 over the expert-data group (its
   /// own exchange, which runs beside the other).
