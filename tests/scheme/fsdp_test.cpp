@@ -337,7 +337,11 @@ Case random_case(uint64_t seed) {
   c.workload = random_workload(rng);
   const FsdpSharding shardings[] = {FsdpSharding::Full, FsdpSharding::GradOp, FsdpSharding::Optimizer,
                                     FsdpSharding::Hybrid};
-  c.scheme = fsdp(shardings[pick(0, 3)], pick(0, 2), pick(0, 2) != 0);
+  // One pick a statement: compilers evaluate a call's arguments in different orders.
+  const FsdpSharding sharding = shardings[pick(0, 3)];
+  const int prefetch = pick(0, 2);
+  const bool reshard = pick(0, 2) != 0;
+  c.scheme = fsdp(sharding, prefetch, reshard);
   c.scheme.fsdp.unit_blocks = pick(1, 3);
   cluster::ClusterSpec& s = c.cluster;
   s.workers_per_node = std::array{1, 2, 4, 8}[static_cast<size_t>(pick(0, 3))];

@@ -149,7 +149,11 @@ ClusterSpec random_cluster(std::mt19937_64& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int gpus = pick(1, 8);
   const int nodes = gpus == 1 ? pick(2, 6) : pick(1, 6);  // at least two ranks
-  ClusterSpec spec = nodes_of(nodes, gpus, pick(1, gpus), std::exp2(pick(30, 36)), std::exp2(pick(33, 39)));
+  // One pick a statement: compilers evaluate a call's arguments in different orders.
+  const int nics = pick(1, gpus);
+  const double nic_bw = std::exp2(pick(30, 36));
+  const double intra_bw = std::exp2(pick(33, 39));
+  ClusterSpec spec = nodes_of(nodes, gpus, nics, nic_bw, intra_bw);
   spec.gpu_generation = static_cast<cluster::GpuGeneration>(pick(0, 2));
   spec.cpu_vendor = static_cast<cluster::CpuVendor>(pick(0, 1));
   return spec;
