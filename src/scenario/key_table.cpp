@@ -1714,7 +1714,7 @@ const std::vector<PlanKey>& plan_keys() {
       {"training.pipeline.schedule", true, "1f1b, gpipe, zero_bubble (v = 1, p > 1), interleaved (v > 1)"},
       {"training.scheme", true, "allreduce, fsdp (with data or context parallelism)"},
       {"training.fsdp.sharding", true, "optimizer, grad_op, full"},
-      {"workload.micro_batch", true, "1, 2, 4, 8"},
+      {"workload.micro_batch", true, "every divisor of the global batch over d"},
       {"workload.activation_checkpointing", true, "none, selective, full"},
       {"training.tensor.overlap", false, "none, collective (with t > 1)"},
   };

@@ -147,6 +147,17 @@ double ring_kv_message(const Workload& w, const ParallelConfig& parallel) {
 ModelUnits::ModelUnits(const Workload& w) : decoder(w.facts.transformer.has_value()) {
   int num_layers = 0;
   for (const Op& op : w.ops) num_layers = std::max(num_layers, op.layer + 1);
+  std::vector<int> forward(static_cast<size_t>(num_layers), 0), backward(forward);
+  for (size_t i = 0; i < w.ops.size(); ++i) {
+    const Op& op = w.ops[i];
+    if (op.layer < 0 || op.lane != 0) {
+      if (foreign_op < 0) foreign_op = static_cast<int>(i);
+      continue;
+    }
+    ++(op.kind == workload::OpKind::Backward ? backward : forward)[static_cast<size_t>(op.layer)];
+  }
+  one_pass_each =
+      forward == backward && std::all_of(forward.begin(), forward.end(), [](int n) { return n == 1; });
   int previous = -2;
   for (int l = 0; l < num_layers; ++l) {
     const int block =

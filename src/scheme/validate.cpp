@@ -693,7 +693,7 @@ namespace {
 
 /// check_layout's rules with the workload: the first one broken, nullopt when all hold.
 std::optional<Error> workload_layout_problem(const workload::Workload& w, const ClusterSpec& c,
-                                             const SchemeConfig& s) {
+                                             const SchemeConfig& s, const ModelUnits& units) {
   const ParallelConfig& par = s.parallel;
   if (!w.facts.transformer) {
     return broken_rule(
@@ -703,19 +703,13 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
                     w.name));
   }
   // The stage programs split one forward and one backward op per layer (zoo::to_workload's).
-  std::vector<int> forward, backward;
-  for (const workload::Op& op : w.ops) {
-    if (op.layer < 0 || op.lane != 0) {
-      return broken_rule("workload.model",
-                         fmt::format("a parallel layout needs a zoo decoder's ops (one forward and one "
-                                     "backward op per layer); op '{}' is not one",
-                                     op.name));
-    }
-    std::vector<int>& count = op.kind == workload::OpKind::Backward ? backward : forward;
-    if (count.size() <= static_cast<size_t>(op.layer)) count.resize(static_cast<size_t>(op.layer) + 1, 0);
-    count[static_cast<size_t>(op.layer)]++;
+  if (units.foreign_op >= 0) {
+    return broken_rule("workload.model",
+                       fmt::format("a parallel layout needs a zoo decoder's ops (one forward and one "
+                                   "backward op per layer); op '{}' is not one",
+                                   w.ops[static_cast<size_t>(units.foreign_op)].name));
   }
-  if (forward != backward || std::any_of(forward.begin(), forward.end(), [](int n) { return n != 1; })) {
+  if (!units.one_pass_each) {
     return broken_rule(
         "workload.model",
         "a parallel layout needs a zoo decoder's ops: one forward and one backward op per layer");
@@ -822,7 +816,7 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
   }
   // Blocks enough for the chunks (and a layers_per_stage that adds up): the split throws.
   try {
-    (void)split_chunks(ModelUnits(w), s);
+    (void)split_chunks(units, s);
   } catch (const Error& e) {
     return e;
   }
@@ -842,14 +836,21 @@ std::optional<Error> workload_layout_problem(const workload::Workload& w, const 
 }  // namespace
 
 void check_layout(const workload::Workload& w, const ClusterSpec& c, const SchemeConfig& s) {
-  if (std::optional<Error> broken = workload_layout_problem(w, c, s)) throw *broken;
+  if (std::optional<Error> broken = workload_layout_problem(w, c, s, ModelUnits(w))) throw *broken;
+}
+
+std::optional<Error> layout_problem(const workload::Workload& workload, const ClusterSpec& cluster,
+                                    const SchemeConfig& scheme, const ModelUnits& units) {
+  if (std::optional<Error> broken = cluster_layout_problem(cluster, scheme)) return broken;
+  if (!scheme.parallel.composed()) return std::nullopt;
+  return workload_layout_problem(workload, cluster, scheme, units);
 }
 
 std::optional<Error> layout_problem(const workload::Workload& workload, const ClusterSpec& cluster,
                                     const SchemeConfig& scheme) {
   if (std::optional<Error> broken = cluster_layout_problem(cluster, scheme)) return broken;
   if (!scheme.parallel.composed()) return std::nullopt;
-  return workload_layout_problem(workload, cluster, scheme);
+  return workload_layout_problem(workload, cluster, scheme, ModelUnits(workload));
 }
 
 }  // namespace stepcast::scheme

@@ -40,12 +40,16 @@ using scheme::Scheme;
 using scheme::TensorOverlap;
 using workload::ActivationCheckpointing;
 
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int k = 1; k <= n; ++k) {
-    if (n % k == 0) out.push_back(k);
+/// Every divisor of n >= 1, ascending (in O(sqrt n): a replica's batch can be millions).
+std::vector<int> divisors(int64_t n) {
+  std::vector<int> low, high;
+  for (int64_t k = 1; k * k <= n; ++k) {
+    if (n % k != 0) continue;
+    low.push_back(static_cast<int>(k));
+    if (k * k != n) high.push_back(static_cast<int>(n / k));
   }
-  return out;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 bool listed(const std::vector<std::string>& keys, std::string_view key) {
@@ -277,9 +281,10 @@ double ring_step_bound(const Layout& l, double bytes, const BoundContext& net) {
 
 /// Each pipeline stage's layers, over all its model chunks (scheme::chunk_layers: chunk k p + s
 /// is stage s's).
-std::vector<std::vector<int>> stage_layers_of(const workload::Workload& w,
-                                              const scheme::SchemeConfig& scheme) {
-  const scheme::ChunkLayers chunks = scheme::split_chunks(scheme::ModelUnits(w), scheme);
+std::vector<std::vector<int>> stage_layers_of(const workload::Workload& w, const scheme::SchemeConfig& scheme,
+                                              const scheme::ModelUnits* units) {
+  const scheme::ChunkLayers chunks =
+      units ? scheme::split_chunks(*units, scheme) : scheme::split_chunks(scheme::ModelUnits(w), scheme);
   const auto p = static_cast<size_t>(std::max(1, scheme.parallel.pipeline));
   std::vector<std::vector<int>> stages(p);
   for (size_t chunk = 0; chunk < chunks.size(); ++chunk) {
@@ -317,7 +322,7 @@ std::vector<double> context_exposed_by_layer(const workload::Workload& w, const 
 }  // namespace
 
 double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::SchemeConfig& layout_scheme,
-                    const BoundContext& net) {
+                    const BoundContext& net, const scheme::ModelUnits* units) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const bool zero_bubble = l.schedule == PipelineSchedule::ZeroBubble && l.pipeline > 1;
   if (zero_bubble && w.facts.timed_per_rank) return kNone;
@@ -377,7 +382,7 @@ double tokens_bound(const workload::Workload& w, const Layout& l, const scheme::
   std::vector<StageTimes> stage_times;
   double sum = unplaced, busiest = 0;
   for (double s : on_path) sum += s;
-  const std::vector<std::vector<int>> stages = stage_layers_of(w, layout_scheme);
+  const std::vector<std::vector<int>> stages = stage_layers_of(w, layout_scheme, units);
   for (const std::vector<int>& layers : stages) {
     StageTimes stage{0, 0, 0};
     for (int layer : layers) {
@@ -529,8 +534,8 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
     return searched(s, key) ? all : std::vector<int>{held};
   };
   const std::vector<int> all_divisors = divisors(gpus);
-  const std::vector<int> micro_batches =
-      values_of("workload.micro_batch", {1, 2, 4, 8}, s.workload.batch_per_worker);
+  const bool micro_batch_searched = searched(s, "workload.micro_batch");
+  const int64_t global_batch = base.parallel.global_batch;
   std::vector<ActivationCheckpointing> checkpointings{s.workload.checkpointing};
   if (searched(s, "workload.activation_checkpointing")) {
     checkpointings = {ActivationCheckpointing::None, ActivationCheckpointing::Selective,
@@ -546,18 +551,25 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
   Layout l;
   l.gpus = gpus;
   l.expert = base.parallel.expert;
-  for (int b : micro_batches) {
-    l.micro_batch = b;
-    for (ActivationCheckpointing ckpt : checkpointings) {
-      l.checkpointing = ckpt;
-      for (int t : tensors) {
-        l.tensor = t;
-        for (int c : contexts) {
-          l.context = c;
-          for (int p : pipelines) {
-            l.pipeline = p;
-            const long long model = static_cast<long long>(t) * c * p;
-            const int d = gpus % model == 0 ? static_cast<int>(gpus / model) : 0;
+  for (ActivationCheckpointing ckpt : checkpointings) {
+    l.checkpointing = ckpt;
+    for (int t : tensors) {
+      l.tensor = t;
+      for (int c : contexts) {
+        l.context = c;
+        for (int p : pipelines) {
+          l.pipeline = p;
+          const long long model = static_cast<long long>(t) * c * p;
+          const int d = gpus % model == 0 ? static_cast<int>(gpus / model) : 0;
+          // Every micro-batch that splits a replica's share of the global batch (as Calculon
+          // searches them); where d is not whole or does not divide the batch, the combination is
+          // one layout whatever its micro-batch (1), which the rules reject.
+          std::vector<int> micro_batches{s.workload.batch_per_worker};
+          if (micro_batch_searched) {
+            micro_batches = d > 0 && global_batch % d == 0 ? divisors(global_batch / d) : std::vector<int>{1};
+          }
+          for (int b : micro_batches) {
+            l.micro_batch = b;
             std::vector<int> chunks{1};
             // Interleaving as Megatron-LM allows it: every chunk the same number of blocks.
             for (int v = 2; p >= 2 && v * p <= blocks; ++v) {
@@ -808,7 +820,8 @@ report::Plan plan(const PlanRequest& request) {
       scheme::SchemeConfig sc = at_batch_scenario.scheme;
       apply_layout(spec, sc, l);
       // The rules first (the same as validation's), then memory, then time.
-      if (std::optional<Error> broken = scheme::layout_problem(w, spec, sc)) {
+      const scheme::ModelUnits& units = memory_of(l).layers().units;
+      if (std::optional<Error> broken = scheme::layout_problem(w, spec, sc, units)) {
         ++t.invalid[broken->where().key];
         return;
       }
@@ -832,7 +845,8 @@ report::Plan plan(const PlanRequest& request) {
         return;
       }
       t.fitting.emplace_back(
-          request.prune ? tokens_bound(w, l, sc, bounds) : std::numeric_limits<double>::infinity(), i);
+          request.prune ? tokens_bound(w, l, sc, bounds, &units) : std::numeric_limits<double>::infinity(),
+          i);
     });
     if (tally.error) std::rethrow_exception(tally.error);
 

@@ -26,6 +26,10 @@
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
+namespace stepcast::scheme {
+struct ModelUnits;
+}
+
 namespace stepcast::sweep {
 
 /// One combination of the searched values at one GPU count; d = gpus / (t c p).
@@ -46,18 +50,18 @@ struct Layout {
   auto operator<=>(const Layout&) const = default;
 };
 
-/// The combinations plan considers at `gpus` GPUs, in its order (micro-batch and checkpointing
-/// outermost). Per key, unless plan.fixed holds it at the scenario's value: t, c and p each every
-/// divisor of gpus (their product need not divide: the rules reject it); v 1, and with p >= 2
-/// every v >= 2 that splits the blocks into p v equal chunks (Megatron-LM's rule for
-/// interleaving; the rules alone would allow uneven chunks); the schedule interleaved when v > 1,
-/// else 1f1b, gpipe and zero_bubble when p > 1 and 1f1b alone when p = 1 (one stage: the others
-/// only hold more activations); scheme allreduce, and fsdp with sharding optimizer, grad_op and
-/// full when d c > 1 (with one replica there is nothing to shard); micro-batch 1, 2, 4, 8;
-/// checkpointing none, selective, full; sequence parallelism on and off when t > 1 (the
-/// scenario's value at t = 1, where it does nothing); tensor overlap the scenario's value, or none
-/// and collective when plan.vary names it and t > 1. Throws Error when the scenario is not a
-/// decoder or has no workload.global_batch.
+/// The combinations plan considers at `gpus` GPUs, in its order (checkpointing outermost). Per key, unless
+/// plan.fixed holds it at the scenario's value: t, c and p each every divisor of gpus (their product need not
+/// divide: the rules reject it); v 1, and with p >= 2 every v >= 2 that splits the blocks into p v equal
+/// chunks (Megatron-LM's rule for interleaving; the rules alone would allow uneven chunks); the schedule
+/// interleaved when v > 1, else 1f1b, gpipe and zero_bubble when p > 1 and 1f1b alone when p = 1 (one stage:
+/// the others only hold more activations); scheme allreduce, and fsdp with sharding optimizer, grad_op and
+/// full when d c > 1 (with one replica there is nothing to shard); micro-batch every divisor of
+/// the replica's batch, global_batch / d (one layout, micro-batch 1, where d is not whole or does
+/// not divide the global batch: the rules reject it); checkpointing none, selective, full; sequence
+/// parallelism on and off when t > 1 (the scenario's value at t = 1, where it does nothing); tensor overlap
+/// the scenario's value, or none and collective when plan.vary names it and t > 1. Throws Error when the
+/// scenario is not a decoder or has no workload.global_batch.
 [[nodiscard]] std::vector<Layout> candidate_layouts(const scenario::Scenario& scenario, int gpus);
 
 /// The scenario with `layout` applied (cluster.workers = gpus, the degrees, scheme, micro-batch
@@ -124,9 +128,10 @@ struct BoundContext {
 /// path: 8 (t - 1) / t B a block (the attention's half alone where experts split the MLP), 12
 /// with full recomputation. FSDP full and grad_op gather (and reduce-scatter) every stage's
 /// parameters each micro-batch. plan() prunes by it (tests: never above coarse).
+/// `units`: the workload's (scheme::ModelUnits), found once for many layouts; nullptr finds them.
 [[nodiscard]] double tokens_bound(const workload::Workload& workload, const Layout& layout,
-                                  const scheme::SchemeConfig& layout_scheme,
-                                  const BoundContext& context = {});
+                                  const scheme::SchemeConfig& layout_scheme, const BoundContext& context = {},
+                                  const scheme::ModelUnits* units = nullptr);
 
 struct PlanRequest {
   std::string scenario;                ///< scenario file (with scenario_text, only its name in messages)

@@ -13,12 +13,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "stepcast/cluster/cluster.hpp"
+#include "stepcast/error.hpp"
 #include "stepcast/scheme/scheme_config.hpp"
 #include "stepcast/workload/workload.hpp"
 
@@ -97,8 +99,19 @@ struct ModelUnits {
   bool decoder = false;  ///< workload.facts.transformer is set
   std::vector<int> layers;
   std::vector<int> offsets{0};
+  /// What the layout rules read of the ops (a zoo decoder's: one forward and one backward op per
+  /// layer, on lane 0): the first op outside a layer or on another lane (-1: none), and whether
+  /// every layer has one op of each pass.
+  int foreign_op = -1;
+  bool one_pass_each = true;
   [[nodiscard]] int count() const { return static_cast<int>(offsets.size()) - 1; }
 };
+
+/// layout_problem (validate.hpp) reading the workload's units found once: a plan asks the rules of
+/// many layouts of each workload.
+[[nodiscard]] std::optional<Error> layout_problem(const workload::Workload& workload,
+                                                  const cluster::ClusterSpec& cluster,
+                                                  const SchemeConfig& scheme, const ModelUnits& units);
 
 /// chunk_layers (stage_programs.hpp) as one list: model chunk j's layers at layers[offsets[j] ..
 /// offsets[j + 1]). Throws as chunk_layers does.
