@@ -1460,14 +1460,15 @@ std::vector<KeyDef> make_table() {
   // --- stepcast plan: what it searches
   t.push_back(plan_list_key("plan.vary",
                             "keys `stepcast plan` searches besides its default space: "
-                            "training.tensor.overlap (none, collective with t > 1)",
+                            "training.pipeline.scatter_gather (false, true with t > 1, p > 1 and no sequence "
+                            "parallelism)",
                             &PlanSpec::vary));
   t.push_back(
       plan_list_key("plan.fixed",
                     "keys `stepcast plan` holds at this scenario's value instead of searching: any of "
                     "training.parallel.{tensor, context, pipeline, virtual_stages, sequence}, "
                     "training.pipeline.schedule, training.scheme, training.fsdp.sharding, "
-                    "workload.micro_batch, workload.activation_checkpointing",
+                    "workload.micro_batch, workload.activation_checkpointing, training.tensor.overlap",
                     &PlanSpec::fixed));
 
   // --- prediction
@@ -1716,7 +1717,8 @@ const std::vector<PlanKey>& plan_keys() {
       {"training.fsdp.sharding", true, "optimizer, grad_op, full"},
       {"workload.micro_batch", true, "every divisor of the global batch over d"},
       {"workload.activation_checkpointing", true, "none, selective, full"},
-      {"training.tensor.overlap", false, "none, collective (with t > 1)"},
+      {"training.tensor.overlap", true, "none, collective (with t > 1)"},
+      {"training.pipeline.scatter_gather", false, "false, true (with t > 1, p > 1, no sequence parallelism)"},
   };
   return keys;
 }

@@ -866,6 +866,20 @@ Scenario parse_scenario(std::string_view yaml_text, const std::string& file_name
                   "'auto' needs the profile's per-step samples: set workload.step_samples: all");
     }
   }
+  for (const std::string& key : s.plan.vary) {
+    for (const PlanKey& k : plan_keys()) {
+      if (k.key != key || !k.by_default) continue;
+      std::string optional;
+      for (const PlanKey& o : plan_keys()) {
+        if (!o.by_default) optional += (optional.empty() ? "" : ", ") + std::string(o.key);
+      }
+      throw Error(
+          location_of(entries, "plan.vary", file_name),
+          fmt::format("{} is searched by default (plan.fixed holds it); plan.vary adds the keys that are "
+                      "not: {}",
+                      key, optional));
+    }
+  }
   for (const std::string& key : s.plan.fixed) {
     if (std::find(s.plan.vary.begin(), s.plan.vary.end(), key) != s.plan.vary.end()) {
       throw Error(location_of(entries, "plan.fixed", file_name),

@@ -621,9 +621,17 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
                   l.sharding = sharding;
                   for (bool sequence : sequences) {
                     l.sequence = sequence;
-                    for (TensorOverlap overlap : overlaps) {
-                      l.overlap = overlap;
-                      out.push_back(l);
+                    // Megatron-LM's scatter-gather of pipeline messages acts without sequence
+                    // parallelism alone (with it each rank sends its 1/t already).
+                    std::vector<bool> scatter_gathers{base.pipeline.scatter_gather};
+                    if (t > 1 && p > 1 && !sequence && searched(s, "training.pipeline.scatter_gather"))
+                      scatter_gathers = {false, true};
+                    for (bool scatter_gather : scatter_gathers) {
+                      l.scatter_gather = scatter_gather;
+                      for (TensorOverlap overlap : overlaps) {
+                        l.overlap = overlap;
+                        out.push_back(l);
+                      }
                     }
                   }
                 }
@@ -651,6 +659,7 @@ void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& s, const 
   s.scheme = l.scheme;
   s.fsdp.sharding = l.sharding;
   s.tensor.overlap = l.overlap;
+  s.pipeline.scatter_gather = l.scatter_gather;
 }
 
 scenario::Scenario apply_layout(const scenario::Scenario& s, const Layout& layout) {
@@ -672,7 +681,8 @@ report::Config layout_config(const Layout& l) {
           word("training.fsdp.sharding", name_c_str(l.sharding)),
           number("workload.micro_batch", l.micro_batch),
           word("workload.activation_checkpointing", name_c_str(l.checkpointing)),
-          word("training.tensor.overlap", name_c_str(l.overlap))};
+          word("training.tensor.overlap", name_c_str(l.overlap)),
+          word("training.pipeline.scatter_gather", l.scatter_gather ? "true" : "false")};
 }
 
 std::string layout_label(const Layout& l) {
@@ -688,6 +698,7 @@ std::string layout_label(const Layout& l) {
   out += fmt::format(", mb {}, ckpt {}", l.micro_batch, name_c_str(l.checkpointing));
   if (l.tensor > 1 && l.sequence) out += ", sp";
   if (l.tensor > 1 && l.overlap == TensorOverlap::Collective) out += ", async tp";
+  if (l.tensor > 1 && l.pipeline > 1 && !l.sequence && l.scatter_gather) out += ", scatter-gather";
   if (l.pipeline > 1) out += fmt::format(", {}", name_c_str(l.schedule));
   return out;
 }

@@ -69,7 +69,8 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
   // sequences (up to 16 when d = 1), m = 16 / (d b); 1f1b and zero_bubble need m >= p, interleaved m a
   // multiple of p. allreduce, and fsdp optimizer, grad_op and full when d c > 1, and hybrid where its shard
   // group, the ranks of a data x context group in one node (they are t apart: min(c d, 4 / t)), is smaller
-  // than c d and divides it; three checkpointings; sequence parallelism on and off when t > 1.
+  // than c d and divides it; three checkpointings; sequence parallelism on and off and the tensor
+  // collectives overlapped or not when t > 1.
   std::set<Layout> expected;
   for (int b : {1, 2, 4, 8, 16}) {
     for (ActivationCheckpointing ckpt :
@@ -102,21 +103,25 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
                   schemes.emplace_back(Scheme::Fsdp, FsdpSharding::Hybrid);
               }
               for (const auto& [kind, sharding] : schemes) {
-                for (bool sequence : t > 1 ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
-                  Layout l;
-                  l.gpus = 8;
-                  l.micro_batch = b;
-                  l.checkpointing = ckpt;
-                  l.tensor = t;
-                  l.context = c;
-                  l.pipeline = p;
-                  l.virtual_stages = v;
-                  l.schedule = schedule;
-                  l.scheme = kind;
-                  l.sharding = sharding;
-                  l.sequence = sequence;
-                  expected.insert(l);
-                }
+                for (bool sequence : t > 1 ? std::vector<bool>{true, false} : std::vector<bool>{true})
+                  for (scheme::TensorOverlap overlap :
+                       t > 1 ? std::vector{scheme::TensorOverlap::None, scheme::TensorOverlap::Collective}
+                             : std::vector{scheme::TensorOverlap::None}) {
+                    Layout l;
+                    l.gpus = 8;
+                    l.micro_batch = b;
+                    l.checkpointing = ckpt;
+                    l.tensor = t;
+                    l.context = c;
+                    l.pipeline = p;
+                    l.virtual_stages = v;
+                    l.schedule = schedule;
+                    l.scheme = kind;
+                    l.sharding = sharding;
+                    l.sequence = sequence;
+                    l.overlap = overlap;
+                    expected.insert(l);
+                  }
               }
             }
           }
@@ -134,7 +139,7 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
   for (const Layout& l : expected) EXPECT_TRUE(found.count(l)) << "missing: " << layout_label(l);
   for (const Layout& l : found) EXPECT_TRUE(expected.count(l)) << "not counted by hand: " << layout_label(l);
   EXPECT_EQ(found.size(), expected.size());
-  EXPECT_EQ(expected.size(), 2424u);  // the loops above, counted once more in Python (168 hybrid)
+  EXPECT_EQ(expected.size(), 3942u);  // the loops above, counted once more in Python
   // And every layout the rules let through passes the whole validation, which predict() runs.
   for (const Layout& l : found) {
     const scenario::Scenario at = apply_layout(s, l);
@@ -146,8 +151,8 @@ TEST(Plan, EnumerationIsEveryLayoutTheRulesAllowCountedByHand) {
 TEST(Plan, FixedKeysAreHeldAndVariedKeysAdded) {
   const scenario::Scenario s = parse(tiny_decoder(
       "plan: {fixed: [workload.micro_batch, training.scheme, workload.activation_checkpointing], vary: "
-      "[training.tensor.overlap]}\n"));
-  bool overlap = false;
+      "[training.pipeline.scatter_gather]}\n"));
+  bool overlap = false, scatter_gather = false;
   for (const Layout& l : candidate_layouts(s, 8)) {
     EXPECT_EQ(l.micro_batch, 1);
     EXPECT_EQ(l.scheme, Scheme::AllReduce);
@@ -155,9 +160,21 @@ TEST(Plan, FixedKeysAreHeldAndVariedKeysAdded) {
     if (l.tensor == 1) {
       EXPECT_EQ(l.overlap, scheme::TensorOverlap::None);
     }
+    // Only where it acts: tensor ranks sending pipeline messages without sequence parallelism.
+    if (l.tensor == 1 || l.pipeline == 1 || l.sequence) {
+      EXPECT_FALSE(l.scatter_gather) << layout_label(l);
+    }
     overlap = overlap || l.overlap == scheme::TensorOverlap::Collective;
+    scatter_gather = scatter_gather || l.scatter_gather;
   }
-  EXPECT_TRUE(overlap);
+  EXPECT_TRUE(overlap);  // searched by default
+  EXPECT_TRUE(scatter_gather);
+  // Held: the scenario's value, and no scatter-gather without plan.vary.
+  for (const Layout& l :
+       candidate_layouts(parse(tiny_decoder("plan: {fixed: [training.tensor.overlap]}\n")), 8)) {
+    EXPECT_EQ(l.overlap, scheme::TensorOverlap::None);
+    EXPECT_FALSE(l.scatter_gather);
+  }
 }
 
 TEST(Plan, KeysOutsideTheSearchAndBothListsAreErrorsNamingTheKey) {
@@ -169,10 +186,18 @@ TEST(Plan, KeysOutsideTheSearchAndBothListsAreErrorsNamingTheKey) {
     EXPECT_EQ(e.where().line, 21);
   }
   try {
-    (void)parse(tiny_decoder("plan: {fixed: [workload.micro_batch], vary: [workload.micro_batch]}\n"));
+    (void)parse(tiny_decoder(
+        "plan: {fixed: [training.pipeline.scatter_gather], vary: [training.pipeline.scatter_gather]}\n"));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.where().key, "plan.fixed");
+  }
+  try {  // a key searched by default: plan.vary adds the others
+    (void)parse(tiny_decoder("plan: {vary: [training.tensor.overlap]}\n"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "plan.vary");
+    EXPECT_NE(std::string(e.what()).find("training.pipeline.scatter_gather"), std::string::npos) << e.what();
   }
 }
 
@@ -224,7 +249,7 @@ std::string seeded(int seed) {
          "  gpu: {peak_flops: 312TFLOPS, memory_bandwidth: 2TB/s}\n"
          "training:\n"
          "  scheme: allreduce\n"
-         "plan: {fixed: [training.parallel.sequence]}\n"
+         "plan: {fixed: [training.parallel.sequence, training.tensor.overlap]}\n"
          "steps: {warmup: 1, measure: 1}\n";
 }
 
@@ -369,9 +394,10 @@ TEST(Plan, PruningDropsNoLayoutOfTheTopAndItsBoundIsNeverBelowCoarse) {
       text.replace(text.find(nic), nic.size(), "nic_bandwidth: 2Gbps");
     }
     if (seed >= 3) {
-      // Sequence parallelism on and off, and the tensor collectives overlapped or not.
-      const std::string fixed = "plan: {fixed: [training.parallel.sequence]}\n";
-      text.replace(text.find(fixed), fixed.size(), "plan: {vary: [training.tensor.overlap]}\n");
+      // Sequence parallelism on and off, the tensor collectives overlapped or not, and without
+      // sequence parallelism the pipeline messages scattered over the tensor ranks or not.
+      const std::string fixed = "plan: {fixed: [training.parallel.sequence, training.tensor.overlap]}\n";
+      text.replace(text.find(fixed), fixed.size(), "plan: {vary: [training.pipeline.scatter_gather]}\n");
     }
     PlanRequest r = request_for(text, {16}, 3);
     const report::Plan pruned = plan(r);

@@ -46,6 +46,7 @@ struct Layout {
   scheme::FsdpSharding sharding = scheme::FsdpSharding::Full;  ///< meaningful with scheme fsdp
   bool sequence = true;                                        ///< meaningful with t > 1
   scheme::TensorOverlap overlap = scheme::TensorOverlap::None;
+  bool scatter_gather = false;  ///< training.pipeline.scatter_gather; meaningful with t, p > 1, no sp
   int expert = 1;  ///< the scenario's expert-parallel degree (held, not searched), for the label
   auto operator<=>(const Layout&) const = default;
 };
@@ -60,8 +61,9 @@ struct Layout {
 /// the replica's batch, global_batch / d (one layout, micro-batch 1, where d is not whole or does
 /// not divide the global batch: the rules reject it); checkpointing none, selective, full; sequence
 /// parallelism on and off when t > 1 (the scenario's value at t = 1, where it does nothing); tensor overlap
-/// the scenario's value, or none and collective when plan.vary names it and t > 1. Throws Error when the
-/// scenario is not a decoder or has no workload.global_batch.
+/// none and collective when t > 1; the scatter-gather of pipeline messages the scenario's value, or
+/// false and true when plan.vary names it, t > 1, p > 1 and sequence parallelism is off. Throws Error when
+/// the scenario is not a decoder or has no workload.global_batch.
 [[nodiscard]] std::vector<Layout> candidate_layouts(const scenario::Scenario& scenario, int gpus);
 
 /// The scenario with `layout` applied (cluster.workers = gpus, the degrees, scheme, micro-batch
@@ -70,9 +72,9 @@ struct Layout {
 [[nodiscard]] scenario::Scenario apply_layout(const scenario::Scenario& scenario, const Layout& layout);
 
 /// The layout's settings on a cluster and scheme already at its micro-batch and checkpointing
-/// (cluster.workers = gpus, the degrees, schedule, scheme and sharding, sequence parallelism and
-/// overlap; pipeline.layers_per_stage dropped when p or v differs from the scheme's): what plan()
-/// does for every layout before asking the rules.
+/// (cluster.workers = gpus, the degrees, schedule, scheme and sharding, sequence parallelism,
+/// overlap and scatter-gather; pipeline.layers_per_stage dropped when p or v differs from the scheme's): what
+/// plan() does for every layout before asking the rules.
 void apply_layout(cluster::ClusterSpec& cluster, scheme::SchemeConfig& scheme, const Layout& layout);
 
 /// The layout as `--set` settings (the same keys, in the same order, for every layout).
