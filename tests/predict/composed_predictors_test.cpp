@@ -161,14 +161,17 @@ TEST(ComposedPredictors, CoarseCountsTheMessagesOfThePipelinesSteadyState) {
         coarse.breakdown.pipeline, message / pass);
     // Where a message alone lasts more than half a chunk's forward pass (tensor ranks without
     // sequence parallelism each send the whole activation, 33.5 MB a micro-batch, 1.3-2.7 ms on
-    // these NICs), fine is slower than coarse under 1F1B, ZB-H1 and interleaving: fine's trace
+    // these NICs), fine is slower than coarse under 1F1B, ZB-H1 and interleaving. Fine's trace
     // shows a stage's forward and backward messages overlapping on its NIC and sharing it fairly
-    // (both late, 3.5-5.4 ms for 2.7 ms alone), and at the receiver's, where coarse sends them one
-    // after another from the sender only (docs/models.md, "Coarse"). Regression pin, measured
-    // 2026-12-07: -8.7%, -5.5%, -5.7% on seeds 2, 7, 17 of this set; up to -23% on other draws.
+    // (both late, 3.5-5.4 ms for 2.7 ms alone), and at the receiver's; coarse shares a stage's
+    // ways out and in among the messages in flight since 2026-12-08 (each direction's one after
+    // another), which is part of it (docs/models.md, "Coarse"). Regression pin, measured
+    // 2026-12-08: -5.6%, -0.3%, -5.7% on seeds 2, 7, 17 of this set (-8.7%, -5.5%, -5.7% when
+    // coarse sent a stage's messages one after another); over seeds 1-160 of this generator the
+    // 45 such layouts are 3.4% off in mean, 13.1% at most (4.3% and 16.1% before).
     const bool whole_messages = message > 0.5 * pass;
     if (whole_messages) {
-      EXPECT_LT(std::fabs(error), 0.25) << l.label;
+      EXPECT_LT(std::fabs(error), 0.15) << l.label;
     } else {
       EXPECT_LT(std::fabs(error), 0.05) << l.label;
       worst = std::max(worst, std::fabs(error));
