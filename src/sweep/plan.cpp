@@ -28,6 +28,7 @@
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/sweep/sweep.hpp"
+#include "stepcast/units.hpp"
 #include "sweep/ranks.hpp"
 #include "sweep/result_wire.hpp"
 
@@ -527,7 +528,10 @@ bool hybrid_differs(const scheme::SchemeConfig& base, int workers_per_node, int 
 }
 }  // namespace
 
-std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
+namespace {
+/// Calls visit(layout) for each combination candidate_layouts returns, in its order.
+template <class Visit>
+void visit_candidates(const scenario::Scenario& s, int gpus, Visit&& visit) {
   const int blocks = decoder_blocks(s);
   const scheme::SchemeConfig& base = s.scheme;
   auto values_of = [&](std::string_view key, std::vector<int> all, int held) {
@@ -547,7 +551,6 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
   const std::vector<int> pipelines =
       values_of("training.parallel.pipeline", all_divisors, base.parallel.pipeline);
 
-  std::vector<Layout> out;
   Layout l;
   l.gpus = gpus;
   l.expert = base.parallel.expert;
@@ -630,7 +633,7 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
                       l.scatter_gather = scatter_gather;
                       for (TensorOverlap overlap : overlaps) {
                         l.overlap = overlap;
-                        out.push_back(l);
+                        visit(l);
                       }
                     }
                   }
@@ -642,6 +645,28 @@ std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus) {
       }
     }
   }
+}
+}  // namespace
+
+std::vector<Layout> candidate_layouts(const scenario::Scenario& s, int gpus, std::size_t most) {
+  // Counted before they are held: a global batch with many divisors (each a micro-batch) can make
+  // more combinations than memory holds.
+  std::size_t count = 0;
+  visit_candidates(s, gpus, [&count](const Layout&) { ++count; });
+  if (count > most) {
+    throw Error({"", 0, "--gpus"},
+                fmt::format("at {} GPUs the search holds {}, more than the {} plan checks at one count "
+                            "({} for their list alone): hold keys at the scenario's value with plan.fixed "
+                            "(workload.micro_batch "
+                            "searches every divisor of a replica's share of the {} sequences)",
+                            gpus, format_count(static_cast<double>(count), "layout", "layouts"),
+                            format_count(static_cast<double>(most), "layout", "layouts"),
+                            format_bytes(static_cast<double>(most * sizeof(Layout))),
+                            s.scheme.parallel.global_batch));
+  }
+  std::vector<Layout> out;
+  out.reserve(count);
+  visit_candidates(s, gpus, [&out](const Layout& l) { out.push_back(l); });
   return out;
 }
 

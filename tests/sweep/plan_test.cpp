@@ -201,6 +201,23 @@ TEST(Plan, KeysOutsideTheSearchAndBothListsAreErrorsNamingTheKey) {
   }
 }
 
+TEST(Plan, MoreCombinationsThanItHoldsIsAnErrorNamingTheCount) {
+  // Every divisor of a replica's batch is a micro-batch: a global batch with many divisors can
+  // make more layouts than memory holds (720,720 sequences on 5,040 GPUs: 157 million). They are
+  // counted before they are held.
+  const scenario::Scenario s = parse(tiny_decoder());
+  const std::size_t all = candidate_layouts(s, 8).size();
+  EXPECT_EQ(candidate_layouts(s, 8, all).size(), all);
+  try {
+    (void)candidate_layouts(s, 8, all - 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().key, "--gpus");
+    EXPECT_NE(std::string(e.what()).find(std::to_string(all) + " layouts"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("plan.fixed"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Plan, NeedsADecoderWithAGlobalBatch) {
   std::string text = tiny_decoder();
   text.replace(text.find("  global_batch: 16\n"), 19, "");

@@ -32,6 +32,10 @@ struct ModelUnits;
 
 namespace stepcast::sweep {
 
+/// The most combinations plan holds at one GPU count (tens of bytes each): a global batch with
+/// many divisors, each a micro-batch, can make more (720,720 sequences on 5,040 GPUs: 157 million).
+inline constexpr std::size_t kMaxPlanLayouts = 50'000'000;
+
 /// One combination of the searched values at one GPU count; d = gpus / (t c p).
 struct Layout {
   int gpus = 0;
@@ -63,8 +67,10 @@ struct Layout {
 /// parallelism on and off when t > 1 (the scenario's value at t = 1, where it does nothing); tensor overlap
 /// none and collective when t > 1; the scatter-gather of pipeline messages the scenario's value, or
 /// false and true when plan.vary names it, t > 1, p > 1 and sequence parallelism is off. Throws Error when
-/// the scenario is not a decoder or has no workload.global_batch.
-[[nodiscard]] std::vector<Layout> candidate_layouts(const scenario::Scenario& scenario, int gpus);
+/// the scenario is not a decoder or has no workload.global_batch, and (key --gpus) when there are
+/// more than `most` combinations.
+[[nodiscard]] std::vector<Layout> candidate_layouts(const scenario::Scenario& scenario, int gpus,
+                                                    std::size_t most = kMaxPlanLayouts);
 
 /// The scenario with `layout` applied (cluster.workers = gpus, the degrees, scheme, micro-batch
 /// and checkpointing, whose compute time is re-derived: scenario::with_micro_batch). Throws what
