@@ -26,6 +26,10 @@ inline constexpr int kMaxWorkers = 1 << 20;
 /// scheme::require_simulable_workers throws past it, saying which of those forced the full engine.
 inline constexpr int kMaxSimulatedWorkers = 1 << 14;
 
+/// The most sequences a worker takes a step (workload.batch_per_worker) or a micro-batch holds
+/// (workload.micro_batch).
+inline constexpr int kMaxBatch = 1 << 24;
+
 /// The most micro-batches of one step (global batch / (data-parallel degree x micro-batch)), and
 /// so of an interleaved schedule's micro-batch group: the stage programs hold every one.
 inline constexpr int kMaxMicroBatches = 1 << 16;

@@ -140,7 +140,7 @@ std::array<scheme::ParallelDimension, scheme::kRankDimensions> parse_rank_order(
 using limits::kMaxWorkers;
 constexpr int kMaxServers = 4096;
 constexpr int kMaxSteps = 1000;
-constexpr int kMaxBatch = 1 << 24;
+using limits::kMaxBatch;
 
 template <class F>
 KeyDef integer_key(std::string key, std::string def, int min, int max, std::string description, F field) {

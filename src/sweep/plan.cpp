@@ -25,6 +25,7 @@
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/enum_names.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/scheme/rank_layout.hpp"
 #include "stepcast/scheme/validate.hpp"
 #include "stepcast/sweep/sweep.hpp"
@@ -41,16 +42,21 @@ using scheme::Scheme;
 using scheme::TensorOverlap;
 using workload::ActivationCheckpointing;
 
-/// Every divisor of n >= 1, ascending (in O(sqrt n): a replica's batch can be millions).
+/// Every divisor of n >= 1 up to INT_MAX, ascending (in O(sqrt n): a replica's batch can be
+/// 2^40 sequences).
 std::vector<int> divisors(int64_t n) {
-  std::vector<int> low, high;
+  std::vector<int64_t> low, high;
   for (int64_t k = 1; k * k <= n; ++k) {
     if (n % k != 0) continue;
-    low.push_back(static_cast<int>(k));
-    if (k * k != n) high.push_back(static_cast<int>(n / k));
+    low.push_back(k);
+    if (k * k != n) high.push_back(n / k);
   }
   low.insert(low.end(), high.rbegin(), high.rend());
-  return low;
+  std::vector<int> out;
+  for (int64_t k : low) {
+    if (k <= std::numeric_limits<int>::max()) out.push_back(static_cast<int>(k));
+  }
+  return out;
 }
 
 bool listed(const std::vector<std::string>& keys, std::string_view key) {
@@ -540,6 +546,17 @@ void visit_candidates(const scenario::Scenario& s, int gpus, Visit&& visit) {
   const std::vector<int> all_divisors = divisors(gpus);
   const bool micro_batch_searched = searched(s, "workload.micro_batch");
   const int64_t global_batch = base.parallel.global_batch;
+  // Per data-parallel degree d: the divisors of a replica's global_batch / d sequences that a
+  // micro-batch may hold (at most limits::kMaxBatch).
+  std::map<int, std::vector<int>> micro_batches_of;
+  auto replica_micro_batches = [&](int d) -> const std::vector<int>& {
+    auto [it, added] = micro_batches_of.try_emplace(d);
+    if (added) {
+      it->second = divisors(global_batch / d);
+      std::erase_if(it->second, [](int b) { return b > limits::kMaxBatch; });
+    }
+    return it->second;
+  };
   std::vector<ActivationCheckpointing> checkpointings{s.workload.checkpointing};
   if (searched(s, "workload.activation_checkpointing")) {
     checkpointings = {ActivationCheckpointing::None, ActivationCheckpointing::Selective,
@@ -567,11 +584,12 @@ void visit_candidates(const scenario::Scenario& s, int gpus, Visit&& visit) {
           // Every micro-batch that splits a replica's share of the global batch (as Calculon
           // searches them); where d is not whole or does not divide the batch, the combination is
           // one layout whatever its micro-batch (1), which the rules reject.
-          std::vector<int> micro_batches{s.workload.batch_per_worker};
+          std::vector<int> held{s.workload.batch_per_worker}, none{1};
+          const std::vector<int>* micro_batches = &held;
           if (micro_batch_searched) {
-            micro_batches = d > 0 && global_batch % d == 0 ? divisors(global_batch / d) : std::vector<int>{1};
+            micro_batches = d > 0 && global_batch % d == 0 ? &replica_micro_batches(d) : &none;
           }
-          for (int b : micro_batches) {
+          for (int b : *micro_batches) {
             l.micro_batch = b;
             std::vector<int> chunks{1};
             // Interleaving as Megatron-LM allows it: every chunk the same number of blocks.

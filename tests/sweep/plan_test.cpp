@@ -15,6 +15,7 @@
 #include "scheme/stage_programs.hpp"
 #include "stepcast/detail/scheme/fsdp_units.hpp"
 #include "stepcast/error.hpp"
+#include "stepcast/limits.hpp"
 #include "stepcast/predict/predict.hpp"
 #include "stepcast/scenario/scenario.hpp"
 #include "stepcast/scheme/validate.hpp"
@@ -216,6 +217,26 @@ TEST(Plan, MoreCombinationsThanItHoldsIsAnErrorNamingTheCount) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(all) + " layouts"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("plan.fixed"), std::string::npos) << e.what();
   }
+}
+
+TEST(Plan, MicroBatchesAreTheDivisorsOfAReplicasBatchUpToTheKeysLimit) {
+  // 2^30 sequences on 8 GPUs: a replica of d holds 2^30 / d, every divisor of it up to the 2^24
+  // workload.micro_batch takes (a divisor search in O(sqrt n), once per d).
+  std::string text = tiny_decoder();
+  text.replace(text.find("global_batch: 16"), 16, "global_batch: 1073741824\n  micro_batch: 4096");
+  const scenario::Scenario s = parse(text);
+  std::set<int> seen;
+  for (const Layout& l : candidate_layouts(s, 8)) {
+    const long long model = static_cast<long long>(l.tensor) * l.context * l.pipeline;
+    if (8 % model != 0) continue;
+    const long long replica = (1LL << 30) / (8 / model);
+    EXPECT_EQ(replica % l.micro_batch, 0) << layout_label(l);
+    EXPECT_LE(l.micro_batch, limits::kMaxBatch) << layout_label(l);
+    seen.insert(l.micro_batch);
+  }
+  // d = 1 to 8: 2^27 .. 2^30 sequences a replica; their divisors up to 2^24 are the 25 powers of 2.
+  EXPECT_EQ(seen.size(), 25u);
+  EXPECT_EQ(*seen.rbegin(), limits::kMaxBatch);
 }
 
 TEST(Plan, NeedsADecoderWithAGlobalBatch) {
