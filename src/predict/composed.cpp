@@ -53,8 +53,9 @@ namespace {
 /// And messages in flight at once share what they cross, as on the flow network: a stage's
 /// activation to the next stage and gradient to the previous one leave through its own links
 /// (its NIC across nodes), and the two it receives come in through them, so each message is a
-/// flow on its sender's way out and its receiver's way in, and the flows on one share it fairly
-/// (max-min, each at most the rate it has alone; a message alone lasts its StageCost time). One
+/// flow on its sender's way out and its receiver's way in, each direction's one after another,
+/// and the flows on a way share it equally (each at 1 / the messages on its busier way of the
+/// speed it has alone, a message alone lasting its StageCost time; pipeline_ends_shared). One
 /// way out and one way in per stage whichever neighbour: where one neighbour is in the node and
 /// the other across it, the two messages share nothing on the real links, and this slows the
 /// longer by at most the shorter's time.
